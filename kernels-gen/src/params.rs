@@ -1,0 +1,221 @@
+//! Generation parameters: tile shape and target architecture.
+
+/// A CUDA compute capability, e.g. `sm_90` for Hopper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Arch {
+    /// Major version (9 for Hopper).
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+impl Arch {
+    /// Hopper (H100, H200): the architecture the defaults are tuned for.
+    pub const SM_90: Arch = Arch { major: 9, minor: 0 };
+    /// The oldest architecture the generated code supports: `__shfl_*_sync`
+    /// and independent thread scheduling arrived with Volta.
+    pub const MIN_SUPPORTED: Arch = Arch { major: 7, minor: 0 };
+
+    /// `sm_90`-style name, as ptxas spells it.
+    pub fn sm_name(self) -> String {
+        format!("sm_{}{}", self.major, self.minor)
+    }
+
+    /// `compute_90`-style name, as NVRTC's `--gpu-architecture` takes it.
+    pub fn compute_name(self) -> String {
+        format!("compute_{}{}", self.major, self.minor)
+    }
+
+    /// The value of `__CUDA_ARCH__` on this architecture (900 for `sm_90`).
+    pub fn cuda_arch_macro(self) -> u32 {
+        self.major * 100 + self.minor * 10
+    }
+}
+
+/// How many elements each thread owns in a tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ItemsPerThread {
+    /// Chosen from the element size by [`auto_items_per_thread`]; the CUDA
+    /// source computes the same value from `sizeof` with
+    /// `scan_auto_items_per_thread` in the prelude.
+    Auto,
+    /// A fixed count.
+    Fixed(u32),
+}
+
+/// Parameters of one generated program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GenParams {
+    /// Threads per block (a multiple of 32, at most 1024).
+    pub block_threads: u32,
+    /// Elements per thread.
+    pub items_per_thread: ItemsPerThread,
+    /// The oldest architecture the program is meant for; the source refuses
+    /// to compile for older ones.
+    pub arch: Arch,
+}
+
+impl Default for GenParams {
+    fn default() -> Self {
+        GenParams { block_threads: 256, items_per_thread: ItemsPerThread::Auto, arch: Arch::SM_90 }
+    }
+}
+
+/// Why a [`GenParams`] was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidParams(pub String);
+
+impl std::fmt::Display for InvalidParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidParams {}
+
+/// Most items per thread allowed (registers hold a thread's items).
+pub const MAX_ITEMS_PER_THREAD: u32 = 32;
+
+impl GenParams {
+    /// Checks the tile shape is one the kernels can run.
+    pub fn validate(&self) -> Result<(), InvalidParams> {
+        let b = self.block_threads;
+        if b == 0 || b % 32 != 0 || b > 1024 {
+            return Err(InvalidParams(format!(
+                "block_threads must be a multiple of 32 between 32 and 1024, not {b}"
+            )));
+        }
+        if let ItemsPerThread::Fixed(i) = self.items_per_thread {
+            if i == 0 || i > MAX_ITEMS_PER_THREAD {
+                return Err(InvalidParams(format!(
+                    "items_per_thread must be between 1 and {MAX_ITEMS_PER_THREAD}, not {i}"
+                )));
+            }
+        }
+        if self.arch < Arch::MIN_SUPPORTED {
+            return Err(InvalidParams(format!(
+                "arch {} is older than the oldest supported, {}",
+                self.arch.sm_name(),
+                Arch::MIN_SUPPORTED.sm_name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Items per thread for an element of `element_size` bytes.
+    pub const fn items_per_thread_for(&self, element_size: usize) -> u32 {
+        match self.items_per_thread {
+            ItemsPerThread::Auto => auto_items_per_thread(element_size),
+            ItemsPerThread::Fixed(i) => i,
+        }
+    }
+
+    /// Elements per tile (one block's share) for an element of `element_size` bytes.
+    pub const fn tile_items_for(&self, element_size: usize) -> u32 {
+        self.block_threads * self.items_per_thread_for(element_size)
+    }
+}
+
+/// Items per thread chosen from the element size: about 64 bytes of elements
+/// per thread (16 registers), between 1 and 16 items.
+///
+/// The prelude's `scan_auto_items_per_thread` is the same formula in C++; the
+/// NVRTC test checks the two agree through each program's exported tile size.
+pub const fn auto_items_per_thread(element_size: usize) -> u32 {
+    if element_size == 0 || element_size >= 64 {
+        1
+    } else if 64 / element_size > 16 {
+        16
+    } else {
+        (64 / element_size) as u32
+    }
+}
+
+/// NVRTC options for compiling generated source for `arch`.
+///
+/// Floating point stays IEEE (`--ftz=false --prec-div=true --prec-sqrt=true`):
+/// the operator's `+ - * /` already use `__fadd_rn`-style intrinsics, which
+/// the compiler never contracts into FMAs, so results match the CPU backend
+/// operation for operation.
+pub fn nvrtc_options(arch: Arch) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={}", arch.compute_name()),
+        "--std=c++17".to_string(),
+        "--ftz=false".to_string(),
+        "--prec-div=true".to_string(),
+        "--prec-sqrt=true".to_string(),
+        "--device-as-default-execution-space".to_string(),
+    ]
+}
+
+/// The kernels (`extern "C" __global__` entry points) of one operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// Global pass 1: each block reduces its tile to one tile total.
+    ReduceTiles,
+    /// Global pass 2: one block scans the tile totals (exclusive, seeded).
+    ScanTileTotals,
+    /// Global pass 3 (or the whole scan when it fits one tile): inclusive.
+    ScanTilesInclusive,
+    /// Global pass 3 (or the whole scan when it fits one tile): exclusive.
+    ScanTilesExclusive,
+}
+
+impl Kernel {
+    /// Every kernel a program contains.
+    pub const ALL: [Kernel; 4] =
+        [Kernel::ReduceTiles, Kernel::ScanTileTotals, Kernel::ScanTilesInclusive, Kernel::ScanTilesExclusive];
+
+    /// The suffix after the operator's name.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Kernel::ReduceTiles => "reduce_tiles",
+            Kernel::ScanTileTotals => "scan_tile_totals",
+            Kernel::ScanTilesInclusive => "scan_tiles_inclusive",
+            Kernel::ScanTilesExclusive => "scan_tiles_exclusive",
+        }
+    }
+
+    /// The symbol name for operator `op_name`.
+    pub fn symbol(self, op_name: &str) -> String {
+        format!("{op_name}_{}", self.suffix())
+    }
+}
+
+/// The exported `__constant__` holding the program's tile size in elements.
+pub fn tile_items_symbol(op_name: &str) -> String {
+    format!("{op_name}_tile_items")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_items_keep_about_64_bytes_per_thread() {
+        assert_eq!(auto_items_per_thread(1), 16);
+        assert_eq!(auto_items_per_thread(4), 16);
+        assert_eq!(auto_items_per_thread(8), 8);
+        assert_eq!(auto_items_per_thread(12), 5);
+        assert_eq!(auto_items_per_thread(24), 2);
+        assert_eq!(auto_items_per_thread(64), 1);
+        assert_eq!(auto_items_per_thread(200), 1);
+    }
+
+    #[test]
+    fn invalid_shapes_are_rejected() {
+        let ok = GenParams::default();
+        assert!(ok.validate().is_ok());
+        assert!(GenParams { block_threads: 100, ..ok }.validate().is_err());
+        assert!(GenParams { block_threads: 2048, ..ok }.validate().is_err());
+        assert!(GenParams { items_per_thread: ItemsPerThread::Fixed(0), ..ok }.validate().is_err());
+        assert!(GenParams { items_per_thread: ItemsPerThread::Fixed(33), ..ok }.validate().is_err());
+        assert!(GenParams { arch: Arch { major: 6, minor: 1 }, ..ok }.validate().is_err());
+    }
+
+    #[test]
+    fn kernel_symbols_carry_the_operator_name() {
+        assert_eq!(Kernel::ReduceTiles.symbol("affine_op"), "affine_op_reduce_tiles");
+        assert_eq!(tile_items_symbol("sum_u32"), "sum_u32_tile_items");
+    }
+}

@@ -1,0 +1,310 @@
+// gpu-scan prelude: Rust's semantics for operators translated by #[scan_op].
+//
+// Every helper here exists because plain C++ would differ from Rust:
+// integer promotion, undefined signed overflow, out-of-range float-to-int
+// casts, oversized shifts and FMA contraction. With these helpers an
+// operator computes the same function on the GPU as on the CPU: integers bit
+// for bit, floats IEEE with the same NaN rules.
+#ifndef GPU_SCAN_PRELUDE
+#define GPU_SCAN_PRELUDE
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+#error "gpu-scan kernels need sm_70 or newer (independent thread scheduling, __shfl_*_sync)"
+#endif
+
+// ---------------------------------------------------------------------------
+// Type traits (NVRTC ships no standard headers).
+// ---------------------------------------------------------------------------
+
+// The unsigned type of the same width, and the type arithmetic happens in:
+// at least `unsigned int`, so that narrow types never promote to signed int.
+template <class T> struct scan_int_traits;
+#define SCAN_INT_TRAITS(T, U, W, IS_SIGNED, MIN, MAX)                          \
+  template <> struct scan_int_traits<T> {                                     \
+    typedef U unsigned_type;                                                  \
+    typedef W wide_unsigned_type;                                             \
+    static constexpr bool is_signed = IS_SIGNED;                              \
+    static constexpr unsigned bits = sizeof(T) * 8;                           \
+    static constexpr T min = MIN;                                             \
+    static constexpr T max = MAX;                                             \
+  };
+SCAN_INT_TRAITS(unsigned char, unsigned char, unsigned int, false, 0, 0xff)
+SCAN_INT_TRAITS(unsigned short, unsigned short, unsigned int, false, 0, 0xffff)
+SCAN_INT_TRAITS(unsigned int, unsigned int, unsigned int, false, 0u, 0xffffffffu)
+SCAN_INT_TRAITS(unsigned long long, unsigned long long, unsigned long long, false, 0ull, 0xffffffffffffffffull)
+SCAN_INT_TRAITS(signed char, unsigned char, unsigned int, true, -128, 127)
+SCAN_INT_TRAITS(short, unsigned short, unsigned int, true, -32768, 32767)
+SCAN_INT_TRAITS(int, unsigned int, unsigned int, true, (-2147483647 - 1), 2147483647)
+SCAN_INT_TRAITS(long long, unsigned long long, unsigned long long, true, (-9223372036854775807ll - 1), 9223372036854775807ll)
+#undef SCAN_INT_TRAITS
+
+template <class T> struct scan_is_float { static constexpr bool value = false; };
+template <> struct scan_is_float<float> { static constexpr bool value = true; };
+template <> struct scan_is_float<double> { static constexpr bool value = true; };
+
+template <class T> struct scan_remove_cvref { typedef T type; };
+template <class T> struct scan_remove_cvref<const T> { typedef T type; };
+template <class T> struct scan_remove_cvref<T&> { typedef T type; };
+template <class T> struct scan_remove_cvref<const T&> { typedef T type; };
+
+// An untyped Rust literal takes the type of its typed sibling: `x.a * 2`
+// becomes `scan_mul(x.a, scan_like(x.a, 2))`.
+template <class T, class V>
+__device__ __forceinline__ typename scan_remove_cvref<T>::type scan_like(const T&, V v) {
+  return (typename scan_remove_cvref<T>::type)v;
+}
+// An untyped float literal is printed twice, rounded once to each type, so
+// that an `f32` sibling never sees a double-rounded value.
+__device__ __forceinline__ float scan_like_float(float, float as_f32, double) { return as_f32; }
+__device__ __forceinline__ double scan_like_float(double, float, double as_f64) { return as_f64; }
+
+// ---------------------------------------------------------------------------
+// Arithmetic: integers wrap (two's complement), floats are IEEE and never
+// contracted into FMAs (the _rn intrinsics are exempt from contraction).
+// ---------------------------------------------------------------------------
+
+#define SCAN_WRAPPING(NAME, OP)                                                \
+  template <class T> __device__ __forceinline__ T NAME(T a, T b) {            \
+    typedef typename scan_int_traits<T>::wide_unsigned_type W;                \
+    return (T)(W)((W)a OP (W)b);                                              \
+  }
+SCAN_WRAPPING(scan_add, +)
+SCAN_WRAPPING(scan_sub, -)
+SCAN_WRAPPING(scan_mul, *)
+#undef SCAN_WRAPPING
+__device__ __forceinline__ float scan_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float scan_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float scan_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double scan_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double scan_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double scan_mul(double a, double b) { return __dmul_rn(a, b); }
+
+// Integer division never traps: x / 0 == 0 and x % 0 == 0; MIN / -1 wraps to
+// MIN and MIN % -1 == 0 (Rust's wrapping_div / wrapping_rem otherwise).
+template <class T> __device__ __forceinline__ T scan_div(T a, T b) {
+  if (b == 0) return 0;
+  if (scan_int_traits<T>::is_signed && a == scan_int_traits<T>::min && b == (T)-1) return a;
+  return (T)(a / b);
+}
+template <class T> __device__ __forceinline__ T scan_rem(T a, T b) {
+  if (b == 0) return 0;
+  if (scan_int_traits<T>::is_signed && b == (T)-1) return 0;
+  return (T)(a % b);
+}
+__device__ __forceinline__ float scan_div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double scan_div(double a, double b) { return __ddiv_rn(a, b); }
+__device__ __forceinline__ float scan_rem(float a, float b) { return fmodf(a, b); }
+__device__ __forceinline__ double scan_rem(double a, double b) { return fmod(a, b); }
+
+template <class T> __device__ __forceinline__ T scan_neg(T a) { return scan_sub((T)0, a); }
+__device__ __forceinline__ float scan_neg(float a) { return -a; }
+__device__ __forceinline__ double scan_neg(double a) { return -a; }
+
+// `!` is logical on bool and bitwise on integers.
+template <class T> __device__ __forceinline__ T scan_not(T a) { return (T)~a; }
+__device__ __forceinline__ bool scan_not(bool a) { return !a; }
+
+template <class T> __device__ __forceinline__ T scan_bitand(T a, T b) { return (T)(a & b); }
+template <class T> __device__ __forceinline__ T scan_bitor(T a, T b) { return (T)(a | b); }
+template <class T> __device__ __forceinline__ T scan_bitxor(T a, T b) { return (T)(a ^ b); }
+
+// Shifts take the amount modulo the bit width (Rust's wrapping_shl/shr);
+// `>>` is arithmetic on signed types.
+template <class T, class S> __device__ __forceinline__ T scan_shl(T a, S amount) {
+  typedef typename scan_int_traits<T>::wide_unsigned_type W;
+  return (T)(W)((W)a << ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
+}
+template <class T, class S> __device__ __forceinline__ T scan_shr(T a, S amount) {
+  return (T)(a >> ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
+}
+template <class T> __device__ __forceinline__ T scan_rotate_left(T a, unsigned n) {
+  typedef typename scan_int_traits<T>::unsigned_type U;
+  const unsigned bits = scan_int_traits<T>::bits;
+  n &= bits - 1;
+  if (n == 0) return a;
+  return (T)(U)(scan_shl((U)a, n) | scan_shr((U)a, bits - n));
+}
+template <class T> __device__ __forceinline__ T scan_rotate_right(T a, unsigned n) {
+  return scan_rotate_left(a, scan_int_traits<T>::bits - (n & (scan_int_traits<T>::bits - 1)));
+}
+
+// ---------------------------------------------------------------------------
+// Numeric methods.
+// ---------------------------------------------------------------------------
+
+// Integer min/max by comparison; float min/max ignore a NaN operand, as
+// Rust's f32::min/max do (fminf/fmaxf have the same rule).
+template <class T> __device__ __forceinline__ T scan_min(T a, T b) { return b < a ? b : a; }
+template <class T> __device__ __forceinline__ T scan_max(T a, T b) { return a < b ? b : a; }
+__device__ __forceinline__ float scan_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ float scan_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double scan_min(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ double scan_max(double a, double b) { return fmax(a, b); }
+
+// Integer abs wraps (abs(MIN) == MIN), as wrapping_abs.
+template <class T> __device__ __forceinline__ T scan_abs(T a) { return a < 0 ? scan_neg(a) : a; }
+__device__ __forceinline__ float scan_abs(float a) { return fabsf(a); }
+__device__ __forceinline__ double scan_abs(double a) { return fabs(a); }
+
+template <class T> __device__ __forceinline__ T scan_saturating_add(T a, T b) {
+  const T r = scan_add(a, b);
+  if (!scan_int_traits<T>::is_signed) return r < a ? scan_int_traits<T>::max : r;
+  if ((b > 0 && r < a) || (b < 0 && r > a)) return b > 0 ? scan_int_traits<T>::max : scan_int_traits<T>::min;
+  return r;
+}
+template <class T> __device__ __forceinline__ T scan_saturating_sub(T a, T b) {
+  const T r = scan_sub(a, b);
+  if (!scan_int_traits<T>::is_signed) return a < b ? (T)0 : r;
+  if ((b < 0 && r < a) || (b > 0 && r > a)) return b < 0 ? scan_int_traits<T>::max : scan_int_traits<T>::min;
+  return r;
+}
+// Narrow types multiply exactly in 64 bits; 64-bit types use the high word.
+template <class T> __device__ __forceinline__ T scan_saturating_mul(T a, T b) {
+  if (scan_int_traits<T>::is_signed) {
+    const long long p = (long long)a * (long long)b;
+    if (p > (long long)scan_int_traits<T>::max) return scan_int_traits<T>::max;
+    if (p < (long long)scan_int_traits<T>::min) return scan_int_traits<T>::min;
+    return (T)p;
+  }
+  const unsigned long long p = (unsigned long long)a * (unsigned long long)b;
+  return p > (unsigned long long)scan_int_traits<T>::max ? scan_int_traits<T>::max : (T)p;
+}
+template <> __device__ __forceinline__ unsigned long long scan_saturating_mul(unsigned long long a, unsigned long long b) {
+  return __umul64hi(a, b) != 0 ? scan_int_traits<unsigned long long>::max : a * b;
+}
+template <> __device__ __forceinline__ long long scan_saturating_mul(long long a, long long b) {
+  const long long lo = (long long)((unsigned long long)a * (unsigned long long)b);
+  const long long hi = __mul64hi(a, b);
+  if (hi == (lo >> 63)) return lo;  // the 128-bit product fits in 64 bits
+  return ((a < 0) != (b < 0)) ? scan_int_traits<long long>::min : scan_int_traits<long long>::max;
+}
+
+template <class T> __device__ __forceinline__ unsigned scan_count_ones(T a) {
+  typedef typename scan_int_traits<T>::unsigned_type U;
+  return sizeof(T) == 8 ? (unsigned)__popcll((unsigned long long)(U)a) : (unsigned)__popc((unsigned)(U)a);
+}
+template <class T> __device__ __forceinline__ unsigned scan_leading_zeros(T a) {
+  typedef typename scan_int_traits<T>::unsigned_type U;
+  if (sizeof(T) == 8) return (unsigned)__clzll((long long)(U)a);
+  return (unsigned)__clz((int)(unsigned)(U)a) - (32 - scan_int_traits<T>::bits);
+}
+template <class T> __device__ __forceinline__ unsigned scan_trailing_zeros(T a) {
+  typedef typename scan_int_traits<T>::unsigned_type U;
+  if ((U)a == 0) return scan_int_traits<T>::bits;
+  if (sizeof(T) == 8) return (unsigned)__ffsll((long long)(U)a) - 1;
+  return (unsigned)__ffs((int)(unsigned)(U)a) - 1;
+}
+
+#define SCAN_FLOAT_UNARY(NAME, F32, F64)                                       \
+  __device__ __forceinline__ float NAME(float a) { return F32(a); }           \
+  __device__ __forceinline__ double NAME(double a) { return F64(a); }
+SCAN_FLOAT_UNARY(scan_sqrt, sqrtf, sqrt)
+SCAN_FLOAT_UNARY(scan_cbrt, cbrtf, cbrt)
+SCAN_FLOAT_UNARY(scan_exp, expf, exp)
+SCAN_FLOAT_UNARY(scan_exp2, exp2f, exp2)
+SCAN_FLOAT_UNARY(scan_ln, logf, log)
+SCAN_FLOAT_UNARY(scan_log2, log2f, log2)
+SCAN_FLOAT_UNARY(scan_log10, log10f, log10)
+SCAN_FLOAT_UNARY(scan_sin, sinf, sin)
+SCAN_FLOAT_UNARY(scan_cos, cosf, cos)
+SCAN_FLOAT_UNARY(scan_tanh, tanhf, tanh)
+SCAN_FLOAT_UNARY(scan_floor, floorf, floor)
+SCAN_FLOAT_UNARY(scan_ceil, ceilf, ceil)
+SCAN_FLOAT_UNARY(scan_round, roundf, round)  // half away from zero, as Rust
+SCAN_FLOAT_UNARY(scan_trunc, truncf, trunc)
+#undef SCAN_FLOAT_UNARY
+__device__ __forceinline__ float scan_mul_add(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double scan_mul_add(double a, double b, double c) { return fma(a, b, c); }
+__device__ __forceinline__ float scan_powf(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double scan_powf(double a, double b) { return pow(a, b); }
+__device__ __forceinline__ float scan_hypot(float a, float b) { return hypotf(a, b); }
+__device__ __forceinline__ double scan_hypot(double a, double b) { return hypot(a, b); }
+__device__ __forceinline__ float scan_copysign(float a, float b) { return copysignf(a, b); }
+__device__ __forceinline__ double scan_copysign(double a, double b) { return copysign(a, b); }
+// powi by repeated squaring, the algorithm of compiler-rt's __powisf2 that
+// Rust's powi calls.
+template <class T> __device__ __forceinline__ T scan_powi(T a, int n) {
+  const bool recip = n < 0;
+  T r = 1;
+  for (;;) {
+    if (n & 1) r = scan_mul(r, a);
+    n /= 2;
+    if (n == 0) break;
+    a = scan_mul(a, a);
+  }
+  return recip ? scan_div((T)1, r) : r;
+}
+template <class T> __device__ __forceinline__ bool scan_is_nan(T a) { return a != a; }
+// a - a is NaN exactly when a is NaN or infinite, and 0 otherwise.
+template <class T> __device__ __forceinline__ bool scan_is_finite(T a) { return !scan_is_nan(a - a); }
+template <class T> __device__ __forceinline__ bool scan_is_infinite(T a) { return !scan_is_nan(a) && scan_is_nan(a - a); }
+
+// ---------------------------------------------------------------------------
+// `as` casts. Integer to integer truncates or extends, integer to float and
+// f64 to f32 round to nearest: C++ already agrees. Float to integer is the
+// exception: Rust saturates and maps NaN to 0, C++ leaves it undefined.
+// ---------------------------------------------------------------------------
+
+template <class To, class From, bool = scan_is_float<From>::value && !scan_is_float<To>::value>
+struct scan_cast_impl {
+  static __device__ __forceinline__ To apply(From v) { return (To)v; }
+};
+template <class To, class From> struct scan_cast_impl<To, From, true> {
+  static __device__ __forceinline__ To apply(From v) {
+    if (v != v) return (To)0;
+    // MIN and MAX + 1 are powers of two (or zero), exact in any float type.
+    const From lowest = (From)scan_int_traits<To>::min;
+    const From above = (From)2 * (From)(scan_int_traits<To>::max / 2 + 1);
+    if (v <= lowest) return scan_int_traits<To>::min;
+    if (v >= above) return scan_int_traits<To>::max;
+    return (To)v;  // in range: truncates toward zero
+  }
+};
+template <class From> struct scan_cast_impl<bool, From, true> {};  // Rust has no float-to-bool cast
+template <class To, class From> __device__ __forceinline__ To scan_cast(From v) {
+  return scan_cast_impl<To, From>::apply(v);
+}
+
+// ---------------------------------------------------------------------------
+// Data movement.
+// ---------------------------------------------------------------------------
+
+// Warp shuffle of any trivially copyable type, one 32-bit word at a time;
+// elements whose size is not a multiple of 4 travel in a zero-padded buffer.
+template <class T> __device__ __forceinline__ T scan_shfl_up(const T& value, unsigned delta) {
+  constexpr int words = (sizeof(T) + 3) / 4;
+  unsigned buffer[words] = {};
+  memcpy(buffer, &value, sizeof(T));
+#pragma unroll
+  for (int w = 0; w < words; ++w) buffer[w] = __shfl_up_sync(0xffffffffu, buffer[w], delta);
+  T result;
+  memcpy(&result, buffer, sizeof(T));
+  return result;
+}
+
+template <class T> __device__ __forceinline__ T scan_shfl_idx(const T& value, int source_lane) {
+  constexpr int words = (sizeof(T) + 3) / 4;
+  unsigned buffer[words] = {};
+  memcpy(buffer, &value, sizeof(T));
+#pragma unroll
+  for (int w = 0; w < words; ++w) buffer[w] = __shfl_sync(0xffffffffu, buffer[w], source_lane);
+  T result;
+  memcpy(&result, buffer, sizeof(T));
+  return result;
+}
+
+// Stores one field into another; array fields are copied element by element
+// (C++ arrays cannot be assigned).
+template <class T> __device__ __forceinline__ void scan_assign(T& to, const T& from) { to = from; }
+template <class T, int N> __device__ __forceinline__ void scan_assign(T (&to)[N], const T (&from)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) to[i] = from[i];
+}
+
+// Items per thread chosen from the element size; the same formula as
+// kernels_gen::auto_items_per_thread in Rust (about 64 bytes per thread).
+constexpr int scan_auto_items_per_thread(unsigned long long element_size) {
+  return element_size >= 64 ? 1 : (64 / element_size > 16 ? 16 : (int)(64 / element_size));
+}
+
+#endif  // GPU_SCAN_PRELUDE
