@@ -170,6 +170,15 @@ impl<'a> ExprPrinter<'a> {
 
     fn hint_from(&mut self, typed: &Expr) -> Hint {
         match typed {
+            // Arithmetic keeps its operands' type: borrow it from the simplest typed leaf.
+            Expr::Binary(op, a, b) if !op.is_infix_in_cuda() => {
+                if op.is_shift() || !self.is_untyped(a) {
+                    self.hint_from(a)
+                } else {
+                    self.hint_from(b)
+                }
+            }
+            Expr::Unary(_, inner) => self.hint_from(inner),
             Expr::Cast(_, p) => Hint::Prim(*p),
             Expr::Const(p, c) => Hint::Prim(if *c == PrimConst::Bits { Prim::U32 } else { *p }),
             Expr::Lit(Lit::Int { suffix: Some(p), .. }) | Expr::Lit(Lit::Float { suffix: Some(p), .. }) => {

@@ -1,1 +1,82 @@
-//! placeholder
+//! Traits, operator descriptions and the CPU backend of `gpu-scan`.
+//!
+//! An operator is a type implementing [`ScanOp`]: an element type
+//! ([`ScanElement`]), an identity, an associative `combine`, and the CUDA
+//! program generated for it by `#[scan_op]`. [`cpu`] scans with any operator
+//! on the CPU, sequentially or on all cores; it is the oracle for every GPU
+//! result and the backend on machines without a GPU.
+
+pub mod associativity;
+pub mod const_str;
+pub mod cpu;
+pub mod semantics;
+
+pub use associativity::{check_associativity, Counterexample};
+pub use cpu::{LengthMismatch, ScanKind};
+
+/// A type that can be scanned on the GPU: plain data whose CUDA declaration
+/// matches its Rust layout.
+///
+/// Implemented for `u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool`, and by
+/// `#[scan_op]` for annotated `#[repr(C)]` structs.
+///
+/// # Safety
+/// `CUDA_TYPE` must name a CUDA type with exactly the size, alignment and
+/// field layout of `Self`, and every bit pattern the GPU may write must be a
+/// valid `Self`. `#[scan_op]` guarantees this for the structs it accepts.
+pub unsafe trait ScanElement: Copy + Send + Sync + 'static {
+    /// The CUDA spelling of the type (`"float"`, `"Affine"`).
+    const CUDA_TYPE: &'static str;
+    /// CUDA declarations the type needs (its struct and nested structs,
+    /// each behind an include guard); empty for primitives.
+    const CUDA_DECL: &'static str;
+}
+
+macro_rules! primitive_elements {
+    ($($rust:ty => $cuda:literal),* $(,)?) => {
+        $(
+            // SAFETY: the CUDA type has the same size, alignment and representation.
+            unsafe impl ScanElement for $rust {
+                const CUDA_TYPE: &'static str = $cuda;
+                const CUDA_DECL: &'static str = "";
+            }
+        )*
+    };
+}
+
+primitive_elements! {
+    u8 => "unsigned char", u16 => "unsigned short", u32 => "unsigned int", u64 => "unsigned long long",
+    i8 => "signed char", i16 => "short", i32 => "int", i64 => "long long",
+    f32 => "float", f64 => "double", bool => "bool",
+}
+
+/// An associative operator with an identity, runnable on the CPU and (through
+/// its generated CUDA program) on the GPU.
+///
+/// Implement it with `#[scan_op]`, which writes `combine` from your Rust
+/// code and translates the same code to CUDA. Integer `+ - *` wrap in both
+/// (see [`semantics`]).
+pub trait ScanOp: 'static {
+    /// The element type.
+    type Element: ScanElement;
+    /// The operator's name in snake case; every CUDA symbol of its program
+    /// starts with it.
+    const NAME: &'static str;
+    /// The identity: `combine(IDENTITY, v) == combine(v, IDENTITY) == v`.
+    const IDENTITY: Self::Element;
+    /// The complete CUDA program: prelude, element declarations, operator,
+    /// warp/block/tile functions and kernels.
+    const CUDA_SOURCE: &'static str;
+    /// Threads per block of the program's kernels.
+    const BLOCK_THREADS: u32;
+    /// Elements per thread of the program's kernels.
+    const ITEMS_PER_THREAD: u32;
+
+    /// `x ∘ y`, where `x` comes first in the sequence.
+    fn combine(x: Self::Element, y: Self::Element) -> Self::Element;
+
+    /// Elements per tile (one block's share of the input).
+    fn tile_items() -> usize {
+        Self::BLOCK_THREADS as usize * Self::ITEMS_PER_THREAD as usize
+    }
+}

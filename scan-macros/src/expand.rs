@@ -1,0 +1,318 @@
+//! Writing the output: the user's item, then, in one `const _: () = { … };`,
+//! the `ScanElement` / `ScanOp` implementations and the embedded CUDA program.
+//! On any error the output is the user's item and the errors alone, so that
+//! no second wave of errors follows from missing implementations.
+
+use crate::ast::{self, ElementRef, Errors, Item};
+use crate::attr::{Args, OpFn};
+use crate::rewrite::Rewriter;
+use crate::translate::Translator;
+use kernels_gen::ir::{Block, ElementType, OpDesc, Prim};
+use kernels_gen::{GenParams, ItemsPerThread};
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+
+pub fn scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item: syn::Item = match syn::parse2(item) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errors = Errors::default();
+    let args = match Args::parse(args) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            errors.push_error(e);
+            None
+        }
+    };
+    let output = args.and_then(|args| expand(&item, args, &mut errors));
+    match output {
+        Some(generated) if errors.is_empty() => quote! { #item #generated },
+        _ => {
+            let errors = errors.into_compile_errors();
+            quote! { #item #errors }
+        }
+    }
+}
+
+/// The parts of an operator, translated.
+struct Operator {
+    element_ty: TokenStream,
+    element: ElementType,
+    identity: syn::Expr,
+    desc: OpDesc,
+    combine_fn: TokenStream,
+    params: GenParams,
+}
+
+fn expand(item: &syn::Item, args: Args, errors: &mut Errors) -> Option<TokenStream> {
+    let krate = match &args.krate {
+        Some(p) => quote!(#p),
+        None => quote!(::gpu_scan),
+    };
+    let private = quote!(#krate::__private);
+    let read = ast::read_item(item, errors)?;
+    let ident = match &read {
+        Item::Struct { ident, .. } | Item::Marker { ident } => ident.clone(),
+    };
+    let mut out = TokenStream::new();
+
+    if let Item::Struct { ident, desc, nested } = &read {
+        if let Some(ty) = &args.element {
+            errors.push(ty, "`element` is only for unit marker types: an annotated struct is its own element");
+        }
+        out.extend(element_impls(&private, ident, desc, nested));
+    }
+
+    let wants_op = args.identity.is_some() || args.op.is_some() || matches!(read, Item::Marker { .. });
+    if wants_op {
+        let op = operator(&private, &read, &args, errors)?;
+        out.extend(op_impl(&private, &ident, op));
+    } else if args.block_threads.is_some() || args.items_per_thread.is_some() {
+        errors.push(&ident, "tile parameters need an operator (`identity` and `op`)");
+    }
+    Some(quote! {
+        #[doc(hidden)]
+        #[allow(clippy::all, unused_qualifications, non_upper_case_globals)]
+        const _: () = { #out };
+    })
+}
+
+fn element_impls(private: &TokenStream, ident: &syn::Ident, desc: &kernels_gen::ir::StructDesc, nested: &[syn::Path]) -> TokenStream {
+    let cuda_type = ident.to_string();
+    let own_decl = kernels_gen::struct_declaration(desc);
+    let nested_decls = nested.iter().map(|p| quote!(<#p as #private::ScanElement>::CUDA_DECL));
+    let nested_checks = nested.iter().map(|p| {
+        let name = p.segments.last().expect("a path has a segment").ident.to_string();
+        let message = format!(
+            "the CUDA name of field type `{name}` is not `{name}`: name #[scan_op] element structs directly, not through an alias"
+        );
+        quote_spanned! {p.span()=>
+            const _: () = ::core::assert!(
+                #private::const_str::str_eq(<#p as #private::ScanElement>::CUDA_TYPE, #name),
+                #message
+            );
+        }
+    });
+    quote! {
+        // SAFETY: #[scan_op] checked that the struct is #[repr(C)] and Copy and that every
+        // field has a CUDA type of the same layout; CUDA_DECL declares the same fields in
+        // the same order, so the C layout rules give the same offsets on both sides.
+        unsafe impl #private::ScanElement for #ident {
+            const CUDA_TYPE: &'static str = #cuda_type;
+            const CUDA_DECL: &'static str = #private::concat_const!(#(#nested_decls,)* #own_decl);
+        }
+        // SAFETY: plain data of primitive fields (see above); all-zero bits are valid for each.
+        unsafe impl #private::cudarc::driver::DeviceRepr for #ident {}
+        unsafe impl #private::cudarc::driver::ValidAsZeroBits for #ident {}
+        #(#nested_checks)*
+    }
+}
+
+fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors) -> Option<Operator> {
+    let (element_ty, element, element_name, self_allowed) = match read {
+        Item::Struct { ident, .. } => (quote!(#ident), ElementType::Struct(ident.to_string()), Some(ident.to_string()), true),
+        Item::Marker { ident } => {
+            let Some(ty) = &args.element else {
+                errors.push(ident, "a unit marker type needs `element = <type>` (a primitive or a #[scan_op] struct)");
+                return None;
+            };
+            match ast::element_ref(ty, errors)? {
+                ElementRef::Prim(p) => (quote!(#ty), ElementType::Prim(p), None, false),
+                ElementRef::Struct(path) => {
+                    let name = path.segments.last().expect("a path has a segment").ident.to_string();
+                    (quote!(#ty), ElementType::Struct(name.clone()), Some(name), false)
+                }
+            }
+        }
+    };
+    let ident = match read {
+        Item::Struct { ident, .. } | Item::Marker { ident } => ident,
+    };
+    let Some(identity) = &args.identity else {
+        errors.push(ident, "missing `identity = <expr>`: the element e with e ∘ x == x ∘ e == x");
+        return None;
+    };
+    let Some(op) = &args.op else {
+        errors.push(ident, "missing `op = |x, y| …`: the associative operator");
+        return None;
+    };
+    let params = gen_params(args, errors);
+
+    // Identity: translated for CUDA, kept as written for the Rust constant.
+    let identity_ir = Translator::new(errors, element_name.clone(), self_allowed).expr(identity);
+
+    // Operator: two operands and a body.
+    let (param_idents, param_types, body_expr): (Vec<syn::Ident>, Vec<Option<syn::Type>>, syn::Expr) = match op {
+        OpFn::Closure(c) => {
+            if c.inputs.len() != 2 {
+                errors.push(&c.inputs, format!("the operator takes two elements, `|x, y|`, not {}", c.inputs.len()));
+                return None;
+            }
+            let mut idents = Vec::new();
+            let mut types = Vec::new();
+            for input in &c.inputs {
+                let (pat, ty) = match input {
+                    syn::Pat::Type(t) => (&*t.pat, Some((*t.ty).clone())),
+                    other => (other, None),
+                };
+                match pat {
+                    syn::Pat::Ident(p) if p.by_ref.is_none() && p.mutability.is_none() && p.subpat.is_none() => {
+                        idents.push(p.ident.clone());
+                        types.push(ty);
+                    }
+                    other => errors.push(other, "operands must be plain names (`|x, y|`), not patterns"),
+                }
+            }
+            if let Some(a) = &c.asyncness {
+                errors.push(a, "async closures are not supported");
+            }
+            (idents, types, (*c.body).clone())
+        }
+        OpFn::Fn(f) => {
+            let sig = &f.sig;
+            if !sig.generics.params.is_empty() {
+                errors.push(&sig.generics, "the operator function cannot be generic");
+            }
+            if let Some(t) = sig.asyncness.as_ref().map(|a| a.span()).or(sig.unsafety.as_ref().map(|u| u.span())) {
+                errors.push(t, "the operator function must be a plain `fn`");
+            }
+            if sig.inputs.len() != 2 {
+                errors.push(&sig.inputs, "the operator function takes two elements");
+                return None;
+            }
+            let mut idents = Vec::new();
+            let mut types = Vec::new();
+            for input in &sig.inputs {
+                match input {
+                    syn::FnArg::Typed(t) => match &*t.pat {
+                        syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+                            idents.push(p.ident.clone());
+                            types.push(Some((*t.ty).clone()));
+                        }
+                        other => errors.push(other, "operands must be plain names, not patterns"),
+                    },
+                    syn::FnArg::Receiver(r) => errors.push(r, "the operator function takes two elements, not `self`"),
+                }
+            }
+            let block = syn::Expr::Block(syn::ExprBlock { attrs: vec![], label: None, block: (*f.block).clone() });
+            (idents, types, block)
+        }
+    };
+    if param_idents.len() != 2 {
+        return None;
+    }
+
+    let mut translator = Translator::new(errors, element_name, self_allowed);
+    let x = translator.bind(&param_idents[0]);
+    let y = translator.bind(&param_idents[1]);
+    let body_ir = match &body_expr {
+        syn::Expr::Block(b) if b.label.is_none() => translator.block(&b.block),
+        other => translator.expr(other).map(|value| Block { lets: vec![], value }),
+    };
+    let (identity_ir, body_ir) = (identity_ir?, body_ir?);
+
+    // The Rust side: the same body with the CUDA side's integer semantics.
+    let semantics = quote!(#private::semantics);
+    let mut body = body_expr.clone();
+    Rewriter { semantics: &semantics }.visit_expr_mut(&mut body);
+    let (xi, yi) = (&param_idents[0], &param_idents[1]);
+    let type_checks = param_types.iter().zip(&param_idents).filter_map(|(ty, id)| {
+        ty.as_ref().map(|ty| {
+            quote_spanned! {ty.span()=>
+                let #id: #ty = #id;
+            }
+        })
+    });
+    let combine_fn = quote! {
+        #[inline]
+        #[allow(unused_parens, unused_braces, clippy::all)]
+        fn combine(#xi: #element_ty, #yi: #element_ty) -> #element_ty {
+            #(#type_checks)*
+            #body
+        }
+    };
+
+    let desc = OpDesc {
+        name: ast::snake_case(ident),
+        element: element.clone(),
+        identity: identity_ir,
+        params: [x, y],
+        body: body_ir,
+    };
+    Some(Operator { element_ty, element, identity: identity.clone(), desc, combine_fn, params })
+}
+
+fn gen_params(args: &Args, errors: &mut Errors) -> GenParams {
+    let mut params = GenParams::default();
+    if let Some(l) = &args.block_threads {
+        match l.base10_parse::<u32>() {
+            Ok(v) => params.block_threads = v,
+            Err(e) => errors.push_error(e),
+        }
+    }
+    if let Some(l) = &args.items_per_thread {
+        match l.base10_parse::<u32>() {
+            Ok(v) => params.items_per_thread = ItemsPerThread::Fixed(v),
+            Err(e) => errors.push_error(e),
+        }
+    }
+    if let Err(e) = params.validate() {
+        let span = args
+            .block_threads
+            .as_ref()
+            .map(|l| l.span())
+            .or(args.items_per_thread.as_ref().map(|l| l.span()))
+            .unwrap_or_else(Span::call_site);
+        errors.push(span, e);
+    }
+    params
+}
+
+fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStream {
+    let Operator { element_ty, element, identity, desc, combine_fn, params } = op;
+    let name = &desc.name;
+    let op_source = match kernels_gen::operator_source(&desc, &params) {
+        Ok(s) => s,
+        Err(e) => return syn::Error::new(ident.span(), e).to_compile_error(),
+    };
+    let block_threads = params.block_threads;
+    let items_per_thread = match params.items_per_thread {
+        ItemsPerThread::Fixed(n) => quote!(#n),
+        ItemsPerThread::Auto => {
+            quote!(#private::kernels_gen::auto_items_per_thread(::core::mem::size_of::<#element_ty>()))
+        }
+    };
+    let element_check = match &element {
+        ElementType::Struct(cuda_name) => {
+            let message = format!(
+                "the element's CUDA name is not `{cuda_name}`: name the #[scan_op] element struct directly, not through an alias"
+            );
+            quote_spanned! {element_ty.span()=>
+                const _: () = ::core::assert!(
+                    #private::const_str::str_eq(<#element_ty as #private::ScanElement>::CUDA_TYPE, #cuda_name),
+                    #message
+                );
+            }
+        }
+        ElementType::Prim(Prim::Bool) | ElementType::Prim(_) => quote!(),
+    };
+    quote! {
+        #element_check
+        impl #private::ScanOp for #ident {
+            type Element = #element_ty;
+            const NAME: &'static str = #name;
+            const IDENTITY: #element_ty = #identity;
+            const CUDA_SOURCE: &'static str = #private::concat_const!(
+                #private::kernels_gen::PRELUDE,
+                <#element_ty as #private::ScanElement>::CUDA_DECL,
+                #op_source
+            );
+            const BLOCK_THREADS: u32 = #block_threads;
+            const ITEMS_PER_THREAD: u32 = #items_per_thread;
+            #combine_fn
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Operators shared by the test suites: the snapshot set and more
+//! non-commutative ones. Each is `pub` with a doc comment so that unused
+//! ones in a given test binary do not warn.
+#![allow(dead_code)]
+
+use gpu_scan::prelude::*;
+
+/// `u32` sum (wraps).
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+pub struct SumU32;
+
+/// `f32` max (NaN operands ignored, as Rust's `f32::max`).
+#[scan_op(element = f32, identity = f32::NEG_INFINITY, op = |a, b| a.max(b))]
+pub struct MaxF32;
+
+/// `i64` min.
+#[scan_op(element = i64, identity = i64::MAX, op = |a, b| a.min(b))]
+pub struct MinI64;
+
+/// An affine map v ↦ a·v + b; `x ∘ y` applies x first, then y.
+#[scan_op(identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b })]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Affine {
+    pub a: f32,
+    pub b: f32,
+}
+
+/// Count, sum and max at once: three field types in one element.
+#[scan_op(
+    identity = Stats { count: 0, sum: 0.0, max: f32::NEG_INFINITY },
+    op = |x, y| Stats { count: x.count + y.count, sum: x.sum + y.sum, max: x.max.max(y.max) }
+)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    pub count: u32,
+    pub sum: f64,
+    pub max: f32,
+}
+
+/// A 2×2 matrix (row-major) under matrix product: non-commutative.
+#[scan_op(
+    identity = Mat2 { m: [1.0, 0.0, 0.0, 1.0] },
+    op = |x, y| Mat2 {
+        m: [
+            x.m[0] * y.m[0] + x.m[1] * y.m[2],
+            x.m[0] * y.m[1] + x.m[1] * y.m[3],
+            x.m[2] * y.m[0] + x.m[3] * y.m[2],
+            x.m[2] * y.m[1] + x.m[3] * y.m[3],
+        ],
+    }
+)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mat2 {
+    pub m: [f32; 4],
+}
+
+/// Affine maps over wrapping `u32` arithmetic: non-commutative and exact,
+/// so GPU results can be compared bit for bit.
+#[scan_op(identity = AffineU32 { a: 1, b: 0 }, op = |x, y| AffineU32 { a: x.a * y.a, b: y.a * x.b + y.b })]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AffineU32 {
+    pub a: u32,
+    pub b: u32,
+}
+
+/// "Keep the right one": the latest valid value wins (non-commutative).
+#[scan_op(
+    identity = Latest { valid: false, value: 0 },
+    op = |x, y| if y.valid { y } else { x }
+)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Latest {
+    pub valid: bool,
+    pub value: u64,
+}
+
+/// A 1-byte element (for lengths above 2^31): `u8` sum, wrapping.
+#[scan_op(element = u8, identity = 0, op = |a, b| a + b)]
+pub struct SumU8;
+
+/// An element used only as a field of another element.
+#[scan_op]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span16 {
+    pub first: i16,
+    pub last: i16,
+}
+
+/// Concatenation of spans with a nested element struct and a `match`:
+/// the result keeps x's first and y's last value and counts joins.
+#[scan_op(
+    element = Joined,
+    identity = Joined { span: Span16 { first: 0, last: 0 }, joins: 0, empty: true },
+    op = fn join(x: Joined, y: Joined) -> Joined {
+        let kind = (x.empty as u8) * 2 + (y.empty as u8);
+        match kind {
+            0 => Joined { span: Span16 { first: x.span.first, last: y.span.last }, joins: x.joins + y.joins + 1, empty: false },
+            1 => x,
+            _ => y,
+        }
+    }
+)]
+pub struct JoinSpans;
+
+/// The element of [`JoinSpans`].
+#[scan_op]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Joined {
+    pub span: Span16,
+    pub joins: u32,
+    pub empty: bool,
+}
+
+/// A fixed tile shape (128 threads × 4 items) for the same operator as
+/// [`SumU32`], to compile a non-default generation parameter set.
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 128, items_per_thread = 4)]
+pub struct SumU32Small;
+
+/// Exercises casts, shifts, saturating and bit operations on 16-bit lanes
+/// packed in a `u32`: per-lane saturating sums (associative, commutative).
+#[scan_op(
+    element = u32,
+    identity = 0,
+    op = |x, y| {
+        let lo = ((x & 0xffff) as u16).saturating_add((y & 0xffff) as u16);
+        let hi = ((x >> 16) as u16).saturating_add((y >> 16) as u16);
+        (hi as u32) << 16 | lo as u32
+    }
+)]
+pub struct SaturatingLanes;

@@ -1,0 +1,154 @@
+//! Compiles every generated program with the real NVRTC 13.0 for `sm_90`
+//! and assembles it with `ptxas -v`: a compile error, a missing kernel, a
+//! spill to local memory, or a tile size that differs between the Rust and
+//! CUDA sides fails the test.
+//!
+//! Needs `libnvrtc.so.13` on the library path and `ptxas` on `PATH` (or in
+//! `SCAN_PTXAS`); `scripts/test` installs both (pip packages
+//! `nvidia-cuda-nvrtc==13.0.88`, `nvidia-cuda-nvcc==13.0.88`) and sets
+//! `SCAN_REQUIRE_NVRTC=1`, under which their absence is a failure. Without
+//! it, a plain `cargo test` skips with one line.
+
+mod common;
+use common::ops::*;
+use gpu_scan::kernels_gen::{self, Arch, Kernel};
+use gpu_scan::scan_runtime::cudarc::nvrtc;
+use gpu_scan::ScanOp;
+use std::path::PathBuf;
+use std::process::Command;
+
+struct KernelReport {
+    program: &'static str,
+    kernel: String,
+    registers: u32,
+    spill_bytes: u32,
+    stack_bytes: u32,
+    smem_bytes: u32,
+}
+
+fn tools_available() -> bool {
+    // SAFETY: only probes whether the shared library can be loaded.
+    let nvrtc_present = unsafe { nvrtc::sys::is_culib_present() };
+    let required = std::env::var_os("SCAN_REQUIRE_NVRTC").is_some_and(|v| v == "1");
+    if !nvrtc_present {
+        assert!(!required, "SCAN_REQUIRE_NVRTC=1 but libnvrtc could not be loaded (LD_LIBRARY_PATH?)");
+        println!("nvrtc_compile: skipped (libnvrtc not found; run scripts/test to install NVRTC 13.0.88)");
+    }
+    nvrtc_present
+}
+
+fn ptxas() -> PathBuf {
+    std::env::var_os("SCAN_PTXAS").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("ptxas"))
+}
+
+/// Compiles `Op`'s program; returns ptxas's per-kernel report.
+fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<String>) {
+    let arch = Arch::SM_90;
+    let options = nvrtc::CompileOptions { options: kernels_gen::nvrtc_options(arch), ..Default::default() };
+    let ptx = match nvrtc::compile_ptx_with_opts(Op::CUDA_SOURCE, options) {
+        Ok(ptx) => ptx.to_src(),
+        Err(e) => {
+            failures.push(format!("{}: NVRTC failed: {e:?}", Op::NAME));
+            return;
+        }
+    };
+    for kernel in Kernel::ALL {
+        let symbol = kernel.symbol(Op::NAME);
+        if !ptx.contains(&format!(".entry {symbol}(")) {
+            failures.push(format!("{}: kernel {symbol} missing from the PTX", Op::NAME));
+        }
+    }
+    // The CUDA side's tile size, exported as a __constant__, must equal the Rust side's.
+    let tile_symbol = kernels_gen::tile_items_symbol(Op::NAME);
+    let expected = format!(".u32 {tile_symbol} = {};", Op::tile_items());
+    if !ptx.contains(&expected) {
+        failures.push(format!("{}: tile size differs: PTX lacks `{expected}`", Op::NAME));
+    }
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx_path = dir.join(format!("{}.ptx", Op::NAME));
+    std::fs::write(&ptx_path, &ptx).unwrap();
+    std::fs::write(dir.join(format!("{}.cu", Op::NAME)), Op::CUDA_SOURCE).unwrap();
+    let out = Command::new(ptxas())
+        .args(["-v", &format!("-arch={}", arch.sm_name()), "-o", "/dev/null"])
+        .arg(&ptx_path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run ptxas ({e}); put it on PATH or set SCAN_PTXAS"));
+    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        failures.push(format!("{}: ptxas failed:\n{log}", Op::NAME));
+        return;
+    }
+    parse_ptxas(Op::NAME, &log, reports);
+}
+
+/// Reads `ptxas -v` output: per function, its stack, spills, registers, smem.
+fn parse_ptxas(program: &'static str, log: &str, reports: &mut Vec<KernelReport>) {
+    let number_before = |line: &str, unit: &str| -> u32 {
+        line.split(',')
+            .find(|part| part.contains(unit))
+            .and_then(|part| part.split_whitespace().find_map(|w| w.parse().ok()))
+            .unwrap_or(0)
+    };
+    let mut current: Option<KernelReport> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            if let Some(done) = current.take() {
+                reports.push(done);
+            }
+            let kernel = rest.split('\'').next().unwrap_or_default().to_string();
+            current =
+                Some(KernelReport { program, kernel, registers: 0, spill_bytes: 0, stack_bytes: 0, smem_bytes: 0 });
+        } else if let Some(k) = current.as_mut() {
+            if line.contains("bytes stack frame") {
+                k.stack_bytes = number_before(line, "stack frame");
+                k.spill_bytes = number_before(line, "spill stores") + number_before(line, "spill loads");
+            } else if line.contains("Used") && line.contains("registers") {
+                k.registers = number_before(line, "registers");
+                k.smem_bytes = number_before(line, "smem");
+            }
+        }
+    }
+    if let Some(done) = current {
+        reports.push(done);
+    }
+}
+
+#[test]
+fn every_generated_kernel_compiles_for_sm_90_without_spills() {
+    if !tools_available() {
+        return;
+    }
+    let mut reports = Vec::new();
+    let mut failures = Vec::new();
+    compile::<SumU32>(&mut reports, &mut failures);
+    compile::<MaxF32>(&mut reports, &mut failures);
+    compile::<MinI64>(&mut reports, &mut failures);
+    compile::<Affine>(&mut reports, &mut failures);
+    compile::<Stats>(&mut reports, &mut failures);
+    compile::<Mat2>(&mut reports, &mut failures);
+    compile::<AffineU32>(&mut reports, &mut failures);
+    compile::<Latest>(&mut reports, &mut failures);
+    compile::<SumU8>(&mut reports, &mut failures);
+    compile::<JoinSpans>(&mut reports, &mut failures);
+    compile::<SumU32Small>(&mut reports, &mut failures);
+    compile::<SaturatingLanes>(&mut reports, &mut failures);
+
+    println!("{:<14} {:<36} {:>5} {:>6} {:>6} {:>6}", "program", "kernel (sm_90)", "regs", "spill", "stack", "smem");
+    for r in &reports {
+        println!(
+            "{:<14} {:<36} {:>5} {:>6} {:>6} {:>6}",
+            r.program, r.kernel, r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes
+        );
+        if r.spill_bytes > 0 {
+            failures.push(format!("{}: {} spills {} bytes to local memory", r.program, r.kernel, r.spill_bytes));
+        }
+    }
+    let expected_kernels = 12 * Kernel::ALL.len();
+    if reports.len() != expected_kernels && failures.is_empty() {
+        failures.push(format!("ptxas reported {} kernels, expected {expected_kernels}", reports.len()));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!("nvrtc_compile: {} kernels of 12 programs compiled with NVRTC and ptxas, no spills", reports.len());
+}
