@@ -31,20 +31,28 @@ fn tools_available() -> bool {
     let nvrtc_present = unsafe { nvrtc::sys::is_culib_present() };
     let required = std::env::var_os("SCAN_REQUIRE_NVRTC").is_some_and(|v| v == "1");
     if !nvrtc_present {
-        assert!(!required, "SCAN_REQUIRE_NVRTC=1 but libnvrtc could not be loaded (LD_LIBRARY_PATH?)");
+        assert!(
+            !required,
+            "SCAN_REQUIRE_NVRTC=1 but libnvrtc could not be loaded (LD_LIBRARY_PATH?)"
+        );
         println!("nvrtc_compile: skipped (libnvrtc not found; run scripts/test to install NVRTC 13.0.88)");
     }
     nvrtc_present
 }
 
 fn ptxas() -> PathBuf {
-    std::env::var_os("SCAN_PTXAS").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("ptxas"))
+    std::env::var_os("SCAN_PTXAS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("ptxas"))
 }
 
 /// Compiles `Op`'s program; returns ptxas's per-kernel report.
 fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<String>) {
     let arch = Arch::SM_90;
-    let options = nvrtc::CompileOptions { options: kernels_gen::nvrtc_options(arch), ..Default::default() };
+    let options = nvrtc::CompileOptions {
+        options: kernels_gen::nvrtc_options(arch),
+        ..Default::default()
+    };
     let ptx = match nvrtc::compile_ptx_with_opts(Op::CUDA_SOURCE, options) {
         Ok(ptx) => ptx.to_src(),
         Err(e) => {
@@ -55,14 +63,20 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
     for kernel in Kernel::ALL {
         let symbol = kernel.symbol(Op::NAME);
         if !ptx.contains(&format!(".entry {symbol}(")) {
-            failures.push(format!("{}: kernel {symbol} missing from the PTX", Op::NAME));
+            failures.push(format!(
+                "{}: kernel {symbol} missing from the PTX",
+                Op::NAME
+            ));
         }
     }
     // The CUDA side's tile size, exported as a __constant__, must equal the Rust side's.
     let tile_symbol = kernels_gen::tile_items_symbol(Op::NAME);
     let expected = format!(".u32 {tile_symbol} = {};", Op::tile_items());
     if !ptx.contains(&expected) {
-        failures.push(format!("{}: tile size differs: PTX lacks `{expected}`", Op::NAME));
+        failures.push(format!(
+            "{}: tile size differs: PTX lacks `{expected}`",
+            Op::NAME
+        ));
     }
 
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc");
@@ -71,11 +85,17 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
     std::fs::write(&ptx_path, &ptx).unwrap();
     std::fs::write(dir.join(format!("{}.cu", Op::NAME)), Op::CUDA_SOURCE).unwrap();
     let out = Command::new(ptxas())
-        .args(["-v", &format!("-arch={}", arch.sm_name()), "-o", "/dev/null"])
+        .args([
+            "-v",
+            &format!("-arch={}", arch.sm_name()),
+            "-o",
+            "/dev/null",
+        ])
         .arg(&ptx_path)
         .output()
         .unwrap_or_else(|e| panic!("cannot run ptxas ({e}); put it on PATH or set SCAN_PTXAS"));
-    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    let log =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         failures.push(format!("{}: ptxas failed:\n{log}", Op::NAME));
         return;
@@ -98,12 +118,19 @@ fn parse_ptxas(program: &'static str, log: &str, reports: &mut Vec<KernelReport>
                 reports.push(done);
             }
             let kernel = rest.split('\'').next().unwrap_or_default().to_string();
-            current =
-                Some(KernelReport { program, kernel, registers: 0, spill_bytes: 0, stack_bytes: 0, smem_bytes: 0 });
+            current = Some(KernelReport {
+                program,
+                kernel,
+                registers: 0,
+                spill_bytes: 0,
+                stack_bytes: 0,
+                smem_bytes: 0,
+            });
         } else if let Some(k) = current.as_mut() {
             if line.contains("bytes stack frame") {
                 k.stack_bytes = number_before(line, "stack frame");
-                k.spill_bytes = number_before(line, "spill stores") + number_before(line, "spill loads");
+                k.spill_bytes =
+                    number_before(line, "spill stores") + number_before(line, "spill loads");
             } else if line.contains("Used") && line.contains("registers") {
                 k.registers = number_before(line, "registers");
                 k.smem_bytes = number_before(line, "smem");
@@ -135,20 +162,32 @@ fn every_generated_kernel_compiles_for_sm_90_without_spills() {
     compile::<SumU32Small>(&mut reports, &mut failures);
     compile::<SaturatingLanes>(&mut reports, &mut failures);
 
-    println!("{:<14} {:<36} {:>5} {:>6} {:>6} {:>6}", "program", "kernel (sm_90)", "regs", "spill", "stack", "smem");
+    println!(
+        "{:<14} {:<36} {:>5} {:>6} {:>6} {:>6}",
+        "program", "kernel (sm_90)", "regs", "spill", "stack", "smem"
+    );
     for r in &reports {
         println!(
             "{:<14} {:<36} {:>5} {:>6} {:>6} {:>6}",
             r.program, r.kernel, r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes
         );
         if r.spill_bytes > 0 {
-            failures.push(format!("{}: {} spills {} bytes to local memory", r.program, r.kernel, r.spill_bytes));
+            failures.push(format!(
+                "{}: {} spills {} bytes to local memory",
+                r.program, r.kernel, r.spill_bytes
+            ));
         }
     }
     let expected_kernels = 12 * Kernel::ALL.len();
     if reports.len() != expected_kernels && failures.is_empty() {
-        failures.push(format!("ptxas reported {} kernels, expected {expected_kernels}", reports.len()));
+        failures.push(format!(
+            "ptxas reported {} kernels, expected {expected_kernels}",
+            reports.len()
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    println!("nvrtc_compile: {} kernels of 12 programs compiled with NVRTC and ptxas, no spills", reports.len());
+    println!(
+        "nvrtc_compile: {} kernels of 12 programs compiled with NVRTC and ptxas, no spills",
+        reports.len()
+    );
 }

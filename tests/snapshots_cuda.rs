@@ -7,7 +7,9 @@ use gpu_scan::{kernels_gen, ScanOp};
 
 /// The operator's part of the program (the prelude has its own snapshot).
 fn operator_part<Op: ScanOp>() -> &'static str {
-    Op::CUDA_SOURCE.strip_prefix(kernels_gen::PRELUDE).expect("programs start with the prelude")
+    Op::CUDA_SOURCE
+        .strip_prefix(kernels_gen::PRELUDE)
+        .expect("programs start with the prelude")
 }
 
 #[test]

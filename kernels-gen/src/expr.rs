@@ -33,13 +33,19 @@ pub struct ExprPrinter<'a> {
 impl<'a> ExprPrinter<'a> {
     /// A printer whose `Self`/element struct literals name `element_typedef`.
     pub fn new(element_typedef: &'a str) -> Self {
-        ExprPrinter { element_typedef, untyped_vars: HashSet::new(), temp_counter: 0 }
+        ExprPrinter {
+            element_typedef,
+            untyped_vars: HashSet::new(),
+            temp_counter: 0,
+        }
     }
 
     /// Whether `e` has no type of its own (Rust would infer it from context).
     pub fn is_untyped(&self, e: &Expr) -> bool {
         match e {
-            Expr::Lit(Lit::Int { suffix, .. }) | Expr::Lit(Lit::Float { suffix, .. }) => suffix.is_none(),
+            Expr::Lit(Lit::Int { suffix, .. }) | Expr::Lit(Lit::Float { suffix, .. }) => {
+                suffix.is_none()
+            }
             Expr::Var(v) => self.untyped_vars.contains(v),
             Expr::Unary(UnOp::Neg, inner) => self.is_untyped(inner),
             Expr::Binary(op, a, b) if !op.is_infix_in_cuda() => {
@@ -68,7 +74,9 @@ impl<'a> ExprPrinter<'a> {
             Expr::Lit(lit) => literal(lit, false, hint),
             Expr::Var(v) => match hint {
                 Hint::Like(h) if self.untyped_vars.contains(v) => format!("scan_like({h}, {v})"),
-                Hint::Prim(p) if self.untyped_vars.contains(v) => format!("(({}){v})", p.cuda_name()),
+                Hint::Prim(p) if self.untyped_vars.contains(v) => {
+                    format!("(({}){v})", p.cuda_name())
+                }
                 _ => v.clone(),
             },
             Expr::Field(base, field) => format!("{}.{field}", self.place(base)),
@@ -79,7 +87,11 @@ impl<'a> ExprPrinter<'a> {
             },
             Expr::Unary(UnOp::Not, inner) => format!("scan_not({})", self.expr(inner, hint)),
             Expr::Binary(op, a, b) => self.binary(*op, a, b, hint),
-            Expr::Cast(inner, to) => format!("scan_cast<{}>({})", to.cuda_name(), self.expr(inner, &Hint::None)),
+            Expr::Cast(inner, to) => format!(
+                "scan_cast<{}>({})",
+                to.cuda_name(),
+                self.expr(inner, &Hint::None)
+            ),
             Expr::Call { method, prim, args } => {
                 let receiver_hint = match prim {
                     Some(p) => Hint::Prim(*p),
@@ -119,7 +131,10 @@ impl<'a> ExprPrinter<'a> {
                 let tmp = self.fresh("value");
                 let mut body = String::new();
                 self.assign(&tmp, e, &mut body, "");
-                format!("[&]() {{ {ty} {tmp}; {}return {tmp}; }}()", body.replace('\n', " "))
+                format!(
+                    "[&]() {{ {ty} {tmp}; {}return {tmp}; }}()",
+                    body.replace('\n', " ")
+                )
             }
             Expr::Array(_) | Expr::Repeat(..) => {
                 // The translator only lets array literals initialise fields,
@@ -181,9 +196,12 @@ impl<'a> ExprPrinter<'a> {
             Expr::Unary(_, inner) => self.hint_from(inner),
             Expr::Cast(_, p) => Hint::Prim(*p),
             Expr::Const(p, c) => Hint::Prim(if *c == PrimConst::Bits { Prim::U32 } else { *p }),
-            Expr::Lit(Lit::Int { suffix: Some(p), .. }) | Expr::Lit(Lit::Float { suffix: Some(p), .. }) => {
-                Hint::Prim(*p)
-            }
+            Expr::Lit(Lit::Int {
+                suffix: Some(p), ..
+            })
+            | Expr::Lit(Lit::Float {
+                suffix: Some(p), ..
+            }) => Hint::Prim(*p),
             _ => Hint::Like(self.expr(typed, &Hint::None)),
         }
     }
@@ -191,13 +209,25 @@ impl<'a> ExprPrinter<'a> {
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, outer: &Hint) -> String {
         if op.is_shift() {
             // The amount has its own type; the shifted value takes the outer hint.
-            let lhs_hint = if self.is_untyped(a) { outer.clone() } else { Hint::None };
+            let lhs_hint = if self.is_untyped(a) {
+                outer.clone()
+            } else {
+                Hint::None
+            };
             let lhs = self.expr(a, &lhs_hint);
             let rhs = self.expr(b, &Hint::None);
-            let f = if op == BinOp::Shl { "scan_shl" } else { "scan_shr" };
+            let f = if op == BinOp::Shl {
+                "scan_shl"
+            } else {
+                "scan_shr"
+            };
             return format!("{f}({lhs}, {rhs})");
         }
-        let inner_outer = if op.is_infix_in_cuda() { Hint::None } else { outer.clone() };
+        let inner_outer = if op.is_infix_in_cuda() {
+            Hint::None
+        } else {
+            outer.clone()
+        };
         let (ha, hb) = if matches!(op, BinOp::And | BinOp::Or) {
             (Hint::None, Hint::None)
         } else {
@@ -237,7 +267,10 @@ impl<'a> ExprPrinter<'a> {
         // Rust has checked exhaustiveness, so the last arm needs no test.
         let s = self.fresh("match");
         let scrut = self.expr(scrutinee, &Hint::None);
-        let typed_arm = arms.iter().find(|(_, v)| !self.is_untyped(v)).map(|(_, v)| v.clone());
+        let typed_arm = arms
+            .iter()
+            .find(|(_, v)| !self.is_untyped(v))
+            .map(|(_, v)| v.clone());
         let arm_hint = match typed_arm {
             Some(v) => self.hint_from(&v),
             None => outer.clone(),
@@ -277,7 +310,10 @@ impl<'a> ExprPrinter<'a> {
                 }
             }
             Pattern::Or(alts) => {
-                let alts: Vec<String> = alts.iter().map(|p| format!("({})", self.pattern(p, s))).collect();
+                let alts: Vec<String> = alts
+                    .iter()
+                    .map(|p| format!("({})", self.pattern(p, s)))
+                    .collect();
                 alts.join(" || ")
             }
         }
@@ -307,7 +343,9 @@ impl<'a> ExprPrinter<'a> {
         let untyped = self.is_untyped(value);
         let text = self.expr(value, &Hint::None);
         let line = match value {
-            Expr::Var(_) | Expr::Field(..) | Expr::Index(..) => format!("const auto& {name} = {text};"),
+            Expr::Var(_) | Expr::Field(..) | Expr::Index(..) => {
+                format!("const auto& {name} = {text};")
+            }
             _ => format!("const auto {name} = {text};"),
         };
         if untyped {
@@ -377,7 +415,11 @@ pub fn literal(lit: &Lit, negative: bool, hint: &Hint) -> String {
                 }
             }
         }
-        Lit::Float { value, value_f32, suffix } => {
+        Lit::Float {
+            value,
+            value_f32,
+            suffix,
+        } => {
             let ty = suffix.or(match hint {
                 Hint::Prim(p) if p.is_float() => Some(*p),
                 _ => None,
@@ -409,13 +451,25 @@ fn untyped_int(value: u128, negative: bool) -> String {
 /// An integer literal of primitive type `p` (wrapping like Rust's `as`).
 pub fn typed_int(value: u128, negative: bool, p: Prim) -> String {
     let bits = (p.size() * 8) as u32;
-    let mask: u128 = if bits == 128 { u128::MAX } else { (1u128 << bits) - 1 };
-    let raw = if negative { value.wrapping_neg() & mask } else { value & mask };
+    let mask: u128 = if bits == 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    };
+    let raw = if negative {
+        value.wrapping_neg() & mask
+    } else {
+        value & mask
+    };
     if p == Prim::Bool {
         return (raw != 0).to_string();
     }
     if p.is_signed_integer() {
-        let signed = if raw >> (bits - 1) & 1 == 1 { raw as i128 - (1i128 << bits) } else { raw as i128 };
+        let signed = if raw >> (bits - 1) & 1 == 1 {
+            raw as i128 - (1i128 << bits)
+        } else {
+            raw as i128
+        };
         return match p {
             Prim::I64 if signed == i64::MIN as i128 => "(-9223372036854775807ll - 1)".to_string(),
             Prim::I64 => format!("{signed}ll"),
@@ -459,7 +513,9 @@ pub fn prim_const(p: Prim, c: PrimConst) -> String {
         (Prim::F32, PrimConst::NegInfinity) => "__int_as_float((int)0xff800000u)".into(),
         (Prim::F32, PrimConst::Nan) => "__int_as_float(0x7fc00000)".into(),
         (Prim::F64, PrimConst::Infinity) => "__longlong_as_double(0x7ff0000000000000ll)".into(),
-        (Prim::F64, PrimConst::NegInfinity) => "__longlong_as_double((long long)0xfff0000000000000ull)".into(),
+        (Prim::F64, PrimConst::NegInfinity) => {
+            "__longlong_as_double((long long)0xfff0000000000000ull)".into()
+        }
         (Prim::F64, PrimConst::Nan) => "__longlong_as_double(0x7ff8000000000000ll)".into(),
         (Prim::F32, PrimConst::Max) => float_text(0.0, f32::MAX, false, p),
         (Prim::F32, PrimConst::Min) => float_text(0.0, f32::MIN, false, p),
@@ -474,7 +530,9 @@ pub fn prim_const(p: Prim, c: PrimConst) -> String {
             let bits = p.size() * 8 - usize::from(p.is_signed_integer());
             typed_int((1u128 << bits) - 1, false, p)
         }
-        (_, PrimConst::Min) if p.is_signed_integer() => typed_int(1u128 << (p.size() * 8 - 1), true, p),
+        (_, PrimConst::Min) if p.is_signed_integer() => {
+            typed_int(1u128 << (p.size() * 8 - 1), true, p)
+        }
         (_, PrimConst::Min) => typed_int(0, false, p),
         _ => unreachable!("PrimConst::parse only accepts constants the type has"),
     }
@@ -485,7 +543,10 @@ mod tests {
     use super::*;
 
     fn int(v: u128) -> Expr {
-        Expr::Lit(Lit::Int { value: v, suffix: None })
+        Expr::Lit(Lit::Int {
+            value: v,
+            suffix: None,
+        })
     }
     fn var(v: &str) -> Expr {
         Expr::Var(v.into())
@@ -498,7 +559,10 @@ mod tests {
     fn untyped_literals_take_their_siblings_type() {
         let mut p = ExprPrinter::new("op_t");
         let e = Expr::Binary(BinOp::Add, Box::new(field("x", "count")), Box::new(int(1)));
-        assert_eq!(p.expr(&e, &Hint::None), "scan_add(x.count, scan_like(x.count, 1))");
+        assert_eq!(
+            p.expr(&e, &Hint::None),
+            "scan_add(x.count, scan_like(x.count, 1))"
+        );
         let e = Expr::Binary(BinOp::Mul, Box::new(int(2)), Box::new(field("y", "a")));
         assert_eq!(p.expr(&e, &Hint::None), "scan_mul(scan_like(y.a, 2), y.a)");
     }
@@ -506,9 +570,15 @@ mod tests {
     #[test]
     fn typed_literals_are_exact() {
         assert_eq!(typed_int(5, false, Prim::U8), "((unsigned char)5u)");
-        assert_eq!(typed_int(1 << 63, true, Prim::I64), "(-9223372036854775807ll - 1)");
+        assert_eq!(
+            typed_int(1 << 63, true, Prim::I64),
+            "(-9223372036854775807ll - 1)"
+        );
         assert_eq!(typed_int(1, true, Prim::I32), "-1");
-        assert_eq!(typed_int(u64::MAX as u128, false, Prim::U64), "18446744073709551615ull");
+        assert_eq!(
+            typed_int(u64::MAX as u128, false, Prim::U64),
+            "18446744073709551615ull"
+        );
         assert_eq!(float_text(0.1, 0.1f32, false, Prim::F32), "0.1f");
         assert_eq!(float_text(1e-7, 1e-7f32, true, Prim::F64), "-1e-7");
         assert_eq!(float_text(3.0, 3.0, false, Prim::F64), "3.0");
@@ -529,7 +599,16 @@ mod tests {
     fn match_becomes_a_chain_with_the_last_arm_unconditional() {
         let mut p = ExprPrinter::new("op_t");
         let arms = vec![
-            (Pattern::Lit { lit: Lit::Int { value: 0, suffix: None }, negative: false }, field("x", "a")),
+            (
+                Pattern::Lit {
+                    lit: Lit::Int {
+                        value: 0,
+                        suffix: None,
+                    },
+                    negative: false,
+                },
+                field("x", "a"),
+            ),
             (Pattern::Wild, field("y", "a")),
         ];
         let e = Expr::Match(Box::new(field("x", "tag")), arms);

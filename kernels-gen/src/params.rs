@@ -57,7 +57,11 @@ pub struct GenParams {
 
 impl Default for GenParams {
     fn default() -> Self {
-        GenParams { block_threads: 256, items_per_thread: ItemsPerThread::Auto, arch: Arch::SM_90 }
+        GenParams {
+            block_threads: 256,
+            items_per_thread: ItemsPerThread::Auto,
+            arch: Arch::SM_90,
+        }
     }
 }
 
@@ -163,8 +167,12 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel a program contains.
-    pub const ALL: [Kernel; 4] =
-        [Kernel::ReduceTiles, Kernel::ScanTileTotals, Kernel::ScanTilesInclusive, Kernel::ScanTilesExclusive];
+    pub const ALL: [Kernel; 4] = [
+        Kernel::ReduceTiles,
+        Kernel::ScanTileTotals,
+        Kernel::ScanTilesInclusive,
+        Kernel::ScanTilesExclusive,
+    ];
 
     /// The suffix after the operator's name.
     pub fn suffix(self) -> &'static str {
@@ -206,16 +214,44 @@ mod tests {
     fn invalid_shapes_are_rejected() {
         let ok = GenParams::default();
         assert!(ok.validate().is_ok());
-        assert!(GenParams { block_threads: 100, ..ok }.validate().is_err());
-        assert!(GenParams { block_threads: 2048, ..ok }.validate().is_err());
-        assert!(GenParams { items_per_thread: ItemsPerThread::Fixed(0), ..ok }.validate().is_err());
-        assert!(GenParams { items_per_thread: ItemsPerThread::Fixed(33), ..ok }.validate().is_err());
-        assert!(GenParams { arch: Arch { major: 6, minor: 1 }, ..ok }.validate().is_err());
+        assert!(GenParams {
+            block_threads: 100,
+            ..ok
+        }
+        .validate()
+        .is_err());
+        assert!(GenParams {
+            block_threads: 2048,
+            ..ok
+        }
+        .validate()
+        .is_err());
+        assert!(GenParams {
+            items_per_thread: ItemsPerThread::Fixed(0),
+            ..ok
+        }
+        .validate()
+        .is_err());
+        assert!(GenParams {
+            items_per_thread: ItemsPerThread::Fixed(33),
+            ..ok
+        }
+        .validate()
+        .is_err());
+        assert!(GenParams {
+            arch: Arch { major: 6, minor: 1 },
+            ..ok
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]
     fn kernel_symbols_carry_the_operator_name() {
-        assert_eq!(Kernel::ReduceTiles.symbol("affine_op"), "affine_op_reduce_tiles");
+        assert_eq!(
+            Kernel::ReduceTiles.symbol("affine_op"),
+            "affine_op_reduce_tiles"
+        );
         assert_eq!(tile_items_symbol("sum_u32"), "sum_u32_tile_items");
     }
 }

@@ -79,11 +79,21 @@ where
         let left = Op::combine(Op::combine(a, b), c);
         let right = Op::combine(a, Op::combine(b, c));
         if !equal(&left, &right) {
-            return Err(Counterexample::NotAssociative { a, b, c, left, right });
+            return Err(Counterexample::NotAssociative {
+                a,
+                b,
+                c,
+                left,
+                right,
+            });
         }
         let (l, r) = (Op::combine(Op::IDENTITY, a), Op::combine(a, Op::IDENTITY));
         if !equal(&l, &a) || !equal(&r, &a) {
-            return Err(Counterexample::NotAnIdentity { a, left: l, right: r });
+            return Err(Counterexample::NotAnIdentity {
+                a,
+                left: l,
+                right: r,
+            });
         }
     }
     Ok(())

@@ -70,23 +70,37 @@ fn scan_run<Op: ScanOp>(
     let mut running = seed;
     for (x, out) in input.iter().zip(output.iter_mut()) {
         let next = combine_opt::<Op>(running, *x);
-        *out = if inclusive { next } else { running.unwrap_or(Op::IDENTITY) };
+        *out = if inclusive {
+            next
+        } else {
+            running.unwrap_or(Op::IDENTITY)
+        };
         running = Some(next);
     }
     running
 }
 
-fn scan_run_in_place<Op: ScanOp>(inclusive: bool, seed: Option<Op::Element>, data: &mut [Op::Element]) {
+fn scan_run_in_place<Op: ScanOp>(
+    inclusive: bool,
+    seed: Option<Op::Element>,
+    data: &mut [Op::Element],
+) {
     let mut running = seed;
     for slot in data.iter_mut() {
         let next = combine_opt::<Op>(running, *slot);
-        *slot = if inclusive { next } else { running.unwrap_or(Op::IDENTITY) };
+        *slot = if inclusive {
+            next
+        } else {
+            running.unwrap_or(Op::IDENTITY)
+        };
         running = Some(next);
     }
 }
 
 fn reduce<Op: ScanOp>(chunk: &[Op::Element]) -> Option<Op::Element> {
-    chunk.iter().fold(None, |acc, x| Some(combine_opt::<Op>(acc, *x)))
+    chunk
+        .iter()
+        .fold(None, |acc, x| Some(combine_opt::<Op>(acc, *x)))
 }
 
 /// Scans `input` into `output` sequentially.
@@ -123,7 +137,10 @@ fn chunk_len(n: usize) -> usize {
 }
 
 /// Exclusive prefixes of the chunk totals, seeded with `seed`.
-fn chunk_prefixes<Op: ScanOp>(seed: Option<Op::Element>, totals: &[Option<Op::Element>]) -> Vec<Option<Op::Element>> {
+fn chunk_prefixes<Op: ScanOp>(
+    seed: Option<Op::Element>,
+    totals: &[Option<Op::Element>],
+) -> Vec<Option<Op::Element>> {
     let mut prefixes = Vec::with_capacity(totals.len());
     let mut running = seed;
     for total in totals {
@@ -150,9 +167,13 @@ pub fn par_scan<Op: ScanOp>(
     }
     let totals: Vec<_> = input.par_chunks(len).map(reduce::<Op>).collect();
     let prefixes = chunk_prefixes::<Op>(seed, &totals);
-    input.par_chunks(len).zip(output.par_chunks_mut(len)).zip(prefixes).for_each(|((i, o), prefix)| {
-        scan_run::<Op>(inclusive, prefix, i, o);
-    });
+    input
+        .par_chunks(len)
+        .zip(output.par_chunks_mut(len))
+        .zip(prefixes)
+        .for_each(|((i, o), prefix)| {
+            scan_run::<Op>(inclusive, prefix, i, o);
+        });
     Ok(())
 }
 
@@ -166,9 +187,11 @@ pub fn par_scan_in_place<Op: ScanOp>(kind: ScanKind<Op::Element>, data: &mut [Op
     }
     let totals: Vec<_> = data.par_chunks(len).map(reduce::<Op>).collect();
     let prefixes = chunk_prefixes::<Op>(seed, &totals);
-    data.par_chunks_mut(len).zip(prefixes).for_each(|(chunk, prefix)| {
-        scan_run_in_place::<Op>(inclusive, prefix, chunk);
-    });
+    data.par_chunks_mut(len)
+        .zip(prefixes)
+        .for_each(|(chunk, prefix)| {
+            scan_run_in_place::<Op>(inclusive, prefix, chunk);
+        });
 }
 
 macro_rules! forms {

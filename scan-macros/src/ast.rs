@@ -29,14 +29,78 @@ impl Errors {
 /// Names that cannot be C++ identifiers in the generated code.
 pub fn reserved_name(name: &str) -> Option<&'static str> {
     const CPP_KEYWORDS: &[&str] = &[
-        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "case", "catch", "char",
-        "class", "compl", "const_cast", "constexpr", "decltype", "default", "delete", "double", "dynamic_cast",
-        "explicit", "export", "float", "friend", "goto", "inline", "int", "long", "mutable", "namespace", "new",
-        "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
-        "register", "reinterpret_cast", "short", "signed", "sizeof", "static_assert", "static_cast", "switch",
-        "template", "this", "thread_local", "throw", "try", "typedef", "typeid", "typename", "union", "unsigned",
-        "using", "virtual", "void", "volatile", "wchar_t", "xor", "xor_eq", "threadIdx", "blockIdx", "blockDim",
-        "gridDim", "warpSize",
+        "alignas",
+        "alignof",
+        "and",
+        "and_eq",
+        "asm",
+        "auto",
+        "bitand",
+        "bitor",
+        "bool",
+        "case",
+        "catch",
+        "char",
+        "class",
+        "compl",
+        "const_cast",
+        "constexpr",
+        "decltype",
+        "default",
+        "delete",
+        "double",
+        "dynamic_cast",
+        "explicit",
+        "export",
+        "float",
+        "friend",
+        "goto",
+        "inline",
+        "int",
+        "long",
+        "mutable",
+        "namespace",
+        "new",
+        "noexcept",
+        "not",
+        "not_eq",
+        "nullptr",
+        "operator",
+        "or",
+        "or_eq",
+        "private",
+        "protected",
+        "public",
+        "register",
+        "reinterpret_cast",
+        "short",
+        "signed",
+        "sizeof",
+        "static_assert",
+        "static_cast",
+        "switch",
+        "template",
+        "this",
+        "thread_local",
+        "throw",
+        "try",
+        "typedef",
+        "typeid",
+        "typename",
+        "union",
+        "unsigned",
+        "using",
+        "virtual",
+        "void",
+        "volatile",
+        "wchar_t",
+        "xor",
+        "xor_eq",
+        "threadIdx",
+        "blockIdx",
+        "blockDim",
+        "gridDim",
+        "warpSize",
     ];
     if name.starts_with("scan_") || name.starts_with("__") {
         Some("names starting with `scan_` or `__` are reserved for the generated CUDA code")
@@ -50,7 +114,11 @@ pub fn reserved_name(name: &str) -> Option<&'static str> {
 /// What the attribute is on.
 pub enum Item {
     /// A `#[repr(C)]`, `Copy` struct with named fields: its own element type.
-    Struct { ident: syn::Ident, desc: StructDesc, nested: Vec<syn::Path> },
+    Struct {
+        ident: syn::Ident,
+        desc: StructDesc,
+        nested: Vec<syn::Path>,
+    },
     /// A unit struct that names its element with `element = …`.
     Marker { ident: syn::Ident },
 }
@@ -72,15 +140,25 @@ pub fn read_item(item: &syn::Item, errors: &mut Errors) -> Option<Item> {
         errors.push(&s.generics, "scan operators and elements cannot be generic: the CUDA code is generated for one concrete type");
     }
     match &s.fields {
-        syn::Fields::Unit => return Some(Item::Marker { ident: s.ident.clone() }),
+        syn::Fields::Unit => {
+            return Some(Item::Marker {
+                ident: s.ident.clone(),
+            })
+        }
         syn::Fields::Unnamed(f) => {
-            errors.push(f, "element structs need named fields (the CUDA struct uses the same names)");
+            errors.push(
+                f,
+                "element structs need named fields (the CUDA struct uses the same names)",
+            );
             return None;
         }
         syn::Fields::Named(_) => {}
     }
     check_repr_c_and_copy(s, errors);
-    let mut desc = StructDesc { name: s.ident.to_string(), fields: Vec::new() };
+    let mut desc = StructDesc {
+        name: s.ident.to_string(),
+        fields: Vec::new(),
+    };
     let mut nested = Vec::new();
     for field in &s.fields {
         let ident = field.ident.as_ref().expect("named fields");
@@ -103,7 +181,11 @@ pub fn read_item(item: &syn::Item, errors: &mut Errors) -> Option<Item> {
     if s.fields.is_empty() {
         errors.push(&s.ident, "an element struct needs at least one field");
     }
-    Some(Item::Struct { ident: s.ident.clone(), desc, nested })
+    Some(Item::Struct {
+        ident: s.ident.clone(),
+        desc,
+        nested,
+    })
 }
 
 fn item_keyword_span(item: &syn::Item) -> proc_macro2::Span {
@@ -133,7 +215,9 @@ fn check_repr_c_and_copy(s: &syn::ItemStruct, errors: &mut Errors) {
             });
         } else if attr.path().is_ident("derive") {
             let _ = attr.parse_nested_meta(|meta| {
-                if meta.path.is_ident("Copy") || meta.path.segments.last().is_some_and(|s| s.ident == "Copy") {
+                if meta.path.is_ident("Copy")
+                    || meta.path.segments.last().is_some_and(|s| s.ident == "Copy")
+                {
                     copy = true;
                 }
                 Ok(())
@@ -157,7 +241,8 @@ fn check_repr_c_and_copy(s: &syn::ItemStruct, errors: &mut Errors) {
     }
 }
 
-const FIELD_TYPES: &str = "supported field types: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool, fixed-size arrays of \
+const FIELD_TYPES: &str =
+    "supported field types: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool, fixed-size arrays of \
                            those (`[f32; 4]`), and other #[scan_op] structs";
 
 /// The CUDA counterpart of a field type, or an error on its tokens.
@@ -166,7 +251,10 @@ fn field_type(ty: &syn::Type, errors: &mut Errors) -> Option<FieldType> {
         syn::Type::Path(p) if p.qself.is_none() => {
             let last = p.path.segments.last()?;
             if !last.arguments.is_empty() {
-                errors.push(ty, format!("generic types have no CUDA equivalent; {FIELD_TYPES}"));
+                errors.push(
+                    ty,
+                    format!("generic types have no CUDA equivalent; {FIELD_TYPES}"),
+                );
                 return None;
             }
             let name = last.ident.to_string();
@@ -178,11 +266,16 @@ fn field_type(ty: &syn::Type, errors: &mut Errors) -> Option<FieldType> {
                     "usize" | "isize" => Some("its width differs between targets; use u64 or i64"),
                     "u128" | "i128" => Some("CUDA has no 128-bit integers; use two u64 fields"),
                     "char" => Some("use u32 for a Unicode scalar value"),
-                    "String" | "str" | "Vec" | "Box" | "Rc" | "Arc" | "Option" => Some("it is not plain data"),
+                    "String" | "str" | "Vec" | "Box" | "Rc" | "Arc" | "Option" => {
+                        Some("it is not plain data")
+                    }
                     _ => None,
                 };
                 if let Some(hint) = hint {
-                    errors.push(ty, format!("`{name}` has no CUDA equivalent ({hint}); {FIELD_TYPES}"));
+                    errors.push(
+                        ty,
+                        format!("`{name}` has no CUDA equivalent ({hint}); {FIELD_TYPES}"),
+                    );
                     return None;
                 }
             }
@@ -190,17 +283,26 @@ fn field_type(ty: &syn::Type, errors: &mut Errors) -> Option<FieldType> {
         }
         syn::Type::Array(a) => {
             let elem = match &*a.elem {
-                syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident().and_then(|i| Prim::from_rust_name(&i.to_string())),
+                syn::Type::Path(p) if p.qself.is_none() => p
+                    .path
+                    .get_ident()
+                    .and_then(|i| Prim::from_rust_name(&i.to_string())),
                 _ => None,
             };
             let len = match &a.len {
-                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) => n.base10_parse::<usize>().ok(),
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(n),
+                    ..
+                }) => n.base10_parse::<usize>().ok(),
                 _ => None,
             };
             match (elem, len) {
                 (Some(p), Some(n)) if n > 0 => Some(FieldType::Array(p, n)),
                 (None, _) => {
-                    errors.push(&a.elem, format!("array elements must be primitives; {FIELD_TYPES}"));
+                    errors.push(
+                        &a.elem,
+                        format!("array elements must be primitives; {FIELD_TYPES}"),
+                    );
                     None
                 }
                 (_, _) => {
@@ -210,11 +312,17 @@ fn field_type(ty: &syn::Type, errors: &mut Errors) -> Option<FieldType> {
             }
         }
         syn::Type::Reference(_) | syn::Type::Ptr(_) => {
-            errors.push(ty, format!("references and pointers cannot live in GPU elements; {FIELD_TYPES}"));
+            errors.push(
+                ty,
+                format!("references and pointers cannot live in GPU elements; {FIELD_TYPES}"),
+            );
             None
         }
         _ => {
-            errors.push(ty, format!("this type has no CUDA equivalent; {FIELD_TYPES}"));
+            errors.push(
+                ty,
+                format!("this type has no CUDA equivalent; {FIELD_TYPES}"),
+            );
             None
         }
     }
@@ -228,8 +336,18 @@ pub enum ElementRef {
 
 pub fn element_ref(ty: &syn::Type, errors: &mut Errors) -> Option<ElementRef> {
     match ty {
-        syn::Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.arguments.is_empty()) => {
-            if let Some(prim) = p.path.get_ident().and_then(|i| Prim::from_rust_name(&i.to_string())) {
+        syn::Type::Path(p)
+            if p.qself.is_none()
+                && p.path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.arguments.is_empty()) =>
+        {
+            if let Some(prim) = p
+                .path
+                .get_ident()
+                .and_then(|i| Prim::from_rust_name(&i.to_string()))
+            {
                 return Some(ElementRef::Prim(prim));
             }
             Some(ElementRef::Struct(p.path.clone()))
@@ -252,7 +370,8 @@ pub fn snake_case(ident: &syn::Ident) -> String {
     let chars: Vec<char> = s.chars().collect();
     for (i, c) in chars.iter().enumerate() {
         if c.is_uppercase() {
-            let prev_lower = i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let prev_lower =
+                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
             let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
             if i > 0 && (prev_lower || (next_lower && chars[i - 1].is_uppercase())) {
                 out.push('_');

@@ -41,7 +41,9 @@ impl Parse for Arg {
             input.parse::<Token![=]>()?;
             return Ok(Arg::Crate(input.parse()?));
         }
-        let key: syn::Ident = input.parse().map_err(|e| syn::Error::new(e.span(), format!("expected {KEYS}")))?;
+        let key: syn::Ident = input
+            .parse()
+            .map_err(|e| syn::Error::new(e.span(), format!("expected {KEYS}")))?;
         input.parse::<Token![=]>()?;
         match key.to_string().as_str() {
             "element" => Ok(Arg::Element(input.parse()?)),
@@ -63,7 +65,10 @@ impl Parse for Arg {
             }
             "block_threads" => Ok(Arg::BlockThreads(input.parse()?)),
             "items_per_thread" => Ok(Arg::ItemsPerThread(input.parse()?)),
-            _ => Err(syn::Error::new(key.span(), format!("unknown argument `{key}`: expected {KEYS}"))),
+            _ => Err(syn::Error::new(
+                key.span(),
+                format!("unknown argument `{key}`: expected {KEYS}"),
+            )),
         }
     }
 }
@@ -71,7 +76,8 @@ impl Parse for Arg {
 impl Args {
     /// Parses the arguments, reporting duplicates.
     pub fn parse(tokens: proc_macro2::TokenStream) -> syn::Result<Args> {
-        let list = syn::parse::Parser::parse2(Punctuated::<Arg, Token![,]>::parse_terminated, tokens)?;
+        let list =
+            syn::parse::Parser::parse2(Punctuated::<Arg, Token![,]>::parse_terminated, tokens)?;
         let mut args = Args::default();
         let mut errors: Option<syn::Error> = None;
         let mut duplicate = |span: proc_macro2::Span, what: &str| {

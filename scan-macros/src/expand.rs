@@ -59,19 +59,31 @@ fn expand(item: &syn::Item, args: Args, errors: &mut Errors) -> Option<TokenStre
     };
     let mut out = TokenStream::new();
 
-    if let Item::Struct { ident, desc, nested } = &read {
+    if let Item::Struct {
+        ident,
+        desc,
+        nested,
+    } = &read
+    {
         if let Some(ty) = &args.element {
-            errors.push(ty, "`element` is only for unit marker types: an annotated struct is its own element");
+            errors.push(
+                ty,
+                "`element` is only for unit marker types: an annotated struct is its own element",
+            );
         }
         out.extend(element_impls(&private, ident, desc, nested));
     }
 
-    let wants_op = args.identity.is_some() || args.op.is_some() || matches!(read, Item::Marker { .. });
+    let wants_op =
+        args.identity.is_some() || args.op.is_some() || matches!(read, Item::Marker { .. });
     if wants_op {
         let op = operator(&private, &read, &args, errors)?;
         out.extend(op_impl(&private, &ident, op));
     } else if args.block_threads.is_some() || args.items_per_thread.is_some() {
-        errors.push(&ident, "tile parameters need an operator (`identity` and `op`)");
+        errors.push(
+            &ident,
+            "tile parameters need an operator (`identity` and `op`)",
+        );
     }
     Some(quote! {
         #[doc(hidden)]
@@ -80,10 +92,17 @@ fn expand(item: &syn::Item, args: Args, errors: &mut Errors) -> Option<TokenStre
     })
 }
 
-fn element_impls(private: &TokenStream, ident: &syn::Ident, desc: &kernels_gen::ir::StructDesc, nested: &[syn::Path]) -> TokenStream {
+fn element_impls(
+    private: &TokenStream,
+    ident: &syn::Ident,
+    desc: &kernels_gen::ir::StructDesc,
+    nested: &[syn::Path],
+) -> TokenStream {
     let cuda_type = ident.to_string();
     let own_decl = kernels_gen::struct_declaration(desc);
-    let nested_decls = nested.iter().map(|p| quote!(<#p as #private::ScanElement>::CUDA_DECL));
+    let nested_decls = nested
+        .iter()
+        .map(|p| quote!(<#p as #private::ScanElement>::CUDA_DECL));
     let nested_checks = nested.iter().map(|p| {
         let name = p.segments.last().expect("a path has a segment").ident.to_string();
         let message = format!(
@@ -111,9 +130,19 @@ fn element_impls(private: &TokenStream, ident: &syn::Ident, desc: &kernels_gen::
     }
 }
 
-fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors) -> Option<Operator> {
+fn operator(
+    private: &TokenStream,
+    read: &Item,
+    args: &Args,
+    errors: &mut Errors,
+) -> Option<Operator> {
     let (element_ty, element, element_name, self_allowed) = match read {
-        Item::Struct { ident, .. } => (quote!(#ident), ElementType::Struct(ident.to_string()), Some(ident.to_string()), true),
+        Item::Struct { ident, .. } => (
+            quote!(#ident),
+            ElementType::Struct(ident.to_string()),
+            Some(ident.to_string()),
+            true,
+        ),
         Item::Marker { ident } => {
             let Some(ty) = &args.element else {
                 errors.push(ident, "a unit marker type needs `element = <type>` (a primitive or a #[scan_op] struct)");
@@ -122,8 +151,18 @@ fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors
             match ast::element_ref(ty, errors)? {
                 ElementRef::Prim(p) => (quote!(#ty), ElementType::Prim(p), None, false),
                 ElementRef::Struct(path) => {
-                    let name = path.segments.last().expect("a path has a segment").ident.to_string();
-                    (quote!(#ty), ElementType::Struct(name.clone()), Some(name), false)
+                    let name = path
+                        .segments
+                        .last()
+                        .expect("a path has a segment")
+                        .ident
+                        .to_string();
+                    (
+                        quote!(#ty),
+                        ElementType::Struct(name.clone()),
+                        Some(name),
+                        false,
+                    )
                 }
             }
         }
@@ -132,7 +171,10 @@ fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors
         Item::Struct { ident, .. } | Item::Marker { ident } => ident,
     };
     let Some(identity) = &args.identity else {
-        errors.push(ident, "missing `identity = <expr>`: the element e with e ∘ x == x ∘ e == x");
+        errors.push(
+            ident,
+            "missing `identity = <expr>`: the element e with e ∘ x == x ∘ e == x",
+        );
         return None;
     };
     let Some(op) = &args.op else {
@@ -145,10 +187,20 @@ fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors
     let identity_ir = Translator::new(errors, element_name.clone(), self_allowed).expr(identity);
 
     // Operator: two operands and a body.
-    let (param_idents, param_types, body_expr): (Vec<syn::Ident>, Vec<Option<syn::Type>>, syn::Expr) = match op {
+    let (param_idents, param_types, body_expr): (
+        Vec<syn::Ident>,
+        Vec<Option<syn::Type>>,
+        syn::Expr,
+    ) = match op {
         OpFn::Closure(c) => {
             if c.inputs.len() != 2 {
-                errors.push(&c.inputs, format!("the operator takes two elements, `|x, y|`, not {}", c.inputs.len()));
+                errors.push(
+                    &c.inputs,
+                    format!(
+                        "the operator takes two elements, `|x, y|`, not {}",
+                        c.inputs.len()
+                    ),
+                );
                 return None;
             }
             let mut idents = Vec::new();
@@ -159,11 +211,16 @@ fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors
                     other => (other, None),
                 };
                 match pat {
-                    syn::Pat::Ident(p) if p.by_ref.is_none() && p.mutability.is_none() && p.subpat.is_none() => {
+                    syn::Pat::Ident(p)
+                        if p.by_ref.is_none() && p.mutability.is_none() && p.subpat.is_none() =>
+                    {
                         idents.push(p.ident.clone());
                         types.push(ty);
                     }
-                    other => errors.push(other, "operands must be plain names (`|x, y|`), not patterns"),
+                    other => errors.push(
+                        other,
+                        "operands must be plain names (`|x, y|`), not patterns",
+                    ),
                 }
             }
             if let Some(a) = &c.asyncness {
@@ -176,7 +233,12 @@ fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors
             if !sig.generics.params.is_empty() {
                 errors.push(&sig.generics, "the operator function cannot be generic");
             }
-            if let Some(t) = sig.asyncness.as_ref().map(|a| a.span()).or(sig.unsafety.as_ref().map(|u| u.span())) {
+            if let Some(t) = sig
+                .asyncness
+                .as_ref()
+                .map(|a| a.span())
+                .or(sig.unsafety.as_ref().map(|u| u.span()))
+            {
                 errors.push(t, "the operator function must be a plain `fn`");
             }
             if sig.inputs.len() != 2 {
@@ -194,10 +256,16 @@ fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors
                         }
                         other => errors.push(other, "operands must be plain names, not patterns"),
                     },
-                    syn::FnArg::Receiver(r) => errors.push(r, "the operator function takes two elements, not `self`"),
+                    syn::FnArg::Receiver(r) => {
+                        errors.push(r, "the operator function takes two elements, not `self`")
+                    }
                 }
             }
-            let block = syn::Expr::Block(syn::ExprBlock { attrs: vec![], label: None, block: (*f.block).clone() });
+            let block = syn::Expr::Block(syn::ExprBlock {
+                attrs: vec![],
+                label: None,
+                block: (*f.block).clone(),
+            });
             (idents, types, block)
         }
     };
@@ -210,22 +278,31 @@ fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors
     let y = translator.bind(&param_idents[1]);
     let body_ir = match &body_expr {
         syn::Expr::Block(b) if b.label.is_none() => translator.block(&b.block),
-        other => translator.expr(other).map(|value| Block { lets: vec![], value }),
+        other => translator.expr(other).map(|value| Block {
+            lets: vec![],
+            value,
+        }),
     };
     let (identity_ir, body_ir) = (identity_ir?, body_ir?);
 
     // The Rust side: the same body with the CUDA side's integer semantics.
     let semantics = quote!(#private::semantics);
     let mut body = body_expr.clone();
-    Rewriter { semantics: &semantics }.visit_expr_mut(&mut body);
+    Rewriter {
+        semantics: &semantics,
+    }
+    .visit_expr_mut(&mut body);
     let (xi, yi) = (&param_idents[0], &param_idents[1]);
-    let type_checks = param_types.iter().zip(&param_idents).filter_map(|(ty, id)| {
-        ty.as_ref().map(|ty| {
-            quote_spanned! {ty.span()=>
-                let #id: #ty = #id;
-            }
-        })
-    });
+    let type_checks = param_types
+        .iter()
+        .zip(&param_idents)
+        .filter_map(|(ty, id)| {
+            ty.as_ref().map(|ty| {
+                quote_spanned! {ty.span()=>
+                    let #id: #ty = #id;
+                }
+            })
+        });
     let combine_fn = quote! {
         #[inline]
         #[allow(unused_parens, unused_braces, clippy::all)]
@@ -242,7 +319,14 @@ fn operator(private: &TokenStream, read: &Item, args: &Args, errors: &mut Errors
         params: [x, y],
         body: body_ir,
     };
-    Some(Operator { element_ty, element, identity: identity.clone(), desc, combine_fn, params })
+    Some(Operator {
+        element_ty,
+        element,
+        identity: identity.clone(),
+        desc,
+        combine_fn,
+        params,
+    })
 }
 
 fn gen_params(args: &Args, errors: &mut Errors) -> GenParams {
@@ -272,7 +356,14 @@ fn gen_params(args: &Args, errors: &mut Errors) -> GenParams {
 }
 
 fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStream {
-    let Operator { element_ty, element, identity, desc, combine_fn, params } = op;
+    let Operator {
+        element_ty,
+        element,
+        identity,
+        desc,
+        combine_fn,
+        params,
+    } = op;
     let name = &desc.name;
     let op_source = match kernels_gen::operator_source(&desc, &params) {
         Ok(s) => s,

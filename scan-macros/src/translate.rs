@@ -49,8 +49,15 @@ impl<'e> Translator<'e> {
         }
         let count = self.used_names.entry(name.clone()).or_insert(0);
         *count += 1;
-        let ir_name = if *count == 1 { name.clone() } else { format!("{name}_{count}") };
-        self.scopes.last_mut().expect("a scope").insert(name, ir_name.clone());
+        let ir_name = if *count == 1 {
+            name.clone()
+        } else {
+            format!("{name}_{count}")
+        };
+        self.scopes
+            .last_mut()
+            .expect("a scope")
+            .insert(name, ir_name.clone());
         ir_name
     }
 
@@ -78,23 +85,42 @@ impl<'e> Translator<'e> {
                     None => ok = false,
                 },
                 syn::Stmt::Expr(e, None) if i + 1 == n => value = self.expr(e),
-                syn::Stmt::Expr(e, _) => {
-                    self.unsupported(e);
+                syn::Stmt::Expr(e, semi) => {
+                    // Report what is inside (a `return`, a loop…), then the statement itself.
+                    let _ = self.expr(e);
+                    let why = if i + 1 == n && semi.is_some() {
+                        "remove the `;`: the operator's value is its final expression"
+                    } else {
+                        "a statement here would have no effect: an operator body is `let` bindings followed by \
+                         the value it produces"
+                    };
+                    self.errors.push(e, why);
                     ok = false;
                 }
                 syn::Stmt::Item(item) => {
-                    self.errors.push(item, "items (fn, struct, use, …) cannot be declared inside an operator");
+                    self.errors.push(
+                        item,
+                        "items (fn, struct, use, …) cannot be declared inside an operator",
+                    );
                     ok = false;
                 }
                 syn::Stmt::Macro(m) => {
-                    self.errors.push(&m.mac, "macros cannot be translated to CUDA");
+                    self.errors
+                        .push(&m.mac, "macros cannot be translated to CUDA");
                     ok = false;
                 }
             }
         }
         if value.is_none() && ok {
-            let span = block.stmts.last().map(|s| s.span()).unwrap_or(block.brace_token.span.join());
-            self.errors.push(span, "the block must end with the value it produces (an expression without `;`)");
+            let span = block
+                .stmts
+                .last()
+                .map(|s| s.span())
+                .unwrap_or(block.brace_token.span.join());
+            self.errors.push(
+                span,
+                "the block must end with the value it produces (an expression without `;`)",
+            );
         }
         let value = value?;
         ok.then_some(Block { lets, value })
@@ -111,7 +137,10 @@ impl<'e> Translator<'e> {
                 }
             },
             other => {
-                self.errors.push(other, "`let` must bind a single name (no tuple or struct patterns)");
+                self.errors.push(
+                    other,
+                    "`let` must bind a single name (no tuple or struct patterns)",
+                );
                 return None;
             }
         };
@@ -119,7 +148,8 @@ impl<'e> Translator<'e> {
             self.errors.push(m, "bindings are immutable in operators (no `mut`): compute a new value with another `let`");
         }
         if let Some(r) = &ident.by_ref {
-            self.errors.push(r, "references are not supported in operators");
+            self.errors
+                .push(r, "references are not supported in operators");
         }
         let Some(init) = &local.init else {
             self.errors.push(&local.pat, "`let` needs a value");
@@ -130,7 +160,10 @@ impl<'e> Translator<'e> {
         }
         let value = self.expr(&init.expr);
         let prim = annotated.and_then(|t| match t {
-            syn::Type::Path(p) => p.path.get_ident().and_then(|i| Prim::from_rust_name(&i.to_string())),
+            syn::Type::Path(p) => p
+                .path
+                .get_ident()
+                .and_then(|i| Prim::from_rust_name(&i.to_string())),
             _ => None,
         });
         let name = self.bind(&ident.ident);
@@ -145,20 +178,35 @@ impl<'e> Translator<'e> {
     pub fn expr(&mut self, e: &syn::Expr) -> Option<Expr> {
         let array_allowed = std::mem::take(&mut self.array_allowed);
         if matches!(e, syn::Expr::Array(_) | syn::Expr::Repeat(_)) && !array_allowed {
-            self.errors.push(e, "array literals can only initialise an array field of a struct literal");
+            self.errors.push(
+                e,
+                "array literals can only initialise an array field of a struct literal",
+            );
             return None;
         }
         match e {
-            syn::Expr::Lit(l) => self.literal(&l.lit).map(Expr::Lit),
+            syn::Expr::Lit(l) => self.literal(&l.lit).map(|(lit, negative)| {
+                let lit = Expr::Lit(lit);
+                if negative {
+                    Expr::Unary(UnOp::Neg, Box::new(lit))
+                } else {
+                    lit
+                }
+            }),
             syn::Expr::Path(p) => self.path(p),
             syn::Expr::Paren(p) => self.expr(&p.expr),
             syn::Expr::Group(g) => self.expr(&g.expr),
             syn::Expr::Field(f) => {
                 let base = self.expr(&f.base);
                 match &f.member {
-                    syn::Member::Named(name) => Some(Expr::Field(Box::new(base?), name.to_string())),
+                    syn::Member::Named(name) => {
+                        Some(Expr::Field(Box::new(base?), name.to_string()))
+                    }
                     syn::Member::Unnamed(_) => {
-                        self.errors.push(&f.member, "tuple fields are not supported (elements have named fields)");
+                        self.errors.push(
+                            &f.member,
+                            "tuple fields are not supported (elements have named fields)",
+                        );
                         None
                     }
                 }
@@ -166,7 +214,10 @@ impl<'e> Translator<'e> {
             syn::Expr::Index(i) => {
                 let base = self.expr(&i.expr);
                 let index = match &*i.index {
-                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) => n.base10_parse::<u64>().ok(),
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(n),
+                        ..
+                    }) => n.base10_parse::<u64>().ok(),
                     _ => None,
                 };
                 if index.is_none() {
@@ -179,7 +230,10 @@ impl<'e> Translator<'e> {
                     syn::UnOp::Neg(_) => UnOp::Neg,
                     syn::UnOp::Not(_) => UnOp::Not,
                     _ => {
-                        self.errors.push(u.op, "references and dereferences are not supported in operators");
+                        self.errors.push(
+                            u.op,
+                            "references and dereferences are not supported in operators",
+                        );
                         return None;
                     }
                 };
@@ -205,16 +259,23 @@ impl<'e> Translator<'e> {
             syn::Expr::Array(a) => {
                 let items: Vec<_> = a.elems.iter().map(|e| self.expr(e)).collect();
                 // (elements are scalars: `expr` refuses nested array literals)
-                items.into_iter().collect::<Option<Vec<_>>>().map(Expr::Array)
+                items
+                    .into_iter()
+                    .collect::<Option<Vec<_>>>()
+                    .map(Expr::Array)
             }
             syn::Expr::Repeat(r) => {
                 let value = self.expr(&r.expr);
                 let len = match &*r.len {
-                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) => n.base10_parse::<u64>().ok(),
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(n),
+                        ..
+                    }) => n.base10_parse::<u64>().ok(),
                     _ => None,
                 };
                 if len.is_none() {
-                    self.errors.push(&r.len, "array lengths must be integer literals");
+                    self.errors
+                        .push(&r.len, "array lengths must be integer literals");
                 }
                 Some(Expr::Repeat(Box::new(value?), len?))
             }
@@ -242,40 +303,67 @@ impl<'e> Translator<'e> {
             syn::Expr::Async(_) | syn::Expr::Await(_) => "async code is not supported",
             syn::Expr::Unsafe(_) => "`unsafe` blocks are not supported",
             syn::Expr::Let(_) => "`if let` / `let` in conditions is not supported: use `match` on an integer",
-            _ => "this expression is not supported",
+            _ => {
+                self.errors.push(e, format!("this expression is not supported; {SUBSET}"));
+                return;
+            }
         };
-        self.errors.push(e, format!("{what}; {SUBSET}"));
+        self.errors.push(e, what);
     }
 
-    fn literal(&mut self, lit: &syn::Lit) -> Option<Lit> {
+    /// A literal and whether it carries a minus sign (syn keeps the sign of
+    /// negative literal patterns inside the literal).
+    fn literal(&mut self, lit: &syn::Lit) -> Option<(Lit, bool)> {
+        let split = |digits: &str| -> (String, bool) {
+            match digits.strip_prefix('-') {
+                Some(rest) => (rest.to_string(), true),
+                None => (digits.to_string(), false),
+            }
+        };
         match lit {
             syn::Lit::Int(i) => {
                 let suffix = self.suffix(i.suffix(), lit)?;
+                let (digits, negative) = split(i.base10_digits());
                 if suffix.is_some_and(|p| p.is_float()) {
-                    let value: f64 = i.base10_digits().parse().ok()?;
-                    let value_f32: f32 = i.base10_digits().parse().ok()?;
-                    return Some(Lit::Float { value, value_f32, suffix });
+                    let value: f64 = digits.parse().ok()?;
+                    let value_f32: f32 = digits.parse().ok()?;
+                    return Some((
+                        Lit::Float {
+                            value,
+                            value_f32,
+                            suffix,
+                        },
+                        negative,
+                    ));
                 }
-                match i.base10_parse::<u128>() {
-                    Ok(value) => Some(Lit::Int { value, suffix }),
+                match digits.parse::<u128>() {
+                    Ok(value) => Some((Lit::Int { value, suffix }, negative)),
                     Err(e) => {
-                        self.errors.push_error(e);
+                        self.errors
+                            .push(lit, format!("this integer literal cannot be read: {e}"));
                         None
                     }
                 }
             }
             syn::Lit::Float(f) => {
                 let suffix = self.suffix(f.suffix(), lit)?;
-                let digits = f.base10_digits();
+                let (digits, negative) = split(f.base10_digits());
                 match (digits.parse::<f64>(), digits.parse::<f32>()) {
-                    (Ok(value), Ok(value_f32)) => Some(Lit::Float { value, value_f32, suffix }),
+                    (Ok(value), Ok(value_f32)) => Some((
+                        Lit::Float {
+                            value,
+                            value_f32,
+                            suffix,
+                        },
+                        negative,
+                    )),
                     _ => {
                         self.errors.push(lit, "this float literal cannot be read");
                         None
                     }
                 }
             }
-            syn::Lit::Bool(b) => Some(Lit::Bool(b.value)),
+            syn::Lit::Bool(b) => Some((Lit::Bool(b.value), false)),
             _ => {
                 self.errors.push(lit, "only integer, float and bool literals are supported (no strings, chars or bytes)");
                 None
@@ -298,11 +386,18 @@ impl<'e> Translator<'e> {
 
     fn prim_type(&mut self, ty: &syn::Type) -> Option<Prim> {
         if let syn::Type::Path(p) = ty {
-            if let Some(prim) = p.path.get_ident().and_then(|i| Prim::from_rust_name(&i.to_string())) {
+            if let Some(prim) = p
+                .path
+                .get_ident()
+                .and_then(|i| Prim::from_rust_name(&i.to_string()))
+            {
                 return Some(prim);
             }
         }
-        self.errors.push(ty, "`as` casts must target a primitive: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool");
+        self.errors.push(
+            ty,
+            "`as` casts must target a primitive: u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool",
+        );
         None
     }
 
@@ -335,7 +430,10 @@ impl<'e> Translator<'e> {
                 }
             }
         }
-        self.errors.push(p, format!("paths other than primitive constants cannot be translated; {SUBSET}"));
+        self.errors.push(
+            p,
+            format!("paths other than primitive constants cannot be translated; {SUBSET}"),
+        );
         None
     }
 
@@ -375,7 +473,8 @@ impl<'e> Translator<'e> {
         let receiver = self.expr(&m.receiver);
         let args: Vec<_> = m.args.iter().map(|a| self.expr(a)).collect();
         if let Some(t) = &m.turbofish {
-            self.errors.push(t, "turbofish is not supported on numeric methods");
+            self.errors
+                .push(t, "turbofish is not supported on numeric methods");
             return None;
         }
         let Some(method) = ir::method(&name) else {
@@ -383,26 +482,45 @@ impl<'e> Translator<'e> {
             return None;
         };
         if args.len() != method.args.len() {
-            self.errors.push(&m.method, format!("`{name}` takes {} argument(s)", method.args.len()));
+            self.errors.push(
+                &m.method,
+                format!("`{name}` takes {} argument(s)", method.args.len()),
+            );
             return None;
         }
         let mut all = vec![receiver?];
         for a in args {
             all.push(a?);
         }
-        Some(Expr::Call { method, prim: None, args: all })
+        Some(Expr::Call {
+            method,
+            prim: None,
+            args: all,
+        })
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> Option<Expr> {
         let args: Vec<_> = c.args.iter().map(|a| self.expr(a)).collect();
         let syn::Expr::Path(p) = &*c.func else {
-            self.errors.push(&c.func, format!("only numeric methods can be called; {SUBSET}"));
+            self.errors.push(
+                &c.func,
+                format!("only numeric methods can be called; {SUBSET}"),
+            );
             return None;
         };
-        let segments: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let segments: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
         let (prim, name) = match segments.as_slice() {
-            [ty, name] if Prim::from_rust_name(ty).is_some() => (Prim::from_rust_name(ty), name.clone()),
-            [.., cmp, name] if cmp == "cmp" && (name == "min" || name == "max") => (None, name.clone()),
+            [ty, name] if Prim::from_rust_name(ty).is_some() => {
+                (Prim::from_rust_name(ty), name.clone())
+            }
+            [.., cmp, name] if cmp == "cmp" && (name == "min" || name == "max") => {
+                (None, name.clone())
+            }
             _ => {
                 self.errors.push(
                     &c.func,
@@ -417,25 +535,42 @@ impl<'e> Translator<'e> {
             return None;
         };
         if args.len() != method.args.len() + 1 {
-            self.errors.push(&c.func, format!("`{name}` takes {} argument(s)", method.args.len() + 1));
+            self.errors.push(
+                &c.func,
+                format!("`{name}` takes {} argument(s)", method.args.len() + 1),
+            );
             return None;
         }
         let args: Option<Vec<_>> = args.into_iter().collect();
-        Some(Expr::Call { method, prim, args: args? })
+        Some(Expr::Call {
+            method,
+            prim,
+            args: args?,
+        })
     }
 
     fn if_expr(&mut self, i: &syn::ExprIf) -> Option<Expr> {
         let cond = self.expr(&i.cond);
         let then = self.block(&i.then_branch);
         let Some((_, otherwise)) = &i.else_branch else {
-            self.errors.push(i.if_token, "`if` needs an `else`: the operator always produces a value");
+            self.errors.push(
+                i.if_token,
+                "`if` needs an `else`: the operator always produces a value",
+            );
             return None;
         };
         let otherwise = match &**otherwise {
             syn::Expr::Block(b) => self.block(&b.block),
-            other => self.expr(other).map(|value| Block { lets: vec![], value }),
+            other => self.expr(other).map(|value| Block {
+                lets: vec![],
+                value,
+            }),
         };
-        Some(Expr::If(Box::new(cond?), Box::new(then?), Box::new(otherwise?)))
+        Some(Expr::If(
+            Box::new(cond?),
+            Box::new(then?),
+            Box::new(otherwise?),
+        ))
     }
 
     fn match_expr(&mut self, m: &syn::ExprMatch) -> Option<Expr> {
@@ -455,20 +590,26 @@ impl<'e> Translator<'e> {
             }
         }
         if m.arms.is_empty() {
-            self.errors.push(m.match_token, "`match` needs at least one arm");
+            self.errors
+                .push(m.match_token, "`match` needs at least one arm");
             return None;
         }
-        (ok && scrutinee.is_some()).then(|| Expr::Match(Box::new(scrutinee.expect("checked")), arms))
+        (ok && scrutinee.is_some())
+            .then(|| Expr::Match(Box::new(scrutinee.expect("checked")), arms))
     }
 
     fn pattern(&mut self, p: &syn::Pat) -> Option<Pattern> {
         match p {
             syn::Pat::Wild(_) => Some(Pattern::Wild),
-            syn::Pat::Lit(l) => self.literal(&l.lit).map(|lit| Pattern::Lit { lit, negative: false }),
+            syn::Pat::Lit(l) => self
+                .literal(&l.lit)
+                .map(|(lit, negative)| Pattern::Lit { lit, negative }),
             syn::Pat::Paren(p) => self.pattern(&p.pat),
             syn::Pat::Or(o) => {
                 let alts: Vec<_> = o.cases.iter().map(|c| self.pattern(c)).collect();
-                alts.into_iter().collect::<Option<Vec<_>>>().map(Pattern::Or)
+                alts.into_iter()
+                    .collect::<Option<Vec<_>>>()
+                    .map(Pattern::Or)
             }
             syn::Pat::Range(r) => {
                 let lo = r.start.as_ref().map(|e| self.pattern_bound(e));
@@ -486,11 +627,17 @@ impl<'e> Translator<'e> {
             }
             // Negative literals (`-1 =>`) arrive as a unary expression.
             syn::Pat::Verbatim(_) | syn::Pat::Ident(_) | _ => {
-                if let Ok(syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. })) =
-                    syn::parse2::<syn::Expr>(quote::quote!(#p))
+                if let Ok(syn::Expr::Unary(syn::ExprUnary {
+                    op: syn::UnOp::Neg(_),
+                    expr,
+                    ..
+                })) = syn::parse2::<syn::Expr>(quote::quote!(#p))
                 {
                     if let syn::Expr::Lit(l) = &*expr {
-                        return self.literal(&l.lit).map(|lit| Pattern::Lit { lit, negative: true });
+                        return self.literal(&l.lit).map(|(lit, negative)| Pattern::Lit {
+                            lit,
+                            negative: !negative,
+                        });
                     }
                 }
                 self.errors.push(
@@ -505,20 +652,35 @@ impl<'e> Translator<'e> {
 
     fn pattern_bound(&mut self, e: &syn::Expr) -> Option<Expr> {
         match e {
-            syn::Expr::Lit(_) | syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), .. }) => self.expr(e),
+            syn::Expr::Lit(_)
+            | syn::Expr::Unary(syn::ExprUnary {
+                op: syn::UnOp::Neg(_),
+                ..
+            }) => self.expr(e),
             syn::Expr::Path(p) if p.path.segments.len() == 2 => self.expr(e),
             other => {
-                self.errors.push(other, "range bounds must be literals or primitive constants");
+                self.errors.push(
+                    other,
+                    "range bounds must be literals or primitive constants",
+                );
                 None
             }
         }
     }
 
     fn struct_literal(&mut self, s: &syn::ExprStruct) -> Option<Expr> {
-        let last = s.path.segments.last().map(|seg| seg.ident.to_string()).unwrap_or_default();
+        let last = s
+            .path
+            .segments
+            .last()
+            .map(|seg| seg.ident.to_string())
+            .unwrap_or_default();
         let name = if s.path.is_ident("Self") {
             if !self.self_allowed {
-                self.errors.push(&s.path, "`Self` is the marker type here, not the element: name the element struct");
+                self.errors.push(
+                    &s.path,
+                    "`Self` is the marker type here, not the element: name the element struct",
+                );
                 return None;
             }
             StructName::Element
@@ -533,7 +695,8 @@ impl<'e> Translator<'e> {
             let member = match &f.member {
                 syn::Member::Named(n) => n.to_string(),
                 syn::Member::Unnamed(_) => {
-                    self.errors.push(&f.member, "tuple structs are not supported");
+                    self.errors
+                        .push(&f.member, "tuple structs are not supported");
                     ok = false;
                     continue;
                 }
@@ -554,5 +717,8 @@ impl<'e> Translator<'e> {
 
 fn unknown_method(name: &str) -> String {
     let known: Vec<&str> = ir::METHODS.iter().map(|m| m.rust).collect();
-    format!("`{name}` cannot be translated to CUDA; the supported methods are: {}", known.join(", "))
+    format!(
+        "`{name}` cannot be translated to CUDA; the supported methods are: {}",
+        known.join(", ")
+    )
 }

@@ -1,0 +1,255 @@
+//! Property tests of the CPU backend and of the operators `#[scan_op]`
+//! generates.
+//!
+//! * The multi-threaded scans equal the sequential ones, bit for bit, for
+//!   every kind (inclusive, exclusive, exclusive with init; in place and out
+//!   of place) on random inputs and lengths, including lengths well past the
+//!   parallel chunk size. Operators are exactly associative here (integers,
+//!   `max`), so equality is exact.
+//! * The sequential scans equal a direct definition (`out[i]` folded from
+//!   scratch) on short inputs.
+//! * The generated `combine` equals a hand-written version of each operator.
+
+mod common;
+use common::ops::*;
+use gpu_scan::prelude::*;
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+fn random_vec<T>(
+    len: usize,
+    seed: u64,
+    mut make: impl FnMut(&mut rand::rngs::StdRng) -> T,
+) -> Vec<T> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..len).map(|_| make(&mut rng)).collect()
+}
+
+fn kinds<E: Copy>(init: E) -> [ScanKind<E>; 3] {
+    [
+        ScanKind::Inclusive,
+        ScanKind::Exclusive,
+        ScanKind::ExclusiveWithInit(init),
+    ]
+}
+
+/// Parallel == sequential, in place == out of place, for every kind.
+fn check_parallel_matches_sequential<Op: ScanOp>(input: &[Op::Element], init: Op::Element)
+where
+    Op::Element: PartialEq + std::fmt::Debug,
+{
+    for kind in kinds(init) {
+        let mut seq = vec![Op::IDENTITY; input.len()];
+        cpu::scan::<Op>(kind, input, &mut seq).unwrap();
+        let mut par = vec![Op::IDENTITY; input.len()];
+        cpu::par_scan::<Op>(kind, input, &mut par).unwrap();
+        assert!(
+            seq == par,
+            "{kind:?}: parallel scan differs from sequential (n = {})",
+            input.len()
+        );
+        let mut in_place = input.to_vec();
+        cpu::par_scan_in_place::<Op>(kind, &mut in_place);
+        assert!(
+            in_place == seq,
+            "{kind:?}: parallel in-place scan differs (n = {})",
+            input.len()
+        );
+        let mut in_place = input.to_vec();
+        cpu::scan_in_place::<Op>(kind, &mut in_place);
+        assert!(
+            in_place == seq,
+            "{kind:?}: sequential in-place scan differs (n = {})",
+            input.len()
+        );
+    }
+}
+
+/// The definition: out[i] is the fold of a prefix, computed from scratch.
+fn check_against_definition<Op: ScanOp>(input: &[Op::Element], init: Op::Element)
+where
+    Op::Element: PartialEq + std::fmt::Debug,
+{
+    let fold =
+        |seed: Op::Element, xs: &[Op::Element]| xs.iter().fold(seed, |acc, x| Op::combine(acc, *x));
+    for kind in kinds(init) {
+        let mut out = vec![Op::IDENTITY; input.len()];
+        cpu::scan::<Op>(kind, input, &mut out).unwrap();
+        for i in 0..input.len() {
+            let expected = match kind {
+                ScanKind::Inclusive => fold(input[0], &input[1..=i]),
+                ScanKind::Exclusive => fold(Op::IDENTITY, &input[..i]),
+                ScanKind::ExclusiveWithInit(init) => fold(init, &input[..i]),
+            };
+            assert_eq!(out[i], expected, "{kind:?} at {i}");
+        }
+    }
+}
+
+fn lengths() -> impl Strategy<Value = usize> {
+    // Short lengths often, long ones (several parallel chunks) sometimes.
+    prop_oneof![3 => 0usize..70, 1 => 60_000usize..200_000]
+}
+
+fn affine_u32(rng: &mut rand::rngs::StdRng) -> AffineU32 {
+    AffineU32 {
+        a: rng.random(),
+        b: rng.random(),
+    }
+}
+
+/// A random `Joined`; empty ones are canonical (all fields zero), the only
+/// form for which the identity law holds.
+fn joined(rng: &mut rand::rngs::StdRng) -> Joined {
+    if rng.random_bool(0.2) {
+        return <JoinSpans as ScanOp>::IDENTITY;
+    }
+    Joined {
+        span: Span16 {
+            first: rng.random(),
+            last: rng.random(),
+        },
+        joins: rng.random_range(0..3),
+        empty: false,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn parallel_equals_sequential(len in lengths(), seed in any::<u64>()) {
+        check_parallel_matches_sequential::<SumU32>(&random_vec(len, seed, |r| r.random()), 17);
+        check_parallel_matches_sequential::<AffineU32>(&random_vec(len, seed, affine_u32), AffineU32 { a: 3, b: 5 });
+        check_parallel_matches_sequential::<Latest>(
+            &random_vec(len, seed, |r| Latest { valid: r.random_bool(0.1), value: r.random() }),
+            Latest { valid: true, value: 7 },
+        );
+        check_parallel_matches_sequential::<MaxF32>(&random_vec(len, seed, |r| r.random_range(-1e6f32..1e6)), -5.0);
+        check_parallel_matches_sequential::<JoinSpans>(&random_vec(len, seed, joined), joined(&mut rand::rngs::StdRng::seed_from_u64(seed)));
+        check_parallel_matches_sequential::<SaturatingLanes>(&random_vec(len, seed, |r| r.random::<u32>() & 0x0fff_0fff), 0x10);
+        check_parallel_matches_sequential::<SumU8>(&random_vec(len, seed, |r| r.random()), 200);
+    }
+
+    #[test]
+    fn sequential_matches_the_definition(len in 0usize..40, seed in any::<u64>()) {
+        check_against_definition::<AffineU32>(&random_vec(len, seed, affine_u32), AffineU32 { a: 9, b: 1 });
+        check_against_definition::<JoinSpans>(&random_vec(len, seed, joined), joined(&mut rand::rngs::StdRng::seed_from_u64(!seed)));
+        check_against_definition::<MinI64>(&random_vec(len, seed, |r| r.random()), i64::MIN + 3);
+    }
+
+    // The generated Rust operators equal hand-written ones.
+
+    #[test]
+    fn affine_u32_matches_hand_written(xa: u32, xb: u32, ya: u32, yb: u32) {
+        let got = <AffineU32 as ScanOp>::combine(AffineU32 { a: xa, b: xb }, AffineU32 { a: ya, b: yb });
+        let want = AffineU32 { a: xa.wrapping_mul(ya), b: ya.wrapping_mul(xb).wrapping_add(yb) };
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn affine_f32_matches_hand_written(xa in -1e3f32..1e3, xb in -1e3f32..1e3, ya in -1e3f32..1e3, yb in -1e3f32..1e3) {
+        let got = <Affine as ScanOp>::combine(Affine { a: xa, b: xb }, Affine { a: ya, b: yb });
+        prop_assert_eq!(got.a.to_bits(), (xa * ya).to_bits());
+        prop_assert_eq!(got.b.to_bits(), (ya * xb + yb).to_bits());
+    }
+
+    #[test]
+    fn stats_matches_hand_written(xc: u32, yc: u32, xs in -1e9f64..1e9, ys in -1e9f64..1e9, xm: f32, ym: f32) {
+        let got = <Stats as ScanOp>::combine(Stats { count: xc, sum: xs, max: xm }, Stats { count: yc, sum: ys, max: ym });
+        prop_assert_eq!(got.count, xc.wrapping_add(yc));
+        prop_assert_eq!(got.sum.to_bits(), (xs + ys).to_bits());
+        prop_assert_eq!(got.max.to_bits(), xm.max(ym).to_bits());
+    }
+
+    #[test]
+    fn mat2_matches_hand_written(x in prop::array::uniform4(-100f32..100.0), y in prop::array::uniform4(-100f32..100.0)) {
+        let got = <Mat2 as ScanOp>::combine(Mat2 { m: x }, Mat2 { m: y });
+        let want = [
+            x[0] * y[0] + x[1] * y[2], x[0] * y[1] + x[1] * y[3],
+            x[2] * y[0] + x[3] * y[2], x[2] * y[1] + x[3] * y[3],
+        ];
+        prop_assert_eq!(got.m.map(f32::to_bits), want.map(f32::to_bits));
+    }
+
+    #[test]
+    fn latest_matches_hand_written(xv: bool, x: u64, yv: bool, y: u64) {
+        let got = <Latest as ScanOp>::combine(Latest { valid: xv, value: x }, Latest { valid: yv, value: y });
+        prop_assert_eq!(got, if yv { Latest { valid: yv, value: y } } else { Latest { valid: xv, value: x } });
+    }
+
+    #[test]
+    fn saturating_lanes_matches_hand_written(x: u32, y: u32) {
+        let lo = (x as u16).saturating_add(y as u16);
+        let hi = ((x >> 16) as u16).saturating_add((y >> 16) as u16);
+        prop_assert_eq!(<SaturatingLanes as ScanOp>::combine(x, y), (hi as u32) << 16 | lo as u32);
+    }
+
+    #[test]
+    fn join_spans_matches_hand_written(seed: u64) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let (x, y) = (joined(&mut rng), joined(&mut rng));
+        let want = match (x.empty, y.empty) {
+            (false, false) => Joined {
+                span: Span16 { first: x.span.first, last: y.span.last },
+                joins: x.joins.wrapping_add(y.joins).wrapping_add(1),
+                empty: false,
+            },
+            (false, true) => x,
+            (true, _) => y,
+        };
+        prop_assert_eq!(<JoinSpans as ScanOp>::combine(x, y), want);
+    }
+}
+
+#[test]
+fn length_mismatch_is_an_error_and_leaves_the_output_alone() {
+    let mut out = vec![99u32; 3];
+    let err = cpu::inclusive::<SumU32>(&[1, 2], &mut out).unwrap_err();
+    assert_eq!((err.input, err.output), (2, 3));
+    assert!(err
+        .to_string()
+        .contains("output has 3 elements but the input has 2"));
+    assert_eq!(out, [99, 99, 99]);
+    assert!(cpu::par_exclusive::<SumU32>(&[1, 2, 3, 4], &mut out).is_err());
+    assert_eq!(out, [99, 99, 99]);
+}
+
+#[test]
+fn identities_and_associativity_hold_for_the_test_operators() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+    let exact = |a: &AffineU32, b: &AffineU32| a == b;
+    check_associativity::<AffineU32>(|| affine_u32(&mut rng), 2000, exact).unwrap();
+    check_associativity::<JoinSpans>(|| joined(&mut rng), 2000, |a, b| a == b).unwrap();
+    check_associativity::<SaturatingLanes>(|| rng.random(), 2000, |a, b| a == b).unwrap();
+}
+
+/// Subtraction is not associative: the checker must say so and print the triple.
+#[scan_op(element = i32, identity = 0, op = |a, b| a - b)]
+struct Minus;
+
+#[test]
+fn the_associativity_checker_finds_counterexamples() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let err = check_associativity::<Minus>(|| rng.random_range(-100..100), 100, |a, b| a == b)
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("not associative") && text.contains("(a ∘ b) ∘ c"),
+        "{text}"
+    );
+    match err {
+        Counterexample::NotAssociative {
+            a,
+            b,
+            c,
+            left,
+            right,
+        } => {
+            assert_eq!(left, (a - b) - c);
+            assert_eq!(right, a - (b - c));
+            assert_ne!(left, right);
+        }
+        other => panic!("expected NotAssociative, got {other:?}"),
+    }
+}
