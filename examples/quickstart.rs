@@ -41,22 +41,44 @@ fn main() {
         })
         .collect();
 
-    let start = Instant::now();
-    let result = cpu::par_inclusive_vec::<Affine>(&input);
-    let elapsed = start.elapsed();
-
-    let expected = cpu::inclusive_vec::<Affine>(&input);
-    assert!(
-        result == expected,
-        "parallel scan differs from the sequential oracle"
-    );
+    let expected = cpu::par_inclusive_vec::<Affine>(&input);
     let bytes = 2 * n * std::mem::size_of::<Affine>();
+    let mut scanner = Scanner::<Affine>::new(); // the GPU when usable, else the CPU
+    let (backend, seconds, result) = match scanner.gpu_scanner() {
+        Some((gpu, stream)) => {
+            let name = format!("GPU ({})", stream.context().name().expect("device name"));
+            let d_input = stream.clone_htod(&input).expect("upload");
+            let mut d_output = stream.alloc_zeros::<Affine>(n).expect("allocate");
+            gpu.inclusive(stream, &d_input, &mut d_output)
+                .expect("warm-up scan");
+            stream.synchronize().expect("synchronize");
+            let start = Instant::now();
+            gpu.inclusive(stream, &d_input, &mut d_output)
+                .expect("scan");
+            stream.synchronize().expect("synchronize");
+            let seconds = start.elapsed().as_secs_f64();
+            (
+                name,
+                seconds,
+                stream.clone_dtoh(&d_output).expect("download"),
+            )
+        }
+        None => {
+            let start = Instant::now();
+            let result = scanner.inclusive(&input).expect("CPU scan");
+            (
+                format!("CPU ({} threads)", rayon_threads()),
+                start.elapsed().as_secs_f64(),
+                result,
+            )
+        }
+    };
+    assert!(result == expected, "the scan differs from the CPU oracle");
     println!(
-        "backend: CPU ({} threads), inclusive scan: {:.2} ms, {:.1} M elements/s, {:.2} GB/s; result checked",
-        rayon_threads(),
-        elapsed.as_secs_f64() * 1e3,
-        n as f64 / elapsed.as_secs_f64() / 1e6,
-        bytes as f64 / elapsed.as_secs_f64() / 1e9
+        "backend: {backend}, inclusive scan of {n} elements: {:.3} ms, {:.1} M elements/s, {:.1} GB/s; result checked",
+        seconds * 1e3,
+        n as f64 / seconds / 1e6,
+        bytes as f64 / seconds / 1e9
     );
     println!("last element: {:?}", result[n - 1]);
 }

@@ -1,8 +1,23 @@
-//! The GPU side of `gpu-scan`: NVRTC compilation, caches and launches
-//! through `cudarc`.
+//! The GPU side of `gpu-scan`: NVRTC compilation with memory and disk
+//! caches, launches on the caller's stream, and the CPU fallback.
 //!
-//! This crate currently re-exports the `cudarc` it is built against (the
-//! facade's `#[scan_op]` implements `cudarc::driver::DeviceRepr` for element
-//! structs through it); JIT compilation and launches build on it.
+//! * [`GpuScanner`]: scans `CudaSlice`/`CudaView` buffers on your
+//!   `Arc<CudaStream>`, asynchronously, reusing its scratch memory.
+//! * [`Scanner`]: host slices in, `Vec` out, on the GPU when usable and on
+//!   the CPU otherwise.
+//! * [`DiskCache`]: where compiled programs are kept between processes.
+//!
+//! Every failure is a [`ScanError`]; a missing `libcuda` or `libnvrtc` is
+//! detected before cudarc would panic.
 
+mod backend;
+pub mod cache;
+mod error;
+mod gpu;
+pub mod jit;
+
+pub use backend::{BackendKind, Scanner};
+pub use cache::DiskCache;
 pub use cudarc;
+pub use error::{Result, ScanError};
+pub use gpu::{device_arch, driver_present, open_device, GpuScanner, ProgramOrigin, ProgramStats};

@@ -1,0 +1,109 @@
+//! Runtime measurements: first use (NVRTC compile or disk-cache read, and
+//! module load), then per-call time of inclusive scans at 2^16 and 2^24
+//! elements, timed with CUDA events (median of 25 calls after 3 warm-ups),
+//! with the ratio to a device-to-device copy of the same bytes measured in
+//! the same run.
+//!
+//! `runtime_timings cold|warm`: run it twice with the same GPU_SCAN_CACHE_DIR
+//! (scripts/gpu-check does) to see a second process start on a warm disk
+//! cache. Prints "no GPU" and exits 0 without one.
+
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::{
+    sys::CUevent_flags, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
+};
+use gpu_scan::scan_runtime::ProgramOrigin;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+struct Sum;
+
+#[scan_op(identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b })]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Affine {
+    a: f32,
+    b: f32,
+}
+
+fn median(mut v: Vec<f32>) -> f32 {
+    v.sort_by(f32::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median milliseconds of `f` over 25 calls, each bracketed by CUDA events.
+fn time_ms(stream: &Arc<CudaStream>, mut f: impl FnMut()) -> f32 {
+    for _ in 0..3 {
+        f();
+    }
+    let timing = Some(CUevent_flags::CU_EVENT_DEFAULT);
+    let samples = (0..25)
+        .map(|_| {
+            let start = stream.record_event(timing).unwrap();
+            f();
+            let end = stream.record_event(timing).unwrap();
+            end.synchronize().unwrap();
+            start.elapsed_ms(&end).unwrap()
+        })
+        .collect();
+    median(samples)
+}
+
+fn measure<Op: ScanOp>(stream: &Arc<CudaStream>, label: &str, make: impl Fn(usize) -> Op::Element)
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    let start = Instant::now();
+    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let first_use = start.elapsed();
+    let stats = scanner.program_stats();
+    let origin = match stats.origin {
+        ProgramOrigin::Compiled => "NVRTC compile",
+        ProgramOrigin::DiskCache => "disk cache",
+        ProgramOrigin::Memory => "memory",
+    };
+    println!(
+        "{label}: first use {:.1} ms ({origin} {:.1} ms + module load {:.1} ms)",
+        first_use.as_secs_f64() * 1e3,
+        stats.compile.as_secs_f64() * 1e3,
+        stats.load.as_secs_f64() * 1e3
+    );
+    for log2 in [16u32, 24] {
+        let n = 1usize << log2;
+        let host: Vec<Op::Element> = (0..n).map(&make).collect();
+        let input = stream.clone_htod(&host).unwrap();
+        let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+        let mut copy: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+        let scan = time_ms(stream, || {
+            scanner.inclusive(stream, &input, &mut output).unwrap()
+        });
+        let copy_ms = time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap());
+        let bytes = 2.0 * (n * std::mem::size_of::<Op::Element>()) as f64;
+        println!(
+            "{label}: n = 2^{log2}: scan {:.4} ms ({:.0} GB/s), copy {:.4} ms, scan/copy time {:.2}x",
+            scan,
+            bytes / (scan as f64 * 1e-3) / 1e9,
+            copy_ms,
+            scan / copy_ms
+        );
+    }
+}
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "cold".into());
+    let ctx = match gpu_scan::scan_runtime::open_device(0) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            println!("runtime_timings: no GPU ({e})");
+            return;
+        }
+    };
+    println!("runtime_timings ({mode} process): {}", ctx.name().unwrap());
+    let stream = ctx.default_stream();
+    measure::<Sum>(&stream, "u32 sum", |i| i as u32);
+    measure::<Affine>(&stream, "affine f32", |i| Affine {
+        a: 1.0 - (i % 7) as f32 * 1e-3,
+        b: (i % 13) as f32,
+    });
+}

@@ -1,0 +1,142 @@
+//! Choosing between the GPU and the CPU: [`Scanner`].
+
+use crate::error::{Result, ScanError};
+use crate::gpu::{open_device, GpuScanner};
+use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
+use scan_core::{cpu, ScanKind, ScanOp};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Where a [`Scanner`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// A CUDA device.
+    Gpu,
+    /// All CPU cores (the CPU backend of `scan-core`).
+    Cpu,
+}
+
+enum Inner<Op: ScanOp> {
+    Gpu {
+        scanner: Box<GpuScanner<Op>>,
+        stream: Arc<CudaStream>,
+    },
+    Cpu,
+}
+
+/// Host-side scans of `&[T]` into `Vec<T>`, on the GPU when one is usable and
+/// on the CPU otherwise.
+///
+/// ```
+/// use gpu_scan::prelude::*;
+///
+/// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+/// struct Sum;
+///
+/// let mut scanner = Scanner::<Sum>::new();   // GPU if usable, else CPU (with a notice)
+/// assert_eq!(scanner.inclusive(&[1, 2, 3]).unwrap(), [1, 3, 6]);
+/// println!("ran on {:?}", scanner.backend());
+/// ```
+pub struct Scanner<Op: ScanOp> {
+    inner: Inner<Op>,
+}
+
+static CPU_NOTICE: AtomicBool = AtomicBool::new(false);
+
+impl<Op: ScanOp> Scanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// The GPU (device 0) when usable, else the CPU. The first fallback in a
+    /// process prints one notice to stderr saying why.
+    pub fn new() -> Self {
+        match Self::gpu() {
+            Ok(s) => s,
+            Err(e) => {
+                if !CPU_NOTICE.swap(true, Ordering::Relaxed) {
+                    eprintln!("gpu-scan: using the CPU backend ({e})");
+                }
+                Self::cpu()
+            }
+        }
+    }
+
+    /// The GPU (device 0), or [`ScanError::GpuUnavailable`] saying why not.
+    pub fn gpu() -> Result<Self> {
+        let unavailable = |e| ScanError::GpuUnavailable(Box::new(e));
+        let ctx = open_device(0).map_err(unavailable)?;
+        let stream = ctx.default_stream();
+        let scanner = GpuScanner::new(&ctx).map_err(unavailable)?;
+        Ok(Scanner {
+            inner: Inner::Gpu {
+                scanner: Box::new(scanner),
+                stream,
+            },
+        })
+    }
+
+    /// The CPU backend.
+    pub fn cpu() -> Self {
+        Scanner { inner: Inner::Cpu }
+    }
+
+    /// Which backend this scanner uses.
+    pub fn backend(&self) -> BackendKind {
+        match self.inner {
+            Inner::Gpu { .. } => BackendKind::Gpu,
+            Inner::Cpu => BackendKind::Cpu,
+        }
+    }
+
+    /// The GPU scanner and its stream, when on the GPU.
+    pub fn gpu_scanner(&mut self) -> Option<(&mut GpuScanner<Op>, &Arc<CudaStream>)> {
+        match &mut self.inner {
+            Inner::Gpu { scanner, stream } => Some((scanner, stream)),
+            Inner::Cpu => None,
+        }
+    }
+
+    /// A scan of any kind.
+    pub fn scan(
+        &mut self,
+        kind: ScanKind<Op::Element>,
+        input: &[Op::Element],
+    ) -> Result<Vec<Op::Element>> {
+        match &mut self.inner {
+            Inner::Gpu { scanner, stream } => scanner.scan_host(stream, kind, input),
+            Inner::Cpu => {
+                let mut out = input.to_vec();
+                cpu::par_scan_in_place::<Op>(kind, &mut out);
+                Ok(out)
+            }
+        }
+    }
+
+    /// Inclusive scan.
+    pub fn inclusive(&mut self, input: &[Op::Element]) -> Result<Vec<Op::Element>> {
+        self.scan(ScanKind::Inclusive, input)
+    }
+
+    /// Exclusive scan (starting from the identity).
+    pub fn exclusive(&mut self, input: &[Op::Element]) -> Result<Vec<Op::Element>> {
+        self.scan(ScanKind::Exclusive, input)
+    }
+
+    /// Exclusive scan starting from `init`.
+    pub fn exclusive_with_init(
+        &mut self,
+        input: &[Op::Element],
+        init: Op::Element,
+    ) -> Result<Vec<Op::Element>> {
+        self.scan(ScanKind::ExclusiveWithInit(init), input)
+    }
+}
+
+impl<Op: ScanOp> Default for Scanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}

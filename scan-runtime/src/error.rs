@@ -1,0 +1,87 @@
+//! The one error type of the runtime.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong when scanning on the GPU. Each message says
+/// what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// The CUDA driver library (`libcuda.so`) cannot be loaded.
+    #[error("no CUDA driver: libcuda could not be loaded (install the NVIDIA driver, or use the CPU backend)")]
+    NoDriver,
+    /// The NVRTC library (`libnvrtc.so.13`) cannot be loaded.
+    #[error(
+        "no NVRTC: libnvrtc could not be loaded (install the CUDA toolkit or `pip install nvidia-cuda-nvrtc`, and put \
+         its lib directory on LD_LIBRARY_PATH)"
+    )]
+    NoNvrtc,
+    /// The driver loaded but reports no CUDA device.
+    #[error(
+        "no CUDA device found (check nvidia-smi and CUDA_VISIBLE_DEVICES, or use the CPU backend)"
+    )]
+    NoDevice,
+    /// The device is older than the generated code supports.
+    #[error("device {device} has compute capability {major}.{minor}; gpu-scan needs 7.0 or newer")]
+    UnsupportedDevice {
+        /// Device name.
+        device: String,
+        /// Compute capability, major.
+        major: i32,
+        /// Compute capability, minor.
+        minor: i32,
+    },
+    /// A CUDA driver call failed (out of memory, launch failure, …).
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] cudarc::driver::DriverError),
+    /// NVRTC rejected the generated program.
+    #[error("NVRTC could not compile the program of operator `{op}`; the source is in {}:\n{log}", source_path.display())]
+    Compile {
+        /// Operator name.
+        op: &'static str,
+        /// NVRTC's log.
+        log: String,
+        /// Where the source was written for reading.
+        source_path: PathBuf,
+    },
+    /// Input and output lengths differ.
+    #[error("output has {output} elements but the input has {input}: scans write one output element per input element")]
+    LengthMismatch {
+        /// Input length.
+        input: usize,
+        /// Output length.
+        output: usize,
+    },
+    /// The input is longer than the kernels' grid can cover.
+    #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
+    TooLong {
+        /// Requested length.
+        len: usize,
+        /// Largest supported length.
+        max: usize,
+    },
+    /// The generated program's tile size differs from the Rust side's.
+    #[error("program of `{op}` was generated with {device} elements per tile, the host expected {host}: rebuild")]
+    TileMismatch {
+        /// Operator name.
+        op: &'static str,
+        /// Tile size read from the module.
+        device: u32,
+        /// Tile size the host computed.
+        host: usize,
+    },
+    /// The GPU backend was requested explicitly but is unusable.
+    #[error("the GPU backend was requested but is unusable: {0}")]
+    GpuUnavailable(Box<ScanError>),
+}
+
+impl From<scan_core::LengthMismatch> for ScanError {
+    fn from(e: scan_core::LengthMismatch) -> Self {
+        ScanError::LengthMismatch {
+            input: e.input,
+            output: e.output,
+        }
+    }
+}
+
+/// `Result` with [`ScanError`].
+pub type Result<T, E = ScanError> = std::result::Result<T, E>;

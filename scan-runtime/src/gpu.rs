@@ -1,0 +1,461 @@
+//! Scans on a CUDA device: [`GpuScanner`].
+
+use crate::cache::DiskCache;
+use crate::error::{Result, ScanError};
+use crate::jit;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use cudarc::nvrtc::Ptx;
+use kernels_gen::{Arch, Kernel};
+use scan_core::{ScanKind, ScanOp};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Whether the CUDA driver library can be loaded.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to load the shared library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// Opens device `ordinal`, with a typed error (never a panic) when there is
+/// no driver, no NVRTC or no such device.
+pub fn open_device(ordinal: usize) -> Result<Arc<CudaContext>> {
+    if !driver_present() {
+        return Err(ScanError::NoDriver);
+    }
+    if !jit::nvrtc_present() {
+        return Err(ScanError::NoNvrtc);
+    }
+    cudarc::driver::result::init()?;
+    let count = cudarc::driver::result::device::get_count()?;
+    if count <= 0 || ordinal >= count as usize {
+        return Err(ScanError::NoDevice);
+    }
+    Ok(CudaContext::new(ordinal)?)
+}
+
+/// The architecture to generate for on `ctx`'s device.
+pub fn device_arch(ctx: &CudaContext) -> Result<Arch> {
+    let (major, minor) = ctx.compute_capability()?;
+    let arch = Arch {
+        major: major as u32,
+        minor: minor as u32,
+    };
+    if arch < Arch::MIN_SUPPORTED {
+        return Err(ScanError::UnsupportedDevice {
+            device: ctx.name()?,
+            major,
+            minor,
+        });
+    }
+    Ok(arch)
+}
+
+fn driver_version() -> i32 {
+    let mut v = 0;
+    // SAFETY: the driver is loaded (a context exists); writes one int.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
+    v
+}
+
+/// How a program was obtained, for reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgramOrigin {
+    /// Compiled by NVRTC in this process.
+    Compiled,
+    /// Read from the disk cache.
+    DiskCache,
+    /// Already loaded in this process (memory cache).
+    Memory,
+}
+
+/// Timing of obtaining a program (compile or cache read, plus module load).
+#[derive(Clone, Copy, Debug)]
+pub struct ProgramStats {
+    /// Where it came from.
+    pub origin: ProgramOrigin,
+    /// NVRTC compile or disk read time.
+    pub compile: Duration,
+    /// Driver module load (PTX to SASS) time.
+    pub load: Duration,
+}
+
+/// One operator's kernels, loaded in one context.
+struct Program {
+    _module: Arc<CudaModule>,
+    reduce_tiles: CudaFunction,
+    scan_tile_totals: CudaFunction,
+    scan_tiles_inclusive: CudaFunction,
+    scan_tiles_exclusive: CudaFunction,
+    stats: ProgramStats,
+}
+
+type ProgramKey = (usize, TypeId);
+
+fn programs() -> &'static Mutex<HashMap<ProgramKey, Arc<Program>>> {
+    static PROGRAMS: OnceLock<Mutex<HashMap<ProgramKey, Arc<Program>>>> = OnceLock::new();
+    PROGRAMS.get_or_init(Default::default)
+}
+
+fn load_program<Op: ScanOp>(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Arc<Program>> {
+    let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>());
+    if let Some(p) = programs().lock().expect("program cache poisoned").get(&key) {
+        return Ok(p.clone());
+    }
+    let arch = device_arch(ctx)?;
+    let start = Instant::now();
+    let compiled = jit::compile(Op::NAME, Op::CUDA_SOURCE, arch, driver_version(), disk)?;
+    let compile = start.elapsed();
+    let start = Instant::now();
+    let module = ctx.load_module(Ptx::from_src(compiled.ptx))?;
+    let f = |k: Kernel| module.load_function(&k.symbol(Op::NAME));
+    let program = Program {
+        reduce_tiles: f(Kernel::ReduceTiles)?,
+        scan_tile_totals: f(Kernel::ScanTileTotals)?,
+        scan_tiles_inclusive: f(Kernel::ScanTilesInclusive)?,
+        scan_tiles_exclusive: f(Kernel::ScanTilesExclusive)?,
+        stats: ProgramStats {
+            origin: if compiled.from_disk {
+                ProgramOrigin::DiskCache
+            } else {
+                ProgramOrigin::Compiled
+            },
+            compile,
+            load: Duration::ZERO,
+        },
+        _module: module.clone(),
+    };
+    check_tile_size::<Op>(ctx, &module)?;
+    let program = Arc::new(Program {
+        stats: ProgramStats {
+            load: start.elapsed(),
+            ..program.stats
+        },
+        ..program
+    });
+    programs()
+        .lock()
+        .expect("program cache poisoned")
+        .insert(key, program.clone());
+    Ok(program)
+}
+
+/// Reads the tile size the program was generated with and compares it with
+/// the host's (they come from the same formula, in Rust and in C++).
+fn check_tile_size<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> Result<()> {
+    let stream = ctx.default_stream();
+    let symbol = kernels_gen::tile_items_symbol(Op::NAME);
+    let global = module.get_global(&symbol, &stream)?;
+    let bytes = stream.clone_dtoh(&global)?;
+    let device = u32::from_le_bytes(bytes[..4].try_into().expect("a u32 symbol"));
+    if device as usize != Op::tile_items() {
+        return Err(ScanError::TileMismatch {
+            op: Op::NAME,
+            device,
+            host: Op::tile_items(),
+        });
+    }
+    Ok(())
+}
+
+/// Scans with operator `Op` on one CUDA context.
+///
+/// Create it once and reuse it: the first scanner of an operator in a
+/// context compiles the operator's program with NVRTC (or reads it from the
+/// disk cache) and loads it; later ones reuse the loaded module. Scans are
+/// enqueued on the stream you pass and return without waiting, like any
+/// cudarc launch.
+///
+/// **Scratch.** A scan of `n` elements needs [`GpuScanner::workspace_bytes`]
+/// bytes: one element per tile (`ceil(n / tile_items)` elements, none for a
+/// single tile). The scanner keeps its workspace and grows it only when a
+/// longer input needs more, so repeated scans of one size allocate nothing
+/// after the first; [`GpuScanner::reserve`] sizes it up front.
+///
+/// **In place.** The `*_in_place` forms scan a buffer onto itself. Out of
+/// place, the input is never written.
+///
+/// **Errors** leave the output untouched: lengths are checked before
+/// anything is enqueued.
+pub struct GpuScanner<Op: ScanOp> {
+    ctx: Arc<CudaContext>,
+    program: Arc<Program>,
+    workspace: Option<CudaSlice<Op::Element>>,
+    workspace_allocations: usize,
+    _op: PhantomData<Op>,
+}
+
+/// Elements the pass over tile totals and the grid can handle (grid.x < 2^31).
+const MAX_TILES: usize = i32::MAX as usize;
+
+impl<Op: ScanOp> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// A scanner on `ctx`, using the disk cache the environment selects.
+    pub fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        Self::with_disk_cache(ctx, &DiskCache::from_env())
+    }
+
+    /// A scanner on `ctx` with an explicit disk cache.
+    pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Self> {
+        let program = load_program::<Op>(ctx, disk)?;
+        Ok(GpuScanner {
+            ctx: ctx.clone(),
+            program,
+            workspace: None,
+            workspace_allocations: 0,
+            _op: PhantomData,
+        })
+    }
+
+    /// The context this scanner launches in.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// How the program was obtained when it was first loaded in this context.
+    pub fn program_stats(&self) -> ProgramStats {
+        self.program.stats
+    }
+
+    /// Elements per tile (one block's share).
+    pub fn tile_items(&self) -> usize {
+        Op::tile_items()
+    }
+
+    /// Scratch bytes a scan of `n` elements needs.
+    pub fn workspace_bytes(n: usize) -> usize {
+        let tiles = n.div_ceil(Op::tile_items());
+        if tiles <= 1 {
+            0
+        } else {
+            tiles * std::mem::size_of::<Op::Element>()
+        }
+    }
+
+    /// How many times this scanner has allocated its workspace.
+    pub fn workspace_allocations(&self) -> usize {
+        self.workspace_allocations
+    }
+
+    /// Makes sure scans of up to `n` elements need no allocation.
+    pub fn reserve(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
+        let tiles = n.div_ceil(Op::tile_items());
+        if tiles > 1 && self.workspace.as_ref().is_none_or(|w| w.len() < tiles) {
+            self.workspace = Some(stream.alloc_zeros::<Op::Element>(tiles)?);
+            self.workspace_allocations += 1;
+        }
+        Ok(())
+    }
+
+    /// Inclusive scan: `output[i] = input[0] ∘ … ∘ input[i]`.
+    pub fn inclusive<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        self.scan(stream, ScanKind::Inclusive, input, output)
+    }
+
+    /// Exclusive scan: `output[i] = input[0] ∘ … ∘ input[i-1]`, `output[0]` the identity.
+    pub fn exclusive<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        self.scan(stream, ScanKind::Exclusive, input, output)
+    }
+
+    /// Exclusive scan seeded with `init`: `output[i] = init ∘ input[0] ∘ … ∘ input[i-1]`.
+    pub fn exclusive_with_init<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &I,
+        output: &mut O,
+        init: Op::Element,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        self.scan(stream, ScanKind::ExclusiveWithInit(init), input, output)
+    }
+
+    /// Any kind, out of place.
+    pub fn scan<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kind: ScanKind<Op::Element>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        let n = input.len();
+        if output.len() != n {
+            return Err(ScanError::LengthMismatch {
+                input: n,
+                output: output.len(),
+            });
+        }
+        self.prepare(n, stream)?;
+        let (src, _src_sync) = input.device_ptr(stream);
+        let (dst, _dst_sync) = output.device_ptr_mut(stream);
+        self.launch(stream, kind, src, dst, n)
+    }
+
+    /// Inclusive scan of `data` onto itself.
+    pub fn inclusive_in_place<D: DevicePtrMut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        data: &mut D,
+    ) -> Result<()> {
+        self.scan_in_place(stream, ScanKind::Inclusive, data)
+    }
+
+    /// Exclusive scan of `data` onto itself.
+    pub fn exclusive_in_place<D: DevicePtrMut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        data: &mut D,
+    ) -> Result<()> {
+        self.scan_in_place(stream, ScanKind::Exclusive, data)
+    }
+
+    /// Exclusive scan of `data` onto itself, seeded with `init`.
+    pub fn exclusive_with_init_in_place<D: DevicePtrMut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        data: &mut D,
+        init: Op::Element,
+    ) -> Result<()> {
+        self.scan_in_place(stream, ScanKind::ExclusiveWithInit(init), data)
+    }
+
+    /// Any kind, in place.
+    pub fn scan_in_place<D: DevicePtrMut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kind: ScanKind<Op::Element>,
+        data: &mut D,
+    ) -> Result<()> {
+        let n = data.len();
+        self.prepare(n, stream)?;
+        let (ptr, _sync) = data.device_ptr_mut(stream);
+        self.launch(stream, kind, ptr, ptr, n)
+    }
+
+    /// Host convenience: copies `input` to the device, scans, copies back
+    /// (synchronising the stream).
+    pub fn scan_host(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kind: ScanKind<Op::Element>,
+        input: &[Op::Element],
+    ) -> Result<Vec<Op::Element>> {
+        if input.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut data = stream.clone_htod(input)?;
+        self.scan_in_place(stream, kind, &mut data)?;
+        Ok(stream.clone_dtoh(&data)?)
+    }
+
+    fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
+        let tiles = n.div_ceil(Op::tile_items());
+        if tiles > MAX_TILES {
+            return Err(ScanError::TooLong {
+                len: n,
+                max: MAX_TILES * Op::tile_items(),
+            });
+        }
+        self.reserve(n, stream)
+    }
+
+    /// Enqueues the kernels. `src` and `dst` may be equal (in place): every
+    /// tile reads all of its input before writing, and tile prefixes come
+    /// from an earlier kernel.
+    fn launch(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kind: ScanKind<Op::Element>,
+        src: u64,
+        dst: u64,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let (inclusive, seed) = match kind {
+            ScanKind::Inclusive => (true, Op::IDENTITY),
+            ScanKind::Exclusive => (false, Op::IDENTITY),
+            ScanKind::ExclusiveWithInit(init) => (false, init),
+        };
+        let p = &self.program;
+        let scan_tiles = if inclusive {
+            &p.scan_tiles_inclusive
+        } else {
+            &p.scan_tiles_exclusive
+        };
+        let tiles = n.div_ceil(Op::tile_items());
+        let n64 = n as u64;
+        let block = (Op::BLOCK_THREADS, 1, 1);
+        let grid = |x: usize| LaunchConfig {
+            grid_dim: (x as u32, 1, 1),
+            block_dim: block,
+            shared_mem_bytes: 0,
+        };
+        let no_prefixes: u64 = 0;
+        if tiles == 1 {
+            // One tile: a single launch, seeded directly.
+            let mut launch = stream.launch_builder(scan_tiles);
+            launch
+                .arg(&src)
+                .arg(&dst)
+                .arg(&no_prefixes)
+                .arg(&seed)
+                .arg(&n64);
+            // SAFETY: the kernel's parameters are (const T*, T*, const T*, T, u64) as pushed;
+            // src/dst hold n elements; a null prefix array selects the seed.
+            unsafe { launch.launch(grid(1)) }?;
+            return Ok(());
+        }
+        let workspace = self
+            .workspace
+            .as_mut()
+            .expect("prepare reserved the workspace");
+        let (totals, _sync) = workspace.device_ptr_mut(stream);
+        let tiles64 = tiles as u64;
+        let mut reduce = stream.launch_builder(&p.reduce_tiles);
+        reduce.arg(&src).arg(&totals).arg(&n64);
+        // SAFETY: (const T* input, T* tile_totals, u64 n); the workspace holds >= tiles elements.
+        unsafe { reduce.launch(grid(tiles)) }?;
+        let mut scan_totals = stream.launch_builder(&p.scan_tile_totals);
+        scan_totals.arg(&totals).arg(&tiles64).arg(&seed);
+        // SAFETY: (T* tile_totals, u64 num_tiles, T seed); one block walks all totals.
+        unsafe { scan_totals.launch(grid(1)) }?;
+        let mut rescan = stream.launch_builder(scan_tiles);
+        rescan.arg(&src).arg(&dst).arg(&totals).arg(&seed).arg(&n64);
+        // SAFETY: (const T*, T*, const T* tile_prefixes, T seed, u64 n); prefixes hold `tiles` elements.
+        unsafe { rescan.launch(grid(tiles)) }?;
+        Ok(())
+    }
+}

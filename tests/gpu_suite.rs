@@ -1,0 +1,435 @@
+//! The GPU suite: every kind (inclusive, exclusive, exclusive with init, and
+//! each in place) for every test operator, over lengths at every boundary,
+//! on fresh random inputs (seed printed; set GPU_SUITE_SEED to replay), with
+//! outputs poisoned before each run and every element compared with the CPU
+//! backend. Without a GPU it prints one line and passes.
+//!
+//! Float tolerances (integers and exactly associative float operators are
+//! compared bit for bit):
+//! * `Affine` (f32): inputs a ∈ [0.5, 0.95), b ∈ [0, 1): every term of every
+//!   output is positive, so there is no cancellation, and each term's weight
+//!   decays geometrically (a ≤ 0.95), so an output depends on ~100 recent
+//!   terms. Each reassociation changes each term by at most ~2·log2(n) + 40
+//!   roundings of u = 2^-24, under 2^-16 relative: tolerance 1e-4 relative,
+//!   with an absolute floor of 1e-30 for products that underflow.
+//! * `Stats` (f64 sum of values in [0, 1)): for positive terms any
+//!   summation order is within n·u·Σx of the exact sum (Higham), so two
+//!   orders differ by at most 2·n·u relative = 6e-8 at n = 2^28 with
+//!   u = 2^-53: tolerance 1e-7 relative. `count` and `max` are exact.
+//! * `Mat2` (f32): inputs are the 8 elements of the dihedral group D4 (entries
+//!   0, ±1), closed under products, so every result is exact and compared
+//!   bit for bit: the test is about order, which D4 exposes (it is not
+//!   commutative).
+
+mod common;
+use common::ops::*;
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits,
+};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+type Rng64 = rand::rngs::StdRng;
+
+/// How to generate and compare one operator's elements.
+trait Case: ScanOp<Element: DeviceRepr + ValidAsZeroBits + PartialEq + std::fmt::Debug> {
+    fn random(rng: &mut Rng64) -> Self::Element;
+    /// Equal within the operator's tolerance (exact by default).
+    fn close(gpu: &Self::Element, cpu: &Self::Element) -> bool {
+        gpu == cpu
+    }
+}
+
+fn rel_close(g: f64, c: f64, rel: f64, abs: f64) -> bool {
+    (g - c).abs() <= rel * c.abs().max(g.abs()) + abs || (g.is_nan() && c.is_nan())
+}
+
+impl Case for SumU32 {
+    fn random(rng: &mut Rng64) -> u32 {
+        rng.random()
+    }
+}
+impl Case for MaxF32 {
+    fn random(rng: &mut Rng64) -> f32 {
+        rng.random_range(-1e6..1e6)
+    }
+    fn close(g: &f32, c: &f32) -> bool {
+        g.to_bits() == c.to_bits() // max is exactly associative
+    }
+}
+impl Case for MinI64 {
+    fn random(rng: &mut Rng64) -> i64 {
+        rng.random()
+    }
+}
+impl Case for Affine {
+    fn random(rng: &mut Rng64) -> Affine {
+        Affine {
+            a: rng.random_range(0.5..0.95),
+            b: rng.random_range(0.0..1.0),
+        }
+    }
+    fn close(g: &Affine, c: &Affine) -> bool {
+        rel_close(g.a as f64, c.a as f64, 1e-4, 1e-30)
+            && rel_close(g.b as f64, c.b as f64, 1e-4, 1e-30)
+    }
+}
+impl Case for Stats {
+    fn random(rng: &mut Rng64) -> Stats {
+        Stats {
+            count: rng.random_range(0..3),
+            sum: rng.random_range(0.0..1.0),
+            max: rng.random_range(-1e3..1e3),
+        }
+    }
+    fn close(g: &Stats, c: &Stats) -> bool {
+        g.count == c.count
+            && g.max.to_bits() == c.max.to_bits()
+            && rel_close(g.sum, c.sum, 1e-7, 0.0)
+    }
+}
+impl Case for Mat2 {
+    fn random(rng: &mut Rng64) -> Mat2 {
+        const D4: [[f32; 4]; 8] = [
+            [1.0, 0.0, 0.0, 1.0],
+            [0.0, -1.0, 1.0, 0.0],
+            [-1.0, 0.0, 0.0, -1.0],
+            [0.0, 1.0, -1.0, 0.0],
+            [1.0, 0.0, 0.0, -1.0],
+            [-1.0, 0.0, 0.0, 1.0],
+            [0.0, 1.0, 1.0, 0.0],
+            [0.0, -1.0, -1.0, 0.0],
+        ];
+        Mat2 {
+            m: D4[rng.random_range(0..8)],
+        }
+    }
+    fn close(g: &Mat2, c: &Mat2) -> bool {
+        // -0.0 and 0.0 are the same matrix entry.
+        g.m.iter().zip(&c.m).all(|(x, y)| x == y)
+    }
+}
+impl Case for AffineU32 {
+    fn random(rng: &mut Rng64) -> AffineU32 {
+        AffineU32 {
+            a: rng.random(),
+            b: rng.random(),
+        }
+    }
+}
+impl Case for Latest {
+    fn random(rng: &mut Rng64) -> Latest {
+        Latest {
+            valid: rng.random_bool(0.01),
+            value: rng.random(),
+        }
+    }
+}
+impl Case for SumU8 {
+    fn random(rng: &mut Rng64) -> u8 {
+        rng.random()
+    }
+}
+impl Case for JoinSpans {
+    fn random(rng: &mut Rng64) -> Joined {
+        if rng.random_bool(0.3) {
+            return JoinSpans::IDENTITY;
+        }
+        Joined {
+            span: Span16 {
+                first: rng.random(),
+                last: rng.random(),
+            },
+            joins: rng.random_range(0..3),
+            empty: false,
+        }
+    }
+}
+impl Case for SumU32Small {
+    fn random(rng: &mut Rng64) -> u32 {
+        rng.random()
+    }
+}
+impl Case for SaturatingLanes {
+    fn random(rng: &mut Rng64) -> u32 {
+        rng.random::<u32>() & 0x00ff_00ff
+    }
+}
+
+fn random_input<Op: Case>(n: usize, seed: u64) -> Vec<Op::Element> {
+    const CHUNK: usize = 1 << 16;
+    let mut v = vec![Op::IDENTITY; n];
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
+        let mut rng = Rng64::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for x in chunk {
+            *x = Op::random(&mut rng);
+        }
+    });
+    v
+}
+
+/// Fills a device buffer with 0xA5 bytes so that unwritten outputs show.
+fn poison<T>(stream: &Arc<CudaStream>, buf: &mut CudaSlice<T>) {
+    let bytes = buf.len() * std::mem::size_of::<T>();
+    let (ptr, _sync) = buf.device_ptr_mut(stream);
+    // SAFETY: `ptr` addresses `bytes` bytes of this allocation, ordered on `stream`.
+    unsafe {
+        gpu_scan::scan_runtime::cudarc::driver::result::memset_d8_async(
+            ptr,
+            0xA5,
+            bytes,
+            stream.cu_stream(),
+        )
+    }
+    .expect("memset");
+}
+
+struct Row {
+    op: &'static str,
+    kind: &'static str,
+    lengths: usize,
+    elements: usize,
+    failures: Vec<String>,
+    seconds: f64,
+}
+
+fn compare<Op: Case>(
+    what: &str,
+    n: usize,
+    gpu: &[Op::Element],
+    cpu: &[Op::Element],
+    failures: &mut Vec<String>,
+) {
+    let bad: Vec<usize> = (0..n)
+        .into_par_iter()
+        .filter(|&i| !Op::close(&gpu[i], &cpu[i]))
+        .collect();
+    if let Some(&i) = bad.first() {
+        failures.push(format!(
+            "{what} n={n}: {} mismatches, first at {i}: gpu {:?} cpu {:?}",
+            bad.len(),
+            gpu[i],
+            cpu[i]
+        ));
+    }
+}
+
+fn run_op<Op: Case>(stream: &Arc<CudaStream>, lengths: &[usize], seed: u64, rows: &mut Vec<Row>) {
+    let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
+    let init = {
+        let mut rng = Rng64::seed_from_u64(seed ^ 0x1111);
+        Op::random(&mut rng)
+    };
+    let kinds: [(&'static str, ScanKind<Op::Element>); 3] = [
+        ("inclusive", ScanKind::Inclusive),
+        ("exclusive", ScanKind::Exclusive),
+        ("exclusive+init", ScanKind::ExclusiveWithInit(init)),
+    ];
+    let mut per_kind: Vec<Row> = kinds
+        .iter()
+        .flat_map(|(name, _)| {
+            [false, true].map(|in_place| Row {
+                op: Op::NAME,
+                kind: if in_place {
+                    leak(format!("{name} in place"))
+                } else {
+                    name
+                },
+                lengths: 0,
+                elements: 0,
+                failures: Vec::new(),
+                seconds: 0.0,
+            })
+        })
+        .collect();
+    for &n in lengths {
+        let input = random_input::<Op>(n, seed ^ n as u64);
+        let d_input = if n > 0 {
+            Some(stream.clone_htod(&input).unwrap())
+        } else {
+            None
+        };
+        for (k, (_, kind)) in kinds.iter().enumerate() {
+            let mut expected = vec![Op::IDENTITY; n];
+            cpu::par_scan::<Op>(*kind, &input, &mut expected).unwrap();
+            for in_place in [false, true] {
+                let row = &mut per_kind[2 * k + usize::from(in_place)];
+                let start = Instant::now();
+                let got = if n == 0 {
+                    let mut empty_in = stream.alloc_zeros::<Op::Element>(0).unwrap();
+                    let mut empty_out = stream.alloc_zeros::<Op::Element>(0).unwrap();
+                    if in_place {
+                        scanner.scan_in_place(stream, *kind, &mut empty_in).unwrap();
+                    } else {
+                        scanner
+                            .scan(stream, *kind, &empty_in, &mut empty_out)
+                            .unwrap();
+                    }
+                    Vec::new()
+                } else if in_place {
+                    let mut data = stream.clone_htod(&input).unwrap();
+                    scanner.scan_in_place(stream, *kind, &mut data).unwrap();
+                    stream.clone_dtoh(&data).unwrap()
+                } else {
+                    let src = d_input.as_ref().unwrap();
+                    let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+                    poison(stream, &mut out);
+                    scanner.scan(stream, *kind, src, &mut out).unwrap();
+                    stream.clone_dtoh(&out).unwrap()
+                };
+                stream.synchronize().unwrap();
+                row.seconds += start.elapsed().as_secs_f64();
+                row.lengths += 1;
+                row.elements += n;
+                compare::<Op>(row.kind, n, &got, &expected, &mut row.failures);
+            }
+        }
+        // The out-of-place scans never wrote their input.
+        if let Some(d) = &d_input {
+            let after = stream.clone_dtoh(d).unwrap();
+            if after != input {
+                per_kind[0]
+                    .failures
+                    .push(format!("n={n}: out-of-place scans modified the input"));
+            }
+        }
+    }
+    // A second scan of the same size allocates no scratch.
+    if let Some(&n) = lengths.iter().filter(|&&n| n > Op::tile_items()).max() {
+        let mut data = stream.alloc_zeros::<Op::Element>(n).unwrap();
+        let before = scanner.workspace_allocations();
+        scanner.inclusive_in_place(stream, &mut data).unwrap();
+        scanner.inclusive_in_place(stream, &mut data).unwrap();
+        if scanner.workspace_allocations() != before {
+            per_kind[0]
+                .failures
+                .push("repeated scans of one size allocated scratch".into());
+        }
+    }
+    rows.extend(per_kind);
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+fn lengths_for<Op: ScanOp>(big: usize) -> Vec<usize> {
+    let t = Op::tile_items();
+    let mut v = vec![
+        0,
+        1,
+        31,
+        32,
+        33,
+        t - 1,
+        t,
+        t + 1,
+        3 * t + 17,
+        1000 * t - 1,
+        1000 * t + 1,
+        t * t + 1,
+        (1 << 20) + 7,
+        big,
+    ];
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[test]
+fn gpu_suite() {
+    let ctx = match gpu_scan::scan_runtime::open_device(0) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            println!("gpu_suite: skipped, no usable GPU ({e})");
+            return;
+        }
+    };
+    let seed = std::env::var("GPU_SUITE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    let big = std::env::var("GPU_SUITE_BIG")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1usize << 28);
+    println!(
+        "gpu_suite: device {}, seed {seed} (GPU_SUITE_SEED={seed} replays), largest length {big}",
+        ctx.name().unwrap()
+    );
+    let stream = ctx.default_stream();
+    let mut rows = Vec::new();
+    run_op::<SumU32>(&stream, &lengths_for::<SumU32>(big), seed, &mut rows);
+    run_op::<MaxF32>(&stream, &lengths_for::<MaxF32>(big), seed, &mut rows);
+    run_op::<MinI64>(&stream, &lengths_for::<MinI64>(big), seed, &mut rows);
+    run_op::<Affine>(&stream, &lengths_for::<Affine>(big), seed, &mut rows);
+    run_op::<Stats>(&stream, &lengths_for::<Stats>(big), seed, &mut rows);
+    run_op::<Mat2>(&stream, &lengths_for::<Mat2>(big), seed, &mut rows);
+    run_op::<AffineU32>(&stream, &lengths_for::<AffineU32>(big), seed, &mut rows);
+    run_op::<Latest>(&stream, &lengths_for::<Latest>(big), seed, &mut rows);
+    run_op::<JoinSpans>(&stream, &lengths_for::<JoinSpans>(big), seed, &mut rows);
+    run_op::<SaturatingLanes>(
+        &stream,
+        &lengths_for::<SaturatingLanes>(big),
+        seed,
+        &mut rows,
+    );
+    run_op::<SumU32Small>(
+        &stream,
+        &lengths_for::<SumU32Small>(1 << 24),
+        seed,
+        &mut rows,
+    );
+    // Over 2^31 elements of a 1-byte type: 64-bit indexing end to end.
+    let huge = std::env::var("GPU_SUITE_HUGE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or((1usize << 31) + (1 << 20) + 3);
+    run_op::<SumU8>(
+        &stream,
+        &[1, 33, SumU8::tile_items() + 1, huge],
+        seed,
+        &mut rows,
+    );
+
+    println!(
+        "\n{:<16} {:<24} {:>7} {:>13} {:>9} {:>6}",
+        "operator", "kind", "lengths", "elements", "seconds", "result"
+    );
+    let mut failed = 0;
+    for r in &rows {
+        let ok = r.failures.is_empty();
+        failed += usize::from(!ok);
+        println!(
+            "{:<16} {:<24} {:>7} {:>13} {:>9.2} {:>6}",
+            r.op,
+            r.kind,
+            r.lengths,
+            r.elements,
+            r.seconds,
+            if ok { "pass" } else { "FAIL" }
+        );
+    }
+    for r in rows.iter().filter(|r| !r.failures.is_empty()) {
+        for f in &r.failures {
+            println!("FAIL {} {}: {f}", r.op, r.kind);
+        }
+    }
+    println!(
+        "gpu_suite: {} rows, {} passed, {failed} failed (seed {seed})",
+        rows.len(),
+        rows.len() - failed
+    );
+    assert_eq!(
+        failed, 0,
+        "GPU results differ from the CPU backend (seed {seed})"
+    );
+}

@@ -1,0 +1,216 @@
+//! Runtime behaviour that needs no GPU: the disk cache around real NVRTC
+//! compiles (hits, corrupt entries, two processes at once), a missing NVRTC
+//! as a typed error, and the CPU fallback.
+//!
+//! Tests that compile need libnvrtc (scripts/test provides it and sets
+//! SCAN_REQUIRE_NVRTC=1; without it they skip with one line).
+
+mod common;
+use common::ops::*;
+use gpu_scan::kernels_gen::Arch;
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::{cache::DiskCache, jit, ScanError};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn nvrtc_or_skip(test: &str) -> bool {
+    let present = jit::nvrtc_present();
+    let required = std::env::var_os("SCAN_REQUIRE_NVRTC").is_some_and(|v| v == "1");
+    assert!(
+        present || !required,
+        "SCAN_REQUIRE_NVRTC=1 but libnvrtc could not be loaded"
+    );
+    if !present {
+        println!("{test}: skipped (libnvrtc not found)");
+    }
+    present
+}
+
+fn fresh_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("cache-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn compile_sum(disk: &DiskCache) -> Result<jit::Compiled, ScanError> {
+    jit::compile(SumU32::NAME, SumU32::CUDA_SOURCE, Arch::SM_90, 0, disk)
+}
+
+fn only_entry(dir: &PathBuf) -> PathBuf {
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+        .collect();
+    assert_eq!(
+        entries.len(),
+        1,
+        "expected one cache entry in {}: {entries:?}",
+        dir.display()
+    );
+    entries[0].clone()
+}
+
+#[test]
+fn second_compile_comes_from_disk_and_a_corrupt_entry_is_rebuilt() {
+    if !nvrtc_or_skip("disk cache") {
+        return;
+    }
+    let dir = fresh_dir("rebuild");
+    let disk = DiskCache::at(&dir);
+    let first = compile_sum(&disk).unwrap();
+    assert!(!first.from_disk);
+    let second = compile_sum(&disk).unwrap();
+    assert!(
+        second.from_disk,
+        "the second compile must be a disk-cache hit"
+    );
+    assert_eq!(first.ptx, second.ptx);
+
+    // Truncate the entry as a crash mid-write (without the rename) would not,
+    // but a full disk or a bad copy might.
+    let entry = only_entry(&dir);
+    let bytes = std::fs::read(&entry).unwrap();
+    std::fs::write(&entry, &bytes[..bytes.len() / 2]).unwrap();
+    let rebuilt = compile_sum(&disk).unwrap();
+    assert!(!rebuilt.from_disk, "a truncated entry must not be used");
+    assert_eq!(rebuilt.ptx, first.ptx);
+    assert!(
+        compile_sum(&disk).unwrap().from_disk,
+        "the rebuilt entry is cached again"
+    );
+
+    // Same length, one byte changed: caught by the checksum, not by size.
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] = bytes[at].wrapping_add(1);
+    std::fs::write(&entry, &bytes).unwrap();
+    let rebuilt = compile_sum(&disk).unwrap();
+    assert!(!rebuilt.from_disk);
+    assert_eq!(
+        rebuilt.ptx, first.ptx,
+        "a corrupt entry never yields a wrong program"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Worker for the concurrency test: compiles into the cache named by
+/// GPU_SCAN_WORKER_CACHE. Run only by `two_processes_fill_the_cache_at_once`.
+#[test]
+#[ignore = "worker process of two_processes_fill_the_cache_at_once"]
+fn cache_fill_worker() {
+    let dir = std::env::var_os("GPU_SCAN_WORKER_CACHE")
+        .expect("run by two_processes_fill_the_cache_at_once");
+    let disk = DiskCache::at(PathBuf::from(dir));
+    for _ in 0..3 {
+        compile_sum(&disk).expect("worker compile");
+    }
+}
+
+#[test]
+fn two_processes_fill_the_cache_at_once() {
+    if !nvrtc_or_skip("concurrent cache") {
+        return;
+    }
+    let dir = fresh_dir("concurrent");
+    let spawn = || {
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "cache_fill_worker",
+                "--test-threads=1",
+            ])
+            .env("GPU_SCAN_WORKER_CACHE", &dir)
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (spawn(), spawn());
+    assert!(a.wait().unwrap().success(), "first worker failed");
+    assert!(b.wait().unwrap().success(), "second worker failed");
+    only_entry(&dir);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tmp"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temporary files left behind: {leftovers:?}"
+    );
+    let hit = compile_sum(&DiskCache::at(&dir)).unwrap();
+    assert!(hit.from_disk, "the entry both processes wrote is valid");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Worker for the missing-NVRTC test: exits 0 on the typed error, 3 when an
+/// NVRTC is installed system-wide (the simulation is then impossible).
+#[test]
+#[ignore = "worker process of missing_nvrtc_is_a_typed_error"]
+fn missing_nvrtc_worker() {
+    if jit::nvrtc_present() {
+        std::process::exit(3);
+    }
+    let err = compile_sum(&DiskCache::disabled())
+        .err()
+        .expect("compiling without NVRTC must fail");
+    assert!(matches!(err, ScanError::NoNvrtc), "{err:?}");
+    println!("typed error: {err}");
+}
+
+#[test]
+fn missing_nvrtc_is_a_typed_error() {
+    // Simulate a machine without NVRTC: an empty library path.
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "missing_nvrtc_worker",
+            "--nocapture",
+        ])
+        .env("LD_LIBRARY_PATH", "")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match out.status.code() {
+        Some(0) => assert!(stdout.contains("typed error: no NVRTC"), "{stdout}"),
+        Some(3) => println!("missing NVRTC: skipped (an NVRTC is installed system-wide)"),
+        other => panic!(
+            "worker failed ({other:?}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+#[test]
+fn without_a_gpu_the_cpu_backend_answers_and_an_explicit_gpu_request_is_a_typed_error() {
+    if gpu_scan::scan_runtime::driver_present() {
+        println!("no-GPU fallback: skipped (a CUDA driver is present)");
+        return;
+    }
+    match Scanner::<AffineU32>::gpu() {
+        Err(ScanError::GpuUnavailable(why)) => {
+            assert!(matches!(*why, ScanError::NoDriver), "{why:?}")
+        }
+        Err(other) => panic!("expected GpuUnavailable, got {other:?}"),
+        Ok(_) => panic!("a GPU scanner without a driver"),
+    }
+    let mut scanner = Scanner::<AffineU32>::new();
+    assert_eq!(scanner.backend(), BackendKind::Cpu);
+    let input: Vec<_> = (0..100_000u32)
+        .map(|i| AffineU32 {
+            a: i | 1,
+            b: i.wrapping_mul(2654435761),
+        })
+        .collect();
+    assert_eq!(
+        scanner.inclusive(&input).unwrap(),
+        cpu::inclusive_vec::<AffineU32>(&input)
+    );
+    let init = AffineU32 { a: 3, b: 4 };
+    assert_eq!(
+        scanner.exclusive_with_init(&input, init).unwrap(),
+        cpu::exclusive_with_init_vec::<AffineU32>(&input, init)
+    );
+}
