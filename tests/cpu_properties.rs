@@ -98,6 +98,19 @@ fn affine_u32(rng: &mut rand::rngs::StdRng) -> AffineU32 {
     }
 }
 
+/// A random `Latest`; invalid ones are canonical (`value: 0`), the only
+/// form for which the identity law holds.
+fn latest(rng: &mut rand::rngs::StdRng) -> Latest {
+    if rng.random_bool(0.1) {
+        Latest {
+            valid: true,
+            value: rng.random(),
+        }
+    } else {
+        <Latest as ScanOp>::IDENTITY
+    }
+}
+
 /// A random `Joined`; empty ones are canonical (all fields zero), the only
 /// form for which the identity law holds.
 fn joined(rng: &mut rand::rngs::StdRng) -> Joined {
@@ -122,7 +135,7 @@ proptest! {
         check_parallel_matches_sequential::<SumU32>(&random_vec(len, seed, |r| r.random()), 17);
         check_parallel_matches_sequential::<AffineU32>(&random_vec(len, seed, affine_u32), AffineU32 { a: 3, b: 5 });
         check_parallel_matches_sequential::<Latest>(
-            &random_vec(len, seed, |r| Latest { valid: r.random_bool(0.1), value: r.random() }),
+            &random_vec(len, seed, latest),
             Latest { valid: true, value: 7 },
         );
         check_parallel_matches_sequential::<MaxF32>(&random_vec(len, seed, |r| r.random_range(-1e6f32..1e6)), -5.0);
@@ -222,6 +235,16 @@ fn identities_and_associativity_hold_for_the_test_operators() {
     check_associativity::<AffineU32>(|| affine_u32(&mut rng), 2000, exact).unwrap();
     check_associativity::<JoinSpans>(|| joined(&mut rng), 2000, |a, b| a == b).unwrap();
     check_associativity::<SaturatingLanes>(|| rng.random(), 2000, |a, b| a == b).unwrap();
+    check_associativity::<Latest>(|| latest(&mut rng), 2000, |a, b| a == b).unwrap();
+    // A non-canonical invalid element breaks the identity law, and the checker says so.
+    let broken = Latest {
+        valid: false,
+        value: 7,
+    };
+    assert!(matches!(
+        check_associativity::<Latest>(|| broken, 1, |a, b| a == b),
+        Err(Counterexample::NotAnIdentity { .. })
+    ));
 }
 
 /// Subtraction is not associative: the checker must say so and print the triple.
