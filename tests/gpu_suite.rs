@@ -225,6 +225,10 @@ fn compare<Op: Case>(
 
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, lengths: &[usize], seed: u64, rows: &mut Vec<Row>) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
+    // The in-memory cache: a second scanner of the same operator in the same
+    // context compiles and loads nothing.
+    let second = GpuScanner::<Op>::new(stream.context()).expect("second scanner");
+    let memory_hit = second.program_stats().origin == gpu_scan::scan_runtime::ProgramOrigin::Memory;
     let init = {
         let mut rng = Rng64::seed_from_u64(seed ^ 0x1111);
         Op::random(&mut rng)
@@ -302,6 +306,11 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, lengths: &[usize], seed: u64, rows
                     .push(format!("n={n}: out-of-place scans modified the input"));
             }
         }
+    }
+    if !memory_hit {
+        per_kind[0]
+            .failures
+            .push("a second scanner in the same context did not reuse the loaded program".into());
     }
     // A second scan of the same size allocates no scratch.
     if let Some(&n) = lengths.iter().filter(|&&n| n > Op::tile_items()).max() {

@@ -102,10 +102,19 @@ fn programs() -> &'static Mutex<HashMap<ProgramKey, Arc<Program>>> {
     PROGRAMS.get_or_init(Default::default)
 }
 
-fn load_program<Op: ScanOp>(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Arc<Program>> {
+/// The operator's program in `ctx`, and how it was obtained this time.
+fn load_program<Op: ScanOp>(
+    ctx: &Arc<CudaContext>,
+    disk: &DiskCache,
+) -> Result<(Arc<Program>, ProgramStats)> {
     let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>());
     if let Some(p) = programs().lock().expect("program cache poisoned").get(&key) {
-        return Ok(p.clone());
+        let stats = ProgramStats {
+            origin: ProgramOrigin::Memory,
+            compile: Duration::ZERO,
+            load: Duration::ZERO,
+        };
+        return Ok((p.clone(), stats));
     }
     let arch = device_arch(ctx)?;
     let start = Instant::now();
@@ -142,7 +151,7 @@ fn load_program<Op: ScanOp>(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<
         .lock()
         .expect("program cache poisoned")
         .insert(key, program.clone());
-    Ok(program)
+    Ok((program.clone(), program.stats))
 }
 
 /// Reads the tile size the program was generated with and compares it with
@@ -185,6 +194,7 @@ fn check_tile_size<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>)
 pub struct GpuScanner<Op: ScanOp> {
     ctx: Arc<CudaContext>,
     program: Arc<Program>,
+    stats: ProgramStats,
     workspace: Option<CudaSlice<Op::Element>>,
     workspace_allocations: usize,
     _op: PhantomData<Op>,
@@ -204,10 +214,11 @@ where
 
     /// A scanner on `ctx` with an explicit disk cache.
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Self> {
-        let program = load_program::<Op>(ctx, disk)?;
+        let (program, stats) = load_program::<Op>(ctx, disk)?;
         Ok(GpuScanner {
             ctx: ctx.clone(),
             program,
+            stats,
             workspace: None,
             workspace_allocations: 0,
             _op: PhantomData,
@@ -219,9 +230,11 @@ where
         &self.ctx
     }
 
-    /// How the program was obtained when it was first loaded in this context.
+    /// How this scanner obtained its program: compiled, read from the disk
+    /// cache, or already loaded in this context by an earlier scanner
+    /// ([`ProgramOrigin::Memory`]: nothing was compiled or loaded).
     pub fn program_stats(&self) -> ProgramStats {
-        self.program.stats
+        self.stats
     }
 
     /// Elements per tile (one block's share).
