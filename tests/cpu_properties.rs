@@ -98,33 +98,12 @@ fn affine_u32(rng: &mut rand::rngs::StdRng) -> AffineU32 {
     }
 }
 
-/// A random `Latest`; invalid ones are canonical (`value: 0`), the only
-/// form for which the identity law holds.
 fn latest(rng: &mut rand::rngs::StdRng) -> Latest {
-    if rng.random_bool(0.1) {
-        Latest {
-            valid: true,
-            value: rng.random(),
-        }
-    } else {
-        <Latest as ScanOp>::IDENTITY
-    }
+    random_latest(rng, 0.1)
 }
 
-/// A random `Joined`; empty ones are canonical (all fields zero), the only
-/// form for which the identity law holds.
 fn joined(rng: &mut rand::rngs::StdRng) -> Joined {
-    if rng.random_bool(0.2) {
-        return <JoinSpans as ScanOp>::IDENTITY;
-    }
-    Joined {
-        span: Span16 {
-            first: rng.random(),
-            last: rng.random(),
-        },
-        joins: rng.random_range(0..3),
-        empty: false,
-    }
+    random_joined(rng, 0.2)
 }
 
 proptest! {

@@ -121,17 +121,8 @@ impl Case for AffineU32 {
     }
 }
 impl Case for Latest {
-    /// Invalid elements are canonical (`value: 0`): only then is the
-    /// identity an identity (`identity ∘ x == x`).
     fn random(rng: &mut Rng64) -> Latest {
-        if rng.random_bool(0.01) {
-            Latest {
-                valid: true,
-                value: rng.random(),
-            }
-        } else {
-            <Latest as ScanOp>::IDENTITY
-        }
+        random_latest(rng, 0.01)
     }
 }
 impl Case for SumU8 {
@@ -141,17 +132,7 @@ impl Case for SumU8 {
 }
 impl Case for JoinSpans {
     fn random(rng: &mut Rng64) -> Joined {
-        if rng.random_bool(0.3) {
-            return JoinSpans::IDENTITY;
-        }
-        Joined {
-            span: Span16 {
-                first: rng.random(),
-                last: rng.random(),
-            },
-            joins: rng.random_range(0..3),
-            empty: false,
-        }
+        random_joined(rng, 0.3)
     }
 }
 impl Case for SumU32Small {

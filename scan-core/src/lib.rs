@@ -62,7 +62,11 @@ pub trait ScanOp: 'static {
     /// The operator's name in snake case; every CUDA symbol of its program
     /// starts with it.
     const NAME: &'static str;
-    /// The identity: `combine(IDENTITY, v) == combine(v, IDENTITY) == v`.
+    /// The identity: `combine(IDENTITY, v) == combine(v, IDENTITY) == v`
+    /// for every value you scan. The GPU relies on it (it seeds the first
+    /// tile and pads partial tiles with it), so an element type with several
+    /// representations of "nothing" must keep them canonical;
+    /// [`check_associativity`] checks this law too.
     const IDENTITY: Self::Element;
     /// The complete CUDA program: prelude, element declarations, operator,
     /// warp/block/tile functions and kernels.

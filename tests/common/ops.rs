@@ -135,3 +135,32 @@ pub struct SumU32Small;
     }
 )]
 pub struct SaturatingLanes;
+
+/// A random [`Latest`]: valid with probability `p_valid`; invalid ones are
+/// canonical (the identity), the only form for which the identity law holds.
+pub fn random_latest(rng: &mut impl rand::Rng, p_valid: f64) -> Latest {
+    if rng.random_bool(p_valid) {
+        Latest {
+            valid: true,
+            value: rng.random(),
+        }
+    } else {
+        <Latest as ScanOp>::IDENTITY
+    }
+}
+
+/// A random [`Joined`]: empty with probability `p_empty`; empty ones are
+/// canonical (the identity), the only form for which the identity law holds.
+pub fn random_joined(rng: &mut impl rand::Rng, p_empty: f64) -> Joined {
+    if rng.random_bool(p_empty) {
+        return <JoinSpans as ScanOp>::IDENTITY;
+    }
+    Joined {
+        span: Span16 {
+            first: rng.random(),
+            last: rng.random(),
+        },
+        joins: rng.random_range(0..3),
+        empty: false,
+    }
+}
