@@ -60,13 +60,12 @@ fn seed_of<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Option<Op::Element
 }
 
 /// Scans `input` into `output` with `seed` in front (`None`: nothing).
-/// Returns the running value after the last element.
 fn scan_run<Op: ScanOp>(
     inclusive: bool,
     seed: Option<Op::Element>,
     input: &[Op::Element],
     output: &mut [Op::Element],
-) -> Option<Op::Element> {
+) {
     let mut running = seed;
     for (x, out) in input.iter().zip(output.iter_mut()) {
         let next = combine_opt::<Op>(running, *x);
@@ -77,7 +76,6 @@ fn scan_run<Op: ScanOp>(
         };
         running = Some(next);
     }
-    running
 }
 
 fn scan_run_in_place<Op: ScanOp>(

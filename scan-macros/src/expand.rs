@@ -7,7 +7,7 @@ use crate::ast::{self, ElementRef, Errors, Item};
 use crate::attr::{Args, OpFn};
 use crate::rewrite::Rewriter;
 use crate::translate::Translator;
-use kernels_gen::ir::{Block, ElementType, OpDesc, Prim};
+use kernels_gen::ir::{Block, ElementType, OpDesc};
 use kernels_gen::{GenParams, ItemsPerThread};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -388,7 +388,7 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
                 );
             }
         }
-        ElementType::Prim(Prim::Bool) | ElementType::Prim(_) => quote!(),
+        ElementType::Prim(_) => quote!(),
     };
     quote! {
         #element_check

@@ -625,21 +625,8 @@ impl<'e> Translator<'e> {
                 };
                 Some(Pattern::Range { lo, hi, inclusive })
             }
-            // Negative literals (`-1 =>`) arrive as a unary expression.
-            syn::Pat::Verbatim(_) | syn::Pat::Ident(_) | _ => {
-                if let Ok(syn::Expr::Unary(syn::ExprUnary {
-                    op: syn::UnOp::Neg(_),
-                    expr,
-                    ..
-                })) = syn::parse2::<syn::Expr>(quote::quote!(#p))
-                {
-                    if let syn::Expr::Lit(l) = &*expr {
-                        return self.literal(&l.lit).map(|(lit, negative)| Pattern::Lit {
-                            lit,
-                            negative: !negative,
-                        });
-                    }
-                }
+            // Negative literals (`-1 =>`) arrive as `Pat::Lit` with the sign in the digits.
+            _ => {
                 self.errors.push(
                     p,
                     "patterns may be integer or bool literals, ranges of literals (`1..=9`), `_`, or `|` of those \
