@@ -70,8 +70,8 @@
 
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, cpu, semantics, Counterexample, LengthMismatch, ScanElement, ScanKind,
-    ScanOp,
+    check_associativity, cpu, segmented, semantics, Counterexample, LengthMismatch, ScanElement,
+    ScanKind, ScanOp,
 };
 pub use scan_macros::scan_op;
 pub use scan_runtime;

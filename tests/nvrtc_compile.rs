@@ -11,14 +11,14 @@
 
 mod common;
 use common::ops::*;
-use gpu_scan::kernels_gen::{self, Arch, Kernel};
+use gpu_scan::kernels_gen::{self, Arch, FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy};
 use gpu_scan::scan_runtime::cudarc::nvrtc;
 use gpu_scan::ScanOp;
 use std::path::PathBuf;
 use std::process::Command;
 
 struct KernelReport {
-    program: &'static str,
+    program: String,
     kernel: String,
     registers: u32,
     spill_bytes: u32,
@@ -46,48 +46,82 @@ fn ptxas() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("ptxas"))
 }
 
-/// Compiles `Op`'s program; returns ptxas's per-kernel report.
+/// Compiles `Op`'s program twice, as the runtime does: the plain scans, and
+/// with the segmented part switched on; collects ptxas's per-kernel report.
 fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<String>) {
     let arch = Arch::SM_90;
-    let options = nvrtc::CompileOptions {
-        options: kernels_gen::nvrtc_options(arch),
-        ..Default::default()
-    };
-    let ptx = match nvrtc::compile_ptx_with_opts(Op::CUDA_SOURCE, options) {
-        Ok(ptx) => ptx.to_src(),
-        Err(e) => {
-            failures.push(format!("{}: NVRTC failed: {e:?}", Op::NAME));
-            return;
+    let plain: Vec<String> = Kernel::ALL.iter().map(|k| k.symbol(Op::NAME)).collect();
+    let mut segmented = plain.clone();
+    for strategy in SegmentedStrategy::ALL {
+        for kernel in SegmentedKernel::ALL {
+            segmented.push(kernel.symbol(Op::NAME, strategy));
         }
-    };
-    for kernel in Kernel::ALL {
-        let symbol = kernel.symbol(Op::NAME);
-        if !ptx.contains(&format!(".entry {symbol}(")) {
+    }
+    for (variant, options, symbols) in [
+        ("plain", kernels_gen::nvrtc_options(arch), plain),
+        (
+            "segmented",
+            kernels_gen::segmented_nvrtc_options(arch),
+            segmented,
+        ),
+    ] {
+        let label = format!("{}:{variant}", Op::NAME);
+        let Some(ptx) = compile_program(&label, Op::CUDA_SOURCE, options, &symbols, failures)
+        else {
+            continue;
+        };
+        // The CUDA side's tile size, exported as a __constant__, must equal the Rust side's.
+        let tile_symbol = kernels_gen::tile_items_symbol(Op::NAME);
+        let expected = format!(".u32 {tile_symbol} = {};", Op::tile_items());
+        if !ptx.contains(&expected) {
             failures.push(format!(
-                "{}: kernel {symbol} missing from the PTX",
-                Op::NAME
+                "{label}: tile size differs: PTX lacks `{expected}`"
             ));
         }
+        assemble(&label, &ptx, reports, failures);
     }
-    // The CUDA side's tile size, exported as a __constant__, must equal the Rust side's.
-    let tile_symbol = kernels_gen::tile_items_symbol(Op::NAME);
-    let expected = format!(".u32 {tile_symbol} = {};", Op::tile_items());
-    if !ptx.contains(&expected) {
-        failures.push(format!(
-            "{}: tile size differs: PTX lacks `{expected}`",
-            Op::NAME
-        ));
-    }
+}
 
+/// Compiles one program with NVRTC and checks that every symbol is an entry.
+fn compile_program(
+    label: &str,
+    source: &str,
+    options: Vec<String>,
+    symbols: &[String],
+    failures: &mut Vec<String>,
+) -> Option<String> {
+    let options = nvrtc::CompileOptions {
+        options,
+        ..Default::default()
+    };
+    let ptx = match nvrtc::compile_ptx_with_opts(source, options) {
+        Ok(ptx) => ptx.to_src(),
+        Err(e) => {
+            failures.push(format!("{label}: NVRTC failed: {e:?}"));
+            return None;
+        }
+    };
+    for symbol in symbols {
+        if !ptx.contains(&format!(".entry {symbol}(")) {
+            failures.push(format!("{label}: kernel {symbol} missing from the PTX"));
+        }
+    }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc");
     std::fs::create_dir_all(&dir).unwrap();
-    let ptx_path = dir.join(format!("{}.ptx", Op::NAME));
-    std::fs::write(&ptx_path, &ptx).unwrap();
-    std::fs::write(dir.join(format!("{}.cu", Op::NAME)), Op::CUDA_SOURCE).unwrap();
+    std::fs::write(dir.join(format!("{}.cu", label.replace(':', "."))), source).unwrap();
+    Some(ptx)
+}
+
+/// Assembles PTX for sm_90 with `ptxas -v` and records its report.
+fn assemble(label: &str, ptx: &str, reports: &mut Vec<KernelReport>, failures: &mut Vec<String>) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx_path = dir.join(format!("{}.ptx", label.replace(':', ".")));
+    std::fs::write(&ptx_path, ptx).unwrap();
     let out = Command::new(ptxas())
         .args([
             "-v",
-            &format!("-arch={}", arch.sm_name()),
+            &format!("-arch={}", Arch::SM_90.sm_name()),
             "-o",
             "/dev/null",
         ])
@@ -97,14 +131,37 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
     let log =
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        failures.push(format!("{}: ptxas failed:\n{log}", Op::NAME));
+        failures.push(format!("{label}: ptxas failed:\n{log}"));
         return;
     }
-    parse_ptxas(Op::NAME, &log, reports);
+    parse_ptxas(label, &log, reports);
+}
+
+/// The operator-independent program that builds head flags.
+fn compile_flag_builders(reports: &mut Vec<KernelReport>, failures: &mut Vec<String>) {
+    let mut symbols = Vec::new();
+    for format in FlagFormat::ALL {
+        for bits in [32, 64] {
+            symbols.push(kernels_gen::heads_from_offsets_symbol(bits, format));
+        }
+        for bits in [8, 16, 32, 64] {
+            symbols.push(kernels_gen::heads_from_keys_symbol(bits, format));
+        }
+    }
+    let label = "segment_flags";
+    if let Some(ptx) = compile_program(
+        label,
+        kernels_gen::SEGMENT_FLAGS_SOURCE,
+        kernels_gen::nvrtc_options(Arch::SM_90),
+        &symbols,
+        failures,
+    ) {
+        assemble(label, &ptx, reports, failures);
+    }
 }
 
 /// Reads `ptxas -v` output: per function, its stack, spills, registers, smem.
-fn parse_ptxas(program: &'static str, log: &str, reports: &mut Vec<KernelReport>) {
+fn parse_ptxas(program: &str, log: &str, reports: &mut Vec<KernelReport>) {
     let number_before = |line: &str, unit: &str| -> u32 {
         line.split(',')
             .find(|part| part.contains(unit))
@@ -119,7 +176,7 @@ fn parse_ptxas(program: &'static str, log: &str, reports: &mut Vec<KernelReport>
             }
             let kernel = rest.split('\'').next().unwrap_or_default().to_string();
             current = Some(KernelReport {
-                program,
+                program: program.to_string(),
                 kernel,
                 registers: 0,
                 spill_bytes: 0,
@@ -161,14 +218,15 @@ fn every_generated_kernel_compiles_for_sm_90_without_spills() {
     compile::<JoinSpans>(&mut reports, &mut failures);
     compile::<SumU32Small>(&mut reports, &mut failures);
     compile::<SaturatingLanes>(&mut reports, &mut failures);
+    compile_flag_builders(&mut reports, &mut failures);
 
     println!(
-        "{:<14} {:<36} {:>5} {:>6} {:>6} {:>6}",
+        "{:<26} {:<62} {:>5} {:>6} {:>6} {:>6}",
         "program", "kernel (sm_90)", "regs", "spill", "stack", "smem"
     );
     for r in &reports {
         println!(
-            "{:<14} {:<36} {:>5} {:>6} {:>6} {:>6}",
+            "{:<26} {:<62} {:>5} {:>6} {:>6} {:>6}",
             r.program, r.kernel, r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes
         );
         if r.spill_bytes > 0 {
@@ -178,7 +236,11 @@ fn every_generated_kernel_compiles_for_sm_90_without_spills() {
             ));
         }
     }
-    let expected_kernels = 12 * Kernel::ALL.len();
+    // Per operator: the plain program, and the segmented one (plain kernels
+    // plus every segmented kernel of both strategies); then the flag builders.
+    let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
+    let flag_builders = FlagFormat::ALL.len() * (2 + 4);
+    let expected_kernels = 12 * (2 * Kernel::ALL.len() + segmented_kernels) + flag_builders;
     if reports.len() != expected_kernels && failures.is_empty() {
         failures.push(format!(
             "ptxas reported {} kernels, expected {expected_kernels}",
@@ -187,7 +249,7 @@ fn every_generated_kernel_compiles_for_sm_90_without_spills() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     println!(
-        "nvrtc_compile: {} kernels of 12 programs compiled with NVRTC and ptxas, no spills",
+        "nvrtc_compile: {} kernels of 25 programs (12 operators, plain and segmented, and the flag builders) compiled with NVRTC and ptxas, no spills",
         reports.len()
     );
 }

@@ -51,3 +51,8 @@ fn mat2_product() {
 fn nested_struct_with_match() {
     insta::assert_snapshot!("join_spans", operator_part::<JoinSpans>());
 }
+
+#[test]
+fn segment_flag_builders() {
+    insta::assert_snapshot!("segment_flags", kernels_gen::SEGMENT_FLAGS_SOURCE);
+}

@@ -10,7 +10,13 @@
 //!   (Kogge–Stone with `__shfl_up_sync`, word by word for wide elements);
 //! * block level: `<op>_block_exclusive_scan`, `<op>_block_inclusive_scan`;
 //! * tile level: several items per thread (`<op>_tile_scan`);
-//! * global level, reduce-then-scan: the kernels listed in [`Kernel`].
+//! * global level, reduce-then-scan: the kernels listed in [`Kernel`];
+//! * segmented scans (compiled only with [`SEGMENTED_DEFINE`]): the same
+//!   levels over head flags, in both strategies of [`SegmentedStrategy`],
+//!   with the kernels listed in [`SegmentedKernel`].
+//!
+//! [`SEGMENT_FLAGS_SOURCE`] is a separate, operator-independent program that
+//! builds head flags from segment offsets or keys.
 //!
 //! This crate has no GPU and no CUDA dependency: its output is plain text,
 //! tested with snapshots and compiled with NVRTC by the workspace's tests.
@@ -37,8 +43,9 @@ pub mod ir;
 mod params;
 
 pub use params::{
-    auto_items_per_thread, nvrtc_options, tile_items_symbol, Arch, GenParams, InvalidParams,
-    ItemsPerThread, Kernel, MAX_ITEMS_PER_THREAD,
+    auto_items_per_thread, nvrtc_options, segmented_nvrtc_options, tile_items_symbol, Arch,
+    FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel,
+    SegmentedStrategy, MAX_ITEMS_PER_THREAD, SEGMENTED_DEFINE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -54,6 +61,26 @@ const WARP_LEVEL: &str = include_str!("templates/warp.cuh");
 const BLOCK_LEVEL: &str = include_str!("templates/block.cuh");
 const TILE_LEVEL: &str = include_str!("templates/tile.cuh");
 const REDUCE_THEN_SCAN: &str = include_str!("templates/reduce_then_scan.cuh");
+const SEGMENTED: &str = include_str!("templates/segmented.cuh");
+
+/// The program that builds segment head flags: from segment start offsets
+/// ([`heads_from_offsets_symbol`]) and from keys ([`heads_from_keys_symbol`]).
+/// It does not depend on any operator.
+pub const SEGMENT_FLAGS_SOURCE: &str = include_str!("templates/segment_flags.cuh");
+
+/// The kernel of [`SEGMENT_FLAGS_SOURCE`] that marks heads at the offsets of
+/// an array of `offset_bits`-bit (32 or 64) unsigned offsets:
+/// `(const uN* offsets, u64 count, flags*, u64 n)`; the flags must be zeroed.
+pub fn heads_from_offsets_symbol(offset_bits: u32, format: FlagFormat) -> String {
+    format!("scan_heads_from_offsets{offset_bits}_{}", format.suffix())
+}
+
+/// The kernel of [`SEGMENT_FLAGS_SOURCE`] that marks heads where a key of
+/// `key_bits` bits (8, 16, 32 or 64) differs from the one before:
+/// `(const uN* keys, flags*, u64 n)`.
+pub fn heads_from_keys_symbol(key_bits: u32, format: FlagFormat) -> String {
+    format!("scan_heads_from_keys{key_bits}_{}", format.suffix())
+}
 
 /// The CUDA declaration of an element struct, with an include guard so that
 /// a struct used by several operators is declared once per program.
@@ -147,7 +174,52 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
         out.push('\n');
         out.push_str(&template.replace("$op", name));
     }
+    let _ = writeln!(out, "\n#ifdef {SEGMENTED_DEFINE}");
+    out.push_str(&SEGMENTED.replace("$op", name));
+    out.push_str(&segmented_kernels(name, &t));
+    let _ = writeln!(out, "#endif  // {SEGMENTED_DEFINE}");
     Ok(out)
+}
+
+/// The exported segmented kernels: one thin wrapper per strategy, flag
+/// format and kind around the templates of `segmented.cuh`.
+fn segmented_kernels(name: &str, t: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n// Exported segmented kernels, one per strategy, flag format and kind."
+    );
+    for strategy in SegmentedStrategy::ALL {
+        let s = strategy.cuda_name();
+        for kernel in SegmentedKernel::ALL {
+            let symbol = kernel.symbol(name, strategy);
+            let _ = writeln!(
+                out,
+                "extern \"C\" __global__ void __launch_bounds__({name}_block_threads)"
+            );
+            let _ = match kernel {
+                SegmentedKernel::ReduceTiles(format) => writeln!(
+                    out,
+                    "{symbol}(const {t}* input, const void* flags, {t}* tile_totals, unsigned char* tile_flags, const {t} seed, int seeded, unsigned long long n) {{\n  \
+                     {name}_segmented_reduce_tile<{s}, {}>(input, flags, tile_totals, tile_flags, seed, seeded, n);\n}}",
+                    format.cuda_name()
+                ),
+                SegmentedKernel::ScanTileTotals => writeln!(
+                    out,
+                    "{symbol}({t}* tile_totals, const unsigned char* tile_flags, unsigned long long num_tiles) {{\n  \
+                     {name}_segmented_scan_tile_totals<{s}>(tile_totals, tile_flags, num_tiles);\n}}"
+                ),
+                SegmentedKernel::ScanTiles { inclusive, format } => writeln!(
+                    out,
+                    "{symbol}(const {t}* input, const void* flags, {t}* output, const {t}* tile_prefixes, const {t} seed, int seeded, unsigned long long n) {{\n  \
+                     {name}_segmented_scan_tile<{}, {s}, {}>(input, flags, output, tile_prefixes, seed, seeded, n);\n}}",
+                    if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
+                    format.cuda_name()
+                ),
+            };
+        }
+    }
+    out
 }
 
 /// `<op>_identity()` and `<op>_combine(x, y)`, translated from Rust.

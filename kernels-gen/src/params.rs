@@ -195,6 +195,158 @@ pub fn tile_items_symbol(op_name: &str) -> String {
     format!("{op_name}_tile_items")
 }
 
+/// The preprocessor macro that switches on the segmented part of an
+/// operator's program. The plain scans compile without it, so programs that
+/// never run a segmented scan do not pay for compiling those kernels.
+pub const SEGMENTED_DEFINE: &str = "GPU_SCAN_SEGMENTED";
+
+/// NVRTC options for the segmented variant of a program: [`nvrtc_options`]
+/// plus [`SEGMENTED_DEFINE`].
+pub fn segmented_nvrtc_options(arch: Arch) -> Vec<String> {
+    let mut options = nvrtc_options(arch);
+    options.push(format!("-D{SEGMENTED_DEFINE}"));
+    options
+}
+
+/// How segment head flags are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FlagFormat {
+    /// One byte per element; non-zero marks a head.
+    Bytes,
+    /// One bit per element, packed into `u32` words, least significant bit
+    /// first: element `i` is bit `i % 32` of word `i / 32`.
+    Bits,
+}
+
+impl FlagFormat {
+    /// Both formats.
+    pub const ALL: [FlagFormat; 2] = [FlagFormat::Bytes, FlagFormat::Bits];
+
+    /// Storage units (bytes or `u32` words) that `n` elements need.
+    pub const fn units(self, n: usize) -> usize {
+        match self {
+            FlagFormat::Bytes => n,
+            FlagFormat::Bits => n.div_ceil(32),
+        }
+    }
+
+    /// The CUDA template argument selecting this format.
+    pub fn cuda_name(self) -> &'static str {
+        match self {
+            FlagFormat::Bytes => "scan_flags_bytes",
+            FlagFormat::Bits => "scan_flags_bits",
+        }
+    }
+
+    pub(crate) fn suffix(self) -> &'static str {
+        match self {
+            FlagFormat::Bytes => "bytes",
+            FlagFormat::Bits => "bits",
+        }
+    }
+}
+
+/// The two segmented-scan strategies of the chapter (section 1.5), which
+/// differ in how a warp keeps lanes from combining across a segment head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SegmentedStrategy {
+    /// The operator lifted to (flag, value) pairs,
+    /// `(f1, v1) ⊕ (f2, v2) = (f1 | f2, f2 ? v2 : v1 ∘ v2)`, expanded into a
+    /// warp routine that shuffles flags along with values (Figs. 1.9, 1.10).
+    OperatorTransformation,
+    /// Each lane finds the lane of its segment's head (a max-scan of head
+    /// indices, here one ballot) and only combines values from lanes at or
+    /// after it (Fig. 1.11). Shuffles values only.
+    ConditionalIndexing,
+}
+
+impl SegmentedStrategy {
+    /// Both strategies.
+    pub const ALL: [SegmentedStrategy; 2] = [
+        SegmentedStrategy::OperatorTransformation,
+        SegmentedStrategy::ConditionalIndexing,
+    ];
+
+    /// The CUDA template argument selecting this strategy.
+    pub fn cuda_name(self) -> &'static str {
+        match self {
+            SegmentedStrategy::OperatorTransformation => "scan_segmented_transform",
+            SegmentedStrategy::ConditionalIndexing => "scan_segmented_indexing",
+        }
+    }
+
+    fn suffix(self) -> &'static str {
+        match self {
+            SegmentedStrategy::OperatorTransformation => "transform",
+            SegmentedStrategy::ConditionalIndexing => "indexing",
+        }
+    }
+}
+
+/// The kernels of a program's segmented part (reduce-then-scan with a head
+/// flag per tile). Each exists once per [`SegmentedStrategy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SegmentedKernel {
+    /// `(const T* input, const void* flags, T* tile_totals, u8* tile_flags,
+    /// T seed, int seeded, u64 n)`: per tile, whether it holds a head and
+    /// the (seeded) partial of its last segment.
+    ReduceTiles(FlagFormat),
+    /// `(T* tile_totals, const u8* tile_flags, u64 num_tiles)`: one block
+    /// turns the tile totals into the partial of the segment open at each
+    /// tile's start.
+    ScanTileTotals,
+    /// `(const T* input, const void* flags, T* output, const T* tile_prefixes,
+    /// T seed, int seeded, u64 n)`: scans every tile seeded with its prefix
+    /// (`tile_prefixes == nullptr`: a single tile).
+    ScanTiles {
+        /// Inclusive or exclusive.
+        inclusive: bool,
+        /// The head flags' format.
+        format: FlagFormat,
+    },
+}
+
+impl SegmentedKernel {
+    /// Every segmented kernel of one strategy.
+    pub const ALL: [SegmentedKernel; 7] = [
+        SegmentedKernel::ReduceTiles(FlagFormat::Bytes),
+        SegmentedKernel::ReduceTiles(FlagFormat::Bits),
+        SegmentedKernel::ScanTileTotals,
+        SegmentedKernel::ScanTiles {
+            inclusive: true,
+            format: FlagFormat::Bytes,
+        },
+        SegmentedKernel::ScanTiles {
+            inclusive: true,
+            format: FlagFormat::Bits,
+        },
+        SegmentedKernel::ScanTiles {
+            inclusive: false,
+            format: FlagFormat::Bytes,
+        },
+        SegmentedKernel::ScanTiles {
+            inclusive: false,
+            format: FlagFormat::Bits,
+        },
+    ];
+
+    /// The kernel's exported name in operator `op_name`'s program.
+    pub fn symbol(self, op_name: &str, strategy: SegmentedStrategy) -> String {
+        let s = strategy.suffix();
+        match self {
+            SegmentedKernel::ReduceTiles(f) => {
+                format!("{op_name}_segmented_{s}_reduce_tiles_{}", f.suffix())
+            }
+            SegmentedKernel::ScanTileTotals => format!("{op_name}_segmented_{s}_scan_tile_totals"),
+            SegmentedKernel::ScanTiles { inclusive, format } => format!(
+                "{op_name}_segmented_{s}_scan_tiles_{}_{}",
+                if inclusive { "inclusive" } else { "exclusive" },
+                format.suffix()
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -307,4 +307,12 @@ constexpr int scan_auto_items_per_thread(unsigned long long element_size) {
   return element_size >= 64 ? 1 : (64 / element_size > 16 ? 16 : (int)(64 / element_size));
 }
 
+// Template arguments of the segmented scans (see each operator's segmented part).
+enum scan_flag_format { scan_flags_bytes = 0, scan_flags_bits = 1 };
+enum scan_segmented_strategy { scan_segmented_transform = 0, scan_segmented_indexing = 1 };
+// What a segmented tile scan writes at each element: the inclusive partial,
+// the exclusive one (the seed at heads), or the lifted exclusive prefix
+// (the partial before the element even at heads: the carry into it).
+enum scan_segmented_mode { scan_segmented_inclusive = 0, scan_segmented_exclusive = 1, scan_segmented_carry = 2 };
+
 #endif  // GPU_SCAN_PRELUDE

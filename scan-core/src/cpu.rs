@@ -129,7 +129,7 @@ fn check_lengths(input: usize, output: usize) -> Result<(), LengthMismatch> {
 
 /// Elements per parallel chunk: enough chunks to balance the pool, never so
 /// small that the pass over chunk totals dominates.
-fn chunk_len(n: usize) -> usize {
+pub(crate) fn chunk_len(n: usize) -> usize {
     let chunks = rayon::current_num_threads().max(1) * 4;
     n.div_ceil(chunks).max(1 << 14)
 }

@@ -9,6 +9,7 @@
 pub mod associativity;
 pub mod const_str;
 pub mod cpu;
+pub mod segmented;
 pub mod semantics;
 
 pub use associativity::{check_associativity, Counterexample};

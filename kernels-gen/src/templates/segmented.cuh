@@ -1,0 +1,237 @@
+// ---- Segmented scans (chapter 1.3.2 and 1.5) ----
+// A head flag marks the first element of a segment; element 0 always starts
+// one. Values are combined only within a segment and always in order, so
+// the operator never needs to be commutative. Two strategies, chosen by a
+// template argument, differ in how a warp stops at a head:
+//  * scan_segmented_transform: the operator lifted to (flag, value) pairs,
+//      (f1, v1) ⊕ (f2, v2) = (f1 | f2, f2 ? v2 : v1 ∘ v2),
+//    associative whenever ∘ is (Fig. 1.9), expanded into a warp routine
+//    that shuffles the flags along with the values (Fig. 1.10);
+//  * scan_segmented_indexing: each lane finds the lane of its segment's
+//    head and only takes partials from lanes at or after it (Fig. 1.11).
+// Above the warp both combine per-warp, per-thread and per-tile
+// (flag, value) pairs with ⊕, where the flag says "a segment starts in
+// here" (Figs. 1.13 and 1.14).
+
+// ---- Segmented, warp level ----
+// Lane i returns the combination of the values from its segment's head (or
+// lane 0) through lane i; `flag` (lane i's own head flag on entry) becomes
+// true when a head lies in lanes 0..i.
+template <int Strategy>
+__device__ __forceinline__ $op_t $op_warp_segmented_inclusive_scan($op_t value, bool& flag) {
+  const unsigned lane = threadIdx.x & 31u;
+  if constexpr (Strategy == scan_segmented_transform) {
+#pragma unroll
+    for (unsigned offset = 1; offset < 32; offset <<= 1) {
+      const $op_t earlier = scan_shfl_up(value, offset);
+      const bool earlier_flag = __shfl_up_sync(0xffffffffu, (int)flag, offset) != 0;
+      if (lane >= offset) {
+        // (earlier_flag, earlier) ⊕ (flag, value)
+        if (!flag) value = $op_combine(earlier, value);
+        flag = flag || earlier_flag;
+      }
+    }
+  } else {
+    // The max-scan of head indices: the highest flagged lane at or below
+    // this one (lane 0 when there is none). A ballot gives it in one step.
+    const unsigned heads_so_far = __ballot_sync(0xffffffffu, flag) & (0xffffffffu >> (31u - lane));
+    const unsigned head_lane = heads_so_far != 0 ? 31u - (unsigned)__clz((int)heads_so_far) : 0u;
+#pragma unroll
+    for (unsigned offset = 1; offset < 32; offset <<= 1) {
+      const $op_t earlier = scan_shfl_up(value, offset);
+      // Lane i - offset holds a partial of this segment only when it is not
+      // before the head; otherwise lane i already holds head..i.
+      if (lane >= head_lane + offset) value = $op_combine(earlier, value);
+    }
+    flag = heads_so_far != 0;
+  }
+  return value;
+}
+
+// ---- Segmented, block level: one (flag, value) pair per thread ----
+// Returns thread t's *lifted exclusive prefix*: the combination of the
+// values of threads h..t-1, where h is the last flagged thread before t
+// (thread 0 if none); `prefix_flag` tells whether such a thread exists.
+// Thread 0 gets (identity, false). A thread whose first element is a head
+// ignores its prefix; any other puts it in front of its values (a segmented
+// exclusive scan gives a head the identity instead of the prefix).
+// `block_total`, `block_flag`: all threads' pairs combined with ⊕.
+// Shared memory: warp_totals[$op_warps], warp_flags[$op_warps]. All threads
+// must call it, and a second call must follow a __syncthreads().
+template <int Strategy>
+__device__ __forceinline__ $op_t $op_block_segmented_exclusive_scan($op_t value, bool flag, bool& prefix_flag, $op_t* warp_totals, bool* warp_flags, $op_t& block_total, bool& block_flag) {
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+  bool inclusive_flag = flag;
+  const $op_t inclusive = $op_warp_segmented_inclusive_scan<Strategy>(value, inclusive_flag);
+  if (lane == 31) {
+    warp_totals[warp] = inclusive;
+    warp_flags[warp] = inclusive_flag;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    // Warp 0 scans the warps' pairs (idle lanes hold (identity, false)), so
+    // entry w becomes the pair of warps 0..w.
+    bool f = lane < $op_warps && warp_flags[lane];
+    const $op_t total = lane < $op_warps ? warp_totals[lane] : $op_identity();
+    const $op_t scanned = $op_warp_segmented_inclusive_scan<Strategy>(total, f);
+    if (lane < $op_warps) {
+      warp_totals[lane] = scanned;
+      warp_flags[lane] = f;
+    }
+  }
+  __syncthreads();
+  block_total = warp_totals[$op_warps - 1];
+  block_flag = warp_flags[$op_warps - 1];
+  // Within the warp, the exclusive prefix is the previous lane's inclusive one.
+  $op_t prefix = scan_shfl_up(inclusive, 1);
+  const bool previous_flag = __shfl_up_sync(0xffffffffu, (int)inclusive_flag, 1) != 0;
+  prefix_flag = lane != 0 && previous_flag;
+  if (warp > 0 && !prefix_flag) {
+    // No head in this warp before this lane: the segment that is open at
+    // the warp's start continues here, so the earlier warps' partial goes
+    // in front (lane 0 has nothing of its own warp in front of it).
+    const $op_t before = warp_totals[warp - 1];
+    prefix = lane == 0 ? before : $op_combine(before, prefix);
+    prefix_flag = warp_flags[warp - 1];
+  }
+  return threadIdx.x == 0 ? $op_identity() : prefix;
+}
+
+// ---- Segmented, tile level: `heads` bit i flags items[i] ----
+// The head flags of this thread's items in blocked order: bit i for element
+// base + t·IPT + i. Items past `valid` have none; element 0 always has one.
+template <int Format>
+__device__ __forceinline__ unsigned $op_load_heads(const void* flags, unsigned long long base, int valid) {
+  const int first = (int)threadIdx.x * $op_items_per_thread;
+  unsigned heads = 0;
+  if constexpr (Format == scan_flags_bytes) {
+    const unsigned char* bytes = (const unsigned char*)flags + base + first;
+#pragma unroll
+    for (int i = 0; i < $op_items_per_thread; ++i) {
+      if (first + i < valid && bytes[i] != 0) heads |= 1u << i;
+    }
+  } else if (first < valid) {
+    // At most 32 bits starting at bit `bit`: one word or the end of one and
+    // the start of the next (read only when those bits exist).
+    const int count = valid - first < $op_items_per_thread ? valid - first : $op_items_per_thread;
+    const unsigned long long bit = base + first;
+    const unsigned* words = (const unsigned*)flags + (bit >> 5);
+    const unsigned shift = (unsigned)(bit & 31u);
+    unsigned long long window = words[0] >> shift;
+    if (shift + count > 32) window |= (unsigned long long)words[1] << (32u - shift);
+    heads = (unsigned)(window & ((1ull << count) - 1ull));
+  }
+  if (base + first == 0) heads |= 1u;
+  return heads;
+}
+
+// A thread's pair: whether its items hold a head, and the combination of its
+// last segment's items (all items when none is a head). With `seeded`, the
+// seed goes in front of every head's item.
+__device__ __forceinline__ $op_t $op_thread_segmented_reduce(const $op_t (&items)[$op_items_per_thread], unsigned heads, const $op_t seed, bool seeded) {
+  $op_t total = (heads & 1u) && seeded ? $op_combine(seed, items[0]) : items[0];
+#pragma unroll
+  for (int i = 1; i < $op_items_per_thread; ++i) {
+    if ((heads >> i) & 1u) total = seeded ? $op_combine(seed, items[i]) : items[i];
+    else total = $op_combine(total, items[i]);
+  }
+  return total;
+}
+
+// Scans the tile held in `items` in place (Mode: scan_segmented_inclusive,
+// _exclusive or _carry, see the prelude). `tile_prefix` is the (seeded)
+// partial of the segment open at the tile's start; it is not used when the
+// tile's first element is a head. With `seeded`, every segment starts with
+// `seed` (exclusive scans with an initial value); exclusive scans write
+// `seed` at heads (the identity when not seeded).
+// Returns the tile's pair: its last segment's partial, and in `tile_flag`
+// whether a segment starts in the tile.
+template <int Mode, int Strategy>
+__device__ __forceinline__ $op_t $op_tile_segmented_scan($op_t (&items)[$op_items_per_thread], unsigned heads, const $op_t tile_prefix, const $op_t seed, bool seeded, $op_t* warp_totals, bool* warp_flags, bool& tile_flag) {
+  bool prefix_flag;
+  $op_t tile_total;
+  const $op_t thread_prefix = $op_block_segmented_exclusive_scan<Strategy>(
+      $op_thread_segmented_reduce(items, heads, seed, seeded), heads != 0u, prefix_flag, warp_totals, warp_flags, tile_total, tile_flag);
+  // The partial in front of this thread's first item.
+  $op_t running = threadIdx.x == 0 ? tile_prefix : prefix_flag ? thread_prefix : $op_combine(tile_prefix, thread_prefix);
+#pragma unroll
+  for (int i = 0; i < $op_items_per_thread; ++i) {
+    const $op_t item = items[i];
+    if ((heads >> i) & 1u) {
+      const $op_t start = seeded ? $op_combine(seed, item) : item;
+      items[i] = Mode == scan_segmented_inclusive ? start : Mode == scan_segmented_exclusive ? seed : running;
+      running = start;
+    } else {
+      const $op_t next = $op_combine(running, item);
+      items[i] = Mode == scan_segmented_inclusive ? next : running;
+      running = next;
+    }
+  }
+  return tile_total;
+}
+
+// ---- Segmented, global level: reduce-then-scan with a head flag per tile ----
+// 1. reduce_tiles: each tile's pair (does a segment start in it; the seeded
+//    partial of its last segment).
+// 2. scan_tile_totals: one block turns the pairs into each tile's prefix, the
+//    partial of the segment open at its start (the lifted exclusive scan).
+// 3. scan_tiles: each tile is scanned with its prefix in front.
+// As for plain scans, one tile skips 1 and 2, and input may equal output.
+
+template <int Strategy, int Format>
+__device__ __forceinline__ void $op_segmented_reduce_tile(const $op_t* input, const void* flags, $op_t* tile_totals, unsigned char* tile_flags, const $op_t seed, int seeded, unsigned long long n) {
+  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t warp_totals[$op_warps];
+  __shared__ bool warp_flags[$op_warps];
+  const unsigned long long base = (unsigned long long)blockIdx.x * $op_items_per_tile;
+  const int valid = (int)(n - base < $op_items_per_tile ? n - base : $op_items_per_tile);
+  $op_t items[$op_items_per_thread];
+  $op_load_tile(input, base, valid, staging, items);
+  const unsigned heads = $op_load_heads<Format>(flags, base, valid);
+  bool prefix_flag, tile_flag;
+  $op_t tile_total;
+  $op_block_segmented_exclusive_scan<Strategy>($op_thread_segmented_reduce(items, heads, seed, seeded != 0), heads != 0u,
+                                               prefix_flag, warp_totals, warp_flags, tile_total, tile_flag);
+  if (threadIdx.x == 0) {
+    tile_totals[blockIdx.x] = tile_total;
+    tile_flags[blockIdx.x] = tile_flag;
+  }
+}
+
+// One block walks the tile pairs a chunk at a time, carrying the pair of
+// everything before the chunk; tile_totals[k] becomes tile k's prefix.
+template <int Strategy>
+__device__ __forceinline__ void $op_segmented_scan_tile_totals($op_t* tile_totals, const unsigned char* tile_flags, unsigned long long num_tiles) {
+  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t warp_totals[$op_warps];
+  __shared__ bool warp_flags[$op_warps];
+  // Tile 0 starts with element 0, a head, so its prefix is never read.
+  $op_t carry = $op_identity();
+  for (unsigned long long base = 0; base < num_tiles; base += $op_items_per_tile) {
+    const int valid = (int)(num_tiles - base < $op_items_per_tile ? num_tiles - base : $op_items_per_tile);
+    $op_t items[$op_items_per_thread];
+    $op_load_tile(tile_totals, base, valid, staging, items);
+    const unsigned heads = $op_load_heads<scan_flags_bytes>(tile_flags, base, valid);
+    bool chunk_flag;
+    const $op_t chunk_total = $op_tile_segmented_scan<scan_segmented_carry, Strategy>(items, heads, carry, carry, false, warp_totals, warp_flags, chunk_flag);
+    $op_store_tile(tile_totals, base, valid, staging, items);
+    carry = chunk_flag ? chunk_total : $op_combine(carry, chunk_total);
+  }
+}
+
+template <int Mode, int Strategy, int Format>
+__device__ __forceinline__ void $op_segmented_scan_tile(const $op_t* input, const void* flags, $op_t* output, const $op_t* tile_prefixes, const $op_t seed, int seeded, unsigned long long n) {
+  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t warp_totals[$op_warps];
+  __shared__ bool warp_flags[$op_warps];
+  const unsigned long long base = (unsigned long long)blockIdx.x * $op_items_per_tile;
+  const int valid = (int)(n - base < $op_items_per_tile ? n - base : $op_items_per_tile);
+  $op_t items[$op_items_per_thread];
+  $op_load_tile(input, base, valid, staging, items);
+  const unsigned heads = $op_load_heads<Format>(flags, base, valid);
+  const $op_t prefix = tile_prefixes != nullptr ? tile_prefixes[blockIdx.x] : seed;
+  bool tile_flag;
+  $op_tile_segmented_scan<Mode, Strategy>(items, heads, prefix, seed, seeded != 0, warp_totals, warp_flags, tile_flag);
+  $op_store_tile(output, base, valid, staging, items);
+}

@@ -1,0 +1,234 @@
+//! Property tests of the CPU segmented scans, the oracle of the GPU ones.
+//!
+//! * The sequential scan equals the definition (each output folded from its
+//!   segment's head) for every kind, on short inputs and every pattern.
+//! * Parallel equals sequential, in place equals out of place, and bytes
+//!   equal bits, bit for bit, on inputs long enough for many parallel chunks
+//!   (the chunk-carry logic), for sums and non-commutative operators.
+//! * The flag builders agree with each other: offsets (with empty segments
+//!   and the closing `n`), keys, bytes and bits describe the same heads.
+//! * Bad flag lengths are typed errors that leave the output alone.
+
+mod common;
+use common::ops::*;
+use common::segments::*;
+use gpu_scan::prelude::*;
+use gpu_scan::segmented::{self, FlagFormat, HeadFlags, OwnedHeadFlags, SegmentedError};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+type Rng64 = rand::rngs::StdRng;
+
+fn kinds<E: Copy>(init: E) -> [ScanKind<E>; 3] {
+    [
+        ScanKind::Inclusive,
+        ScanKind::Exclusive,
+        ScanKind::ExclusiveWithInit(init),
+    ]
+}
+
+fn patterns() -> impl Strategy<Value = Pattern> {
+    prop_oneof![
+        Just(Pattern::EveryElement),
+        Just(Pattern::OneSegment),
+        Just(Pattern::MeanLength(1.5)),
+        Just(Pattern::MeanLength(7.0)),
+        Just(Pattern::MeanLength(1000.0)),
+        (1usize..5000).prop_map(|stride| Pattern::Stride {
+            stride,
+            extra_mean: 1e9
+        }),
+    ]
+}
+
+fn definition<Op: ScanOp>(
+    kind: ScanKind<Op::Element>,
+    flags: &[u8],
+    input: &[Op::Element],
+) -> Vec<Op::Element> {
+    let fold =
+        |seed: Op::Element, xs: &[Op::Element]| xs.iter().fold(seed, |acc, x| Op::combine(acc, *x));
+    (0..input.len())
+        .map(|i| {
+            let head = (0..=i).rev().find(|&h| h == 0 || flags[h] != 0).unwrap();
+            match kind {
+                ScanKind::Inclusive => fold(input[head], &input[head + 1..=i]),
+                ScanKind::Exclusive => fold(Op::IDENTITY, &input[head..i]),
+                ScanKind::ExclusiveWithInit(init) => fold(init, &input[head..i]),
+            }
+        })
+        .collect()
+}
+
+fn check_against_definition<Op: ScanOp>(flags: &[u8], input: &[Op::Element], init: Op::Element)
+where
+    Op::Element: PartialEq + std::fmt::Debug,
+{
+    for kind in kinds(init) {
+        let mut out = vec![Op::IDENTITY; input.len()];
+        segmented::scan::<Op>(kind, HeadFlags::Bytes(flags), input, &mut out).unwrap();
+        assert_eq!(out, definition::<Op>(kind, flags, input), "{kind:?}");
+    }
+}
+
+/// Every form (sequential/parallel, in/out of place, bytes/bits) agrees.
+fn check_forms_agree<Op: ScanOp>(
+    flags: &[u8],
+    input: &[Op::Element],
+    init: Op::Element,
+    rng: &mut Rng64,
+) where
+    Op::Element: PartialEq + std::fmt::Debug,
+{
+    let bits = pack_bits(flags, rng);
+    for kind in kinds(init) {
+        let mut want = vec![Op::IDENTITY; input.len()];
+        segmented::scan::<Op>(kind, HeadFlags::Bytes(flags), input, &mut want).unwrap();
+        for heads in [HeadFlags::Bytes(flags), HeadFlags::Bits(&bits)] {
+            let mut out = vec![Op::IDENTITY; input.len()];
+            segmented::par_scan::<Op>(kind, heads, input, &mut out).unwrap();
+            assert!(
+                out == want,
+                "{kind:?} {:?}: par_scan differs",
+                heads.format()
+            );
+            let mut data = input.to_vec();
+            segmented::par_scan_in_place::<Op>(kind, heads, &mut data).unwrap();
+            assert!(
+                data == want,
+                "{kind:?} {:?}: par_scan_in_place differs",
+                heads.format()
+            );
+            let mut data = input.to_vec();
+            segmented::scan_in_place::<Op>(kind, heads, &mut data).unwrap();
+            assert!(
+                data == want,
+                "{kind:?} {:?}: scan_in_place differs",
+                heads.format()
+            );
+        }
+    }
+}
+
+fn lengths() -> impl Strategy<Value = usize> {
+    prop_oneof![3 => 0usize..70, 1 => 60_000usize..200_000]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sequential_matches_the_definition(len in 0usize..60, pattern in patterns(), seed: u64) {
+        let mut rng = Rng64::seed_from_u64(seed);
+        let flags = random_heads(len, pattern, &mut rng);
+        let affine: Vec<AffineU32> = (0..len).map(|_| AffineU32 { a: rng.random(), b: rng.random() }).collect();
+        check_against_definition::<AffineU32>(&flags, &affine, AffineU32 { a: 3, b: 7 });
+        let latest: Vec<Latest> = (0..len).map(|_| random_latest(&mut rng, 0.3)).collect();
+        check_against_definition::<Latest>(&flags, &latest, Latest { valid: true, value: 5 });
+        let sums: Vec<u32> = (0..len).map(|_| rng.random()).collect();
+        check_against_definition::<SumU32>(&flags, &sums, 11);
+    }
+
+    #[test]
+    fn every_form_agrees(len in lengths(), pattern in patterns(), seed: u64) {
+        let mut rng = Rng64::seed_from_u64(seed);
+        let flags = random_heads(len, pattern, &mut rng);
+        let sums: Vec<u32> = (0..len).map(|_| rng.random()).collect();
+        check_forms_agree::<SumU32>(&flags, &sums, 9, &mut rng);
+        let affine: Vec<AffineU32> = (0..len).map(|_| AffineU32 { a: rng.random(), b: rng.random() }).collect();
+        check_forms_agree::<AffineU32>(&flags, &affine, AffineU32 { a: 5, b: 1 }, &mut rng);
+        let joined: Vec<Joined> = (0..len).map(|_| random_joined(&mut rng, 0.2)).collect();
+        check_forms_agree::<JoinSpans>(&flags, &joined, random_joined(&mut rng, 0.0), &mut rng);
+    }
+
+    #[test]
+    fn flag_builders_agree(len in 0usize..3000, pattern in patterns(), seed: u64) {
+        let mut rng = Rng64::seed_from_u64(seed);
+        let mut flags = random_heads(len, pattern, &mut rng);
+        // Normalise: element 0 is a head, any non-zero byte is 1.
+        for (i, f) in flags.iter_mut().enumerate() {
+            *f = (i == 0 || *f != 0) as u8;
+        }
+        let offsets = offsets_of(&flags, &mut rng);
+        let keys = keys_of(&flags, &mut rng);
+        let mut rng2 = Rng64::seed_from_u64(seed);
+        let bits = {
+            let mut b = pack_bits(&flags, &mut rng2);
+            // Builders leave the bits past n clear.
+            if len % 32 != 0 { let last = b.len() - 1; b[last] &= (1u32 << (len % 32)) - 1; }
+            b
+        };
+        prop_assert_eq!(segmented::heads_from_offsets(&offsets, len, FlagFormat::Bytes), OwnedHeadFlags::Bytes(flags.clone()));
+        prop_assert_eq!(segmented::heads_from_offsets(&offsets, len, FlagFormat::Bits), OwnedHeadFlags::Bits(bits.clone()));
+        let offsets32: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+        prop_assert_eq!(segmented::heads_from_offsets(&offsets32, len, FlagFormat::Bytes), OwnedHeadFlags::Bytes(flags.clone()));
+        prop_assert_eq!(segmented::heads_from_keys(&keys, FlagFormat::Bytes), OwnedHeadFlags::Bytes(flags));
+        prop_assert_eq!(segmented::heads_from_keys(&keys, FlagFormat::Bits), OwnedHeadFlags::Bits(bits));
+    }
+}
+
+#[test]
+fn offsets_past_the_end_and_empty_segments() {
+    // Segments [a b] [] [] [c] [d e f] [] over 6 elements, with an offset past n.
+    let offsets = [0u32, 2, 2, 2, 3, 6, 6, 9];
+    let heads = segmented::heads_from_offsets(&offsets, 6, FlagFormat::Bytes);
+    assert_eq!(heads, OwnedHeadFlags::Bytes(vec![1, 0, 1, 1, 0, 0]));
+    let mut out = vec![0u32; 6];
+    segmented::scan::<SumU32>(
+        ScanKind::ExclusiveWithInit(100),
+        heads.as_flags(),
+        &[1, 2, 3, 4, 5, 6],
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(out, [100, 101, 100, 100, 104, 109]);
+    // An offsets array that does not start at 0 still gets element 0 as a head.
+    let heads = segmented::heads_from_offsets(&[3u64], 5, FlagFormat::Bits);
+    assert_eq!(heads, OwnedHeadFlags::Bits(vec![0b01001]));
+    assert_eq!(
+        segmented::heads_from_offsets::<u32>(&[], 0, FlagFormat::Bits),
+        OwnedHeadFlags::Bits(vec![])
+    );
+}
+
+#[test]
+fn bad_flag_lengths_are_errors_and_leave_the_output_alone() {
+    let input = [1u32, 2, 3, 4, 5];
+    let mut out = vec![99u32; 5];
+    let err = segmented::scan::<SumU32>(
+        ScanKind::Inclusive,
+        HeadFlags::Bytes(&[1, 0, 0, 1]),
+        &input,
+        &mut out,
+    )
+    .unwrap_err();
+    match err {
+        SegmentedError::Flags(e) => {
+            assert_eq!((e.elements, e.given, e.required), (5, 4, 5));
+            assert!(e
+                .to_string()
+                .contains("5 elements need 5 Bytes flag units, but 4 were given"));
+        }
+        other => panic!("expected a flags error, got {other:?}"),
+    }
+    assert_eq!(out, [99; 5]);
+    // 33 elements need two words.
+    let mut data = vec![7u32; 33];
+    let err = segmented::par_scan_in_place::<SumU32>(
+        ScanKind::Inclusive,
+        HeadFlags::Bits(&[1]),
+        &mut data,
+    )
+    .unwrap_err();
+    assert_eq!((err.given, err.required), (1, 2));
+    assert_eq!(data, vec![7u32; 33]);
+    let err = segmented::scan::<SumU32>(
+        ScanKind::Inclusive,
+        HeadFlags::Bytes(&[1; 5]),
+        &input,
+        &mut out[..4],
+    )
+    .unwrap_err();
+    assert!(matches!(err, SegmentedError::Length(_)));
+    assert_eq!(out, [99; 5]);
+}
