@@ -9,12 +9,14 @@
 //! cache. Prints "no GPU" and exits 0 without one.
 
 use gpu_scan::prelude::*;
-use gpu_scan::scan_runtime::cudarc::driver::{
-    sys::CUevent_flags, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
-};
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::ProgramOrigin;
 use std::sync::Arc;
 use std::time::Instant;
+
+#[path = "common/timing.rs"]
+mod timing;
+use timing::time_ms;
 
 #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
 struct Sum;
@@ -25,29 +27,6 @@ struct Sum;
 struct Affine {
     a: f32,
     b: f32,
-}
-
-fn median(mut v: Vec<f32>) -> f32 {
-    v.sort_by(f32::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Median milliseconds of `f` over 25 calls, each bracketed by CUDA events.
-fn time_ms(stream: &Arc<CudaStream>, mut f: impl FnMut()) -> f32 {
-    for _ in 0..3 {
-        f();
-    }
-    let timing = Some(CUevent_flags::CU_EVENT_DEFAULT);
-    let samples = (0..25)
-        .map(|_| {
-            let start = stream.record_event(timing).unwrap();
-            f();
-            let end = stream.record_event(timing).unwrap();
-            end.synchronize().unwrap();
-            start.elapsed_ms(&end).unwrap()
-        })
-        .collect();
-    median(samples)
 }
 
 fn measure<Op: ScanOp>(stream: &Arc<CudaStream>, label: &str, make: impl Fn(usize) -> Op::Element)

@@ -3,6 +3,7 @@
 use crate::error::{Result, ScanError};
 use crate::gpu::{open_device, GpuScanner};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
+use scan_core::segmented::{self, HeadFlags};
 use scan_core::{cpu, ScanKind, ScanOp};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -129,6 +130,39 @@ where
         init: Op::Element,
     ) -> Result<Vec<Op::Element>> {
         self.scan(ScanKind::ExclusiveWithInit(init), input)
+    }
+
+    /// A segmented scan of any kind: the scan restarts at every head (see
+    /// [`scan_core::segmented`]).
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::segmented::HeadFlags;
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// let mut scanner = Scanner::<Sum>::new();
+    /// let heads = HeadFlags::Bytes(&[1, 0, 1, 0, 0]);
+    /// let out = scanner.segmented_scan(ScanKind::Exclusive, heads, &[1, 2, 3, 4, 5]).unwrap();
+    /// assert_eq!(out, [0, 1, 0, 3, 7]);
+    /// ```
+    pub fn segmented_scan(
+        &mut self,
+        kind: ScanKind<Op::Element>,
+        heads: HeadFlags<'_>,
+        input: &[Op::Element],
+    ) -> Result<Vec<Op::Element>> {
+        match &mut self.inner {
+            Inner::Gpu { scanner, stream } => {
+                scanner.segmented_scan_host(stream, kind, heads, input)
+            }
+            Inner::Cpu => {
+                let mut out = input.to_vec();
+                segmented::par_scan_in_place::<Op>(kind, heads, &mut out)?;
+                Ok(out)
+            }
+        }
     }
 }
 

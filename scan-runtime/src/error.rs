@@ -51,6 +51,9 @@ pub enum ScanError {
         /// Output length.
         output: usize,
     },
+    /// The head flags do not have the size the input needs.
+    #[error(transparent)]
+    FlagsLength(#[from] scan_core::segmented::FlagsLengthMismatch),
     /// The input is longer than the kernels' grid can cover.
     #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
     TooLong {

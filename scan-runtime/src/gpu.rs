@@ -8,7 +8,7 @@ use cudarc::driver::{
     DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
-use kernels_gen::{Arch, Kernel};
+use kernels_gen::{Arch, Kernel, SegmentedKernel, SegmentedStrategy};
 use scan_core::{ScanKind, ScanOp};
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -56,7 +56,7 @@ pub fn device_arch(ctx: &CudaContext) -> Result<Arch> {
     Ok(arch)
 }
 
-fn driver_version() -> i32 {
+pub(crate) fn driver_version() -> i32 {
     let mut v = 0;
     // SAFETY: the driver is loaded (a context exists); writes one int.
     unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
@@ -85,17 +85,42 @@ pub struct ProgramStats {
     pub load: Duration,
 }
 
+/// Which part of an operator's program is compiled: the plain scans, or
+/// the plain scans plus the segmented ones. Plain scans never pay for
+/// compiling the segmented kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Variant {
+    Plain,
+    Segmented,
+}
+
 /// One operator's kernels, loaded in one context.
-struct Program {
+pub(crate) struct Program {
     _module: Arc<CudaModule>,
     reduce_tiles: CudaFunction,
     scan_tile_totals: CudaFunction,
     scan_tiles_inclusive: CudaFunction,
     scan_tiles_exclusive: CudaFunction,
+    /// Segmented kernels (segmented variant only), in the order of
+    /// [`segmented_index`].
+    pub(crate) segmented: Vec<CudaFunction>,
     stats: ProgramStats,
 }
 
-type ProgramKey = (usize, TypeId);
+/// Where a segmented kernel sits in [`Program::segmented`].
+pub(crate) fn segmented_index(strategy: SegmentedStrategy, kernel: SegmentedKernel) -> usize {
+    let s = SegmentedStrategy::ALL
+        .iter()
+        .position(|&x| x == strategy)
+        .expect("every strategy is listed");
+    let k = SegmentedKernel::ALL
+        .iter()
+        .position(|&x| x == kernel)
+        .expect("every kernel is listed");
+    s * SegmentedKernel::ALL.len() + k
+}
+
+type ProgramKey = (usize, TypeId, Variant);
 
 fn programs() -> &'static Mutex<HashMap<ProgramKey, Arc<Program>>> {
     static PROGRAMS: OnceLock<Mutex<HashMap<ProgramKey, Arc<Program>>>> = OnceLock::new();
@@ -103,11 +128,12 @@ fn programs() -> &'static Mutex<HashMap<ProgramKey, Arc<Program>>> {
 }
 
 /// The operator's program in `ctx`, and how it was obtained this time.
-fn load_program<Op: ScanOp>(
+pub(crate) fn load_program<Op: ScanOp>(
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
+    variant: Variant,
 ) -> Result<(Arc<Program>, ProgramStats)> {
-    let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>());
+    let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>(), variant);
     if let Some(p) = programs().lock().expect("program cache poisoned").get(&key) {
         let stats = ProgramStats {
             origin: ProgramOrigin::Memory,
@@ -117,17 +143,45 @@ fn load_program<Op: ScanOp>(
         return Ok((p.clone(), stats));
     }
     let arch = device_arch(ctx)?;
+    let options = match variant {
+        Variant::Plain => kernels_gen::nvrtc_options(arch),
+        Variant::Segmented => kernels_gen::segmented_nvrtc_options(arch),
+    };
     let start = Instant::now();
-    let compiled = jit::compile(Op::NAME, Op::CUDA_SOURCE, arch, driver_version(), disk)?;
+    let compiled = jit::compile(
+        Op::NAME,
+        Op::CUDA_SOURCE,
+        options,
+        arch,
+        driver_version(),
+        disk,
+    )?;
     let compile = start.elapsed();
     let start = Instant::now();
     let module = ctx.load_module(Ptx::from_src(compiled.ptx))?;
     let f = |k: Kernel| module.load_function(&k.symbol(Op::NAME));
-    let program = Program {
-        reduce_tiles: f(Kernel::ReduceTiles)?,
-        scan_tile_totals: f(Kernel::ScanTileTotals)?,
-        scan_tiles_inclusive: f(Kernel::ScanTilesInclusive)?,
-        scan_tiles_exclusive: f(Kernel::ScanTilesExclusive)?,
+    let mut segmented = Vec::new();
+    if variant == Variant::Segmented {
+        for strategy in SegmentedStrategy::ALL {
+            for kernel in SegmentedKernel::ALL {
+                debug_assert_eq!(segmented.len(), segmented_index(strategy, kernel));
+                segmented.push(module.load_function(&kernel.symbol(Op::NAME, strategy))?);
+            }
+        }
+    }
+    let (reduce_tiles, scan_tile_totals) = (f(Kernel::ReduceTiles)?, f(Kernel::ScanTileTotals)?);
+    let (scan_tiles_inclusive, scan_tiles_exclusive) = (
+        f(Kernel::ScanTilesInclusive)?,
+        f(Kernel::ScanTilesExclusive)?,
+    );
+    check_tile_size::<Op>(ctx, &module)?;
+    let program = Arc::new(Program {
+        _module: module,
+        reduce_tiles,
+        scan_tile_totals,
+        scan_tiles_inclusive,
+        scan_tiles_exclusive,
+        segmented,
         stats: ProgramStats {
             origin: if compiled.from_disk {
                 ProgramOrigin::DiskCache
@@ -135,17 +189,8 @@ fn load_program<Op: ScanOp>(
                 ProgramOrigin::Compiled
             },
             compile,
-            load: Duration::ZERO,
-        },
-        _module: module.clone(),
-    };
-    check_tile_size::<Op>(ctx, &module)?;
-    let program = Arc::new(Program {
-        stats: ProgramStats {
             load: start.elapsed(),
-            ..program.stats
         },
-        ..program
     });
     programs()
         .lock()
@@ -192,16 +237,26 @@ fn check_tile_size<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>)
 /// **Errors** leave the output untouched: lengths are checked before
 /// anything is enqueued.
 pub struct GpuScanner<Op: ScanOp> {
-    ctx: Arc<CudaContext>,
+    pub(crate) ctx: Arc<CudaContext>,
     program: Arc<Program>,
     stats: ProgramStats,
-    workspace: Option<CudaSlice<Op::Element>>,
-    workspace_allocations: usize,
+    pub(crate) disk: DiskCache,
+    /// The segmented variant of the program, loaded on first use.
+    pub(crate) segmented: Option<(Arc<Program>, ProgramStats)>,
+    pub(crate) strategy: SegmentedStrategy,
+    /// One element per tile: tile totals, then tile prefixes.
+    pub(crate) workspace: Option<CudaSlice<Op::Element>>,
+    /// One byte per tile: "a segment starts in this tile" (segmented scans).
+    pub(crate) tile_flags: Option<CudaSlice<u8>>,
+    pub(crate) workspace_allocations: usize,
     _op: PhantomData<Op>,
 }
 
 /// Elements the pass over tile totals and the grid can handle (grid.x < 2^31).
-const MAX_TILES: usize = i32::MAX as usize;
+pub(crate) const MAX_TILES: usize = i32::MAX as usize;
+
+/// The segmented strategy a new scanner uses (the faster one on the H200).
+pub const DEFAULT_SEGMENTED_STRATEGY: SegmentedStrategy = SegmentedStrategy::ConditionalIndexing;
 
 impl<Op: ScanOp> GpuScanner<Op>
 where
@@ -214,12 +269,16 @@ where
 
     /// A scanner on `ctx` with an explicit disk cache.
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Self> {
-        let (program, stats) = load_program::<Op>(ctx, disk)?;
+        let (program, stats) = load_program::<Op>(ctx, disk, Variant::Plain)?;
         Ok(GpuScanner {
             ctx: ctx.clone(),
             program,
             stats,
+            disk: disk.clone(),
+            segmented: None,
+            strategy: DEFAULT_SEGMENTED_STRATEGY,
             workspace: None,
+            tile_flags: None,
             workspace_allocations: 0,
             _op: PhantomData,
         })
@@ -392,7 +451,7 @@ where
         Ok(stream.clone_dtoh(&data)?)
     }
 
-    fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
+    pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
         let tiles = n.div_ceil(Op::tile_items());
         if tiles > MAX_TILES {
             return Err(ScanError::TooLong {

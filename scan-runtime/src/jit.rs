@@ -40,17 +40,19 @@ pub struct Compiled {
     pub from_disk: bool,
 }
 
-/// Compiles `source` for `arch`, through the disk cache. `driver_version`
-/// is part of the cache key (0 when compiling without a driver).
+/// Compiles `source` for `arch` with NVRTC `options` (from
+/// [`kernels_gen::nvrtc_options`] or [`kernels_gen::segmented_nvrtc_options`]),
+/// through the disk cache. `driver_version` is part of the cache key (0 when
+/// compiling without a driver).
 pub fn compile(
     op: &'static str,
     source: &str,
+    options: Vec<String>,
     arch: Arch,
     driver_version: i32,
     disk: &DiskCache,
 ) -> Result<Compiled> {
     let version = nvrtc_version()?;
-    let options = kernels_gen::nvrtc_options(arch);
     let key = CacheKey::new(source, &options, arch, version, driver_version);
     if let Some(ptx) = disk.load(&key) {
         return Ok(Compiled {

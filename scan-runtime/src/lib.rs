@@ -5,6 +5,8 @@
 //!   `Arc<CudaStream>`, asynchronously, reusing its scratch memory.
 //! * [`Scanner`]: host slices in, `Vec` out, on the GPU when usable and on
 //!   the CPU otherwise.
+//! * segmented scans: [`GpuScanner::segmented_scan`] and friends over
+//!   [`DeviceHeadFlags`], flags built by [`HeadFlagBuilder`].
 //! * [`DiskCache`]: where compiled programs are kept between processes.
 //!
 //! Every failure is a [`ScanError`]; a missing `libcuda` or `libnvrtc` is
@@ -15,9 +17,15 @@ pub mod cache;
 mod error;
 mod gpu;
 pub mod jit;
+mod segmented;
 
 pub use backend::{BackendKind, Scanner};
 pub use cache::DiskCache;
 pub use cudarc;
 pub use error::{Result, ScanError};
-pub use gpu::{device_arch, driver_present, open_device, GpuScanner, ProgramOrigin, ProgramStats};
+pub use gpu::{
+    device_arch, driver_present, open_device, GpuScanner, ProgramOrigin, ProgramStats,
+    DEFAULT_SEGMENTED_STRATEGY,
+};
+pub use kernels_gen::{FlagFormat, SegmentedStrategy};
+pub use segmented::{DeviceHeadFlags, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags};

@@ -1,2 +1,3 @@
+pub mod gpu;
 pub mod ops;
 pub mod segments;

@@ -1,0 +1,656 @@
+//! Segmented scans on the GPU: [`GpuScanner`]'s `segmented_*` methods, head
+//! flags on the device ([`DeviceHeadFlags`]) and the flag builders
+//! ([`HeadFlagBuilder`]).
+
+use crate::cache::DiskCache;
+use crate::error::{Result, ScanError};
+use crate::gpu::{device_arch, load_program, segmented_index, GpuScanner, ProgramStats, Variant};
+use crate::jit;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
+    DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use cudarc::nvrtc::Ptx;
+use kernels_gen::{FlagFormat, SegmentedKernel, SegmentedStrategy};
+use scan_core::segmented::{FlagsLengthMismatch, SegmentKey, SegmentOffset};
+use scan_core::{ScanKind, ScanOp};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Segment head flags in device memory, borrowed: one byte per element
+/// (non-zero marks a head) or bits packed into `u32` words (element `i` is
+/// bit `i % 32` of word `i / 32`). Element 0 always starts a segment.
+///
+/// Build them from `CudaSlice`s or views with `From`, or with a
+/// [`HeadFlagBuilder`] from segment offsets or keys.
+#[derive(Debug)]
+pub enum DeviceHeadFlags<'a> {
+    /// One byte per element.
+    Bytes(CudaView<'a, u8>),
+    /// Packed bits, `ceil(n / 32)` words.
+    Bits(CudaView<'a, u32>),
+}
+
+impl DeviceHeadFlags<'_> {
+    /// The storage format.
+    pub fn format(&self) -> FlagFormat {
+        match self {
+            DeviceHeadFlags::Bytes(_) => FlagFormat::Bytes,
+            DeviceHeadFlags::Bits(_) => FlagFormat::Bits,
+        }
+    }
+
+    /// Storage units (bytes or words).
+    pub fn units(&self) -> usize {
+        match self {
+            DeviceHeadFlags::Bytes(b) => b.len(),
+            DeviceHeadFlags::Bits(w) => w.len(),
+        }
+    }
+
+    fn check_len(&self, n: usize) -> Result<(), FlagsLengthMismatch> {
+        let required = self.format().units(n);
+        if self.units() == required {
+            Ok(())
+        } else {
+            Err(FlagsLengthMismatch {
+                format: self.format(),
+                elements: n,
+                given: self.units(),
+                required,
+            })
+        }
+    }
+}
+
+impl<'a> From<&'a CudaSlice<u8>> for DeviceHeadFlags<'a> {
+    fn from(bytes: &'a CudaSlice<u8>) -> Self {
+        DeviceHeadFlags::Bytes(bytes.as_view())
+    }
+}
+
+impl<'a> From<&'a CudaSlice<u32>> for DeviceHeadFlags<'a> {
+    fn from(words: &'a CudaSlice<u32>) -> Self {
+        DeviceHeadFlags::Bits(words.as_view())
+    }
+}
+
+impl<'a> From<CudaView<'a, u8>> for DeviceHeadFlags<'a> {
+    fn from(bytes: CudaView<'a, u8>) -> Self {
+        DeviceHeadFlags::Bytes(bytes)
+    }
+}
+
+impl<'a> From<CudaView<'a, u32>> for DeviceHeadFlags<'a> {
+    fn from(words: CudaView<'a, u32>) -> Self {
+        DeviceHeadFlags::Bits(words)
+    }
+}
+
+/// Owned head flags in device memory, as [`HeadFlagBuilder`] returns them.
+#[derive(Debug)]
+pub enum OwnedDeviceHeadFlags {
+    /// One byte per element.
+    Bytes(CudaSlice<u8>),
+    /// Packed bits.
+    Bits(CudaSlice<u32>),
+}
+
+impl OwnedDeviceHeadFlags {
+    /// Borrows the flags for a scan.
+    pub fn as_flags(&self) -> DeviceHeadFlags<'_> {
+        match self {
+            OwnedDeviceHeadFlags::Bytes(b) => b.into(),
+            OwnedDeviceHeadFlags::Bits(w) => w.into(),
+        }
+    }
+}
+
+impl<Op: ScanOp> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// The strategy segmented scans use (see [`SegmentedStrategy`]); new
+    /// scanners start with [`crate::DEFAULT_SEGMENTED_STRATEGY`].
+    pub fn segmented_strategy(&self) -> SegmentedStrategy {
+        self.strategy
+    }
+
+    /// Selects the segmented strategy. Both give the same results (bit for
+    /// bit for exactly associative operators); they differ in speed.
+    pub fn set_segmented_strategy(&mut self, strategy: SegmentedStrategy) {
+        self.strategy = strategy;
+    }
+
+    /// Loads the segmented variant of the operator's program now (the first
+    /// segmented scan does it otherwise), and says how it was obtained.
+    pub fn prepare_segmented(&mut self) -> Result<ProgramStats> {
+        if let Some((_, stats)) = &self.segmented {
+            return Ok(*stats);
+        }
+        let loaded = load_program::<Op>(&self.ctx, &self.disk, Variant::Segmented)?;
+        let stats = loaded.1;
+        self.segmented = Some(loaded);
+        Ok(stats)
+    }
+
+    /// Scratch bytes a segmented scan of `n` elements needs: one element and
+    /// one byte per tile (none for a single tile).
+    pub fn segmented_workspace_bytes(n: usize) -> usize {
+        let tiles = n.div_ceil(Op::tile_items());
+        if tiles <= 1 {
+            0
+        } else {
+            tiles * (std::mem::size_of::<Op::Element>() + 1)
+        }
+    }
+
+    /// Segmented inclusive scan: `output[i] = input[h] ∘ … ∘ input[i]`, `h`
+    /// the head of `i`'s segment.
+    ///
+    /// ```no_run
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::scan_runtime::{open_device, DeviceHeadFlags};
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// let ctx = open_device(0)?;
+    /// let stream = ctx.default_stream();
+    /// let values = stream.clone_htod(&[1u32, 2, 3, 4, 5])?;
+    /// let heads = stream.clone_htod(&[1u8, 0, 1, 0, 0])?;
+    /// let mut out = stream.alloc_zeros::<u32>(5)?;
+    /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
+    /// scanner.segmented_inclusive(&stream, DeviceHeadFlags::from(&heads), &values, &mut out)?;
+    /// assert_eq!(stream.clone_dtoh(&out)?, [1, 3, 3, 7, 12]);
+    /// # Ok::<(), ScanError>(())
+    /// ```
+    pub fn segmented_inclusive<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        heads: DeviceHeadFlags<'_>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        self.segmented_scan(stream, ScanKind::Inclusive, heads, input, output)
+    }
+
+    /// Segmented exclusive scan: `output[i] = input[h] ∘ … ∘ input[i-1]`,
+    /// the identity at every head.
+    pub fn segmented_exclusive<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        heads: DeviceHeadFlags<'_>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        self.segmented_scan(stream, ScanKind::Exclusive, heads, input, output)
+    }
+
+    /// Segmented exclusive scan with every segment seeded by `init`:
+    /// `output[i] = init ∘ input[h] ∘ … ∘ input[i-1]`, `init` at every head.
+    pub fn segmented_exclusive_with_init<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        heads: DeviceHeadFlags<'_>,
+        input: &I,
+        output: &mut O,
+        init: Op::Element,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        self.segmented_scan(
+            stream,
+            ScanKind::ExclusiveWithInit(init),
+            heads,
+            input,
+            output,
+        )
+    }
+
+    /// A segmented scan of any kind, out of place. Lengths (output and
+    /// flags) are checked before anything is enqueued.
+    pub fn segmented_scan<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kind: ScanKind<Op::Element>,
+        heads: DeviceHeadFlags<'_>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        let n = input.len();
+        if output.len() != n {
+            return Err(ScanError::LengthMismatch {
+                input: n,
+                output: output.len(),
+            });
+        }
+        heads.check_len(n)?;
+        self.prepare_segmented_scan(n, stream)?;
+        let (src, _src_sync) = input.device_ptr(stream);
+        let (dst, _dst_sync) = output.device_ptr_mut(stream);
+        self.launch_segmented(stream, kind, &heads, src, dst, n)
+    }
+
+    /// A segmented scan of any kind of `data` onto itself.
+    pub fn segmented_scan_in_place<D: DevicePtrMut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kind: ScanKind<Op::Element>,
+        heads: DeviceHeadFlags<'_>,
+        data: &mut D,
+    ) -> Result<()> {
+        let n = data.len();
+        heads.check_len(n)?;
+        self.prepare_segmented_scan(n, stream)?;
+        let (ptr, _sync) = data.device_ptr_mut(stream);
+        self.launch_segmented(stream, kind, &heads, ptr, ptr, n)
+    }
+
+    /// Host convenience: uploads `input` and the flags, scans, downloads
+    /// (synchronising the stream).
+    pub fn segmented_scan_host(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kind: ScanKind<Op::Element>,
+        heads: scan_core::segmented::HeadFlags<'_>,
+        input: &[Op::Element],
+    ) -> Result<Vec<Op::Element>> {
+        heads.check_len(input.len())?;
+        if input.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut data = stream.clone_htod(input)?;
+        match heads {
+            scan_core::segmented::HeadFlags::Bytes(b) => {
+                let flags = stream.clone_htod(b)?;
+                self.segmented_scan_in_place(stream, kind, (&flags).into(), &mut data)?;
+            }
+            scan_core::segmented::HeadFlags::Bits(w) => {
+                let flags = stream.clone_htod(w)?;
+                self.segmented_scan_in_place(stream, kind, (&flags).into(), &mut data)?;
+            }
+        }
+        Ok(stream.clone_dtoh(&data)?)
+    }
+
+    fn prepare_segmented_scan(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
+        self.prepare_segmented()?;
+        self.prepare(n, stream)?;
+        let tiles = n.div_ceil(Op::tile_items());
+        if tiles > 1 && self.tile_flags.as_ref().is_none_or(|f| f.len() < tiles) {
+            self.tile_flags = Some(stream.alloc_zeros::<u8>(tiles)?);
+            self.workspace_allocations += 1;
+        }
+        Ok(())
+    }
+
+    /// Enqueues the segmented kernels (see `segmented.cuh`): one launch for a
+    /// single tile, else reduce, scan of the tile pairs, and rescan.
+    fn launch_segmented(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kind: ScanKind<Op::Element>,
+        heads: &DeviceHeadFlags<'_>,
+        src: u64,
+        dst: u64,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let (inclusive, seed, seeded) = match kind {
+            ScanKind::Inclusive => (true, Op::IDENTITY, 0i32),
+            ScanKind::Exclusive => (false, Op::IDENTITY, 0),
+            ScanKind::ExclusiveWithInit(init) => (false, init, 1),
+        };
+        let format = heads.format();
+        let (flags, _flags_sync) = match heads {
+            DeviceHeadFlags::Bytes(b) => b.device_ptr(stream),
+            DeviceHeadFlags::Bits(w) => w.device_ptr(stream),
+        };
+        let program = self
+            .segmented
+            .as_ref()
+            .expect("prepare_segmented loaded the program")
+            .0
+            .clone();
+        let kernel = |k: SegmentedKernel| &program.segmented[segmented_index(self.strategy, k)];
+        let scan_tiles = kernel(SegmentedKernel::ScanTiles { inclusive, format });
+        let tiles = n.div_ceil(Op::tile_items());
+        let n64 = n as u64;
+        let grid = |x: usize| LaunchConfig {
+            grid_dim: (x as u32, 1, 1),
+            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        if tiles == 1 {
+            let no_prefixes: u64 = 0;
+            let mut launch = stream.launch_builder(scan_tiles);
+            launch
+                .arg(&src)
+                .arg(&flags)
+                .arg(&dst)
+                .arg(&no_prefixes)
+                .arg(&seed)
+                .arg(&seeded)
+                .arg(&n64);
+            // SAFETY: (const T* input, const void* flags, T* output, const T* tile_prefixes,
+            // T seed, int seeded, u64 n) as pushed; lengths were checked; null prefixes
+            // select a single tile.
+            unsafe { launch.launch(grid(1)) }?;
+            return Ok(());
+        }
+        let reduce = kernel(SegmentedKernel::ReduceTiles(format));
+        let scan_totals = kernel(SegmentedKernel::ScanTileTotals);
+        let workspace = self.workspace.as_mut().expect("prepare reserved it");
+        let (totals, _totals_sync) = workspace.device_ptr_mut(stream);
+        let tile_flags = self.tile_flags.as_mut().expect("prepare reserved it");
+        let (tile_flags, _tile_flags_sync) = tile_flags.device_ptr_mut(stream);
+        let tiles64 = tiles as u64;
+        let mut launch = stream.launch_builder(reduce);
+        launch
+            .arg(&src)
+            .arg(&flags)
+            .arg(&totals)
+            .arg(&tile_flags)
+            .arg(&seed)
+            .arg(&seeded)
+            .arg(&n64);
+        // SAFETY: (const T*, const void* flags, T* tile_totals, u8* tile_flags, T seed,
+        // int seeded, u64 n); both workspaces hold >= tiles entries.
+        unsafe { launch.launch(grid(tiles)) }?;
+        let mut launch = stream.launch_builder(scan_totals);
+        launch.arg(&totals).arg(&tile_flags).arg(&tiles64);
+        // SAFETY: (T* tile_totals, const u8* tile_flags, u64 num_tiles); one block walks them.
+        unsafe { launch.launch(grid(1)) }?;
+        let mut launch = stream.launch_builder(scan_tiles);
+        launch
+            .arg(&src)
+            .arg(&flags)
+            .arg(&dst)
+            .arg(&totals)
+            .arg(&seed)
+            .arg(&seeded)
+            .arg(&n64);
+        // SAFETY: as the single-tile launch, with `tiles` prefixes in the workspace.
+        unsafe { launch.launch(grid(tiles)) }?;
+        Ok(())
+    }
+}
+
+/// Builds segment head flags on the GPU from segment offsets (CSR row
+/// pointers) or from keys.
+///
+/// ```no_run
+/// use gpu_scan::scan_runtime::{open_device, HeadFlagBuilder};
+/// use gpu_scan::segmented::FlagFormat;
+///
+/// let ctx = open_device(0)?;
+/// let stream = ctx.default_stream();
+/// let builder = HeadFlagBuilder::new(&ctx)?;
+/// // Row pointers of a 3-row matrix with an empty middle row, 5 non-zeros.
+/// let row_ptr = stream.clone_htod(&[0u32, 2, 2, 5])?;
+/// let heads = builder.from_offsets(&stream, &row_ptr, 5, FlagFormat::Bits)?;
+/// # Ok::<(), gpu_scan::prelude::ScanError>(())
+/// ```
+pub struct HeadFlagBuilder {
+    program: Arc<FlagProgram>,
+}
+
+struct FlagProgram {
+    _module: Arc<CudaModule>,
+    functions: HashMap<String, CudaFunction>,
+}
+
+fn flag_programs() -> &'static Mutex<HashMap<usize, Arc<FlagProgram>>> {
+    static PROGRAMS: OnceLock<Mutex<HashMap<usize, Arc<FlagProgram>>>> = OnceLock::new();
+    PROGRAMS.get_or_init(Default::default)
+}
+
+/// Threads per block of the flag builders, and the most blocks they launch
+/// (their grid-stride loops cover any length).
+const BUILDER_THREADS: u32 = 256;
+const BUILDER_MAX_BLOCKS: usize = 8192;
+
+impl HeadFlagBuilder {
+    /// Compiles (or finds in the memory or disk cache) the builder program
+    /// for `ctx`.
+    pub fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        Self::with_disk_cache(ctx, &DiskCache::from_env())
+    }
+
+    /// As [`HeadFlagBuilder::new`], with an explicit disk cache.
+    pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Self> {
+        let key = ctx.cu_ctx() as usize;
+        if let Some(p) = flag_programs().lock().expect("poisoned").get(&key) {
+            return Ok(HeadFlagBuilder { program: p.clone() });
+        }
+        let arch = device_arch(ctx)?;
+        let compiled = jit::compile(
+            "segment_flags",
+            kernels_gen::SEGMENT_FLAGS_SOURCE,
+            kernels_gen::nvrtc_options(arch),
+            arch,
+            crate::gpu::driver_version(),
+            disk,
+        )?;
+        let module = ctx.load_module(Ptx::from_src(compiled.ptx))?;
+        let mut functions = HashMap::new();
+        for format in FlagFormat::ALL {
+            let symbols = [32, 64]
+                .map(|b| kernels_gen::heads_from_offsets_symbol(b, format))
+                .into_iter()
+                .chain([8, 16, 32, 64].map(|b| kernels_gen::heads_from_keys_symbol(b, format)));
+            for symbol in symbols {
+                let f = module.load_function(&symbol)?;
+                functions.insert(symbol, f);
+            }
+        }
+        let program = Arc::new(FlagProgram {
+            _module: module,
+            functions,
+        });
+        flag_programs()
+            .lock()
+            .expect("poisoned")
+            .insert(key, program.clone());
+        Ok(HeadFlagBuilder { program })
+    }
+
+    fn function(&self, symbol: &str) -> &CudaFunction {
+        &self.program.functions[symbol]
+    }
+
+    /// New flags for `n` elements where element `offsets[r]` starts a
+    /// segment. Offsets `>= n` are skipped (the closing `n` of a row-pointer
+    /// array, trailing empty segments); repeated offsets (empty segments)
+    /// mark one head; element 0 is always a head.
+    pub fn from_offsets<O, P>(
+        &self,
+        stream: &Arc<CudaStream>,
+        offsets: &P,
+        n: usize,
+        format: FlagFormat,
+    ) -> Result<OwnedDeviceHeadFlags>
+    where
+        O: SegmentOffset + DeviceRepr,
+        P: DevicePtr<O>,
+    {
+        Ok(match format {
+            FlagFormat::Bytes => {
+                let mut out = stream.alloc_zeros::<u8>(n)?;
+                self.offsets_into(stream, offsets, n, &mut out)?;
+                OwnedDeviceHeadFlags::Bytes(out)
+            }
+            FlagFormat::Bits => {
+                let mut out = stream.alloc_zeros::<u32>(format.units(n))?;
+                self.offsets_into(stream, offsets, n, &mut out)?;
+                OwnedDeviceHeadFlags::Bits(out)
+            }
+        })
+    }
+
+    /// New flags where element `i` starts a segment when `keys[i]` differs
+    /// (bit for bit) from `keys[i - 1]`.
+    pub fn from_keys<K, P>(
+        &self,
+        stream: &Arc<CudaStream>,
+        keys: &P,
+        format: FlagFormat,
+    ) -> Result<OwnedDeviceHeadFlags>
+    where
+        K: SegmentKey + DeviceRepr,
+        P: DevicePtr<K>,
+    {
+        let n = keys.len();
+        Ok(match format {
+            FlagFormat::Bytes => {
+                // SAFETY: every byte is written by the kernel before it is read.
+                let mut out = unsafe { stream.alloc::<u8>(n) }?;
+                self.keys_into(stream, keys, &mut out)?;
+                OwnedDeviceHeadFlags::Bytes(out)
+            }
+            FlagFormat::Bits => {
+                // SAFETY: every word is written by the kernel before it is read.
+                let mut out = unsafe { stream.alloc::<u32>(format.units(n)) }?;
+                self.keys_into(stream, keys, &mut out)?;
+                OwnedDeviceHeadFlags::Bits(out)
+            }
+        })
+    }
+
+    /// Writes flags from offsets into your buffer: `u8`s for
+    /// [`FlagFormat::Bytes`] (`n` of them), `u32`s for [`FlagFormat::Bits`]
+    /// (`ceil(n / 32)`); the buffer's type selects the format. It is cleared
+    /// first.
+    pub fn offsets_into<O, P, W, D>(
+        &self,
+        stream: &Arc<CudaStream>,
+        offsets: &P,
+        n: usize,
+        out: &mut D,
+    ) -> Result<()>
+    where
+        O: SegmentOffset + DeviceRepr,
+        P: DevicePtr<O>,
+        W: FlagWord,
+        D: DevicePtrMut<W>,
+    {
+        let format = W::FORMAT;
+        check_output(format, n, out.len())?;
+        if n == 0 {
+            return Ok(());
+        }
+        stream.memset_zeros(out)?;
+        // With no offsets the kernel still marks element 0.
+        let count = offsets.len();
+        let symbol =
+            kernels_gen::heads_from_offsets_symbol(8 * std::mem::size_of::<O>() as u32, format);
+        let (offsets_ptr, _s1) = offsets.device_ptr(stream);
+        let (out_ptr, _s2) = out.device_ptr_mut(stream);
+        let (count64, n64) = (count as u64, n as u64);
+        let mut launch = stream.launch_builder(self.function(&symbol));
+        launch
+            .arg(&offsets_ptr)
+            .arg(&count64)
+            .arg(&out_ptr)
+            .arg(&n64);
+        // SAFETY: (const uN* offsets, u64 count, flags*, u64 n); `out` holds the units of
+        // n elements (checked), offsets are read for r < count and written only below n.
+        unsafe { launch.launch(builder_grid(count)) }?;
+        Ok(())
+    }
+
+    /// Writes flags from keys into your buffer (see
+    /// [`HeadFlagBuilder::offsets_into`] for its type and size).
+    pub fn keys_into<K, P, W, D>(
+        &self,
+        stream: &Arc<CudaStream>,
+        keys: &P,
+        out: &mut D,
+    ) -> Result<()>
+    where
+        K: SegmentKey + DeviceRepr,
+        P: DevicePtr<K>,
+        W: FlagWord,
+        D: DevicePtrMut<W>,
+    {
+        let n = keys.len();
+        let format = W::FORMAT;
+        check_output(format, n, out.len())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let symbol =
+            kernels_gen::heads_from_keys_symbol(8 * std::mem::size_of::<K>() as u32, format);
+        let (keys_ptr, _s1) = keys.device_ptr(stream);
+        let (out_ptr, _s2) = out.device_ptr_mut(stream);
+        let n64 = n as u64;
+        let mut launch = stream.launch_builder(self.function(&symbol));
+        launch.arg(&keys_ptr).arg(&out_ptr).arg(&n64);
+        // SAFETY: (const uN* keys, flags*, u64 n); SegmentKey guarantees a plain N-bit
+        // value; `out` holds the units of n elements (checked).
+        unsafe { launch.launch(builder_grid(format.units(n).max(1) * 32)) }?;
+        Ok(())
+    }
+}
+
+/// The storage unit of a flag format: `u8` for bytes, `u32` for bits.
+pub trait FlagWord: DeviceRepr + ValidAsZeroBits + sealed::Sealed {
+    /// The format this unit stores.
+    const FORMAT: FlagFormat;
+}
+
+impl FlagWord for u8 {
+    const FORMAT: FlagFormat = FlagFormat::Bytes;
+}
+
+impl FlagWord for u32 {
+    const FORMAT: FlagFormat = FlagFormat::Bits;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u8 {}
+    impl Sealed for u32 {}
+}
+
+fn check_output(format: FlagFormat, n: usize, given: usize) -> Result<()> {
+    let required = format.units(n);
+    if given != required {
+        return Err(FlagsLengthMismatch {
+            format,
+            elements: n,
+            given,
+            required,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn builder_grid(threads: usize) -> LaunchConfig {
+    let blocks = threads
+        .div_ceil(BUILDER_THREADS as usize)
+        .clamp(1, BUILDER_MAX_BLOCKS);
+    LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (BUILDER_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}

@@ -1,0 +1,233 @@
+//! Shared by the GPU test binaries: how to generate and compare each test
+//! operator's elements (tolerances are justified in `tests/gpu_suite.rs`),
+//! poisoning, and result rows.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use super::ops::*;
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits,
+};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+pub type Rng64 = rand::rngs::StdRng;
+
+/// How to generate and compare one operator's elements.
+pub trait Case:
+    ScanOp<Element: DeviceRepr + ValidAsZeroBits + PartialEq + std::fmt::Debug>
+{
+    fn random(rng: &mut Rng64) -> Self::Element;
+    /// Equal within the operator's tolerance (exact by default).
+    fn close(gpu: &Self::Element, cpu: &Self::Element) -> bool {
+        gpu == cpu
+    }
+}
+
+pub fn rel_close(g: f64, c: f64, rel: f64, abs: f64) -> bool {
+    (g - c).abs() <= rel * c.abs().max(g.abs()) + abs || (g.is_nan() && c.is_nan())
+}
+
+impl Case for SumU32 {
+    fn random(rng: &mut Rng64) -> u32 {
+        rng.random()
+    }
+}
+impl Case for MaxF32 {
+    fn random(rng: &mut Rng64) -> f32 {
+        rng.random_range(-1e6..1e6)
+    }
+    fn close(g: &f32, c: &f32) -> bool {
+        g.to_bits() == c.to_bits() // max is exactly associative
+    }
+}
+impl Case for MinI64 {
+    fn random(rng: &mut Rng64) -> i64 {
+        rng.random()
+    }
+}
+impl Case for Affine {
+    fn random(rng: &mut Rng64) -> Affine {
+        Affine {
+            a: rng.random_range(0.5..0.95),
+            b: rng.random_range(0.0..1.0),
+        }
+    }
+    fn close(g: &Affine, c: &Affine) -> bool {
+        rel_close(g.a as f64, c.a as f64, 1e-4, 1e-30)
+            && rel_close(g.b as f64, c.b as f64, 1e-4, 1e-30)
+    }
+}
+impl Case for Stats {
+    fn random(rng: &mut Rng64) -> Stats {
+        Stats {
+            count: rng.random_range(0..3),
+            sum: rng.random_range(0.0..1.0),
+            max: rng.random_range(-1e3..1e3),
+        }
+    }
+    fn close(g: &Stats, c: &Stats) -> bool {
+        g.count == c.count
+            && g.max.to_bits() == c.max.to_bits()
+            && rel_close(g.sum, c.sum, 1e-7, 0.0)
+    }
+}
+impl Case for Mat2 {
+    fn random(rng: &mut Rng64) -> Mat2 {
+        const D4: [[f32; 4]; 8] = [
+            [1.0, 0.0, 0.0, 1.0],
+            [0.0, -1.0, 1.0, 0.0],
+            [-1.0, 0.0, 0.0, -1.0],
+            [0.0, 1.0, -1.0, 0.0],
+            [1.0, 0.0, 0.0, -1.0],
+            [-1.0, 0.0, 0.0, 1.0],
+            [0.0, 1.0, 1.0, 0.0],
+            [0.0, -1.0, -1.0, 0.0],
+        ];
+        Mat2 {
+            m: D4[rng.random_range(0..8)],
+        }
+    }
+    fn close(g: &Mat2, c: &Mat2) -> bool {
+        // -0.0 and 0.0 are the same matrix entry.
+        g.m.iter().zip(&c.m).all(|(x, y)| x == y)
+    }
+}
+impl Case for AffineU32 {
+    fn random(rng: &mut Rng64) -> AffineU32 {
+        AffineU32 {
+            a: rng.random(),
+            b: rng.random(),
+        }
+    }
+}
+impl Case for Latest {
+    fn random(rng: &mut Rng64) -> Latest {
+        random_latest(rng, 0.01)
+    }
+}
+impl Case for SumU8 {
+    fn random(rng: &mut Rng64) -> u8 {
+        rng.random()
+    }
+}
+impl Case for JoinSpans {
+    fn random(rng: &mut Rng64) -> Joined {
+        random_joined(rng, 0.3)
+    }
+}
+impl Case for SumU32Small {
+    fn random(rng: &mut Rng64) -> u32 {
+        rng.random()
+    }
+}
+impl Case for SaturatingLanes {
+    fn random(rng: &mut Rng64) -> u32 {
+        rng.random::<u32>() & 0x00ff_00ff
+    }
+}
+
+pub fn random_input<Op: Case>(n: usize, seed: u64) -> Vec<Op::Element> {
+    const CHUNK: usize = 1 << 16;
+    let mut v = vec![Op::IDENTITY; n];
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
+        let mut rng = Rng64::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for x in chunk {
+            *x = Op::random(&mut rng);
+        }
+    });
+    v
+}
+
+/// Fills a device buffer with 0xA5 bytes so that unwritten outputs show.
+pub fn poison<T>(stream: &Arc<CudaStream>, buf: &mut CudaSlice<T>) {
+    let bytes = buf.len() * std::mem::size_of::<T>();
+    let (ptr, _sync) = buf.device_ptr_mut(stream);
+    // SAFETY: `ptr` addresses `bytes` bytes of this allocation, ordered on `stream`.
+    unsafe {
+        gpu_scan::scan_runtime::cudarc::driver::result::memset_d8_async(
+            ptr,
+            0xA5,
+            bytes,
+            stream.cu_stream(),
+        )
+    }
+    .expect("memset");
+}
+
+pub struct Row {
+    pub op: &'static str,
+    pub kind: &'static str,
+    pub lengths: usize,
+    pub elements: usize,
+    pub failures: Vec<String>,
+    pub seconds: f64,
+}
+
+pub fn compare<Op: Case>(
+    what: &str,
+    n: usize,
+    gpu: &[Op::Element],
+    cpu: &[Op::Element],
+    failures: &mut Vec<String>,
+) {
+    let bad: Vec<usize> = (0..n)
+        .into_par_iter()
+        .filter(|&i| !Op::close(&gpu[i], &cpu[i]))
+        .collect();
+    if let Some(&i) = bad.first() {
+        failures.push(format!(
+            "{what} n={n}: {} mismatches, first at {i}: gpu {:?} cpu {:?}",
+            bad.len(),
+            gpu[i],
+            cpu[i]
+        ));
+    }
+}
+
+pub fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// The run's seed: GPU_SUITE_SEED, or the clock.
+pub fn suite_seed() -> u64 {
+    std::env::var("GPU_SUITE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        })
+}
+
+/// Prints the result table and the failures; returns how many rows failed.
+pub fn print_rows(rows: &[Row]) -> usize {
+    println!(
+        "\n{:<16} {:<40} {:>7} {:>13} {:>9} {:>6}",
+        "operator", "kind", "lengths", "elements", "seconds", "result"
+    );
+    let mut failed = 0;
+    for r in rows {
+        let ok = r.failures.is_empty();
+        failed += usize::from(!ok);
+        println!(
+            "{:<16} {:<40} {:>7} {:>13} {:>9.2} {:>6}",
+            r.op,
+            r.kind,
+            r.lengths,
+            r.elements,
+            r.seconds,
+            if ok { "pass" } else { "FAIL" }
+        );
+    }
+    for r in rows.iter().filter(|r| !r.failures.is_empty()) {
+        for f in &r.failures {
+            println!("FAIL {} {}: {f}", r.op, r.kind);
+        }
+    }
+    failed
+}
