@@ -166,7 +166,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     let n = 3 * Op::tile_items();
     let data = stream.alloc_zeros::<Op::Element>(n).unwrap();
     let mut out = stream.alloc_zeros::<Op::Element>(n).unwrap();
-    let short = stream.alloc_zeros::<u32>(n / 32).unwrap();
+    let short = stream.alloc_zeros::<u32>(n.div_ceil(32) - 1).unwrap();
     match scanner.segmented_inclusive(stream, (&short).into(), &data, &mut out) {
         Err(ScanError::FlagsLength(e)) if e.required == n.div_ceil(32) => {}
         other => rows[first_row]

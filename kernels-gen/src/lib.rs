@@ -161,6 +161,14 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
     let _ = writeln!(
         out,
+        "// Shared staging for a tile, with a padding slot after every 32 elements."
+    );
+    let _ = writeln!(
+        out,
+        "constexpr int {name}_staging_items = {name}_items_per_tile + {name}_items_per_tile / 32;"
+    );
+    let _ = writeln!(
+        out,
         "// Exported so that the host can check its tile size against this one."
     );
     let _ = writeln!(

@@ -7,7 +7,7 @@
 
 extern "C" __global__ void __launch_bounds__($op_block_threads)
 $op_reduce_tiles(const $op_t* input, $op_t* tile_totals, unsigned long long n) {
-  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps + 1];
   const unsigned long long base = (unsigned long long)blockIdx.x * $op_items_per_tile;
   const int valid = (int)(n - base < $op_items_per_tile ? n - base : $op_items_per_tile);
@@ -22,7 +22,7 @@ $op_reduce_tiles(const $op_t* input, $op_t* tile_totals, unsigned long long n) {
 // prefix from chunk to chunk; tile_totals[k] becomes seed ∘ total_0 ∘ … ∘ total_(k-1).
 extern "C" __global__ void __launch_bounds__($op_block_threads)
 $op_scan_tile_totals($op_t* tile_totals, unsigned long long num_tiles, const $op_t seed) {
-  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps + 1];
   $op_t carry = seed;
   for (unsigned long long base = 0; base < num_tiles; base += $op_items_per_tile) {
@@ -39,7 +39,7 @@ $op_scan_tile_totals($op_t* tile_totals, unsigned long long num_tiles, const $op
 // tile_prefixes == nullptr the input is a single tile seeded with `seed`.
 template <bool Inclusive>
 __device__ __forceinline__ void $op_scan_tile(const $op_t* input, $op_t* output, const $op_t* tile_prefixes, const $op_t seed, unsigned long long n) {
-  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps + 1];
   const unsigned long long base = (unsigned long long)blockIdx.x * $op_items_per_tile;
   const int valid = (int)(n - base < $op_items_per_tile ? n - base : $op_items_per_tile);

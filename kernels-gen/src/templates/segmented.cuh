@@ -101,15 +101,28 @@ __device__ __forceinline__ $op_t $op_block_segmented_exclusive_scan($op_t value,
 // ---- Segmented, tile level: `heads` bit i flags items[i] ----
 // The head flags of this thread's items in blocked order: bit i for element
 // base + t·IPT + i. Items past `valid` have none; element 0 always has one.
-template <int Format>
+// `WholeWords` lets byte flags be read four at a time where aligned.
+template <int Format, bool WholeWords = true>
 __device__ __forceinline__ unsigned $op_load_heads(const void* flags, unsigned long long base, int valid) {
   const int first = (int)threadIdx.x * $op_items_per_thread;
   unsigned heads = 0;
   if constexpr (Format == scan_flags_bytes) {
     const unsigned char* bytes = (const unsigned char*)flags + base + first;
+    if (WholeWords && $op_items_per_thread % 4 == 0 && first + $op_items_per_thread <= valid && ((unsigned long long)bytes & 3u) == 0) {
+      // Whole aligned words: a quarter of the loads (bytes are little-endian in a word).
 #pragma unroll
-    for (int i = 0; i < $op_items_per_thread; ++i) {
-      if (first + i < valid && bytes[i] != 0) heads |= 1u << i;
+      for (int w = 0; w < $op_items_per_thread / 4; ++w) {
+        const unsigned word = ((const unsigned*)bytes)[w];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          if ((word >> (8 * b)) & 0xffu) heads |= 1u << (4 * w + b);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < $op_items_per_thread; ++i) {
+        if (first + i < valid && bytes[i] != 0) heads |= 1u << i;
+      }
     }
   } else if (first < valid) {
     // At most 32 bits starting at bit `bit`: one word or the end of one and
@@ -181,7 +194,7 @@ __device__ __forceinline__ $op_t $op_tile_segmented_scan($op_t (&items)[$op_item
 
 template <int Strategy, int Format>
 __device__ __forceinline__ void $op_segmented_reduce_tile(const $op_t* input, const void* flags, $op_t* tile_totals, unsigned char* tile_flags, const $op_t seed, int seeded, unsigned long long n) {
-  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps];
   __shared__ bool warp_flags[$op_warps];
   const unsigned long long base = (unsigned long long)blockIdx.x * $op_items_per_tile;
@@ -203,7 +216,7 @@ __device__ __forceinline__ void $op_segmented_reduce_tile(const $op_t* input, co
 // everything before the chunk; tile_totals[k] becomes tile k's prefix.
 template <int Strategy>
 __device__ __forceinline__ void $op_segmented_scan_tile_totals($op_t* tile_totals, const unsigned char* tile_flags, unsigned long long num_tiles) {
-  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps];
   __shared__ bool warp_flags[$op_warps];
   // Tile 0 starts with element 0, a head, so its prefix is never read.
@@ -212,7 +225,9 @@ __device__ __forceinline__ void $op_segmented_scan_tile_totals($op_t* tile_total
     const int valid = (int)(num_tiles - base < $op_items_per_tile ? num_tiles - base : $op_items_per_tile);
     $op_t items[$op_items_per_thread];
     $op_load_tile(tile_totals, base, valid, staging, items);
-    const unsigned heads = $op_load_heads<scan_flags_bytes>(tile_flags, base, valid);
+    // Byte by byte: this pass is one block, and the simpler loop keeps ptxas
+    // from spilling the carry for some element types.
+    const unsigned heads = $op_load_heads<scan_flags_bytes, false>(tile_flags, base, valid);
     bool chunk_flag;
     const $op_t chunk_total = $op_tile_segmented_scan<scan_segmented_carry, Strategy>(items, heads, carry, carry, false, warp_totals, warp_flags, chunk_flag);
     $op_store_tile(tile_totals, base, valid, staging, items);
@@ -222,7 +237,7 @@ __device__ __forceinline__ void $op_segmented_scan_tile_totals($op_t* tile_total
 
 template <int Mode, int Strategy, int Format>
 __device__ __forceinline__ void $op_segmented_scan_tile(const $op_t* input, const void* flags, $op_t* output, const $op_t* tile_prefixes, const $op_t seed, int seeded, unsigned long long n) {
-  __shared__ $op_t staging[$op_items_per_tile];
+  __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps];
   __shared__ bool warp_flags[$op_warps];
   const unsigned long long base = (unsigned long long)blockIdx.x * $op_items_per_tile;
