@@ -10,7 +10,7 @@
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use gpu_scan::scan_runtime::ProgramOrigin;
+use gpu_scan::scan_runtime::{ProgramOrigin, ScanPath};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -48,7 +48,14 @@ where
         stats.compile.as_secs_f64() * 1e3,
         stats.load.as_secs_f64() * 1e3
     );
-    for log2 in [16u32, 24] {
+    for (log2, path) in [
+        (16u32, ScanPath::SinglePass),
+        (24, ScanPath::SinglePass),
+        (28, ScanPath::SinglePass),
+        (24, ScanPath::ReduceThenScan),
+        (28, ScanPath::ReduceThenScan),
+    ] {
+        scanner.set_path(path);
         let n = 1usize << log2;
         let host: Vec<Op::Element> = (0..n).map(&make).collect();
         let input = stream.clone_htod(&host).unwrap();
@@ -60,7 +67,7 @@ where
         let copy_ms = time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap());
         let bytes = 2.0 * (n * std::mem::size_of::<Op::Element>()) as f64;
         println!(
-            "{label}: n = 2^{log2}: scan {:.4} ms ({:.0} GB/s), copy {:.4} ms, scan/copy time {:.2}x",
+            "{label}: n = 2^{log2} {path:?}: scan {:.4} ms ({:.0} GB/s), copy {:.4} ms, scan/copy time {:.2}x",
             scan,
             bytes / (scan as f64 * 1e-3) / 1e9,
             copy_ms,

@@ -1,5 +1,7 @@
 //! The GPU suite: every kind (inclusive, exclusive, exclusive with init, and
-//! each in place) for every test operator, over lengths at every boundary,
+//! each in place) for every test operator, through both paths (single pass
+//! with decoupled look-back, and reduce-then-scan; the longest inputs
+//! through the default single pass only), over lengths at every boundary,
 //! on fresh random inputs (seed printed; set GPU_SUITE_SEED to replay), with
 //! outputs poisoned before each run and every element compared with the CPU
 //! backend. Without a GPU it prints one line and passes.
@@ -26,12 +28,20 @@ use common::gpu::*;
 use common::ops::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
+use gpu_scan::scan_runtime::ScanPath;
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
 
-fn run_op<Op: Case>(stream: &Arc<CudaStream>, lengths: &[usize], seed: u64, rows: &mut Vec<Row>) {
+fn run_op<Op: Case>(
+    stream: &Arc<CudaStream>,
+    path: ScanPath,
+    lengths: &[usize],
+    seed: u64,
+    rows: &mut Vec<Row>,
+) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
+    scanner.set_path(path);
     // The in-memory cache: a second scanner of the same operator in the same
     // context compiles and loads nothing.
     let second = GpuScanner::<Op>::new(stream.context()).expect("second scanner");
@@ -50,11 +60,10 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, lengths: &[usize], seed: u64, rows
         .flat_map(|(name, _)| {
             [false, true].map(|in_place| Row {
                 op: Op::NAME,
-                kind: if in_place {
-                    leak(format!("{name} in place"))
-                } else {
-                    name
-                },
+                kind: leak(format!(
+                    "{name}{} [{path:?}]",
+                    if in_place { " in place" } else { "" }
+                )),
                 lengths: 0,
                 elements: 0,
                 failures: Vec::new(),
@@ -177,39 +186,67 @@ fn gpu_suite() {
     );
     let stream = ctx.default_stream();
     let mut rows = Vec::new();
-    run_op::<SumU32>(&stream, &lengths_for::<SumU32>(big), seed, &mut rows);
-    run_op::<MaxF32>(&stream, &lengths_for::<MaxF32>(big), seed, &mut rows);
-    run_op::<MinI64>(&stream, &lengths_for::<MinI64>(big), seed, &mut rows);
-    run_op::<Affine>(&stream, &lengths_for::<Affine>(big), seed, &mut rows);
-    run_op::<Stats>(&stream, &lengths_for::<Stats>(big), seed, &mut rows);
-    run_op::<Mat2>(&stream, &lengths_for::<Mat2>(big), seed, &mut rows);
-    run_op::<AffineU32>(&stream, &lengths_for::<AffineU32>(big), seed, &mut rows);
-    run_op::<Latest>(&stream, &lengths_for::<Latest>(big), seed, &mut rows);
-    run_op::<JoinSpans>(&stream, &lengths_for::<JoinSpans>(big), seed, &mut rows);
-    run_op::<SaturatingLanes>(
-        &stream,
-        &lengths_for::<SaturatingLanes>(big),
-        seed,
-        &mut rows,
-    );
-    run_op::<SumU32Small>(
-        &stream,
-        &lengths_for::<SumU32Small>(1 << 24),
-        seed,
-        &mut rows,
-    );
-    // Over 2^31 elements of a 1-byte type: 64-bit indexing end to end.
-    let huge = std::env::var("GPU_SUITE_HUGE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or((1usize << 31) + (1 << 20) + 3);
-    run_op::<SumU8>(
-        &stream,
-        &[1, 33, SumU8::tile_items() + 1, huge],
-        seed,
-        &mut rows,
-    );
-
+    // Every operator and kind through both paths; the longest inputs (and
+    // the u8 input over 2^31) through the default single pass only.
+    for path in [ScanPath::SinglePass, ScanPath::ReduceThenScan] {
+        let big = if path == ScanPath::SinglePass {
+            big
+        } else {
+            (1 << 21) + 5
+        };
+        run_op::<SumU32>(&stream, path, &lengths_for::<SumU32>(big), seed, &mut rows);
+        run_op::<MaxF32>(&stream, path, &lengths_for::<MaxF32>(big), seed, &mut rows);
+        run_op::<MinI64>(&stream, path, &lengths_for::<MinI64>(big), seed, &mut rows);
+        run_op::<Affine>(&stream, path, &lengths_for::<Affine>(big), seed, &mut rows);
+        run_op::<Stats>(&stream, path, &lengths_for::<Stats>(big), seed, &mut rows);
+        run_op::<Mat2>(&stream, path, &lengths_for::<Mat2>(big), seed, &mut rows);
+        run_op::<AffineU32>(
+            &stream,
+            path,
+            &lengths_for::<AffineU32>(big),
+            seed,
+            &mut rows,
+        );
+        run_op::<Latest>(&stream, path, &lengths_for::<Latest>(big), seed, &mut rows);
+        run_op::<JoinSpans>(
+            &stream,
+            path,
+            &lengths_for::<JoinSpans>(big),
+            seed,
+            &mut rows,
+        );
+        run_op::<SaturatingLanes>(
+            &stream,
+            path,
+            &lengths_for::<SaturatingLanes>(big),
+            seed,
+            &mut rows,
+        );
+        run_op::<SumU32Small>(
+            &stream,
+            path,
+            &lengths_for::<SumU32Small>(big.min(1 << 24)),
+            seed,
+            &mut rows,
+        );
+        // Over 2^31 elements of a 1-byte type: 64-bit indexing end to end.
+        let huge = std::env::var("GPU_SUITE_HUGE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or((1usize << 31) + (1 << 20) + 3);
+        let last = if path == ScanPath::SinglePass {
+            huge
+        } else {
+            big
+        };
+        run_op::<SumU8>(
+            &stream,
+            path,
+            &[1, 33, SumU8::tile_items() + 1, last],
+            seed,
+            &mut rows,
+        );
+    }
     let failed = print_rows(&rows);
     println!(
         "gpu_suite: {} rows, {} passed, {failed} failed (seed {seed})",

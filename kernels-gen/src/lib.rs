@@ -10,7 +10,8 @@
 //!   (Kogge–Stone with `__shfl_up_sync`, word by word for wide elements);
 //! * block level: `<op>_block_exclusive_scan`, `<op>_block_inclusive_scan`;
 //! * tile level: several items per thread (`<op>_tile_scan`);
-//! * global level, reduce-then-scan: the kernels listed in [`Kernel`];
+//! * global level, reduce-then-scan and single pass with decoupled
+//!   look-back: the kernels listed in [`Kernel`];
 //! * segmented scans (compiled only with [`SEGMENTED_DEFINE`]): the same
 //!   levels over head flags, in both strategies of [`SegmentedStrategy`],
 //!   with the kernels listed in [`SegmentedKernel`].
@@ -61,6 +62,7 @@ const WARP_LEVEL: &str = include_str!("templates/warp.cuh");
 const BLOCK_LEVEL: &str = include_str!("templates/block.cuh");
 const TILE_LEVEL: &str = include_str!("templates/tile.cuh");
 const REDUCE_THEN_SCAN: &str = include_str!("templates/reduce_then_scan.cuh");
+const SINGLE_PASS: &str = include_str!("templates/single_pass.cuh");
 const SEGMENTED: &str = include_str!("templates/segmented.cuh");
 
 /// The program that builds segment head flags: from segment start offsets
@@ -178,7 +180,13 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
 
     out.push_str(&operator_functions(op, &t));
-    for template in [WARP_LEVEL, BLOCK_LEVEL, TILE_LEVEL, REDUCE_THEN_SCAN] {
+    for template in [
+        WARP_LEVEL,
+        BLOCK_LEVEL,
+        TILE_LEVEL,
+        REDUCE_THEN_SCAN,
+        SINGLE_PASS,
+    ] {
         out.push('\n');
         out.push_str(&template.replace("$op", name));
     }

@@ -163,15 +163,23 @@ pub enum Kernel {
     ScanTilesInclusive,
     /// Global pass 3 (or the whole scan when it fits one tile): exclusive.
     ScanTilesExclusive,
+    /// Single pass with decoupled look-back, inclusive: `(const T* input,
+    /// T* output, u32* status, T* aggregates, T* prefixes, u64* tile_counter,
+    /// u64 tile_base, u32 epoch, T seed, u64 n)`.
+    SinglePassInclusive,
+    /// Single pass with decoupled look-back, exclusive (same parameters).
+    SinglePassExclusive,
 }
 
 impl Kernel {
     /// Every kernel a program contains.
-    pub const ALL: [Kernel; 4] = [
+    pub const ALL: [Kernel; 6] = [
         Kernel::ReduceTiles,
         Kernel::ScanTileTotals,
         Kernel::ScanTilesInclusive,
         Kernel::ScanTilesExclusive,
+        Kernel::SinglePassInclusive,
+        Kernel::SinglePassExclusive,
     ];
 
     /// The suffix after the operator's name.
@@ -181,6 +189,8 @@ impl Kernel {
             Kernel::ScanTileTotals => "scan_tile_totals",
             Kernel::ScanTilesInclusive => "scan_tiles_inclusive",
             Kernel::ScanTilesExclusive => "scan_tiles_exclusive",
+            Kernel::SinglePassInclusive => "single_pass_inclusive",
+            Kernel::SinglePassExclusive => "single_pass_exclusive",
         }
     }
 

@@ -315,4 +315,19 @@ enum scan_segmented_strategy { scan_segmented_transform = 0, scan_segmented_inde
 // (the partial before the element even at heads: the carry into it).
 enum scan_segmented_mode { scan_segmented_inclusive = 0, scan_segmented_exclusive = 1, scan_segmented_carry = 2 };
 
+// Tile status words of the single-pass scans: (epoch << 2) | state. A word
+// from an earlier scan (another epoch) reads as "not ready", so the status
+// array never needs clearing between scans.
+enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_tile_prefix = 2 };
+// Load-acquire / store-release at GPU scope: values written before the
+// release are visible to any thread after its acquire sees the status word.
+__device__ __forceinline__ unsigned scan_load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void scan_store_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+
 #endif  // GPU_SCAN_PRELUDE

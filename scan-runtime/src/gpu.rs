@@ -101,6 +101,8 @@ pub(crate) struct Program {
     scan_tile_totals: CudaFunction,
     scan_tiles_inclusive: CudaFunction,
     scan_tiles_exclusive: CudaFunction,
+    single_pass_inclusive: CudaFunction,
+    single_pass_exclusive: CudaFunction,
     /// Segmented kernels (segmented variant only), in the order of
     /// [`segmented_index`].
     pub(crate) segmented: Vec<CudaFunction>,
@@ -174,6 +176,10 @@ pub(crate) fn load_program<Op: ScanOp>(
         f(Kernel::ScanTilesInclusive)?,
         f(Kernel::ScanTilesExclusive)?,
     );
+    let (single_pass_inclusive, single_pass_exclusive) = (
+        f(Kernel::SinglePassInclusive)?,
+        f(Kernel::SinglePassExclusive)?,
+    );
     check_tile_size::<Op>(ctx, &module)?;
     let program = Arc::new(Program {
         _module: module,
@@ -181,6 +187,8 @@ pub(crate) fn load_program<Op: ScanOp>(
         scan_tile_totals,
         scan_tiles_inclusive,
         scan_tiles_exclusive,
+        single_pass_inclusive,
+        single_pass_exclusive,
         segmented,
         stats: ProgramStats {
             origin: if compiled.from_disk {
@@ -225,9 +233,13 @@ fn check_tile_size<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>)
 /// enqueued on the stream you pass and return without waiting, like any
 /// cudarc launch.
 ///
+/// **Paths.** An input of one tile is scanned by one block in one launch.
+/// Longer inputs take the single pass with decoupled look-back by default,
+/// or reduce-then-scan ([`ScanPath`], [`GpuScanner::set_path`]).
+///
 /// **Scratch.** A scan of `n` elements needs [`GpuScanner::workspace_bytes`]
-/// bytes: one element per tile (`ceil(n / tile_items)` elements, none for a
-/// single tile). The scanner keeps its workspace and grows it only when a
+/// bytes: a few per tile (`ceil(n / tile_items)` tiles, none for a single
+/// tile). The scanner keeps its workspace and grows it only when a
 /// longer input needs more, so repeated scans of one size allocate nothing
 /// after the first; [`GpuScanner::reserve`] sizes it up front.
 ///
@@ -249,8 +261,40 @@ pub struct GpuScanner<Op: ScanOp> {
     /// One byte per tile: "a segment starts in this tile" (segmented scans).
     pub(crate) tile_flags: Option<CudaSlice<u8>>,
     pub(crate) workspace_allocations: usize,
+    path: ScanPath,
+    /// Tile status and values of the single-pass scans.
+    single_pass: Option<SinglePassState<Op::Element>>,
     _op: PhantomData<Op>,
 }
+
+/// How a scan of more than one tile runs on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScanPath {
+    /// One kernel: every tile publishes its aggregate and then its inclusive
+    /// prefix, and looks back over its predecessors' (decoupled look-back;
+    /// Merrill & Garland 2016). Reads and writes each element once.
+    SinglePass,
+    /// Three kernels: tile totals, a scan of the totals, a seeded rescan
+    /// (chapter 1.4.4). Reads the input twice.
+    ReduceThenScan,
+}
+
+/// The single-pass scans' scratch: a status word, an aggregate and an
+/// inclusive prefix per tile, and the counter tiles take their index from.
+/// Status words carry the epoch (the scan's number), so they never need
+/// clearing between scans; the counter only grows, by the tile count of
+/// each scan, and `tile_base` is its value when the next scan starts.
+struct SinglePassState<T> {
+    status: CudaSlice<u32>,
+    aggregates: CudaSlice<T>,
+    prefixes: CudaSlice<T>,
+    counter: CudaSlice<u64>,
+    epoch: u32,
+    tile_base: u64,
+}
+
+/// Epochs fit in the 30 high bits of a status word.
+const MAX_EPOCH: u32 = (1 << 30) - 1;
 
 /// Elements the pass over tile totals and the grid can handle (grid.x < 2^31).
 pub(crate) const MAX_TILES: usize = i32::MAX as usize;
@@ -280,6 +324,8 @@ where
             workspace: None,
             tile_flags: None,
             workspace_allocations: 0,
+            path: ScanPath::SinglePass,
+            single_pass: None,
             _op: PhantomData,
         })
     }
@@ -296,18 +342,33 @@ where
         self.stats
     }
 
+    /// The path scans of more than one tile take (see [`ScanPath`]; new
+    /// scanners use [`ScanPath::SinglePass`]).
+    pub fn path(&self) -> ScanPath {
+        self.path
+    }
+
+    /// Selects the path for scans of more than one tile. Both give the same
+    /// results (bit for bit for exactly associative operators).
+    pub fn set_path(&mut self, path: ScanPath) {
+        self.path = path;
+    }
+
     /// Elements per tile (one block's share).
     pub fn tile_items(&self) -> usize {
         Op::tile_items()
     }
 
-    /// Scratch bytes a scan of `n` elements needs.
-    pub fn workspace_bytes(n: usize) -> usize {
+    /// Scratch bytes a scan of `n` elements needs on `path`: per tile, one
+    /// element for reduce-then-scan; a status word and two elements for the
+    /// single pass (plus its 8-byte tile counter). None for a single tile.
+    pub fn workspace_bytes(n: usize, path: ScanPath) -> usize {
         let tiles = n.div_ceil(Op::tile_items());
-        if tiles <= 1 {
-            0
-        } else {
-            tiles * std::mem::size_of::<Op::Element>()
+        let size = std::mem::size_of::<Op::Element>();
+        match path {
+            _ if tiles <= 1 => 0,
+            ScanPath::ReduceThenScan => tiles * size,
+            ScanPath::SinglePass => tiles * (4 + 2 * size) + 8,
         }
     }
 
@@ -316,9 +377,25 @@ where
         self.workspace_allocations
     }
 
-    /// Makes sure scans of up to `n` elements need no allocation.
+    /// Makes sure scans of up to `n` elements on the current [`ScanPath`]
+    /// need no allocation.
     pub fn reserve(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
         let tiles = n.div_ceil(Op::tile_items());
+        if tiles <= 1 {
+            return Ok(());
+        }
+        match self.path {
+            ScanPath::SinglePass => self.reserve_single_pass(tiles, stream),
+            ScanPath::ReduceThenScan => self.reserve_tile_totals(tiles, stream),
+        }
+    }
+
+    /// Makes sure the reduce-then-scan scratch (one element per tile) covers `tiles`.
+    pub(crate) fn reserve_tile_totals(
+        &mut self,
+        tiles: usize,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
         if tiles > 1 && self.workspace.as_ref().is_none_or(|w| w.len() < tiles) {
             self.workspace = Some(stream.alloc_zeros::<Op::Element>(tiles)?);
             self.workspace_allocations += 1;
@@ -462,6 +539,82 @@ where
         self.reserve(n, stream)
     }
 
+    /// Makes sure the single-pass scratch covers `tiles` tiles.
+    fn reserve_single_pass(&mut self, tiles: usize, stream: &Arc<CudaStream>) -> Result<()> {
+        if self
+            .single_pass
+            .as_ref()
+            .is_none_or(|s| s.status.len() < tiles)
+        {
+            // Fresh, zeroed status words belong to no epoch.
+            self.single_pass = Some(SinglePassState {
+                status: stream.alloc_zeros::<u32>(tiles)?,
+                aggregates: stream.alloc_zeros::<Op::Element>(tiles)?,
+                prefixes: stream.alloc_zeros::<Op::Element>(tiles)?,
+                counter: stream.alloc_zeros::<u64>(1)?,
+                epoch: 0,
+                tile_base: 0,
+            });
+            self.workspace_allocations += 1;
+        }
+        Ok(())
+    }
+
+    /// One launch of the single-pass kernel over `n` elements (more than one tile).
+    fn launch_single_pass(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        inclusive: bool,
+        seed: Op::Element,
+        src: u64,
+        dst: u64,
+        n: usize,
+    ) -> Result<()> {
+        let tiles = n.div_ceil(Op::tile_items());
+        self.reserve_single_pass(tiles, stream)?;
+        let kernel = if inclusive {
+            &self.program.single_pass_inclusive
+        } else {
+            &self.program.single_pass_exclusive
+        };
+        let state = self.single_pass.as_mut().expect("reserved above");
+        if state.epoch == MAX_EPOCH {
+            stream.memset_zeros(&mut state.status)?;
+            state.epoch = 0;
+        }
+        state.epoch += 1;
+        let (status, _s1) = state.status.device_ptr_mut(stream);
+        let (aggregates, _s2) = state.aggregates.device_ptr_mut(stream);
+        let (prefixes, _s3) = state.prefixes.device_ptr_mut(stream);
+        let (counter, _s4) = state.counter.device_ptr_mut(stream);
+        let n64 = n as u64;
+        let mut launch = stream.launch_builder(kernel);
+        launch
+            .arg(&src)
+            .arg(&dst)
+            .arg(&status)
+            .arg(&aggregates)
+            .arg(&prefixes)
+            .arg(&counter)
+            .arg(&state.tile_base)
+            .arg(&state.epoch)
+            .arg(&seed)
+            .arg(&n64);
+        // SAFETY: (const T* input, T* output, u32* status, T* aggregates, T* prefixes,
+        // u64* tile_counter, u64 tile_base, u32 epoch, T seed, u64 n) as pushed; the
+        // scratch holds >= tiles entries; the counter equals tile_base (it grew by the
+        // tile count of every earlier launch, all ordered on streams by cudarc's events).
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (tiles as u32, 1, 1),
+                block_dim: (Op::BLOCK_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        state.tile_base += tiles as u64;
+        Ok(())
+    }
+
     /// Enqueues the kernels. `src` and `dst` may be equal (in place): every
     /// tile reads all of its input before writing, and tile prefixes come
     /// from an earlier kernel.
@@ -509,6 +662,9 @@ where
             // src/dst hold n elements; a null prefix array selects the seed.
             unsafe { launch.launch(grid(1)) }?;
             return Ok(());
+        }
+        if self.path == ScanPath::SinglePass {
+            return self.launch_single_pass(stream, inclusive, seed, src, dst, n);
         }
         let workspace = self
             .workspace

@@ -24,7 +24,7 @@ pub use cache::DiskCache;
 pub use cudarc;
 pub use error::{Result, ScanError};
 pub use gpu::{
-    device_arch, driver_present, open_device, GpuScanner, ProgramOrigin, ProgramStats,
+    device_arch, driver_present, open_device, GpuScanner, ProgramOrigin, ProgramStats, ScanPath,
     DEFAULT_SEGMENTED_STRATEGY,
 };
 pub use kernels_gen::{FlagFormat, SegmentedStrategy};

@@ -292,6 +292,7 @@ where
         self.prepare_segmented()?;
         self.prepare(n, stream)?;
         let tiles = n.div_ceil(Op::tile_items());
+        self.reserve_tile_totals(tiles, stream)?;
         if tiles > 1 && self.tile_flags.as_ref().is_none_or(|f| f.len() < tiles) {
             self.tile_flags = Some(stream.alloc_zeros::<u8>(tiles)?);
             self.workspace_allocations += 1;
