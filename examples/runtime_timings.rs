@@ -52,8 +52,11 @@ where
         (16u32, ScanPath::SinglePass),
         (24, ScanPath::SinglePass),
         (28, ScanPath::SinglePass),
+        (16, ScanPath::ReduceThenScan),
         (24, ScanPath::ReduceThenScan),
         (28, ScanPath::ReduceThenScan),
+        (16, ScanPath::Auto),
+        (24, ScanPath::Auto),
     ] {
         scanner.set_path(path);
         let n = 1usize << log2;

@@ -25,7 +25,7 @@ pub use cudarc;
 pub use error::{Result, ScanError};
 pub use gpu::{
     device_arch, driver_present, open_device, GpuScanner, ProgramOrigin, ProgramStats, ScanPath,
-    DEFAULT_SEGMENTED_STRATEGY,
+    AUTO_SINGLE_PASS_MAX_TILES, DEFAULT_SEGMENTED_STRATEGY,
 };
 pub use kernels_gen::{FlagFormat, SegmentedStrategy};
 pub use segmented::{DeviceHeadFlags, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags};
