@@ -73,17 +73,7 @@ impl HeadFlags<'_> {
 
     /// Checks that the flags describe exactly `n` elements.
     pub fn check_len(&self, n: usize) -> Result<(), FlagsLengthMismatch> {
-        let required = self.format().units(n);
-        if self.units() == required {
-            Ok(())
-        } else {
-            Err(FlagsLengthMismatch {
-                format: self.format(),
-                elements: n,
-                given: self.units(),
-                required,
-            })
-        }
+        FlagsLengthMismatch::check(self.format(), n, self.units())
     }
 }
 
@@ -132,6 +122,23 @@ pub struct FlagsLengthMismatch {
     pub given: usize,
     /// Units required.
     pub required: usize,
+}
+
+impl FlagsLengthMismatch {
+    /// `Ok` when `given` units of `format` describe exactly `elements` elements.
+    pub fn check(format: FlagFormat, elements: usize, given: usize) -> Result<(), Self> {
+        let required = format.units(elements);
+        if given == required {
+            Ok(())
+        } else {
+            Err(FlagsLengthMismatch {
+                format,
+                elements,
+                given,
+                required,
+            })
+        }
+    }
 }
 
 /// Why a segmented scan was refused (nothing was written).

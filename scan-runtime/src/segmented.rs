@@ -49,17 +49,7 @@ impl DeviceHeadFlags<'_> {
     }
 
     fn check_len(&self, n: usize) -> Result<(), FlagsLengthMismatch> {
-        let required = self.format().units(n);
-        if self.units() == required {
-            Ok(())
-        } else {
-            Err(FlagsLengthMismatch {
-                format: self.format(),
-                elements: n,
-                given: self.units(),
-                required,
-            })
-        }
+        FlagsLengthMismatch::check(self.format(), n, self.units())
     }
 }
 
@@ -553,7 +543,7 @@ impl HeadFlagBuilder {
         D: DevicePtrMut<W>,
     {
         let format = W::FORMAT;
-        check_output(format, n, out.len())?;
+        FlagsLengthMismatch::check(format, n, out.len())?;
         if n == 0 {
             return Ok(());
         }
@@ -593,7 +583,7 @@ impl HeadFlagBuilder {
     {
         let n = keys.len();
         let format = W::FORMAT;
-        check_output(format, n, out.len())?;
+        FlagsLengthMismatch::check(format, n, out.len())?;
         if n == 0 {
             return Ok(());
         }
@@ -629,20 +619,6 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for u8 {}
     impl Sealed for u32 {}
-}
-
-fn check_output(format: FlagFormat, n: usize, given: usize) -> Result<()> {
-    let required = format.units(n);
-    if given != required {
-        return Err(FlagsLengthMismatch {
-            format,
-            elements: n,
-            given,
-            required,
-        }
-        .into());
-    }
-    Ok(())
 }
 
 fn builder_grid(threads: usize) -> LaunchConfig {
