@@ -48,15 +48,12 @@ where
         stats.compile.as_secs_f64() * 1e3,
         stats.load.as_secs_f64() * 1e3
     );
+    // Larger sizes and the comparison with CUB: examples/scan_bench.rs.
     for (log2, path) in [
         (16u32, ScanPath::SinglePass),
         (24, ScanPath::SinglePass),
-        (28, ScanPath::SinglePass),
         (16, ScanPath::ReduceThenScan),
         (24, ScanPath::ReduceThenScan),
-        (28, ScanPath::ReduceThenScan),
-        (16, ScanPath::Auto),
-        (24, ScanPath::Auto),
     ] {
         scanner.set_path(path);
         let n = 1usize << log2;

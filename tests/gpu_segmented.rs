@@ -15,7 +15,7 @@ use common::ops::*;
 use common::segments::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
-use gpu_scan::scan_runtime::{DeviceHeadFlags, FlagFormat, OwnedDeviceHeadFlags};
+use gpu_scan::scan_runtime::{DeviceHeadFlags, FlagFormat, OwnedDeviceHeadFlags, ScanPath};
 use gpu_scan::segmented::{self as cpu_segmented, HeadFlags, OwnedHeadFlags};
 use rand::SeedableRng;
 use std::sync::Arc;
@@ -69,6 +69,22 @@ fn lengths<Op: ScanOp>(big: usize) -> Vec<usize> {
 
 const KINDS: [&str; 3] = ["inclusive", "exclusive", "exclusive+init"];
 
+/// Both global paths run every case.
+const PATHS: [ScanPath; 2] = [ScanPath::SinglePass, ScanPath::ReduceThenScan];
+
+/// (path index, strategy index, strategy, format index, format) for every combination.
+fn combinations() -> Vec<(usize, usize, SegmentedStrategy, usize, FlagFormat)> {
+    let mut v = Vec::new();
+    for q in 0..PATHS.len() {
+        for (s, strategy) in SegmentedStrategy::ALL.into_iter().enumerate() {
+            for (f, format) in FlagFormat::ALL.into_iter().enumerate() {
+                v.push((q, s, strategy, f, format));
+            }
+        }
+    }
+    v
+}
+
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     scanner.prepare_segmented().expect("segmented program");
@@ -79,18 +95,21 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
         ScanKind::ExclusiveWithInit(init),
     ];
     let first_row = rows.len();
-    let row_index = |s: usize, f: usize, k: usize| first_row + (s * 2 + f) * 3 + k;
-    for strategy in SegmentedStrategy::ALL {
-        for format in FlagFormat::ALL {
-            for kind in KINDS {
-                rows.push(Row {
-                    op: Op::NAME,
-                    kind: leak(format!("{kind} {strategy:?} {format:?}")),
-                    lengths: 0,
-                    elements: 0,
-                    failures: Vec::new(),
-                    seconds: 0.0,
-                });
+    let row_index =
+        |q: usize, s: usize, f: usize, k: usize| first_row + ((q * 2 + s) * 2 + f) * 3 + k;
+    for path in PATHS {
+        for strategy in SegmentedStrategy::ALL {
+            for format in FlagFormat::ALL {
+                for kind in KINDS {
+                    rows.push(Row {
+                        op: Op::NAME,
+                        kind: leak(format!("{kind} {strategy:?} {format:?} [{path:?}]")),
+                        lengths: 0,
+                        elements: 0,
+                        failures: Vec::new(),
+                        seconds: 0.0,
+                    });
+                }
             }
         }
     }
@@ -113,17 +132,18 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                     &mut expected,
                 )
                 .unwrap();
-                for (s, strategy) in SegmentedStrategy::ALL.into_iter().enumerate() {
+                for (q, s, strategy, f, format) in combinations() {
+                    scanner.set_path(PATHS[q]);
                     scanner.set_segmented_strategy(strategy);
-                    for (f, format) in FlagFormat::ALL.into_iter().enumerate() {
-                        // In place or not alternates, so every kind, strategy
-                        // and format runs both ways across the patterns.
-                        let in_place = (p + k + f + s) % 2 == 1;
+                    {
+                        // In place or not alternates, so every kind, strategy,
+                        // format and path runs both ways across the patterns.
+                        let in_place = (p + k + f + s + q) % 2 == 1;
                         let heads: DeviceHeadFlags<'_> = match format {
                             FlagFormat::Bytes => (&d_bytes).into(),
                             FlagFormat::Bits => (&d_bits).into(),
                         };
-                        let row = &mut rows[row_index(s, f, k)];
+                        let row = &mut rows[row_index(q, s, f, k)];
                         let start = Instant::now();
                         let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
                         if in_place {

@@ -28,7 +28,7 @@ use common::gpu::*;
 use common::ops::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
-use gpu_scan::scan_runtime::ScanPath;
+use gpu_scan::scan_runtime::{ScanPath, DEFAULT_SMALL_TILE_LIMIT};
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
@@ -113,6 +113,31 @@ fn run_op<Op: Case>(
                 compare::<Op>(row.kind, n, &got, &expected, &mut row.failures);
             }
         }
+        // Views one element into the buffers: input and output no longer
+        // 16-byte aligned, so whole tiles take the element-wise loads and
+        // stores instead of the vector ones.
+        if (2..=1 << 21).contains(&n) {
+            let mut expected = vec![Op::IDENTITY; n - 1];
+            cpu::par_scan::<Op>(ScanKind::Inclusive, &input[1..], &mut expected).unwrap();
+            let src = d_input.as_ref().unwrap();
+            let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+            poison(stream, &mut out);
+            let mut out_view = out.slice_mut(1..);
+            scanner
+                .inclusive(stream, &src.slice(1..), &mut out_view)
+                .unwrap();
+            let got = stream.clone_dtoh(&out.slice(1..)).unwrap();
+            let row = &mut per_kind[0];
+            row.lengths += 1;
+            row.elements += n - 1;
+            compare::<Op>(
+                "inclusive, misaligned views",
+                n - 1,
+                &got,
+                &expected,
+                &mut row.failures,
+            );
+        }
         // The out-of-place scans never wrote their input.
         if let Some(d) = &d_input {
             let after = stream.clone_dtoh(d).unwrap();
@@ -145,6 +170,9 @@ fn run_op<Op: Case>(
 
 fn lengths_for<Op: ScanOp>(big: usize) -> Vec<usize> {
     let t = Op::tile_items();
+    let small = (Op::BLOCK_THREADS
+        * gpu_scan::kernels_gen::small_items_per_thread(Op::ITEMS_PER_THREAD))
+        as usize;
     let mut v = vec![
         0,
         1,
@@ -155,6 +183,11 @@ fn lengths_for<Op: ScanOp>(big: usize) -> Vec<usize> {
         t,
         t + 1,
         3 * t + 17,
+        // Small tiles (the single pass up to DEFAULT_SMALL_TILE_LIMIT): a
+        // look-back window of 32 of them and one more, and the switch.
+        33 * small + 1,
+        DEFAULT_SMALL_TILE_LIMIT,
+        DEFAULT_SMALL_TILE_LIMIT + 1,
         1000 * t - 1,
         1000 * t + 1,
         t * t + 1,

@@ -71,12 +71,31 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
             continue;
         };
         // The CUDA side's tile size, exported as a __constant__, must equal the Rust side's.
-        let tile_symbol = kernels_gen::tile_items_symbol(Op::NAME);
-        let expected = format!(".u32 {tile_symbol} = {};", Op::tile_items());
-        if !ptx.contains(&expected) {
-            failures.push(format!(
-                "{label}: tile size differs: PTX lacks `{expected}`"
-            ));
+        // So must the small tiles and the single pass's status entry size.
+        let small_tile_items =
+            Op::BLOCK_THREADS * kernels_gen::small_items_per_thread(Op::ITEMS_PER_THREAD);
+        let status_bytes = kernels_gen::tile_status_bytes(std::mem::size_of::<Op::Element>());
+        for (what, symbol, value) in [
+            (
+                "tile size",
+                kernels_gen::tile_items_symbol(Op::NAME),
+                Op::tile_items(),
+            ),
+            (
+                "small tile size",
+                kernels_gen::small_tile_items_symbol(Op::NAME),
+                small_tile_items as usize,
+            ),
+            (
+                "tile status size",
+                kernels_gen::tile_status_bytes_symbol(Op::NAME),
+                status_bytes,
+            ),
+        ] {
+            let expected = format!(".u32 {symbol} = {value};");
+            if !ptx.contains(&expected) {
+                failures.push(format!("{label}: {what} differs: PTX lacks `{expected}`"));
+            }
         }
         assemble(&label, &ptx, reports, failures);
     }

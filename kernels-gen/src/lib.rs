@@ -44,7 +44,8 @@ pub mod ir;
 mod params;
 
 pub use params::{
-    auto_items_per_thread, nvrtc_options, segmented_nvrtc_options, tile_items_symbol, Arch,
+    auto_items_per_thread, nvrtc_options, segmented_nvrtc_options, small_items_per_thread,
+    small_tile_items_symbol, tile_items_symbol, tile_status_bytes, tile_status_bytes_symbol, Arch,
     FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel,
     SegmentedStrategy, MAX_ITEMS_PER_THREAD, SEGMENTED_DEFINE,
 };
@@ -171,12 +172,38 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
     let _ = writeln!(
         out,
-        "// Exported so that the host can check its tile size against this one."
+        "// Small tiles of the single pass for short inputs: a quarter of the items."
     );
     let _ = writeln!(
         out,
-        "extern \"C\" __constant__ unsigned int {} = {name}_items_per_tile;\n",
+        "constexpr int {name}_small_items_per_thread = {name}_items_per_thread >= 4 ? {name}_items_per_thread / 4 : 1;"
+    );
+    let _ = writeln!(
+        out,
+        "constexpr int {name}_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), 24);"
+    );
+    let _ = writeln!(
+        out,
+        "constexpr int {name}_segmented_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), 32);"
+    );
+    let _ = writeln!(
+        out,
+        "// Exported so that the host can check its sizes against these."
+    );
+    let _ = writeln!(
+        out,
+        "extern \"C\" __constant__ unsigned int {} = {name}_items_per_tile;",
         tile_items_symbol(name)
+    );
+    let _ = writeln!(
+        out,
+        "extern \"C\" __constant__ unsigned int {} = {name}_small_items_per_thread * {name}_block_threads;",
+        small_tile_items_symbol(name)
+    );
+    let _ = writeln!(
+        out,
+        "extern \"C\" __constant__ unsigned int {} = scan_tile_status_bytes(sizeof({t}));\n",
+        tile_status_bytes_symbol(name)
     );
 
     out.push_str(&operator_functions(op, &t));
@@ -209,9 +236,15 @@ fn segmented_kernels(name: &str, t: &str) -> String {
         let s = strategy.cuda_name();
         for kernel in SegmentedKernel::ALL {
             let symbol = kernel.symbol(name, strategy);
+            let bounds = match kernel {
+                SegmentedKernel::SinglePass { .. } => {
+                    format!("{name}_block_threads, {name}_segmented_single_pass_min_blocks")
+                }
+                _ => format!("{name}_block_threads"),
+            };
             let _ = writeln!(
                 out,
-                "extern \"C\" __global__ void __launch_bounds__({name}_block_threads)"
+                "extern \"C\" __global__ void __launch_bounds__({bounds})"
             );
             let _ = match kernel {
                 SegmentedKernel::ReduceTiles(format) => writeln!(
@@ -229,6 +262,14 @@ fn segmented_kernels(name: &str, t: &str) -> String {
                     out,
                     "{symbol}(const {t}* input, const void* flags, {t}* output, const {t}* tile_prefixes, const {t} seed, int seeded, unsigned long long n) {{\n  \
                      {name}_segmented_scan_tile<{}, {s}, {}>(input, flags, output, tile_prefixes, seed, seeded, n);\n}}",
+                    if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
+                    format.cuda_name()
+                ),
+                SegmentedKernel::SinglePass { inclusive, format } => writeln!(
+                    out,
+                    "{symbol}(const {t}* input, const void* flags, {t}* output, void* status, {t}* aggregates, {t}* prefixes, \
+                     unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch, const {t} seed, int seeded, unsigned long long n) {{\n  \
+                     {name}_segmented_scan_single_pass<{}, {s}, {}>(input, flags, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, seeded, n);\n}}",
                     if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
                     format.cuda_name()
                 ),

@@ -302,9 +302,20 @@ template <class T, int N> __device__ __forceinline__ void scan_assign(T (&to)[N]
 }
 
 // Items per thread chosen from the element size; the same formula as
-// kernels_gen::auto_items_per_thread in Rust (about 64 bytes per thread).
+// kernels_gen::auto_items_per_thread in Rust (about 96 bytes per thread).
 constexpr int scan_auto_items_per_thread(unsigned long long element_size) {
-  return element_size >= 64 ? 1 : (64 / element_size > 16 ? 16 : (int)(64 / element_size));
+  return element_size >= 96 ? 1 : (96 / element_size > 16 ? 16 : (int)(96 / element_size));
+}
+
+// Blocks per SM the single-pass kernels ask ptxas to fit (__launch_bounds__'
+// second argument): a block spends part of its time on the tile counter and
+// the look-back with no loads in flight, so more resident blocks keep more
+// bytes in flight. The register budget assumed per thread: its items' words
+// plus `overhead` (24 for plain scans, 32 for segmented ones).
+constexpr int scan_single_pass_min_blocks(int threads, int items, unsigned long long element_size, int overhead) {
+  return 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) < 1 ? 1
+         : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) > 2048 / threads ? 2048 / threads
+         : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead));
 }
 
 // Template arguments of the segmented scans (see each operator's segmented part).
@@ -315,19 +326,93 @@ enum scan_segmented_strategy { scan_segmented_transform = 0, scan_segmented_inde
 // (the partial before the element even at heads: the carry into it).
 enum scan_segmented_mode { scan_segmented_inclusive = 0, scan_segmented_exclusive = 1, scan_segmented_carry = 2 };
 
-// Tile status words of the single-pass scans: (epoch << 2) | state. A word
-// from an earlier scan (another epoch) reads as "not ready", so the status
-// array never needs clearing between scans.
+// Tile status of the single-pass scans. A tile publishes its state with a
+// status word (epoch << 2) | state: a word from an earlier scan (another
+// epoch) reads as "not ready", so the status never needs clearing between
+// scans.
 enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_tile_prefix = 2 };
-// Load-acquire / store-release at GPU scope: values written before the
-// release are visible to any thread after its acquire sees the status word.
-__device__ __forceinline__ unsigned scan_load_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
+
+// Bytes per tile of the status array, by element size (the same rule as
+// kernels_gen::tile_status_bytes in Rust):
+//  * 8: elements of at most 4 bytes share one 64-bit word with the status;
+//  * 16: elements of at most 12 bytes share one 128-bit word (ld/st .b128,
+//    one memory operation since PTX 8.3);
+//  * 4: larger elements keep the status word alone, with their values in
+//    separate aggregate and prefix arrays.
+// A packed word is read and written as a whole, so a reader that sees the
+// state sees the value that came with it: no fences, one load per poll.
+constexpr unsigned scan_tile_status_bytes(unsigned long long element_size) {
+  return element_size <= 4 ? 8u : element_size <= 12 ? 16u : 4u;
 }
-__device__ __forceinline__ void scan_store_release(unsigned* p, unsigned v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
-}
+
+template <class T, unsigned Bytes = scan_tile_status_bytes(sizeof(T))> struct scan_tile_status;
+
+template <class T> struct scan_tile_status<T, 8> {
+  unsigned long long* words;
+  __device__ __forceinline__ scan_tile_status(void* status, T*, T*) : words((unsigned long long*)status) {}
+  __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
+    unsigned bits = 0;
+    memcpy(&bits, &value, sizeof(T));
+    const unsigned long long word = ((unsigned long long)bits << 32) | status;
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" : : "l"(words + tile), "l"(word) : "memory");
+  }
+  // The status word of `tile`; `value` receives the value published with it.
+  __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
+    unsigned long long word;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(word) : "l"(words + tile) : "memory");
+    const unsigned bits = (unsigned)(word >> 32);
+    memcpy(&value, &bits, sizeof(T));
+    return (unsigned)word;
+  }
+  // Called by the whole warp once the polled tiles it needs are ready: the
+  // values came with the status words.
+  __device__ __forceinline__ void fetch(unsigned long long, unsigned, bool, T&) const {}
+};
+
+template <class T> struct scan_tile_status<T, 16> {
+  unsigned long long* words;  // two per tile
+  __device__ __forceinline__ scan_tile_status(void* status, T*, T*) : words((unsigned long long*)status) {}
+  __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
+    unsigned w[4] = {status, 0u, 0u, 0u};
+    memcpy(w + 1, &value, sizeof(T));
+    const unsigned long long lo = ((unsigned long long)w[1] << 32) | w[0];
+    const unsigned long long hi = ((unsigned long long)w[3] << 32) | w[2];
+    asm volatile("{\n  .reg .b128 w;\n  mov.b128 w, {%1, %2};\n  st.relaxed.gpu.global.b128 [%0], w;\n}" : : "l"(words + 2 * tile), "l"(lo), "l"(hi) : "memory");
+  }
+  __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
+    unsigned long long lo, hi;
+    asm volatile("{\n  .reg .b128 w;\n  ld.relaxed.gpu.global.b128 w, [%2];\n  mov.b128 {%0, %1}, w;\n}" : "=l"(lo), "=l"(hi) : "l"(words + 2 * tile) : "memory");
+    const unsigned w[3] = {(unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32)};
+    memcpy(&value, w, sizeof(T));
+    return (unsigned)lo;
+  }
+  __device__ __forceinline__ void fetch(unsigned long long, unsigned, bool, T&) const {}
+};
+
+template <class T> struct scan_tile_status<T, 4> {
+  unsigned* status_words;
+  T* aggregates;
+  T* prefixes;
+  __device__ __forceinline__ scan_tile_status(void* status, T* aggregates_, T* prefixes_)
+      : status_words((unsigned*)status), aggregates(aggregates_), prefixes(prefixes_) {}
+  // The value first, then the status word with release semantics.
+  __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
+    ((status & 3u) == scan_tile_prefix ? prefixes : aggregates)[tile] = value;
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" : : "l"(status_words + tile), "r"(status) : "memory");
+  }
+  __device__ __forceinline__ unsigned poll(unsigned long long tile, T&) const {
+    unsigned word;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(word) : "l"(status_words + tile) : "memory");
+    return word;
+  }
+  // The relaxed polls saw the release stores; one fence makes the values
+  // written before them visible (the acquire pattern), then each lane reads
+  // the value its state names (lanes whose tile is `used`).
+  __device__ __forceinline__ void fetch(unsigned long long tile, unsigned state, bool used, T& value) const {
+    __threadfence();
+    const T* values = state == scan_tile_prefix ? prefixes : aggregates;
+    if (used) value = values[tile];
+  }
+};
 
 #endif  // GPU_SCAN_PRELUDE

@@ -62,14 +62,17 @@ pub enum ScanError {
         /// Largest supported length.
         max: usize,
     },
-    /// The generated program's tile size differs from the Rust side's.
-    #[error("program of `{op}` was generated with {device} elements per tile, the host expected {host}: rebuild")]
+    /// A size the generated program exports (tile, small tile or tile
+    /// status entry) differs from the Rust side's.
+    #[error("program of `{op}` has {symbol} = {device}, the host expected {host}: rebuild")]
     TileMismatch {
         /// Operator name.
         op: &'static str,
-        /// Tile size read from the module.
+        /// The exported `__constant__` that differs.
+        symbol: String,
+        /// Value read from the module.
         device: u32,
-        /// Tile size the host computed.
+        /// Value the host computed.
         host: usize,
     },
     /// The GPU backend was requested explicitly but is unusable.

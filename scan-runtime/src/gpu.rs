@@ -103,6 +103,8 @@ pub(crate) struct Program {
     scan_tiles_exclusive: CudaFunction,
     single_pass_inclusive: CudaFunction,
     single_pass_exclusive: CudaFunction,
+    single_pass_small_inclusive: CudaFunction,
+    single_pass_small_exclusive: CudaFunction,
     /// Segmented kernels (segmented variant only), in the order of
     /// [`segmented_index`].
     pub(crate) segmented: Vec<CudaFunction>,
@@ -180,7 +182,11 @@ pub(crate) fn load_program<Op: ScanOp>(
         f(Kernel::SinglePassInclusive)?,
         f(Kernel::SinglePassExclusive)?,
     );
-    check_tile_size::<Op>(ctx, &module)?;
+    let (single_pass_small_inclusive, single_pass_small_exclusive) = (
+        f(Kernel::SinglePassSmallInclusive)?,
+        f(Kernel::SinglePassSmallExclusive)?,
+    );
+    check_sizes::<Op>(ctx, &module)?;
     let program = Arc::new(Program {
         _module: module,
         reduce_tiles,
@@ -189,6 +195,8 @@ pub(crate) fn load_program<Op: ScanOp>(
         scan_tiles_exclusive,
         single_pass_inclusive,
         single_pass_exclusive,
+        single_pass_small_inclusive,
+        single_pass_small_exclusive,
         segmented,
         stats: ProgramStats {
             origin: if compiled.from_disk {
@@ -207,22 +215,40 @@ pub(crate) fn load_program<Op: ScanOp>(
     Ok((program.clone(), program.stats))
 }
 
-/// Reads the tile size the program was generated with and compares it with
-/// the host's (they come from the same formula, in Rust and in C++).
-fn check_tile_size<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> Result<()> {
+/// Reads the sizes the program was generated with (tile, small tile, tile
+/// status entry) and compares them with the host's: they come from the same
+/// formulas, in Rust and in C++.
+fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> Result<()> {
     let stream = ctx.default_stream();
-    let symbol = kernels_gen::tile_items_symbol(Op::NAME);
-    let global = module.get_global(&symbol, &stream)?;
-    let bytes = stream.clone_dtoh(&global)?;
-    let device = u32::from_le_bytes(bytes[..4].try_into().expect("a u32 symbol"));
-    if device as usize != Op::tile_items() {
-        return Err(ScanError::TileMismatch {
-            op: Op::NAME,
-            device,
-            host: Op::tile_items(),
-        });
+    for (symbol, host) in [
+        (kernels_gen::tile_items_symbol(Op::NAME), Op::tile_items()),
+        (
+            kernels_gen::small_tile_items_symbol(Op::NAME),
+            small_tile_items::<Op>(),
+        ),
+        (
+            kernels_gen::tile_status_bytes_symbol(Op::NAME),
+            kernels_gen::tile_status_bytes(std::mem::size_of::<Op::Element>()),
+        ),
+    ] {
+        let global = module.get_global(&symbol, &stream)?;
+        let bytes = stream.clone_dtoh(&global)?;
+        let device = u32::from_le_bytes(bytes[..4].try_into().expect("a u32 symbol"));
+        if device as usize != host {
+            return Err(ScanError::TileMismatch {
+                op: Op::NAME,
+                symbol,
+                device,
+                host,
+            });
+        }
     }
     Ok(())
+}
+
+/// Elements per small tile (the single pass over short inputs).
+pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
+    (Op::BLOCK_THREADS * kernels_gen::small_items_per_thread(Op::ITEMS_PER_THREAD)) as usize
 }
 
 /// Scans with operator `Op` on one CUDA context.
@@ -263,16 +289,21 @@ pub struct GpuScanner<Op: ScanOp> {
     pub(crate) workspace_allocations: usize,
     path: ScanPath,
     /// Tile status and values of the single-pass scans.
-    single_pass: Option<SinglePassState<Op::Element>>,
+    pub(crate) single_pass: Option<SinglePassState<Op::Element>>,
+    small_tile_limit: usize,
     _op: PhantomData<Op>,
 }
 
 /// How a scan of more than one tile runs on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScanPath {
-    /// [`ScanPath::SinglePass`] for inputs of at most
-    /// [`AUTO_SINGLE_PASS_MAX_TILES`] tiles, [`ScanPath::ReduceThenScan`]
-    /// above: the faster of the two at each size on the H200 so far.
+    /// The path the library considers fastest for the input: currently
+    /// [`ScanPath::SinglePass`] at every size. Since the single pass packs
+    /// small elements with their status and keeps its items in shared
+    /// memory through the look-back, it beat reduce-then-scan's three
+    /// launches on short inputs on the H200 (6.9 µs against 11.7 µs at
+    /// 2^16) and on 8-byte affine maps at 2^24 and 2^28; BENCHMARKS.md has
+    /// the current numbers.
     Auto,
     /// One kernel: every tile publishes its aggregate and then its inclusive
     /// prefix, and looks back over its predecessors' (decoupled look-back;
@@ -283,13 +314,17 @@ pub enum ScanPath {
     ReduceThenScan,
 }
 
-/// The single-pass scans' scratch: a status word, an aggregate and an
-/// inclusive prefix per tile, and the counter tiles take their index from.
-/// Status words carry the epoch (the scan's number), so they never need
-/// clearing between scans; the counter only grows, by the tile count of
-/// each scan, and `tile_base` is its value when the next scan starts.
-struct SinglePassState<T> {
-    status: CudaSlice<u32>,
+/// The single-pass scans' scratch: a status entry per tile
+/// ([`kernels_gen::tile_status_bytes`] bytes: the status word, with the
+/// value packed in when the element is at most 12 bytes), an aggregate and
+/// an inclusive prefix per tile when it is not, and the counter tiles take
+/// their index from. Status words carry the epoch (the scan's number), so
+/// they never need clearing between scans; the counter only grows, by the
+/// tile count of each scan, and `tile_base` is its value when the next scan
+/// starts.
+pub(crate) struct SinglePassState<T> {
+    tiles: usize,
+    status: CudaSlice<u8>,
     aggregates: CudaSlice<T>,
     prefixes: CudaSlice<T>,
     counter: CudaSlice<u64>,
@@ -297,20 +332,43 @@ struct SinglePassState<T> {
     tile_base: u64,
 }
 
-/// The most tiles [`ScanPath::Auto`] scans in a single pass. Measured on the
-/// H200 (u32 sum, 4096-element tiles): at 2^16 elements (16 tiles) the single
-/// pass takes 7.7 µs against 13.4 µs for reduce-then-scan's three launches;
-/// at 2^24 (4096 tiles) 0.080 ms against 0.070 ms, its look-back not yet
-/// tuned.
-pub const AUTO_SINGLE_PASS_MAX_TILES: usize = 64;
+/// Device pointers and arguments of one single-pass launch, after
+/// [`GpuScanner::begin_single_pass`].
+pub(crate) struct SinglePassArgs {
+    pub(crate) status: u64,
+    pub(crate) aggregates: u64,
+    pub(crate) prefixes: u64,
+    pub(crate) counter: u64,
+    pub(crate) tile_base: u64,
+    pub(crate) epoch: u32,
+}
 
-/// The concrete path for a scan of `tiles` tiles.
-fn resolve_path(path: ScanPath, tiles: usize) -> ScanPath {
+/// Inputs of at most this many elements take the single pass over small
+/// tiles (a quarter of the items per thread) unless
+/// [`GpuScanner::set_small_tile_limit`] says otherwise. On the H200 (u32
+/// sum) small tiles gained a little at 2^14 (6.5 against 6.8 µs), nothing
+/// at 2^16 and lost above (7.7 against 7.0 µs at 2^17): short scans are
+/// bound by launch latency (a one-block scan of 4096 elements takes 5.5 µs
+/// and a 256 KiB copy 6.0 µs, timed the same way).
+pub const DEFAULT_SMALL_TILE_LIMIT: usize = 1 << 15;
+
+/// The concrete path for a scan of more than one tile.
+pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
     match path {
-        ScanPath::Auto if tiles <= AUTO_SINGLE_PASS_MAX_TILES => ScanPath::SinglePass,
-        ScanPath::Auto => ScanPath::ReduceThenScan,
+        ScanPath::Auto => ScanPath::SinglePass,
         concrete => concrete,
     }
+}
+
+/// Bytes of single-pass scratch for `tiles` tiles of elements `T`.
+pub(crate) fn single_pass_bytes<T>(tiles: usize) -> usize {
+    let status_bytes = kernels_gen::tile_status_bytes(std::mem::size_of::<T>());
+    let values = if status_bytes == 4 {
+        2 * tiles * std::mem::size_of::<T>()
+    } else {
+        0
+    };
+    tiles * status_bytes + values + 8
 }
 
 /// Epochs fit in the 30 high bits of a status word.
@@ -346,6 +404,7 @@ where
             workspace_allocations: 0,
             path: ScanPath::Auto,
             single_pass: None,
+            small_tile_limit: DEFAULT_SMALL_TILE_LIMIT,
             _op: PhantomData,
         })
     }
@@ -379,17 +438,44 @@ where
         Op::tile_items()
     }
 
-    /// Scratch bytes a scan of `n` elements needs on `path`: per tile, one
-    /// element for reduce-then-scan; a status word and two elements for the
-    /// single pass (plus its 8-byte tile counter). None for a single tile.
+    /// Elements per small tile: the single pass uses these for inputs of at
+    /// most [`GpuScanner::small_tile_limit`] elements, so that a short input
+    /// spreads over more blocks.
+    pub fn small_tile_items(&self) -> usize {
+        small_tile_items::<Op>()
+    }
+
+    /// The longest input (in elements) the single pass scans in small tiles.
+    pub fn small_tile_limit(&self) -> usize {
+        self.small_tile_limit
+    }
+
+    /// Sets the longest input the single pass scans in small tiles (0: never).
+    /// New scanners use [`DEFAULT_SMALL_TILE_LIMIT`].
+    pub fn set_small_tile_limit(&mut self, elements: usize) {
+        self.small_tile_limit = elements;
+    }
+
+    /// Scratch bytes a plain scan of `n` elements needs on `path` with the
+    /// default small-tile limit: per tile, one element for reduce-then-scan;
+    /// for the single pass a status entry ([`kernels_gen::tile_status_bytes`])
+    /// and, for elements over 12 bytes, two elements, plus its 8-byte tile
+    /// counter. None for a single tile.
     pub fn workspace_bytes(n: usize, path: ScanPath) -> usize {
         let tiles = n.div_ceil(Op::tile_items());
-        let size = std::mem::size_of::<Op::Element>();
-        match path {
-            _ if tiles <= 1 => 0,
-            ScanPath::SinglePass => tiles * (4 + 2 * size) + 8,
-            ScanPath::Auto if tiles <= AUTO_SINGLE_PASS_MAX_TILES => tiles * (4 + 2 * size) + 8,
-            _ => tiles * size,
+        if tiles <= 1 {
+            return 0;
+        }
+        match resolve_path(path) {
+            ScanPath::SinglePass => {
+                let tiles = if n <= DEFAULT_SMALL_TILE_LIMIT {
+                    n.div_ceil(small_tile_items::<Op>())
+                } else {
+                    tiles
+                };
+                single_pass_bytes::<Op::Element>(tiles)
+            }
+            _ => tiles * std::mem::size_of::<Op::Element>(),
         }
     }
 
@@ -405,9 +491,21 @@ where
         if tiles <= 1 {
             return Ok(());
         }
-        match resolve_path(self.path, tiles) {
-            ScanPath::SinglePass => self.reserve_single_pass(tiles, stream),
+        match resolve_path(self.path) {
+            ScanPath::SinglePass => {
+                let (tiles, _) = self.single_pass_tiles(n);
+                self.reserve_single_pass(tiles, stream)
+            }
             _ => self.reserve_tile_totals(tiles, stream),
+        }
+    }
+
+    /// Tiles of a single pass over `n` elements, and whether they are small.
+    fn single_pass_tiles(&self, n: usize) -> (usize, bool) {
+        if n <= self.small_tile_limit {
+            (n.div_ceil(small_tile_items::<Op>()), true)
+        } else {
+            (n.div_ceil(Op::tile_items()), false)
         }
     }
 
@@ -561,23 +659,59 @@ where
     }
 
     /// Makes sure the single-pass scratch covers `tiles` tiles.
-    fn reserve_single_pass(&mut self, tiles: usize, stream: &Arc<CudaStream>) -> Result<()> {
-        if self
-            .single_pass
-            .as_ref()
-            .is_none_or(|s| s.status.len() < tiles)
-        {
+    pub(crate) fn reserve_single_pass(
+        &mut self,
+        tiles: usize,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        if self.single_pass.as_ref().is_none_or(|s| s.tiles < tiles) {
+            let status_bytes = kernels_gen::tile_status_bytes(std::mem::size_of::<Op::Element>());
+            // Values live in the status entries unless the element is too large.
+            let value_slots = if status_bytes == 4 { tiles } else { 1 };
             // Fresh, zeroed status words belong to no epoch.
             self.single_pass = Some(SinglePassState {
-                status: stream.alloc_zeros::<u32>(tiles)?,
-                aggregates: stream.alloc_zeros::<Op::Element>(tiles)?,
-                prefixes: stream.alloc_zeros::<Op::Element>(tiles)?,
+                tiles,
+                status: stream.alloc_zeros::<u8>(tiles * status_bytes)?,
+                aggregates: stream.alloc_zeros::<Op::Element>(value_slots)?,
+                prefixes: stream.alloc_zeros::<Op::Element>(value_slots)?,
                 counter: stream.alloc_zeros::<u64>(1)?,
                 epoch: 0,
                 tile_base: 0,
             });
             self.workspace_allocations += 1;
         }
+        Ok(())
+    }
+
+    /// Starts a single-pass launch of `tiles` tiles (reserved before): a new
+    /// epoch, and the pointers to pass. `finish` must get the same `tiles`
+    /// once the launch is enqueued.
+    pub(crate) fn begin_single_pass(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        run: impl FnOnce(&SinglePassArgs) -> Result<()>,
+        tiles: usize,
+    ) -> Result<()> {
+        let state = self.single_pass.as_mut().expect("reserved before");
+        debug_assert!(state.tiles >= tiles);
+        if state.epoch == MAX_EPOCH {
+            stream.memset_zeros(&mut state.status)?;
+            state.epoch = 0;
+        }
+        state.epoch += 1;
+        let (status, _s1) = state.status.device_ptr_mut(stream);
+        let (aggregates, _s2) = state.aggregates.device_ptr_mut(stream);
+        let (prefixes, _s3) = state.prefixes.device_ptr_mut(stream);
+        let (counter, _s4) = state.counter.device_ptr_mut(stream);
+        run(&SinglePassArgs {
+            status,
+            aggregates,
+            prefixes,
+            counter,
+            tile_base: state.tile_base,
+            epoch: state.epoch,
+        })?;
+        state.tile_base += tiles as u64;
         Ok(())
     }
 
@@ -591,49 +725,48 @@ where
         dst: u64,
         n: usize,
     ) -> Result<()> {
-        let tiles = n.div_ceil(Op::tile_items());
+        let (tiles, small) = self.single_pass_tiles(n);
         self.reserve_single_pass(tiles, stream)?;
-        let kernel = if inclusive {
-            &self.program.single_pass_inclusive
-        } else {
-            &self.program.single_pass_exclusive
+        let program = self.program.clone();
+        let kernel = match (small, inclusive) {
+            (false, true) => &program.single_pass_inclusive,
+            (false, false) => &program.single_pass_exclusive,
+            (true, true) => &program.single_pass_small_inclusive,
+            (true, false) => &program.single_pass_small_exclusive,
         };
-        let state = self.single_pass.as_mut().expect("reserved above");
-        if state.epoch == MAX_EPOCH {
-            stream.memset_zeros(&mut state.status)?;
-            state.epoch = 0;
-        }
-        state.epoch += 1;
-        let (status, _s1) = state.status.device_ptr_mut(stream);
-        let (aggregates, _s2) = state.aggregates.device_ptr_mut(stream);
-        let (prefixes, _s3) = state.prefixes.device_ptr_mut(stream);
-        let (counter, _s4) = state.counter.device_ptr_mut(stream);
         let n64 = n as u64;
-        let mut launch = stream.launch_builder(kernel);
-        launch
-            .arg(&src)
-            .arg(&dst)
-            .arg(&status)
-            .arg(&aggregates)
-            .arg(&prefixes)
-            .arg(&counter)
-            .arg(&state.tile_base)
-            .arg(&state.epoch)
-            .arg(&seed)
-            .arg(&n64);
-        // SAFETY: (const T* input, T* output, u32* status, T* aggregates, T* prefixes,
-        // u64* tile_counter, u64 tile_base, u32 epoch, T seed, u64 n) as pushed; the
-        // scratch holds >= tiles entries; the counter equals tile_base (it grew by the
-        // tile count of every earlier launch, all ordered on streams by cudarc's events).
-        unsafe {
-            launch.launch(LaunchConfig {
-                grid_dim: (tiles as u32, 1, 1),
-                block_dim: (Op::BLOCK_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            })
-        }?;
-        state.tile_base += tiles as u64;
-        Ok(())
+        self.begin_single_pass(
+            stream,
+            |a| {
+                let mut launch = stream.launch_builder(kernel);
+                launch
+                    .arg(&src)
+                    .arg(&dst)
+                    .arg(&a.status)
+                    .arg(&a.aggregates)
+                    .arg(&a.prefixes)
+                    .arg(&a.counter)
+                    .arg(&a.tile_base)
+                    .arg(&a.epoch)
+                    .arg(&seed)
+                    .arg(&n64);
+                // SAFETY: (const T* input, T* output, void* status, T* aggregates,
+                // T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch, T seed, u64 n)
+                // as pushed; the scratch holds >= tiles entries of the kernel's tile size
+                // (value arrays only when the status cannot hold the value); the counter
+                // equals tile_base (it grew by the tile count of every earlier launch, all
+                // ordered on streams by cudarc's events).
+                unsafe {
+                    launch.launch(LaunchConfig {
+                        grid_dim: (tiles as u32, 1, 1),
+                        block_dim: (Op::BLOCK_THREADS, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+                }?;
+                Ok(())
+            },
+            tiles,
+        )
     }
 
     /// Enqueues the kernels. `src` and `dst` may be equal (in place): every
@@ -684,7 +817,7 @@ where
             unsafe { launch.launch(grid(1)) }?;
             return Ok(());
         }
-        if resolve_path(self.path, tiles) == ScanPath::SinglePass {
+        if resolve_path(self.path) == ScanPath::SinglePass {
             return self.launch_single_pass(stream, inclusive, seed, src, dst, n);
         }
         let workspace = self

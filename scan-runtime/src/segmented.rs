@@ -4,7 +4,10 @@
 
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
-use crate::gpu::{device_arch, load_program, segmented_index, GpuScanner, ProgramStats, Variant};
+use crate::gpu::{
+    device_arch, load_program, resolve_path, segmented_index, GpuScanner, ProgramStats, ScanPath,
+    Variant,
+};
 use crate::jit;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
@@ -124,12 +127,16 @@ where
         Ok(stats)
     }
 
-    /// Scratch bytes a segmented scan of `n` elements needs: one element and
-    /// one byte per tile (none for a single tile).
-    pub fn segmented_workspace_bytes(n: usize) -> usize {
+    /// Scratch bytes a segmented scan of `n` elements needs on `path`: for
+    /// reduce-then-scan one element and one byte per tile, for the single
+    /// pass what a plain single pass of full tiles needs (none for a single
+    /// tile).
+    pub fn segmented_workspace_bytes(n: usize, path: ScanPath) -> usize {
         let tiles = n.div_ceil(Op::tile_items());
         if tiles <= 1 {
             0
+        } else if resolve_path(path) == ScanPath::SinglePass {
+            crate::gpu::single_pass_bytes::<Op::Element>(tiles)
         } else {
             tiles * (std::mem::size_of::<Op::Element>() + 1)
         }
@@ -282,6 +289,13 @@ where
         self.prepare_segmented()?;
         self.prepare(n, stream)?;
         let tiles = n.div_ceil(Op::tile_items());
+        if tiles <= 1 {
+            return Ok(());
+        }
+        if resolve_path(self.path()) == ScanPath::SinglePass {
+            // Segmented single passes use the full tiles.
+            return self.reserve_single_pass(tiles, stream);
+        }
         self.reserve_tile_totals(tiles, stream)?;
         if tiles > 1 && self.tile_flags.as_ref().is_none_or(|f| f.len() < tiles) {
             self.tile_flags = Some(stream.alloc_zeros::<u8>(tiles)?);
@@ -291,7 +305,8 @@ where
     }
 
     /// Enqueues the segmented kernels (see `segmented.cuh`): one launch for a
-    /// single tile, else reduce, scan of the tile pairs, and rescan.
+    /// single tile; else the single pass, or reduce, scan of the tile pairs,
+    /// and rescan, as the [`ScanPath`] says.
     fn launch_segmented(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -345,6 +360,36 @@ where
             // select a single tile.
             unsafe { launch.launch(grid(1)) }?;
             return Ok(());
+        }
+        if resolve_path(self.path()) == ScanPath::SinglePass {
+            let single_pass = kernel(SegmentedKernel::SinglePass { inclusive, format });
+            return self.begin_single_pass(
+                stream,
+                |a| {
+                    let mut launch = stream.launch_builder(single_pass);
+                    launch
+                        .arg(&src)
+                        .arg(&flags)
+                        .arg(&dst)
+                        .arg(&a.status)
+                        .arg(&a.aggregates)
+                        .arg(&a.prefixes)
+                        .arg(&a.counter)
+                        .arg(&a.tile_base)
+                        .arg(&a.epoch)
+                        .arg(&seed)
+                        .arg(&seeded)
+                        .arg(&n64);
+                    // SAFETY: (const T* input, const void* flags, T* output, void* status,
+                    // T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch,
+                    // T seed, int seeded, u64 n) as pushed; lengths were checked; the
+                    // single-pass scratch holds >= tiles entries and the counter equals
+                    // tile_base, as for plain single passes.
+                    unsafe { launch.launch(grid(tiles)) }?;
+                    Ok(())
+                },
+                tiles,
+            );
         }
         let reduce = kernel(SegmentedKernel::ReduceTiles(format));
         let scan_totals = kernel(SegmentedKernel::ScanTileTotals);

@@ -153,19 +153,24 @@ __device__ __forceinline__ $op_t $op_thread_segmented_reduce(const $op_t (&items
 }
 
 // Scans the tile held in `items` in place (Mode: scan_segmented_inclusive,
-// _exclusive or _carry, see the prelude). `tile_prefix` is the (seeded)
-// partial of the segment open at the tile's start; it is not used when the
-// tile's first element is a head. With `seeded`, every segment starts with
+// _exclusive or _carry, see the prelude). Once the block has combined the
+// threads' pairs, every thread calls `tile_prefix(tile_total, tile_flag)`,
+// which returns the (seeded) partial of the segment open at the tile's
+// start (it may synchronise the block; its result is not used when the
+// tile's first element is a head). With `seeded`, every segment starts with
 // `seed` (exclusive scans with an initial value); exclusive scans write
 // `seed` at heads (the identity when not seeded).
 // Returns the tile's pair: its last segment's partial, and in `tile_flag`
 // whether a segment starts in the tile.
-template <int Mode, int Strategy>
-__device__ __forceinline__ $op_t $op_tile_segmented_scan($op_t (&items)[$op_items_per_thread], unsigned heads, const $op_t tile_prefix, const $op_t seed, bool seeded, $op_t* warp_totals, bool* warp_flags, bool& tile_flag) {
+// `reload(items)` may refill `items` after that, as in $op_tile_scan_with.
+template <int Mode, int Strategy, class TilePrefix, class Reload>
+__device__ __forceinline__ $op_t $op_tile_segmented_scan_with($op_t (&items)[$op_items_per_thread], unsigned heads, const $op_t seed, bool seeded, $op_t* warp_totals, bool* warp_flags, bool& tile_flag, TilePrefix tile_prefix_of, Reload reload) {
   bool prefix_flag;
   $op_t tile_total;
   const $op_t thread_prefix = $op_block_segmented_exclusive_scan<Strategy>(
       $op_thread_segmented_reduce(items, heads, seed, seeded), heads != 0u, prefix_flag, warp_totals, warp_flags, tile_total, tile_flag);
+  const $op_t tile_prefix = tile_prefix_of(tile_total, tile_flag);
+  reload(items);
   // The partial in front of this thread's first item.
   $op_t running = threadIdx.x == 0 ? tile_prefix : prefix_flag ? thread_prefix : $op_combine(tile_prefix, thread_prefix);
 #pragma unroll
@@ -182,6 +187,13 @@ __device__ __forceinline__ $op_t $op_tile_segmented_scan($op_t (&items)[$op_item
     }
   }
   return tile_total;
+}
+
+// $op_tile_segmented_scan_with a known `tile_prefix`.
+template <int Mode, int Strategy>
+__device__ __forceinline__ $op_t $op_tile_segmented_scan($op_t (&items)[$op_items_per_thread], unsigned heads, const $op_t tile_prefix, const $op_t seed, bool seeded, $op_t* warp_totals, bool* warp_flags, bool& tile_flag) {
+  return $op_tile_segmented_scan_with<Mode, Strategy>(items, heads, seed, seeded, warp_totals, warp_flags, tile_flag,
+                                                      [&](const $op_t&, bool) { return tile_prefix; }, [](const $op_t (&)[$op_items_per_thread]) {});
 }
 
 // ---- Segmented, global level: reduce-then-scan with a head flag per tile ----
@@ -248,5 +260,43 @@ __device__ __forceinline__ void $op_segmented_scan_tile(const $op_t* input, cons
   const $op_t prefix = tile_prefixes != nullptr ? tile_prefixes[blockIdx.x] : seed;
   bool tile_flag;
   $op_tile_segmented_scan<Mode, Strategy>(items, heads, prefix, seed, seeded != 0, warp_totals, warp_flags, tile_flag);
+  $op_store_tile(output, base, valid, staging, items);
+}
+
+// ---- Segmented, global level: single pass with decoupled look-back ----
+// The plain single pass over (flag, value) pairs. A tile holding a head
+// knows its inclusive prefix (its last segment's partial) from its own
+// elements, so it publishes it before looking back; a tile whose first
+// element is a head needs nothing from before it and skips the look-back.
+// Look-backs therefore stop at the nearest tile with a head, and only the
+// head-less tiles in between are combined, with the plain operator.
+template <int Mode, int Strategy, int Format>
+__device__ __forceinline__ void $op_segmented_scan_single_pass(const $op_t* input, const void* flags, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
+                                                               unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch,
+                                                               const $op_t seed, int seeded, unsigned long long n) {
+  __shared__ $op_t staging[$op_staging_items];
+  __shared__ $op_t warp_totals[$op_warps];
+  __shared__ bool warp_flags[$op_warps];
+  __shared__ unsigned long long shared_tile;
+  __shared__ $op_t shared_prefix;
+  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1ull) - tile_base;
+  __syncthreads();
+  const unsigned long long tile = shared_tile;
+  const unsigned long long base = tile * $op_items_per_tile;
+  const int valid = (int)(n - base < $op_items_per_tile ? n - base : $op_items_per_tile);
+  $op_t items[$op_items_per_thread];
+  $op_load_tile(input, base, valid, staging, items);
+  const unsigned heads = $op_load_heads<Format>(flags, base, valid);
+  // In warp 0: whether the tile's first element (thread 0's first item) is a head.
+  const bool first_is_head = (__shfl_sync(0xffffffffu, heads, 0) & 1u) != 0;
+  scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
+  bool tile_flag;
+  $op_tile_segmented_scan_with<Mode, Strategy>(items, heads, seed, seeded != 0, warp_totals, warp_flags, tile_flag,
+                                               [&](const $op_t& tile_total, bool has_head) {
+                                                 return $op_single_pass_prefix(tile, tile_total, has_head, tile_total, !first_is_head, $op_identity(),
+                                                                               tile_status, epoch, &shared_prefix);
+                                               },
+                                               // The staging buffer still holds the tile.
+                                               [&]($op_t (&again)[$op_items_per_thread]) { $op_read_items(staging, valid, again); });
   $op_store_tile(output, base, valid, staging, items);
 }

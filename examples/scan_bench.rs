@@ -1,0 +1,620 @@
+//! The scan benchmark: `u32` sum, `f32` max, the affine `{a, b: f32}`
+//! operator, a mixed three-field struct and a segmented `u32` sum (segments
+//! of mean length 1000, bit flags) at 2^16, 2^20, 2^24 and 2^28 elements,
+//! side by side with CUB on the same inputs.
+//!
+//! `scan_bench [DIR]`: DIR holds what `cub/scan_bench.cu` wrote there in the
+//! same run (`cub-results.txt` and the sampled outputs); without it the CUB
+//! columns stay empty. Both programs draw their inputs from the same
+//! stateless generator, so they scan the same data.
+//!
+//! Each scan is timed as the median of 25 calls bracketed by CUDA events
+//! after 3 warm-ups, with a device-to-device copy of the input timed the
+//! same way in the same run. Columns: time, GB/s of the bytes that must
+//! move (input read once, output written once, flags read once), that rate
+//! as a percentage of the copy's, CUB's time and percentage, CUB's time
+//! over ours, and whether the outputs agree: integers exactly (a checksum of
+//! the whole output and 1024 sampled elements), floats at the 1024 sampled
+//! elements within a tolerance given per case. Before timing, every output
+//! is checked against the CPU backend at the sampled elements.
+//!
+//! A second table sweeps tile shapes of the single pass (`u32` sum and
+//! affine) at 2^24 and 2^28. Prints "no GPU" and exits 0 without one.
+
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::{open_device, ScanPath};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+#[path = "common/timing.rs"]
+mod timing;
+use timing::time_ms;
+
+/// The generator shared with `cub/scan_bench.cu`: element i's 64 random bits.
+fn mix(seed: u64, i: u64) -> u64 {
+    let mut z = seed.wrapping_add((i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+const SEED: u64 = 0x5ca9_b3e7;
+const MEAN_SEGMENT: u32 = 1000;
+
+/// A 24-bit integer in [-2^23, 2^23), exact as an `f32`.
+fn signed24(bits: u64) -> f32 {
+    ((bits & 0xff_ffff) as i32 - (1 << 23)) as f32
+}
+
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+struct SumU32;
+
+#[scan_op(element = f32, identity = f32::NEG_INFINITY, op = |a, b| a.max(b))]
+struct MaxF32;
+
+/// x ↦ a·x + b; `x ∘ y` applies x first.
+#[scan_op(identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b })]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Affine {
+    a: f32,
+    b: f32,
+}
+
+/// Count, sum and max: three field types in one 24-byte element.
+#[scan_op(
+    identity = Stats { count: 0, sum: 0.0, max: f32::NEG_INFINITY },
+    op = |x, y| Stats { count: x.count + y.count, sum: x.sum + y.sum, max: x.max.max(y.max) }
+)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Stats {
+    count: u32,
+    sum: f64,
+    max: f32,
+}
+
+/// One benchmark case: an operator, its inputs and how outputs compare.
+trait Case: ScanOp
+where
+    Self::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
+{
+    /// The name CUB's results use.
+    const CUB_NAME: &'static str;
+    /// The generator's seed offset (the case's index in cub/scan_bench.cu).
+    const INDEX: u64;
+    /// Element i of the input.
+    fn element(x: u64) -> Self::Element;
+    /// Whether two outputs agree (`Self::Element`s at the same index).
+    fn agree(a: &Self::Element, b: &Self::Element) -> bool;
+    /// Whether the whole output is checksummed (u32 outputs).
+    const CHECKSUM: bool = false;
+}
+
+impl Case for SumU32 {
+    const CUB_NAME: &'static str = "u32-sum";
+    const INDEX: u64 = 0;
+    fn element(x: u64) -> u32 {
+        (x >> 32) as u32
+    }
+    fn agree(a: &u32, b: &u32) -> bool {
+        a == b
+    }
+    const CHECKSUM: bool = true;
+}
+
+impl Case for MaxF32 {
+    const CUB_NAME: &'static str = "f32-max";
+    const INDEX: u64 = 1;
+    fn element(x: u64) -> f32 {
+        signed24(x >> 40)
+    }
+    // A maximum is one of the inputs whatever the order: exact.
+    fn agree(a: &f32, b: &f32) -> bool {
+        a.to_bits() == b.to_bits()
+    }
+}
+
+impl Case for Affine {
+    const CUB_NAME: &'static str = "affine";
+    const INDEX: u64 = 2;
+    fn element(x: u64) -> Affine {
+        Affine {
+            a: signed24(x >> 40) / 8_388_608.0,
+            b: signed24(x) / 8_388_608.0,
+        }
+    }
+    // |a| < 1: the composed maps contract, so the b of a prefix is a sum of
+    // O(1) terms with geometrically shrinking weights and stays O(1). Two
+    // association orders (and CUB's FMA contraction) round differently;
+    // each rounding is 2^-24 relative and the contraction keeps the
+    // accumulated difference to a few ulps of an O(1) value: 1e-5 absolute
+    // plus 1e-4 relative leaves a wide margin. The a of a long prefix
+    // underflows to 0 in both.
+    fn agree(x: &Affine, y: &Affine) -> bool {
+        let close = |p: f32, q: f32| (p - q).abs() <= 1e-5 + 1e-4 * p.abs().max(q.abs());
+        close(x.a, y.a) && close(x.b, y.b)
+    }
+}
+
+impl Case for Stats {
+    const CUB_NAME: &'static str = "stats";
+    const INDEX: u64 = 3;
+    fn element(x: u64) -> Stats {
+        Stats {
+            count: (x & 3) as u32,
+            sum: (x >> 40) as f64 / 16_777_216.0,
+            max: signed24(x >> 8),
+        }
+    }
+    // Counts and maxima are exact; sums of at most 2^28 values in [0, 1)
+    // carry a relative error of at most ~2^28 · 2^-53 ≈ 3e-8 in either
+    // order: 1e-7 relative.
+    fn agree(x: &Stats, y: &Stats) -> bool {
+        x.count == y.count
+            && x.max.to_bits() == y.max.to_bits()
+            && (x.sum - y.sum).abs() <= 1e-7 * x.sum.abs().max(y.sum.abs())
+    }
+}
+
+/// The 1024 sampled indices, as cub/scan_bench.cu computes them.
+fn sample_indices(n: usize) -> Vec<usize> {
+    (0..1024).map(|k| k * (n - 1) / 1023).collect()
+}
+
+/// Σ out[i]·(2i+1) mod 2^64, as cub/scan_bench.cu computes it.
+fn checksum(out: &[u32]) -> u64 {
+    out.par_iter()
+        .enumerate()
+        .map(|(i, &v)| (v as u64).wrapping_mul(2 * i as u64 + 1))
+        .reduce(|| 0, u64::wrapping_add)
+}
+
+/// CUB's line for a case and size: (ms, copy ms, checksum) and its samples.
+struct CubResult<T> {
+    ms: f64,
+    checksum: u64,
+    samples: Vec<T>,
+}
+
+fn cub_result<T: Copy>(dir: Option<&str>, name: &str, log_n: u32) -> Option<CubResult<T>> {
+    let dir = dir?;
+    let text = std::fs::read_to_string(format!("{dir}/cub-results.txt")).ok()?;
+    let line = text.lines().find(|l| {
+        let mut w = l.split_whitespace();
+        w.next() == Some(name) && w.next() == Some(&log_n.to_string())
+    })?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let ms: f64 = words.get(2)?.parse().ok()?;
+    let checksum = u64::from_str_radix(words.get(4)?.trim_start_matches("0x"), 16).ok()?;
+    let bytes = std::fs::read(format!("{dir}/cub-{name}-{log_n}.bin")).ok()?;
+    let size = std::mem::size_of::<T>();
+    if bytes.len() != 1024 * size {
+        return None;
+    }
+    let samples = bytes
+        .chunks_exact(size)
+        // SAFETY: T is a plain #[repr(C)] element written by the CUB program
+        // with the same layout; read_unaligned copies it out of the byte buffer.
+        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
+        .collect();
+    Some(CubResult {
+        ms,
+        checksum,
+        samples,
+    })
+}
+
+/// One printed row.
+struct Row {
+    case: &'static str,
+    log_n: u32,
+    ms: f64,
+    gbs: f64,
+    percent_of_copy: f64,
+    cub_ms: Option<f64>,
+    cub_percent: Option<f64>,
+    same: &'static str,
+}
+
+fn print_header() {
+    println!(
+        "{:<16} {:>5} {:>9} {:>7} {:>6} {:>9} {:>6} {:>8}  output",
+        "case", "n", "ms", "GB/s", "%copy", "CUB ms", "CUB %", "CUB/us"
+    );
+}
+
+fn print_row(r: &Row) {
+    let opt =
+        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    println!(
+        "{:<16} {:>5} {:>9.4} {:>7.0} {:>5.1}% {:>9} {:>5}% {:>8}  {}",
+        r.case,
+        format!("2^{}", r.log_n),
+        r.ms,
+        r.gbs,
+        r.percent_of_copy,
+        opt(r.cub_ms, 4),
+        opt(r.cub_percent, 1),
+        opt(r.cub_ms.map(|c| c / r.ms), 2),
+        r.same
+    );
+}
+
+/// Uploads the input of `Op` at 2^log_n, checks the scan against the CPU at
+/// the sampled indices, times it and the copy, and compares with CUB.
+fn bench<Op: Case>(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
+{
+    let n = 1usize << log_n;
+    let seed = SEED + Op::INDEX;
+    let host: Vec<Op::Element> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| Op::element(mix(seed, i)))
+        .collect();
+    let mut expected = vec![Op::IDENTITY; n];
+    gpu_scan::cpu::par_scan::<Op>(ScanKind::Inclusive, &host, &mut expected).unwrap();
+    let input = stream.clone_htod(&host).unwrap();
+    drop(host);
+    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+    scanner.inclusive(stream, &input, &mut output).unwrap();
+    let ours = stream.clone_dtoh(&output).unwrap();
+    let samples = sample_indices(n);
+    let cpu_ok = samples.iter().all(|&i| Op::agree(&ours[i], &expected[i]));
+    drop(expected);
+    let ms = time_ms(stream, || {
+        scanner.inclusive(stream, &input, &mut output).unwrap()
+    }) as f64;
+    let copy_ms = {
+        let mut copy: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap()) as f64
+    };
+    let bytes = 2.0 * (n * std::mem::size_of::<Op::Element>()) as f64;
+    let cub = cub_result::<Op::Element>(cub_dir, Op::CUB_NAME, log_n);
+    let same = match (&cub, cpu_ok) {
+        (_, false) => "DIFFERS FROM CPU",
+        (None, true) => "cpu ok, no CUB",
+        (Some(c), true) => {
+            let sampled = samples
+                .iter()
+                .zip(&c.samples)
+                .all(|(&i, theirs)| Op::agree(&ours[i], theirs));
+            let whole = !Op::CHECKSUM || {
+                // SAFETY: CHECKSUM is set only for u32 elements.
+                let words = unsafe { std::slice::from_raw_parts(ours.as_ptr().cast::<u32>(), n) };
+                checksum(words) == c.checksum
+            };
+            if sampled && whole {
+                "same as CUB"
+            } else {
+                "DIFFERS FROM CUB"
+            }
+        }
+    };
+    Row {
+        case: Op::CUB_NAME,
+        log_n,
+        ms,
+        gbs: bytes / (ms * 1e6),
+        percent_of_copy: 100.0 * copy_ms / ms,
+        cub_ms: cub.as_ref().map(|c| c.ms),
+        cub_percent: cub.as_ref().map(|c| 100.0 * copy_ms / c.ms),
+        same,
+    }
+}
+
+/// The segmented case: u32 sum with bit flags, against CUB's sum by key.
+fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row {
+    let n = 1usize << log_n;
+    let seed = SEED + 4;
+    let (values, heads): (Vec<u32>, Vec<bool>) = (0..n as u64)
+        .into_par_iter()
+        .map(|i| {
+            let x = mix(seed, i);
+            ((x >> 32) as u32, i == 0 || (x as u32) % MEAN_SEGMENT == 0)
+        })
+        .unzip();
+    let bits: Vec<u32> = heads
+        .par_chunks(32)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .fold(0u32, |w, (i, &h)| w | (h as u32) << i)
+        })
+        .collect();
+    drop(heads);
+    let mut expected = vec![0u32; n];
+    gpu_scan::segmented::par_scan::<SumU32>(
+        ScanKind::Inclusive,
+        gpu_scan::segmented::HeadFlags::Bits(&bits),
+        &values,
+        &mut expected,
+    )
+    .unwrap();
+    let d_values = stream.clone_htod(&values).unwrap();
+    let d_bits = stream.clone_htod(&bits).unwrap();
+    let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+    scanner.prepare_segmented().unwrap();
+    let mut output = stream.alloc_zeros::<u32>(n).unwrap();
+    scanner
+        .segmented_inclusive(stream, (&d_bits).into(), &d_values, &mut output)
+        .unwrap();
+    let ours = stream.clone_dtoh(&output).unwrap();
+    let cpu_ok = ours == expected;
+    let ms = time_ms(stream, || {
+        scanner
+            .segmented_inclusive(stream, (&d_bits).into(), &d_values, &mut output)
+            .unwrap()
+    }) as f64;
+    let copy_ms = {
+        let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(&d_values, &mut copy).unwrap()) as f64
+    };
+    // Values in and out, flags in (one bit each).
+    let bytes = 8.0 * n as f64 + n as f64 / 8.0;
+    let copy_rate = 8.0 * n as f64 / copy_ms;
+    let cub = cub_result::<u32>(cub_dir, "segmented-sum", log_n);
+    let same = match (&cub, cpu_ok) {
+        (_, false) => "DIFFERS FROM CPU",
+        (None, true) => "cpu ok, no CUB",
+        (Some(c), true) => {
+            let sampled = sample_indices(n)
+                .iter()
+                .zip(&c.samples)
+                .all(|(&i, &theirs)| ours[i] == theirs);
+            if sampled && checksum(&ours) == c.checksum {
+                "same as CUB"
+            } else {
+                "DIFFERS FROM CUB"
+            }
+        }
+    };
+    Row {
+        case: "segmented-sum",
+        log_n,
+        ms,
+        gbs: bytes / (ms * 1e6),
+        percent_of_copy: 100.0 * (bytes / ms) / copy_rate,
+        cub_ms: cub.as_ref().map(|c| c.ms),
+        // CUB reads keys instead of flags; measured against the same copy.
+        cub_percent: cub.as_ref().map(|c| 100.0 * (bytes / c.ms) / copy_rate),
+        same,
+    }
+}
+
+// Tile shapes for the sweep (the defaults are 256 threads × 16 items for
+// 4-byte and × 12 for 8-byte elements).
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 128, items_per_thread = 16)]
+struct SumT128I16;
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 512, items_per_thread = 16)]
+struct SumT512I16;
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 256, items_per_thread = 24)]
+struct SumT256I24;
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 256, items_per_thread = 8)]
+struct SumT256I8;
+#[scan_op(element = Affine, identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b }, block_threads = 128, items_per_thread = 16)]
+struct AffineT128I16;
+#[scan_op(element = Affine, identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b }, block_threads = 256, items_per_thread = 8)]
+struct AffineT256I8;
+#[scan_op(element = Affine, identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b }, block_threads = 512, items_per_thread = 8)]
+struct AffineT512I8;
+
+/// Times one tile shape's single pass (and the default's reduce-then-scan
+/// for reference) at 2^log_n on an input already on the device.
+fn sweep<Op: ScanOp>(
+    stream: &Arc<CudaStream>,
+    label: &str,
+    input: &CudaSlice<Op::Element>,
+    copy_ms: f64,
+    path: ScanPath,
+) where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    scanner.set_path(path);
+    let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(input.len()).unwrap();
+    let ms = time_ms(stream, || {
+        scanner.inclusive(stream, input, &mut output).unwrap()
+    }) as f64;
+    println!(
+        "{label:<34} {:>5} {:>9.4} {:>5.1}%",
+        format!("2^{}", input.len().trailing_zeros()),
+        ms,
+        100.0 * copy_ms / ms
+    );
+}
+
+fn shape_sweep(stream: &Arc<CudaStream>) {
+    println!("\nscan_bench: tile shapes (single pass unless noted), inclusive");
+    println!(
+        "{:<34} {:>5} {:>9} {:>6}",
+        "operator, threads x items", "n", "ms", "%copy"
+    );
+    for log_n in [24u32, 28] {
+        let n = 1usize << log_n;
+        let words: Vec<u32> = (0..n as u64)
+            .into_par_iter()
+            .map(|i| (mix(SEED, i) >> 32) as u32)
+            .collect();
+        let input = stream.clone_htod(&words).unwrap();
+        drop(words);
+        let copy_ms = {
+            let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
+            time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap()) as f64
+        };
+        sweep::<SumU32>(
+            stream,
+            "u32 sum 256x16 (default)",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        sweep::<SumU32>(
+            stream,
+            "u32 sum 256x16 reduce-then-scan",
+            &input,
+            copy_ms,
+            ScanPath::ReduceThenScan,
+        );
+        sweep::<SumT128I16>(
+            stream,
+            "u32 sum 128x16",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        sweep::<SumT512I16>(
+            stream,
+            "u32 sum 512x16",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        sweep::<SumT256I8>(
+            stream,
+            "u32 sum 256x8",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        sweep::<SumT256I24>(
+            stream,
+            "u32 sum 256x24",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        drop(input);
+        let maps: Vec<Affine> = (0..n as u64)
+            .into_par_iter()
+            .map(|i| Affine::element(mix(SEED + 2, i)))
+            .collect();
+        let input = stream.clone_htod(&maps).unwrap();
+        drop(maps);
+        let copy_ms = {
+            let mut copy = stream.alloc_zeros::<Affine>(n).unwrap();
+            time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap()) as f64
+        };
+        sweep::<Affine>(
+            stream,
+            "affine 256x12 (default)",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        sweep::<Affine>(
+            stream,
+            "affine 256x12 reduce-then-scan",
+            &input,
+            copy_ms,
+            ScanPath::ReduceThenScan,
+        );
+        sweep::<AffineT128I16>(
+            stream,
+            "affine 128x16",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        sweep::<AffineT256I8>(
+            stream,
+            "affine 256x8",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        sweep::<AffineT512I8>(
+            stream,
+            "affine 512x8",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+    }
+}
+
+/// u32 sum at short lengths: small tiles, full tiles, reduce-then-scan, default.
+fn small_inputs(stream: &Arc<CudaStream>) {
+    println!("\nscan_bench: short inputs, u32 sum, inclusive");
+    for log_n in [12u32, 14, 16, 17, 18] {
+        let n = 1usize << log_n;
+        let words: Vec<u32> = (0..n as u64).map(|i| (mix(SEED, i) >> 32) as u32).collect();
+        let input = stream.clone_htod(&words).unwrap();
+        let mut output = stream.alloc_zeros::<u32>(n).unwrap();
+        let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+        let mut line = format!("2^{log_n}:");
+        for (label, path, small) in [
+            ("small tiles", ScanPath::SinglePass, usize::MAX),
+            ("full tiles", ScanPath::SinglePass, 0),
+            ("reduce-then-scan", ScanPath::ReduceThenScan, 0),
+            (
+                "default",
+                ScanPath::Auto,
+                gpu_scan::scan_runtime::DEFAULT_SMALL_TILE_LIMIT,
+            ),
+        ] {
+            scanner.set_path(path);
+            scanner.set_small_tile_limit(small);
+            let ms = time_ms(stream, || {
+                scanner.inclusive(stream, &input, &mut output).unwrap()
+            });
+            line += &format!("  {label} {:.2} µs", ms * 1e3);
+        }
+        println!("{line}");
+    }
+}
+
+fn main() {
+    let ctx = match open_device(0) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            println!("scan_bench: no GPU ({e})");
+            return;
+        }
+    };
+    let cub_dir = std::env::args().nth(1);
+    let cub_dir = cub_dir.as_deref();
+    let stream = ctx.default_stream();
+    println!(
+        "scan_bench on {} (CUB results from {})",
+        ctx.name().unwrap(),
+        cub_dir.unwrap_or("nowhere")
+    );
+    print_header();
+    let mut rows = Vec::new();
+    for log_n in [16u32, 20, 24, 28] {
+        for row in [
+            bench::<SumU32>(&stream, cub_dir, log_n),
+            bench::<MaxF32>(&stream, cub_dir, log_n),
+            bench::<Affine>(&stream, cub_dir, log_n),
+            bench::<Stats>(&stream, cub_dir, log_n),
+            bench_segmented(&stream, cub_dir, log_n),
+        ] {
+            print_row(&row);
+            rows.push(row);
+        }
+    }
+    small_inputs(&stream);
+    shape_sweep(&stream);
+    // The main table again, by case, last (run-all prints it in its summary).
+    println!("\nscan_bench summary");
+    print_header();
+    for case in ["u32-sum", "f32-max", "affine", "stats", "segmented-sum"] {
+        for r in rows.iter().filter(|r| r.case == case) {
+            print_row(r);
+        }
+    }
+    let bad = rows
+        .iter()
+        .filter(|r| r.same.starts_with("DIFFERS"))
+        .count();
+    println!(
+        "scan_bench: {} rows, {bad} with differing outputs",
+        rows.len()
+    );
+    if bad > 0 {
+        std::process::exit(1);
+    }
+}
