@@ -394,10 +394,14 @@ struct SumT512I16;
 struct SumT256I24;
 #[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 256, items_per_thread = 8)]
 struct SumT256I8;
+#[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 128, items_per_thread = 32)]
+struct SumT128I32;
 #[scan_op(element = Affine, identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b }, block_threads = 128, items_per_thread = 16)]
 struct AffineT128I16;
 #[scan_op(element = Affine, identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b }, block_threads = 256, items_per_thread = 8)]
 struct AffineT256I8;
+#[scan_op(element = Affine, identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b }, block_threads = 128, items_per_thread = 24)]
+struct AffineT128I24;
 #[scan_op(element = Affine, identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b }, block_threads = 512, items_per_thread = 8)]
 struct AffineT512I8;
 
@@ -486,6 +490,13 @@ fn shape_sweep(stream: &Arc<CudaStream>) {
             copy_ms,
             ScanPath::SinglePass,
         );
+        sweep::<SumT128I32>(
+            stream,
+            "u32 sum 128x32",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
         drop(input);
         let maps: Vec<Affine> = (0..n as u64)
             .into_par_iter()
@@ -514,6 +525,13 @@ fn shape_sweep(stream: &Arc<CudaStream>) {
         sweep::<AffineT128I16>(
             stream,
             "affine 128x16",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        sweep::<AffineT128I24>(
+            stream,
+            "affine 128x24",
             &input,
             copy_ms,
             ScanPath::SinglePass,

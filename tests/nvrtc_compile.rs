@@ -71,7 +71,7 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
             continue;
         };
         // The CUDA side's tile size, exported as a __constant__, must equal the Rust side's.
-        // So must the small tiles and the single pass's status entry size.
+        // So must the small tiles and the single pass's status entry size and stride.
         let small_tile_items =
             Op::BLOCK_THREADS * kernels_gen::small_items_per_thread(Op::ITEMS_PER_THREAD);
         let status_bytes = kernels_gen::tile_status_bytes(std::mem::size_of::<Op::Element>());
@@ -90,6 +90,11 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
                 "tile status size",
                 kernels_gen::tile_status_bytes_symbol(Op::NAME),
                 status_bytes,
+            ),
+            (
+                "tile status stride",
+                kernels_gen::tile_status_stride_symbol(Op::NAME),
+                kernels_gen::TILE_STATUS_STRIDE,
             ),
         ] {
             let expected = format!(".u32 {symbol} = {value};");

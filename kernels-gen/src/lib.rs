@@ -45,9 +45,9 @@ mod params;
 
 pub use params::{
     auto_items_per_thread, nvrtc_options, segmented_nvrtc_options, small_items_per_thread,
-    small_tile_items_symbol, tile_items_symbol, tile_status_bytes, tile_status_bytes_symbol, Arch,
-    FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel,
-    SegmentedStrategy, MAX_ITEMS_PER_THREAD, SEGMENTED_DEFINE,
+    small_tile_items_symbol, tile_items_symbol, tile_status_bytes, tile_status_bytes_symbol,
+    tile_status_stride_symbol, Arch, FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel,
+    SegmentedKernel, SegmentedStrategy, MAX_ITEMS_PER_THREAD, SEGMENTED_DEFINE, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -180,7 +180,7 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
     let _ = writeln!(
         out,
-        "constexpr int {name}_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), 24);"
+        "constexpr int {name}_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), 16);"
     );
     let _ = writeln!(
         out,
@@ -202,8 +202,13 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
     let _ = writeln!(
         out,
-        "extern \"C\" __constant__ unsigned int {} = scan_tile_status_bytes(sizeof({t}));\n",
+        "extern \"C\" __constant__ unsigned int {} = scan_tile_status_bytes(sizeof({t}));",
         tile_status_bytes_symbol(name)
+    );
+    let _ = writeln!(
+        out,
+        "extern \"C\" __constant__ unsigned int {} = scan_tile_status_stride;\n",
+        tile_status_stride_symbol(name)
     );
 
     out.push_str(&operator_functions(op, &t));

@@ -170,7 +170,8 @@ pub enum Kernel {
     /// Single pass with decoupled look-back, inclusive: `(const T* input,
     /// T* output, void* status, T* aggregates, T* prefixes, u64* tile_counter,
     /// u64 tile_base, u32 epoch, T seed, u64 n)`. `status` holds
-    /// [`tile_status_bytes`] bytes per tile; `aggregates` and `prefixes` one
+    /// [`TILE_STATUS_STRIDE`] bytes per tile (an entry of
+    /// [`tile_status_bytes`] bytes at the start of each); `aggregates` and `prefixes` one
     /// element per tile, and are only read when [`tile_status_bytes`] is 4.
     SinglePassInclusive,
     /// Single pass with decoupled look-back, exclusive (same parameters).
@@ -232,6 +233,12 @@ pub fn tile_status_bytes_symbol(op_name: &str) -> String {
     format!("{op_name}_tile_status_bytes")
 }
 
+/// The exported `__constant__` holding [`TILE_STATUS_STRIDE`] as the
+/// program computed it.
+pub fn tile_status_stride_symbol(op_name: &str) -> String {
+    format!("{op_name}_tile_status_stride")
+}
+
 /// Items per thread of the small tiles, from the program's items per thread:
 /// a quarter (at least 1), so a short input spreads over four times as many
 /// blocks. The CUDA source computes the same value.
@@ -243,11 +250,20 @@ pub const fn small_items_per_thread(items_per_thread: u32) -> u32 {
     }
 }
 
-/// Bytes per tile of the single-pass status array for an element of
+/// Bytes between the status entries of consecutive tiles (the prelude's
+/// `scan_tile_status_stride`), so the status array holds this many bytes per
+/// tile. Waiting tiles poll their newest predecessors' entries; spread out,
+/// those fall in more cache lines and L2 slices instead of queuing on a few
+/// hot lines.
+pub const TILE_STATUS_STRIDE: usize = 64;
+
+/// Bytes of one tile's entry in the single-pass status array for an element of
 /// `element_size` bytes (the prelude's `scan_tile_status_bytes`): 8 when
 /// the element packs with its 4-byte status word into one 64-bit word, 16
 /// when it packs into a 128-bit word, else 4 (a status word alone, with
 /// values in separate aggregate and prefix arrays).
+///
+/// Each entry starts its own [`TILE_STATUS_STRIDE`] bytes of the array.
 pub const fn tile_status_bytes(element_size: usize) -> usize {
     if element_size <= 4 {
         8

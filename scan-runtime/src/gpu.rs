@@ -216,7 +216,7 @@ pub(crate) fn load_program<Op: ScanOp>(
 }
 
 /// Reads the sizes the program was generated with (tile, small tile, tile
-/// status entry) and compares them with the host's: they come from the same
+/// status entry and stride) and compares them with the host's: they come from the same
 /// formulas, in Rust and in C++.
 fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> Result<()> {
     let stream = ctx.default_stream();
@@ -229,6 +229,10 @@ fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> 
         (
             kernels_gen::tile_status_bytes_symbol(Op::NAME),
             kernels_gen::tile_status_bytes(std::mem::size_of::<Op::Element>()),
+        ),
+        (
+            kernels_gen::tile_status_stride_symbol(Op::NAME),
+            kernels_gen::TILE_STATUS_STRIDE,
         ),
     ] {
         let global = module.get_global(&symbol, &stream)?;
@@ -316,7 +320,8 @@ pub enum ScanPath {
 
 /// The single-pass scans' scratch: a status entry per tile
 /// ([`kernels_gen::tile_status_bytes`] bytes: the status word, with the
-/// value packed in when the element is at most 12 bytes), an aggregate and
+/// value packed in when the element is at most 12 bytes; one entry every
+/// [`kernels_gen::TILE_STATUS_STRIDE`] bytes), an aggregate and
 /// an inclusive prefix per tile when it is not, and the counter tiles take
 /// their index from. Status words carry the epoch (the scan's number), so
 /// they never need clearing between scans; the counter only grows, by the
@@ -368,7 +373,7 @@ pub(crate) fn single_pass_bytes<T>(tiles: usize) -> usize {
     } else {
         0
     };
-    tiles * status_bytes + values + 8
+    tiles * kernels_gen::TILE_STATUS_STRIDE + values + 8
 }
 
 /// Epochs fit in the 30 high bits of a status word.
@@ -671,7 +676,7 @@ where
             // Fresh, zeroed status words belong to no epoch.
             self.single_pass = Some(SinglePassState {
                 tiles,
-                status: stream.alloc_zeros::<u8>(tiles * status_bytes)?,
+                status: stream.alloc_zeros::<u8>(tiles * kernels_gen::TILE_STATUS_STRIDE)?,
                 aggregates: stream.alloc_zeros::<Op::Element>(value_slots)?,
                 prefixes: stream.alloc_zeros::<Op::Element>(value_slots)?,
                 counter: stream.alloc_zeros::<u64>(1)?,

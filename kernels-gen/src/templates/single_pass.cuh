@@ -24,10 +24,15 @@ __device__ __noinline__ $op_t $op_look_back(unsigned long long tile, const Statu
   long long window_end = (long long)tile - 1;
   $op_t exclusive = $op_identity();
   bool have = false;
+  // A tile past the first wave of resident blocks sleeps about a
+  // microsecond before its first poll: its nearest predecessors started
+  // about when it did and are still loading, and polling them now would
+  // only add requests to the L2 lines they are about to publish to.
+  if (tile >= 1024) __nanosleep(1000);
   // One loop: each round polls the window once; a round that finds the
   // needed tiles ready combines them and moves on, or stops at a prefix.
-  // Every lane polls on every round (the 32 entries are adjacent, so this
-  // costs one request) and no branch diverges within the warp.
+  // Every lane polls on every round (one load instruction for the warp) and
+  // no branch diverges within the warp.
   while (true) {
     const long long p = window_end - (31 - (long long)lane);
     // Lanes before tile 0 read tile 0 and act as empty prefixes.
