@@ -184,7 +184,7 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
     let _ = writeln!(
         out,
-        "constexpr int {name}_segmented_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), 32);"
+        "constexpr int {name}_segmented_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), sizeof({t}) <= 4 ? 24 : 32);"
     );
     let _ = writeln!(
         out,
