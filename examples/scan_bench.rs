@@ -18,7 +18,7 @@
 //! elements within a tolerance given per case. Before timing, every output
 //! is checked against the CPU backend at the sampled elements.
 //!
-//! A second table sweeps tile shapes of the single pass (`u32` sum and
+//! A second table sweeps tile shapes of the single passes (`u32` sum and
 //! affine) at 2^24 and 2^28. Prints "no GPU" and exits 0 without one.
 
 use gpu_scan::prelude::*;
@@ -384,8 +384,9 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
     }
 }
 
-// Tile shapes for the sweep (the defaults are 256 threads × 16 items for
-// 4-byte and × 12 for 8-byte elements).
+// Tile shapes for the look-back single pass in the sweep (its defaults are
+// 256 threads × 16 items for 4-byte and × 12 for 8-byte elements; the
+// default path, pipelined, has its own shape).
 #[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 128, items_per_thread = 16)]
 struct SumT128I16;
 #[scan_op(element = u32, identity = 0, op = |a, b| a + b, block_threads = 512, items_per_thread = 16)]
@@ -450,7 +451,14 @@ fn shape_sweep(stream: &Arc<CudaStream>) {
         };
         sweep::<SumU32>(
             stream,
-            "u32 sum 256x16 (default)",
+            "u32 sum pipelined 128x63 (default)",
+            &input,
+            copy_ms,
+            ScanPath::Pipelined,
+        );
+        sweep::<SumU32>(
+            stream,
+            "u32 sum 256x16 look-back",
             &input,
             copy_ms,
             ScanPath::SinglePass,
@@ -510,7 +518,14 @@ fn shape_sweep(stream: &Arc<CudaStream>) {
         };
         sweep::<Affine>(
             stream,
-            "affine 256x12 (default)",
+            "affine pipelined 128x31 (default)",
+            &input,
+            copy_ms,
+            ScanPath::Pipelined,
+        );
+        sweep::<Affine>(
+            stream,
+            "affine 256x12 look-back",
             &input,
             copy_ms,
             ScanPath::SinglePass,
@@ -553,10 +568,10 @@ fn shape_sweep(stream: &Arc<CudaStream>) {
     }
 }
 
-/// u32 sum at short lengths: small tiles, full tiles, reduce-then-scan, default.
+/// u32 sum at short lengths: small tiles, full tiles, pipelined, reduce-then-scan, default.
 fn small_inputs(stream: &Arc<CudaStream>) {
     println!("\nscan_bench: short inputs, u32 sum, inclusive");
-    for log_n in [12u32, 14, 16, 17, 18] {
+    for log_n in [12u32, 14, 16, 17, 18, 20, 22, 23, 24] {
         let n = 1usize << log_n;
         let words: Vec<u32> = (0..n as u64).map(|i| (mix(SEED, i) >> 32) as u32).collect();
         let input = stream.clone_htod(&words).unwrap();
@@ -566,6 +581,7 @@ fn small_inputs(stream: &Arc<CudaStream>) {
         for (label, path, small) in [
             ("small tiles", ScanPath::SinglePass, usize::MAX),
             ("full tiles", ScanPath::SinglePass, 0),
+            ("pipelined", ScanPath::Pipelined, 0),
             ("reduce-then-scan", ScanPath::ReduceThenScan, 0),
             (
                 "default",

@@ -1,7 +1,8 @@
 //! The GPU suite: every kind (inclusive, exclusive, exclusive with init, and
-//! each in place) for every test operator, through both paths (single pass
-//! with decoupled look-back, and reduce-then-scan; the longest inputs
-//! through the default single pass only), over lengths at every boundary,
+//! each in place) for every test operator, through the three paths (the
+//! pipelined single pass, the single pass with decoupled look-back, and
+//! reduce-then-scan; the longest inputs through the default pipelined path
+//! only, which runs as the plain single pass where it cannot), over lengths at every boundary,
 //! on fresh random inputs (seed printed; set GPU_SUITE_SEED to replay), with
 //! outputs poisoned before each run and every element compared with the CPU
 //! backend. Without a GPU it prints one line and passes.
@@ -148,6 +149,61 @@ fn run_op<Op: Case>(
             }
         }
     }
+    // Inputs in full-size tiles of the single passes (the default scans
+    // short ones in small tiles): one, two and 33 tiles (a whole look-back
+    // window and one more), each ± 1, inclusive and exclusive with init. On
+    // the pipelined path those are the pipelined tiles, plus lengths one
+    // short of a bulk-copy unit (tail elements read and written directly).
+    if path != ScanPath::ReduceThenScan {
+        let mut full = GpuScanner::<Op>::new(stream.context()).expect("scanner");
+        full.set_path(path);
+        full.set_small_tile_limit(0);
+        let pipelined =
+            gpu_scan::kernels_gen::pipelined_tile_items(std::mem::size_of::<Op::Element>());
+        let t = if path == ScanPath::Pipelined
+            && gpu_scan::kernels_gen::pipelined_supported(std::mem::size_of::<Op::Element>())
+        {
+            pipelined
+        } else {
+            Op::tile_items()
+        };
+        let mut row = Row {
+            op: Op::NAME,
+            kind: leak(format!("incl/excl+init, full-size tiles [{path:?}]")),
+            lengths: 0,
+            elements: 0,
+            failures: Vec::new(),
+            seconds: 0.0,
+        };
+        for n in [
+            t + 1,
+            2 * t - 1,
+            2 * t,
+            2 * t + 1,
+            2 * t + 3,
+            5 * t + 2,
+            33 * t - 1,
+            33 * t + 1,
+            300 * t + 5,
+        ] {
+            let input = random_input::<Op>(n, seed ^ n as u64 ^ 0x5eed);
+            let src = stream.clone_htod(&input).unwrap();
+            for kind in [ScanKind::Inclusive, ScanKind::ExclusiveWithInit(init)] {
+                let mut expected = vec![Op::IDENTITY; n];
+                cpu::par_scan::<Op>(kind, &input, &mut expected).unwrap();
+                let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+                poison(stream, &mut out);
+                let start = Instant::now();
+                full.scan(stream, kind, &src, &mut out).unwrap();
+                let got = stream.clone_dtoh(&out).unwrap();
+                row.seconds += start.elapsed().as_secs_f64();
+                row.lengths += 1;
+                row.elements += n;
+                compare::<Op>(row.kind, n, &got, &expected, &mut row.failures);
+            }
+        }
+        per_kind.push(row);
+    }
     if !memory_hit {
         per_kind[0]
             .failures
@@ -170,6 +226,11 @@ fn run_op<Op: Case>(
 
 fn lengths_for<Op: ScanOp>(big: usize) -> Vec<usize> {
     let t = Op::tile_items();
+    // The pipelined tiles (equal to `t` where the element cannot take them).
+    let p = match gpu_scan::kernels_gen::pipelined_tile_items(std::mem::size_of::<Op::Element>()) {
+        p if gpu_scan::kernels_gen::pipelined_supported(std::mem::size_of::<Op::Element>()) => p,
+        _ => t,
+    };
     let small = (Op::BLOCK_THREADS
         * gpu_scan::kernels_gen::small_items_per_thread(Op::ITEMS_PER_THREAD))
         as usize;
@@ -190,6 +251,8 @@ fn lengths_for<Op: ScanOp>(big: usize) -> Vec<usize> {
         DEFAULT_SMALL_TILE_LIMIT + 1,
         1000 * t - 1,
         1000 * t + 1,
+        1000 * p - 1,
+        1000 * p + 1,
         t * t + 1,
         (1 << 20) + 7,
         big,
@@ -219,13 +282,17 @@ fn gpu_suite() {
     );
     let stream = ctx.default_stream();
     let mut rows = Vec::new();
-    // Every operator and kind through both paths; the longest inputs (and
-    // the u8 input over 2^31) through the default single pass only.
-    for path in [ScanPath::SinglePass, ScanPath::ReduceThenScan] {
-        let big = if path == ScanPath::SinglePass {
-            big
-        } else {
-            (1 << 21) + 5
+    // Every operator and kind through the three paths; the longest inputs
+    // (and the u8 input over 2^31) through the default pipelined path only.
+    for path in [
+        ScanPath::Pipelined,
+        ScanPath::SinglePass,
+        ScanPath::ReduceThenScan,
+    ] {
+        let big = match path {
+            ScanPath::Pipelined => big,
+            ScanPath::SinglePass => (1 << 24) + 3,
+            _ => (1 << 21) + 5,
         };
         run_op::<SumU32>(&stream, path, &lengths_for::<SumU32>(big), seed, &mut rows);
         run_op::<MaxF32>(&stream, path, &lengths_for::<MaxF32>(big), seed, &mut rows);
@@ -267,7 +334,7 @@ fn gpu_suite() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or((1usize << 31) + (1 << 20) + 3);
-        let last = if path == ScanPath::SinglePass {
+        let last = if path == ScanPath::Pipelined {
             huge
         } else {
             big

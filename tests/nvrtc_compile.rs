@@ -71,10 +71,17 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
             continue;
         };
         // The CUDA side's tile size, exported as a __constant__, must equal the Rust side's.
-        // So must the small tiles and the single pass's status entry size and stride.
+        // So must the small tiles, the single pass's status entry size and stride,
+        // and the pipelined single pass's tile and shared memory.
         let small_tile_items =
             Op::BLOCK_THREADS * kernels_gen::small_items_per_thread(Op::ITEMS_PER_THREAD);
-        let status_bytes = kernels_gen::tile_status_bytes(std::mem::size_of::<Op::Element>());
+        let size = std::mem::size_of::<Op::Element>();
+        let status_bytes = kernels_gen::tile_status_bytes(size);
+        let pipelined_tile = if kernels_gen::pipelined_supported(size) {
+            kernels_gen::pipelined_tile_items(size)
+        } else {
+            0
+        };
         for (what, symbol, value) in [
             (
                 "tile size",
@@ -96,9 +103,21 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
                 kernels_gen::tile_status_stride_symbol(Op::NAME),
                 kernels_gen::TILE_STATUS_STRIDE,
             ),
+            (
+                "pipelined tile size",
+                kernels_gen::pipelined_tile_items_symbol(Op::NAME),
+                pipelined_tile,
+            ),
+            (
+                "pipelined shared memory",
+                kernels_gen::pipelined_shared_bytes_symbol(Op::NAME),
+                kernels_gen::pipelined_shared_bytes(size),
+            ),
         ] {
             let expected = format!(".u32 {symbol} = {value};");
-            if !ptx.contains(&expected) {
+            // A zero-initialised constant is declared without an initialiser.
+            let zero = format!(".u32 {symbol};");
+            if !(ptx.contains(&expected) || value == 0 && ptx.contains(&zero)) {
                 failures.push(format!("{label}: {what} differs: PTX lacks `{expected}`"));
             }
         }

@@ -44,10 +44,13 @@ pub mod ir;
 mod params;
 
 pub use params::{
-    auto_items_per_thread, nvrtc_options, segmented_nvrtc_options, small_items_per_thread,
+    auto_items_per_thread, nvrtc_options, pipelined_items_per_thread, pipelined_shared_bytes,
+    pipelined_shared_bytes_symbol, pipelined_stages, pipelined_supported, pipelined_tile_items,
+    pipelined_tile_items_symbol, segmented_nvrtc_options, small_items_per_thread,
     small_tile_items_symbol, tile_items_symbol, tile_status_bytes, tile_status_bytes_symbol,
     tile_status_stride_symbol, Arch, FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel,
-    SegmentedKernel, SegmentedStrategy, MAX_ITEMS_PER_THREAD, SEGMENTED_DEFINE, TILE_STATUS_STRIDE,
+    SegmentedKernel, SegmentedStrategy, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
+    SEGMENTED_DEFINE, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -64,6 +67,7 @@ const BLOCK_LEVEL: &str = include_str!("templates/block.cuh");
 const TILE_LEVEL: &str = include_str!("templates/tile.cuh");
 const REDUCE_THEN_SCAN: &str = include_str!("templates/reduce_then_scan.cuh");
 const SINGLE_PASS: &str = include_str!("templates/single_pass.cuh");
+const PIPELINED: &str = include_str!("templates/pipelined.cuh");
 const SEGMENTED: &str = include_str!("templates/segmented.cuh");
 
 /// The program that builds segment head flags: from segment start offsets
@@ -207,8 +211,18 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
     let _ = writeln!(
         out,
-        "extern \"C\" __constant__ unsigned int {} = scan_tile_status_stride;\n",
+        "extern \"C\" __constant__ unsigned int {} = scan_tile_status_stride;",
         tile_status_stride_symbol(name)
+    );
+    let _ = writeln!(
+        out,
+        "extern \"C\" __constant__ unsigned int {} = scan_pipelined_supported(sizeof({t})) ? scan_pipelined_squad_threads * scan_pipelined_items_per_thread(sizeof({t})) : 0;",
+        pipelined_tile_items_symbol(name)
+    );
+    let _ = writeln!(
+        out,
+        "extern \"C\" __constant__ unsigned int {} = scan_pipelined_shared_bytes(sizeof({t}));\n",
+        pipelined_shared_bytes_symbol(name)
     );
 
     out.push_str(&operator_functions(op, &t));
@@ -218,6 +232,7 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
         TILE_LEVEL,
         REDUCE_THEN_SCAN,
         SINGLE_PASS,
+        PIPELINED,
     ] {
         out.push('\n');
         out.push_str(&template.replace("$op", name));

@@ -429,4 +429,100 @@ template <class T> struct scan_tile_status<T, 4> {
   }
 };
 
+// ---------------------------------------------------------------------------
+// The pipelined single pass (sm_90 and newer): shape, shared memory, and the
+// Hopper primitives it is built from.
+// ---------------------------------------------------------------------------
+
+// Warps in each of its two compute squads (reduce, rescan); a block also has
+// a producer, a lookahead and a store warp.
+constexpr int scan_pipelined_squad_warps = 4;
+constexpr int scan_pipelined_squad_threads = 32 * scan_pipelined_squad_warps;
+constexpr int scan_pipelined_block_threads = 32 * (2 * scan_pipelined_squad_warps + 3);
+// Shared memory the stages may take (an SM has 227 KiB for one block).
+constexpr unsigned scan_pipelined_stage_budget = 200u * 1024u;
+constexpr int scan_pipelined_max_stages = 6;
+
+// Items per thread: about 252 bytes per thread, odd, so that threads reading
+// their own consecutive items from shared memory hit distinct banks. The
+// same rule as kernels_gen::pipelined_items_per_thread in Rust.
+constexpr int scan_pipelined_items_per_thread(unsigned long long element_size) {
+  return element_size >= 252 ? 1 : (int)(252 / element_size) % 2 == 1 ? (int)(252 / element_size) : (int)(252 / element_size) - 1;
+}
+constexpr unsigned scan_round_up(unsigned long long x, unsigned long long to) { return (unsigned)((x + to - 1) / to * to); }
+// Bytes of one stage's tile (128-byte aligned) and of its bookkeeping: the
+// reduce squad's per-thread and per-warp totals, the tile's prefix, its
+// index and six mbarriers.
+constexpr unsigned scan_pipelined_tile_bytes(unsigned long long element_size) {
+  return scan_round_up(scan_pipelined_squad_threads * scan_pipelined_items_per_thread(element_size) * element_size, 128);
+}
+constexpr unsigned scan_pipelined_bookkeeping_bytes(unsigned long long element_size) {
+  return scan_round_up((scan_pipelined_squad_threads + scan_pipelined_squad_warps + 1) * element_size, 16) + 8 + 6 * 8;
+}
+// Stages in flight: as many as the budget holds, at most 6 (0 or 1: the
+// element is too large for the pipeline).
+constexpr int scan_pipelined_stages(unsigned long long element_size) {
+  return scan_pipelined_stage_budget / (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size)) > scan_pipelined_max_stages
+             ? scan_pipelined_max_stages
+             : (int)(scan_pipelined_stage_budget / (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size)));
+}
+// Whether an element type can take the pipeline: bulk copies move whole
+// 16-byte units, which whole tiles of 4-byte multiples always are, and at
+// least two stages must fit.
+constexpr bool scan_pipelined_supported(unsigned long long element_size) {
+  return element_size % 4 == 0 && scan_pipelined_stages(element_size) >= 2;
+}
+// Dynamic shared memory of one block (0 when unsupported).
+constexpr unsigned scan_pipelined_shared_bytes(unsigned long long element_size) {
+  return scan_pipelined_supported(element_size)
+             ? scan_pipelined_stages(element_size) * (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size))
+             : 0u;
+}
+
+// The dynamic shared memory of every kernel that uses it.
+extern __shared__ __align__(128) unsigned char scan_dynamic_shared[];
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned scan_shared_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// mbarriers (shared-memory barriers with a phase that completes after
+// `count` arrivals and, for bulk copies, the expected bytes).
+__device__ __forceinline__ void scan_mbarrier_init(unsigned long long* barrier, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" : : "r"(scan_shared_address(barrier)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void scan_mbarrier_arrive(unsigned long long* barrier) {
+  asm volatile("{\n  .reg .b64 state;\n  mbarrier.arrive.shared::cta.b64 state, [%0];\n}" : : "r"(scan_shared_address(barrier)) : "memory");
+}
+__device__ __forceinline__ void scan_mbarrier_arrive_expect_bytes(unsigned long long* barrier, unsigned bytes) {
+  asm volatile("{\n  .reg .b64 state;\n  mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}" : : "r"(scan_shared_address(barrier)), "r"(bytes) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (acquire).
+__device__ __forceinline__ void scan_mbarrier_wait(unsigned long long* barrier, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile("{\n  .reg .pred p;\n  mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n  selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(scan_shared_address(barrier)), "r"(parity) : "memory");
+  } while (!done);
+}
+// One-dimensional bulk copies (TMA): global to shared, completing on a
+// barrier; shared to global, completing in bulk groups. Addresses are
+// 16-byte aligned and sizes multiples of 16.
+__device__ __forceinline__ void scan_bulk_load(void* shared, const void* global, unsigned bytes, unsigned long long* barrier) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               : : "r"(scan_shared_address(shared)), "l"(global), "r"(bytes), "r"(scan_shared_address(barrier)) : "memory");
+}
+__device__ __forceinline__ void scan_bulk_store(void* global, const void* shared, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" : : "l"(global), "r"(scan_shared_address(shared)), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.commit_group;" : : : "memory");
+}
+// Waits until at most the newest bulk store group still reads shared memory.
+__device__ __forceinline__ void scan_bulk_wait_read_all_but_newest() { asm volatile("cp.async.bulk.wait_group.read 1;" : : : "memory"); }
+// Waits until every bulk store has been written.
+__device__ __forceinline__ void scan_bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" : : : "memory"); }
+// Makes this thread's ordinary shared-memory writes visible to bulk copies.
+__device__ __forceinline__ void scan_fence_shared_for_bulk() { asm volatile("fence.proxy.async.shared::cta;" : : : "memory"); }
+__device__ __forceinline__ void scan_fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" : : : "memory"); }
+// Synchronises the `threads` threads that use named barrier `id` (0 is __syncthreads').
+__device__ __forceinline__ void scan_named_barrier(unsigned id, unsigned threads) { asm volatile("bar.sync %0, %1;" : : "r"(id), "r"(threads) : "memory"); }
+#endif
+
 #endif  // GPU_SCAN_PRELUDE

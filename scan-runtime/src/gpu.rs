@@ -105,10 +105,58 @@ pub(crate) struct Program {
     single_pass_exclusive: CudaFunction,
     single_pass_small_inclusive: CudaFunction,
     single_pass_small_exclusive: CudaFunction,
+    pipelined_inclusive: CudaFunction,
+    pipelined_exclusive: CudaFunction,
+    /// How the pipelined single pass launches here; `None` where it cannot
+    /// run (before sm_90, or an element it does not support).
+    pipelined: Option<PipelinedLaunch>,
     /// Segmented kernels (segmented variant only), in the order of
     /// [`segmented_index`].
     pub(crate) segmented: Vec<CudaFunction>,
     stats: ProgramStats,
+}
+
+/// The pipelined single pass's launch shape on one device.
+#[derive(Clone, Copy, Debug)]
+struct PipelinedLaunch {
+    /// Resident blocks: blocks per SM (by occupancy) × SMs.
+    blocks: u32,
+    /// Dynamic shared memory per block.
+    shared_bytes: u32,
+}
+
+/// Prepares the pipelined kernels on `ctx`'s device (opting in to their
+/// dynamic shared memory) and sizes their persistent grid; `None` where
+/// they cannot run.
+fn pipelined_launch<Op: ScanOp>(
+    ctx: &Arc<CudaContext>,
+    arch: Arch,
+    kernels: [&CudaFunction; 2],
+) -> Result<Option<PipelinedLaunch>> {
+    let size = std::mem::size_of::<Op::Element>();
+    if arch < Arch::SM_90 || !kernels_gen::pipelined_supported(size) {
+        return Ok(None);
+    }
+    let shared_bytes = kernels_gen::pipelined_shared_bytes(size) as u32;
+    for kernel in kernels {
+        kernel.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared_bytes as i32,
+        )?;
+    }
+    let per_sm = kernels[0].occupancy_max_active_blocks_per_multiprocessor(
+        kernels_gen::PIPELINED_BLOCK_THREADS,
+        shared_bytes as usize,
+        None,
+    )?;
+    let sms = ctx.attribute(
+        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
+    let blocks = per_sm * sms.max(0) as u32;
+    Ok((blocks > 0).then_some(PipelinedLaunch {
+        blocks,
+        shared_bytes,
+    }))
 }
 
 /// Where a segmented kernel sits in [`Program::segmented`].
@@ -186,7 +234,13 @@ pub(crate) fn load_program<Op: ScanOp>(
         f(Kernel::SinglePassSmallInclusive)?,
         f(Kernel::SinglePassSmallExclusive)?,
     );
+    let (pipelined_inclusive, pipelined_exclusive) = (
+        f(Kernel::PipelinedInclusive)?,
+        f(Kernel::PipelinedExclusive)?,
+    );
     check_sizes::<Op>(ctx, &module)?;
+    let pipelined =
+        pipelined_launch::<Op>(ctx, arch, [&pipelined_inclusive, &pipelined_exclusive])?;
     let program = Arc::new(Program {
         _module: module,
         reduce_tiles,
@@ -197,6 +251,9 @@ pub(crate) fn load_program<Op: ScanOp>(
         single_pass_exclusive,
         single_pass_small_inclusive,
         single_pass_small_exclusive,
+        pipelined_inclusive,
+        pipelined_exclusive,
+        pipelined,
         segmented,
         stats: ProgramStats {
             origin: if compiled.from_disk {
@@ -216,7 +273,7 @@ pub(crate) fn load_program<Op: ScanOp>(
 }
 
 /// Reads the sizes the program was generated with (tile, small tile, tile
-/// status entry and stride) and compares them with the host's: they come from the same
+/// status entry and stride, pipelined tile and shared memory) and compares them with the host's: they come from the same
 /// formulas, in Rust and in C++.
 fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> Result<()> {
     let stream = ctx.default_stream();
@@ -234,6 +291,14 @@ fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> 
             kernels_gen::tile_status_stride_symbol(Op::NAME),
             kernels_gen::TILE_STATUS_STRIDE,
         ),
+        (
+            kernels_gen::pipelined_tile_items_symbol(Op::NAME),
+            pipelined_tile_items::<Op>(),
+        ),
+        (
+            kernels_gen::pipelined_shared_bytes_symbol(Op::NAME),
+            kernels_gen::pipelined_shared_bytes(std::mem::size_of::<Op::Element>()),
+        ),
     ] {
         let global = module.get_global(&symbol, &stream)?;
         let bytes = stream.clone_dtoh(&global)?;
@@ -248,6 +313,17 @@ fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> 
         }
     }
     Ok(())
+}
+
+/// Elements per tile of the pipelined single pass (0 where the element
+/// cannot take it).
+pub(crate) fn pipelined_tile_items<Op: ScanOp>() -> usize {
+    let size = std::mem::size_of::<Op::Element>();
+    if kernels_gen::pipelined_supported(size) {
+        kernels_gen::pipelined_tile_items(size)
+    } else {
+        0
+    }
 }
 
 /// Elements per small tile (the single pass over short inputs).
@@ -301,14 +377,25 @@ pub struct GpuScanner<Op: ScanOp> {
 /// How a scan of more than one tile runs on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScanPath {
-    /// The path the library considers fastest for the input: currently
-    /// [`ScanPath::SinglePass`] at every size. Since the single pass packs
-    /// small elements with their status and keeps its items in shared
-    /// memory through the look-back, it beat reduce-then-scan's three
-    /// launches on short inputs on the H200 (6.9 µs against 11.7 µs at
-    /// 2^16) and on 8-byte affine maps at 2^24 and 2^28; BENCHMARKS.md has
-    /// the current numbers.
+    /// The path the library considers fastest for the input: the
+    /// pipelined single pass for inputs of at least
+    /// [`PIPELINED_AUTO_MIN_BYTES`] whose elements pack with their status
+    /// (at most 12 bytes), otherwise the single pass with look-back. Both
+    /// single passes beat reduce-then-scan's three launches on the H200 at
+    /// every size; BENCHMARKS.md has the numbers.
     Auto,
+    /// The pipelined single pass, for Hopper (sm_90) and newer: persistent
+    /// blocks whose warps take roles. A producer warp loads tiles into a
+    /// pipeline of shared-memory stages with bulk copies (TMA); a reduce
+    /// squad publishes each tile's aggregate as soon as it lands; a
+    /// lookahead warp sums its predecessors' aggregates into the tile's
+    /// prefix; a rescan squad and a store warp finish the tile. Loads keep
+    /// going while tiles wait for their prefixes (after CCCL's
+    /// warp-specialized scan). Plain scans of elements whose size is a
+    /// multiple of 4 bytes, 16-byte aligned input and output, longer than
+    /// [`GpuScanner::small_tile_limit`]; anything else runs as
+    /// [`ScanPath::SinglePass`], as do segmented scans.
+    Pipelined,
     /// One kernel: every tile publishes its aggregate and then its inclusive
     /// prefix, and looks back over its predecessors' (decoupled look-back;
     /// Merrill & Garland 2016). Reads and writes each element once.
@@ -357,11 +444,35 @@ pub(crate) struct SinglePassArgs {
 /// and a 256 KiB copy 6.0 µs, timed the same way).
 pub const DEFAULT_SMALL_TILE_LIMIT: usize = 1 << 15;
 
+/// On [`ScanPath::Auto`], inputs of at least this many bytes take the
+/// pipelined single pass (where it can run); shorter ones the single pass
+/// with look-back. The pipelined pass starts slower (a launch costs about
+/// 15 µs on the H200 up to 2^20 `u32` elements, against 7-9 µs for the
+/// look-back) and streams faster (u32 sum at 2^24: 47 against 53 µs; at
+/// 2^28 91% of copy speed against 76%).
+pub const PIPELINED_AUTO_MIN_BYTES: usize = 32 << 20;
+
 /// The concrete path for a scan of more than one tile.
 pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
     match path {
-        ScanPath::Auto => ScanPath::SinglePass,
+        ScanPath::Auto => ScanPath::Pipelined,
         concrete => concrete,
+    }
+}
+
+/// Whether `path` scans in a single pass (either kind).
+pub(crate) fn single_pass(path: ScanPath) -> bool {
+    resolve_path(path) != ScanPath::ReduceThenScan
+}
+
+/// Status entries a single pass over `n` elements (in full-size tiles) may
+/// need on `path`: the pipelined tiles are larger, but a scan that cannot
+/// take them falls back to the others.
+fn single_pass_tiles_for<Op: ScanOp>(n: usize, path: ScanPath) -> usize {
+    let tiles = n.div_ceil(Op::tile_items());
+    match pipelined_tile_items::<Op>() {
+        t if t > 0 && path == ScanPath::Pipelined => tiles.max(n.div_ceil(t)),
+        _ => tiles,
     }
 }
 
@@ -471,16 +582,15 @@ where
         if tiles <= 1 {
             return 0;
         }
-        match resolve_path(path) {
-            ScanPath::SinglePass => {
-                let tiles = if n <= DEFAULT_SMALL_TILE_LIMIT {
-                    n.div_ceil(small_tile_items::<Op>())
-                } else {
-                    tiles
-                };
-                single_pass_bytes::<Op::Element>(tiles)
-            }
-            _ => tiles * std::mem::size_of::<Op::Element>(),
+        if single_pass(path) {
+            let tiles = if n <= DEFAULT_SMALL_TILE_LIMIT {
+                n.div_ceil(small_tile_items::<Op>())
+            } else {
+                single_pass_tiles_for::<Op>(n, resolve_path(path))
+            };
+            single_pass_bytes::<Op::Element>(tiles)
+        } else {
+            tiles * std::mem::size_of::<Op::Element>()
         }
     }
 
@@ -496,12 +606,15 @@ where
         if tiles <= 1 {
             return Ok(());
         }
-        match resolve_path(self.path) {
-            ScanPath::SinglePass => {
-                let (tiles, _) = self.single_pass_tiles(n);
-                self.reserve_single_pass(tiles, stream)
-            }
-            _ => self.reserve_tile_totals(tiles, stream),
+        if single_pass(self.path) {
+            let tiles = if n <= self.small_tile_limit {
+                n.div_ceil(small_tile_items::<Op>())
+            } else {
+                single_pass_tiles_for::<Op>(n, resolve_path(self.path))
+            };
+            self.reserve_single_pass(tiles, stream)
+        } else {
+            self.reserve_tile_totals(tiles, stream)
         }
     }
 
@@ -689,13 +802,14 @@ where
     }
 
     /// Starts a single-pass launch of `tiles` tiles (reserved before): a new
-    /// epoch, and the pointers to pass. `finish` must get the same `tiles`
-    /// once the launch is enqueued.
+    /// epoch, and the pointers to pass to `run`, which enqueues it. The
+    /// launch takes `tiles + extra_indices` values from the tile counter.
     pub(crate) fn begin_single_pass(
         &mut self,
         stream: &Arc<CudaStream>,
         run: impl FnOnce(&SinglePassArgs) -> Result<()>,
         tiles: usize,
+        extra_indices: usize,
     ) -> Result<()> {
         let state = self.single_pass.as_mut().expect("reserved before");
         debug_assert!(state.tiles >= tiles);
@@ -716,7 +830,7 @@ where
             tile_base: state.tile_base,
             epoch: state.epoch,
         })?;
-        state.tile_base += tiles as u64;
+        state.tile_base += (tiles + extra_indices) as u64;
         Ok(())
     }
 
@@ -771,6 +885,84 @@ where
                 Ok(())
             },
             tiles,
+            0,
+        )
+    }
+
+    /// Whether a plain scan of `n` elements (more than one tile) should take
+    /// the pipelined single pass where it can: always on
+    /// [`ScanPath::Pipelined`] past the small-tile limit; on
+    /// [`ScanPath::Auto`] only where it was measured faster (see
+    /// [`PIPELINED_AUTO_MIN_BYTES`]) and for elements that pack with their
+    /// status (at most 12 bytes).
+    fn pipelined_wanted(&self, n: usize) -> bool {
+        let size = std::mem::size_of::<Op::Element>();
+        match self.path {
+            ScanPath::Pipelined => n > self.small_tile_limit,
+            ScanPath::Auto => {
+                n > self.small_tile_limit
+                    && n * size >= PIPELINED_AUTO_MIN_BYTES
+                    && kernels_gen::tile_status_bytes(size) != 4
+            }
+            _ => false,
+        }
+    }
+
+    /// One launch of the pipelined single pass over `n` elements.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_pipelined(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        launch_shape: PipelinedLaunch,
+        inclusive: bool,
+        seed: Op::Element,
+        src: u64,
+        dst: u64,
+        n: usize,
+    ) -> Result<()> {
+        let tiles = n.div_ceil(pipelined_tile_items::<Op>());
+        self.reserve_single_pass(tiles, stream)?;
+        let program = self.program.clone();
+        let kernel = if inclusive {
+            &program.pipelined_inclusive
+        } else {
+            &program.pipelined_exclusive
+        };
+        let blocks = (launch_shape.blocks as usize).min(tiles);
+        let (n64, tiles64) = (n as u64, tiles as u64);
+        self.begin_single_pass(
+            stream,
+            |a| {
+                let mut launch = stream.launch_builder(kernel);
+                launch
+                    .arg(&src)
+                    .arg(&dst)
+                    .arg(&a.status)
+                    .arg(&a.aggregates)
+                    .arg(&a.prefixes)
+                    .arg(&a.counter)
+                    .arg(&a.tile_base)
+                    .arg(&a.epoch)
+                    .arg(&seed)
+                    .arg(&n64)
+                    .arg(&tiles64);
+                // SAFETY: (const T* input, T* output, void* status, T* aggregates,
+                // T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch, T seed, u64 n,
+                // u64 tiles) as pushed; src and dst hold n elements and are 16-byte
+                // aligned (checked by the caller); the scratch holds >= tiles entries; the
+                // kernel was given its dynamic shared memory at load; the counter equals
+                // tile_base, and every block takes one index past the last tile.
+                unsafe {
+                    launch.launch(LaunchConfig {
+                        grid_dim: (blocks as u32, 1, 1),
+                        block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
+                        shared_mem_bytes: launch_shape.shared_bytes,
+                    })
+                }?;
+                Ok(())
+            },
+            tiles,
+            blocks,
         )
     }
 
@@ -822,7 +1014,14 @@ where
             unsafe { launch.launch(grid(1)) }?;
             return Ok(());
         }
-        if resolve_path(self.path) == ScanPath::SinglePass {
+        if self.pipelined_wanted(n) {
+            if let Some(shape) = self.program.pipelined {
+                if src % 16 == 0 && dst % 16 == 0 {
+                    return self.launch_pipelined(stream, shape, inclusive, seed, src, dst, n);
+                }
+            }
+        }
+        if single_pass(self.path) {
             return self.launch_single_pass(stream, inclusive, seed, src, dst, n);
         }
         let workspace = self

@@ -25,7 +25,7 @@ pub use cudarc;
 pub use error::{Result, ScanError};
 pub use gpu::{
     device_arch, driver_present, open_device, GpuScanner, ProgramOrigin, ProgramStats, ScanPath,
-    DEFAULT_SEGMENTED_STRATEGY, DEFAULT_SMALL_TILE_LIMIT,
+    DEFAULT_SEGMENTED_STRATEGY, DEFAULT_SMALL_TILE_LIMIT, PIPELINED_AUTO_MIN_BYTES,
 };
 pub use kernels_gen::{FlagFormat, SegmentedStrategy};
 pub use segmented::{DeviceHeadFlags, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags};

@@ -5,7 +5,7 @@
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
 use crate::gpu::{
-    device_arch, load_program, resolve_path, segmented_index, GpuScanner, ProgramStats, ScanPath,
+    device_arch, load_program, segmented_index, single_pass, GpuScanner, ProgramStats, ScanPath,
     Variant,
 };
 use crate::jit;
@@ -135,7 +135,7 @@ where
         let tiles = n.div_ceil(Op::tile_items());
         if tiles <= 1 {
             0
-        } else if resolve_path(path) == ScanPath::SinglePass {
+        } else if single_pass(path) {
             crate::gpu::single_pass_bytes::<Op::Element>(tiles)
         } else {
             tiles * (std::mem::size_of::<Op::Element>() + 1)
@@ -292,7 +292,7 @@ where
         if tiles <= 1 {
             return Ok(());
         }
-        if resolve_path(self.path()) == ScanPath::SinglePass {
+        if single_pass(self.path()) {
             // Segmented single passes use the full tiles.
             return self.reserve_single_pass(tiles, stream);
         }
@@ -361,7 +361,7 @@ where
             unsafe { launch.launch(grid(1)) }?;
             return Ok(());
         }
-        if resolve_path(self.path()) == ScanPath::SinglePass {
+        if single_pass(self.path()) {
             let single_pass = kernel(SegmentedKernel::SinglePass { inclusive, format });
             return self.begin_single_pass(
                 stream,
@@ -389,6 +389,7 @@ where
                     Ok(())
                 },
                 tiles,
+                0,
             );
         }
         let reduce = kernel(SegmentedKernel::ReduceTiles(format));

@@ -1,0 +1,317 @@
+// ---- Global level: pipelined single pass (sm_90 and newer) ----
+// A single pass like the one above, restructured so that no tile's wait
+// for its predecessors stalls the loads behind it (after CCCL's
+// warp-specialized "decoupled lookahead" scan). Blocks are persistent, one
+// per SM (the stages fill its shared memory), and their warps take roles:
+//   producer   takes the next tile index from the counter once a stage is
+//              free and loads the tile into it with one bulk copy (TMA);
+//   reduce     (a squad of 4 warps) combines the tile as soon as it lands
+//              and publishes its aggregate at once: it never waits for the
+//              tile's predecessors;
+//   lookahead  walks the published aggregates forward, from where it
+//              stopped for this block's previous tile to this tile, keeping
+//              the running combination: the tile's exclusive prefix;
+//   rescan     (4 warps) rescans the tile in shared memory behind its prefix;
+//   store      writes the tile back with one bulk copy and frees its stage.
+// Up to $op_pipelined_stages tiles are in flight per block, so loads keep
+// going while a tile waits for its prefix. Tiles only publish aggregates
+// (in order, no commutativity needed: lane order is sequence order); the
+// seed starts every lookahead's running prefix.
+//
+// Forward progress does not depend on block scheduling: a tile index goes to
+// a running block that already holds a free stage for it, so every tile
+// handed out is loaded and its aggregate published without waiting for any
+// other tile; a tile's prefix needs only aggregates of smaller indices,
+// which were handed out earlier.
+//
+// Shared memory per stage s: the tile (bytes scan_pipelined_tile_bytes),
+// then after all tiles the bookkeeping: barriers, tile indices, the reduce
+// squad's per-lane warp-inclusive totals and per-warp totals, and prefixes.
+// Barriers per stage, each used once per round k / stages (phase parity):
+//   loaded (producer + bulk bytes), indexed (producer → lookahead),
+//   reduced (reduce squad → rescan), prefixed (lookahead → rescan),
+//   rescanned (rescan squad → store), free (store → producer).
+
+constexpr int $op_pipelined_items_per_thread = scan_pipelined_items_per_thread(sizeof($op_t));
+constexpr int $op_pipelined_items_per_tile = scan_pipelined_squad_threads * $op_pipelined_items_per_thread;
+constexpr int $op_pipelined_stages = scan_pipelined_stages(sizeof($op_t));
+// A tail tile moves its first elements by bulk copy, in whole 16-byte
+// units: a multiple of this many elements.
+constexpr int $op_pipelined_bulk_granule = sizeof($op_t) % 16 == 0 ? 1 : sizeof($op_t) % 8 == 0 ? 2 : 4;
+
+// Shared-memory layout of one pipelined block.
+struct $op_pipelined_shared {
+  unsigned char* base;
+  static constexpr int stages = $op_pipelined_stages > 1 ? $op_pipelined_stages : 1;
+  static constexpr unsigned tile_bytes = scan_pipelined_tile_bytes(sizeof($op_t));
+  static constexpr unsigned barriers_at = stages * tile_bytes;
+  static constexpr unsigned indices_at = barriers_at + stages * 6 * 8;
+  static constexpr unsigned values_at = scan_round_up(indices_at + stages * 8, 16);
+  __device__ __forceinline__ $op_t* tile(int s) const { return ($op_t*)(base + s * tile_bytes); }
+  __device__ __forceinline__ unsigned long long* barrier(int which, int s) const { return (unsigned long long*)(base + barriers_at) + which * stages + s; }
+  __device__ __forceinline__ unsigned long long& tile_index(int s) const { return ((unsigned long long*)(base + indices_at))[s]; }
+  __device__ __forceinline__ $op_t* lane_totals(int s) const { return ($op_t*)(base + values_at) + s * scan_pipelined_squad_threads; }
+  __device__ __forceinline__ $op_t* warp_totals(int s) const { return ($op_t*)(base + values_at) + stages * scan_pipelined_squad_threads + s * scan_pipelined_squad_warps; }
+  __device__ __forceinline__ $op_t& prefix(int s) const { return (($op_t*)(base + values_at) + stages * (scan_pipelined_squad_threads + scan_pipelined_squad_warps))[s]; }
+};
+static_assert(!scan_pipelined_supported(sizeof($op_t)) ||
+                  $op_pipelined_shared::values_at + $op_pipelined_shared::stages * (scan_pipelined_squad_threads + scan_pipelined_squad_warps + 1) * sizeof($op_t) <=
+                      scan_pipelined_shared_bytes(sizeof($op_t)),
+              "the pipelined layout fits the shared memory the host provides");
+enum { $op_loaded = 0, $op_indexed = 1, $op_reduced = 2, $op_prefixed = 3, $op_rescanned = 4, $op_freed = 5 };
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Where tile `tile` starts, how many elements it has, and how many of them
+// travel by bulk copy (the rest of a tail tile is read and written directly).
+struct $op_pipelined_extent {
+  unsigned long long base;
+  int valid;
+  int bulk;
+  __device__ __forceinline__ $op_pipelined_extent(unsigned long long tile, unsigned long long n) {
+    base = tile * $op_pipelined_items_per_tile;
+    valid = (int)(n - base < $op_pipelined_items_per_tile ? n - base : $op_pipelined_items_per_tile);
+    bulk = valid / $op_pipelined_bulk_granule * $op_pipelined_bulk_granule;
+  }
+};
+
+// Reduce squad: this thread's items, in order.
+__device__ __forceinline__ $op_t $op_pipelined_thread_reduce(const $op_t* tile, const $op_t* input, const $op_pipelined_extent& extent) {
+  const int first = (int)threadIdx.x * $op_pipelined_items_per_thread;
+  if (extent.valid == $op_pipelined_items_per_tile) {
+    $op_t total = tile[first];
+#pragma unroll
+    for (int i = 1; i < $op_pipelined_items_per_thread; ++i) total = $op_combine(total, tile[first + i]);
+    return total;
+  }
+  $op_t total = $op_identity();
+#pragma unroll 1
+  for (int i = 0; i < $op_pipelined_items_per_thread; ++i) {
+    const int e = first + i;
+    if (e < extent.bulk) total = $op_combine(total, tile[e]);
+    else if (e < extent.valid) total = $op_combine(total, input[extent.base + e]);
+  }
+  return total;
+}
+
+// Rescan squad: this thread's items behind `running`, in place in the
+// stage (elements past the bulk part go straight to the output).
+template <bool Inclusive>
+__device__ __forceinline__ void $op_pipelined_thread_rescan($op_t* tile, const $op_t* input, $op_t* output, const $op_pipelined_extent& extent, $op_t running) {
+  const int first = ((int)threadIdx.x - scan_pipelined_squad_threads) * $op_pipelined_items_per_thread;
+  if (extent.valid == $op_pipelined_items_per_tile) {
+#pragma unroll
+    for (int i = 0; i < $op_pipelined_items_per_thread; ++i) {
+      const $op_t item = tile[first + i];
+      if (Inclusive) {
+        running = $op_combine(running, item);
+        tile[first + i] = running;
+      } else {
+        tile[first + i] = running;
+        running = $op_combine(running, item);
+      }
+    }
+    return;
+  }
+#pragma unroll 1
+  for (int i = 0; i < $op_pipelined_items_per_thread; ++i) {
+    const int e = first + i;
+    if (e >= extent.valid) break;
+    const $op_t item = e < extent.bulk ? tile[e] : input[extent.base + e];
+    const $op_t result = Inclusive ? $op_combine(running, item) : running;
+    running = Inclusive ? result : $op_combine(running, item);
+    if (e < extent.bulk) tile[e] = result;
+    else output[extent.base + e] = result;
+  }
+}
+
+// Lookahead warp: extends `running` (the seed and the aggregates of tiles
+// [0, next)) up to `target`. Each round polls 128 tiles from `next`, lane l
+// the four consecutive tiles next + 4l … next + 4l + 3, and takes the run
+// of ready tiles from `next` on: each lane combines its share in order, and
+// one warp scan combines the lanes in lane order (sequence order). A tile
+// published after the poll waits for the next round; the warp spins without
+// sleeping, since every tile of its block waits on it.
+template <class Status>
+__device__ __forceinline__ void $op_pipelined_lookahead(const Status& status, unsigned epoch, unsigned long long& next, $op_t& running, unsigned long long target) {
+  constexpr int per_lane = 4;
+  const unsigned lane = threadIdx.x & 31u;
+  while (next < target) {
+    const unsigned long long first = next + per_lane * lane;
+    $op_t values[per_lane];
+    unsigned states[per_lane];
+#pragma unroll
+    for (int r = 0; r < per_lane; ++r) {
+      const unsigned long long tile = first + r;
+      const unsigned word = status.poll(tile < target ? tile : target - 1, values[r]);
+      states[r] = tile < target && (word >> 2) == epoch ? (word & 3u) : scan_tile_not_ready;
+    }
+    // This lane's leading ready tiles; the run ends in the first lane with
+    // fewer than all of its tiles ready.
+    int ready = 0;
+#pragma unroll
+    for (int r = 0; r < per_lane; ++r) ready += ready == r && states[r] != scan_tile_not_ready;
+    const unsigned short_lanes = __ballot_sync(0xffffffffu, ready < per_lane);
+    const unsigned last_lane = short_lanes != 0 ? (unsigned)__ffs(short_lanes) - 1u : 32u;
+    const int last_ready = __shfl_sync(0xffffffffu, ready, last_lane & 31u);
+    const unsigned count = per_lane * last_lane + (last_lane < 32 ? last_ready : 0);
+    if (count == 0) continue;
+    const int used = lane < last_lane ? per_lane : lane == last_lane ? ready : 0;
+    $op_t share = $op_identity();
+#pragma unroll
+    for (int r = 0; r < per_lane; ++r) {
+      status.fetch(first + r, states[r], r < used, values[r]);
+      if (r < used) share = r == 0 ? values[0] : $op_combine(share, values[r]);
+    }
+    running = $op_combine(running, scan_shfl_idx($op_warp_inclusive_scan(share), 31));
+    next += count;
+  }
+}
+#endif
+
+// Kernels: (input, output, status, aggregates, prefixes, tile counter, tile
+// base, epoch, seed, n, tiles), on a persistent grid with
+// scan_pipelined_shared_bytes(sizeof(T)) bytes of dynamic shared memory; the
+// input and output 16-byte aligned. Every block takes one index past the
+// last tile before it stops, so a launch advances the counter by tiles +
+// blocks.
+template <bool Inclusive>
+__device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
+                                                   unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch,
+                                                   const $op_t seed, unsigned long long n, unsigned long long tiles) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (scan_pipelined_supported(sizeof($op_t))) {
+    constexpr int stages = $op_pipelined_stages;
+    constexpr int squad = scan_pipelined_squad_threads;
+    const $op_pipelined_shared shared{scan_dynamic_shared};
+    const int warp = (int)(threadIdx.x >> 5);
+    const unsigned lane = threadIdx.x & 31u;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < stages; ++s) {
+        scan_mbarrier_init(shared.barrier($op_loaded, s), 1);
+        scan_mbarrier_init(shared.barrier($op_indexed, s), 1);
+        scan_mbarrier_init(shared.barrier($op_reduced, s), squad);
+        scan_mbarrier_init(shared.barrier($op_prefixed, s), 1);
+        scan_mbarrier_init(shared.barrier($op_rescanned, s), squad);
+        scan_mbarrier_init(shared.barrier($op_freed, s), 1);
+      }
+      scan_fence_barrier_init();
+    }
+    __syncthreads();  // the only block-wide barrier: the roles part here
+    scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
+    if (warp < scan_pipelined_squad_warps) {
+      // Reduce squad: thread totals, their warp-inclusive scans (for the
+      // rescan squad), warp totals, and the tile's aggregate.
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        scan_mbarrier_wait(shared.barrier($op_loaded, s), (unsigned)(k / stages) & 1u);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile >= tiles) break;
+        const $op_pipelined_extent extent(tile, n);
+        const $op_t lane_total = $op_warp_inclusive_scan($op_pipelined_thread_reduce(shared.tile(s), input, extent));
+        shared.lane_totals(s)[threadIdx.x] = lane_total;
+        if (lane == 31) shared.warp_totals(s)[warp] = lane_total;
+        scan_named_barrier(1, squad);
+        if (threadIdx.x == 0) {
+          $op_t tile_total = shared.warp_totals(s)[0];
+#pragma unroll
+          for (int w = 1; w < scan_pipelined_squad_warps; ++w) tile_total = $op_combine(tile_total, shared.warp_totals(s)[w]);
+          tile_status.publish(tile, (epoch << 2) | scan_tile_aggregate, tile_total);
+        }
+        scan_mbarrier_arrive(shared.barrier($op_reduced, s));
+      }
+    } else if (warp < 2 * scan_pipelined_squad_warps) {
+      // Rescan squad: what precedes each thread's items, then the rescan.
+      const int t = (int)threadIdx.x - squad;
+      const int squad_warp = warp - scan_pipelined_squad_warps;
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        const unsigned parity = (unsigned)(k / stages) & 1u;
+        scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile >= tiles) break;
+        scan_mbarrier_wait(shared.barrier($op_reduced, s), parity);
+        // Earlier warps' totals, then the earlier lanes of this warp.
+        $op_t before = $op_identity();
+        for (int w = 0; w < squad_warp; ++w) before = $op_combine(before, shared.warp_totals(s)[w]);
+        if (lane != 0) before = $op_combine(before, shared.lane_totals(s)[t - 1]);
+        scan_mbarrier_wait(shared.barrier($op_prefixed, s), parity);
+        const $op_pipelined_extent extent(tile, n);
+        $op_pipelined_thread_rescan<Inclusive>(shared.tile(s), input, output, extent, $op_combine(shared.prefix(s), before));
+        scan_fence_shared_for_bulk();
+        scan_mbarrier_arrive(shared.barrier($op_rescanned, s));
+      }
+    } else if (warp == 2 * scan_pipelined_squad_warps) {
+      // Producer (one lane): a free stage, then a tile index, then its load.
+      if (lane != 0) return;
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        if (k >= stages) scan_mbarrier_wait(shared.barrier($op_freed, s), (unsigned)(k / stages - 1) & 1u);
+        const unsigned long long taken = atomicAdd(tile_counter, 1ull) - tile_base;
+        const unsigned long long tile = taken < tiles ? taken : tiles;
+        shared.tile_index(s) = tile;
+        scan_mbarrier_arrive(shared.barrier($op_indexed, s));
+        if (tile >= tiles) {
+          scan_mbarrier_arrive(shared.barrier($op_loaded, s));  // the others read the end mark and stop
+          break;
+        }
+        const $op_pipelined_extent extent(tile, n);
+        const unsigned bytes = (unsigned)extent.bulk * (unsigned)sizeof($op_t);
+        if (bytes != 0) {
+          scan_mbarrier_arrive_expect_bytes(shared.barrier($op_loaded, s), bytes);
+          scan_bulk_load(shared.tile(s), input + extent.base, bytes, shared.barrier($op_loaded, s));
+        } else {
+          scan_mbarrier_arrive(shared.barrier($op_loaded, s));
+        }
+      }
+    } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
+      // Lookahead: the running prefix through this block's tiles, in order.
+      unsigned long long next = 0;
+      $op_t running = seed;
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        scan_mbarrier_wait(shared.barrier($op_indexed, s), (unsigned)(k / stages) & 1u);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile >= tiles) break;
+        $op_pipelined_lookahead(tile_status, epoch, next, running, tile);
+        if (lane == 0) {
+          shared.prefix(s) = running;
+          scan_mbarrier_arrive(shared.barrier($op_prefixed, s));
+        }
+        __syncwarp();
+      }
+    } else {
+      // Store (one lane): the rescanned tile back to global memory; a stage
+      // is freed once the store after it is issued and its own has been
+      // read, so one store stays in flight behind the rescans.
+      if (lane != 0) return;
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        const unsigned parity = (unsigned)(k / stages) & 1u;
+        scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile >= tiles) break;
+        scan_mbarrier_wait(shared.barrier($op_rescanned, s), parity);
+        const $op_pipelined_extent extent(tile, n);
+        scan_bulk_store(output + extent.base, shared.tile(s), (unsigned)extent.bulk * (unsigned)sizeof($op_t));
+        scan_bulk_wait_read_all_but_newest();
+        if (k >= 1) scan_mbarrier_arrive(shared.barrier($op_freed, (k - 1) % stages));
+      }
+      scan_bulk_wait_all();
+    }
+    return;
+  }
+#endif
+  __trap();  // the host launches this kernel only where it is supported
+}
+
+extern "C" __global__ void __launch_bounds__(scan_pipelined_block_threads, 1)
+$op_pipelined_inclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes, unsigned long long* tile_counter,
+                        unsigned long long tile_base, unsigned epoch, const $op_t seed, unsigned long long n, unsigned long long tiles) {
+  $op_scan_pipelined<true>(input, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, n, tiles);
+}
+
+extern "C" __global__ void __launch_bounds__(scan_pipelined_block_threads, 1)
+$op_pipelined_exclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes, unsigned long long* tile_counter,
+                        unsigned long long tile_base, unsigned epoch, const $op_t seed, unsigned long long n, unsigned long long tiles) {
+  $op_scan_pipelined<false>(input, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, n, tiles);
+}
