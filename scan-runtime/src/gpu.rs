@@ -446,11 +446,11 @@ pub const DEFAULT_SMALL_TILE_LIMIT: usize = 1 << 15;
 
 /// On [`ScanPath::Auto`], inputs of at least this many bytes take the
 /// pipelined single pass (where it can run); shorter ones the single pass
-/// with look-back. The pipelined pass starts slower (a launch costs about
-/// 15 µs on the H200 up to 2^20 `u32` elements, against 7-9 µs for the
-/// look-back) and streams faster (u32 sum at 2^24: 47 against 53 µs; at
-/// 2^28 91% of copy speed against 76%).
-pub const PIPELINED_AUTO_MIN_BYTES: usize = 32 << 20;
+/// with look-back. Measured on the H200 (`u32` sum, CUDA events around each
+/// call): the pipelined pass takes 7.8 µs at 2^14-2^16 elements against
+/// 7.1 µs, ties at 2^18 (8.1 against 8.0 µs) and wins from 2^20 on (9.2
+/// against 10.1 µs; 41 against 53 µs at 2^24).
+pub const PIPELINED_AUTO_MIN_BYTES: usize = 2 << 20;
 
 /// The concrete path for a scan of more than one tile.
 pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
