@@ -18,8 +18,9 @@
 //! elements within a tolerance given per case. Before timing, every output
 //! is checked against the CPU backend at the sampled elements.
 //!
-//! A second table sweeps tile shapes of the single passes (`u32` sum and
-//! affine) at 2^24 and 2^28. Prints "no GPU" and exits 0 without one.
+//! A second table sweeps tile shapes of the single passes (`u32` sum,
+//! affine, and the pipelined pass against the look-back for the 24-byte
+//! struct) at 2^24 and 2^28. Prints "no GPU" and exits 0 without one.
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
@@ -561,6 +562,33 @@ fn shape_sweep(stream: &Arc<CudaStream>) {
         sweep::<AffineT512I8>(
             stream,
             "affine 512x8",
+            &input,
+            copy_ms,
+            ScanPath::SinglePass,
+        );
+        drop(input);
+        // The 24-byte struct keeps its values apart from its status words:
+        // the default takes the look-back for it.
+        let stats: Vec<Stats> = (0..n as u64)
+            .into_par_iter()
+            .map(|i| Stats::element(mix(SEED + 3, i)))
+            .collect();
+        let input = stream.clone_htod(&stats).unwrap();
+        drop(stats);
+        let copy_ms = {
+            let mut copy = stream.alloc_zeros::<Stats>(n).unwrap();
+            time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap()) as f64
+        };
+        sweep::<Stats>(
+            stream,
+            "stats pipelined 128x9",
+            &input,
+            copy_ms,
+            ScanPath::Pipelined,
+        );
+        sweep::<Stats>(
+            stream,
+            "stats 256x4 look-back (default)",
             &input,
             copy_ms,
             ScanPath::SinglePass,
