@@ -358,3 +358,41 @@ fn gpu_suite() {
         "GPU results differ from the CPU backend (seed {seed})"
     );
 }
+
+/// The pipelined single pass over more than 2^31 four-byte elements (8 GiB
+/// each way): 64-bit tile indices and element offsets end to end,
+/// inclusive and exclusive with an initial value, against the CPU backend.
+/// A separate test so that it can run alone (`gpu_suite pipelined_past`).
+#[test]
+fn pipelined_past_2_pow_31_elements() {
+    let ctx = match gpu_scan::scan_runtime::open_device(0) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            println!("pipelined_past_2_pow_31_elements: skipped, no usable GPU ({e})");
+            return;
+        }
+    };
+    let seed = suite_seed();
+    let stream = ctx.default_stream();
+    let n = (1usize << 31) + 8064 * 3 + 5;
+    println!("pipelined_past_2_pow_31_elements: n = {n}, seed {seed}");
+    let input = random_input::<SumU32>(n, seed);
+    let src = stream.clone_htod(&input).unwrap();
+    let mut scanner = GpuScanner::<SumU32>::new(&ctx).expect("scanner");
+    scanner.set_path(ScanPath::Pipelined);
+    let mut failures = Vec::new();
+    for kind in [
+        ScanKind::Inclusive,
+        ScanKind::ExclusiveWithInit(0x9e37_79b9),
+    ] {
+        let mut expected = vec![0u32; n];
+        cpu::par_scan::<SumU32>(kind, &input, &mut expected).unwrap();
+        let mut out = unsafe { stream.alloc::<u32>(n) }.unwrap();
+        poison(&stream, &mut out);
+        scanner.scan(&stream, kind, &src, &mut out).unwrap();
+        let got = stream.clone_dtoh(&out).unwrap();
+        compare::<SumU32>("pipelined past 2^31", n, &got, &expected, &mut failures);
+    }
+    assert!(failures.is_empty(), "seed {seed}: {failures:?}");
+    println!("pipelined_past_2_pow_31_elements: inclusive and exclusive+init match the CPU");
+}

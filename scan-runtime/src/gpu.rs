@@ -273,8 +273,9 @@ pub(crate) fn load_program<Op: ScanOp>(
 }
 
 /// Reads the sizes the program was generated with (tile, small tile, tile
-/// status entry and stride, pipelined tile and shared memory) and compares them with the host's: they come from the same
-/// formulas, in Rust and in C++.
+/// status entry and stride, pipelined tile and shared memory) and compares
+/// them with the host's: they come from the same formulas, in Rust and in
+/// C++.
 fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> Result<()> {
     let stream = ctx.default_stream();
     for (symbol, host) in [
