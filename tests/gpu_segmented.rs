@@ -1,5 +1,6 @@
 //! The segmented GPU suite: segmented inclusive, exclusive and exclusive
-//! with init, in both strategies and both flag formats, for sums and
+//! with init, in both strategies and both flag formats, through the three
+//! paths (pipelined, look-back single pass, reduce-then-scan), for sums and
 //! non-commutative operators, over segment patterns (every element a head,
 //! one segment, random lengths of mean 2, 7, 1000 and 10^6, heads exactly
 //! at tile, warp and thread boundaries) and lengths at every boundary.
@@ -69,8 +70,12 @@ fn lengths<Op: ScanOp>(big: usize) -> Vec<usize> {
 
 const KINDS: [&str; 3] = ["inclusive", "exclusive", "exclusive+init"];
 
-/// Both global paths run every case.
-const PATHS: [ScanPath; 2] = [ScanPath::SinglePass, ScanPath::ReduceThenScan];
+/// Every global path runs every case.
+const PATHS: [ScanPath; 3] = [
+    ScanPath::Pipelined,
+    ScanPath::SinglePass,
+    ScanPath::ReduceThenScan,
+];
 
 /// (path index, strategy index, strategy, format index, format) for every combination.
 fn combinations() -> Vec<(usize, usize, SegmentedStrategy, usize, FlagFormat)> {

@@ -113,6 +113,11 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
                 kernels_gen::pipelined_shared_bytes_symbol(Op::NAME),
                 kernels_gen::pipelined_shared_bytes(size),
             ),
+            (
+                "segmented pipelined shared memory",
+                kernels_gen::pipelined_segmented_shared_bytes_symbol(Op::NAME),
+                kernels_gen::pipelined_segmented_shared_bytes(size),
+            ),
         ] {
             let expected = format!(".u32 {symbol} = {value};");
             // A zero-initialised constant is declared without an initialiser.

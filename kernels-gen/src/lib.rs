@@ -44,7 +44,9 @@ pub mod ir;
 mod params;
 
 pub use params::{
-    auto_items_per_thread, nvrtc_options, pipelined_items_per_thread, pipelined_shared_bytes,
+    auto_items_per_thread, nvrtc_options, pipelined_items_per_thread,
+    pipelined_segmented_shared_bytes, pipelined_segmented_shared_bytes_symbol,
+    pipelined_segmented_stages, pipelined_segmented_supported, pipelined_shared_bytes,
     pipelined_shared_bytes_symbol, pipelined_stages, pipelined_supported, pipelined_tile_items,
     pipelined_tile_items_symbol, segmented_nvrtc_options, small_items_per_thread,
     small_tile_items_symbol, tile_items_symbol, tile_status_bytes, tile_status_bytes_symbol,
@@ -221,8 +223,13 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
     let _ = writeln!(
         out,
-        "extern \"C\" __constant__ unsigned int {} = scan_pipelined_shared_bytes(sizeof({t}));\n",
+        "extern \"C\" __constant__ unsigned int {} = scan_pipelined_shared_bytes(sizeof({t}));",
         pipelined_shared_bytes_symbol(name)
+    );
+    let _ = writeln!(
+        out,
+        "extern \"C\" __constant__ unsigned int {} = scan_pipelined_segmented_shared_bytes(sizeof({t}));\n",
+        pipelined_segmented_shared_bytes_symbol(name)
     );
 
     out.push_str(&operator_functions(op, &t));
@@ -260,6 +267,7 @@ fn segmented_kernels(name: &str, t: &str) -> String {
                 SegmentedKernel::SinglePass { .. } => {
                     format!("{name}_block_threads, {name}_segmented_single_pass_min_blocks")
                 }
+                SegmentedKernel::Pipelined { .. } => "scan_pipelined_block_threads, 1".to_string(),
                 _ => format!("{name}_block_threads"),
             };
             let _ = writeln!(
@@ -282,6 +290,14 @@ fn segmented_kernels(name: &str, t: &str) -> String {
                     out,
                     "{symbol}(const {t}* input, const void* flags, {t}* output, const {t}* tile_prefixes, const {t} seed, int seeded, unsigned long long n) {{\n  \
                      {name}_segmented_scan_tile<{}, {s}, {}>(input, flags, output, tile_prefixes, seed, seeded, n);\n}}",
+                    if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
+                    format.cuda_name()
+                ),
+                SegmentedKernel::Pipelined { inclusive, format } => writeln!(
+                    out,
+                    "{symbol}(const {t}* input, const void* flags, {t}* output, void* status, {t}* aggregates, {t}* prefixes, \
+                     unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch, const {t} seed, int seeded, unsigned long long n, unsigned long long tiles) {{\n  \
+                     {name}_segmented_scan_pipelined<{}, {s}, {}>(input, flags, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, seeded, n, tiles);\n}}",
                     if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
                     format.cuda_name()
                 ),

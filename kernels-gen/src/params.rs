@@ -365,6 +365,46 @@ pub const fn pipelined_shared_bytes(element_size: usize) -> usize {
     }
 }
 
+/// Per stage, the segmented pipelined pass also keeps each reduce thread's
+/// 64-bit head mask and the flags of the threads' and warps' pairs.
+const PIPELINED_SEGMENTED_EXTRA_BYTES: usize = 32 * PIPELINED_SQUAD_WARPS as usize * 9 + 16;
+
+/// Tiles in flight per block of the segmented pipelined single pass (its
+/// stages also hold head flags): the prelude's
+/// `scan_pipelined_segmented_stages`.
+pub const fn pipelined_segmented_stages(element_size: usize) -> usize {
+    let stages = PIPELINED_STAGE_BUDGET
+        / (pipelined_stage_bytes(element_size) + PIPELINED_SEGMENTED_EXTRA_BYTES);
+    if stages > PIPELINED_MAX_STAGES {
+        PIPELINED_MAX_STAGES
+    } else {
+        stages
+    }
+}
+
+/// Whether elements of `element_size` bytes can take the segmented
+/// pipelined single pass ([`pipelined_supported`], with its larger stages).
+pub const fn pipelined_segmented_supported(element_size: usize) -> bool {
+    element_size % 4 == 0 && element_size > 0 && pipelined_segmented_stages(element_size) >= 2
+}
+
+/// Dynamic shared memory of one segmented pipelined block (0 when
+/// unsupported): the prelude's `scan_pipelined_segmented_shared_bytes`.
+pub const fn pipelined_segmented_shared_bytes(element_size: usize) -> usize {
+    if pipelined_segmented_supported(element_size) {
+        pipelined_segmented_stages(element_size)
+            * (pipelined_stage_bytes(element_size) + PIPELINED_SEGMENTED_EXTRA_BYTES)
+    } else {
+        0
+    }
+}
+
+/// The exported `__constant__` holding [`pipelined_segmented_shared_bytes`]
+/// as the program computed it.
+pub fn pipelined_segmented_shared_bytes_symbol(op_name: &str) -> String {
+    format!("{op_name}_pipelined_segmented_shared_bytes")
+}
+
 /// The exported `__constant__` holding the pipelined tile size in elements
 /// (0 when the element cannot take the pipeline).
 pub fn pipelined_tile_items_symbol(op_name: &str) -> String {
@@ -497,11 +537,24 @@ pub enum SegmentedKernel {
         /// The head flags' format.
         format: FlagFormat,
     },
+    /// `(const T* input, const void* flags, T* output, void* status,
+    /// T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base,
+    /// u32 epoch, T seed, int seeded, u64 n, u64 tiles)`: the pipelined
+    /// single pass (sm_90 and newer), launched as
+    /// [`Kernel::PipelinedInclusive`] but with
+    /// [`pipelined_segmented_shared_bytes`] of dynamic shared memory, the
+    /// flags 16-byte aligned too.
+    Pipelined {
+        /// Inclusive or exclusive.
+        inclusive: bool,
+        /// The head flags' format.
+        format: FlagFormat,
+    },
 }
 
 impl SegmentedKernel {
     /// Every segmented kernel of one strategy.
-    pub const ALL: [SegmentedKernel; 11] = [
+    pub const ALL: [SegmentedKernel; 15] = [
         SegmentedKernel::ReduceTiles(FlagFormat::Bytes),
         SegmentedKernel::ReduceTiles(FlagFormat::Bits),
         SegmentedKernel::ScanTileTotals,
@@ -537,6 +590,22 @@ impl SegmentedKernel {
             inclusive: false,
             format: FlagFormat::Bits,
         },
+        SegmentedKernel::Pipelined {
+            inclusive: true,
+            format: FlagFormat::Bytes,
+        },
+        SegmentedKernel::Pipelined {
+            inclusive: true,
+            format: FlagFormat::Bits,
+        },
+        SegmentedKernel::Pipelined {
+            inclusive: false,
+            format: FlagFormat::Bytes,
+        },
+        SegmentedKernel::Pipelined {
+            inclusive: false,
+            format: FlagFormat::Bits,
+        },
     ];
 
     /// The kernel's exported name in operator `op_name`'s program.
@@ -554,6 +623,11 @@ impl SegmentedKernel {
             ),
             SegmentedKernel::SinglePass { inclusive, format } => format!(
                 "{op_name}_segmented_{s}_single_pass_{}_{}",
+                if inclusive { "inclusive" } else { "exclusive" },
+                format.suffix()
+            ),
+            SegmentedKernel::Pipelined { inclusive, format } => format!(
+                "{op_name}_segmented_{s}_pipelined_{}_{}",
                 if inclusive { "inclusive" } else { "exclusive" },
                 format.suffix()
             ),
@@ -586,6 +660,18 @@ mod tests {
         assert!(!pipelined_supported(6));
         assert!(pipelined_supported(24));
         assert_eq!(PIPELINED_BLOCK_THREADS, 352);
+        // The segmented pass's stages also hold 128 head masks and flags.
+        assert_eq!(pipelined_segmented_stages(4), 6);
+        assert_eq!(pipelined_segmented_stages(12), 5);
+        for size in (4..=512).step_by(4) {
+            let bytes = pipelined_segmented_shared_bytes(size);
+            assert!(bytes <= 227 * 1024, "{size}: {bytes}");
+            assert!(
+                pipelined_segmented_stages(size) <= pipelined_stages(size),
+                "{size}"
+            );
+            assert_eq!(pipelined_segmented_supported(size), bytes > 0, "{size}");
+        }
     }
 
     #[test]

@@ -479,6 +479,26 @@ constexpr unsigned scan_pipelined_shared_bytes(unsigned long long element_size) 
              : 0u;
 }
 
+// The segmented pipelined pass keeps, per stage, also each reduce thread's
+// 64-bit head mask and the flags of the (flag, value) pairs.
+constexpr unsigned scan_pipelined_segmented_extra_bytes = scan_pipelined_squad_threads * 8 + scan_pipelined_squad_threads + 16;
+constexpr int scan_pipelined_segmented_stages(unsigned long long element_size) {
+  return scan_pipelined_stage_budget / (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size) + scan_pipelined_segmented_extra_bytes) >
+                 scan_pipelined_max_stages
+             ? scan_pipelined_max_stages
+             : (int)(scan_pipelined_stage_budget /
+                     (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size) + scan_pipelined_segmented_extra_bytes));
+}
+constexpr bool scan_pipelined_segmented_supported(unsigned long long element_size) {
+  return element_size % 4 == 0 && scan_pipelined_segmented_stages(element_size) >= 2;
+}
+constexpr unsigned scan_pipelined_segmented_shared_bytes(unsigned long long element_size) {
+  return scan_pipelined_segmented_supported(element_size)
+             ? scan_pipelined_segmented_stages(element_size) *
+                   (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size) + scan_pipelined_segmented_extra_bytes)
+             : 0u;
+}
+
 // The dynamic shared memory of every kernel that uses it.
 extern __shared__ __align__(128) unsigned char scan_dynamic_shared[];
 

@@ -110,34 +110,37 @@ pub(crate) struct Program {
     /// How the pipelined single pass launches here; `None` where it cannot
     /// run (before sm_90, or an element it does not support).
     pipelined: Option<PipelinedLaunch>,
+    /// The same for the segmented pipelined kernels (segmented variant only).
+    pub(crate) segmented_pipelined: Option<PipelinedLaunch>,
     /// Segmented kernels (segmented variant only), in the order of
     /// [`segmented_index`].
     pub(crate) segmented: Vec<CudaFunction>,
     stats: ProgramStats,
 }
 
-/// The pipelined single pass's launch shape on one device.
+/// A pipelined single pass's launch shape on one device.
 #[derive(Clone, Copy, Debug)]
-struct PipelinedLaunch {
+pub(crate) struct PipelinedLaunch {
     /// Resident blocks: blocks per SM (by occupancy) × SMs.
-    blocks: u32,
+    pub(crate) blocks: u32,
     /// Dynamic shared memory per block.
-    shared_bytes: u32,
+    pub(crate) shared_bytes: u32,
 }
 
-/// Prepares the pipelined kernels on `ctx`'s device (opting in to their
-/// dynamic shared memory) and sizes their persistent grid; `None` where
-/// they cannot run.
-fn pipelined_launch<Op: ScanOp>(
+/// Prepares pipelined kernels on `ctx`'s device (opting in to their
+/// `shared_bytes` of dynamic shared memory) and sizes their persistent
+/// grid; `None` where they cannot run (before sm_90, or `shared_bytes` 0:
+/// an element they do not support).
+fn pipelined_launch(
     ctx: &Arc<CudaContext>,
     arch: Arch,
-    kernels: [&CudaFunction; 2],
+    shared_bytes: usize,
+    kernels: &[&CudaFunction],
 ) -> Result<Option<PipelinedLaunch>> {
-    let size = std::mem::size_of::<Op::Element>();
-    if arch < Arch::SM_90 || !kernels_gen::pipelined_supported(size) {
+    if arch < Arch::SM_90 || shared_bytes == 0 || kernels.is_empty() {
         return Ok(None);
     }
-    let shared_bytes = kernels_gen::pipelined_shared_bytes(size) as u32;
+    let shared_bytes = shared_bytes as u32;
     for kernel in kernels {
         kernel.set_attribute(
             cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -239,8 +242,29 @@ pub(crate) fn load_program<Op: ScanOp>(
         f(Kernel::PipelinedExclusive)?,
     );
     check_sizes::<Op>(ctx, &module)?;
-    let pipelined =
-        pipelined_launch::<Op>(ctx, arch, [&pipelined_inclusive, &pipelined_exclusive])?;
+    let size = std::mem::size_of::<Op::Element>();
+    let pipelined = pipelined_launch(
+        ctx,
+        arch,
+        kernels_gen::pipelined_shared_bytes(size),
+        &[&pipelined_inclusive, &pipelined_exclusive],
+    )?;
+    let segmented_pipelined_kernels: Vec<&CudaFunction> = SegmentedStrategy::ALL
+        .iter()
+        .flat_map(|&strategy| {
+            SegmentedKernel::ALL
+                .iter()
+                .filter(|k| matches!(k, SegmentedKernel::Pipelined { .. }))
+                .map(move |&k| segmented_index(strategy, k))
+        })
+        .filter_map(|i| segmented.get(i))
+        .collect();
+    let segmented_pipelined = pipelined_launch(
+        ctx,
+        arch,
+        kernels_gen::pipelined_segmented_shared_bytes(size),
+        &segmented_pipelined_kernels,
+    )?;
     let program = Arc::new(Program {
         _module: module,
         reduce_tiles,
@@ -254,6 +278,7 @@ pub(crate) fn load_program<Op: ScanOp>(
         pipelined_inclusive,
         pipelined_exclusive,
         pipelined,
+        segmented_pipelined,
         segmented,
         stats: ProgramStats {
             origin: if compiled.from_disk {
@@ -273,7 +298,8 @@ pub(crate) fn load_program<Op: ScanOp>(
 }
 
 /// Reads the sizes the program was generated with (tile, small tile, tile
-/// status entry and stride, pipelined tile and shared memory) and compares
+/// status entry and stride, pipelined tile and shared memory, plain and
+/// segmented) and compares
 /// them with the host's: they come from the same formulas, in Rust and in
 /// C++.
 fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> Result<()> {
@@ -299,6 +325,10 @@ fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> 
         (
             kernels_gen::pipelined_shared_bytes_symbol(Op::NAME),
             kernels_gen::pipelined_shared_bytes(std::mem::size_of::<Op::Element>()),
+        ),
+        (
+            kernels_gen::pipelined_segmented_shared_bytes_symbol(Op::NAME),
+            kernels_gen::pipelined_segmented_shared_bytes(std::mem::size_of::<Op::Element>()),
         ),
     ] {
         let global = module.get_global(&symbol, &stream)?;

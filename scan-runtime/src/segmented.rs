@@ -5,8 +5,8 @@
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
 use crate::gpu::{
-    device_arch, load_program, segmented_index, single_pass, GpuScanner, ProgramStats, ScanPath,
-    Variant,
+    device_arch, load_program, pipelined_tile_items, segmented_index, single_pass, GpuScanner,
+    ProgramStats, ScanPath, Variant, PIPELINED_AUTO_MIN_BYTES,
 };
 use crate::jit;
 use cudarc::driver::{
@@ -285,6 +285,20 @@ where
         Ok(stream.clone_dtoh(&data)?)
     }
 
+    /// Whether a segmented scan of `n` elements (more than one tile) should
+    /// take the pipelined single pass where it can: always on
+    /// [`ScanPath::Pipelined`], and as for plain scans on [`ScanPath::Auto`].
+    fn segmented_pipelined_wanted(&self, n: usize) -> bool {
+        let size = std::mem::size_of::<Op::Element>();
+        match self.path() {
+            ScanPath::Pipelined => true,
+            ScanPath::Auto => {
+                n * size >= PIPELINED_AUTO_MIN_BYTES && kernels_gen::tile_status_bytes(size) != 4
+            }
+            _ => false,
+        }
+    }
+
     fn prepare_segmented_scan(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
         self.prepare_segmented()?;
         self.prepare(n, stream)?;
@@ -293,7 +307,13 @@ where
             return Ok(());
         }
         if single_pass(self.path()) {
-            // Segmented single passes use the full tiles.
+            // Segmented single passes use the full tiles, or the pipelined ones.
+            let pipelined = pipelined_tile_items::<Op>();
+            let tiles = if pipelined > 0 {
+                tiles.max(n.div_ceil(pipelined))
+            } else {
+                tiles
+            };
             return self.reserve_single_pass(tiles, stream);
         }
         self.reserve_tile_totals(tiles, stream)?;
@@ -360,6 +380,52 @@ where
             // select a single tile.
             unsafe { launch.launch(grid(1)) }?;
             return Ok(());
+        }
+        let pipelined_shape = program.segmented_pipelined.filter(|_| {
+            self.segmented_pipelined_wanted(n) && src % 16 == 0 && dst % 16 == 0 && flags % 16 == 0
+        });
+        if let Some(shape) = pipelined_shape {
+            let pipelined = kernel(SegmentedKernel::Pipelined { inclusive, format });
+            let tiles = n.div_ceil(pipelined_tile_items::<Op>());
+            let blocks = (shape.blocks as usize).min(tiles);
+            let tiles64 = tiles as u64;
+            return self.begin_single_pass(
+                stream,
+                |a| {
+                    let mut launch = stream.launch_builder(pipelined);
+                    launch
+                        .arg(&src)
+                        .arg(&flags)
+                        .arg(&dst)
+                        .arg(&a.status)
+                        .arg(&a.aggregates)
+                        .arg(&a.prefixes)
+                        .arg(&a.counter)
+                        .arg(&a.tile_base)
+                        .arg(&a.epoch)
+                        .arg(&seed)
+                        .arg(&seeded)
+                        .arg(&n64)
+                        .arg(&tiles64);
+                    // SAFETY: (const T* input, const void* flags, T* output, void* status,
+                    // T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch,
+                    // T seed, int seeded, u64 n, u64 tiles) as pushed; lengths were checked;
+                    // input, flags and output are 16-byte aligned; the scratch holds >= tiles
+                    // entries (prepare reserved the larger of both tilings); the kernel was
+                    // given its dynamic shared memory at load; every block takes one counter
+                    // value past the last tile.
+                    unsafe {
+                        launch.launch(LaunchConfig {
+                            grid_dim: (blocks as u32, 1, 1),
+                            block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
+                            shared_mem_bytes: shape.shared_bytes,
+                        })
+                    }?;
+                    Ok(())
+                },
+                tiles,
+                blocks,
+            );
         }
         if single_pass(self.path()) {
             let single_pass = kernel(SegmentedKernel::SinglePass { inclusive, format });

@@ -300,3 +300,318 @@ __device__ __forceinline__ void $op_segmented_scan_single_pass(const $op_t* inpu
                                                [&]($op_t (&again)[$op_items_per_thread]) { $op_read_items(staging, valid, again); });
   $op_store_tile(output, base, valid, staging, items);
 }
+
+// ---- Segmented, global level: pipelined single pass (sm_90 and newer) ----
+// The pipelined single pass (pipelined.cuh) over (flag, value) pairs. The
+// reduce squad also reads each thread's head flags from global memory
+// (while the tile's bulk load is in flight) and keeps them for the rescan;
+// a tile holding a head publishes its last segment's partial as a prefix,
+// which the lookahead takes in place of everything before it.
+
+constexpr int $op_pipelined_segmented_stages = scan_pipelined_segmented_stages(sizeof($op_t));
+
+// Shared-memory layout: as the plain pass's, plus per stage the reduce
+// threads' head masks and the flags of their pairs and of the warps' pairs.
+struct $op_pipelined_segmented_shared {
+  unsigned char* base;
+  static constexpr int stages = $op_pipelined_segmented_stages > 1 ? $op_pipelined_segmented_stages : 1;
+  static constexpr int squad = scan_pipelined_squad_threads;
+  static constexpr int warps = scan_pipelined_squad_warps;
+  static constexpr unsigned tile_bytes = scan_pipelined_tile_bytes(sizeof($op_t));
+  static constexpr unsigned barriers_at = stages * tile_bytes;
+  static constexpr unsigned indices_at = barriers_at + stages * 6 * 8;
+  static constexpr unsigned heads_at = indices_at + stages * 8;
+  static constexpr unsigned values_at = scan_round_up(heads_at + stages * squad * 8, 16);
+  static constexpr unsigned flags_at = values_at + stages * (squad + warps + 1) * sizeof($op_t);
+  __device__ __forceinline__ $op_t* tile(int s) const { return ($op_t*)(base + s * tile_bytes); }
+  __device__ __forceinline__ unsigned long long* barrier(int which, int s) const { return (unsigned long long*)(base + barriers_at) + which * stages + s; }
+  __device__ __forceinline__ unsigned long long& tile_index(int s) const { return ((unsigned long long*)(base + indices_at))[s]; }
+  __device__ __forceinline__ unsigned long long* heads(int s) const { return (unsigned long long*)(base + heads_at) + s * squad; }
+  __device__ __forceinline__ $op_t* lane_totals(int s) const { return ($op_t*)(base + values_at) + s * squad; }
+  __device__ __forceinline__ $op_t* warp_totals(int s) const { return ($op_t*)(base + values_at) + stages * squad + s * warps; }
+  __device__ __forceinline__ $op_t& prefix(int s) const { return (($op_t*)(base + values_at) + stages * (squad + warps))[s]; }
+  __device__ __forceinline__ bool* lane_flags(int s) const { return (bool*)(base + flags_at) + s * squad; }
+  __device__ __forceinline__ bool* warp_flags(int s) const { return (bool*)(base + flags_at) + stages * squad + s * warps; }
+  static constexpr unsigned end = flags_at + stages * (squad + warps);
+};
+static_assert(!scan_pipelined_segmented_supported(sizeof($op_t)) ||
+                  $op_pipelined_segmented_shared::end <= scan_pipelined_segmented_shared_bytes(sizeof($op_t)),
+              "the segmented pipelined layout fits the shared memory the host provides");
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The head flags of elements base + first … base + first + count - 1 (count
+// at most 64), bit i for element base + first + i; element 0 always has one.
+template <int Format>
+__device__ __forceinline__ unsigned long long $op_pipelined_heads(const void* flags, unsigned long long base, int first, int count) {
+  unsigned long long heads = 0;
+  if (count > 0) {
+    const unsigned long long at = base + first;
+    if constexpr (Format == scan_flags_bytes) {
+      const unsigned char* bytes = (const unsigned char*)flags + at;
+      for (int i = 0; i < count; ++i) heads |= (unsigned long long)(bytes[i] != 0) << i;
+    } else {
+      // Bits [shift, shift + count) of at most three words from word at / 32.
+      const unsigned* words = (const unsigned*)flags + (at >> 5);
+      const unsigned shift = (unsigned)(at & 31u);
+      const unsigned spanned = (shift + (unsigned)count + 31u) / 32u;
+      unsigned long long window = words[0];
+      if (spanned > 1) window |= (unsigned long long)words[1] << 32;
+      window >>= shift;
+      if (spanned > 2) window |= (unsigned long long)words[2] << (64u - shift);
+      heads = count == 64 ? window : window & ((1ull << count) - 1ull);
+    }
+    if (at == 0) heads |= 1ull;
+  }
+  return heads;
+}
+
+// The (flag, value) pair of a thread's items: whether one is a head, and
+// the (seeded) partial of its last segment.
+__device__ __forceinline__ $op_t $op_pipelined_thread_segmented_reduce(const $op_t* tile, unsigned long long heads, const $op_t seed, bool seeded) {
+  const int first = (int)threadIdx.x * $op_pipelined_items_per_thread;
+  $op_t total = (heads & 1ull) && seeded ? $op_combine(seed, tile[first]) : tile[first];
+#pragma unroll
+  for (int i = 1; i < $op_pipelined_items_per_thread; ++i) {
+    const $op_t item = tile[first + i];
+    if ((heads >> i) & 1ull) total = seeded ? $op_combine(seed, item) : item;
+    else total = $op_combine(total, item);
+  }
+  return total;
+}
+
+// Lookahead over pairs: as $op_pipelined_lookahead, but a tile that
+// published a prefix (it holds a head) replaces what came before it.
+template <int Strategy, class Status>
+__device__ __forceinline__ void $op_pipelined_segmented_lookahead(const Status& status, unsigned epoch, unsigned long long& next, $op_t& running, unsigned long long target) {
+  constexpr int per_lane = 4;
+  const unsigned lane = threadIdx.x & 31u;
+  while (next < target) {
+    const unsigned long long first = next + per_lane * lane;
+    $op_t values[per_lane];
+    unsigned states[per_lane];
+#pragma unroll
+    for (int r = 0; r < per_lane; ++r) {
+      const unsigned long long tile = first + r;
+      const unsigned word = status.poll(tile < target ? tile : target - 1, values[r]);
+      states[r] = tile < target && (word >> 2) == epoch ? (word & 3u) : scan_tile_not_ready;
+    }
+    int ready = 0;
+#pragma unroll
+    for (int r = 0; r < per_lane; ++r) ready += ready == r && states[r] != scan_tile_not_ready;
+    const unsigned short_lanes = __ballot_sync(0xffffffffu, ready < per_lane);
+    const unsigned last_lane = short_lanes != 0 ? (unsigned)__ffs(short_lanes) - 1u : 32u;
+    const int last_ready = __shfl_sync(0xffffffffu, ready, last_lane & 31u);
+    const unsigned count = per_lane * last_lane + (last_lane < 32 ? last_ready : 0);
+    if (count == 0) continue;
+    const int used = lane < last_lane ? per_lane : lane == last_lane ? ready : 0;
+    $op_t share = $op_identity();
+    bool share_flag = false;
+#pragma unroll
+    for (int r = 0; r < per_lane; ++r) {
+      status.fetch(first + r, states[r], r < used, values[r]);
+      if (r < used) {
+        const bool head = states[r] == scan_tile_prefix;
+        share = head || r == 0 ? values[r] : $op_combine(share, values[r]);
+        share_flag = share_flag || head;
+      }
+    }
+    const $op_t total = scan_shfl_idx($op_warp_segmented_inclusive_scan<Strategy>(share, share_flag), 31);
+    const bool total_flag = __shfl_sync(0xffffffffu, (int)share_flag, 31) != 0;
+    running = total_flag ? total : $op_combine(running, total);
+    next += count;
+  }
+}
+#endif
+
+// Kernels: (input, flags, output, status, aggregates, prefixes, tile
+// counter, tile base, epoch, seed, seeded, n, tiles), launched as the plain
+// pipelined kernels with scan_pipelined_segmented_shared_bytes(sizeof(T))
+// bytes of dynamic shared memory; the flags 16-byte aligned too.
+template <int Mode, int Strategy, int Format>
+__device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input, const void* flags, $op_t* output, void* status, $op_t* aggregates,
+                                                             $op_t* prefixes, unsigned long long* tile_counter, unsigned long long tile_base,
+                                                             unsigned epoch, const $op_t seed, int seeded_flag, unsigned long long n,
+                                                             unsigned long long tiles) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (scan_pipelined_segmented_supported(sizeof($op_t))) {
+    constexpr int stages = $op_pipelined_segmented_stages;
+    constexpr int squad = scan_pipelined_squad_threads;
+    constexpr int items = $op_pipelined_items_per_thread;
+    const $op_pipelined_segmented_shared shared{scan_dynamic_shared};
+    const bool seeded = seeded_flag != 0;
+    const int warp = (int)(threadIdx.x >> 5);
+    const unsigned lane = threadIdx.x & 31u;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < stages; ++s) {
+        scan_mbarrier_init(shared.barrier($op_loaded, s), 1);
+        scan_mbarrier_init(shared.barrier($op_indexed, s), 1);
+        scan_mbarrier_init(shared.barrier($op_reduced, s), squad);
+        scan_mbarrier_init(shared.barrier($op_prefixed, s), 1);
+        scan_mbarrier_init(shared.barrier($op_rescanned, s), squad);
+        scan_mbarrier_init(shared.barrier($op_freed, s), 1);
+      }
+      scan_fence_barrier_init();
+    }
+    __syncthreads();  // the only block-wide barrier: the roles part here
+    scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
+    if (warp < scan_pipelined_squad_warps) {
+      // Reduce squad: head flags (read while the tile loads), the threads'
+      // pairs and their warp-inclusive scans, the warps' pairs, and the
+      // tile's pair, published at once.
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        const unsigned parity = (unsigned)(k / stages) & 1u;
+        scan_mbarrier_wait(shared.barrier($op_indexed, s), parity);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile >= tiles) break;
+        const $op_pipelined_extent extent(tile, n);
+        const int first = (int)threadIdx.x * items;
+        const unsigned long long heads = $op_pipelined_heads<Format>(flags, extent.base, first, extent.valid - first < items ? extent.valid - first : items);
+        scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
+        if (extent.valid != $op_pipelined_items_per_tile) {
+          // The tail tile, padded as in the plain pass (padding has no heads).
+          for (int e = extent.bulk + (int)threadIdx.x; e < $op_pipelined_items_per_tile; e += squad)
+            shared.tile(s)[e] = e < extent.valid ? input[extent.base + e] : $op_identity();
+          scan_named_barrier(1, squad);
+        }
+        bool lane_flag = heads != 0ull;
+        const $op_t lane_total =
+            $op_warp_segmented_inclusive_scan<Strategy>($op_pipelined_thread_segmented_reduce(shared.tile(s), heads, seed, seeded), lane_flag);
+        shared.heads(s)[threadIdx.x] = heads;
+        shared.lane_totals(s)[threadIdx.x] = lane_total;
+        shared.lane_flags(s)[threadIdx.x] = lane_flag;
+        if (lane == 31) {
+          shared.warp_totals(s)[warp] = lane_total;
+          shared.warp_flags(s)[warp] = lane_flag;
+        }
+        scan_named_barrier(1, squad);
+        if (threadIdx.x == 0) {
+          $op_t tile_total = shared.warp_totals(s)[0];
+          bool tile_flag = shared.warp_flags(s)[0];
+#pragma unroll
+          for (int w = 1; w < scan_pipelined_squad_warps; ++w) {
+            const bool flag = shared.warp_flags(s)[w];
+            tile_total = flag ? shared.warp_totals(s)[w] : $op_combine(tile_total, shared.warp_totals(s)[w]);
+            tile_flag = tile_flag || flag;
+          }
+          // A tile holding a head knows the partial open at its end whatever
+          // precedes it: it publishes it as a prefix.
+          tile_status.publish(tile, (epoch << 2) | (tile_flag ? scan_tile_prefix : scan_tile_aggregate), tile_total);
+        }
+        scan_mbarrier_arrive(shared.barrier($op_reduced, s));
+      }
+    } else if (warp < 2 * scan_pipelined_squad_warps) {
+      // Rescan squad: the partial open before each thread's first item
+      // (the lifted exclusive prefix), then the rescan in place.
+      const int t = (int)threadIdx.x - squad;
+      const int squad_warp = warp - scan_pipelined_squad_warps;
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        const unsigned parity = (unsigned)(k / stages) & 1u;
+        scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile >= tiles) break;
+        scan_mbarrier_wait(shared.barrier($op_reduced, s), parity);
+        const unsigned long long heads = shared.heads(s)[t];
+        // This warp's earlier lanes, then (when no head lies there) the
+        // earlier warps' pairs in front.
+        $op_t before = lane != 0 ? shared.lane_totals(s)[t - 1] : $op_identity();
+        bool before_flag = lane != 0 && shared.lane_flags(s)[t - 1];
+        if (!before_flag && squad_warp > 0) {
+          $op_t warps_before = shared.warp_totals(s)[0];
+          bool warps_flag = shared.warp_flags(s)[0];
+          for (int w = 1; w < squad_warp; ++w) {
+            const bool flag = shared.warp_flags(s)[w];
+            warps_before = flag ? shared.warp_totals(s)[w] : $op_combine(warps_before, shared.warp_totals(s)[w]);
+            warps_flag = warps_flag || flag;
+          }
+          before = lane != 0 ? $op_combine(warps_before, before) : warps_before;
+          before_flag = warps_flag;
+        }
+        scan_mbarrier_wait(shared.barrier($op_prefixed, s), parity);
+        $op_t running = before_flag ? before : $op_combine(shared.prefix(s), before);
+        $op_t* const tile_items = shared.tile(s);
+        const int first = t * items;
+#pragma unroll
+        for (int i = 0; i < items; ++i) {
+          const $op_t item = tile_items[first + i];
+          if ((heads >> i) & 1ull) {
+            const $op_t start = seeded ? $op_combine(seed, item) : item;
+            tile_items[first + i] = Mode == scan_segmented_inclusive ? start : seed;
+            running = start;
+          } else {
+            const $op_t next = $op_combine(running, item);
+            tile_items[first + i] = Mode == scan_segmented_inclusive ? next : running;
+            running = next;
+          }
+        }
+        const $op_pipelined_extent extent(tile, n);
+        if (extent.bulk != extent.valid) {
+          const int end = first + items < extent.valid ? first + items : extent.valid;
+          for (int e = first > extent.bulk ? first : extent.bulk; e < end; ++e) output[extent.base + e] = tile_items[e];
+        }
+        scan_fence_shared_for_bulk();
+        scan_mbarrier_arrive(shared.barrier($op_rescanned, s));
+      }
+    } else if (warp == 2 * scan_pipelined_squad_warps) {
+      // Producer, as in the plain pass.
+      if (lane != 0) return;
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        if (k >= stages) scan_mbarrier_wait(shared.barrier($op_freed, s), (unsigned)(k / stages - 1) & 1u);
+        const unsigned long long taken = atomicAdd(tile_counter, 1ull) - tile_base;
+        const unsigned long long tile = taken < tiles ? taken : tiles;
+        shared.tile_index(s) = tile;
+        scan_mbarrier_arrive(shared.barrier($op_indexed, s));
+        if (tile >= tiles) {
+          scan_mbarrier_arrive(shared.barrier($op_loaded, s));
+          break;
+        }
+        const $op_pipelined_extent extent(tile, n);
+        const unsigned bytes = (unsigned)extent.bulk * (unsigned)sizeof($op_t);
+        if (bytes != 0) {
+          scan_mbarrier_arrive_expect_bytes(shared.barrier($op_loaded, s), bytes);
+          scan_bulk_load(shared.tile(s), input + extent.base, bytes, shared.barrier($op_loaded, s));
+        } else {
+          scan_mbarrier_arrive(shared.barrier($op_loaded, s));
+        }
+      }
+    } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
+      // Lookahead over pairs. Tile 0 holds a head (element 0), so what
+      // precedes it never matters.
+      unsigned long long next = 0;
+      $op_t running = $op_identity();
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        scan_mbarrier_wait(shared.barrier($op_indexed, s), (unsigned)(k / stages) & 1u);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile >= tiles) break;
+        $op_pipelined_segmented_lookahead<Strategy>(tile_status, epoch, next, running, tile);
+        if (lane == 0) {
+          shared.prefix(s) = running;
+          scan_mbarrier_arrive(shared.barrier($op_prefixed, s));
+        }
+        __syncwarp();
+      }
+    } else {
+      // Store, as in the plain pass.
+      if (lane != 0) return;
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        const unsigned parity = (unsigned)(k / stages) & 1u;
+        scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile >= tiles) break;
+        scan_mbarrier_wait(shared.barrier($op_rescanned, s), parity);
+        const $op_pipelined_extent extent(tile, n);
+        scan_bulk_store(output + extent.base, shared.tile(s), (unsigned)extent.bulk * (unsigned)sizeof($op_t));
+        scan_bulk_wait_read_all_but_newest();
+        if (k >= 1) scan_mbarrier_arrive(shared.barrier($op_freed, (k - 1) % stages));
+      }
+      scan_bulk_wait_all();
+    }
+    return;
+  }
+#endif
+  __trap();  // the host launches this kernel only where it is supported
+}
