@@ -422,10 +422,10 @@ pub enum ScanPath {
     /// lookahead warp sums its predecessors' aggregates into the tile's
     /// prefix; a rescan squad and a store warp finish the tile. Loads keep
     /// going while tiles wait for their prefixes (after CCCL's
-    /// warp-specialized scan). Plain scans of elements whose size is a
-    /// multiple of 4 bytes, 16-byte aligned input and output, longer than
-    /// [`GpuScanner::small_tile_limit`]; anything else runs as
-    /// [`ScanPath::SinglePass`], as do segmented scans.
+    /// warp-specialized scan). Elements whose size is a multiple of 4
+    /// bytes, 16-byte aligned input, output (and head flags); plain scans
+    /// longer than [`GpuScanner::small_tile_limit`], segmented scans longer
+    /// than one tile. Anything else runs as [`ScanPath::SinglePass`].
     Pipelined,
     /// One kernel: every tile publishes its aggregate and then its inclusive
     /// prefix, and looks back over its predecessors' (decoupled look-back;
