@@ -365,16 +365,32 @@ pub const fn pipelined_shared_bytes(element_size: usize) -> usize {
     }
 }
 
-/// Per stage, the segmented pipelined pass also keeps each reduce thread's
-/// 64-bit head mask and the flags of the threads' and warps' pairs.
-const PIPELINED_SEGMENTED_EXTRA_BYTES: usize = 32 * PIPELINED_SQUAD_WARPS as usize * 9 + 16;
+/// Shared memory the segmented pipelined stages may take: more than the
+/// plain pass's (one block per SM has 227 KiB), enough for 6 stages of
+/// elements of 4 to 12 bytes with their head flags.
+const PIPELINED_SEGMENTED_STAGE_BUDGET: usize = 212 * 1024;
+
+/// Bytes of a pipelined tile's head flags as bits (16-byte multiple: the
+/// producer bulk-loads them with the tile).
+const fn pipelined_flag_bits_bytes(element_size: usize) -> usize {
+    round_up(pipelined_tile_items(element_size) / 8, 16)
+}
+
+/// One segmented pipelined stage: the plain stage, plus each reduce
+/// thread's 64-bit head mask, the flags of the threads' and warps' pairs,
+/// and the tile's head flags as bits.
+const fn pipelined_segmented_stage_bytes(element_size: usize) -> usize {
+    pipelined_stage_bytes(element_size)
+        + 32 * PIPELINED_SQUAD_WARPS as usize * 9
+        + 16
+        + pipelined_flag_bits_bytes(element_size)
+}
 
 /// Tiles in flight per block of the segmented pipelined single pass (its
 /// stages also hold head flags): the prelude's
 /// `scan_pipelined_segmented_stages`.
 pub const fn pipelined_segmented_stages(element_size: usize) -> usize {
-    let stages = PIPELINED_STAGE_BUDGET
-        / (pipelined_stage_bytes(element_size) + PIPELINED_SEGMENTED_EXTRA_BYTES);
+    let stages = PIPELINED_SEGMENTED_STAGE_BUDGET / pipelined_segmented_stage_bytes(element_size);
     if stages > PIPELINED_MAX_STAGES {
         PIPELINED_MAX_STAGES
     } else {
@@ -385,15 +401,14 @@ pub const fn pipelined_segmented_stages(element_size: usize) -> usize {
 /// Whether elements of `element_size` bytes can take the segmented
 /// pipelined single pass ([`pipelined_supported`], with its larger stages).
 pub const fn pipelined_segmented_supported(element_size: usize) -> bool {
-    element_size % 4 == 0 && element_size > 0 && pipelined_segmented_stages(element_size) >= 2
+    pipelined_supported(element_size) && pipelined_segmented_stages(element_size) >= 2
 }
 
 /// Dynamic shared memory of one segmented pipelined block (0 when
 /// unsupported): the prelude's `scan_pipelined_segmented_shared_bytes`.
 pub const fn pipelined_segmented_shared_bytes(element_size: usize) -> usize {
     if pipelined_segmented_supported(element_size) {
-        pipelined_segmented_stages(element_size)
-            * (pipelined_stage_bytes(element_size) + PIPELINED_SEGMENTED_EXTRA_BYTES)
+        pipelined_segmented_stages(element_size) * pipelined_segmented_stage_bytes(element_size)
     } else {
         0
     }
@@ -660,14 +675,21 @@ mod tests {
         assert!(!pipelined_supported(6));
         assert!(pipelined_supported(24));
         assert_eq!(PIPELINED_BLOCK_THREADS, 352);
-        // The segmented pass's stages also hold 128 head masks and flags.
+        // The segmented pass's stages also hold 128 head masks and flags,
+        // and the tile's head bits (1008 bytes for 4-byte elements), in a
+        // larger budget that keeps 6 stages from 4 to 12 bytes.
         assert_eq!(pipelined_segmented_stages(4), 6);
-        assert_eq!(pipelined_segmented_stages(12), 5);
+        assert_eq!(pipelined_segmented_stages(12), 6);
+        assert_eq!(
+            pipelined_segmented_shared_bytes(4),
+            6 * (32256 + 544 + 56 + 128 * 9 + 16 + 1008)
+        );
         for size in (4..=512).step_by(4) {
             let bytes = pipelined_segmented_shared_bytes(size);
             assert!(bytes <= 227 * 1024, "{size}: {bytes}");
+            // The host sizes segmented scratch by the plain pass's tiles.
             assert!(
-                pipelined_segmented_stages(size) <= pipelined_stages(size),
+                !pipelined_segmented_supported(size) || pipelined_supported(size),
                 "{size}"
             );
             assert_eq!(pipelined_segmented_supported(size), bytes > 0, "{size}");

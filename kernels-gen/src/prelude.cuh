@@ -480,22 +480,29 @@ constexpr unsigned scan_pipelined_shared_bytes(unsigned long long element_size) 
 }
 
 // The segmented pipelined pass keeps, per stage, also each reduce thread's
-// 64-bit head mask and the flags of the (flag, value) pairs.
-constexpr unsigned scan_pipelined_segmented_extra_bytes = scan_pipelined_squad_threads * 8 + scan_pipelined_squad_threads + 16;
+// 64-bit head mask, the flags of the (flag, value) pairs, and the tile's head
+// flags when they come as bits (loaded with the tile). Its stages may take
+// more shared memory than the plain pass's: one block per SM has 227 KiB,
+// and 212 KiB keeps 6 stages for elements of 4 to 12 bytes.
+constexpr unsigned scan_pipelined_segmented_stage_budget = 212u * 1024u;
+constexpr unsigned scan_pipelined_flag_bits_bytes(unsigned long long element_size) {
+  return scan_round_up(scan_pipelined_squad_threads * scan_pipelined_items_per_thread(element_size) / 8, 16);
+}
+constexpr unsigned scan_pipelined_segmented_stage_bytes(unsigned long long element_size) {
+  return scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size) + scan_pipelined_squad_threads * 9 + 16 +
+         scan_pipelined_flag_bits_bytes(element_size);
+}
 constexpr int scan_pipelined_segmented_stages(unsigned long long element_size) {
-  return scan_pipelined_stage_budget / (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size) + scan_pipelined_segmented_extra_bytes) >
-                 scan_pipelined_max_stages
+  return scan_pipelined_segmented_stage_budget / scan_pipelined_segmented_stage_bytes(element_size) > scan_pipelined_max_stages
              ? scan_pipelined_max_stages
-             : (int)(scan_pipelined_stage_budget /
-                     (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size) + scan_pipelined_segmented_extra_bytes));
+             : (int)(scan_pipelined_segmented_stage_budget / scan_pipelined_segmented_stage_bytes(element_size));
 }
 constexpr bool scan_pipelined_segmented_supported(unsigned long long element_size) {
-  return element_size % 4 == 0 && scan_pipelined_segmented_stages(element_size) >= 2;
+  return scan_pipelined_supported(element_size) && scan_pipelined_segmented_stages(element_size) >= 2;
 }
 constexpr unsigned scan_pipelined_segmented_shared_bytes(unsigned long long element_size) {
   return scan_pipelined_segmented_supported(element_size)
-             ? scan_pipelined_segmented_stages(element_size) *
-                   (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size) + scan_pipelined_segmented_extra_bytes)
+             ? scan_pipelined_segmented_stages(element_size) * scan_pipelined_segmented_stage_bytes(element_size)
              : 0u;
 }
 

@@ -5,7 +5,7 @@ use crate::error::{Result, ScanError};
 use crate::jit;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-    DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gen::{Arch, Kernel, SegmentedKernel, SegmentedStrategy};
@@ -466,6 +466,21 @@ pub(crate) struct SinglePassArgs {
     pub(crate) epoch: u32,
 }
 
+impl SinglePassArgs {
+    /// Pushes the arguments every single-pass kernel takes after its data
+    /// pointers, in order: status, aggregates, prefixes, tile counter, tile
+    /// base, epoch.
+    pub(crate) fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
+        launch
+            .arg(&self.status)
+            .arg(&self.aggregates)
+            .arg(&self.prefixes)
+            .arg(&self.counter)
+            .arg(&self.tile_base)
+            .arg(&self.epoch);
+    }
+}
+
 /// Inputs of at most this many elements take the single pass over small
 /// tiles (a quarter of the items per thread) unless
 /// [`GpuScanner::set_small_tile_limit`] says otherwise. On the H200 (u32
@@ -889,17 +904,9 @@ where
             stream,
             |a| {
                 let mut launch = stream.launch_builder(kernel);
-                launch
-                    .arg(&src)
-                    .arg(&dst)
-                    .arg(&a.status)
-                    .arg(&a.aggregates)
-                    .arg(&a.prefixes)
-                    .arg(&a.counter)
-                    .arg(&a.tile_base)
-                    .arg(&a.epoch)
-                    .arg(&seed)
-                    .arg(&n64);
+                launch.arg(&src).arg(&dst);
+                a.push(&mut launch);
+                launch.arg(&seed).arg(&n64);
                 // SAFETY: (const T* input, T* output, void* status, T* aggregates,
                 // T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch, T seed, u64 n)
                 // as pushed; the scratch holds >= tiles entries of the kernel's tile size
@@ -965,18 +972,9 @@ where
             stream,
             |a| {
                 let mut launch = stream.launch_builder(kernel);
-                launch
-                    .arg(&src)
-                    .arg(&dst)
-                    .arg(&a.status)
-                    .arg(&a.aggregates)
-                    .arg(&a.prefixes)
-                    .arg(&a.counter)
-                    .arg(&a.tile_base)
-                    .arg(&a.epoch)
-                    .arg(&seed)
-                    .arg(&n64)
-                    .arg(&tiles64);
+                launch.arg(&src).arg(&dst);
+                a.push(&mut launch);
+                launch.arg(&seed).arg(&n64).arg(&tiles64);
                 // SAFETY: (const T* input, T* output, void* status, T* aggregates,
                 // T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch, T seed, u64 n,
                 // u64 tiles) as pushed; src and dst hold n elements and are 16-byte

@@ -393,20 +393,9 @@ where
                 stream,
                 |a| {
                     let mut launch = stream.launch_builder(pipelined);
-                    launch
-                        .arg(&src)
-                        .arg(&flags)
-                        .arg(&dst)
-                        .arg(&a.status)
-                        .arg(&a.aggregates)
-                        .arg(&a.prefixes)
-                        .arg(&a.counter)
-                        .arg(&a.tile_base)
-                        .arg(&a.epoch)
-                        .arg(&seed)
-                        .arg(&seeded)
-                        .arg(&n64)
-                        .arg(&tiles64);
+                    launch.arg(&src).arg(&flags).arg(&dst);
+                    a.push(&mut launch);
+                    launch.arg(&seed).arg(&seeded).arg(&n64).arg(&tiles64);
                     // SAFETY: (const T* input, const void* flags, T* output, void* status,
                     // T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch,
                     // T seed, int seeded, u64 n, u64 tiles) as pushed; lengths were checked;
@@ -433,19 +422,9 @@ where
                 stream,
                 |a| {
                     let mut launch = stream.launch_builder(single_pass);
-                    launch
-                        .arg(&src)
-                        .arg(&flags)
-                        .arg(&dst)
-                        .arg(&a.status)
-                        .arg(&a.aggregates)
-                        .arg(&a.prefixes)
-                        .arg(&a.counter)
-                        .arg(&a.tile_base)
-                        .arg(&a.epoch)
-                        .arg(&seed)
-                        .arg(&seeded)
-                        .arg(&n64);
+                    launch.arg(&src).arg(&flags).arg(&dst);
+                    a.push(&mut launch);
+                    launch.arg(&seed).arg(&seeded).arg(&n64);
                     // SAFETY: (const T* input, const void* flags, T* output, void* status,
                     // T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch,
                     // T seed, int seeded, u64 n) as pushed; lengths were checked; the

@@ -142,6 +142,99 @@ __device__ __forceinline__ void $op_pipelined_lookahead(const Status& status, un
     next += count;
   }
 }
+
+// The roles both pipelined kernels (plain and segmented) share, over a
+// shared-memory layout `Shared` with tile(s), barrier(which, s),
+// tile_index(s) and prefix(s).
+
+// Thread 0 sets up every stage's barriers; then the roles part.
+template <class Shared>
+__device__ __forceinline__ void $op_pipelined_init_barriers(const Shared& shared) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Shared::stages; ++s) {
+      scan_mbarrier_init(shared.barrier($op_loaded, s), 1);
+      scan_mbarrier_init(shared.barrier($op_indexed, s), 1);
+      scan_mbarrier_init(shared.barrier($op_reduced, s), scan_pipelined_squad_threads);
+      scan_mbarrier_init(shared.barrier($op_prefixed, s), 1);
+      scan_mbarrier_init(shared.barrier($op_rescanned, s), scan_pipelined_squad_threads);
+      scan_mbarrier_init(shared.barrier($op_freed, s), 1);
+    }
+    scan_fence_barrier_init();
+  }
+  __syncthreads();  // the only block-wide barrier
+}
+
+// Producer (one lane): a free stage, then a tile index, then its load. A
+// tile may bring `extra_bytes(extent)` more bytes, which `load_extra(s,
+// extent, barrier)` bulk-loads on the same barrier.
+template <class Shared, class ExtraBytes, class LoadExtra>
+__device__ __forceinline__ void $op_pipelined_producer(const Shared& shared, const $op_t* input, unsigned long long* tile_counter,
+                                                      unsigned long long tile_base, unsigned long long n, unsigned long long tiles,
+                                                      ExtraBytes extra_bytes, LoadExtra load_extra) {
+  for (int k = 0;; ++k) {
+    const int s = k % Shared::stages;
+    if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier($op_freed, s), (unsigned)(k / Shared::stages - 1) & 1u);
+    const unsigned long long taken = atomicAdd(tile_counter, 1ull) - tile_base;
+    const unsigned long long tile = taken < tiles ? taken : tiles;
+    shared.tile_index(s) = tile;
+    scan_mbarrier_arrive(shared.barrier($op_indexed, s));
+    if (tile >= tiles) {
+      scan_mbarrier_arrive(shared.barrier($op_loaded, s));  // the others read the end mark and stop
+      return;
+    }
+    const $op_pipelined_extent extent(tile, n);
+    const unsigned bytes = (unsigned)extent.bulk * (unsigned)sizeof($op_t);
+    const unsigned extra = extra_bytes(extent);
+    if (bytes + extra != 0) {
+      scan_mbarrier_arrive_expect_bytes(shared.barrier($op_loaded, s), bytes + extra);
+      if (bytes != 0) scan_bulk_load(shared.tile(s), input + extent.base, bytes, shared.barrier($op_loaded, s));
+      if (extra != 0) load_extra(s, extent, shared.barrier($op_loaded, s));
+    } else {
+      scan_mbarrier_arrive(shared.barrier($op_loaded, s));
+    }
+  }
+}
+
+// Lookahead warp: for each of this block's tiles in turn, `advance(next,
+// running, tile)` extends the running prefix (from `running`, over tiles
+// [0, next)) up to the tile, and lane 0 hands it to the rescan squad.
+template <class Shared, class Advance>
+__device__ __forceinline__ void $op_pipelined_lookahead_warp(const Shared& shared, unsigned long long tiles, $op_t running, Advance advance) {
+  unsigned long long next = 0;
+  for (int k = 0;; ++k) {
+    const int s = k % Shared::stages;
+    scan_mbarrier_wait(shared.barrier($op_indexed, s), (unsigned)(k / Shared::stages) & 1u);
+    const unsigned long long tile = shared.tile_index(s);
+    if (tile >= tiles) return;
+    advance(next, running, tile);
+    if ((threadIdx.x & 31u) == 0) {
+      shared.prefix(s) = running;
+      scan_mbarrier_arrive(shared.barrier($op_prefixed, s));
+    }
+    __syncwarp();
+  }
+}
+
+// Store (one lane): each rescanned tile back to global memory; a stage is
+// freed once the store after it is issued and its own has been read, so
+// one store stays in flight behind the rescans. (The few elements of a tail
+// tile the bulk store leaves out were written by the rescan squad.)
+template <class Shared>
+__device__ __forceinline__ void $op_pipelined_store_warp(const Shared& shared, $op_t* output, unsigned long long n, unsigned long long tiles) {
+  for (int k = 0;; ++k) {
+    const int s = k % Shared::stages;
+    const unsigned parity = (unsigned)(k / Shared::stages) & 1u;
+    scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
+    const unsigned long long tile = shared.tile_index(s);
+    if (tile >= tiles) break;
+    scan_mbarrier_wait(shared.barrier($op_rescanned, s), parity);
+    const $op_pipelined_extent extent(tile, n);
+    scan_bulk_store(output + extent.base, shared.tile(s), (unsigned)extent.bulk * (unsigned)sizeof($op_t));
+    scan_bulk_wait_read_all_but_newest();
+    if (k >= 1) scan_mbarrier_arrive(shared.barrier($op_freed, (k - 1) % Shared::stages));
+  }
+  scan_bulk_wait_all();
+}
 #endif
 
 // Kernels: (input, output, status, aggregates, prefixes, tile counter, tile
@@ -161,18 +254,7 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
     const $op_pipelined_shared shared{scan_dynamic_shared};
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < stages; ++s) {
-        scan_mbarrier_init(shared.barrier($op_loaded, s), 1);
-        scan_mbarrier_init(shared.barrier($op_indexed, s), 1);
-        scan_mbarrier_init(shared.barrier($op_reduced, s), squad);
-        scan_mbarrier_init(shared.barrier($op_prefixed, s), 1);
-        scan_mbarrier_init(shared.barrier($op_rescanned, s), squad);
-        scan_mbarrier_init(shared.barrier($op_freed, s), 1);
-      }
-      scan_fence_barrier_init();
-    }
-    __syncthreads();  // the only block-wide barrier: the roles part here
+    $op_pipelined_init_barriers(shared);
     scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
     if (warp < scan_pipelined_squad_warps) {
       // Reduce squad: thread totals, their warp-inclusive scans (for the
@@ -234,62 +316,19 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
         scan_mbarrier_arrive(shared.barrier($op_rescanned, s));
       }
     } else if (warp == 2 * scan_pipelined_squad_warps) {
-      // Producer (one lane): a free stage, then a tile index, then its load.
-      if (lane != 0) return;
-      for (int k = 0;; ++k) {
-        const int s = k % stages;
-        if (k >= stages) scan_mbarrier_wait(shared.barrier($op_freed, s), (unsigned)(k / stages - 1) & 1u);
-        const unsigned long long taken = atomicAdd(tile_counter, 1ull) - tile_base;
-        const unsigned long long tile = taken < tiles ? taken : tiles;
-        shared.tile_index(s) = tile;
-        scan_mbarrier_arrive(shared.barrier($op_indexed, s));
-        if (tile >= tiles) {
-          scan_mbarrier_arrive(shared.barrier($op_loaded, s));  // the others read the end mark and stop
-          break;
-        }
-        const $op_pipelined_extent extent(tile, n);
-        const unsigned bytes = (unsigned)extent.bulk * (unsigned)sizeof($op_t);
-        if (bytes != 0) {
-          scan_mbarrier_arrive_expect_bytes(shared.barrier($op_loaded, s), bytes);
-          scan_bulk_load(shared.tile(s), input + extent.base, bytes, shared.barrier($op_loaded, s));
-        } else {
-          scan_mbarrier_arrive(shared.barrier($op_loaded, s));
-        }
-      }
+      // Producer (one lane): tiles alone, no extra bytes.
+      if (lane == 0)
+        $op_pipelined_producer(
+            shared, input, tile_counter, tile_base, n, tiles, [](const $op_pipelined_extent&) { return 0u; },
+            [](int, const $op_pipelined_extent&, unsigned long long*) {});
     } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
       // Lookahead: the running prefix through this block's tiles, in order.
-      unsigned long long next = 0;
-      $op_t running = seed;
-      for (int k = 0;; ++k) {
-        const int s = k % stages;
-        scan_mbarrier_wait(shared.barrier($op_indexed, s), (unsigned)(k / stages) & 1u);
-        const unsigned long long tile = shared.tile_index(s);
-        if (tile >= tiles) break;
+      $op_pipelined_lookahead_warp(shared, tiles, seed, [&](unsigned long long& next, $op_t& running, unsigned long long tile) {
         $op_pipelined_lookahead(tile_status, epoch, next, running, tile);
-        if (lane == 0) {
-          shared.prefix(s) = running;
-          scan_mbarrier_arrive(shared.barrier($op_prefixed, s));
-        }
-        __syncwarp();
-      }
-    } else {
-      // Store (one lane): the rescanned tile back to global memory; a stage
-      // is freed once the store after it is issued and its own has been
-      // read, so one store stays in flight behind the rescans.
-      if (lane != 0) return;
-      for (int k = 0;; ++k) {
-        const int s = k % stages;
-        const unsigned parity = (unsigned)(k / stages) & 1u;
-        scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
-        const unsigned long long tile = shared.tile_index(s);
-        if (tile >= tiles) break;
-        scan_mbarrier_wait(shared.barrier($op_rescanned, s), parity);
-        const $op_pipelined_extent extent(tile, n);
-        scan_bulk_store(output + extent.base, shared.tile(s), (unsigned)extent.bulk * (unsigned)sizeof($op_t));
-        scan_bulk_wait_read_all_but_newest();
-        if (k >= 1) scan_mbarrier_arrive(shared.barrier($op_freed, (k - 1) % stages));
-      }
-      scan_bulk_wait_all();
+      });
+    } else if (lane == 0) {
+      // Store (one lane).
+      $op_pipelined_store_warp(shared, output, n, tiles);
     }
     return;
   }

@@ -302,28 +302,34 @@ __device__ __forceinline__ void $op_segmented_scan_single_pass(const $op_t* inpu
 }
 
 // ---- Segmented, global level: pipelined single pass (sm_90 and newer) ----
-// The pipelined single pass (pipelined.cuh) over (flag, value) pairs. The
-// reduce squad also reads each thread's head flags from global memory
-// (while the tile's bulk load is in flight) and keeps them for the rescan;
-// a tile holding a head publishes its last segment's partial as a prefix,
-// which the lookahead takes in place of everything before it.
+// The pipelined single pass (pipelined.cuh) over (flag, value) pairs. Head
+// flags given as bits come with a whole tile, in the producer's bulk loads;
+// otherwise (bytes, or the tail tile) the reduce squad reads each thread's
+// flags from global memory while the tile loads. The reduce squad keeps
+// each thread's flags as a 64-bit mask for the rescan. A tile holding a head
+// publishes its last segment's partial as a prefix, which the lookahead
+// takes in place of everything before it.
 
 constexpr int $op_pipelined_segmented_stages = scan_pipelined_segmented_stages(sizeof($op_t));
 
-// Shared-memory layout: as the plain pass's, plus per stage the reduce
-// threads' head masks and the flags of their pairs and of the warps' pairs.
+// Shared-memory layout: as the plain pass's, plus per stage the tile's head
+// bits, the reduce threads' head masks and the flags of their pairs and of
+// the warps' pairs.
 struct $op_pipelined_segmented_shared {
   unsigned char* base;
   static constexpr int stages = $op_pipelined_segmented_stages > 1 ? $op_pipelined_segmented_stages : 1;
   static constexpr int squad = scan_pipelined_squad_threads;
   static constexpr int warps = scan_pipelined_squad_warps;
   static constexpr unsigned tile_bytes = scan_pipelined_tile_bytes(sizeof($op_t));
-  static constexpr unsigned barriers_at = stages * tile_bytes;
+  static constexpr unsigned bits_bytes = scan_pipelined_flag_bits_bytes(sizeof($op_t));
+  static constexpr unsigned bits_at = stages * tile_bytes;  // 16-byte aligned, for bulk loads
+  static constexpr unsigned barriers_at = bits_at + stages * bits_bytes;
   static constexpr unsigned indices_at = barriers_at + stages * 6 * 8;
   static constexpr unsigned heads_at = indices_at + stages * 8;
   static constexpr unsigned values_at = scan_round_up(heads_at + stages * squad * 8, 16);
   static constexpr unsigned flags_at = values_at + stages * (squad + warps + 1) * sizeof($op_t);
   __device__ __forceinline__ $op_t* tile(int s) const { return ($op_t*)(base + s * tile_bytes); }
+  __device__ __forceinline__ unsigned* head_bits(int s) const { return (unsigned*)(base + bits_at + s * bits_bytes); }
   __device__ __forceinline__ unsigned long long* barrier(int which, int s) const { return (unsigned long long*)(base + barriers_at) + which * stages + s; }
   __device__ __forceinline__ unsigned long long& tile_index(int s) const { return ((unsigned long long*)(base + indices_at))[s]; }
   __device__ __forceinline__ unsigned long long* heads(int s) const { return (unsigned long long*)(base + heads_at) + s * squad; }
@@ -339,6 +345,17 @@ static_assert(!scan_pipelined_segmented_supported(sizeof($op_t)) ||
               "the segmented pipelined layout fits the shared memory the host provides");
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Bits [shift, shift + count) of words[0], words[1], words[2], bit 0 first
+// (shift below 32, count at most 64); words past the window are not read.
+__device__ __forceinline__ unsigned long long $op_bit_window(const unsigned* words, unsigned shift, int count) {
+  const unsigned spanned = (shift + (unsigned)count + 31u) / 32u;
+  unsigned long long window = words[0];
+  if (spanned > 1) window |= (unsigned long long)words[1] << 32;
+  window >>= shift;
+  if (spanned > 2) window |= (unsigned long long)words[2] << (64u - shift);
+  return count == 64 ? window : window & ((1ull << count) - 1ull);
+}
+
 // The head flags of elements base + first … base + first + count - 1 (count
 // at most 64), bit i for element base + first + i; element 0 always has one.
 template <int Format>
@@ -350,15 +367,7 @@ __device__ __forceinline__ unsigned long long $op_pipelined_heads(const void* fl
       const unsigned char* bytes = (const unsigned char*)flags + at;
       for (int i = 0; i < count; ++i) heads |= (unsigned long long)(bytes[i] != 0) << i;
     } else {
-      // Bits [shift, shift + count) of at most three words from word at / 32.
-      const unsigned* words = (const unsigned*)flags + (at >> 5);
-      const unsigned shift = (unsigned)(at & 31u);
-      const unsigned spanned = (shift + (unsigned)count + 31u) / 32u;
-      unsigned long long window = words[0];
-      if (spanned > 1) window |= (unsigned long long)words[1] << 32;
-      window >>= shift;
-      if (spanned > 2) window |= (unsigned long long)words[2] << (64u - shift);
-      heads = count == 64 ? window : window & ((1ull << count) - 1ull);
+      heads = $op_bit_window((const unsigned*)flags + (at >> 5), (unsigned)(at & 31u), count);
     }
     if (at == 0) heads |= 1ull;
   }
@@ -441,22 +450,11 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
     const bool seeded = seeded_flag != 0;
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < stages; ++s) {
-        scan_mbarrier_init(shared.barrier($op_loaded, s), 1);
-        scan_mbarrier_init(shared.barrier($op_indexed, s), 1);
-        scan_mbarrier_init(shared.barrier($op_reduced, s), squad);
-        scan_mbarrier_init(shared.barrier($op_prefixed, s), 1);
-        scan_mbarrier_init(shared.barrier($op_rescanned, s), squad);
-        scan_mbarrier_init(shared.barrier($op_freed, s), 1);
-      }
-      scan_fence_barrier_init();
-    }
-    __syncthreads();  // the only block-wide barrier: the roles part here
+    $op_pipelined_init_barriers(shared);
     scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
     if (warp < scan_pipelined_squad_warps) {
-      // Reduce squad: head flags (read while the tile loads), the threads'
-      // pairs and their warp-inclusive scans, the warps' pairs, and the
+      // Reduce squad: head flags (from the stage, or read while the tile
+      // loads), the threads' pairs and their warp-inclusive scans, the warps' pairs, and the
       // tile's pair, published at once.
       for (int k = 0;; ++k) {
         const int s = k % stages;
@@ -466,8 +464,15 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
         if (tile >= tiles) break;
         const $op_pipelined_extent extent(tile, n);
         const int first = (int)threadIdx.x * items;
-        const unsigned long long heads = $op_pipelined_heads<Format>(flags, extent.base, first, extent.valid - first < items ? extent.valid - first : items);
+        const bool bits_loaded = Format == scan_flags_bits && extent.valid == $op_pipelined_items_per_tile;
+        unsigned long long heads =
+            bits_loaded ? 0ull : $op_pipelined_heads<Format>(flags, extent.base, first, extent.valid - first < items ? extent.valid - first : items);
         scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
+        if (bits_loaded) {
+          // A whole tile's head bits arrived with it; element 0 is a head.
+          heads = $op_bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), items);
+          if (extent.base + (unsigned long long)first == 0ull) heads |= 1ull;
+        }
         if (extent.valid != $op_pipelined_items_per_tile) {
           // The tail tile, padded as in the plain pass (padding has no heads).
           for (int e = extent.bulk + (int)threadIdx.x; e < $op_pipelined_items_per_tile; e += squad)
@@ -554,61 +559,25 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
         scan_mbarrier_arrive(shared.barrier($op_rescanned, s));
       }
     } else if (warp == 2 * scan_pipelined_squad_warps) {
-      // Producer, as in the plain pass.
-      if (lane != 0) return;
-      for (int k = 0;; ++k) {
-        const int s = k % stages;
-        if (k >= stages) scan_mbarrier_wait(shared.barrier($op_freed, s), (unsigned)(k / stages - 1) & 1u);
-        const unsigned long long taken = atomicAdd(tile_counter, 1ull) - tile_base;
-        const unsigned long long tile = taken < tiles ? taken : tiles;
-        shared.tile_index(s) = tile;
-        scan_mbarrier_arrive(shared.barrier($op_indexed, s));
-        if (tile >= tiles) {
-          scan_mbarrier_arrive(shared.barrier($op_loaded, s));
-          break;
-        }
-        const $op_pipelined_extent extent(tile, n);
-        const unsigned bytes = (unsigned)extent.bulk * (unsigned)sizeof($op_t);
-        if (bytes != 0) {
-          scan_mbarrier_arrive_expect_bytes(shared.barrier($op_loaded, s), bytes);
-          scan_bulk_load(shared.tile(s), input + extent.base, bytes, shared.barrier($op_loaded, s));
-        } else {
-          scan_mbarrier_arrive(shared.barrier($op_loaded, s));
-        }
-      }
+      // Producer, as in the plain pass; a whole tile's head bits (if the
+      // flags are bits) come in a second bulk load on the same barrier.
+      // Tiles start at multiples of 128 elements: their bits at 16 bytes.
+      const auto bits_bytes = [](const $op_pipelined_extent& extent) {
+        return Format == scan_flags_bits && extent.valid == $op_pipelined_items_per_tile ? (unsigned)$op_pipelined_items_per_tile / 8u : 0u;
+      };
+      const auto load_bits = [&](int s, const $op_pipelined_extent& extent, unsigned long long* loaded) {
+        scan_bulk_load(shared.head_bits(s), (const unsigned char*)flags + extent.base / 8, bits_bytes(extent), loaded);
+      };
+      if (lane == 0) $op_pipelined_producer(shared, input, tile_counter, tile_base, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
       // Lookahead over pairs. Tile 0 holds a head (element 0), so what
       // precedes it never matters.
-      unsigned long long next = 0;
-      $op_t running = $op_identity();
-      for (int k = 0;; ++k) {
-        const int s = k % stages;
-        scan_mbarrier_wait(shared.barrier($op_indexed, s), (unsigned)(k / stages) & 1u);
-        const unsigned long long tile = shared.tile_index(s);
-        if (tile >= tiles) break;
+      $op_pipelined_lookahead_warp(shared, tiles, $op_identity(), [&](unsigned long long& next, $op_t& running, unsigned long long tile) {
         $op_pipelined_segmented_lookahead<Strategy>(tile_status, epoch, next, running, tile);
-        if (lane == 0) {
-          shared.prefix(s) = running;
-          scan_mbarrier_arrive(shared.barrier($op_prefixed, s));
-        }
-        __syncwarp();
-      }
-    } else {
-      // Store, as in the plain pass.
-      if (lane != 0) return;
-      for (int k = 0;; ++k) {
-        const int s = k % stages;
-        const unsigned parity = (unsigned)(k / stages) & 1u;
-        scan_mbarrier_wait(shared.barrier($op_loaded, s), parity);
-        const unsigned long long tile = shared.tile_index(s);
-        if (tile >= tiles) break;
-        scan_mbarrier_wait(shared.barrier($op_rescanned, s), parity);
-        const $op_pipelined_extent extent(tile, n);
-        scan_bulk_store(output + extent.base, shared.tile(s), (unsigned)extent.bulk * (unsigned)sizeof($op_t));
-        scan_bulk_wait_read_all_but_newest();
-        if (k >= 1) scan_mbarrier_arrive(shared.barrier($op_freed, (k - 1) % stages));
-      }
-      scan_bulk_wait_all();
+      });
+    } else if (lane == 0) {
+      // Store (one lane), as in the plain pass.
+      $op_pipelined_store_warp(shared, output, n, tiles);
     }
     return;
   }
