@@ -20,7 +20,9 @@
 //!
 //! A second table sweeps tile shapes of the single passes (`u32` sum,
 //! affine, and the pipelined pass against the look-back for the 24-byte
-//! struct) at 2^24 and 2^28. Prints "no GPU" and exits 0 without one.
+//! struct) at 2^24 and 2^28; a third times `u32` sum and affine at 2^28
+//! between two inputs and three outputs (the spread over buffer
+//! placements). Prints "no GPU" and exits 0 without one.
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
@@ -596,6 +598,62 @@ fn shape_sweep(stream: &Arc<CudaStream>) {
     }
 }
 
+/// The default scan of `Op` at 2^28 from each of two inputs (the same data,
+/// two allocations) into each of three outputs, then with three other
+/// scanners (other scratch): how much its time depends on where its buffers
+/// lie. (The shape sweep's affine pipelined row has run
+/// several percent slower than the main table's same scan.)
+fn placement<Op: Case>(stream: &Arc<CudaStream>, label: &str)
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
+{
+    let n = 1usize << 28;
+    let host: Vec<Op::Element> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| Op::element(mix(SEED + Op::INDEX, i)))
+        .collect();
+    let inputs = [
+        stream.clone_htod(&host).unwrap(),
+        stream.clone_htod(&host).unwrap(),
+    ];
+    drop(host);
+    let mut outputs: Vec<CudaSlice<Op::Element>> =
+        (0..3).map(|_| stream.alloc_zeros(n).unwrap()).collect();
+    let copy_ms = time_ms(stream, || {
+        stream.memcpy_dtod(&inputs[0], &mut outputs[0]).unwrap()
+    }) as f64;
+    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let mut times = Vec::new();
+    for input in &inputs {
+        for output in outputs.iter_mut() {
+            times
+                .push(time_ms(stream, || scanner.inclusive(stream, input, output).unwrap()) as f64);
+        }
+    }
+    // Three more scanners, alive together: their scratch (tile status) lies
+    // in three other places.
+    let mut scanners: Vec<GpuScanner<Op>> = (0..3)
+        .map(|_| GpuScanner::<Op>::new(stream.context()).unwrap())
+        .collect();
+    for scanner in scanners.iter_mut() {
+        times.push(time_ms(stream, || {
+            scanner
+                .inclusive(stream, &inputs[0], &mut outputs[0])
+                .unwrap()
+        }) as f64);
+    }
+    let (fastest, slowest) = times
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let cells: Vec<String> = times.iter().map(|t| format!("{t:.4}")).collect();
+    println!(
+        "{label:<8} {}  copy {copy_ms:.4}  %copy {:.1}-{:.1}%",
+        cells.join(" "),
+        100.0 * copy_ms / slowest,
+        100.0 * copy_ms / fastest
+    );
+}
+
 /// u32 sum at short lengths: small tiles, full tiles, pipelined, reduce-then-scan, default.
 fn small_inputs(stream: &Arc<CudaStream>) {
     println!("\nscan_bench: short inputs, u32 sum, inclusive");
@@ -660,6 +718,11 @@ fn main() {
     }
     small_inputs(&stream);
     shape_sweep(&stream);
+    println!(
+        "\nscan_bench: placement, default path at 2^28, inputs 1-2 x outputs 1-3, then scanners 2-4 (ms)"
+    );
+    placement::<SumU32>(&stream, "u32 sum");
+    placement::<Affine>(&stream, "affine");
     // The main table again, by case, last (run-all prints it in its summary).
     println!("\nscan_bench summary");
     print_header();
