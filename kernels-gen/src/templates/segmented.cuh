@@ -392,42 +392,24 @@ __device__ __forceinline__ $op_t $op_pipelined_thread_segmented_reduce(const $op
 // published a prefix (it holds a head) replaces what came before it.
 template <int Strategy, class Status>
 __device__ __forceinline__ void $op_pipelined_segmented_lookahead(const Status& status, unsigned epoch, unsigned long long& next, $op_t& running, unsigned long long target) {
-  constexpr int per_lane = 4;
-  const unsigned lane = threadIdx.x & 31u;
   while (next < target) {
-    const unsigned long long first = next + per_lane * lane;
-    $op_t values[per_lane];
-    unsigned states[per_lane];
-#pragma unroll
-    for (int r = 0; r < per_lane; ++r) {
-      const unsigned long long tile = first + r;
-      const unsigned word = status.poll(tile < target ? tile : target - 1, values[r]);
-      states[r] = tile < target && (word >> 2) == epoch ? (word & 3u) : scan_tile_not_ready;
-    }
-    int ready = 0;
-#pragma unroll
-    for (int r = 0; r < per_lane; ++r) ready += ready == r && states[r] != scan_tile_not_ready;
-    const unsigned short_lanes = __ballot_sync(0xffffffffu, ready < per_lane);
-    const unsigned last_lane = short_lanes != 0 ? (unsigned)__ffs(short_lanes) - 1u : 32u;
-    const int last_ready = __shfl_sync(0xffffffffu, ready, last_lane & 31u);
-    const unsigned count = per_lane * last_lane + (last_lane < 32 ? last_ready : 0);
-    if (count == 0) continue;
-    const int used = lane < last_lane ? per_lane : lane == last_lane ? ready : 0;
+    $op_lookahead_round round(status, epoch, next, target);
+    if (round.count == 0) continue;
     $op_t share = $op_identity();
     bool share_flag = false;
 #pragma unroll
-    for (int r = 0; r < per_lane; ++r) {
-      status.fetch(first + r, states[r], r < used, values[r]);
-      if (r < used) {
-        const bool head = states[r] == scan_tile_prefix;
-        share = head || r == 0 ? values[r] : $op_combine(share, values[r]);
+    for (int r = 0; r < $op_lookahead_per_lane; ++r) {
+      status.fetch(round.first + r, round.states[r], r < round.used, round.values[r]);
+      if (r < round.used) {
+        const bool head = round.states[r] == scan_tile_prefix;
+        share = head || r == 0 ? round.values[r] : $op_combine(share, round.values[r]);
         share_flag = share_flag || head;
       }
     }
     const $op_t total = scan_shfl_idx($op_warp_segmented_inclusive_scan<Strategy>(share, share_flag), 31);
     const bool total_flag = __shfl_sync(0xffffffffu, (int)share_flag, 31) != 0;
     running = total_flag ? total : $op_combine(running, total);
-    next += count;
+    next += round.count;
   }
 }
 #endif
