@@ -196,41 +196,40 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
         out,
         "// Exported so that the host can check its sizes against these."
     );
-    let _ = writeln!(
-        out,
-        "extern \"C\" __constant__ unsigned int {} = {name}_items_per_tile;",
-        tile_items_symbol(name)
-    );
-    let _ = writeln!(
-        out,
-        "extern \"C\" __constant__ unsigned int {} = {name}_small_items_per_thread * {name}_block_threads;",
-        small_tile_items_symbol(name)
-    );
-    let _ = writeln!(
-        out,
-        "extern \"C\" __constant__ unsigned int {} = scan_tile_status_bytes(sizeof({t}));",
-        tile_status_bytes_symbol(name)
-    );
-    let _ = writeln!(
-        out,
-        "extern \"C\" __constant__ unsigned int {} = scan_tile_status_stride;",
-        tile_status_stride_symbol(name)
-    );
-    let _ = writeln!(
-        out,
-        "extern \"C\" __constant__ unsigned int {} = scan_pipelined_supported(sizeof({t})) ? scan_pipelined_squad_threads * scan_pipelined_items_per_thread(sizeof({t})) : 0;",
-        pipelined_tile_items_symbol(name)
-    );
-    let _ = writeln!(
-        out,
-        "extern \"C\" __constant__ unsigned int {} = scan_pipelined_shared_bytes(sizeof({t}));",
-        pipelined_shared_bytes_symbol(name)
-    );
-    let _ = writeln!(
-        out,
-        "extern \"C\" __constant__ unsigned int {} = scan_pipelined_segmented_shared_bytes(sizeof({t}));\n",
-        pipelined_segmented_shared_bytes_symbol(name)
-    );
+    let exported = [
+        (tile_items_symbol(name), format!("{name}_items_per_tile")),
+        (
+            small_tile_items_symbol(name),
+            format!("{name}_small_items_per_thread * {name}_block_threads"),
+        ),
+        (
+            tile_status_bytes_symbol(name),
+            format!("scan_tile_status_bytes(sizeof({t}))"),
+        ),
+        (
+            tile_status_stride_symbol(name),
+            "scan_tile_status_stride".to_string(),
+        ),
+        (
+            pipelined_tile_items_symbol(name),
+            format!("scan_pipelined_supported(sizeof({t})) ? scan_pipelined_squad_threads * scan_pipelined_items_per_thread(sizeof({t})) : 0"),
+        ),
+        (
+            pipelined_shared_bytes_symbol(name),
+            format!("scan_pipelined_shared_bytes(sizeof({t}))"),
+        ),
+        (
+            pipelined_segmented_shared_bytes_symbol(name),
+            format!("scan_pipelined_segmented_shared_bytes(sizeof({t}))"),
+        ),
+    ];
+    for (symbol, value) in exported {
+        let _ = writeln!(
+            out,
+            "extern \"C\" __constant__ unsigned int {symbol} = {value};"
+        );
+    }
+    out.push('\n');
 
     out.push_str(&operator_functions(op, &t));
     for template in [

@@ -506,6 +506,22 @@ pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
     }
 }
 
+/// Whether a scan of `n` elements (more than one tile; plain or segmented)
+/// on `path` should take the pipelined single pass where it can: always on
+/// [`ScanPath::Pipelined`]; on [`ScanPath::Auto`] only where it was
+/// measured faster (see [`PIPELINED_AUTO_MIN_BYTES`]) and for elements that
+/// pack with their status (at most 12 bytes).
+pub(crate) fn pipelined_wanted<Op: ScanOp>(path: ScanPath, n: usize) -> bool {
+    let size = std::mem::size_of::<Op::Element>();
+    match path {
+        ScanPath::Pipelined => true,
+        ScanPath::Auto => {
+            n * size >= PIPELINED_AUTO_MIN_BYTES && kernels_gen::tile_status_bytes(size) != 4
+        }
+        _ => false,
+    }
+}
+
 /// Whether `path` scans in a single pass (either kind).
 pub(crate) fn single_pass(path: ScanPath) -> bool {
     resolve_path(path) != ScanPath::ReduceThenScan
@@ -514,7 +530,7 @@ pub(crate) fn single_pass(path: ScanPath) -> bool {
 /// Status entries a single pass over `n` elements (in full-size tiles) may
 /// need on `path`: the pipelined tiles are larger, but a scan that cannot
 /// take them falls back to the others.
-fn single_pass_tiles_for<Op: ScanOp>(n: usize, path: ScanPath) -> usize {
+pub(crate) fn single_pass_tiles_for<Op: ScanOp>(n: usize, path: ScanPath) -> usize {
     let tiles = n.div_ceil(Op::tile_items());
     match pipelined_tile_items::<Op>() {
         t if t > 0 && path == ScanPath::Pipelined => tiles.max(n.div_ceil(t)),
@@ -928,22 +944,10 @@ where
     }
 
     /// Whether a plain scan of `n` elements (more than one tile) should take
-    /// the pipelined single pass where it can: always on
-    /// [`ScanPath::Pipelined`] past the small-tile limit; on
-    /// [`ScanPath::Auto`] only where it was measured faster (see
-    /// [`PIPELINED_AUTO_MIN_BYTES`]) and for elements that pack with their
-    /// status (at most 12 bytes).
+    /// the pipelined single pass where it can: past the small-tile limit,
+    /// as [`pipelined_wanted`] says.
     fn pipelined_wanted(&self, n: usize) -> bool {
-        let size = std::mem::size_of::<Op::Element>();
-        match self.path {
-            ScanPath::Pipelined => n > self.small_tile_limit,
-            ScanPath::Auto => {
-                n > self.small_tile_limit
-                    && n * size >= PIPELINED_AUTO_MIN_BYTES
-                    && kernels_gen::tile_status_bytes(size) != 4
-            }
-            _ => false,
-        }
+        n > self.small_tile_limit && pipelined_wanted::<Op>(self.path, n)
     }
 
     /// One launch of the pipelined single pass over `n` elements.

@@ -5,8 +5,9 @@
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
 use crate::gpu::{
-    device_arch, load_program, pipelined_tile_items, segmented_index, single_pass, GpuScanner,
-    ProgramStats, ScanPath, Variant, PIPELINED_AUTO_MIN_BYTES,
+    device_arch, load_program, pipelined_tile_items, pipelined_wanted, resolve_path,
+    segmented_index, single_pass, single_pass_tiles_for, GpuScanner, ProgramStats, ScanPath,
+    Variant,
 };
 use crate::jit;
 use cudarc::driver::{
@@ -285,20 +286,6 @@ where
         Ok(stream.clone_dtoh(&data)?)
     }
 
-    /// Whether a segmented scan of `n` elements (more than one tile) should
-    /// take the pipelined single pass where it can: always on
-    /// [`ScanPath::Pipelined`], and as for plain scans on [`ScanPath::Auto`].
-    fn segmented_pipelined_wanted(&self, n: usize) -> bool {
-        let size = std::mem::size_of::<Op::Element>();
-        match self.path() {
-            ScanPath::Pipelined => true,
-            ScanPath::Auto => {
-                n * size >= PIPELINED_AUTO_MIN_BYTES && kernels_gen::tile_status_bytes(size) != 4
-            }
-            _ => false,
-        }
-    }
-
     fn prepare_segmented_scan(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
         self.prepare_segmented()?;
         self.prepare(n, stream)?;
@@ -308,13 +295,10 @@ where
         }
         if single_pass(self.path()) {
             // Segmented single passes use the full tiles, or the pipelined ones.
-            let pipelined = pipelined_tile_items::<Op>();
-            let tiles = if pipelined > 0 {
-                tiles.max(n.div_ceil(pipelined))
-            } else {
-                tiles
-            };
-            return self.reserve_single_pass(tiles, stream);
+            return self.reserve_single_pass(
+                single_pass_tiles_for::<Op>(n, resolve_path(self.path())),
+                stream,
+            );
         }
         self.reserve_tile_totals(tiles, stream)?;
         if tiles > 1 && self.tile_flags.as_ref().is_none_or(|f| f.len() < tiles) {
@@ -382,7 +366,10 @@ where
             return Ok(());
         }
         let pipelined_shape = program.segmented_pipelined.filter(|_| {
-            self.segmented_pipelined_wanted(n) && src % 16 == 0 && dst % 16 == 0 && flags % 16 == 0
+            pipelined_wanted::<Op>(self.path(), n)
+                && src % 16 == 0
+                && dst % 16 == 0
+                && flags % 16 == 0
         });
         if let Some(shape) = pipelined_shape {
             let pipelined = kernel(SegmentedKernel::Pipelined { inclusive, format });

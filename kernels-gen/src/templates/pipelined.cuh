@@ -74,6 +74,28 @@ struct $op_pipelined_extent {
   }
 };
 
+// Reduce squad, before combining a tile: a tail tile's elements the bulk
+// copy left out come from global memory and the rest of the stage is padded
+// with the identity, so that it is combined by the same code as whole tiles
+// (a separate element-by-element path for it measured about 8 µs slower, on
+// the critical path of every scan). Whole tiles pass straight through.
+__device__ __forceinline__ void $op_pipelined_pad_tail($op_t* tile, const $op_t* input, const $op_pipelined_extent& extent) {
+  if (extent.valid == $op_pipelined_items_per_tile) return;
+  for (int e = extent.bulk + (int)threadIdx.x; e < $op_pipelined_items_per_tile; e += scan_pipelined_squad_threads)
+    tile[e] = e < extent.valid ? input[extent.base + e] : $op_identity();
+  scan_named_barrier(1, scan_pipelined_squad_threads);
+}
+
+// Rescan squad thread t, after rescanning: the few elements of a tail tile
+// the bulk store leaves out (fewer than 16 bytes' worth) that lie among its
+// items, written directly.
+__device__ __forceinline__ void $op_pipelined_store_tail(const $op_t* tile, $op_t* output, const $op_pipelined_extent& extent, int t) {
+  if (extent.bulk == extent.valid) return;
+  const int first = t * $op_pipelined_items_per_thread;
+  const int end = first + $op_pipelined_items_per_thread < extent.valid ? first + $op_pipelined_items_per_thread : extent.valid;
+  for (int e = first > extent.bulk ? first : extent.bulk; e < end; ++e) output[extent.base + e] = tile[e];
+}
+
 // Reduce squad: this thread's items of a whole (or padded) tile, in order.
 __device__ __forceinline__ $op_t $op_pipelined_thread_reduce(const $op_t* tile) {
   const int first = (int)threadIdx.x * $op_pipelined_items_per_thread;
@@ -281,17 +303,7 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
         scan_mbarrier_wait(shared.barrier($op_loaded, s), (unsigned)(k / stages) & 1u);
         const unsigned long long tile = shared.tile_index(s);
         if (tile >= tiles) break;
-        const $op_pipelined_extent extent(tile, n);
-        if (extent.valid != $op_pipelined_items_per_tile) {
-          // The tail tile: the elements the bulk copy left out come from
-          // global memory and the rest of the stage is padded with the
-          // identity, so that it is combined by the same code as whole
-          // tiles (a separate element-by-element path for it measured
-          // about 8 µs slower, on the critical path of every scan).
-          for (int e = extent.bulk + (int)threadIdx.x; e < $op_pipelined_items_per_tile; e += squad)
-            shared.tile(s)[e] = e < extent.valid ? input[extent.base + e] : $op_identity();
-          scan_named_barrier(1, squad);
-        }
+        $op_pipelined_pad_tail(shared.tile(s), input, $op_pipelined_extent(tile, n));
         const $op_t lane_total = $op_warp_inclusive_scan($op_pipelined_thread_reduce(shared.tile(s)));
         shared.lane_totals(s)[threadIdx.x] = lane_total;
         if (lane == 31) shared.warp_totals(s)[warp] = lane_total;
@@ -322,13 +334,7 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
         scan_mbarrier_wait(shared.barrier($op_prefixed, s), parity);
         const $op_pipelined_extent extent(tile, n);
         $op_pipelined_thread_rescan<Inclusive>(shared.tile(s), $op_combine(shared.prefix(s), before));
-        if (extent.bulk != extent.valid) {
-          // The few elements the bulk store leaves out (fewer than 16 bytes'
-          // worth), written by the threads that rescanned them.
-          const int first = t * $op_pipelined_items_per_thread;
-          const int end = first + $op_pipelined_items_per_thread < extent.valid ? first + $op_pipelined_items_per_thread : extent.valid;
-          for (int e = first > extent.bulk ? first : extent.bulk; e < end; ++e) output[extent.base + e] = shared.tile(s)[e];
-        }
+        $op_pipelined_store_tail(shared.tile(s), output, extent, t);
         scan_fence_shared_for_bulk();
         scan_mbarrier_arrive(shared.barrier($op_rescanned, s));
       }

@@ -455,12 +455,7 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
           heads = $op_bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), items);
           if (extent.base + (unsigned long long)first == 0ull) heads |= 1ull;
         }
-        if (extent.valid != $op_pipelined_items_per_tile) {
-          // The tail tile, padded as in the plain pass (padding has no heads).
-          for (int e = extent.bulk + (int)threadIdx.x; e < $op_pipelined_items_per_tile; e += squad)
-            shared.tile(s)[e] = e < extent.valid ? input[extent.base + e] : $op_identity();
-          scan_named_barrier(1, squad);
-        }
+        $op_pipelined_pad_tail(shared.tile(s), input, extent);  // padding has no heads
         bool lane_flag = heads != 0ull;
         const $op_t lane_total =
             $op_warp_segmented_inclusive_scan<Strategy>($op_pipelined_thread_segmented_reduce(shared.tile(s), heads, seed, seeded), lane_flag);
@@ -533,10 +528,7 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
           }
         }
         const $op_pipelined_extent extent(tile, n);
-        if (extent.bulk != extent.valid) {
-          const int end = first + items < extent.valid ? first + items : extent.valid;
-          for (int e = first > extent.bulk ? first : extent.bulk; e < end; ++e) output[extent.base + e] = tile_items[e];
-        }
+        $op_pipelined_store_tail(tile_items, output, extent, t);
         scan_fence_shared_for_bulk();
         scan_mbarrier_arrive(shared.barrier($op_rescanned, s));
       }
