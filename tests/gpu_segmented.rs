@@ -288,12 +288,8 @@ fn check_flag_builders(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
 
 #[test]
 fn gpu_segmented_suite() {
-    let ctx = match gpu_scan::scan_runtime::open_device(0) {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            println!("gpu_segmented: skipped, no usable GPU ({e})");
-            return;
-        }
+    let Some(ctx) = open_gpu("gpu_segmented") else {
+        return;
     };
     let seed = suite_seed();
     let big = std::env::var("GPU_SEGMENTED_BIG")

@@ -264,12 +264,8 @@ fn lengths_for<Op: ScanOp>(big: usize) -> Vec<usize> {
 
 #[test]
 fn gpu_suite() {
-    let ctx = match gpu_scan::scan_runtime::open_device(0) {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            println!("gpu_suite: skipped, no usable GPU ({e})");
-            return;
-        }
+    let Some(ctx) = open_gpu("gpu_suite") else {
+        return;
     };
     let seed = suite_seed();
     let big = std::env::var("GPU_SUITE_BIG")
@@ -365,12 +361,8 @@ fn gpu_suite() {
 /// A separate test so that it can run alone (`gpu_suite pipelined_past`).
 #[test]
 fn pipelined_past_2_pow_31_elements() {
-    let ctx = match gpu_scan::scan_runtime::open_device(0) {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            println!("pipelined_past_2_pow_31_elements: skipped, no usable GPU ({e})");
-            return;
-        }
+    let Some(ctx) = open_gpu("pipelined_past_2_pow_31_elements") else {
+        return;
     };
     let seed = suite_seed();
     let stream = ctx.default_stream();

@@ -1,7 +1,9 @@
-//! Compiles every generated program with the real NVRTC 13.0 for `sm_90`
-//! and assembles it with `ptxas -v`: a compile error, a missing kernel, a
-//! spill to local memory, or a tile size that differs between the Rust and
-//! CUDA sides fails the test.
+//! Compiles every generated program with the real NVRTC 13.0 for every
+//! architecture CUDA 13 supports (`Arch::CUDA_13`: sm_75 to sm_120, one
+//! embedded source) and assembles it with `ptxas -v`: a compile error, a
+//! missing kernel, a spill to local memory, or a tile size that differs
+//! between the Rust and CUDA sides fails the test. Programs compile in
+//! parallel on all cores.
 //!
 //! Needs `libnvrtc.so.13` on the library path and `ptxas` on `PATH` (or in
 //! `SCAN_PTXAS`); `scripts/test` installs both (pip packages
@@ -14,6 +16,7 @@ use common::ops::*;
 use gpu_scan::kernels_gen::{self, Arch, FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy};
 use gpu_scan::scan_runtime::cudarc::nvrtc;
 use gpu_scan::ScanOp;
+use rayon::prelude::*;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -46,10 +49,21 @@ fn ptxas() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("ptxas"))
 }
 
-/// Compiles `Op`'s program twice, as the runtime does: the plain scans, and
-/// with the segmented part switched on; collects ptxas's per-kernel report.
-fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<String>) {
-    let arch = Arch::SM_90;
+/// Compiles `Op`'s program for `arch` twice, as the runtime does: the plain
+/// scans, and with the segmented part switched on; collects ptxas's
+/// per-kernel report.
+fn compile<Op: ScanOp>(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
+    let (mut reports, mut failures) = (Vec::new(), Vec::new());
+    let (reports_out, failures_out) = (&mut reports, &mut failures);
+    compile_into::<Op>(arch, reports_out, failures_out);
+    (reports, failures)
+}
+
+fn compile_into<Op: ScanOp>(
+    arch: Arch,
+    reports: &mut Vec<KernelReport>,
+    failures: &mut Vec<String>,
+) {
     let plain: Vec<String> = Kernel::ALL.iter().map(|k| k.symbol(Op::NAME)).collect();
     let mut segmented = plain.clone();
     for strategy in SegmentedStrategy::ALL {
@@ -65,7 +79,7 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
             segmented,
         ),
     ] {
-        let label = format!("{}:{variant}", Op::NAME);
+        let label = format!("{}:{variant}:{}", Op::NAME, arch.sm_name());
         let Some(ptx) = compile_program(&label, Op::CUDA_SOURCE, options, &symbols, failures)
         else {
             continue;
@@ -126,7 +140,7 @@ fn compile<Op: ScanOp>(reports: &mut Vec<KernelReport>, failures: &mut Vec<Strin
                 failures.push(format!("{label}: {what} differs: PTX lacks `{expected}`"));
             }
         }
-        assemble(&label, &ptx, reports, failures);
+        assemble(&label, arch, &ptx, reports, failures);
     }
 }
 
@@ -160,8 +174,14 @@ fn compile_program(
     Some(ptx)
 }
 
-/// Assembles PTX for sm_90 with `ptxas -v` and records its report.
-fn assemble(label: &str, ptx: &str, reports: &mut Vec<KernelReport>, failures: &mut Vec<String>) {
+/// Assembles PTX for `arch` with `ptxas -v` and records its report.
+fn assemble(
+    label: &str,
+    arch: Arch,
+    ptx: &str,
+    reports: &mut Vec<KernelReport>,
+    failures: &mut Vec<String>,
+) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc");
     std::fs::create_dir_all(&dir).unwrap();
     let ptx_path = dir.join(format!("{}.ptx", label.replace(':', ".")));
@@ -169,7 +189,7 @@ fn assemble(label: &str, ptx: &str, reports: &mut Vec<KernelReport>, failures: &
     let out = Command::new(ptxas())
         .args([
             "-v",
-            &format!("-arch={}", Arch::SM_90.sm_name()),
+            &format!("-arch={}", arch.sm_name()),
             "-o",
             "/dev/null",
         ])
@@ -186,7 +206,8 @@ fn assemble(label: &str, ptx: &str, reports: &mut Vec<KernelReport>, failures: &
 }
 
 /// The operator-independent program that builds head flags.
-fn compile_flag_builders(reports: &mut Vec<KernelReport>, failures: &mut Vec<String>) {
+fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
+    let (mut reports, mut failures) = (Vec::new(), Vec::new());
     let mut symbols = Vec::new();
     for format in FlagFormat::ALL {
         for bits in [32, 64] {
@@ -196,19 +217,25 @@ fn compile_flag_builders(reports: &mut Vec<KernelReport>, failures: &mut Vec<Str
             symbols.push(kernels_gen::heads_from_keys_symbol(bits, format));
         }
     }
-    let label = "segment_flags";
+    let label = format!("segment_flags:{}", arch.sm_name());
     if let Some(ptx) = compile_program(
-        label,
+        &label,
         kernels_gen::SEGMENT_FLAGS_SOURCE,
-        kernels_gen::nvrtc_options(Arch::SM_90),
+        kernels_gen::nvrtc_options(arch),
         &symbols,
-        failures,
+        &mut failures,
     ) {
-        assemble(label, &ptx, reports, failures);
+        assemble(&label, arch, &ptx, &mut reports, &mut failures);
     }
+    (reports, failures)
 }
 
-/// Reads `ptxas -v` output: per function, its stack, spills, registers, smem.
+/// Reads `ptxas -v` output: per entry function, its stack, spills,
+/// registers and shared memory. ptxas prints each function's properties
+/// under a `Function properties for NAME` line: an entry's own, then those
+/// of the out-of-line device functions it calls, so each properties line is
+/// attributed to the function it names (a callee that spills is reported
+/// as a row of its own).
 fn parse_ptxas(program: &str, log: &str, reports: &mut Vec<KernelReport>) {
     let number_before = |line: &str, unit: &str| -> u32 {
         line.split(',')
@@ -217,6 +244,7 @@ fn parse_ptxas(program: &str, log: &str, reports: &mut Vec<KernelReport>) {
             .unwrap_or(0)
     };
     let mut current: Option<KernelReport> = None;
+    let mut properties_of: Option<String> = None;
     for line in log.lines() {
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
             if let Some(done) = current.take() {
@@ -231,12 +259,28 @@ fn parse_ptxas(program: &str, log: &str, reports: &mut Vec<KernelReport>) {
                 stack_bytes: 0,
                 smem_bytes: 0,
             });
+        } else if let Some(name) = line.split("Function properties for ").nth(1) {
+            properties_of = Some(name.trim().to_string());
+        } else if line.contains("bytes stack frame") {
+            let stack = number_before(line, "stack frame");
+            let spills = number_before(line, "spill stores") + number_before(line, "spill loads");
+            let Some(k) = current.as_mut() else { continue };
+            if properties_of.as_deref() == Some(k.kernel.as_str()) {
+                k.stack_bytes = stack;
+                k.spill_bytes = spills;
+            } else if spills > 0 {
+                let callee = properties_of.clone().unwrap_or_default();
+                reports.push(KernelReport {
+                    program: program.to_string(),
+                    kernel: format!("{callee} (called by {})", k.kernel),
+                    registers: 0,
+                    spill_bytes: spills,
+                    stack_bytes: stack,
+                    smem_bytes: 0,
+                });
+            }
         } else if let Some(k) = current.as_mut() {
-            if line.contains("bytes stack frame") {
-                k.stack_bytes = number_before(line, "stack frame");
-                k.spill_bytes =
-                    number_before(line, "spill stores") + number_before(line, "spill loads");
-            } else if line.contains("Used") && line.contains("registers") {
+            if line.contains("Used") && line.contains("registers") {
                 k.registers = number_before(line, "registers");
                 k.smem_bytes = number_before(line, "smem");
             }
@@ -248,33 +292,90 @@ fn parse_ptxas(program: &str, log: &str, reports: &mut Vec<KernelReport>) {
 }
 
 #[test]
-fn every_generated_kernel_compiles_for_sm_90_without_spills() {
+fn the_ptxas_report_is_read_per_function() {
+    // An entry that spills, followed by a callee that does not: the spill
+    // stays with the entry (a parser that kept the last properties line
+    // would report none).
+    let log = "ptxas info    : Compiling entry function 'k' for 'sm_90'
+ptxas info    : Function properties for k
+    24 bytes stack frame, 20 bytes spill stores, 20 bytes spill loads
+ptxas info    : Used 32 registers, used 1 barriers, 24 bytes cumulative stack size, 17024 bytes smem
+ptxas info    : Function properties for _Z6calleev
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'j' for 'sm_90'
+ptxas info    : Function properties for j
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 25600 bytes smem
+ptxas info    : Function properties for _Z6calleev
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+";
+    let mut reports = Vec::new();
+    parse_ptxas("p", log, &mut reports);
+    let rows: Vec<(String, u32, u32)> = reports
+        .iter()
+        .map(|r| (r.kernel.clone(), r.spill_bytes, r.registers))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("k".to_string(), 40, 32),
+            ("_Z6calleev (called by j)".to_string(), 8, 0),
+            ("j".to_string(), 0, 40),
+        ]
+    );
+}
+
+type Job = fn(Arch) -> (Vec<KernelReport>, Vec<String>);
+
+#[test]
+fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
     if !tools_available() {
         return;
     }
+    let programs: [Job; 13] = [
+        compile::<SumU32>,
+        compile::<MaxF32>,
+        compile::<MinI64>,
+        compile::<Affine>,
+        compile::<Stats>,
+        compile::<Mat2>,
+        compile::<AffineU32>,
+        compile::<Latest>,
+        compile::<SumU8>,
+        compile::<JoinSpans>,
+        compile::<SumU32Small>,
+        compile::<SaturatingLanes>,
+        compile_flag_builders,
+    ];
+    // SCAN_NVRTC_ARCHS=sm_80,sm_90 narrows the run while iterating (the
+    // test then fails, so that a narrowed run never passes for a full one).
+    let only: Option<Vec<Arch>> = std::env::var("SCAN_NVRTC_ARCHS")
+        .ok()
+        .map(|v| v.split(',').filter_map(Arch::parse).collect());
+    let archs: Vec<Arch> = Arch::CUDA_13
+        .into_iter()
+        .filter(|a| only.as_ref().is_none_or(|o| o.contains(a)))
+        .collect();
+    let jobs: Vec<(Job, Arch)> = archs
+        .iter()
+        .flat_map(|&arch| programs.iter().map(move |&job| (job, arch)))
+        .collect();
+    let results: Vec<(Vec<KernelReport>, Vec<String>)> =
+        jobs.par_iter().map(|(job, arch)| job(*arch)).collect();
     let mut reports = Vec::new();
     let mut failures = Vec::new();
-    compile::<SumU32>(&mut reports, &mut failures);
-    compile::<MaxF32>(&mut reports, &mut failures);
-    compile::<MinI64>(&mut reports, &mut failures);
-    compile::<Affine>(&mut reports, &mut failures);
-    compile::<Stats>(&mut reports, &mut failures);
-    compile::<Mat2>(&mut reports, &mut failures);
-    compile::<AffineU32>(&mut reports, &mut failures);
-    compile::<Latest>(&mut reports, &mut failures);
-    compile::<SumU8>(&mut reports, &mut failures);
-    compile::<JoinSpans>(&mut reports, &mut failures);
-    compile::<SumU32Small>(&mut reports, &mut failures);
-    compile::<SaturatingLanes>(&mut reports, &mut failures);
-    compile_flag_builders(&mut reports, &mut failures);
+    for (r, f) in results {
+        reports.extend(r);
+        failures.extend(f);
+    }
 
     println!(
-        "{:<26} {:<62} {:>5} {:>6} {:>6} {:>6}",
-        "program", "kernel (sm_90)", "regs", "spill", "stack", "smem"
+        "{:<34} {:<62} {:>5} {:>6} {:>6} {:>6}",
+        "program", "kernel", "regs", "spill", "stack", "smem"
     );
     for r in &reports {
         println!(
-            "{:<26} {:<62} {:>5} {:>6} {:>6} {:>6}",
+            "{:<34} {:<62} {:>5} {:>6} {:>6} {:>6}",
             r.program, r.kernel, r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes
         );
         if r.spill_bytes > 0 {
@@ -284,20 +385,34 @@ fn every_generated_kernel_compiles_for_sm_90_without_spills() {
             ));
         }
     }
-    // Per operator: the plain program, and the segmented one (plain kernels
-    // plus every segmented kernel of both strategies); then the flag builders.
+    // Per architecture and operator: the plain program, and the segmented
+    // one (plain kernels plus every segmented kernel of both strategies);
+    // then the flag builders.
     let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
     let flag_builders = FlagFormat::ALL.len() * (2 + 4);
-    let expected_kernels = 12 * (2 * Kernel::ALL.len() + segmented_kernels) + flag_builders;
-    if reports.len() != expected_kernels && failures.is_empty() {
+    let per_arch = 12 * (2 * Kernel::ALL.len() + segmented_kernels) + flag_builders;
+    let expected_kernels = Arch::CUDA_13.len() * per_arch;
+    if archs.len() != Arch::CUDA_13.len() {
         failures.push(format!(
-            "ptxas reported {} kernels, expected {expected_kernels}",
-            reports.len()
+            "SCAN_NVRTC_ARCHS narrowed the run to {} architectures",
+            archs.len()
+        ));
+    }
+    let entries = reports
+        .iter()
+        .filter(|r| !r.kernel.contains(" (called by "))
+        .count();
+    if entries != expected_kernels && failures.is_empty() {
+        failures.push(format!(
+            "ptxas reported {entries} kernels, expected {expected_kernels}"
         ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let archs: Vec<String> = Arch::CUDA_13.iter().map(|a| a.sm_name()).collect();
     println!(
-        "nvrtc_compile: {} kernels of 25 programs (12 operators, plain and segmented, and the flag builders) compiled with NVRTC and ptxas, no spills",
-        reports.len()
+        "nvrtc_compile: {} kernels of {} programs (12 operators, plain and segmented, and the flag builders, for {}) compiled with NVRTC and ptxas, no spills",
+        reports.len(),
+        25 * Arch::CUDA_13.len(),
+        archs.join(" ")
     );
 }

@@ -41,6 +41,7 @@
 
 pub mod expr;
 pub mod ir;
+pub mod launch_state;
 mod params;
 
 pub use params::{
@@ -64,6 +65,7 @@ use std::fmt::Write;
 /// can be concatenated into one program.
 pub const PRELUDE: &str = include_str!("prelude.cuh");
 
+const LAUNCH: &str = include_str!("templates/launch.cuh");
 const WARP_LEVEL: &str = include_str!("templates/warp.cuh");
 const BLOCK_LEVEL: &str = include_str!("templates/block.cuh");
 const TILE_LEVEL: &str = include_str!("templates/tile.cuh");
@@ -131,7 +133,6 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
         ItemsPerThread::Auto => format!("scan_auto_items_per_thread(sizeof({t}))"),
         ItemsPerThread::Fixed(n) => n.to_string(),
     };
-    let arch = params.arch;
     let mut out = String::new();
     let rule = "// ===========================================================================";
     let _ = writeln!(out, "{rule}");
@@ -141,17 +142,7 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
         op.element.cuda_name()
     );
     let _ = writeln!(out, "{rule}");
-    let _ = writeln!(
-        out,
-        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < {}",
-        arch.cuda_arch_macro()
-    );
-    let _ = writeln!(
-        out,
-        "#error \"{name} was generated for {} and newer\"",
-        arch.sm_name()
-    );
-    let _ = writeln!(out, "#endif\n");
+    out.push('\n');
     let _ = writeln!(out, "typedef {} {t};\n", op.element.cuda_name());
     let _ = writeln!(out, "// Tile shape (generation parameters).");
     let _ = writeln!(
@@ -186,11 +177,11 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     );
     let _ = writeln!(
         out,
-        "constexpr int {name}_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), 16);"
+        "constexpr int {name}_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), scan_single_pass_overhead(sizeof({t})));"
     );
     let _ = writeln!(
         out,
-        "constexpr int {name}_segmented_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), sizeof({t}) <= 4 ? 24 : 32);"
+        "constexpr int {name}_segmented_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), scan_segmented_single_pass_overhead(sizeof({t})));"
     );
     let _ = writeln!(
         out,
@@ -231,6 +222,9 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     }
     out.push('\n');
 
+    out.push_str(&launch_state::launch_state_declaration());
+    out.push_str(LAUNCH);
+    out.push('\n');
     out.push_str(&operator_functions(op, &t));
     for template in [
         WARP_LEVEL,
@@ -263,16 +257,15 @@ fn segmented_kernels(name: &str, t: &str) -> String {
         for kernel in SegmentedKernel::ALL {
             let symbol = kernel.symbol(name, strategy);
             let bounds = match kernel {
-                SegmentedKernel::SinglePass { .. } => {
-                    format!("{name}_block_threads, {name}_segmented_single_pass_min_blocks")
+                SegmentedKernel::SinglePass { .. } => format!(
+                    "__launch_bounds__({name}_block_threads, {name}_segmented_single_pass_min_blocks)"
+                ),
+                SegmentedKernel::Pipelined { .. } => {
+                    "__launch_bounds__(scan_pipelined_block_threads, 1)".to_string()
                 }
-                SegmentedKernel::Pipelined { .. } => "scan_pipelined_block_threads, 1".to_string(),
-                _ => format!("{name}_block_threads"),
+                _ => format!("SCAN_BOUNDS({name}_block_threads)"),
             };
-            let _ = writeln!(
-                out,
-                "extern \"C\" __global__ void __launch_bounds__({bounds})"
-            );
+            let _ = writeln!(out, "extern \"C\" __global__ void {bounds}");
             let _ = match kernel {
                 SegmentedKernel::ReduceTiles(format) => writeln!(
                     out,
@@ -295,16 +288,16 @@ fn segmented_kernels(name: &str, t: &str) -> String {
                 SegmentedKernel::Pipelined { inclusive, format } => writeln!(
                     out,
                     "{symbol}(const {t}* input, const void* flags, {t}* output, void* status, {t}* aggregates, {t}* prefixes, \
-                     unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch, const {t} seed, int seeded, unsigned long long n, unsigned long long tiles) {{\n  \
-                     {name}_segmented_scan_pipelined<{}, {s}, {}>(input, flags, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, seeded, n, tiles);\n}}",
+                     scan_launch_state* launch, const {t} seed, int seeded, unsigned long long n, unsigned long long tiles) {{\n  \
+                     {name}_segmented_scan_pipelined<{}, {s}, {}>(input, flags, output, status, aggregates, prefixes, launch, seed, seeded, n, tiles);\n}}",
                     if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
                     format.cuda_name()
                 ),
                 SegmentedKernel::SinglePass { inclusive, format } => writeln!(
                     out,
                     "{symbol}(const {t}* input, const void* flags, {t}* output, void* status, {t}* aggregates, {t}* prefixes, \
-                     unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch, const {t} seed, int seeded, unsigned long long n) {{\n  \
-                     {name}_segmented_scan_single_pass<{}, {s}, {}>(input, flags, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, seeded, n);\n}}",
+                     scan_launch_state* launch, const {t} seed, int seeded, unsigned long long n) {{\n  \
+                     {name}_segmented_scan_single_pass<{}, {s}, {}>(input, flags, output, status, aggregates, prefixes, launch, seed, seeded, n);\n}}",
                     if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
                     format.cuda_name()
                 ),

@@ -10,11 +10,73 @@ pub struct Arch {
 }
 
 impl Arch {
-    /// Hopper (H100, H200): the architecture the defaults are tuned for.
+    /// Turing (T4, RTX 20).
+    pub const SM_75: Arch = Arch { major: 7, minor: 5 };
+    /// Ampere (A100).
+    pub const SM_80: Arch = Arch { major: 8, minor: 0 };
+    /// Ampere (RTX 30, A10, A40).
+    pub const SM_86: Arch = Arch { major: 8, minor: 6 };
+    /// Ada (L4, L40, RTX 40).
+    pub const SM_89: Arch = Arch { major: 8, minor: 9 };
+    /// Hopper (H100, H200): the architecture the defaults are tuned for,
+    /// and the first with bulk copies (TMA) and mbarriers, which the
+    /// pipelined single pass needs.
     pub const SM_90: Arch = Arch { major: 9, minor: 0 };
-    /// The oldest architecture the generated code supports: `__shfl_*_sync`
-    /// and independent thread scheduling arrived with Volta.
-    pub const MIN_SUPPORTED: Arch = Arch { major: 7, minor: 0 };
+    /// Blackwell (B200).
+    pub const SM_100: Arch = Arch {
+        major: 10,
+        minor: 0,
+    };
+    /// Blackwell (RTX 50, RTX PRO).
+    pub const SM_120: Arch = Arch {
+        major: 12,
+        minor: 0,
+    };
+    /// The oldest architecture the generated code supports, and the oldest
+    /// CUDA 13 compiles for.
+    pub const MIN_SUPPORTED: Arch = Arch::SM_75;
+    /// Every architecture CUDA 13 compiles for, oldest first: one embedded
+    /// source serves them all (Hopper-only code sits behind `__CUDA_ARCH__`
+    /// guards).
+    pub const CUDA_13: [Arch; 7] = [
+        Arch::SM_75,
+        Arch::SM_80,
+        Arch::SM_86,
+        Arch::SM_89,
+        Arch::SM_90,
+        Arch::SM_100,
+        Arch::SM_120,
+    ];
+
+    /// Parses `sm_90`, `compute_90`, `90` or `9.0`.
+    pub fn parse(text: &str) -> Option<Arch> {
+        let t = text.trim();
+        let digits = t
+            .strip_prefix("sm_")
+            .or_else(|| t.strip_prefix("compute_"))
+            .unwrap_or(t);
+        if let Some((major, minor)) = digits.split_once('.') {
+            return Some(Arch {
+                major: major.parse().ok()?,
+                minor: minor.parse().ok()?,
+            });
+        }
+        if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let (major, minor) = digits.split_at(digits.len() - 1);
+        Some(Arch {
+            major: major.parse().ok()?,
+            minor: minor.parse().ok()?,
+        })
+    }
+
+    /// Whether this architecture has the Hopper features the pipelined
+    /// single pass is built from (bulk copies, mbarriers with transaction
+    /// counts).
+    pub fn has_bulk_copies(self) -> bool {
+        self >= Arch::SM_90
+    }
 
     /// `sm_90`-style name, as ptxas spells it.
     pub fn sm_name(self) -> String {
@@ -50,9 +112,6 @@ pub struct GenParams {
     pub block_threads: u32,
     /// Elements per thread.
     pub items_per_thread: ItemsPerThread,
-    /// The oldest architecture the program is meant for; the source refuses
-    /// to compile for older ones.
-    pub arch: Arch,
 }
 
 impl Default for GenParams {
@@ -60,7 +119,6 @@ impl Default for GenParams {
         GenParams {
             block_threads: 256,
             items_per_thread: ItemsPerThread::Auto,
-            arch: Arch::SM_90,
         }
     }
 }
@@ -95,13 +153,6 @@ impl GenParams {
                     "items_per_thread must be between 1 and {MAX_ITEMS_PER_THREAD}, not {i}"
                 )));
             }
-        }
-        if self.arch < Arch::MIN_SUPPORTED {
-            return Err(InvalidParams(format!(
-                "arch {} is older than the oldest supported, {}",
-                self.arch.sm_name(),
-                Arch::MIN_SUPPORTED.sm_name()
-            )));
         }
         Ok(())
     }
@@ -168,8 +219,9 @@ pub enum Kernel {
     /// Global pass 3 (or the whole scan when it fits one tile): exclusive.
     ScanTilesExclusive,
     /// Single pass with decoupled look-back, inclusive: `(const T* input,
-    /// T* output, void* status, T* aggregates, T* prefixes, u64* tile_counter,
-    /// u64 tile_base, u32 epoch, T seed, u64 n)`. `status` holds
+    /// T* output, void* status, T* aggregates, T* prefixes,
+    /// scan_launch_state* launch, T seed, u64 n)`, one block per tile
+    /// (`launch`: a [`crate::launch_state::LaunchState`]). `status` holds
     /// [`TILE_STATUS_STRIDE`] bytes per tile (an entry of
     /// [`tile_status_bytes`] bytes at the start of each); `aggregates` and `prefixes` one
     /// element per tile, and are only read when [`tile_status_bytes`] is 4.
@@ -182,8 +234,8 @@ pub enum Kernel {
     /// [`Kernel::SinglePassExclusive`] over small tiles.
     SinglePassSmallExclusive,
     /// The pipelined single pass (sm_90 and newer), inclusive: `(const T*
-    /// input, T* output, void* status, T* aggregates, T* prefixes, u64*
-    /// tile_counter, u64 tile_base, u32 epoch, T seed, u64 n, u64 tiles)`,
+    /// input, T* output, void* status, T* aggregates, T* prefixes,
+    /// scan_launch_state* launch, T seed, u64 n, u64 tiles)`,
     /// [`PIPELINED_BLOCK_THREADS`] threads and [`pipelined_shared_bytes`]
     /// of dynamic shared memory per block, a persistent grid (each block
     /// takes one counter value past the last tile), tiles of
@@ -543,8 +595,8 @@ pub enum SegmentedKernel {
         format: FlagFormat,
     },
     /// `(const T* input, const void* flags, T* output, void* status,
-    /// T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base,
-    /// u32 epoch, T seed, int seeded, u64 n)`: the single pass with
+    /// T* aggregates, T* prefixes, scan_launch_state* launch, T seed,
+    /// int seeded, u64 n)`: the single pass with
     /// decoupled look-back, with the scratch of [`Kernel::SinglePassInclusive`].
     SinglePass {
         /// Inclusive or exclusive.
@@ -553,8 +605,8 @@ pub enum SegmentedKernel {
         format: FlagFormat,
     },
     /// `(const T* input, const void* flags, T* output, void* status,
-    /// T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base,
-    /// u32 epoch, T seed, int seeded, u64 n, u64 tiles)`: the pipelined
+    /// T* aggregates, T* prefixes, scan_launch_state* launch, T seed,
+    /// int seeded, u64 n, u64 tiles)`: the pipelined
     /// single pass (sm_90 and newer), launched as
     /// [`Kernel::PipelinedInclusive`] but with
     /// [`pipelined_segmented_shared_bytes`] of dynamic shared memory, the
@@ -735,12 +787,25 @@ mod tests {
         }
         .validate()
         .is_err());
-        assert!(GenParams {
-            arch: Arch { major: 6, minor: 1 },
-            ..ok
+    }
+
+    #[test]
+    fn architectures_parse_in_every_spelling() {
+        for text in ["sm_90", "compute_90", "90", "9.0", " sm_90 "] {
+            assert_eq!(Arch::parse(text), Some(Arch::SM_90), "{text}");
         }
-        .validate()
-        .is_err());
+        assert_eq!(Arch::parse("sm_120"), Some(Arch::SM_120));
+        assert_eq!(Arch::parse("75"), Some(Arch::SM_75));
+        assert_eq!(Arch::parse("compute_86"), Some(Arch::SM_86));
+        for bad in ["", "9", "sm_", "sm_9x", "ninety", "9.x"] {
+            assert_eq!(Arch::parse(bad), None, "{bad}");
+        }
+        for arch in Arch::CUDA_13 {
+            assert_eq!(Arch::parse(&arch.sm_name()), Some(arch));
+            assert_eq!(Arch::parse(&arch.compute_name()), Some(arch));
+        }
+        assert!(Arch::SM_90.has_bulk_copies() && Arch::SM_120.has_bulk_copies());
+        assert!(!Arch::SM_89.has_bulk_copies());
     }
 
     #[test]

@@ -8,8 +8,8 @@
 #ifndef GPU_SCAN_PRELUDE
 #define GPU_SCAN_PRELUDE
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
-#error "gpu-scan kernels need sm_70 or newer (independent thread scheduling, __shfl_*_sync)"
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 750
+#error "gpu-scan kernels need sm_75 or newer (the oldest architecture CUDA 13 compiles for)"
 #endif
 
 // ---------------------------------------------------------------------------
@@ -311,16 +311,44 @@ constexpr int scan_auto_items_per_thread(unsigned long long element_size) {
 // second argument): a block spends part of its time on the tile counter and
 // the look-back with no loads in flight, so more resident blocks keep more
 // bytes in flight. The register budget assumed per thread: its items' words
-// plus `overhead` (16 for plain scans; for segmented ones 24 with elements
-// of at most 4 bytes, else 32, the least that ptxas fits the test operators
-// in without spilling). For 4-byte elements in 256 × 16 tiles that is 32
-// registers and 8 blocks per SM for the plain scan (the most 256-thread
-// blocks an SM holds), 40 and 6 for the segmented one.
+// plus an overhead, the least with which ptxas 13.0 fits every test
+// operator's kernels on sm_90 without spilling (found by compiling each at
+// overheads 16, 20, 24, 28, …): plain scans 24 for elements of at most 4
+// bytes, 16 up to 8 bytes, 28 above; segmented ones 24 up to 4 bytes and 32
+// up to 8. For 4-byte elements in 256 × 16 tiles that is 40 registers and 6
+// blocks per SM for both. Segmented scans of larger elements ask for no
+// particular occupancy (overhead 0 here means "one block"): how many
+// registers their (flag, value) pairs need depends on the operator more
+// than on the element's size (a 12-byte span join needed 88 per thread, a
+// 24-byte sum of three fields 56). Other architectures are not tuned
+// either: there every single pass asks for one block per SM, so ptxas
+// never caps registers below what a kernel needs.
+constexpr int scan_single_pass_overhead(unsigned long long element_size) {
+  return element_size <= 4 ? 24 : element_size <= 8 ? 16 : 28;
+}
+constexpr int scan_segmented_single_pass_overhead(unsigned long long element_size) {
+  return element_size <= 4 ? 24 : element_size <= 8 ? 32 : 0;
+}
 constexpr int scan_single_pass_min_blocks(int threads, int items, unsigned long long element_size, int overhead) {
-  return 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) < 1 ? 1
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+  return 1;
+#else
+  return overhead == 0 ? 1 : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) < 1 ? 1
          : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) > 2048 / threads ? 2048 / threads
          : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead));
+#endif
 }
+
+// Launch bounds of the kernels with no occupancy target. On sm_90, ptxas's
+// default; on other architectures one block per SM, which lets ptxas use
+// the registers it needs (without it, ptxas 13.0 spilled a one-block
+// segmented pass over tile totals on sm_100 and a segmented tile scan on
+// sm_80).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+#define SCAN_BOUNDS(threads) __launch_bounds__(threads, 1)
+#else
+#define SCAN_BOUNDS(threads) __launch_bounds__(threads)
+#endif
 
 // Template arguments of the segmented scans (see each operator's segmented part).
 enum scan_flag_format { scan_flags_bytes = 0, scan_flags_bits = 1 };

@@ -30,6 +30,18 @@ pub enum ScanError {
         /// Compute capability, minor.
         minor: i32,
     },
+    /// `GPU_SCAN_TARGET_ARCH` does not name an architecture the device can
+    /// run programs for.
+    #[error(
+        "GPU_SCAN_TARGET_ARCH={value:?} is not a target for this device ({device}): name an architecture from sm_75 \
+         up to the device's own, as sm_80, compute_80, 80 or 8.0, or unset it"
+    )]
+    BadTargetArch {
+        /// The variable's value.
+        value: String,
+        /// The device's architecture.
+        device: String,
+    },
     /// A CUDA driver call failed (out of memory, launch failure, …).
     #[error("CUDA driver error: {0}")]
     Driver(#[from] cudarc::driver::DriverError),
@@ -74,6 +86,16 @@ pub enum ScanError {
         device: u32,
         /// Value the host computed.
         host: usize,
+    },
+    /// A scan needed more scratch memory while its stream was being captured
+    /// into a CUDA graph, where an allocation would belong to the graph.
+    #[error(
+        "the scan needs {bytes} more bytes of workspace while its stream is being captured into a CUDA graph: \
+         call GpuScanner::reserve (or reserve_segmented) for the longest input before beginning the capture"
+    )]
+    WorkspaceDuringCapture {
+        /// Bytes the scan would have allocated.
+        bytes: usize,
     },
     /// The GPU backend was requested explicitly but is unusable.
     #[error("the GPU backend was requested but is unusable: {0}")]

@@ -3,9 +3,10 @@
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
 use crate::jit;
+use crate::workspace::{single_pass_bytes, stream_key, Workspace};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-    DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
+    LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gen::{Arch, Kernel, SegmentedKernel, SegmentedStrategy};
@@ -54,6 +55,35 @@ pub fn device_arch(ctx: &CudaContext) -> Result<Arch> {
         });
     }
     Ok(arch)
+}
+
+/// The environment variable that overrides the architecture programs are
+/// compiled for (`sm_80`, `compute_80`, `80` or `8.0`).
+pub const TARGET_ARCH_ENV: &str = "GPU_SCAN_TARGET_ARCH";
+
+/// The architecture programs are compiled for on `ctx`'s device: the
+/// device's own, or an older one named by [`TARGET_ARCH_ENV`]
+/// (`GPU_SCAN_TARGET_ARCH=compute_80`). An older target makes NVRTC emit
+/// that architecture's PTX, which the driver compiles for the device: the
+/// program then uses only what that architecture has (no pipelined single
+/// pass before sm_90), as it would on such a GPU. This is how the GPU tests
+/// exercise the code paths of older GPUs on a newer one.
+///
+/// A target newer than the device, older than [`Arch::MIN_SUPPORTED`], or
+/// not an architecture is [`ScanError::BadTargetArch`].
+pub fn target_arch(ctx: &CudaContext) -> Result<Arch> {
+    let device = device_arch(ctx)?;
+    let Some(text) = std::env::var_os(TARGET_ARCH_ENV) else {
+        return Ok(device);
+    };
+    let text = text.to_string_lossy().into_owned();
+    match Arch::parse(&text) {
+        Some(arch) if arch >= Arch::MIN_SUPPORTED && arch <= device => Ok(arch),
+        _ => Err(ScanError::BadTargetArch {
+            value: text,
+            device: device.sm_name(),
+        }),
+    }
 }
 
 pub(crate) fn driver_version() -> i32 {
@@ -118,7 +148,8 @@ pub(crate) struct Program {
     stats: ProgramStats,
 }
 
-/// A pipelined single pass's launch shape on one device.
+/// A pipelined single pass's launch shape on one device. Also used by the
+/// runtime to decide whether the pass can run at all: no shape, no pass.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PipelinedLaunch {
     /// Resident blocks: blocks per SM (by occupancy) × SMs.
@@ -129,23 +160,34 @@ pub(crate) struct PipelinedLaunch {
 
 /// Prepares pipelined kernels on `ctx`'s device (opting in to their
 /// `shared_bytes` of dynamic shared memory) and sizes their persistent
-/// grid; `None` where they cannot run (before sm_90, or `shared_bytes` 0:
-/// an element they do not support).
+/// grid; `None` where they cannot run: a program built for an architecture
+/// without bulk copies (before sm_90), `shared_bytes` 0 (an element they do
+/// not support), or a device whose blocks cannot opt in to that much shared
+/// memory. Scans then take the single pass with look-back.
 fn pipelined_launch(
     ctx: &Arc<CudaContext>,
     arch: Arch,
     shared_bytes: usize,
     kernels: &[&CudaFunction],
 ) -> Result<Option<PipelinedLaunch>> {
-    if arch < Arch::SM_90 || shared_bytes == 0 || kernels.is_empty() {
+    if !arch.has_bulk_copies() || shared_bytes == 0 || kernels.is_empty() {
+        return Ok(None);
+    }
+    let opt_in = ctx.attribute(
+        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    )?;
+    if shared_bytes > opt_in.max(0) as usize {
         return Ok(None);
     }
     let shared_bytes = shared_bytes as u32;
     for kernel in kernels {
-        kernel.set_attribute(
+        let opted_in = kernel.set_attribute(
             cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             shared_bytes as i32,
-        )?;
+        );
+        if opted_in.is_err() {
+            return Ok(None);
+        }
     }
     let per_sm = kernels[0].occupancy_max_active_blocks_per_multiprocessor(
         kernels_gen::PIPELINED_BLOCK_THREADS,
@@ -175,7 +217,7 @@ pub(crate) fn segmented_index(strategy: SegmentedStrategy, kernel: SegmentedKern
     s * SegmentedKernel::ALL.len() + k
 }
 
-type ProgramKey = (usize, TypeId, Variant);
+type ProgramKey = (usize, TypeId, Variant, Arch);
 
 fn programs() -> &'static Mutex<HashMap<ProgramKey, Arc<Program>>> {
     static PROGRAMS: OnceLock<Mutex<HashMap<ProgramKey, Arc<Program>>>> = OnceLock::new();
@@ -188,7 +230,8 @@ pub(crate) fn load_program<Op: ScanOp>(
     disk: &DiskCache,
     variant: Variant,
 ) -> Result<(Arc<Program>, ProgramStats)> {
-    let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>(), variant);
+    let arch = target_arch(ctx)?;
+    let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>(), variant, arch);
     if let Some(p) = programs().lock().expect("program cache poisoned").get(&key) {
         let stats = ProgramStats {
             origin: ProgramOrigin::Memory,
@@ -197,7 +240,6 @@ pub(crate) fn load_program<Op: ScanOp>(
         };
         return Ok((p.clone(), stats));
     }
-    let arch = device_arch(ctx)?;
     let options = match variant {
         Variant::Plain => kernels_gen::nvrtc_options(arch),
         Variant::Segmented => kernels_gen::segmented_nvrtc_options(arch),
@@ -376,9 +418,45 @@ pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
 ///
 /// **Scratch.** A scan of `n` elements needs [`GpuScanner::workspace_bytes`]
 /// bytes: a few per tile (`ceil(n / tile_items)` tiles, none for a single
-/// tile). The scanner keeps its workspace and grows it only when a
-/// longer input needs more, so repeated scans of one size allocate nothing
-/// after the first; [`GpuScanner::reserve`] sizes it up front.
+/// tile). The scanner keeps one workspace *per stream* it has scanned on,
+/// and grows it only when a longer input needs more, so repeated scans of
+/// one size allocate nothing after the first; [`GpuScanner::reserve`]
+/// sizes it up front. Scans on different streams therefore never share
+/// tile state: one scanner may be used on several streams, and scans on
+/// them may run concurrently. A workspace lives as long as the scanner.
+///
+/// **Graphs.** A single pass keeps its launch state (tile counter, epoch)
+/// in its workspace on the device, never in launch arguments, and scratch
+/// is ordered by its stream alone (no cudarc events), so scans can be
+/// captured into a CUDA graph and replayed any number of times, on new
+/// data in the same buffers. Reserve before capturing
+/// ([`GpuScanner::reserve`], [`GpuScanner::reserve_segmented`] for segmented
+/// scans): a scan that would grow its workspace while its stream is being
+/// captured fails with [`ScanError::WorkspaceDuringCapture`] and enqueues
+/// nothing.
+///
+/// ```no_run
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::scan_runtime::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+///
+/// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+/// struct Sum;
+///
+/// let ctx = gpu_scan::scan_runtime::open_device(0)?;
+/// let stream = ctx.per_thread_stream();
+/// let mut input = stream.alloc_zeros::<u32>(1 << 20)?;
+/// let mut output = stream.alloc_zeros::<u32>(1 << 20)?;
+/// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
+/// scanner.reserve(1 << 20, &stream)?;
+/// stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+/// scanner.inclusive(&stream, &input, &mut output)?;
+/// let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.expect("a graph");
+/// for round in 0..3u32 {
+///     stream.memcpy_htod(&vec![round; 1 << 20], &mut input)?;
+///     graph.launch()?;   // scans the new data
+/// }
+/// # Ok::<(), ScanError>(())
+/// ```
 ///
 /// **In place.** The `*_in_place` forms scan a buffer onto itself. Out of
 /// place, the input is never written.
@@ -393,14 +471,10 @@ pub struct GpuScanner<Op: ScanOp> {
     /// The segmented variant of the program, loaded on first use.
     pub(crate) segmented: Option<(Arc<Program>, ProgramStats)>,
     pub(crate) strategy: SegmentedStrategy,
-    /// One element per tile: tile totals, then tile prefixes.
-    pub(crate) workspace: Option<CudaSlice<Op::Element>>,
-    /// One byte per tile: "a segment starts in this tile" (segmented scans).
-    pub(crate) tile_flags: Option<CudaSlice<u8>>,
-    pub(crate) workspace_allocations: usize,
+    /// Scratch, one workspace per stream (keyed by [`stream_key`]).
+    workspaces: HashMap<usize, Workspace<Op::Element>>,
+    workspace_allocations: usize,
     path: ScanPath,
-    /// Tile status and values of the single-pass scans.
-    pub(crate) single_pass: Option<SinglePassState<Op::Element>>,
     small_tile_limit: usize,
     _op: PhantomData<Op>,
 }
@@ -434,51 +508,6 @@ pub enum ScanPath {
     /// Three kernels: tile totals, a scan of the totals, a seeded rescan
     /// (chapter 1.4.4). Reads the input twice.
     ReduceThenScan,
-}
-
-/// The single-pass scans' scratch: a status entry per tile
-/// ([`kernels_gen::tile_status_bytes`] bytes: the status word, with the
-/// value packed in when the element is at most 12 bytes; one entry every
-/// [`kernels_gen::TILE_STATUS_STRIDE`] bytes), an aggregate and
-/// an inclusive prefix per tile when it is not, and the counter tiles take
-/// their index from. Status words carry the epoch (the scan's number), so
-/// they never need clearing between scans; the counter only grows, by the
-/// tile count of each scan, and `tile_base` is its value when the next scan
-/// starts.
-pub(crate) struct SinglePassState<T> {
-    tiles: usize,
-    status: CudaSlice<u8>,
-    aggregates: CudaSlice<T>,
-    prefixes: CudaSlice<T>,
-    counter: CudaSlice<u64>,
-    epoch: u32,
-    tile_base: u64,
-}
-
-/// Device pointers and arguments of one single-pass launch, after
-/// [`GpuScanner::begin_single_pass`].
-pub(crate) struct SinglePassArgs {
-    pub(crate) status: u64,
-    pub(crate) aggregates: u64,
-    pub(crate) prefixes: u64,
-    pub(crate) counter: u64,
-    pub(crate) tile_base: u64,
-    pub(crate) epoch: u32,
-}
-
-impl SinglePassArgs {
-    /// Pushes the arguments every single-pass kernel takes after its data
-    /// pointers, in order: status, aggregates, prefixes, tile counter, tile
-    /// base, epoch.
-    pub(crate) fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
-        launch
-            .arg(&self.status)
-            .arg(&self.aggregates)
-            .arg(&self.prefixes)
-            .arg(&self.counter)
-            .arg(&self.tile_base)
-            .arg(&self.epoch);
-    }
 }
 
 /// Inputs of at most this many elements take the single pass over small
@@ -538,20 +567,6 @@ pub(crate) fn single_pass_tiles_for<Op: ScanOp>(n: usize, path: ScanPath) -> usi
     }
 }
 
-/// Bytes of single-pass scratch for `tiles` tiles of elements `T`.
-pub(crate) fn single_pass_bytes<T>(tiles: usize) -> usize {
-    let status_bytes = kernels_gen::tile_status_bytes(std::mem::size_of::<T>());
-    let values = if status_bytes == 4 {
-        2 * tiles * std::mem::size_of::<T>()
-    } else {
-        0
-    };
-    tiles * kernels_gen::TILE_STATUS_STRIDE + values + 8
-}
-
-/// Epochs fit in the 30 high bits of a status word.
-const MAX_EPOCH: u32 = (1 << 30) - 1;
-
 /// Elements the pass over tile totals and the grid can handle (grid.x < 2^31).
 pub(crate) const MAX_TILES: usize = i32::MAX as usize;
 
@@ -577,11 +592,9 @@ where
             disk: disk.clone(),
             segmented: None,
             strategy: DEFAULT_SEGMENTED_STRATEGY,
-            workspace: None,
-            tile_flags: None,
+            workspaces: HashMap::new(),
             workspace_allocations: 0,
             path: ScanPath::Auto,
-            single_pass: None,
             small_tile_limit: DEFAULT_SMALL_TILE_LIMIT,
             _op: PhantomData,
         })
@@ -656,7 +669,8 @@ where
         }
     }
 
-    /// How many times this scanner has allocated its workspace.
+    /// How many times this scanner has allocated workspace memory, on all
+    /// streams.
     pub fn workspace_allocations(&self) -> usize {
         self.workspace_allocations
     }
@@ -676,7 +690,7 @@ where
             };
             self.reserve_single_pass(tiles, stream)
         } else {
-            self.reserve_tile_totals(tiles, stream)
+            self.reserve_tile_totals(tiles, false, stream)
         }
     }
 
@@ -689,16 +703,54 @@ where
         }
     }
 
-    /// Makes sure the reduce-then-scan scratch (one element per tile) covers `tiles`.
+    /// The workspace of `stream` (created empty on first use).
+    pub(crate) fn workspace(&mut self, stream: &CudaStream) -> &mut Workspace<Op::Element> {
+        self.workspaces.entry(stream_key(stream)).or_default()
+    }
+
+    /// Makes sure `stream`'s reduce-then-scan scratch (one element per
+    /// tile, and with `with_flags` one byte per tile) covers `tiles`.
     pub(crate) fn reserve_tile_totals(
+        &mut self,
+        tiles: usize,
+        with_flags: bool,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        self.workspace_allocations += self
+            .workspace(stream)
+            .reserve_tile_totals(stream, tiles, with_flags)?;
+        Ok(())
+    }
+
+    /// The launch state of the single passes on `stream` as the device holds
+    /// it (synchronises `stream`; `None` before the first single pass on it).
+    /// For tests of the launch-state protocol.
+    #[doc(hidden)]
+    pub fn launch_state_for_tests(
+        &mut self,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Option<kernels_gen::launch_state::LaunchState>> {
+        self.workspace(stream).read_launch_state(stream)
+    }
+
+    /// Sets the epoch the next single pass on `stream` uses (synchronises
+    /// `stream`), to exercise the epoch's wrap-around in tests.
+    #[doc(hidden)]
+    pub fn set_launch_epoch_for_tests(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        epoch: u32,
+    ) -> Result<()> {
+        self.workspace(stream).write_launch_epoch(stream, epoch)
+    }
+
+    /// Makes sure `stream`'s single-pass scratch covers `tiles` tiles.
+    pub(crate) fn reserve_single_pass(
         &mut self,
         tiles: usize,
         stream: &Arc<CudaStream>,
     ) -> Result<()> {
-        if tiles > 1 && self.workspace.as_ref().is_none_or(|w| w.len() < tiles) {
-            self.workspace = Some(stream.alloc_zeros::<Op::Element>(tiles)?);
-            self.workspace_allocations += 1;
-        }
+        self.workspace_allocations += self.workspace(stream).reserve_single_pass(stream, tiles)?;
         Ok(())
     }
 
@@ -838,64 +890,6 @@ where
         self.reserve(n, stream)
     }
 
-    /// Makes sure the single-pass scratch covers `tiles` tiles.
-    pub(crate) fn reserve_single_pass(
-        &mut self,
-        tiles: usize,
-        stream: &Arc<CudaStream>,
-    ) -> Result<()> {
-        if self.single_pass.as_ref().is_none_or(|s| s.tiles < tiles) {
-            let status_bytes = kernels_gen::tile_status_bytes(std::mem::size_of::<Op::Element>());
-            // Values live in the status entries unless the element is too large.
-            let value_slots = if status_bytes == 4 { tiles } else { 1 };
-            // Fresh, zeroed status words belong to no epoch.
-            self.single_pass = Some(SinglePassState {
-                tiles,
-                status: stream.alloc_zeros::<u8>(tiles * kernels_gen::TILE_STATUS_STRIDE)?,
-                aggregates: stream.alloc_zeros::<Op::Element>(value_slots)?,
-                prefixes: stream.alloc_zeros::<Op::Element>(value_slots)?,
-                counter: stream.alloc_zeros::<u64>(1)?,
-                epoch: 0,
-                tile_base: 0,
-            });
-            self.workspace_allocations += 1;
-        }
-        Ok(())
-    }
-
-    /// Starts a single-pass launch of `tiles` tiles (reserved before): a new
-    /// epoch, and the pointers to pass to `run`, which enqueues it. The
-    /// launch takes `tiles + extra_indices` values from the tile counter.
-    pub(crate) fn begin_single_pass(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        run: impl FnOnce(&SinglePassArgs) -> Result<()>,
-        tiles: usize,
-        extra_indices: usize,
-    ) -> Result<()> {
-        let state = self.single_pass.as_mut().expect("reserved before");
-        debug_assert!(state.tiles >= tiles);
-        if state.epoch == MAX_EPOCH {
-            stream.memset_zeros(&mut state.status)?;
-            state.epoch = 0;
-        }
-        state.epoch += 1;
-        let (status, _s1) = state.status.device_ptr_mut(stream);
-        let (aggregates, _s2) = state.aggregates.device_ptr_mut(stream);
-        let (prefixes, _s3) = state.prefixes.device_ptr_mut(stream);
-        let (counter, _s4) = state.counter.device_ptr_mut(stream);
-        run(&SinglePassArgs {
-            status,
-            aggregates,
-            prefixes,
-            counter,
-            tile_base: state.tile_base,
-            epoch: state.epoch,
-        })?;
-        state.tile_base += (tiles + extra_indices) as u64;
-        Ok(())
-    }
-
     /// One launch of the single-pass kernel over `n` elements (more than one tile).
     fn launch_single_pass(
         &mut self,
@@ -916,31 +910,25 @@ where
             (true, false) => &program.single_pass_small_exclusive,
         };
         let n64 = n as u64;
-        self.begin_single_pass(
-            stream,
-            |a| {
-                let mut launch = stream.launch_builder(kernel);
-                launch.arg(&src).arg(&dst);
-                a.push(&mut launch);
-                launch.arg(&seed).arg(&n64);
-                // SAFETY: (const T* input, T* output, void* status, T* aggregates,
-                // T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch, T seed, u64 n)
-                // as pushed; the scratch holds >= tiles entries of the kernel's tile size
-                // (value arrays only when the status cannot hold the value); the counter
-                // equals tile_base (it grew by the tile count of every earlier launch, all
-                // ordered on streams by cudarc's events).
-                unsafe {
-                    launch.launch(LaunchConfig {
-                        grid_dim: (tiles as u32, 1, 1),
-                        block_dim: (Op::BLOCK_THREADS, 1, 1),
-                        shared_mem_bytes: 0,
-                    })
-                }?;
-                Ok(())
-            },
-            tiles,
-            0,
-        )
+        let scratch = self.workspace(stream).single_pass_args();
+        let mut launch = stream.launch_builder(kernel);
+        launch.arg(&src).arg(&dst);
+        scratch.push(&mut launch);
+        launch.arg(&seed).arg(&n64);
+        // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
+        // scan_launch_state* launch, T seed, u64 n) as pushed; src and dst hold n
+        // elements; this stream's scratch holds >= tiles status entries of the kernel's
+        // tile size (value arrays only when the status cannot hold the value) and a
+        // launch state that the previous launch on this stream left reset; one block per
+        // tile, so the launch takes exactly `tiles` indices.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (tiles as u32, 1, 1),
+                block_dim: (Op::BLOCK_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        Ok(())
     }
 
     /// Whether a plain scan of `n` elements (more than one tile) should take
@@ -972,31 +960,25 @@ where
         };
         let blocks = (launch_shape.blocks as usize).min(tiles);
         let (n64, tiles64) = (n as u64, tiles as u64);
-        self.begin_single_pass(
-            stream,
-            |a| {
-                let mut launch = stream.launch_builder(kernel);
-                launch.arg(&src).arg(&dst);
-                a.push(&mut launch);
-                launch.arg(&seed).arg(&n64).arg(&tiles64);
-                // SAFETY: (const T* input, T* output, void* status, T* aggregates,
-                // T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch, T seed, u64 n,
-                // u64 tiles) as pushed; src and dst hold n elements and are 16-byte
-                // aligned (checked by the caller); the scratch holds >= tiles entries; the
-                // kernel was given its dynamic shared memory at load; the counter equals
-                // tile_base, and every block takes one index past the last tile.
-                unsafe {
-                    launch.launch(LaunchConfig {
-                        grid_dim: (blocks as u32, 1, 1),
-                        block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
-                        shared_mem_bytes: launch_shape.shared_bytes,
-                    })
-                }?;
-                Ok(())
-            },
-            tiles,
-            blocks,
-        )
+        let scratch = self.workspace(stream).single_pass_args();
+        let mut launch = stream.launch_builder(kernel);
+        launch.arg(&src).arg(&dst);
+        scratch.push(&mut launch);
+        launch.arg(&seed).arg(&n64).arg(&tiles64);
+        // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
+        // scan_launch_state* launch, T seed, u64 n, u64 tiles) as pushed; src and dst
+        // hold n elements and are 16-byte aligned (checked by the caller); this stream's
+        // scratch holds >= tiles entries and a reset launch state; the kernel was given
+        // its dynamic shared memory at load; every block takes one index past the last
+        // tile, which the state's reset counts on.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (blocks as u32, 1, 1),
+                block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
+                shared_mem_bytes: launch_shape.shared_bytes,
+            })
+        }?;
+        Ok(())
     }
 
     /// Enqueues the kernels. `src` and `dst` may be equal (in place): every
@@ -1018,7 +1000,8 @@ where
             ScanKind::Exclusive => (false, Op::IDENTITY),
             ScanKind::ExclusiveWithInit(init) => (false, init),
         };
-        let p = &self.program;
+        let program = self.program.clone();
+        let p = &program;
         let scan_tiles = if inclusive {
             &p.scan_tiles_inclusive
         } else {
@@ -1057,11 +1040,7 @@ where
         if single_pass(self.path) {
             return self.launch_single_pass(stream, inclusive, seed, src, dst, n);
         }
-        let workspace = self
-            .workspace
-            .as_mut()
-            .expect("prepare reserved the workspace");
-        let (totals, _sync) = workspace.device_ptr_mut(stream);
+        let totals = self.workspace(stream).tile_totals();
         let tiles64 = tiles as u64;
         let mut reduce = stream.launch_builder(&p.reduce_tiles);
         reduce.arg(&src).arg(&totals).arg(&n64);

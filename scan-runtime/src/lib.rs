@@ -18,14 +18,16 @@ mod error;
 mod gpu;
 pub mod jit;
 mod segmented;
+mod workspace;
 
 pub use backend::{BackendKind, Scanner};
 pub use cache::DiskCache;
 pub use cudarc;
 pub use error::{Result, ScanError};
 pub use gpu::{
-    device_arch, driver_present, open_device, GpuScanner, ProgramOrigin, ProgramStats, ScanPath,
-    DEFAULT_SEGMENTED_STRATEGY, DEFAULT_SMALL_TILE_LIMIT, PIPELINED_AUTO_MIN_BYTES,
+    device_arch, driver_present, open_device, target_arch, GpuScanner, ProgramOrigin, ProgramStats,
+    ScanPath, DEFAULT_SEGMENTED_STRATEGY, DEFAULT_SMALL_TILE_LIMIT, PIPELINED_AUTO_MIN_BYTES,
+    TARGET_ARCH_ENV,
 };
 pub use kernels_gen::{FlagFormat, SegmentedStrategy};
 pub use segmented::{DeviceHeadFlags, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags};

@@ -5,9 +5,8 @@
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
 use crate::gpu::{
-    device_arch, load_program, pipelined_tile_items, pipelined_wanted, resolve_path,
-    segmented_index, single_pass, single_pass_tiles_for, GpuScanner, ProgramStats, ScanPath,
-    Variant,
+    load_program, pipelined_tile_items, pipelined_wanted, resolve_path, segmented_index,
+    single_pass, single_pass_tiles_for, GpuScanner, ProgramStats, ScanPath, Variant,
 };
 use crate::jit;
 use cudarc::driver::{
@@ -137,7 +136,7 @@ where
         if tiles <= 1 {
             0
         } else if single_pass(path) {
-            crate::gpu::single_pass_bytes::<Op::Element>(tiles)
+            crate::workspace::single_pass_bytes::<Op::Element>(tiles)
         } else {
             tiles * (std::mem::size_of::<Op::Element>() + 1)
         }
@@ -286,6 +285,13 @@ where
         Ok(stream.clone_dtoh(&data)?)
     }
 
+    /// Makes sure segmented scans of up to `n` elements on `stream` (on the
+    /// current [`ScanPath`]) allocate nothing, and loads the segmented
+    /// program: call it before capturing segmented scans into a CUDA graph.
+    pub fn reserve_segmented(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
+        self.prepare_segmented_scan(n, stream)
+    }
+
     fn prepare_segmented_scan(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
         self.prepare_segmented()?;
         self.prepare(n, stream)?;
@@ -300,12 +306,7 @@ where
                 stream,
             );
         }
-        self.reserve_tile_totals(tiles, stream)?;
-        if tiles > 1 && self.tile_flags.as_ref().is_none_or(|f| f.len() < tiles) {
-            self.tile_flags = Some(stream.alloc_zeros::<u8>(tiles)?);
-            self.workspace_allocations += 1;
-        }
-        Ok(())
+        self.reserve_tile_totals(tiles, true, stream)
     }
 
     /// Enqueues the segmented kernels (see `segmented.cuh`): one launch for a
@@ -376,60 +377,45 @@ where
             let tiles = n.div_ceil(pipelined_tile_items::<Op>());
             let blocks = (shape.blocks as usize).min(tiles);
             let tiles64 = tiles as u64;
-            return self.begin_single_pass(
-                stream,
-                |a| {
-                    let mut launch = stream.launch_builder(pipelined);
-                    launch.arg(&src).arg(&flags).arg(&dst);
-                    a.push(&mut launch);
-                    launch.arg(&seed).arg(&seeded).arg(&n64).arg(&tiles64);
-                    // SAFETY: (const T* input, const void* flags, T* output, void* status,
-                    // T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch,
-                    // T seed, int seeded, u64 n, u64 tiles) as pushed; lengths were checked;
-                    // input, flags and output are 16-byte aligned; the scratch holds >= tiles
-                    // entries (prepare reserved the larger of both tilings); the kernel was
-                    // given its dynamic shared memory at load; every block takes one counter
-                    // value past the last tile.
-                    unsafe {
-                        launch.launch(LaunchConfig {
-                            grid_dim: (blocks as u32, 1, 1),
-                            block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
-                            shared_mem_bytes: shape.shared_bytes,
-                        })
-                    }?;
-                    Ok(())
-                },
-                tiles,
-                blocks,
-            );
+            let scratch = self.workspace(stream).single_pass_args();
+            let mut launch = stream.launch_builder(pipelined);
+            launch.arg(&src).arg(&flags).arg(&dst);
+            scratch.push(&mut launch);
+            launch.arg(&seed).arg(&seeded).arg(&n64).arg(&tiles64);
+            // SAFETY: (const T* input, const void* flags, T* output, void* status,
+            // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
+            // u64 n, u64 tiles) as pushed; lengths were checked; input, flags and output
+            // are 16-byte aligned; this stream's scratch holds >= tiles entries (prepare
+            // reserved the larger of both tilings) and a reset launch state; the kernel
+            // was given its dynamic shared memory at load; every block takes one index
+            // past the last tile.
+            unsafe {
+                launch.launch(LaunchConfig {
+                    grid_dim: (blocks as u32, 1, 1),
+                    block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
+                    shared_mem_bytes: shape.shared_bytes,
+                })
+            }?;
+            return Ok(());
         }
         if single_pass(self.path()) {
             let single_pass = kernel(SegmentedKernel::SinglePass { inclusive, format });
-            return self.begin_single_pass(
-                stream,
-                |a| {
-                    let mut launch = stream.launch_builder(single_pass);
-                    launch.arg(&src).arg(&flags).arg(&dst);
-                    a.push(&mut launch);
-                    launch.arg(&seed).arg(&seeded).arg(&n64);
-                    // SAFETY: (const T* input, const void* flags, T* output, void* status,
-                    // T* aggregates, T* prefixes, u64* tile_counter, u64 tile_base, u32 epoch,
-                    // T seed, int seeded, u64 n) as pushed; lengths were checked; the
-                    // single-pass scratch holds >= tiles entries and the counter equals
-                    // tile_base, as for plain single passes.
-                    unsafe { launch.launch(grid(tiles)) }?;
-                    Ok(())
-                },
-                tiles,
-                0,
-            );
+            let scratch = self.workspace(stream).single_pass_args();
+            let mut launch = stream.launch_builder(single_pass);
+            launch.arg(&src).arg(&flags).arg(&dst);
+            scratch.push(&mut launch);
+            launch.arg(&seed).arg(&seeded).arg(&n64);
+            // SAFETY: (const T* input, const void* flags, T* output, void* status,
+            // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
+            // u64 n) as pushed; lengths were checked; this stream's scratch holds >= tiles
+            // entries and a reset launch state; one block per tile.
+            unsafe { launch.launch(grid(tiles)) }?;
+            return Ok(());
         }
         let reduce = kernel(SegmentedKernel::ReduceTiles(format));
         let scan_totals = kernel(SegmentedKernel::ScanTileTotals);
-        let workspace = self.workspace.as_mut().expect("prepare reserved it");
-        let (totals, _totals_sync) = workspace.device_ptr_mut(stream);
-        let tile_flags = self.tile_flags.as_mut().expect("prepare reserved it");
-        let (tile_flags, _tile_flags_sync) = tile_flags.device_ptr_mut(stream);
+        let workspace = self.workspace(stream);
+        let (totals, tile_flags) = (workspace.tile_totals(), workspace.tile_flags());
         let tiles64 = tiles as u64;
         let mut launch = stream.launch_builder(reduce);
         launch
@@ -509,7 +495,7 @@ impl HeadFlagBuilder {
         if let Some(p) = flag_programs().lock().expect("poisoned").get(&key) {
             return Ok(HeadFlagBuilder { program: p.clone() });
         }
-        let arch = device_arch(ctx)?;
+        let arch = crate::gpu::target_arch(ctx)?;
         let compiled = jit::compile(
             "segment_flags",
             kernels_gen::SEGMENT_FLAGS_SOURCE,

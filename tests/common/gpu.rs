@@ -15,6 +15,23 @@ use std::sync::Arc;
 
 pub type Rng64 = rand::rngs::StdRng;
 
+/// Device 0 for a GPU test, or `None` (with one line saying why) where no
+/// GPU is usable. With `GPU_REQUIRED=1` (the device runs set it) a missing
+/// GPU fails the test instead, so a GPU-less run never reads as green.
+pub fn open_gpu(test: &str) -> Option<Arc<gpu_scan::scan_runtime::cudarc::driver::CudaContext>> {
+    match gpu_scan::scan_runtime::open_device(0) {
+        Ok(ctx) => Some(ctx),
+        Err(e) => {
+            assert!(
+                std::env::var_os("GPU_REQUIRED").is_none_or(|v| v != "1"),
+                "{test}: GPU_REQUIRED=1 but no GPU is usable: {e}"
+            );
+            println!("{test}: skipped, no usable GPU ({e})");
+            None
+        }
+    }
+}
+
 /// How to generate and compare one operator's elements.
 pub trait Case:
     ScanOp<Element: DeviceRepr + ValidAsZeroBits + PartialEq + std::fmt::Debug>

@@ -186,10 +186,14 @@ __device__ __forceinline__ void $op_pipelined_lookahead(const Status& status, un
 // shared-memory layout `Shared` with tile(s), barrier(which, s),
 // tile_index(s) and prefix(s).
 
-// Thread 0 sets up every stage's barriers; then the roles part.
+// Thread 0 sets up every stage's barriers, opens the launch (launch.cuh)
+// and sweeps; then the roles part. Every thread receives the launch's view.
 template <class Shared>
-__device__ __forceinline__ void $op_pipelined_init_barriers(const Shared& shared) {
+__device__ __forceinline__ scan_launch_view $op_pipelined_begin(const Shared& shared, const scan_launch_state* launch, void* status, unsigned long long tiles) {
+  __shared__ scan_launch_view shared_view;
   if (threadIdx.x == 0) {
+    shared_view = scan_launch_open(launch);
+    scan_launch_sweep(status, shared_view, blockIdx.x, tiles);
     for (int s = 0; s < Shared::stages; ++s) {
       scan_mbarrier_init(shared.barrier($op_loaded, s), 1);
       scan_mbarrier_init(shared.barrier($op_indexed, s), 1);
@@ -201,19 +205,24 @@ __device__ __forceinline__ void $op_pipelined_init_barriers(const Shared& shared
     scan_fence_barrier_init();
   }
   __syncthreads();  // the only block-wide barrier
+  return shared_view;
 }
 
 // Producer (one lane): a free stage, then a tile index, then its load. A
 // tile may bring `extra_bytes(extent)` more bytes, which `load_extra(s,
-// extent, barrier)` bulk-loads on the same barrier.
+// extent, barrier)` bulk-loads on the same barrier. Every block takes one
+// index past the last tile before it stops, so a launch takes tiles +
+// blocks indices; the last one's taker resets the launch state.
 template <class Shared, class ExtraBytes, class LoadExtra>
-__device__ __forceinline__ void $op_pipelined_producer(const Shared& shared, const $op_t* input, unsigned long long* tile_counter,
-                                                      unsigned long long tile_base, unsigned long long n, unsigned long long tiles,
+__device__ __forceinline__ void $op_pipelined_producer(const Shared& shared, const $op_t* input, scan_launch_state* launch,
+                                                      const scan_launch_view& view, unsigned long long n, unsigned long long tiles,
                                                       ExtraBytes extra_bytes, LoadExtra load_extra) {
+  const unsigned long long last_index = tiles + gridDim.x - 1;
+  const unsigned long long swept = (unsigned long long)gridDim.x * scan_sweep_entries_per_block;
   for (int k = 0;; ++k) {
     const int s = k % Shared::stages;
     if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier($op_freed, s), (unsigned)(k / Shared::stages - 1) & 1u);
-    const unsigned long long taken = atomicAdd(tile_counter, 1ull) - tile_base;
+    const unsigned long long taken = scan_launch_take(launch, view, last_index, swept);
     const unsigned long long tile = taken < tiles ? taken : tiles;
     shared.tile_index(s) = tile;
     scan_mbarrier_arrive(shared.barrier($op_indexed, s));
@@ -276,16 +285,13 @@ __device__ __forceinline__ void $op_pipelined_store_warp(const Shared& shared, $
 }
 #endif
 
-// Kernels: (input, output, status, aggregates, prefixes, tile counter, tile
-// base, epoch, seed, n, tiles), on a persistent grid with
+// Kernels: (input, output, status, aggregates, prefixes, launch state,
+// seed, n, tiles), on a persistent grid with
 // scan_pipelined_shared_bytes(sizeof(T)) bytes of dynamic shared memory; the
-// input and output 16-byte aligned. Every block takes one index past the
-// last tile before it stops, so a launch advances the counter by tiles +
-// blocks.
+// input and output 16-byte aligned.
 template <bool Inclusive>
 __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                                                   unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch,
-                                                   const $op_t seed, unsigned long long n, unsigned long long tiles) {
+                                                   scan_launch_state* launch, const $op_t seed, unsigned long long n, unsigned long long tiles) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (scan_pipelined_supported(sizeof($op_t))) {
     constexpr int stages = $op_pipelined_stages;
@@ -293,7 +299,8 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
     const $op_pipelined_shared shared{scan_dynamic_shared};
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
-    $op_pipelined_init_barriers(shared);
+    const scan_launch_view view = $op_pipelined_begin(shared, launch, status, tiles);
+    const unsigned epoch = view.epoch;
     scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
     if (warp < scan_pipelined_squad_warps) {
       // Reduce squad: thread totals, their warp-inclusive scans (for the
@@ -342,7 +349,7 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
       // Producer (one lane): tiles alone, no extra bytes.
       if (lane == 0)
         $op_pipelined_producer(
-            shared, input, tile_counter, tile_base, n, tiles, [](const $op_pipelined_extent&) { return 0u; },
+            shared, input, launch, view, n, tiles, [](const $op_pipelined_extent&) { return 0u; },
             [](int, const $op_pipelined_extent&, unsigned long long*) {});
     } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
       // Lookahead: the running prefix through this block's tiles, in order.
@@ -360,13 +367,13 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
 }
 
 extern "C" __global__ void __launch_bounds__(scan_pipelined_block_threads, 1)
-$op_pipelined_inclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes, unsigned long long* tile_counter,
-                        unsigned long long tile_base, unsigned epoch, const $op_t seed, unsigned long long n, unsigned long long tiles) {
-  $op_scan_pipelined<true>(input, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, n, tiles);
+$op_pipelined_inclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes, scan_launch_state* launch,
+                        const $op_t seed, unsigned long long n, unsigned long long tiles) {
+  $op_scan_pipelined<true>(input, output, status, aggregates, prefixes, launch, seed, n, tiles);
 }
 
 extern "C" __global__ void __launch_bounds__(scan_pipelined_block_threads, 1)
-$op_pipelined_exclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes, unsigned long long* tile_counter,
-                        unsigned long long tile_base, unsigned epoch, const $op_t seed, unsigned long long n, unsigned long long tiles) {
-  $op_scan_pipelined<false>(input, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, n, tiles);
+$op_pipelined_exclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes, scan_launch_state* launch,
+                        const $op_t seed, unsigned long long n, unsigned long long tiles) {
+  $op_scan_pipelined<false>(input, output, status, aggregates, prefixes, launch, seed, n, tiles);
 }

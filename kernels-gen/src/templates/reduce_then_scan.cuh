@@ -5,7 +5,7 @@
 // An input of at most one tile skips passes 1 and 2. Lengths and offsets are
 // 64-bit; input and output may be the same buffer (in-place scans).
 
-extern "C" __global__ void __launch_bounds__($op_block_threads)
+extern "C" __global__ void SCAN_BOUNDS($op_block_threads)
 $op_reduce_tiles(const $op_t* input, $op_t* tile_totals, unsigned long long n) {
   __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps + 1];
@@ -20,7 +20,7 @@ $op_reduce_tiles(const $op_t* input, $op_t* tile_totals, unsigned long long n) {
 
 // One block walks the tile totals a tile at a time, carrying the running
 // prefix from chunk to chunk; tile_totals[k] becomes seed ∘ total_0 ∘ … ∘ total_(k-1).
-extern "C" __global__ void __launch_bounds__($op_block_threads)
+extern "C" __global__ void SCAN_BOUNDS($op_block_threads)
 $op_scan_tile_totals($op_t* tile_totals, unsigned long long num_tiles, const $op_t seed) {
   __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps + 1];
@@ -50,12 +50,12 @@ __device__ __forceinline__ void $op_scan_tile(const $op_t* input, $op_t* output,
   $op_store_tile(output, base, valid, staging, items);
 }
 
-extern "C" __global__ void __launch_bounds__($op_block_threads)
+extern "C" __global__ void SCAN_BOUNDS($op_block_threads)
 $op_scan_tiles_inclusive(const $op_t* input, $op_t* output, const $op_t* tile_prefixes, const $op_t seed, unsigned long long n) {
   $op_scan_tile<true>(input, output, tile_prefixes, seed, n);
 }
 
-extern "C" __global__ void __launch_bounds__($op_block_threads)
+extern "C" __global__ void SCAN_BOUNDS($op_block_threads)
 $op_scan_tiles_exclusive(const $op_t* input, $op_t* output, const $op_t* tile_prefixes, const $op_t seed, unsigned long long n) {
   $op_scan_tile<false>(input, output, tile_prefixes, seed, n);
 }

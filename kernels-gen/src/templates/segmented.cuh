@@ -272,16 +272,13 @@ __device__ __forceinline__ void $op_segmented_scan_tile(const $op_t* input, cons
 // head-less tiles in between are combined, with the plain operator.
 template <int Mode, int Strategy, int Format>
 __device__ __forceinline__ void $op_segmented_scan_single_pass(const $op_t* input, const void* flags, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                                                               unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch,
-                                                               const $op_t seed, int seeded, unsigned long long n) {
+                                                               scan_launch_state* launch, const $op_t seed, int seeded, unsigned long long n) {
   __shared__ $op_t staging[$op_staging_items];
   __shared__ $op_t warp_totals[$op_warps];
   __shared__ bool warp_flags[$op_warps];
-  __shared__ unsigned long long shared_tile;
   __shared__ $op_t shared_prefix;
-  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1ull) - tile_base;
-  __syncthreads();
-  const unsigned long long tile = shared_tile;
+  const unsigned long long tile = scan_single_pass_take_tile(launch, status, (n + $op_items_per_tile - 1) / $op_items_per_tile);
+  if (tile == scan_no_tile) return;
   const unsigned long long base = tile * $op_items_per_tile;
   const int valid = (int)(n - base < $op_items_per_tile ? n - base : $op_items_per_tile);
   $op_t items[$op_items_per_thread];
@@ -294,7 +291,7 @@ __device__ __forceinline__ void $op_segmented_scan_single_pass(const $op_t* inpu
   $op_tile_segmented_scan_with<Mode, Strategy>(items, heads, seed, seeded != 0, warp_totals, warp_flags, tile_flag,
                                                [&](const $op_t& tile_total, bool has_head) {
                                                  return $op_single_pass_prefix(tile, tile_total, has_head, tile_total, !first_is_head, $op_identity(),
-                                                                               tile_status, epoch, &shared_prefix);
+                                                                               tile_status, &shared_prefix);
                                                },
                                                // The staging buffer still holds the tile.
                                                [&]($op_t (&again)[$op_items_per_thread]) { $op_read_items(staging, valid, again); });
@@ -414,15 +411,14 @@ __device__ __forceinline__ void $op_pipelined_segmented_lookahead(const Status& 
 }
 #endif
 
-// Kernels: (input, flags, output, status, aggregates, prefixes, tile
-// counter, tile base, epoch, seed, seeded, n, tiles), launched as the plain
+// Kernels: (input, flags, output, status, aggregates, prefixes, launch
+// state, seed, seeded, n, tiles), launched as the plain
 // pipelined kernels with scan_pipelined_segmented_shared_bytes(sizeof(T))
 // bytes of dynamic shared memory; the flags 16-byte aligned too.
 template <int Mode, int Strategy, int Format>
 __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input, const void* flags, $op_t* output, void* status, $op_t* aggregates,
-                                                             $op_t* prefixes, unsigned long long* tile_counter, unsigned long long tile_base,
-                                                             unsigned epoch, const $op_t seed, int seeded_flag, unsigned long long n,
-                                                             unsigned long long tiles) {
+                                                             $op_t* prefixes, scan_launch_state* launch, const $op_t seed, int seeded_flag,
+                                                             unsigned long long n, unsigned long long tiles) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (scan_pipelined_segmented_supported(sizeof($op_t))) {
     constexpr int stages = $op_pipelined_segmented_stages;
@@ -432,7 +428,8 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
     const bool seeded = seeded_flag != 0;
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
-    $op_pipelined_init_barriers(shared);
+    const scan_launch_view view = $op_pipelined_begin(shared, launch, status, tiles);
+    const unsigned epoch = view.epoch;
     scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
     if (warp < scan_pipelined_squad_warps) {
       // Reduce squad: head flags (from the stage, or read while the tile
@@ -542,7 +539,7 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
       const auto load_bits = [&](int s, const $op_pipelined_extent& extent, unsigned long long* loaded) {
         scan_bulk_load(shared.head_bits(s), (const unsigned char*)flags + extent.base / 8, bits_bytes(extent), loaded);
       };
-      if (lane == 0) $op_pipelined_producer(shared, input, tile_counter, tile_base, n, tiles, bits_bytes, load_bits);
+      if (lane == 0) $op_pipelined_producer(shared, input, launch, view, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
       // Lookahead over pairs. Tile 0 holds a head (element 0), so what
       // precedes it never matters.

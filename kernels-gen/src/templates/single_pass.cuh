@@ -71,8 +71,9 @@ __device__ __noinline__ $op_t $op_look_back(unsigned long long tile, const Statu
 //    `no_look_back` is returned.
 template <class Status>
 __device__ __noinline__ $op_t $op_single_pass_prefix(unsigned long long tile, const $op_t tile_total, bool complete, const $op_t complete_prefix,
-                                                     bool look_back, const $op_t no_look_back, Status status, unsigned epoch, $op_t* shared_prefix) {
+                                                     bool look_back, const $op_t no_look_back, Status status, $op_t* shared_prefix) {
   if (threadIdx.x < 32) {
+    const unsigned epoch = scan_shared_epoch;  // the launch's (launch.cuh)
     if (threadIdx.x == 0) status.publish(tile, (epoch << 2) | (complete ? scan_tile_prefix : scan_tile_aggregate), complete ? complete_prefix : tile_total);
     $op_t before = no_look_back;
     if (look_back) {
@@ -86,18 +87,18 @@ __device__ __noinline__ $op_t $op_single_pass_prefix(unsigned long long tile, co
 }
 
 // A plain single-pass scan over tiles of Items × $op_block_threads elements.
+// Every block takes one tile index from the launch state (launch.cuh); an
+// index past the input's tiles ends the block (it cannot happen while the
+// state is intact, but never reads or writes out of bounds).
 template <bool Inclusive, int Items>
 __device__ __forceinline__ void $op_scan_single_pass(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                                                     unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch,
-                                                     const $op_t seed, unsigned long long n) {
+                                                     scan_launch_state* launch, const $op_t seed, unsigned long long n) {
   constexpr int tile_items = Items * $op_block_threads;
   __shared__ $op_t staging[tile_items + tile_items / 32];
   __shared__ $op_t warp_totals[$op_warps + 1];
-  __shared__ unsigned long long shared_tile;
   __shared__ $op_t shared_prefix;
-  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1ull) - tile_base;
-  __syncthreads();
-  const unsigned long long tile = shared_tile;
+  const unsigned long long tile = scan_single_pass_take_tile(launch, status, (n + tile_items - 1) / tile_items);
+  if (tile == scan_no_tile) return;
   const unsigned long long base = tile * tile_items;
   const int valid = (int)(n - base < tile_items ? n - base : tile_items);
   $op_t items[Items];
@@ -107,28 +108,27 @@ __device__ __forceinline__ void $op_scan_single_pass(const $op_t* input, $op_t* 
       items, warp_totals,
       [&](const $op_t& tile_total) {
         // Tile 0's inclusive prefix holds the seed, so every later tile gets it.
-        return $op_single_pass_prefix(tile, tile_total, tile == 0, $op_combine(seed, tile_total), tile != 0, seed, tile_status, epoch, &shared_prefix);
+        return $op_single_pass_prefix(tile, tile_total, tile == 0, $op_combine(seed, tile_total), tile != 0, seed, tile_status, &shared_prefix);
       },
       // The staging buffer still holds the tile.
       [&]($op_t (&again)[Items]) { $op_read_items(staging, valid, again); });
   $op_store_tile(output, base, valid, staging, items);
 }
 
-// Kernels: (input, output, status, aggregates, prefixes, tile counter, tile
-// base, epoch, seed, n). The status array holds one entry of
+// Kernels: (input, output, status, aggregates, prefixes, launch state,
+// seed, n), one block per tile. The status array holds one entry of
 // scan_tile_status_bytes(sizeof(T)) bytes per tile; aggregates and prefixes
 // one element per tile, used only when elements are too large to pack.
-// The counter only grows: a launch's tiles are counter - tile_base.
 extern "C" __global__ void __launch_bounds__($op_block_threads, $op_single_pass_min_blocks)
 $op_single_pass_inclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                          unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch, const $op_t seed, unsigned long long n) {
-  $op_scan_single_pass<true, $op_items_per_thread>(input, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, n);
+                          scan_launch_state* launch, const $op_t seed, unsigned long long n) {
+  $op_scan_single_pass<true, $op_items_per_thread>(input, output, status, aggregates, prefixes, launch, seed, n);
 }
 
 extern "C" __global__ void __launch_bounds__($op_block_threads, $op_single_pass_min_blocks)
 $op_single_pass_exclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                          unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch, const $op_t seed, unsigned long long n) {
-  $op_scan_single_pass<false, $op_items_per_thread>(input, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, n);
+                          scan_launch_state* launch, const $op_t seed, unsigned long long n) {
+  $op_scan_single_pass<false, $op_items_per_thread>(input, output, status, aggregates, prefixes, launch, seed, n);
 }
 
 // The same over small tiles ($op_small_items_per_thread items per thread):
@@ -136,12 +136,12 @@ $op_single_pass_exclusive(const $op_t* input, $op_t* output, void* status, $op_t
 // loads (counter, input, look-back) is shorter.
 extern "C" __global__ void __launch_bounds__($op_block_threads, $op_single_pass_min_blocks)
 $op_single_pass_small_inclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                                unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch, const $op_t seed, unsigned long long n) {
-  $op_scan_single_pass<true, $op_small_items_per_thread>(input, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, n);
+                                scan_launch_state* launch, const $op_t seed, unsigned long long n) {
+  $op_scan_single_pass<true, $op_small_items_per_thread>(input, output, status, aggregates, prefixes, launch, seed, n);
 }
 
 extern "C" __global__ void __launch_bounds__($op_block_threads, $op_single_pass_min_blocks)
 $op_single_pass_small_exclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                                unsigned long long* tile_counter, unsigned long long tile_base, unsigned epoch, const $op_t seed, unsigned long long n) {
-  $op_scan_single_pass<false, $op_small_items_per_thread>(input, output, status, aggregates, prefixes, tile_counter, tile_base, epoch, seed, n);
+                                scan_launch_state* launch, const $op_t seed, unsigned long long n) {
+  $op_scan_single_pass<false, $op_small_items_per_thread>(input, output, status, aggregates, prefixes, launch, seed, n);
 }

@@ -1,0 +1,233 @@
+//! Scratch memory of the scans: one [`Workspace`] per stream a scanner
+//! launches on, so that scans on two streams never share tile state.
+//!
+//! Every scratch buffer's device address is taken once, when it is
+//! allocated; launches pass that address and are ordered by their stream
+//! alone. Scratch therefore never waits on, or records, cudarc events: a
+//! scan can be captured in a CUDA graph (an event recorded outside a capture
+//! cannot be waited on inside it), provided the workspace was reserved
+//! before the capture began.
+
+use crate::error::{Result, ScanError};
+use cudarc::driver::sys::CUstreamCaptureStatus;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
+use kernels_gen::launch_state::LaunchState;
+use std::sync::Arc;
+
+/// The key of a stream's workspace: its `CUstream` handle.
+pub(crate) fn stream_key(stream: &CudaStream) -> usize {
+    stream.cu_stream() as usize
+}
+
+/// A zeroed device allocation and its address.
+pub(crate) struct Scratch<T> {
+    _slice: CudaSlice<T>,
+    len: usize,
+    /// The device address, taken at allocation.
+    pub(crate) ptr: u64,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> Scratch<T> {
+    fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<Self> {
+        let slice = stream.alloc_zeros::<T>(len.max(1))?;
+        Ok(Self::new(stream, slice))
+    }
+}
+
+impl<T> Scratch<T> {
+    fn new(stream: &Arc<CudaStream>, slice: CudaSlice<T>) -> Self {
+        let ptr = {
+            let (ptr, _record) = slice.device_ptr(stream);
+            ptr
+        };
+        let len = slice.len();
+        Scratch {
+            _slice: slice,
+            len,
+            ptr,
+        }
+    }
+}
+
+/// The single-pass scans' scratch for up to `tiles` tiles: a status entry
+/// every [`kernels_gen::TILE_STATUS_STRIDE`] bytes
+/// ([`kernels_gen::tile_status_bytes`] used: the status word, with the value
+/// packed in for elements of at most 12 bytes), an aggregate and an
+/// inclusive prefix per tile when the value is not packed, and the launch
+/// state ([`LaunchState`]) that every launch takes its tiles and epoch from.
+pub(crate) struct SinglePassScratch<T> {
+    tiles: usize,
+    status: Scratch<u8>,
+    aggregates: Scratch<T>,
+    prefixes: Scratch<T>,
+    launch: Scratch<u64>,
+}
+
+/// Device addresses of the single-pass scratch, in the order every
+/// single-pass kernel takes them after its data pointers.
+pub(crate) struct SinglePassArgs {
+    pub(crate) status: u64,
+    pub(crate) aggregates: u64,
+    pub(crate) prefixes: u64,
+    pub(crate) launch: u64,
+}
+
+impl SinglePassArgs {
+    /// Pushes `(void* status, T* aggregates, T* prefixes, scan_launch_state* launch)`.
+    pub(crate) fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>) {
+        use cudarc::driver::PushKernelArg;
+        launch
+            .arg(&self.status)
+            .arg(&self.aggregates)
+            .arg(&self.prefixes)
+            .arg(&self.launch);
+    }
+}
+
+/// One stream's scratch.
+pub(crate) struct Workspace<T> {
+    /// Reduce-then-scan: one element per tile (tile totals, then prefixes).
+    tile_totals: Option<Scratch<T>>,
+    /// Segmented reduce-then-scan: one byte per tile ("a segment starts here").
+    tile_flags: Option<Scratch<u8>>,
+    single_pass: Option<SinglePassScratch<T>>,
+}
+
+impl<T> Default for Workspace<T> {
+    fn default() -> Self {
+        Workspace {
+            tile_totals: None,
+            tile_flags: None,
+            single_pass: None,
+        }
+    }
+}
+
+/// Fails when `stream` is being captured into a graph: an allocation there
+/// would belong to the graph. Called only before allocating.
+fn refuse_during_capture(stream: &CudaStream, bytes: usize) -> Result<()> {
+    match stream.capture_status()? {
+        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Ok(()),
+        _ => Err(ScanError::WorkspaceDuringCapture { bytes }),
+    }
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
+    /// Makes the reduce-then-scan scratch cover `tiles` tiles (`with_flags`:
+    /// the segmented tile flags too). Returns how many buffers it allocated.
+    pub(crate) fn reserve_tile_totals(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        tiles: usize,
+        with_flags: bool,
+    ) -> Result<usize> {
+        let mut allocated = 0;
+        if tiles <= 1 {
+            return Ok(0);
+        }
+        if self.tile_totals.as_ref().is_none_or(|w| w.len < tiles) {
+            refuse_during_capture(stream, tiles * std::mem::size_of::<T>())?;
+            self.tile_totals = Some(Scratch::zeroed(stream, tiles)?);
+            allocated += 1;
+        }
+        if with_flags && self.tile_flags.as_ref().is_none_or(|f| f.len < tiles) {
+            refuse_during_capture(stream, tiles)?;
+            self.tile_flags = Some(Scratch::zeroed(stream, tiles)?);
+            allocated += 1;
+        }
+        Ok(allocated)
+    }
+
+    /// Makes the single-pass scratch cover `tiles` tiles. Returns how many
+    /// workspaces it allocated (0 or 1).
+    pub(crate) fn reserve_single_pass(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        tiles: usize,
+    ) -> Result<usize> {
+        if self.single_pass.as_ref().is_some_and(|s| s.tiles >= tiles) {
+            return Ok(0);
+        }
+        refuse_during_capture(stream, single_pass_bytes::<T>(tiles))?;
+        let value_slots = if packs_values::<T>() { 1 } else { tiles };
+        let launch = stream.clone_htod(&LaunchState::fresh(tiles as u64).to_words())?;
+        // Fresh, zeroed status words belong to no epoch.
+        self.single_pass = Some(SinglePassScratch {
+            tiles,
+            status: Scratch::zeroed(stream, tiles * kernels_gen::TILE_STATUS_STRIDE)?,
+            aggregates: Scratch::zeroed(stream, value_slots)?,
+            prefixes: Scratch::zeroed(stream, value_slots)?,
+            launch: Scratch::new(stream, launch),
+        });
+        Ok(1)
+    }
+
+    /// The single-pass scratch's addresses (reserved before).
+    pub(crate) fn single_pass_args(&self) -> SinglePassArgs {
+        let s = self
+            .single_pass
+            .as_ref()
+            .expect("reserved before the launch");
+        SinglePassArgs {
+            status: s.status.ptr,
+            aggregates: s.aggregates.ptr,
+            prefixes: s.prefixes.ptr,
+            launch: s.launch.ptr,
+        }
+    }
+
+    /// Reads the launch state back (synchronising `stream`); `None` before
+    /// the first single pass on this stream.
+    pub(crate) fn read_launch_state(&self, stream: &CudaStream) -> Result<Option<LaunchState>> {
+        let Some(s) = self.single_pass.as_ref() else {
+            return Ok(None);
+        };
+        let mut words = [0u64; 4];
+        // SAFETY: the launch state is 4 words at this address, written only by
+        // launches on `stream`, after which this copy is ordered; synchronised below.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(&mut words, s.launch.ptr, stream.cu_stream())
+        }?;
+        stream.synchronize()?;
+        Ok(Some(LaunchState::from_words(words)))
+    }
+
+    /// Overwrites the launch state's epoch (synchronising `stream`).
+    pub(crate) fn write_launch_epoch(&self, stream: &CudaStream, epoch: u32) -> Result<()> {
+        let s = self.single_pass.as_ref().expect("reserved before");
+        let word = [epoch as u64];
+        // SAFETY: word 3 of the launch state (epoch, reserved) lies at byte 24;
+        // ordered on `stream` after every earlier launch; synchronised below.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(s.launch.ptr + 24, &word, stream.cu_stream())
+        }?;
+        stream.synchronize()?;
+        Ok(())
+    }
+
+    /// The tile totals' address (reserved before).
+    pub(crate) fn tile_totals(&self) -> u64 {
+        self.tile_totals.as_ref().expect("reserved before").ptr
+    }
+
+    /// The tile flags' address (reserved before).
+    pub(crate) fn tile_flags(&self) -> u64 {
+        self.tile_flags.as_ref().expect("reserved before").ptr
+    }
+}
+
+/// Whether elements `T` travel in their tile's status entry (else in the
+/// aggregate and prefix arrays).
+fn packs_values<T>() -> bool {
+    kernels_gen::tile_status_bytes(std::mem::size_of::<T>()) != 4
+}
+
+/// Bytes of single-pass scratch for `tiles` tiles of elements `T`.
+pub(crate) fn single_pass_bytes<T>(tiles: usize) -> usize {
+    let values = if packs_values::<T>() {
+        0
+    } else {
+        2 * tiles * std::mem::size_of::<T>()
+    };
+    tiles * kernels_gen::TILE_STATUS_STRIDE + values + std::mem::size_of::<LaunchState>()
+}

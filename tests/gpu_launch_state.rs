@@ -1,0 +1,291 @@
+//! The single passes' launch state lives on the device (launch.cuh): these
+//! tests check what that makes possible and what it promises, against the
+//! CPU backend on fresh random inputs (seed printed; GPU_SUITE_SEED
+//! replays), with outputs poisoned before every run.
+//!
+//! * `graph_capture_replays_on_changing_inputs`: scans captured in a CUDA
+//!   graph (cudarc's `begin_capture`/`end_capture`, event tracking left at
+//!   its default) replay correctly many times on new inputs, through every
+//!   path, interleaved with ordinary scans on the same stream and
+//!   workspace; growing the workspace during a capture is a typed error
+//!   that leaves the output alone.
+//! * `two_streams_run_concurrently`: two scanners on two streams, and one
+//!   scanner alternating between them (one workspace per stream), with no
+//!   synchronisation between the scans.
+//! * `launch_state_resets_and_the_epoch_wraps`: after every launch the state
+//!   is back to counter 0 with the next epoch; across the epoch's wrap-around
+//!   the sweep has cleared every stale status entry, so a scan whose epoch
+//!   equals that of an old, longer scan over other data is still right.
+//!
+//! `AffineU32` is not commutative and exact: results compare bit for bit.
+
+mod common;
+use common::gpu::*;
+use common::ops::*;
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
+use gpu_scan::scan_runtime::ScanPath;
+use std::sync::Arc;
+
+const PATHS: [ScanPath; 3] = [
+    ScanPath::Pipelined,
+    ScanPath::SinglePass,
+    ScanPath::ReduceThenScan,
+];
+
+fn expected<Op: Case>(kind: ScanKind<Op::Element>, input: &[Op::Element]) -> Vec<Op::Element> {
+    let mut out = input.to_vec();
+    cpu::par_scan_in_place::<Op>(kind, &mut out);
+    out
+}
+
+fn check<Op: Case>(
+    what: &str,
+    stream: &Arc<CudaStream>,
+    out: &CudaSlice<Op::Element>,
+    want: &[Op::Element],
+    failures: &mut Vec<String>,
+) {
+    let got = stream.clone_dtoh(out).unwrap();
+    compare::<Op>(what, want.len(), &got, want, failures);
+}
+
+#[test]
+fn graph_capture_replays_on_changing_inputs() {
+    let Some(ctx) = open_gpu("graph_capture_replays_on_changing_inputs") else {
+        return;
+    };
+    let seed = suite_seed();
+    println!("graph_capture_replays_on_changing_inputs: seed {seed}");
+    // A non-null stream that leaves the context out of cudarc's multi-stream
+    // mode: buffers then carry no events, as in a one-stream application.
+    let stream = ctx.per_thread_stream();
+    let mut failures = Vec::new();
+    let init = 0x9e37_79b9u32;
+    for path in PATHS {
+        for n in [40_000usize, (1 << 22) + 17] {
+            let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
+            scanner.set_path(path);
+            let mut input = stream.alloc_zeros::<AffineU32>(n).unwrap();
+            let mut inclusive = stream.alloc_zeros::<AffineU32>(n).unwrap();
+            let mut exclusive = stream.alloc_zeros::<AffineU32>(n).unwrap();
+
+            // Growing the workspace inside a capture is refused, and the output is untouched.
+            poison(&stream, &mut inclusive);
+            let before = stream.clone_dtoh(&inclusive).unwrap();
+            stream
+                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .unwrap();
+            let refused = scanner.inclusive(&stream, &input, &mut inclusive);
+            let _ = stream.end_capture(CUgraphInstantiate_flags(0));
+            if !matches!(refused, Err(ScanError::WorkspaceDuringCapture { .. })) {
+                failures.push(format!(
+                    "{path:?} n={n}: capture without reserve gave {refused:?}"
+                ));
+            }
+            if stream.clone_dtoh(&inclusive).unwrap() != before {
+                failures.push(format!("{path:?} n={n}: the refused scan wrote its output"));
+            }
+
+            // Reserve, then capture two scans (the second takes its launch
+            // state from the first, inside the graph).
+            scanner.reserve(n, &stream).unwrap();
+            stream
+                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .unwrap();
+            scanner.inclusive(&stream, &input, &mut inclusive).unwrap();
+            scanner
+                .exclusive_with_init(&stream, &input, &mut exclusive, AffineU32 { a: init, b: 1 })
+                .unwrap();
+            let graph = stream
+                .end_capture(CUgraphInstantiate_flags(0))
+                .unwrap()
+                .expect("a graph");
+            for replay in 0..12u64 {
+                let data = random_input::<AffineU32>(n, seed ^ replay ^ (n as u64) << 8);
+                stream.memcpy_htod(&data, &mut input).unwrap();
+                poison(&stream, &mut inclusive);
+                poison(&stream, &mut exclusive);
+                graph.launch().unwrap();
+                let what = format!("{path:?} n={n} replay {replay}");
+                check::<AffineU32>(
+                    &format!("{what} inclusive"),
+                    &stream,
+                    &inclusive,
+                    &expected::<AffineU32>(ScanKind::Inclusive, &data),
+                    &mut failures,
+                );
+                check::<AffineU32>(
+                    &format!("{what} exclusive+init"),
+                    &stream,
+                    &exclusive,
+                    &expected::<AffineU32>(
+                        ScanKind::ExclusiveWithInit(AffineU32 { a: init, b: 1 }),
+                        &data,
+                    ),
+                    &mut failures,
+                );
+                // An ordinary scan between replays shares the workspace and its state.
+                if replay % 3 == 2 {
+                    poison(&stream, &mut exclusive);
+                    scanner.exclusive(&stream, &input, &mut exclusive).unwrap();
+                    check::<AffineU32>(
+                        &format!("{what} ordinary exclusive"),
+                        &stream,
+                        &exclusive,
+                        &expected::<AffineU32>(ScanKind::Exclusive, &data),
+                        &mut failures,
+                    );
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+    println!(
+        "graph_capture_replays_on_changing_inputs: 3 paths x 2 lengths x 12 replays match the CPU"
+    );
+}
+
+#[test]
+fn two_streams_run_concurrently() {
+    let Some(ctx) = open_gpu("two_streams_run_concurrently") else {
+        return;
+    };
+    let seed = suite_seed();
+    println!("two_streams_run_concurrently: seed {seed}");
+    let streams = [ctx.new_stream().unwrap(), ctx.new_stream().unwrap()];
+    let mut failures = Vec::new();
+    for path in PATHS {
+        let n = (1 << 23) + 5;
+        let inputs: Vec<Vec<AffineU32>> = (0..2u64)
+            .map(|s| random_input::<AffineU32>(n, seed ^ ((s + 1) * 0x51)))
+            .collect();
+        let device_inputs: Vec<_> = (0..2)
+            .map(|s| streams[s].clone_htod(&inputs[s]).unwrap())
+            .collect();
+        let mut outputs: Vec<_> = (0..4)
+            .map(|i| streams[i % 2].alloc_zeros::<AffineU32>(n).unwrap())
+            .collect();
+        for (i, out) in outputs.iter_mut().enumerate() {
+            poison(&streams[i % 2], out);
+        }
+        // Two scanners, one per stream, and a shared one used on both.
+        let mut own: Vec<GpuScanner<AffineU32>> =
+            (0..2).map(|_| GpuScanner::new(&ctx).unwrap()).collect();
+        let mut shared = GpuScanner::<AffineU32>::new(&ctx).unwrap();
+        shared.set_path(path);
+        for scanner in &mut own {
+            scanner.set_path(path);
+        }
+        let (first, rest) = outputs.split_at_mut(2);
+        for round in 0..3 {
+            for s in 0..2 {
+                own[s]
+                    .inclusive(&streams[s], &device_inputs[s], &mut first[s])
+                    .unwrap();
+                shared
+                    .exclusive(&streams[s], &device_inputs[s], &mut rest[s])
+                    .unwrap();
+            }
+            let _ = round;
+        }
+        for s in 0..2 {
+            let what = format!("{path:?} stream {s}");
+            check::<AffineU32>(
+                &format!("{what} own scanner inclusive"),
+                &streams[s],
+                &first[s],
+                &expected::<AffineU32>(ScanKind::Inclusive, &inputs[s]),
+                &mut failures,
+            );
+            check::<AffineU32>(
+                &format!("{what} shared scanner exclusive"),
+                &streams[s],
+                &rest[s],
+                &expected::<AffineU32>(ScanKind::Exclusive, &inputs[s]),
+                &mut failures,
+            );
+        }
+    }
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+    println!("two_streams_run_concurrently: 3 paths, own and shared scanners match the CPU");
+}
+
+#[test]
+fn launch_state_resets_and_the_epoch_wraps() {
+    let Some(ctx) = open_gpu("launch_state_resets_and_the_epoch_wraps") else {
+        return;
+    };
+    let seed = suite_seed();
+    println!("launch_state_resets_and_the_epoch_wraps: seed {seed}");
+    let stream = ctx.new_stream().unwrap();
+    let max_epoch = gpu_scan::kernels_gen::launch_state::MAX_EPOCH;
+    let mut failures = Vec::new();
+    for path in [ScanPath::Pipelined, ScanPath::SinglePass] {
+        let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
+        scanner.set_path(path);
+        scanner.set_small_tile_limit(0);
+        let long = 4096 * 600 + 3;
+        let short = scanner.tile_items() + 1;
+        let run = |scanner: &mut GpuScanner<AffineU32>,
+                   n: usize,
+                   salt: u64,
+                   failures: &mut Vec<String>| {
+            let data = random_input::<AffineU32>(n, seed ^ salt);
+            let input = stream.clone_htod(&data).unwrap();
+            let mut out = stream.alloc_zeros::<AffineU32>(n).unwrap();
+            poison(&stream, &mut out);
+            scanner.inclusive(&stream, &input, &mut out).unwrap();
+            check::<AffineU32>(
+                &format!("{path:?} n={n} salt {salt}"),
+                &stream,
+                &out,
+                &expected::<AffineU32>(ScanKind::Inclusive, &data),
+                failures,
+            );
+        };
+        // A long scan at epoch 1 leaves status entries tagged 1 everywhere.
+        run(&mut scanner, long, 1, &mut failures);
+        let state = scanner
+            .launch_state_for_tests(&stream)
+            .unwrap()
+            .expect("state");
+        if state.counter != 0 || state.epoch != 2 {
+            failures.push(format!("{path:?}: after one launch {state:?}"));
+        }
+        let capacity = state.capacity;
+        // Short scans (one or two blocks, each sweeping its share) clear the
+        // entries the long one left, while the epoch runs up to its maximum
+        // and wraps to 1 again.
+        let per_launch = gpu_scan::kernels_gen::launch_state::SWEEP_ENTRIES_PER_BLOCK as u64;
+        let sweeps = capacity.div_ceil(per_launch);
+        scanner
+            .set_launch_epoch_for_tests(&stream, max_epoch + 1 - sweeps as u32)
+            .unwrap();
+        for i in 0..sweeps {
+            run(&mut scanner, short, 100 + i, &mut failures);
+        }
+        let state = scanner
+            .launch_state_for_tests(&stream)
+            .unwrap()
+            .expect("state");
+        if state.counter != 0 || state.epoch != 1 {
+            failures.push(format!("{path:?}: after the wrap {state:?}"));
+        }
+        // Epoch 1 again, over other data: no stale entry of the first scan
+        // may pass for this one's.
+        run(&mut scanner, long, 2, &mut failures);
+        let state = scanner
+            .launch_state_for_tests(&stream)
+            .unwrap()
+            .expect("state");
+        if state.counter != 0 || state.epoch != 2 {
+            failures.push(format!(
+                "{path:?}: after the wrap and a long scan {state:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+    println!("launch_state_resets_and_the_epoch_wraps: state reset after every launch; correct across the wrap");
+}
