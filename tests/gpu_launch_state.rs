@@ -255,10 +255,10 @@ fn launch_state_resets_and_the_epoch_wraps() {
             failures.push(format!("{path:?}: after one launch {state:?}"));
         }
         let capacity = state.capacity;
-        // Short scans (one or two blocks, each sweeping its share) clear the
-        // entries the long one left, while the epoch runs up to its maximum
-        // and wraps to 1 again.
-        let per_launch = gpu_scan::kernels_gen::launch_state::SWEEP_ENTRIES_PER_BLOCK as u64;
+        // Short scans (each sweeping its epoch's window) clear the entries
+        // the long one left, while the epoch runs up to its maximum and
+        // wraps to 1 again.
+        let per_launch = gpu_scan::kernels_gen::launch_state::SWEEP_ENTRIES as u64;
         let sweeps = capacity.div_ceil(per_launch);
         scanner
             .set_launch_epoch_for_tests(&stream, max_epoch + 1 - sweeps as u32)

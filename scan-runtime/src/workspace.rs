@@ -182,8 +182,8 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         let Some(s) = self.single_pass.as_ref() else {
             return Ok(None);
         };
-        let mut words = [0u64; 4];
-        // SAFETY: the launch state is 4 words at this address, written only by
+        let mut words = [0u64; 2];
+        // SAFETY: the launch state is 2 words at this address, written only by
         // launches on `stream`, after which this copy is ordered; synchronised below.
         unsafe {
             cudarc::driver::result::memcpy_dtoh_async(&mut words, s.launch.ptr, stream.cu_stream())
@@ -195,11 +195,12 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
     /// Overwrites the launch state's epoch (synchronising `stream`).
     pub(crate) fn write_launch_epoch(&self, stream: &CudaStream, epoch: u32) -> Result<()> {
         let s = self.single_pass.as_ref().expect("reserved before");
-        let word = [epoch as u64];
-        // SAFETY: word 3 of the launch state (epoch, reserved) lies at byte 24;
-        // ordered on `stream` after every earlier launch; synchronised below.
+        let word = [(epoch as u64) << 32];
+        // SAFETY: word 0 of the launch state (counter, epoch: 0 between launches)
+        // is at this address; ordered on `stream` after every earlier launch;
+        // synchronised below.
         unsafe {
-            cudarc::driver::result::memcpy_htod_async(s.launch.ptr + 24, &word, stream.cu_stream())
+            cudarc::driver::result::memcpy_htod_async(s.launch.ptr, &word, stream.cu_stream())
         }?;
         stream.synchronize()?;
         Ok(())

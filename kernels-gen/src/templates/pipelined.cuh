@@ -186,14 +186,10 @@ __device__ __forceinline__ void $op_pipelined_lookahead(const Status& status, un
 // shared-memory layout `Shared` with tile(s), barrier(which, s),
 // tile_index(s) and prefix(s).
 
-// Thread 0 sets up every stage's barriers, opens the launch (launch.cuh)
-// and sweeps; then the roles part. Every thread receives the launch's view.
+// Thread 0 sets up every stage's barriers; then the roles part.
 template <class Shared>
-__device__ __forceinline__ scan_launch_view $op_pipelined_begin(const Shared& shared, const scan_launch_state* launch, void* status, unsigned long long tiles) {
-  __shared__ scan_launch_view shared_view;
+__device__ __forceinline__ void $op_pipelined_init_barriers(const Shared& shared) {
   if (threadIdx.x == 0) {
-    shared_view = scan_launch_open(launch);
-    scan_launch_sweep(status, shared_view, blockIdx.x, tiles);
     for (int s = 0; s < Shared::stages; ++s) {
       scan_mbarrier_init(shared.barrier($op_loaded, s), 1);
       scan_mbarrier_init(shared.barrier($op_indexed, s), 1);
@@ -205,24 +201,28 @@ __device__ __forceinline__ scan_launch_view $op_pipelined_begin(const Shared& sh
     scan_fence_barrier_init();
   }
   __syncthreads();  // the only block-wide barrier
-  return shared_view;
 }
 
 // Producer (one lane): a free stage, then a tile index, then its load. A
 // tile may bring `extra_bytes(extent)` more bytes, which `load_extra(s,
-// extent, barrier)` bulk-loads on the same barrier. Every block takes one
-// index past the last tile before it stops, so a launch takes tiles +
-// blocks indices; the last one's taker resets the launch state.
+// extent, barrier)` bulk-loads on the same barrier. The first index brings
+// the launch's epoch, which the other roles read from scan_shared_epoch
+// once a barrier of the first tile has passed. Every block takes one index
+// past the last tile before it stops, so a launch takes tiles + blocks
+// indices (launch.cuh); the last one's taker, whose block needs no more
+// tiles, also sweeps.
 template <class Shared, class ExtraBytes, class LoadExtra>
-__device__ __forceinline__ void $op_pipelined_producer(const Shared& shared, const $op_t* input, scan_launch_state* launch,
-                                                      const scan_launch_view& view, unsigned long long n, unsigned long long tiles,
-                                                      ExtraBytes extra_bytes, LoadExtra load_extra) {
+__device__ __forceinline__ void $op_pipelined_producer(const Shared& shared, const $op_t* input, void* status, scan_launch_state* launch,
+                                                      unsigned long long n, unsigned long long tiles, ExtraBytes extra_bytes,
+                                                      LoadExtra load_extra) {
   const unsigned long long last_index = tiles + gridDim.x - 1;
-  const unsigned long long swept = (unsigned long long)gridDim.x * scan_sweep_entries_per_block;
   for (int k = 0;; ++k) {
     const int s = k % Shared::stages;
     if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier($op_freed, s), (unsigned)(k / Shared::stages - 1) & 1u);
-    const unsigned long long taken = scan_launch_take(launch, view, last_index, swept);
+    const scan_ticket ticket = scan_launch_take(launch, last_index);
+    if (k == 0) scan_shared_epoch = ticket.epoch;
+    if (ticket.index == last_index) scan_launch_sweep(status, launch, ticket.epoch, 0, 1, tiles);
+    const unsigned long long taken = ticket.index;
     const unsigned long long tile = taken < tiles ? taken : tiles;
     shared.tile_index(s) = tile;
     scan_mbarrier_arrive(shared.barrier($op_indexed, s));
@@ -299,8 +299,7 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
     const $op_pipelined_shared shared{scan_dynamic_shared};
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
-    const scan_launch_view view = $op_pipelined_begin(shared, launch, status, tiles);
-    const unsigned epoch = view.epoch;
+    $op_pipelined_init_barriers(shared);
     scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
     if (warp < scan_pipelined_squad_warps) {
       // Reduce squad: thread totals, their warp-inclusive scans (for the
@@ -319,7 +318,7 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
           $op_t tile_total = shared.warp_totals(s)[0];
 #pragma unroll
           for (int w = 1; w < scan_pipelined_squad_warps; ++w) tile_total = $op_combine(tile_total, shared.warp_totals(s)[w]);
-          tile_status.publish(tile, (epoch << 2) | scan_tile_aggregate, tile_total);
+          tile_status.publish(tile, (scan_shared_epoch << 2) | scan_tile_aggregate, tile_total);
         }
         scan_mbarrier_arrive(shared.barrier($op_reduced, s));
       }
@@ -349,12 +348,12 @@ __device__ __forceinline__ void $op_scan_pipelined(const $op_t* input, $op_t* ou
       // Producer (one lane): tiles alone, no extra bytes.
       if (lane == 0)
         $op_pipelined_producer(
-            shared, input, launch, view, n, tiles, [](const $op_pipelined_extent&) { return 0u; },
+            shared, input, status, launch, n, tiles, [](const $op_pipelined_extent&) { return 0u; },
             [](int, const $op_pipelined_extent&, unsigned long long*) {});
     } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
       // Lookahead: the running prefix through this block's tiles, in order.
       $op_pipelined_lookahead_warp(shared, tiles, seed, [&](unsigned long long& next, $op_t& running, unsigned long long tile) {
-        $op_pipelined_lookahead(tile_status, epoch, next, running, tile);
+        $op_pipelined_lookahead(tile_status, scan_shared_epoch, next, running, tile);
       });
     } else if (lane == 0) {
       // Store (one lane).

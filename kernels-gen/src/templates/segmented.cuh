@@ -277,7 +277,7 @@ __device__ __forceinline__ void $op_segmented_scan_single_pass(const $op_t* inpu
   __shared__ $op_t warp_totals[$op_warps];
   __shared__ bool warp_flags[$op_warps];
   __shared__ $op_t shared_prefix;
-  const unsigned long long tile = scan_single_pass_take_tile(launch, status, (n + $op_items_per_tile - 1) / $op_items_per_tile);
+  const unsigned long long tile = scan_single_pass_take_tile(launch, (n + $op_items_per_tile - 1) / $op_items_per_tile);
   if (tile == scan_no_tile) return;
   const unsigned long long base = tile * $op_items_per_tile;
   const int valid = (int)(n - base < $op_items_per_tile ? n - base : $op_items_per_tile);
@@ -296,6 +296,7 @@ __device__ __forceinline__ void $op_segmented_scan_single_pass(const $op_t* inpu
                                                // The staging buffer still holds the tile.
                                                [&]($op_t (&again)[$op_items_per_thread]) { $op_read_items(staging, valid, again); });
   $op_store_tile(output, base, valid, staging, items);
+  if (tile == 0) scan_single_pass_sweep(status, launch, n, $op_items_per_tile);
 }
 
 // ---- Segmented, global level: pipelined single pass (sm_90 and newer) ----
@@ -428,8 +429,7 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
     const bool seeded = seeded_flag != 0;
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
-    const scan_launch_view view = $op_pipelined_begin(shared, launch, status, tiles);
-    const unsigned epoch = view.epoch;
+    $op_pipelined_init_barriers(shared);
     scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
     if (warp < scan_pipelined_squad_warps) {
       // Reduce squad: head flags (from the stage, or read while the tile
@@ -475,7 +475,7 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
           }
           // A tile holding a head knows the partial open at its end whatever
           // precedes it: it publishes it as a prefix.
-          tile_status.publish(tile, (epoch << 2) | (tile_flag ? scan_tile_prefix : scan_tile_aggregate), tile_total);
+          tile_status.publish(tile, (scan_shared_epoch << 2) | (tile_flag ? scan_tile_prefix : scan_tile_aggregate), tile_total);
         }
         scan_mbarrier_arrive(shared.barrier($op_reduced, s));
       }
@@ -539,12 +539,12 @@ __device__ __forceinline__ void $op_segmented_scan_pipelined(const $op_t* input,
       const auto load_bits = [&](int s, const $op_pipelined_extent& extent, unsigned long long* loaded) {
         scan_bulk_load(shared.head_bits(s), (const unsigned char*)flags + extent.base / 8, bits_bytes(extent), loaded);
       };
-      if (lane == 0) $op_pipelined_producer(shared, input, launch, view, n, tiles, bits_bytes, load_bits);
+      if (lane == 0) $op_pipelined_producer(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
       // Lookahead over pairs. Tile 0 holds a head (element 0), so what
       // precedes it never matters.
       $op_pipelined_lookahead_warp(shared, tiles, $op_identity(), [&](unsigned long long& next, $op_t& running, unsigned long long tile) {
-        $op_pipelined_segmented_lookahead<Strategy>(tile_status, epoch, next, running, tile);
+        $op_pipelined_segmented_lookahead<Strategy>(tile_status, scan_shared_epoch, next, running, tile);
       });
     } else if (lane == 0) {
       // Store (one lane), as in the plain pass.

@@ -97,7 +97,7 @@ __device__ __forceinline__ void $op_scan_single_pass(const $op_t* input, $op_t* 
   __shared__ $op_t staging[tile_items + tile_items / 32];
   __shared__ $op_t warp_totals[$op_warps + 1];
   __shared__ $op_t shared_prefix;
-  const unsigned long long tile = scan_single_pass_take_tile(launch, status, (n + tile_items - 1) / tile_items);
+  const unsigned long long tile = scan_single_pass_take_tile(launch, (n + tile_items - 1) / tile_items);
   if (tile == scan_no_tile) return;
   const unsigned long long base = tile * tile_items;
   const int valid = (int)(n - base < tile_items ? n - base : tile_items);
@@ -113,6 +113,7 @@ __device__ __forceinline__ void $op_scan_single_pass(const $op_t* input, $op_t* 
       // The staging buffer still holds the tile.
       [&]($op_t (&again)[Items]) { $op_read_items(staging, valid, again); });
   $op_store_tile(output, base, valid, staging, items);
+  if (tile == 0) scan_single_pass_sweep(status, launch, n, tile_items);
 }
 
 // Kernels: (input, output, status, aggregates, prefixes, launch state,
