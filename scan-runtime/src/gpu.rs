@@ -649,9 +649,11 @@ where
 
     /// Scratch bytes a plain scan of `n` elements needs on `path` with the
     /// default small-tile limit: per tile, one element for reduce-then-scan;
-    /// for the single pass a status entry ([`kernels_gen::tile_status_bytes`])
-    /// and, for elements over 12 bytes, two elements, plus its 8-byte tile
-    /// counter. None for a single tile.
+    /// for the single pass a status entry every
+    /// [`kernels_gen::TILE_STATUS_STRIDE`] bytes and, for elements over 12
+    /// bytes, two elements, plus the 16-byte launch state
+    /// ([`kernels_gen::launch_state::LaunchState`]). None for a single tile.
+    /// Each stream a scanner scans on has a workspace of its own.
     pub fn workspace_bytes(n: usize, path: ScanPath) -> usize {
         let tiles = n.div_ceil(Op::tile_items());
         if tiles <= 1 {
