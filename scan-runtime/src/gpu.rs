@@ -158,6 +158,19 @@ pub(crate) struct PipelinedLaunch {
     pub(crate) shared_bytes: u32,
 }
 
+impl PipelinedLaunch {
+    /// The launch of a pipelined kernel over `tiles` tiles: a persistent
+    /// grid of at most one resident block per tile, with its dynamic shared
+    /// memory.
+    pub(crate) fn config(&self, tiles: usize) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: ((self.blocks as usize).min(tiles) as u32, 1, 1),
+            block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: self.shared_bytes,
+        }
+    }
+}
+
 /// Prepares pipelined kernels on `ctx`'s device (opting in to their
 /// `shared_bytes` of dynamic shared memory) and sizes their persistent
 /// grid; `None` where they cannot run: a program built for an architecture
@@ -960,7 +973,6 @@ where
         } else {
             &program.pipelined_exclusive
         };
-        let blocks = (launch_shape.blocks as usize).min(tiles);
         let (n64, tiles64) = (n as u64, tiles as u64);
         let scratch = self.workspace(stream).single_pass_args();
         let mut launch = stream.launch_builder(kernel);
@@ -973,13 +985,7 @@ where
         // scratch holds >= tiles entries and a reset launch state; the kernel was given
         // its dynamic shared memory at load; every block takes one index past the last
         // tile, which the state's reset counts on.
-        unsafe {
-            launch.launch(LaunchConfig {
-                grid_dim: (blocks as u32, 1, 1),
-                block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
-                shared_mem_bytes: launch_shape.shared_bytes,
-            })
-        }?;
+        unsafe { launch.launch(launch_shape.config(tiles)) }?;
         Ok(())
     }
 

@@ -375,7 +375,6 @@ where
         if let Some(shape) = pipelined_shape {
             let pipelined = kernel(SegmentedKernel::Pipelined { inclusive, format });
             let tiles = n.div_ceil(pipelined_tile_items::<Op>());
-            let blocks = (shape.blocks as usize).min(tiles);
             let tiles64 = tiles as u64;
             let scratch = self.workspace(stream).single_pass_args();
             let mut launch = stream.launch_builder(pipelined);
@@ -389,13 +388,7 @@ where
             // reserved the larger of both tilings) and a reset launch state; the kernel
             // was given its dynamic shared memory at load; every block takes one index
             // past the last tile.
-            unsafe {
-                launch.launch(LaunchConfig {
-                    grid_dim: (blocks as u32, 1, 1),
-                    block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
-                    shared_mem_bytes: shape.shared_bytes,
-                })
-            }?;
+            unsafe { launch.launch(shape.config(tiles)) }?;
             return Ok(());
         }
         if single_pass(self.path()) {
