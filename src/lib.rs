@@ -20,7 +20,7 @@
 //! let maps = [Affine { a: 2.0, b: 1.0 }, Affine { a: 1.0, b: 3.0 }];
 //! let composed = cpu::inclusive_vec::<Affine>(&maps);
 //! assert_eq!(composed[1], Affine { a: 2.0, b: 4.0 });  // v ↦ 2v+1, then +3
-//! assert!(<Affine as ScanOp>::CUDA_SOURCE.contains("affine_scan_tiles_inclusive"));
+//! assert!(<Affine as ScanOp>::CUDA_SOURCE.contains("gpu_scan_affine_scan_tiles_inclusive"));
 //! ```
 //!
 //! ## Writing an operator

@@ -80,8 +80,13 @@ fn compile_into<Op: ScanOp>(
         ),
     ] {
         let label = format!("{}:{variant}:{}", Op::NAME, arch.sm_name());
-        let Some(ptx) = compile_program(&label, Op::CUDA_SOURCE, options, &symbols, failures)
-        else {
+        let Some(ptx) = compile_program(
+            &label,
+            &kernels_gen::program(Op::CUDA_SOURCE),
+            options,
+            &symbols,
+            failures,
+        ) else {
             continue;
         };
         // The CUDA side's tile size, exported as a __constant__, must equal the Rust side's.
@@ -332,7 +337,7 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
     if !tools_available() {
         return;
     }
-    let programs: [Job; 13] = [
+    let programs: [Job; 14] = [
         compile::<SumU32>,
         compile::<MaxF32>,
         compile::<MinI64>,
@@ -345,6 +350,7 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
         compile::<JoinSpans>,
         compile::<SumU32Small>,
         compile::<SaturatingLanes>,
+        compile::<Scan>,
         compile_flag_builders,
     ];
     // SCAN_NVRTC_ARCHS=sm_80,sm_90 narrows the run while iterating (the
@@ -390,7 +396,7 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
     // then the flag builders.
     let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
     let flag_builders = FlagFormat::ALL.len() * (2 + 4);
-    let per_arch = 12 * (2 * Kernel::ALL.len() + segmented_kernels) + flag_builders;
+    let per_arch = 13 * (2 * Kernel::ALL.len() + segmented_kernels) + flag_builders;
     let expected_kernels = Arch::CUDA_13.len() * per_arch;
     if archs.len() != Arch::CUDA_13.len() {
         failures.push(format!(
@@ -410,9 +416,9 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let archs: Vec<String> = Arch::CUDA_13.iter().map(|a| a.sm_name()).collect();
     println!(
-        "nvrtc_compile: {} kernels of {} programs (12 operators, plain and segmented, and the flag builders, for {}) compiled with NVRTC and ptxas, no spills",
+        "nvrtc_compile: {} kernels of {} programs (13 operators, plain and segmented, and the flag builders, for {}) compiled with NVRTC and ptxas, no spills",
         reports.len(),
-        25 * Arch::CUDA_13.len(),
+        27 * Arch::CUDA_13.len(),
         archs.join(" ")
     );
 }

@@ -1,20 +1,38 @@
 //! Snapshots of the CUDA emitted for the operator set: every change to the
-//! generated code shows up in review as a snapshot diff.
+//! generated code shows up in review as a snapshot diff. An operator's part
+//! (its policy and kernel wrappers, tens of lines) has one snapshot per test
+//! operator; the prelude and the library of templates each have one, so a
+//! template change shows up once.
 
 mod common;
 use common::ops::*;
 use gpu_scan::{kernels_gen, ScanOp};
 
-/// The operator's part of the program (the prelude has its own snapshot).
+/// The operator's part of the program (the prelude and the library have
+/// their own snapshots).
 fn operator_part<Op: ScanOp>() -> &'static str {
+    let program = kernels_gen::program(Op::CUDA_SOURCE);
+    assert!(program.starts_with(kernels_gen::PRELUDE));
+    assert!(program.ends_with(Op::CUDA_SOURCE));
     Op::CUDA_SOURCE
-        .strip_prefix(kernels_gen::PRELUDE)
-        .expect("programs start with the prelude")
 }
 
 #[test]
 fn prelude() {
     insta::assert_snapshot!("prelude", kernels_gen::PRELUDE);
+}
+
+#[test]
+fn library() {
+    insta::assert_snapshot!("library", kernels_gen::LIBRARY);
+}
+
+#[test]
+fn launch_state_declaration() {
+    insta::assert_snapshot!(
+        "launch_state",
+        kernels_gen::launch_state::launch_state_declaration()
+    );
 }
 
 #[test]

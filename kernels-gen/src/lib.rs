@@ -1,20 +1,24 @@
 //! CUDA C source generation for `gpu-scan` operators.
 //!
 //! `#[scan_op]` builds an [`OpDesc`] (the operator IR) and calls
-//! [`operator_source`] at compile time; the text is embedded in the user's
-//! binary. A complete program is the [`PRELUDE`], the declarations of the
-//! element structs ([`struct_declaration`]) and the operator's part:
+//! [`operator_source`] at compile time; the text, the operator's part of its
+//! program, is embedded in the user's binary. A complete program
+//! ([`program`]) is:
 //!
-//! * the operator: `<op>_identity()` and `<op>_combine(x, y)`;
-//! * warp level: `<op>_warp_inclusive_scan`, `<op>_warp_exclusive_scan`
-//!   (Kogge–Stone with `__shfl_up_sync`, word by word for wide elements);
-//! * block level: `<op>_block_exclusive_scan`, `<op>_block_inclusive_scan`;
-//! * tile level: several items per thread (`<op>_tile_scan`);
-//! * global level, reduce-then-scan and single pass with decoupled
-//!   look-back: the kernels listed in [`Kernel`];
-//! * segmented scans (compiled only with [`SEGMENTED_DEFINE`]): the same
-//!   levels over head flags, in both strategies of [`SegmentedStrategy`],
-//!   with the kernels listed in [`SegmentedKernel`].
+//! * the [`PRELUDE`]: Rust's semantics in CUDA, and the layout formulas;
+//! * the [`LIBRARY`]: templates in namespace `gpu_scan`, parameterised by an
+//!   operator policy — warp scans (Kogge–Stone with `__shfl_up_sync`, word
+//!   by word for wide elements), block scans, tile scans of several items
+//!   per thread, and the global algorithms (reduce-then-scan, single pass
+//!   with decoupled look-back, the pipelined single pass), plain and
+//!   segmented (the segmented ones compiled only with [`SEGMENTED_DEFINE`],
+//!   in both strategies of [`SegmentedStrategy`]);
+//! * the element's struct declarations ([`struct_declaration`]);
+//! * the operator's part: its policy `gpu_scan_ops::<name>` (element type,
+//!   tile shape, `identity()` and `combine(x, y)` translated from Rust), the
+//!   `__constant__`s the host reads back, and one `extern "C"` wrapper per
+//!   kernel, printed from the ABI table ([`abi`]) that the runtime also
+//!   builds its launches from.
 //!
 //! [`SEGMENT_FLAGS_SOURCE`] is a separate, operator-independent program that
 //! builds head flags from segment offsets or keys.
@@ -37,8 +41,11 @@
 //! let cuda = operator_source(&op, &GenParams::default()).unwrap();
 //! assert!(cuda.contains("scan_add(x, y)"));
 //! assert!(cuda.contains(&Kernel::ScanTilesInclusive.symbol("sum_u32")));
+//! // The library comes in front when the program is put together.
+//! assert!(kernels_gen::program(&cuda).contains("namespace gpu_scan {"));
 //! ```
 
+pub mod abi;
 pub mod expr;
 pub mod ir;
 pub mod launch_state;
@@ -53,7 +60,7 @@ pub use params::{
     small_tile_items_symbol, tile_items_symbol, tile_status_bytes, tile_status_bytes_symbol,
     tile_status_stride_symbol, Arch, FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel,
     SegmentedKernel, SegmentedStrategy, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
-    SEGMENTED_DEFINE, TILE_STATUS_STRIDE,
+    SEGMENTED_DEFINE, SYMBOL_PREFIX, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -61,18 +68,46 @@ use ir::{ElementType, Expr, FieldType, OpDesc, StructDesc};
 use std::fmt::Write;
 
 /// Helpers every program starts with: Rust's integer and float semantics,
-/// casts, word-by-word warp shuffles. Guarded, so several operators' sources
-/// can be concatenated into one program.
+/// casts, word-by-word warp shuffles, and the layout formulas of the tile
+/// status and the pipelined pass. Guarded, so it may appear twice.
 pub const PRELUDE: &str = include_str!("prelude.cuh");
 
-const LAUNCH: &str = include_str!("templates/launch.cuh");
-const WARP_LEVEL: &str = include_str!("templates/warp.cuh");
-const BLOCK_LEVEL: &str = include_str!("templates/block.cuh");
-const TILE_LEVEL: &str = include_str!("templates/tile.cuh");
-const REDUCE_THEN_SCAN: &str = include_str!("templates/reduce_then_scan.cuh");
-const SINGLE_PASS: &str = include_str!("templates/single_pass.cuh");
-const PIPELINED: &str = include_str!("templates/pipelined.cuh");
-const SEGMENTED: &str = include_str!("templates/segmented.cuh");
+/// The scan library: operator-independent templates in namespace
+/// `gpu_scan`, parameterised by an operator policy (see `shape.cuh` for
+/// what a policy provides): tile shapes, warp, block and tile scans, and
+/// the global algorithms (reduce-then-scan, single pass with look-back,
+/// pipelined single pass), plain and (with [`SEGMENTED_DEFINE`]) segmented.
+/// The launch state's code (`launch.cuh`) needs
+/// [`launch_state::launch_state_declaration`] before it; [`program`] puts
+/// everything in order.
+pub const LIBRARY: &str = concat!(
+    include_str!("templates/launch.cuh"),
+    "\n#ifndef GPU_SCAN_LIBRARY\n#define GPU_SCAN_LIBRARY\n",
+    include_str!("templates/shape.cuh"),
+    include_str!("templates/warp.cuh"),
+    include_str!("templates/block.cuh"),
+    include_str!("templates/tile.cuh"),
+    include_str!("templates/reduce_then_scan.cuh"),
+    include_str!("templates/single_pass.cuh"),
+    include_str!("templates/pipelined.cuh"),
+    include_str!("templates/segmented.cuh"),
+    "#endif  // GPU_SCAN_LIBRARY\n",
+);
+
+/// The complete program of an operator whose part (element declarations,
+/// policy, kernel wrappers: `ScanOp::CUDA_SOURCE`, from [`operator_source`]
+/// after the element's declarations) is `operator_part`: the [`PRELUDE`],
+/// the launch state's declaration, the [`LIBRARY`], then the operator.
+pub fn program(operator_part: &str) -> String {
+    let state = launch_state::launch_state_declaration();
+    let mut out =
+        String::with_capacity(PRELUDE.len() + state.len() + LIBRARY.len() + operator_part.len());
+    out.push_str(PRELUDE);
+    out.push_str(&state);
+    out.push_str(LIBRARY);
+    out.push_str(operator_part);
+    out
+}
 
 /// The program that builds segment head flags: from segment start offsets
 /// ([`heads_from_offsets_symbol`]) and from keys ([`heads_from_keys_symbol`]).
@@ -122,15 +157,22 @@ pub fn struct_declaration(s: &StructDesc) -> String {
     out
 }
 
-/// The operator's part of a program: its functions at every level and its
-/// kernels. Every symbol starts with `op.name`, so several operators can
-/// live in one module.
+/// The namespace of operator policies in a program.
+pub const POLICY_NAMESPACE: &str = "gpu_scan_ops";
+
+/// The operator's part of a program: its policy (element type, tile shape,
+/// `identity()` and `combine(x, y)` translated from Rust) in namespace
+/// [`POLICY_NAMESPACE`], the `__constant__`s the host reads back, and the
+/// `extern "C"` kernel wrappers printed from the ABI table
+/// ([`abi::kernel_wrappers`]). Every exported symbol starts with `op.name`.
+/// The element's declarations go before it, the [`LIBRARY`] before those
+/// ([`program`]).
 pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, InvalidParams> {
     params.validate()?;
     let name = &op.name;
-    let t = format!("{name}_t");
+    let policy = format!("{POLICY_NAMESPACE}::{name}");
     let items = match params.items_per_thread {
-        ItemsPerThread::Auto => format!("scan_auto_items_per_thread(sizeof({t}))"),
+        ItemsPerThread::Auto => "scan_auto_items_per_thread(sizeof(T))".to_string(),
         ItemsPerThread::Fixed(n) => n.to_string(),
     };
     let mut out = String::new();
@@ -142,56 +184,30 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
         op.element.cuda_name()
     );
     let _ = writeln!(out, "{rule}");
-    out.push('\n');
-    let _ = writeln!(out, "typedef {} {t};\n", op.element.cuda_name());
-    let _ = writeln!(out, "// Tile shape (generation parameters).");
+    let _ = writeln!(out, "namespace {POLICY_NAMESPACE} {{");
+    let _ = writeln!(out, "struct {name} {{");
+    let _ = writeln!(out, "  typedef {} T;", op.element.cuda_name());
+    let _ = writeln!(out, "  typedef T {ELEMENT_TYPEDEF};");
     let _ = writeln!(
         out,
-        "constexpr int {name}_block_threads = {};",
+        "  static constexpr int block_threads = {};",
         params.block_threads
     );
-    let _ = writeln!(out, "constexpr int {name}_items_per_thread = {items};");
+    let _ = writeln!(out, "  static constexpr int items_per_thread = {items};");
+    out.push_str(&operator_functions(op));
+    let _ = writeln!(out, "}};");
+    let _ = writeln!(out, "}}  // namespace {POLICY_NAMESPACE}\n");
     let _ = writeln!(
         out,
-        "constexpr int {name}_items_per_tile = {name}_block_threads * {name}_items_per_thread;"
+        "// Sizes the host reads back from the module and checks against its own."
     );
-    let _ = writeln!(
-        out,
-        "constexpr int {name}_warps = {name}_block_threads / 32;"
-    );
-    let _ = writeln!(
-        out,
-        "// Shared staging for a tile, with a padding slot after every 32 elements."
-    );
-    let _ = writeln!(
-        out,
-        "constexpr int {name}_staging_items = {name}_items_per_tile + {name}_items_per_tile / 32;"
-    );
-    let _ = writeln!(
-        out,
-        "// Small tiles of the single pass for short inputs: a quarter of the items."
-    );
-    let _ = writeln!(
-        out,
-        "constexpr int {name}_small_items_per_thread = {name}_items_per_thread >= 4 ? {name}_items_per_thread / 4 : 1;"
-    );
-    let _ = writeln!(
-        out,
-        "constexpr int {name}_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), scan_single_pass_overhead(sizeof({t})));"
-    );
-    let _ = writeln!(
-        out,
-        "constexpr int {name}_segmented_single_pass_min_blocks = scan_single_pass_min_blocks({name}_block_threads, {name}_items_per_thread, sizeof({t}), scan_segmented_single_pass_overhead(sizeof({t})));"
-    );
-    let _ = writeln!(
-        out,
-        "// Exported so that the host can check its sizes against these."
-    );
+    let shape = format!("gpu_scan::Shape<{policy}>");
+    let t = format!("{policy}::T");
     let exported = [
-        (tile_items_symbol(name), format!("{name}_items_per_tile")),
+        (tile_items_symbol(name), format!("{shape}::items_per_tile")),
         (
             small_tile_items_symbol(name),
-            format!("{name}_small_items_per_thread * {name}_block_threads"),
+            format!("{shape}::small_items_per_tile"),
         ),
         (
             tile_status_bytes_symbol(name),
@@ -203,7 +219,9 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
         ),
         (
             pipelined_tile_items_symbol(name),
-            format!("scan_pipelined_supported(sizeof({t})) ? scan_pipelined_squad_threads * scan_pipelined_items_per_thread(sizeof({t})) : 0"),
+            format!(
+                "scan_pipelined_supported(sizeof({t})) ? {shape}::pipelined_items_per_tile : 0"
+            ),
         ),
         (
             pipelined_shared_bytes_symbol(name),
@@ -220,96 +238,18 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
             "extern \"C\" __constant__ unsigned int {symbol} = {value};"
         );
     }
-    out.push('\n');
-
-    out.push_str(&launch_state::launch_state_declaration());
-    out.push_str(LAUNCH);
-    out.push('\n');
-    out.push_str(&operator_functions(op, &t));
-    for template in [
-        WARP_LEVEL,
-        BLOCK_LEVEL,
-        TILE_LEVEL,
-        REDUCE_THEN_SCAN,
-        SINGLE_PASS,
-        PIPELINED,
-    ] {
-        out.push('\n');
-        out.push_str(&template.replace("$op", name));
-    }
-    let _ = writeln!(out, "\n#ifdef {SEGMENTED_DEFINE}");
-    out.push_str(&SEGMENTED.replace("$op", name));
-    out.push_str(&segmented_kernels(name, &t));
-    let _ = writeln!(out, "#endif  // {SEGMENTED_DEFINE}");
+    let _ = writeln!(out, "\n// Kernels (kernels_gen::abi).");
+    out.push_str(&abi::kernel_wrappers(name, &policy, &t));
     Ok(out)
 }
 
-/// The exported segmented kernels: one thin wrapper per strategy, flag
-/// format and kind around the templates of `segmented.cuh`.
-fn segmented_kernels(name: &str, t: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\n// Exported segmented kernels, one per strategy, flag format and kind."
-    );
-    for strategy in SegmentedStrategy::ALL {
-        let s = strategy.cuda_name();
-        for kernel in SegmentedKernel::ALL {
-            let symbol = kernel.symbol(name, strategy);
-            let bounds = match kernel {
-                SegmentedKernel::SinglePass { .. } => format!(
-                    "__launch_bounds__({name}_block_threads, {name}_segmented_single_pass_min_blocks)"
-                ),
-                SegmentedKernel::Pipelined { .. } => {
-                    "__launch_bounds__(scan_pipelined_block_threads, 1)".to_string()
-                }
-                _ => format!("SCAN_BOUNDS({name}_block_threads)"),
-            };
-            let _ = writeln!(out, "extern \"C\" __global__ void {bounds}");
-            let _ = match kernel {
-                SegmentedKernel::ReduceTiles(format) => writeln!(
-                    out,
-                    "{symbol}(const {t}* input, const void* flags, {t}* tile_totals, unsigned char* tile_flags, const {t} seed, int seeded, unsigned long long n) {{\n  \
-                     {name}_segmented_reduce_tile<{s}, {}>(input, flags, tile_totals, tile_flags, seed, seeded, n);\n}}",
-                    format.cuda_name()
-                ),
-                SegmentedKernel::ScanTileTotals => writeln!(
-                    out,
-                    "{symbol}({t}* tile_totals, const unsigned char* tile_flags, unsigned long long num_tiles) {{\n  \
-                     {name}_segmented_scan_tile_totals<{s}>(tile_totals, tile_flags, num_tiles);\n}}"
-                ),
-                SegmentedKernel::ScanTiles { inclusive, format } => writeln!(
-                    out,
-                    "{symbol}(const {t}* input, const void* flags, {t}* output, const {t}* tile_prefixes, const {t} seed, int seeded, unsigned long long n) {{\n  \
-                     {name}_segmented_scan_tile<{}, {s}, {}>(input, flags, output, tile_prefixes, seed, seeded, n);\n}}",
-                    if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
-                    format.cuda_name()
-                ),
-                SegmentedKernel::Pipelined { inclusive, format } => writeln!(
-                    out,
-                    "{symbol}(const {t}* input, const void* flags, {t}* output, void* status, {t}* aggregates, {t}* prefixes, \
-                     scan_launch_state* launch, const {t} seed, int seeded, unsigned long long n, unsigned long long tiles) {{\n  \
-                     {name}_segmented_scan_pipelined<{}, {s}, {}>(input, flags, output, status, aggregates, prefixes, launch, seed, seeded, n, tiles);\n}}",
-                    if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
-                    format.cuda_name()
-                ),
-                SegmentedKernel::SinglePass { inclusive, format } => writeln!(
-                    out,
-                    "{symbol}(const {t}* input, const void* flags, {t}* output, void* status, {t}* aggregates, {t}* prefixes, \
-                     scan_launch_state* launch, const {t} seed, int seeded, unsigned long long n) {{\n  \
-                     {name}_segmented_scan_single_pass<{}, {s}, {}>(input, flags, output, status, aggregates, prefixes, launch, seed, seeded, n);\n}}",
-                    if inclusive { "scan_segmented_inclusive" } else { "scan_segmented_exclusive" },
-                    format.cuda_name()
-                ),
-            };
-        }
-    }
-    out
-}
+/// The name translated operators use for their element type inside the
+/// policy (`T` is the library's; a user's variable could shadow it).
+const ELEMENT_TYPEDEF: &str = "scan_element_t";
 
-/// `<op>_identity()` and `<op>_combine(x, y)`, translated from Rust.
-fn operator_functions(op: &OpDesc, t: &str) -> String {
-    let name = &op.name;
+/// The policy's `identity()` and `combine(x, y)`, translated from Rust.
+fn operator_functions(op: &OpDesc) -> String {
+    let t = ELEMENT_TYPEDEF;
     let mut printer = ExprPrinter::new(t);
     let hint = match op.element {
         ElementType::Prim(p) => Hint::Prim(p),
@@ -318,27 +258,34 @@ fn operator_functions(op: &OpDesc, t: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "// The identity element: identity ∘ v == v ∘ identity == v."
+        "  // The identity element: identity ∘ v == v ∘ identity == v."
     );
-    let _ = writeln!(out, "__device__ __forceinline__ {t} {name}_identity() {{");
-    result_statements(&mut printer, &op.identity, t, &hint, &mut out);
-    out.push_str("}\n\n");
-
+    let _ = writeln!(out, "  static __device__ __forceinline__ {t} identity() {{");
+    let mut body = String::new();
+    result_statements(&mut printer, &op.identity, t, &hint, &mut body);
+    for line in body.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    out.push_str("  }\n");
     let [x, y] = &op.params;
     let _ = writeln!(
         out,
-        "// {x} ∘ {y}: the operator, translated from Rust ({x} is the earlier element)."
+        "  // {x} ∘ {y}: the operator, translated from Rust ({x} is the earlier element)."
     );
     let _ = writeln!(
         out,
-        "__device__ __forceinline__ {t} {name}_combine(const {t} {x}, const {t} {y}) {{"
+        "  static __device__ __forceinline__ {t} combine(const {t} {x}, const {t} {y}) {{"
     );
+    body.clear();
     for (var, value) in &op.body.lets {
         let line = printer.let_binding(var, value);
+        let _ = writeln!(body, "  {line}");
+    }
+    result_statements(&mut printer, &op.body.value, t, &hint, &mut body);
+    for line in body.lines() {
         let _ = writeln!(out, "  {line}");
     }
-    result_statements(&mut printer, &op.body.value, t, &hint, &mut out);
-    out.push_str("}\n");
+    out.push_str("  }\n");
     out
 }
 

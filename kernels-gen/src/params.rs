@@ -280,31 +280,38 @@ impl Kernel {
 
     /// The symbol name for operator `op_name`.
     pub fn symbol(self, op_name: &str) -> String {
-        format!("{op_name}_{}", self.suffix())
+        format!("{SYMBOL_PREFIX}{op_name}_{}", self.suffix())
     }
 }
 
+/// What every exported symbol of an operator's program starts with, before
+/// the operator's name. Nothing else in a program has a global name that
+/// starts with it (the library lives in namespaces `gpu_scan` and
+/// `gpu_scan_ops`, the prelude's names start with `scan_`), so no operator
+/// name can collide with the library.
+pub const SYMBOL_PREFIX: &str = "gpu_scan_";
+
 /// The exported `__constant__` holding the program's tile size in elements.
 pub fn tile_items_symbol(op_name: &str) -> String {
-    format!("{op_name}_tile_items")
+    format!("{SYMBOL_PREFIX}{op_name}_tile_items")
 }
 
 /// The exported `__constant__` holding the program's small-tile size in
 /// elements (the tiles of [`Kernel::SinglePassSmallInclusive`]).
 pub fn small_tile_items_symbol(op_name: &str) -> String {
-    format!("{op_name}_small_tile_items")
+    format!("{SYMBOL_PREFIX}{op_name}_small_tile_items")
 }
 
 /// The exported `__constant__` holding [`tile_status_bytes`] as the program
 /// computed it.
 pub fn tile_status_bytes_symbol(op_name: &str) -> String {
-    format!("{op_name}_tile_status_bytes")
+    format!("{SYMBOL_PREFIX}{op_name}_tile_status_bytes")
 }
 
 /// The exported `__constant__` holding [`TILE_STATUS_STRIDE`] as the
 /// program computed it.
 pub fn tile_status_stride_symbol(op_name: &str) -> String {
-    format!("{op_name}_tile_status_stride")
+    format!("{SYMBOL_PREFIX}{op_name}_tile_status_stride")
 }
 
 /// Items per thread of the small tiles, from the program's items per thread:
@@ -469,19 +476,19 @@ pub const fn pipelined_segmented_shared_bytes(element_size: usize) -> usize {
 /// The exported `__constant__` holding [`pipelined_segmented_shared_bytes`]
 /// as the program computed it.
 pub fn pipelined_segmented_shared_bytes_symbol(op_name: &str) -> String {
-    format!("{op_name}_pipelined_segmented_shared_bytes")
+    format!("{SYMBOL_PREFIX}{op_name}_pipelined_segmented_shared_bytes")
 }
 
 /// The exported `__constant__` holding the pipelined tile size in elements
 /// (0 when the element cannot take the pipeline).
 pub fn pipelined_tile_items_symbol(op_name: &str) -> String {
-    format!("{op_name}_pipelined_tile_items")
+    format!("{SYMBOL_PREFIX}{op_name}_pipelined_tile_items")
 }
 
 /// The exported `__constant__` holding [`pipelined_shared_bytes`] as the
 /// program computed it.
 pub fn pipelined_shared_bytes_symbol(op_name: &str) -> String {
-    format!("{op_name}_pipelined_shared_bytes")
+    format!("{SYMBOL_PREFIX}{op_name}_pipelined_shared_bytes")
 }
 
 /// The preprocessor macro that switches on the segmented part of an
@@ -680,9 +687,14 @@ impl SegmentedKernel {
         let s = strategy.suffix();
         match self {
             SegmentedKernel::ReduceTiles(f) => {
-                format!("{op_name}_segmented_{s}_reduce_tiles_{}", f.suffix())
+                format!(
+                    "{SYMBOL_PREFIX}{op_name}_segmented_{s}_reduce_tiles_{}",
+                    f.suffix()
+                )
             }
-            SegmentedKernel::ScanTileTotals => format!("{op_name}_segmented_{s}_scan_tile_totals"),
+            SegmentedKernel::ScanTileTotals => {
+                format!("{SYMBOL_PREFIX}{op_name}_segmented_{s}_scan_tile_totals")
+            }
             SegmentedKernel::ScanTiles { inclusive, format } => format!(
                 "{op_name}_segmented_{s}_scan_tiles_{}_{}",
                 if inclusive { "inclusive" } else { "exclusive" },
@@ -812,9 +824,14 @@ mod tests {
     fn kernel_symbols_carry_the_operator_name() {
         assert_eq!(
             Kernel::ReduceTiles.symbol("affine_op"),
-            "affine_op_reduce_tiles"
+            "gpu_scan_affine_op_reduce_tiles"
         );
-        assert_eq!(tile_items_symbol("sum_u32"), "sum_u32_tile_items");
+        assert_eq!(tile_items_symbol("sum_u32"), "gpu_scan_sum_u32_tile_items");
+        // An operator named like the prelude's helpers gets symbols of its own.
+        assert_eq!(
+            tile_status_bytes_symbol("scan"),
+            "gpu_scan_scan_tile_status_bytes"
+        );
     }
 
     #[test]

@@ -69,8 +69,11 @@ pub trait ScanOp: 'static {
     /// representations of "nothing" must keep them canonical;
     /// [`check_associativity`] checks this law too.
     const IDENTITY: Self::Element;
-    /// The complete CUDA program: prelude, element declarations, operator,
-    /// warp/block/tile functions and kernels.
+    /// The operator's part of its CUDA program: the element's declarations,
+    /// the operator policy (its `identity()` and `combine`, translated from
+    /// Rust) and the `extern "C"` kernel wrappers. The library of scan
+    /// templates goes in front of it: `kernels_gen::program(CUDA_SOURCE)` is
+    /// the complete program.
     const CUDA_SOURCE: &'static str;
     /// Threads per block of the program's kernels.
     const BLOCK_THREADS: u32;

@@ -397,7 +397,6 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
             const NAME: &'static str = #name;
             const IDENTITY: #element_ty = #identity;
             const CUDA_SOURCE: &'static str = #private::concat_const!(
-                #private::kernels_gen::PRELUDE,
                 <#element_ty as #private::ScanElement>::CUDA_DECL,
                 #op_source
             );

@@ -97,6 +97,17 @@ pub enum ScanError {
         /// Bytes the scan would have allocated.
         bytes: usize,
     },
+    /// A launch's arguments disagree with the kernel ABI table: a bug in
+    /// gpu-scan, caught before anything was enqueued.
+    #[error(
+        "internal error: the arguments of kernel `{kernel}` disagree with the ABI table: {detail}"
+    )]
+    KernelAbi {
+        /// The kernel's symbol.
+        kernel: String,
+        /// What differs.
+        detail: String,
+    },
     /// The GPU backend was requested explicitly but is unusable.
     #[error("the GPU backend was requested but is unusable: {0}")]
     GpuUnavailable(Box<ScanError>),

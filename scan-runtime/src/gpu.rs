@@ -3,12 +3,14 @@
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
 use crate::jit;
+use crate::launch;
 use crate::workspace::{single_pass_bytes, stream_key, Workspace};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
-    LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    LaunchConfig, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
+use kernels_gen::abi::KernelAbi;
 use kernels_gen::{Arch, Kernel, SegmentedKernel, SegmentedStrategy};
 use scan_core::{ScanKind, ScanOp};
 use std::any::TypeId;
@@ -260,7 +262,7 @@ pub(crate) fn load_program<Op: ScanOp>(
     let start = Instant::now();
     let compiled = jit::compile(
         Op::NAME,
-        Op::CUDA_SOURCE,
+        &kernels_gen::program(Op::CUDA_SOURCE),
         options,
         arch,
         driver_version(),
@@ -918,32 +920,41 @@ where
         let (tiles, small) = self.single_pass_tiles(n);
         self.reserve_single_pass(tiles, stream)?;
         let program = self.program.clone();
-        let kernel = match (small, inclusive) {
-            (false, true) => &program.single_pass_inclusive,
-            (false, false) => &program.single_pass_exclusive,
-            (true, true) => &program.single_pass_small_inclusive,
-            (true, false) => &program.single_pass_small_exclusive,
+        let (kernel, function) = match (small, inclusive) {
+            (false, true) => (Kernel::SinglePassInclusive, &program.single_pass_inclusive),
+            (false, false) => (Kernel::SinglePassExclusive, &program.single_pass_exclusive),
+            (true, true) => (
+                Kernel::SinglePassSmallInclusive,
+                &program.single_pass_small_inclusive,
+            ),
+            (true, false) => (
+                Kernel::SinglePassSmallExclusive,
+                &program.single_pass_small_exclusive,
+            ),
         };
-        let n64 = n as u64;
         let scratch = self.workspace(stream).single_pass_args();
-        let mut launch = stream.launch_builder(kernel);
-        launch.arg(&src).arg(&dst);
-        scratch.push(&mut launch);
-        launch.arg(&seed).arg(&n64);
+        let args = launch::single_pass(src, dst, &scratch, seed, n as u64, None);
+        let config = LaunchConfig {
+            grid_dim: (tiles as u32, 1, 1),
+            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
-        // scan_launch_state* launch, T seed, u64 n) as pushed; src and dst hold n
-        // elements; this stream's scratch holds >= tiles status entries of the kernel's
-        // tile size (value arrays only when the status cannot hold the value) and a
-        // launch state that the previous launch on this stream left reset; one block per
-        // tile, so the launch takes exactly `tiles` indices.
+        // scan_launch_state* launch, T seed, u64 n), checked against the ABI table; src
+        // and dst hold n elements; this stream's scratch holds >= tiles status entries of
+        // the kernel's tile size (value arrays only when the status cannot hold the value)
+        // and a launch state that the previous launch on this stream left reset; one block
+        // per tile, so the launch takes exactly `tiles` indices.
         unsafe {
-            launch.launch(LaunchConfig {
-                grid_dim: (tiles as u32, 1, 1),
-                block_dim: (Op::BLOCK_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            })
-        }?;
-        Ok(())
+            launch::launch(
+                stream,
+                function,
+                KernelAbi::plain(kernel),
+                Op::NAME,
+                &args,
+                config,
+            )
+        }
     }
 
     /// Whether a plain scan of `n` elements (more than one tile) should take
@@ -968,25 +979,30 @@ where
         let tiles = n.div_ceil(pipelined_tile_items::<Op>());
         self.reserve_single_pass(tiles, stream)?;
         let program = self.program.clone();
-        let kernel = if inclusive {
-            &program.pipelined_inclusive
+        let (kernel, function) = if inclusive {
+            (Kernel::PipelinedInclusive, &program.pipelined_inclusive)
         } else {
-            &program.pipelined_exclusive
+            (Kernel::PipelinedExclusive, &program.pipelined_exclusive)
         };
-        let (n64, tiles64) = (n as u64, tiles as u64);
         let scratch = self.workspace(stream).single_pass_args();
-        let mut launch = stream.launch_builder(kernel);
-        launch.arg(&src).arg(&dst);
-        scratch.push(&mut launch);
-        launch.arg(&seed).arg(&n64).arg(&tiles64);
+        let args = launch::single_pass(src, dst, &scratch, seed, n as u64, Some(tiles as u64));
+        let abi = KernelAbi::plain(kernel);
         // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
-        // scan_launch_state* launch, T seed, u64 n, u64 tiles) as pushed; src and dst
-        // hold n elements and are 16-byte aligned (checked by the caller); this stream's
-        // scratch holds >= tiles entries and a reset launch state; the kernel was given
-        // its dynamic shared memory at load; every block takes one index past the last
-        // tile, which the state's reset counts on.
-        unsafe { launch.launch(launch_shape.config(tiles)) }?;
-        Ok(())
+        // scan_launch_state* launch, T seed, u64 n, u64 tiles), checked against the ABI
+        // table; src and dst hold n elements and are 16-byte aligned (checked by the
+        // caller); this stream's scratch holds >= tiles entries and a reset launch state;
+        // the kernel was given its dynamic shared memory at load; every block takes one
+        // index past the last tile, which the state's reset counts on.
+        unsafe {
+            launch::launch(
+                stream,
+                function,
+                abi,
+                Op::NAME,
+                &args,
+                launch_shape.config(tiles),
+            )
+        }
     }
 
     /// Enqueues the kernels. `src` and `dst` may be equal (in place): every
@@ -1010,11 +1026,12 @@ where
         };
         let program = self.program.clone();
         let p = &program;
-        let scan_tiles = if inclusive {
-            &p.scan_tiles_inclusive
+        let (scan_tiles_kernel, scan_tiles) = if inclusive {
+            (Kernel::ScanTilesInclusive, &p.scan_tiles_inclusive)
         } else {
-            &p.scan_tiles_exclusive
+            (Kernel::ScanTilesExclusive, &p.scan_tiles_exclusive)
         };
+        let scan_tiles_abi = KernelAbi::plain(scan_tiles_kernel);
         let tiles = n.div_ceil(Op::tile_items());
         let n64 = n as u64;
         let block = (Op::BLOCK_THREADS, 1, 1);
@@ -1023,20 +1040,15 @@ where
             block_dim: block,
             shared_mem_bytes: 0,
         };
-        let no_prefixes: u64 = 0;
         if tiles == 1 {
             // One tile: a single launch, seeded directly.
-            let mut launch = stream.launch_builder(scan_tiles);
-            launch
-                .arg(&src)
-                .arg(&dst)
-                .arg(&no_prefixes)
-                .arg(&seed)
-                .arg(&n64);
-            // SAFETY: the kernel's parameters are (const T*, T*, const T*, T, u64) as pushed;
-            // src/dst hold n elements; a null prefix array selects the seed.
-            unsafe { launch.launch(grid(1)) }?;
-            return Ok(());
+            let args = launch::scan_tiles(src, dst, 0, seed, n64);
+            // SAFETY: (const T* input, T* output, const T* tile_prefixes, T seed, u64 n),
+            // checked against the ABI table; src/dst hold n elements; a null prefix array
+            // selects the seed.
+            return unsafe {
+                launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
+            };
         }
         if self.pipelined_wanted(n) {
             if let Some(shape) = self.program.pipelined {
@@ -1050,18 +1062,20 @@ where
         }
         let totals = self.workspace(stream).tile_totals();
         let tiles64 = tiles as u64;
-        let mut reduce = stream.launch_builder(&p.reduce_tiles);
-        reduce.arg(&src).arg(&totals).arg(&n64);
-        // SAFETY: (const T* input, T* tile_totals, u64 n); the workspace holds >= tiles elements.
-        unsafe { reduce.launch(grid(tiles)) }?;
-        let mut scan_totals = stream.launch_builder(&p.scan_tile_totals);
-        scan_totals.arg(&totals).arg(&tiles64).arg(&seed);
-        // SAFETY: (T* tile_totals, u64 num_tiles, T seed); one block walks all totals.
-        unsafe { scan_totals.launch(grid(1)) }?;
-        let mut rescan = stream.launch_builder(scan_tiles);
-        rescan.arg(&src).arg(&dst).arg(&totals).arg(&seed).arg(&n64);
-        // SAFETY: (const T*, T*, const T* tile_prefixes, T seed, u64 n); prefixes hold `tiles` elements.
-        unsafe { rescan.launch(grid(tiles)) }?;
-        Ok(())
+        let name = Op::NAME;
+        let args = launch::reduce_tiles::<Op::Element>(src, totals, n64);
+        let abi = KernelAbi::plain(Kernel::ReduceTiles);
+        // SAFETY: (const T* input, T* tile_totals, u64 n), checked against the ABI table;
+        // the workspace holds >= tiles elements.
+        unsafe { launch::launch(stream, &p.reduce_tiles, abi, name, &args, grid(tiles)) }?;
+        let args = launch::scan_tile_totals(totals, tiles64, seed);
+        let abi = KernelAbi::plain(Kernel::ScanTileTotals);
+        // SAFETY: (T* tile_totals, u64 num_tiles, T seed), checked against the ABI table;
+        // one block walks all totals.
+        unsafe { launch::launch(stream, &p.scan_tile_totals, abi, name, &args, grid(1)) }?;
+        let args = launch::scan_tiles(src, dst, totals, seed, n64);
+        // SAFETY: (const T* input, T* output, const T* tile_prefixes, T seed, u64 n),
+        // checked against the ABI table; prefixes hold `tiles` elements.
+        unsafe { launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(tiles)) }
     }
 }

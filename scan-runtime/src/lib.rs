@@ -17,6 +17,7 @@ pub mod cache;
 mod error;
 mod gpu;
 pub mod jit;
+mod launch;
 mod segmented;
 mod workspace;
 

@@ -9,11 +9,13 @@ use crate::gpu::{
     single_pass, single_pass_tiles_for, GpuScanner, ProgramStats, ScanPath, Variant,
 };
 use crate::jit;
+use crate::launch;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
     DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
+use kernels_gen::abi::KernelAbi;
 use kernels_gen::{FlagFormat, SegmentedKernel, SegmentedStrategy};
 use scan_core::segmented::{FlagsLengthMismatch, SegmentKey, SegmentOffset};
 use scan_core::{ScanKind, ScanOp};
@@ -325,9 +327,9 @@ where
             return Ok(());
         }
         let (inclusive, seed, seeded) = match kind {
-            ScanKind::Inclusive => (true, Op::IDENTITY, 0i32),
-            ScanKind::Exclusive => (false, Op::IDENTITY, 0),
-            ScanKind::ExclusiveWithInit(init) => (false, init, 1),
+            ScanKind::Inclusive => (true, Op::IDENTITY, false),
+            ScanKind::Exclusive => (false, Op::IDENTITY, false),
+            ScanKind::ExclusiveWithInit(init) => (false, init, true),
         };
         let format = heads.format();
         let (flags, _flags_sync) = match heads {
@@ -340,8 +342,15 @@ where
             .expect("prepare_segmented loaded the program")
             .0
             .clone();
-        let kernel = |k: SegmentedKernel| &program.segmented[segmented_index(self.strategy, k)];
-        let scan_tiles = kernel(SegmentedKernel::ScanTiles { inclusive, format });
+        let strategy = self.strategy;
+        let kernel = |k: SegmentedKernel| {
+            (
+                &program.segmented[segmented_index(strategy, k)],
+                KernelAbi::segmented(k, strategy),
+            )
+        };
+        let (scan_tiles, scan_tiles_abi) = kernel(SegmentedKernel::ScanTiles { inclusive, format });
+        let name = Op::NAME;
         let tiles = n.div_ceil(Op::tile_items());
         let n64 = n as u64;
         let grid = |x: usize| LaunchConfig {
@@ -350,21 +359,13 @@ where
             shared_mem_bytes: 0,
         };
         if tiles == 1 {
-            let no_prefixes: u64 = 0;
-            let mut launch = stream.launch_builder(scan_tiles);
-            launch
-                .arg(&src)
-                .arg(&flags)
-                .arg(&dst)
-                .arg(&no_prefixes)
-                .arg(&seed)
-                .arg(&seeded)
-                .arg(&n64);
+            let args = launch::segmented_scan_tiles(src, flags, dst, 0, seed, seeded, n64);
             // SAFETY: (const T* input, const void* flags, T* output, const T* tile_prefixes,
-            // T seed, int seeded, u64 n) as pushed; lengths were checked; null prefixes
-            // select a single tile.
-            unsafe { launch.launch(grid(1)) }?;
-            return Ok(());
+            // T seed, int seeded, u64 n), checked against the ABI table; lengths were
+            // checked; null prefixes select a single tile.
+            return unsafe {
+                launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(1))
+            };
         }
         let pipelined_shape = program.segmented_pipelined.filter(|_| {
             pipelined_wanted::<Op>(self.path(), n)
@@ -373,71 +374,59 @@ where
                 && flags % 16 == 0
         });
         if let Some(shape) = pipelined_shape {
-            let pipelined = kernel(SegmentedKernel::Pipelined { inclusive, format });
+            let (pipelined, abi) = kernel(SegmentedKernel::Pipelined { inclusive, format });
             let tiles = n.div_ceil(pipelined_tile_items::<Op>());
-            let tiles64 = tiles as u64;
             let scratch = self.workspace(stream).single_pass_args();
-            let mut launch = stream.launch_builder(pipelined);
-            launch.arg(&src).arg(&flags).arg(&dst);
-            scratch.push(&mut launch);
-            launch.arg(&seed).arg(&seeded).arg(&n64).arg(&tiles64);
+            let args = launch::segmented_single_pass(
+                src,
+                flags,
+                dst,
+                &scratch,
+                seed,
+                seeded,
+                n64,
+                Some(tiles as u64),
+            );
             // SAFETY: (const T* input, const void* flags, T* output, void* status,
             // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
-            // u64 n, u64 tiles) as pushed; lengths were checked; input, flags and output
-            // are 16-byte aligned; this stream's scratch holds >= tiles entries (prepare
-            // reserved the larger of both tilings) and a reset launch state; the kernel
-            // was given its dynamic shared memory at load; every block takes one index
-            // past the last tile.
-            unsafe { launch.launch(shape.config(tiles)) }?;
-            return Ok(());
+            // u64 n, u64 tiles), checked against the ABI table; lengths were checked;
+            // input, flags and output are 16-byte aligned; this stream's scratch holds
+            // >= tiles entries (prepare reserved the larger of both tilings) and a reset
+            // launch state; the kernel was given its dynamic shared memory at load; every
+            // block takes one index past the last tile.
+            return unsafe {
+                launch::launch(stream, pipelined, abi, name, &args, shape.config(tiles))
+            };
         }
         if single_pass(self.path()) {
-            let single_pass = kernel(SegmentedKernel::SinglePass { inclusive, format });
+            let (single_pass, abi) = kernel(SegmentedKernel::SinglePass { inclusive, format });
             let scratch = self.workspace(stream).single_pass_args();
-            let mut launch = stream.launch_builder(single_pass);
-            launch.arg(&src).arg(&flags).arg(&dst);
-            scratch.push(&mut launch);
-            launch.arg(&seed).arg(&seeded).arg(&n64);
+            let args =
+                launch::segmented_single_pass(src, flags, dst, &scratch, seed, seeded, n64, None);
             // SAFETY: (const T* input, const void* flags, T* output, void* status,
             // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
-            // u64 n) as pushed; lengths were checked; this stream's scratch holds >= tiles
-            // entries and a reset launch state; one block per tile.
-            unsafe { launch.launch(grid(tiles)) }?;
-            return Ok(());
+            // u64 n), checked against the ABI table; lengths were checked; this stream's
+            // scratch holds >= tiles entries and a reset launch state; one block per tile.
+            return unsafe { launch::launch(stream, single_pass, abi, name, &args, grid(tiles)) };
         }
-        let reduce = kernel(SegmentedKernel::ReduceTiles(format));
-        let scan_totals = kernel(SegmentedKernel::ScanTileTotals);
+        let (reduce, reduce_abi) = kernel(SegmentedKernel::ReduceTiles(format));
+        let (scan_totals, scan_totals_abi) = kernel(SegmentedKernel::ScanTileTotals);
         let workspace = self.workspace(stream);
         let (totals, tile_flags) = (workspace.tile_totals(), workspace.tile_flags());
-        let tiles64 = tiles as u64;
-        let mut launch = stream.launch_builder(reduce);
-        launch
-            .arg(&src)
-            .arg(&flags)
-            .arg(&totals)
-            .arg(&tile_flags)
-            .arg(&seed)
-            .arg(&seeded)
-            .arg(&n64);
-        // SAFETY: (const T*, const void* flags, T* tile_totals, u8* tile_flags, T seed,
-        // int seeded, u64 n); both workspaces hold >= tiles entries.
-        unsafe { launch.launch(grid(tiles)) }?;
-        let mut launch = stream.launch_builder(scan_totals);
-        launch.arg(&totals).arg(&tile_flags).arg(&tiles64);
-        // SAFETY: (T* tile_totals, const u8* tile_flags, u64 num_tiles); one block walks them.
-        unsafe { launch.launch(grid(1)) }?;
-        let mut launch = stream.launch_builder(scan_tiles);
-        launch
-            .arg(&src)
-            .arg(&flags)
-            .arg(&dst)
-            .arg(&totals)
-            .arg(&seed)
-            .arg(&seeded)
-            .arg(&n64);
+        let args =
+            launch::segmented_reduce_tiles(src, flags, totals, tile_flags, seed, seeded, n64);
+        // SAFETY: (const T* input, const void* flags, T* tile_totals, u8* tile_flags,
+        // T seed, int seeded, u64 n), checked against the ABI table; both workspaces hold
+        // >= tiles entries.
+        unsafe { launch::launch(stream, reduce, reduce_abi, name, &args, grid(tiles)) }?;
+        let args =
+            launch::segmented_scan_tile_totals::<Op::Element>(totals, tile_flags, tiles as u64);
+        // SAFETY: (T* tile_totals, const u8* tile_flags, u64 num_tiles), checked against
+        // the ABI table; one block walks them.
+        unsafe { launch::launch(stream, scan_totals, scan_totals_abi, name, &args, grid(1)) }?;
+        let args = launch::segmented_scan_tiles(src, flags, dst, totals, seed, seeded, n64);
         // SAFETY: as the single-tile launch, with `tiles` prefixes in the workspace.
-        unsafe { launch.launch(grid(tiles)) }?;
-        Ok(())
+        unsafe { launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(tiles)) }
     }
 }
 

@@ -72,18 +72,6 @@ pub(crate) struct SinglePassArgs {
     pub(crate) launch: u64,
 }
 
-impl SinglePassArgs {
-    /// Pushes `(void* status, T* aggregates, T* prefixes, scan_launch_state* launch)`.
-    pub(crate) fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>) {
-        use cudarc::driver::PushKernelArg;
-        launch
-            .arg(&self.status)
-            .arg(&self.aggregates)
-            .arg(&self.prefixes)
-            .arg(&self.launch);
-    }
-}
-
 /// One stream's scratch.
 pub(crate) struct Workspace<T> {
     /// Reduce-then-scan: one element per tile (tile totals, then prefixes).

@@ -136,6 +136,12 @@ pub struct SumU32Small;
 )]
 pub struct SaturatingLanes;
 
+/// An operator whose CUDA name, `scan`, starts like the prelude's helpers
+/// (`scan_tile_status_bytes`, `scan_pipelined_shared_bytes`, …): its program
+/// must still compile, every exported name its own.
+#[scan_op(element = u32, identity = 0, op = |a, b| a ^ b)]
+pub struct Scan;
+
 /// A random [`Latest`]: valid with probability `p_valid`; invalid ones are
 /// canonical (the identity), the only form for which the identity law holds.
 pub fn random_latest(rng: &mut impl rand::Rng, p_valid: f64) -> Latest {

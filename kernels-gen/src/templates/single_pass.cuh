@@ -13,16 +13,17 @@
 // Input and output are read and written once (2n element moves instead of
 // reduce-then-scan's 3n). How status and value are stored depends on the
 // element size: see scan_tile_status in the prelude.
+namespace gpu_scan {
 
 // Warp 0's look-back for tile `tile` (> 0): returns the combination of all
 // elements before the tile (the seed in front, through tile 0's prefix).
 // Lane l reads tile window_end - 31 + l, so lane order is sequence order
 // and the window is combined left to right (no commutativity needed).
-template <class Status>
-__device__ __noinline__ $op_t $op_look_back(unsigned long long tile, const Status status, unsigned epoch) {
+template <class Op, class Status, class T = typename Op::T>
+__device__ __noinline__ T decoupled_look_back(unsigned long long tile, const Status status, unsigned epoch) {
   const unsigned lane = threadIdx.x & 31u;
   long long window_end = (long long)tile - 1;
-  $op_t exclusive = $op_identity();
+  T exclusive = Op::identity();
   bool have = false;
   // A tile past the first wave of resident blocks sleeps about a
   // microsecond before its first poll: its nearest predecessors started
@@ -37,7 +38,7 @@ __device__ __noinline__ $op_t $op_look_back(unsigned long long tile, const Statu
     const long long p = window_end - (31 - (long long)lane);
     // Lanes before tile 0 read tile 0 and act as empty prefixes.
     const unsigned long long polled_tile = p < 0 ? 0ull : (unsigned long long)p;
-    $op_t value;
+    T value;
     const unsigned word = status.poll(polled_tile, value);
     const unsigned state = p < 0 ? scan_tile_prefix : (word >> 2) == epoch ? (word & 3u) : scan_tile_not_ready;
     const unsigned prefix_lanes = __ballot_sync(0xffffffffu, state == scan_tile_prefix);
@@ -49,9 +50,9 @@ __device__ __noinline__ $op_t $op_look_back(unsigned long long tile, const Statu
     if ((ready_lanes & needed) == needed) {
       const bool used = lane >= start && p >= 0;
       status.fetch(polled_tile, state, used, value);
-      value = used ? value : $op_identity();
-      const $op_t window = scan_shfl_idx($op_warp_inclusive_scan(value), 31);
-      exclusive = have ? $op_combine(window, exclusive) : window;
+      value = used ? value : Op::identity();
+      const T window = scan_shfl_idx(warp_inclusive_scan<Op>(value), 31);
+      exclusive = have ? Op::combine(window, exclusive) : window;
       have = true;
       if (prefix_lanes != 0) break;
       window_end -= 32;
@@ -69,16 +70,16 @@ __device__ __noinline__ $op_t $op_look_back(unsigned long long tile, const Statu
 //    so it is published before looking back;
 //  * `look_back`: whether the tile needs what comes before it; when not,
 //    `no_look_back` is returned.
-template <class Status>
-__device__ __noinline__ $op_t $op_single_pass_prefix(unsigned long long tile, const $op_t tile_total, bool complete, const $op_t complete_prefix,
-                                                     bool look_back, const $op_t no_look_back, Status status, $op_t* shared_prefix) {
+template <class Op, class Status, class T = typename Op::T>
+__device__ __noinline__ T single_pass_prefix(unsigned long long tile, const T tile_total, bool complete, const T complete_prefix,
+                                                     bool look_back, const T no_look_back, Status status, T* shared_prefix) {
   if (threadIdx.x < 32) {
     const unsigned epoch = scan_shared_epoch;  // the launch's (launch.cuh)
     if (threadIdx.x == 0) status.publish(tile, (epoch << 2) | (complete ? scan_tile_prefix : scan_tile_aggregate), complete ? complete_prefix : tile_total);
-    $op_t before = no_look_back;
+    T before = no_look_back;
     if (look_back) {
-      before = $op_look_back(tile, status, epoch);
-      if (threadIdx.x == 0 && !complete) status.publish(tile, (epoch << 2) | scan_tile_prefix, $op_combine(before, tile_total));
+      before = decoupled_look_back<Op>(tile, status, epoch);
+      if (threadIdx.x == 0 && !complete) status.publish(tile, (epoch << 2) | scan_tile_prefix, Op::combine(before, tile_total));
     }
     if (threadIdx.x == 0) *shared_prefix = before;
   }
@@ -86,63 +87,34 @@ __device__ __noinline__ $op_t $op_single_pass_prefix(unsigned long long tile, co
   return *shared_prefix;
 }
 
-// A plain single-pass scan over tiles of Items × $op_block_threads elements.
+// A plain single-pass scan over tiles of Items × Shape<Op>::block_threads elements.
 // Every block takes one tile index from the launch state (launch.cuh); an
 // index past the input's tiles ends the block (it cannot happen while the
 // state is intact, but never reads or writes out of bounds).
-template <bool Inclusive, int Items>
-__device__ __forceinline__ void $op_scan_single_pass(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                                                     scan_launch_state* launch, const $op_t seed, unsigned long long n) {
-  constexpr int tile_items = Items * $op_block_threads;
-  __shared__ $op_t staging[tile_items + tile_items / 32];
-  __shared__ $op_t warp_totals[$op_warps + 1];
-  __shared__ $op_t shared_prefix;
+template <class Op, bool Inclusive, int Items, class T = typename Op::T>
+__device__ __forceinline__ void scan_single_pass(const T* input, T* output, void* status, T* aggregates, T* prefixes,
+                                                     scan_launch_state* launch, const T seed, unsigned long long n) {
+  constexpr int tile_items = Items * Shape<Op>::block_threads;
+  __shared__ T staging[tile_items + tile_items / 32];
+  __shared__ T warp_totals[Shape<Op>::warps + 1];
+  __shared__ T shared_prefix;
   const unsigned long long tile = scan_single_pass_take_tile(launch, (n + tile_items - 1) / tile_items);
   if (tile == scan_no_tile) return;
   const unsigned long long base = tile * tile_items;
   const int valid = (int)(n - base < tile_items ? n - base : tile_items);
-  $op_t items[Items];
-  $op_load_tile(input, base, valid, staging, items);
-  scan_tile_status<$op_t> tile_status(status, aggregates, prefixes);
-  $op_tile_scan_with<Inclusive>(
+  T items[Items];
+  load_tile<Op>(input, base, valid, staging, items);
+  scan_tile_status<T> tile_status(status, aggregates, prefixes);
+  tile_scan_with<Op, Inclusive>(
       items, warp_totals,
-      [&](const $op_t& tile_total) {
+      [&](const T& tile_total) {
         // Tile 0's inclusive prefix holds the seed, so every later tile gets it.
-        return $op_single_pass_prefix(tile, tile_total, tile == 0, $op_combine(seed, tile_total), tile != 0, seed, tile_status, &shared_prefix);
+        return single_pass_prefix<Op>(tile, tile_total, tile == 0, Op::combine(seed, tile_total), tile != 0, seed, tile_status, &shared_prefix);
       },
       // The staging buffer still holds the tile.
-      [&]($op_t (&again)[Items]) { $op_read_items(staging, valid, again); });
-  $op_store_tile(output, base, valid, staging, items);
+      [&](T (&again)[Items]) { read_items<Op>(staging, valid, again); });
+  store_tile<Op>(output, base, valid, staging, items);
   if (tile == 0) scan_single_pass_sweep(status, launch, n, tile_items);
 }
 
-// Kernels: (input, output, status, aggregates, prefixes, launch state,
-// seed, n), one block per tile. The status array holds one entry of
-// scan_tile_status_bytes(sizeof(T)) bytes per tile; aggregates and prefixes
-// one element per tile, used only when elements are too large to pack.
-extern "C" __global__ void __launch_bounds__($op_block_threads, $op_single_pass_min_blocks)
-$op_single_pass_inclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                          scan_launch_state* launch, const $op_t seed, unsigned long long n) {
-  $op_scan_single_pass<true, $op_items_per_thread>(input, output, status, aggregates, prefixes, launch, seed, n);
-}
-
-extern "C" __global__ void __launch_bounds__($op_block_threads, $op_single_pass_min_blocks)
-$op_single_pass_exclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                          scan_launch_state* launch, const $op_t seed, unsigned long long n) {
-  $op_scan_single_pass<false, $op_items_per_thread>(input, output, status, aggregates, prefixes, launch, seed, n);
-}
-
-// The same over small tiles ($op_small_items_per_thread items per thread):
-// short inputs spread over more blocks, so each block's chain of dependent
-// loads (counter, input, look-back) is shorter.
-extern "C" __global__ void __launch_bounds__($op_block_threads, $op_single_pass_min_blocks)
-$op_single_pass_small_inclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                                scan_launch_state* launch, const $op_t seed, unsigned long long n) {
-  $op_scan_single_pass<true, $op_small_items_per_thread>(input, output, status, aggregates, prefixes, launch, seed, n);
-}
-
-extern "C" __global__ void __launch_bounds__($op_block_threads, $op_single_pass_min_blocks)
-$op_single_pass_small_exclusive(const $op_t* input, $op_t* output, void* status, $op_t* aggregates, $op_t* prefixes,
-                                scan_launch_state* launch, const $op_t seed, unsigned long long n) {
-  $op_scan_single_pass<false, $op_small_items_per_thread>(input, output, status, aggregates, prefixes, launch, seed, n);
-}
+}  // namespace gpu_scan

@@ -1,0 +1,314 @@
+//! Kernel launches built from the kernel ABI table
+//! ([`kernels_gen::abi::KernelAbi`]): every argument list is made by one of
+//! the builders here, tagged with what each argument is, and checked against
+//! the table before anything is enqueued. A builder that drifts from the
+//! table fails `every_builder_matches_the_abi_table` (no GPU needed) and
+//! every launch through it.
+
+use crate::error::{Result, ScanError};
+use crate::workspace::SinglePassArgs;
+use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use kernels_gen::abi::{KernelAbi, ParamType};
+
+/// One argument of a launch, tagged with the parameter it is for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum KernelArg<E> {
+    /// A device address for a pointer parameter of this type.
+    Ptr(ParamType, u64),
+    /// An element, by value.
+    Element(E),
+    /// An `int` flag.
+    Flag(i32),
+    /// A count or length.
+    Count(u64),
+}
+
+impl<E> KernelArg<E> {
+    /// The parameter type this argument is for.
+    fn param_type(&self) -> ParamType {
+        match self {
+            KernelArg::Ptr(ty, _) => *ty,
+            KernelArg::Element(_) => ParamType::Element,
+            KernelArg::Flag(_) => ParamType::Flag,
+            KernelArg::Count(_) => ParamType::Count,
+        }
+    }
+
+    /// Whether the value's kind can be passed for its parameter type.
+    fn well_formed(&self) -> bool {
+        match self {
+            KernelArg::Ptr(ty, _) => {
+                !matches!(ty, ParamType::Element | ParamType::Flag | ParamType::Count)
+            }
+            _ => true,
+        }
+    }
+}
+
+/// Checks `args` against `abi`'s parameter list: same length, same type at
+/// every position.
+pub(crate) fn check_args<E>(abi: KernelAbi, op: &'static str, args: &[KernelArg<E>]) -> Result<()> {
+    let params = abi.params();
+    let mismatch = |detail: String| ScanError::KernelAbi {
+        kernel: abi.symbol(op),
+        detail,
+    };
+    if params.len() != args.len() {
+        return Err(mismatch(format!(
+            "{} arguments for {} parameters",
+            args.len(),
+            params.len()
+        )));
+    }
+    for (i, (param, arg)) in params.iter().zip(args).enumerate() {
+        if param.ty != arg.param_type() || !arg.well_formed() {
+            return Err(mismatch(format!(
+                "argument {i} is {:?}, parameter `{}` is {:?}",
+                arg.param_type(),
+                param.name,
+                param.ty
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Enqueues `function`, the kernel `abi` of operator `op`, on `stream` with
+/// `args` after checking them against the ABI table.
+///
+/// # Safety
+/// The pointers in `args` must be valid for what the kernel does with them
+/// (its documentation in [`kernels_gen::Kernel`] and
+/// [`kernels_gen::SegmentedKernel`]), and `config` must be the launch shape
+/// the kernel expects.
+pub(crate) unsafe fn launch<E: DeviceRepr>(
+    stream: &CudaStream,
+    function: &CudaFunction,
+    abi: KernelAbi,
+    op: &'static str,
+    args: &[KernelArg<E>],
+    config: LaunchConfig,
+) -> Result<()> {
+    check_args(abi, op, args)?;
+    let mut builder = stream.launch_builder(function);
+    for arg in args {
+        match arg {
+            KernelArg::Ptr(_, address) => builder.arg(address),
+            KernelArg::Element(e) => builder.arg(e),
+            KernelArg::Flag(f) => builder.arg(f),
+            KernelArg::Count(c) => builder.arg(c),
+        };
+    }
+    // SAFETY: the argument list matches the kernel's parameters (checked
+    // above); the caller vouches for the pointers and the launch shape.
+    unsafe { builder.launch(config) }?;
+    Ok(())
+}
+
+use KernelArg::{Count, Element, Flag, Ptr};
+use ParamType::{ElementsIn, ElementsOut, HeadFlags, TileFlagsIn, TileFlagsOut};
+
+fn scratch<E>(s: &SinglePassArgs) -> [KernelArg<E>; 4] {
+    [
+        Ptr(ParamType::Status, s.status),
+        Ptr(ElementsOut, s.aggregates),
+        Ptr(ElementsOut, s.prefixes),
+        Ptr(ParamType::LaunchState, s.launch),
+    ]
+}
+
+/// `(input, tile_totals, n)`.
+pub(crate) fn reduce_tiles<E>(input: u64, tile_totals: u64, n: u64) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, input),
+        Ptr(ElementsOut, tile_totals),
+        Count(n),
+    ]
+}
+
+/// `(tile_totals, num_tiles, seed)`.
+pub(crate) fn scan_tile_totals<E>(tile_totals: u64, tiles: u64, seed: E) -> Vec<KernelArg<E>> {
+    vec![Ptr(ElementsOut, tile_totals), Count(tiles), Element(seed)]
+}
+
+/// `(input, output, tile_prefixes, seed, n)`; prefixes 0 for a single tile.
+pub(crate) fn scan_tiles<E>(
+    input: u64,
+    output: u64,
+    prefixes: u64,
+    seed: E,
+    n: u64,
+) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, input),
+        Ptr(ElementsOut, output),
+        Ptr(ElementsIn, prefixes),
+        Element(seed),
+        Count(n),
+    ]
+}
+
+/// `(input, output, scratch…, seed, n)`, and `tiles` for the pipelined pass.
+pub(crate) fn single_pass<E>(
+    input: u64,
+    output: u64,
+    s: &SinglePassArgs,
+    seed: E,
+    n: u64,
+    pipelined_tiles: Option<u64>,
+) -> Vec<KernelArg<E>> {
+    let mut args = vec![Ptr(ElementsIn, input), Ptr(ElementsOut, output)];
+    args.extend(scratch(s));
+    args.extend([Element(seed), Count(n)]);
+    args.extend(pipelined_tiles.map(Count));
+    args
+}
+
+/// Segmented `(input, flags, tile_totals, tile_flags, seed, seeded, n)`.
+pub(crate) fn segmented_reduce_tiles<E>(
+    input: u64,
+    flags: u64,
+    tile_totals: u64,
+    tile_flags: u64,
+    seed: E,
+    seeded: bool,
+    n: u64,
+) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, input),
+        Ptr(HeadFlags, flags),
+        Ptr(ElementsOut, tile_totals),
+        Ptr(TileFlagsOut, tile_flags),
+        Element(seed),
+        Flag(seeded as i32),
+        Count(n),
+    ]
+}
+
+/// Segmented `(tile_totals, tile_flags, num_tiles)`.
+pub(crate) fn segmented_scan_tile_totals<E>(
+    tile_totals: u64,
+    tile_flags: u64,
+    tiles: u64,
+) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsOut, tile_totals),
+        Ptr(TileFlagsIn, tile_flags),
+        Count(tiles),
+    ]
+}
+
+/// Segmented `(input, flags, output, tile_prefixes, seed, seeded, n)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn segmented_scan_tiles<E>(
+    input: u64,
+    flags: u64,
+    output: u64,
+    prefixes: u64,
+    seed: E,
+    seeded: bool,
+    n: u64,
+) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, input),
+        Ptr(HeadFlags, flags),
+        Ptr(ElementsOut, output),
+        Ptr(ElementsIn, prefixes),
+        Element(seed),
+        Flag(seeded as i32),
+        Count(n),
+    ]
+}
+
+/// Segmented `(input, flags, output, scratch…, seed, seeded, n)`, and
+/// `tiles` for the pipelined pass.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn segmented_single_pass<E>(
+    input: u64,
+    flags: u64,
+    output: u64,
+    s: &SinglePassArgs,
+    seed: E,
+    seeded: bool,
+    n: u64,
+    pipelined_tiles: Option<u64>,
+) -> Vec<KernelArg<E>> {
+    let mut args = vec![
+        Ptr(ElementsIn, input),
+        Ptr(HeadFlags, flags),
+        Ptr(ElementsOut, output),
+    ];
+    args.extend(scratch(s));
+    args.extend([Element(seed), Flag(seeded as i32), Count(n)]);
+    args.extend(pipelined_tiles.map(Count));
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_gen::{Kernel, SegmentedKernel};
+
+    /// The argument list the runtime builds for `abi` (dummy values).
+    fn built(abi: KernelAbi) -> Vec<KernelArg<u32>> {
+        let s = SinglePassArgs {
+            status: 1,
+            aggregates: 2,
+            prefixes: 3,
+            launch: 4,
+        };
+        match abi {
+            KernelAbi::Plain(k) => match k {
+                Kernel::ReduceTiles => reduce_tiles(1, 2, 3),
+                Kernel::ScanTileTotals => scan_tile_totals(1, 2, 7),
+                Kernel::ScanTilesInclusive | Kernel::ScanTilesExclusive => {
+                    scan_tiles(1, 2, 0, 7, 9)
+                }
+                Kernel::SinglePassInclusive
+                | Kernel::SinglePassExclusive
+                | Kernel::SinglePassSmallInclusive
+                | Kernel::SinglePassSmallExclusive => single_pass(1, 2, &s, 7, 9, None),
+                Kernel::PipelinedInclusive | Kernel::PipelinedExclusive => {
+                    single_pass(1, 2, &s, 7, 9, Some(3))
+                }
+            },
+            KernelAbi::Segmented(k, _) => match k {
+                SegmentedKernel::ReduceTiles(_) => segmented_reduce_tiles(1, 2, 3, 4, 7, true, 9),
+                SegmentedKernel::ScanTileTotals => segmented_scan_tile_totals(1, 2, 3),
+                SegmentedKernel::ScanTiles { .. } => segmented_scan_tiles(1, 2, 3, 4, 7, false, 9),
+                SegmentedKernel::SinglePass { .. } => {
+                    segmented_single_pass(1, 2, 3, &s, 7, true, 9, None)
+                }
+                SegmentedKernel::Pipelined { .. } => {
+                    segmented_single_pass(1, 2, 3, &s, 7, true, 9, Some(4))
+                }
+            },
+        }
+    }
+
+    #[test]
+    fn every_builder_matches_the_abi_table() {
+        for abi in KernelAbi::all() {
+            check_args(abi, "op", &built(abi)).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    #[test]
+    fn a_drifted_argument_list_is_refused() {
+        let abi = KernelAbi::plain(Kernel::ScanTilesInclusive);
+        let mut args = scan_tiles::<u32>(1, 2, 0, 7, 9);
+        args.swap(3, 4);
+        let err = check_args(abi, "sum", &args).unwrap_err().to_string();
+        assert!(err.contains("gpu_scan_sum_scan_tiles_inclusive"), "{err}");
+        assert!(err.contains("argument 3"), "{err}");
+        args.pop();
+        assert!(check_args(abi, "sum", &args).is_err());
+        // A count passed as a pointer is refused even where a count is due.
+        let bad_kind = vec![
+            Ptr(ElementsIn, 1u64),
+            Ptr(ElementsOut, 2),
+            Ptr(ParamType::Count, 3),
+        ];
+        assert!(check_args::<u32>(KernelAbi::plain(Kernel::ReduceTiles), "s", &bad_kind).is_err());
+    }
+}
