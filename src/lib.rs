@@ -20,7 +20,7 @@
 //! let maps = [Affine { a: 2.0, b: 1.0 }, Affine { a: 1.0, b: 3.0 }];
 //! let composed = cpu::inclusive_vec::<Affine>(&maps);
 //! assert_eq!(composed[1], Affine { a: 2.0, b: 4.0 });  // v ↦ 2v+1, then +3
-//! assert!(<Affine as ScanOp>::CUDA_SOURCE.contains("gpu_scan_affine_scan_tiles_inclusive"));
+//! assert!(<Affine as ScanOp>::CUDA_SOURCE.contains("struct affine {"));  // its CUDA policy
 //! ```
 //!
 //! ## Writing an operator
@@ -32,8 +32,10 @@
 //! attribute; `x` is the earlier element. A struct annotated with a bare
 //! `#[scan_op]` is an element only, usable as a field or as another
 //! operator's `element`. `block_threads = N` and `items_per_thread = N` set
-//! the tile shape (default: 256 threads, items chosen from the element
-//! size).
+//! the tile shape (default: both chosen from the element size, 256 threads
+//! up to 179-byte elements). Elements are 1 to 256 bytes
+//! (`kernels_gen::MAX_ELEMENT_SIZE`), and a tile must fit in a block's 48 KiB
+//! of static shared memory; both are checked when your crate compiles.
 //!
 //! Element fields: `u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool`, arrays of
 //! those (`[f32; 4]`), and other annotated structs.

@@ -36,7 +36,11 @@ fn fresh_dir(name: &str) -> PathBuf {
 fn compile_sum(disk: &DiskCache) -> Result<jit::Compiled, ScanError> {
     jit::compile(
         SumU32::NAME,
-        &gpu_scan::kernels_gen::program(SumU32::CUDA_SOURCE),
+        &gpu_scan::scan_runtime::program_source::<SumU32>(&[
+            gpu_scan::kernels_gen::abi::KernelAbi::plain(
+                gpu_scan::kernels_gen::Kernel::ScanTilesInclusive,
+            ),
+        ]),
         gpu_scan::kernels_gen::nvrtc_options(Arch::SM_90),
         Arch::SM_90,
         0,

@@ -8,12 +8,13 @@ mod common;
 use common::ops::*;
 use gpu_scan::{kernels_gen, ScanOp};
 
-/// The operator's part of the program (the prelude and the library have
-/// their own snapshots).
+/// The operator's part of the program (the prelude, the library and the
+/// kernel wrappers have their own snapshots).
 fn operator_part<Op: ScanOp>() -> &'static str {
-    let program = kernels_gen::program(Op::CUDA_SOURCE);
-    assert!(program.starts_with(kernels_gen::PRELUDE));
-    assert!(program.ends_with(Op::CUDA_SOURCE));
+    let program = gpu_scan::scan_runtime::program_source::<Op>(&[]);
+    assert!(program.contains(kernels_gen::PRELUDE));
+    assert!(program.contains(kernels_gen::LIBRARY));
+    assert!(program.contains(Op::CUDA_SOURCE));
     Op::CUDA_SOURCE
 }
 
@@ -25,6 +26,22 @@ fn prelude() {
 #[test]
 fn library() {
     insta::assert_snapshot!("library", kernels_gen::LIBRARY);
+}
+
+/// Every kernel's wrapper, as printed from the ABI table, for one operator.
+#[test]
+fn kernel_wrappers() {
+    use gpu_scan::kernels_gen::abi::KernelAbi;
+    let wrappers: String = KernelAbi::all().map(|k| k.wrapper("sum_u32")).collect();
+    insta::assert_snapshot!("kernel_wrappers", wrappers);
+}
+
+#[test]
+fn layout_of_sum_u32() {
+    insta::assert_snapshot!(
+        "layout_sum_u32",
+        gpu_scan::scan_runtime::layout::<SumU32>().cuda_declaration(SumU32::NAME)
+    );
 }
 
 #[test]

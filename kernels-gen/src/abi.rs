@@ -3,7 +3,7 @@
 //! [`KernelAbi`] describes one exported kernel of an operator's program: its
 //! parameters ([`Param`], in order, with their [`ParamType`]), its launch
 //! bounds and the library template it instantiates. The `extern "C"`
-//! wrappers of the program are printed from it ([`kernel_wrappers`]), and
+//! wrappers of a program are printed from it ([`KernelAbi::wrapper`]), and
 //! the runtime checks every launch's arguments against
 //! [`KernelAbi::params`] before it enqueues anything, so the two cannot
 //! drift apart.
@@ -18,8 +18,8 @@
 //! assert_eq!(abi.symbol("sum_u32"), "gpu_scan_sum_u32_reduce_tiles");
 //! ```
 
-use crate::params::{FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy, SEGMENTED_DEFINE};
-use std::fmt::Write;
+use crate::params::{FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy};
+use crate::POLICY_NAMESPACE;
 
 /// What a kernel parameter is, which fixes its CUDA type (for element type
 /// `T`) and the host value passed for it.
@@ -189,7 +189,7 @@ impl KernelAbi {
     }
 
     /// Every kernel of a program: the plain ones, then (compiled only with
-    /// [`SEGMENTED_DEFINE`]) the segmented ones of both strategies.
+    /// [`crate::SEGMENTED_DEFINE`]) the segmented ones of both strategies.
     pub fn all() -> impl Iterator<Item = KernelAbi> {
         Kernel::ALL.into_iter().map(KernelAbi::Plain).chain(
             SegmentedStrategy::ALL.into_iter().flat_map(|s| {
@@ -248,7 +248,7 @@ impl KernelAbi {
             }
             KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
             | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {
-                "__launch_bounds__(scan_pipelined_block_threads, 1)".into()
+                format!("__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_block_threads, 1)")
             }
             _ => format!("SCAN_BOUNDS(gpu_scan::Shape<{op}>::block_threads)"),
         }
@@ -313,9 +313,11 @@ impl KernelAbi {
         }
     }
 
-    /// The `extern "C"` wrapper of this kernel for operator `op_name`, whose
-    /// policy is the CUDA type `policy` with element type `t`.
-    pub fn wrapper(self, op_name: &str, policy: &str, t: &str) -> String {
+    /// The `extern "C"` wrapper of this kernel for operator `op_name`
+    /// (whose policy is `gpu_scan_ops::<op_name>`).
+    pub fn wrapper(self, op_name: &str) -> String {
+        let policy = &format!("{POLICY_NAMESPACE}::{op_name}");
+        let t = &format!("{policy}::T");
         let params = self
             .params()
             .iter()
@@ -344,24 +346,6 @@ impl KernelAbi {
     }
 }
 
-/// Every `extern "C"` wrapper of operator `op_name`'s program, the
-/// segmented ones inside `#ifdef SEGMENTED_DEFINE`.
-pub fn kernel_wrappers(op_name: &str, policy: &str, t: &str) -> String {
-    let mut out = String::new();
-    let mut segmented = false;
-    for abi in KernelAbi::all() {
-        if matches!(abi, KernelAbi::Segmented(..)) && !segmented {
-            segmented = true;
-            let _ = writeln!(out, "\n#ifdef {SEGMENTED_DEFINE}");
-        }
-        out.push_str(&abi.wrapper(op_name, policy, t));
-    }
-    if segmented {
-        let _ = writeln!(out, "#endif  // {SEGMENTED_DEFINE}");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,12 +363,12 @@ mod tests {
 
     #[test]
     fn wrappers_declare_the_table_s_parameters_and_pass_them_on() {
-        let text = KernelAbi::plain(Kernel::ScanTileTotals).wrapper("sum", "ops::sum", "E");
+        let text = KernelAbi::plain(Kernel::ScanTileTotals).wrapper("sum");
         assert!(text.contains(
-            "gpu_scan_sum_scan_tile_totals(E* tile_totals, unsigned long long num_tiles, const E seed)"
+            "gpu_scan_sum_scan_tile_totals(gpu_scan_ops::sum::T* tile_totals, unsigned long long num_tiles, const gpu_scan_ops::sum::T seed)"
         ));
-        assert!(
-            text.contains("gpu_scan::scan_tile_totals<ops::sum>(tile_totals, num_tiles, seed);")
-        );
+        assert!(text.contains(
+            "gpu_scan::scan_tile_totals<gpu_scan_ops::sum>(tile_totals, num_tiles, seed);"
+        ));
     }
 }

@@ -14,11 +14,13 @@
 //!   segmented (the segmented ones compiled only with [`SEGMENTED_DEFINE`],
 //!   in both strategies of [`SegmentedStrategy`]);
 //! * the element's struct declarations ([`struct_declaration`]);
+//! * the layout ([`layout::Layout`]): every size the host and the kernels
+//!   share, computed in Rust;
 //! * the operator's part: its policy `gpu_scan_ops::<name>` (element type,
-//!   tile shape, `identity()` and `combine(x, y)` translated from Rust), the
-//!   `__constant__`s the host reads back, and one `extern "C"` wrapper per
-//!   kernel, printed from the ABI table ([`abi`]) that the runtime also
-//!   builds its launches from.
+//!   layout, `identity()` and `combine(x, y)` translated from Rust);
+//! * one `extern "C"` wrapper per kernel the program is built for, printed
+//!   from the ABI table ([`abi`]) that the runtime also builds its launches
+//!   from.
 //!
 //! [`SEGMENT_FLAGS_SOURCE`] is a separate, operator-independent program that
 //! builds head flags from segment offsets or keys.
@@ -40,27 +42,30 @@
 //! };
 //! let cuda = operator_source(&op, &GenParams::default()).unwrap();
 //! assert!(cuda.contains("scan_add(x, y)"));
-//! assert!(cuda.contains(&Kernel::ScanTilesInclusive.symbol("sum_u32")));
-//! // The library comes in front when the program is put together.
-//! assert!(kernels_gen::program(&cuda).contains("namespace gpu_scan {"));
+//! // The library, the layout and the kernels come when the program is put together.
+//! let layout = kernels_gen::layout::Layout::new(4, 256, 16);
+//! let kernels = [kernels_gen::abi::KernelAbi::plain(Kernel::ScanTilesInclusive)];
+//! let program = kernels_gen::program("sum_u32", &cuda, &layout, &kernels);
+//! assert!(program.contains("namespace gpu_scan {"));
+//! assert!(program.contains(&Kernel::ScanTilesInclusive.symbol("sum_u32")));
+//! assert!(!program.contains(&Kernel::ReduceTiles.symbol("sum_u32")));
 //! ```
 
 pub mod abi;
 pub mod expr;
 pub mod ir;
 pub mod launch_state;
+pub mod layout;
 mod params;
 
 pub use params::{
-    auto_items_per_thread, nvrtc_options, pipelined_items_per_thread,
-    pipelined_segmented_shared_bytes, pipelined_segmented_shared_bytes_symbol,
-    pipelined_segmented_stages, pipelined_segmented_supported, pipelined_shared_bytes,
-    pipelined_shared_bytes_symbol, pipelined_stages, pipelined_supported, pipelined_tile_items,
-    pipelined_tile_items_symbol, segmented_nvrtc_options, small_items_per_thread,
-    small_tile_items_symbol, tile_items_symbol, tile_status_bytes, tile_status_bytes_symbol,
-    tile_status_stride_symbol, Arch, FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel,
-    SegmentedKernel, SegmentedStrategy, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
-    SEGMENTED_DEFINE, SYMBOL_PREFIX, TILE_STATUS_STRIDE,
+    auto_block_threads, auto_items_per_thread, nvrtc_options, pipelined_items_per_thread,
+    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
+    pipelined_stages, pipelined_supported, pipelined_tile_items, segmented_nvrtc_options,
+    small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, Arch, FlagFormat,
+    GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel, SegmentedStrategy,
+    DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
+    SEGMENTED_DEFINE, STATIC_SHARED_LIMIT, SYMBOL_PREFIX, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -94,18 +99,38 @@ pub const LIBRARY: &str = concat!(
     "#endif  // GPU_SCAN_LIBRARY\n",
 );
 
-/// The complete program of an operator whose part (element declarations,
-/// policy, kernel wrappers: `ScanOp::CUDA_SOURCE`, from [`operator_source`]
-/// after the element's declarations) is `operator_part`: the [`PRELUDE`],
-/// the launch state's declaration, the [`LIBRARY`], then the operator.
-pub fn program(operator_part: &str) -> String {
-    let state = launch_state::launch_state_declaration();
-    let mut out =
-        String::with_capacity(PRELUDE.len() + state.len() + LIBRARY.len() + operator_part.len());
+/// The complete program of operator `op_name`, whose part (element
+/// declarations and policy: `ScanOp::CUDA_SOURCE`, [`operator_source`]
+/// after the element's declarations) is `operator_part`, for the element
+/// and tile shape `layout`, with the `extern "C"` wrappers of `kernels`
+/// (printed from the ABI table, [`abi`]): the launch state's declaration,
+/// the [`PRELUDE`], the [`LIBRARY`] (its segmented part switched on when a
+/// segmented kernel is asked for), the layout, the operator, the wrappers.
+/// A program holds the kernels a scan needs and no others.
+pub fn program(
+    op_name: &str,
+    operator_part: &str,
+    layout: &layout::Layout,
+    kernels: &[abi::KernelAbi],
+) -> String {
+    let mut out = launch_state::launch_state_declaration();
+    if kernels
+        .iter()
+        .any(|k| matches!(k, abi::KernelAbi::Segmented(..)))
+    {
+        let _ = writeln!(
+            out,
+            "#ifndef {SEGMENTED_DEFINE}\n#define {SEGMENTED_DEFINE} 1\n#endif"
+        );
+    }
     out.push_str(PRELUDE);
-    out.push_str(&state);
     out.push_str(LIBRARY);
+    out.push_str(&layout.cuda_declaration(op_name));
     out.push_str(operator_part);
+    let _ = writeln!(out, "\n// Kernels (kernels_gen::abi).");
+    for kernel in kernels {
+        out.push_str(&kernel.wrapper(op_name));
+    }
     out
 }
 
@@ -162,19 +187,12 @@ pub const POLICY_NAMESPACE: &str = "gpu_scan_ops";
 
 /// The operator's part of a program: its policy (element type, tile shape,
 /// `identity()` and `combine(x, y)` translated from Rust) in namespace
-/// [`POLICY_NAMESPACE`], the `__constant__`s the host reads back, and the
-/// `extern "C"` kernel wrappers printed from the ABI table
-/// ([`abi::kernel_wrappers`]). Every exported symbol starts with `op.name`.
-/// The element's declarations go before it, the [`LIBRARY`] before those
-/// ([`program`]).
+/// [`POLICY_NAMESPACE`]. The element's declarations go before it;
+/// [`program`] puts the library and the layout in front and the kernels a
+/// scan needs after it.
 pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, InvalidParams> {
     params.validate()?;
     let name = &op.name;
-    let policy = format!("{POLICY_NAMESPACE}::{name}");
-    let items = match params.items_per_thread {
-        ItemsPerThread::Auto => "scan_auto_items_per_thread(sizeof(T))".to_string(),
-        ItemsPerThread::Fixed(n) => n.to_string(),
-    };
     let mut out = String::new();
     let rule = "// ===========================================================================";
     let _ = writeln!(out, "{rule}");
@@ -190,56 +208,12 @@ pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, Invali
     let _ = writeln!(out, "  typedef T {ELEMENT_TYPEDEF};");
     let _ = writeln!(
         out,
-        "  static constexpr int block_threads = {};",
-        params.block_threads
+        "  // Tile shape and sizes: this program's layout, computed in Rust."
     );
-    let _ = writeln!(out, "  static constexpr int items_per_thread = {items};");
+    let _ = writeln!(out, "  typedef ::{} layout;", layout::layout_struct(name));
     out.push_str(&operator_functions(op));
     let _ = writeln!(out, "}};");
-    let _ = writeln!(out, "}}  // namespace {POLICY_NAMESPACE}\n");
-    let _ = writeln!(
-        out,
-        "// Sizes the host reads back from the module and checks against its own."
-    );
-    let shape = format!("gpu_scan::Shape<{policy}>");
-    let t = format!("{policy}::T");
-    let exported = [
-        (tile_items_symbol(name), format!("{shape}::items_per_tile")),
-        (
-            small_tile_items_symbol(name),
-            format!("{shape}::small_items_per_tile"),
-        ),
-        (
-            tile_status_bytes_symbol(name),
-            format!("scan_tile_status_bytes(sizeof({t}))"),
-        ),
-        (
-            tile_status_stride_symbol(name),
-            "scan_tile_status_stride".to_string(),
-        ),
-        (
-            pipelined_tile_items_symbol(name),
-            format!(
-                "scan_pipelined_supported(sizeof({t})) ? {shape}::pipelined_items_per_tile : 0"
-            ),
-        ),
-        (
-            pipelined_shared_bytes_symbol(name),
-            format!("scan_pipelined_shared_bytes(sizeof({t}))"),
-        ),
-        (
-            pipelined_segmented_shared_bytes_symbol(name),
-            format!("scan_pipelined_segmented_shared_bytes(sizeof({t}))"),
-        ),
-    ];
-    for (symbol, value) in exported {
-        let _ = writeln!(
-            out,
-            "extern \"C\" __constant__ unsigned int {symbol} = {value};"
-        );
-    }
-    let _ = writeln!(out, "\n// Kernels (kernels_gen::abi).");
-    out.push_str(&abi::kernel_wrappers(name, &policy, &t));
+    let _ = writeln!(out, "}}  // namespace {POLICY_NAMESPACE}");
     Ok(out)
 }
 

@@ -97,9 +97,7 @@ impl Arch {
 /// How many elements each thread owns in a tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ItemsPerThread {
-    /// Chosen from the element size by [`auto_items_per_thread`]; the CUDA
-    /// source computes the same value from `sizeof` with
-    /// `scan_auto_items_per_thread` in the prelude.
+    /// Chosen from the element size by [`auto_items_per_thread`].
     Auto,
     /// A fixed count.
     Fixed(u32),
@@ -108,8 +106,9 @@ pub enum ItemsPerThread {
 /// Parameters of one generated program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GenParams {
-    /// Threads per block (a multiple of 32, at most 1024).
-    pub block_threads: u32,
+    /// Threads per block (a multiple of 32, at most 1024); `None`: chosen
+    /// from the element size by [`auto_block_threads`].
+    pub block_threads: Option<u32>,
     /// Elements per thread.
     pub items_per_thread: ItemsPerThread,
 }
@@ -117,7 +116,7 @@ pub struct GenParams {
 impl Default for GenParams {
     fn default() -> Self {
         GenParams {
-            block_threads: 256,
+            block_threads: None,
             items_per_thread: ItemsPerThread::Auto,
         }
     }
@@ -141,7 +140,7 @@ pub const MAX_ITEMS_PER_THREAD: u32 = 32;
 impl GenParams {
     /// Checks the tile shape is one the kernels can run.
     pub fn validate(&self) -> Result<(), InvalidParams> {
-        let b = self.block_threads;
+        let b = self.block_threads.unwrap_or(DEFAULT_BLOCK_THREADS);
         if b == 0 || b % 32 != 0 || b > 1024 {
             return Err(InvalidParams(format!(
                 "block_threads must be a multiple of 32 between 32 and 1024, not {b}"
@@ -165,10 +164,62 @@ impl GenParams {
         }
     }
 
+    /// Threads per block for an element of `element_size` bytes.
+    pub const fn block_threads_for(&self, element_size: usize) -> u32 {
+        match self.block_threads {
+            Some(b) => b,
+            None => auto_block_threads(element_size, self.items_per_thread_for(element_size)),
+        }
+    }
+
     /// Elements per tile (one block's share) for an element of `element_size` bytes.
     pub const fn tile_items_for(&self, element_size: usize) -> u32 {
-        self.block_threads * self.items_per_thread_for(element_size)
+        self.block_threads_for(element_size) * self.items_per_thread_for(element_size)
     }
+}
+
+/// The largest element `#[scan_op]` accepts, in bytes: every size from 1 to
+/// this compiles and runs (`tests/nvrtc_compile.rs` compiles them all).
+pub const MAX_ELEMENT_SIZE: usize = 256;
+
+/// Threads per block of the tile kernels unless an operator or the element
+/// size asks for fewer.
+pub const DEFAULT_BLOCK_THREADS: u32 = 256;
+
+/// Static shared memory a block may have without opting in (every CUDA
+/// architecture): the tile kernels' staging must fit in it.
+pub const STATIC_SHARED_LIMIT: usize = 48 * 1024;
+
+/// An upper bound of the static shared memory of the tile kernels for
+/// tiles of `block_threads` × `items_per_thread` elements of `element_size`
+/// bytes: the largest is the segmented single pass's, a tile of staging with
+/// a padding slot per 32 elements, a total and a flag per warp, and the
+/// tile's prefix.
+pub const fn tile_shared_bytes(
+    element_size: usize,
+    block_threads: u32,
+    items_per_thread: u32,
+) -> usize {
+    let tile = block_threads as usize * items_per_thread as usize;
+    let warps = block_threads as usize / 32;
+    (tile + tile / 32 + warps + 2) * element_size + warps + 16
+}
+
+/// Whether the tile kernels of this shape fit in [`STATIC_SHARED_LIMIT`].
+pub const fn tile_fits(element_size: usize, block_threads: u32, items_per_thread: u32) -> bool {
+    tile_shared_bytes(element_size, block_threads, items_per_thread) <= STATIC_SHARED_LIMIT
+}
+
+/// Threads per block chosen from the element size: [`DEFAULT_BLOCK_THREADS`],
+/// halved (down to one warp) until a tile of `items_per_thread` items per
+/// thread fits in static shared memory. Elements of up to 179 bytes keep
+/// 256 threads (one item each); larger ones, up to 256 bytes, take 128.
+pub const fn auto_block_threads(element_size: usize, items_per_thread: u32) -> u32 {
+    let mut threads = DEFAULT_BLOCK_THREADS;
+    while threads > 32 && !tile_fits(element_size, threads, items_per_thread) {
+        threads /= 2;
+    }
+    threads
 }
 
 /// Items per thread chosen from the element size: about 96 bytes of elements
@@ -291,29 +342,6 @@ impl Kernel {
 /// name can collide with the library.
 pub const SYMBOL_PREFIX: &str = "gpu_scan_";
 
-/// The exported `__constant__` holding the program's tile size in elements.
-pub fn tile_items_symbol(op_name: &str) -> String {
-    format!("{SYMBOL_PREFIX}{op_name}_tile_items")
-}
-
-/// The exported `__constant__` holding the program's small-tile size in
-/// elements (the tiles of [`Kernel::SinglePassSmallInclusive`]).
-pub fn small_tile_items_symbol(op_name: &str) -> String {
-    format!("{SYMBOL_PREFIX}{op_name}_small_tile_items")
-}
-
-/// The exported `__constant__` holding [`tile_status_bytes`] as the program
-/// computed it.
-pub fn tile_status_bytes_symbol(op_name: &str) -> String {
-    format!("{SYMBOL_PREFIX}{op_name}_tile_status_bytes")
-}
-
-/// The exported `__constant__` holding [`TILE_STATUS_STRIDE`] as the
-/// program computed it.
-pub fn tile_status_stride_symbol(op_name: &str) -> String {
-    format!("{SYMBOL_PREFIX}{op_name}_tile_status_stride")
-}
-
 /// Items per thread of the small tiles, from the program's items per thread:
 /// a quarter (at least 1), so a short input spreads over four times as many
 /// blocks. The CUDA source computes the same value.
@@ -353,7 +381,8 @@ pub const fn tile_status_bytes(element_size: usize) -> usize {
 /// two squads of 4 warps (reduce, rescan) and a producer, a lookahead and a
 /// store warp. The prelude's `scan_pipelined_block_threads`.
 pub const PIPELINED_BLOCK_THREADS: u32 = 32 * (2 * PIPELINED_SQUAD_WARPS + 3);
-const PIPELINED_SQUAD_WARPS: u32 = 4;
+/// Warps in each of the pipelined pass's two compute squads (reduce, rescan).
+pub const PIPELINED_SQUAD_WARPS: u32 = 4;
 const PIPELINED_STAGE_BUDGET: usize = 200 * 1024;
 const PIPELINED_MAX_STAGES: usize = 6;
 
@@ -383,17 +412,25 @@ const fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
 }
 
+/// Bytes of a pipelined stage's tile: a 128-byte multiple, so that every
+/// stage's tile starts where bulk copies want it.
+pub const fn pipelined_tile_bytes(element_size: usize) -> usize {
+    round_up(pipelined_tile_items(element_size) * element_size, 128)
+}
+
 /// Shared-memory bytes of one pipeline stage: the tile, then the reduce
-/// squad's totals, the tile prefix, its index and six barriers.
+/// squad's totals and the tile prefix (a 16-byte multiple), and 64 bytes
+/// for six barriers, the tile's index and the padding that puts the values
+/// after all stages' barriers and indices at a 16-byte boundary (with an
+/// odd number of stages they end 8 bytes short of one).
 const fn pipelined_stage_bytes(element_size: usize) -> usize {
     let squad = (32 * PIPELINED_SQUAD_WARPS) as usize;
-    round_up(pipelined_tile_items(element_size) * element_size, 128)
+    pipelined_tile_bytes(element_size)
         + round_up(
             (squad + PIPELINED_SQUAD_WARPS as usize + 1) * element_size,
             16,
         )
-        + 8
-        + 6 * 8
+        + 64
 }
 
 /// Tiles in flight per block of the pipelined single pass: as many stages
@@ -431,7 +468,7 @@ const PIPELINED_SEGMENTED_STAGE_BUDGET: usize = 212 * 1024;
 
 /// Bytes of a pipelined tile's head flags as bits (16-byte multiple: the
 /// producer bulk-loads them with the tile).
-const fn pipelined_flag_bits_bytes(element_size: usize) -> usize {
+pub const fn pipelined_flag_bits_bytes(element_size: usize) -> usize {
     round_up(pipelined_tile_items(element_size) / 8, 16)
 }
 
@@ -471,24 +508,6 @@ pub const fn pipelined_segmented_shared_bytes(element_size: usize) -> usize {
     } else {
         0
     }
-}
-
-/// The exported `__constant__` holding [`pipelined_segmented_shared_bytes`]
-/// as the program computed it.
-pub fn pipelined_segmented_shared_bytes_symbol(op_name: &str) -> String {
-    format!("{SYMBOL_PREFIX}{op_name}_pipelined_segmented_shared_bytes")
-}
-
-/// The exported `__constant__` holding the pipelined tile size in elements
-/// (0 when the element cannot take the pipeline).
-pub fn pipelined_tile_items_symbol(op_name: &str) -> String {
-    format!("{SYMBOL_PREFIX}{op_name}_pipelined_tile_items")
-}
-
-/// The exported `__constant__` holding [`pipelined_shared_bytes`] as the
-/// program computed it.
-pub fn pipelined_shared_bytes_symbol(op_name: &str) -> String {
-    format!("{SYMBOL_PREFIX}{op_name}_pipelined_shared_bytes")
 }
 
 /// The preprocessor macro that switches on the segmented part of an
@@ -727,8 +746,9 @@ mod tests {
         assert_eq!(pipelined_items_per_thread(1000), 1);
         assert_eq!(pipelined_tile_items(4), 128 * 63);
         assert_eq!(pipelined_stages(4), 6);
-        // 6 × (31.5 KiB tile + 133 × 4 rounded to 16 + 8 + 6 × 8 bytes)
-        assert_eq!(pipelined_shared_bytes(4), 6 * (32256 + 544 + 56));
+        // 6 × (31.5 KiB tile + 133 × 4 rounded to 16 + 64 bytes of barriers,
+        // index and padding)
+        assert_eq!(pipelined_shared_bytes(4), 6 * (32256 + 544 + 64));
         for size in (4..=512).step_by(4) {
             let bytes = pipelined_shared_bytes(size);
             assert!(bytes <= 227 * 1024, "{size}: {bytes}");
@@ -746,7 +766,7 @@ mod tests {
         assert_eq!(pipelined_segmented_stages(12), 6);
         assert_eq!(
             pipelined_segmented_shared_bytes(4),
-            6 * (32256 + 544 + 56 + 128 * 9 + 16 + 1008)
+            6 * (32256 + 544 + 64 + 128 * 9 + 16 + 1008)
         );
         for size in (4..=512).step_by(4) {
             let bytes = pipelined_segmented_shared_bytes(size);
@@ -772,17 +792,33 @@ mod tests {
     }
 
     #[test]
+    fn large_elements_get_fewer_threads() {
+        assert_eq!(auto_block_threads(4, auto_items_per_thread(4)), 256);
+        assert_eq!(auto_block_threads(179, 1), 256);
+        assert_eq!(auto_block_threads(180, 1), 128);
+        assert_eq!(auto_block_threads(256, 1), 128);
+        for size in 1..=256 {
+            let items = auto_items_per_thread(size);
+            assert!(
+                tile_fits(size, auto_block_threads(size, items), items),
+                "{size}"
+            );
+        }
+        assert!(!tile_fits(256, 256, 1));
+    }
+
+    #[test]
     fn invalid_shapes_are_rejected() {
         let ok = GenParams::default();
         assert!(ok.validate().is_ok());
         assert!(GenParams {
-            block_threads: 100,
+            block_threads: Some(100),
             ..ok
         }
         .validate()
         .is_err());
         assert!(GenParams {
-            block_threads: 2048,
+            block_threads: Some(2048),
             ..ok
         }
         .validate()
@@ -826,11 +862,10 @@ mod tests {
             Kernel::ReduceTiles.symbol("affine_op"),
             "gpu_scan_affine_op_reduce_tiles"
         );
-        assert_eq!(tile_items_symbol("sum_u32"), "gpu_scan_sum_u32_tile_items");
         // An operator named like the prelude's helpers gets symbols of its own.
         assert_eq!(
-            tile_status_bytes_symbol("scan"),
-            "gpu_scan_scan_tile_status_bytes"
+            Kernel::SinglePassInclusive.symbol("scan"),
+            "gpu_scan_scan_single_pass_inclusive"
         );
     }
 

@@ -301,12 +301,6 @@ template <class T, int N> __device__ __forceinline__ void scan_assign(T (&to)[N]
   for (int i = 0; i < N; ++i) to[i] = from[i];
 }
 
-// Items per thread chosen from the element size; the same formula as
-// kernels_gen::auto_items_per_thread in Rust (about 96 bytes per thread).
-constexpr int scan_auto_items_per_thread(unsigned long long element_size) {
-  return element_size >= 96 ? 1 : (96 / element_size > 16 ? 16 : (int)(96 / element_size));
-}
-
 // Blocks per SM the single-pass kernels ask ptxas to fit (__launch_bounds__'
 // second argument): a block spends part of its time on the tile counter and
 // the look-back with no loads in flight, so more resident blocks keep more
@@ -364,8 +358,8 @@ enum scan_segmented_mode { scan_segmented_inclusive = 0, scan_segmented_exclusiv
 // scans.
 enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_tile_prefix = 2 };
 
-// Bytes of a tile's status entry, by element size (the same rule as
-// kernels_gen::tile_status_bytes in Rust):
+// A tile's status entry, by its size in bytes (kernels_gen::tile_status_bytes
+// chooses it from the element size; the layout carries it):
 //  * 8: elements of at most 4 bytes share one 64-bit word with the status;
 //  * 16: elements of at most 12 bytes share one 128-bit word (ld/st .b128,
 //    one memory operation since PTX 8.3);
@@ -373,21 +367,17 @@ enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_ti
 //    separate aggregate and prefix arrays.
 // A packed word is read and written as a whole, so a reader that sees the
 // state sees the value that came with it: no fences, one load per poll.
-constexpr unsigned scan_tile_status_bytes(unsigned long long element_size) {
-  return element_size <= 4 ? 8u : element_size <= 12 ? 16u : 4u;
-}
-
-// Each tile's entry sits at the start of its own 64 bytes (the same constant
-// as kernels_gen::TILE_STATUS_STRIDE in Rust). Every waiting tile polls the
-// entries of its most recent predecessors, so packed densely the newest
-// entries are a few hot 128-byte lines that every look-back and publish
-// queues on; spread out, they fall in more lines and L2 slices. In a
-// stand-alone u32 sum on the H200 (2^28 elements, 8 blocks per SM,
-// experiments/single_pass_status.cu) entries 64 bytes apart took the single
-// pass from 66% to 78% of copy speed (32 bytes: 77%, 128: 78%, 256: 77%).
-constexpr unsigned scan_tile_status_stride = 64;
-
-template <class T, unsigned Bytes = scan_tile_status_bytes(sizeof(T))> struct scan_tile_status;
+//
+// Each tile's entry sits at the start of its own scan_tile_status_stride
+// bytes (kernels_gen::TILE_STATUS_STRIDE, declared with the launch state).
+// Every waiting tile polls the entries of its most recent predecessors, so
+// packed densely the newest entries are a few hot 128-byte lines that every
+// look-back and publish queues on; spread out, they fall in more lines and
+// L2 slices. In a stand-alone u32 sum on the H200 (2^28 elements, 8 blocks
+// per SM, experiments/single_pass_status.cu) entries 64 bytes apart took the
+// single pass from 66% to 78% of copy speed (32 bytes: 77%, 128: 78%, 256:
+// 77%).
+template <class T, unsigned Bytes> struct scan_tile_status;
 
 template <class T> struct scan_tile_status<T, 8> {
   unsigned long long* words;
@@ -462,77 +452,10 @@ template <class T> struct scan_tile_status<T, 4> {
 // Hopper primitives it is built from.
 // ---------------------------------------------------------------------------
 
-// Warps in each of its two compute squads (reduce, rescan); a block also has
-// a producer, a lookahead and a store warp.
-constexpr int scan_pipelined_squad_warps = 4;
-constexpr int scan_pipelined_squad_threads = 32 * scan_pipelined_squad_warps;
-constexpr int scan_pipelined_block_threads = 32 * (2 * scan_pipelined_squad_warps + 3);
-// Shared memory the stages may take (an SM has 227 KiB for one block).
-constexpr unsigned scan_pipelined_stage_budget = 200u * 1024u;
-constexpr int scan_pipelined_max_stages = 6;
+// Its shape and shared memory come with the program's layout (Shape<Op>);
+// what follows are the primitives.
 
-// Items per thread: about 252 bytes per thread, odd, so that threads reading
-// their own consecutive items from shared memory hit distinct banks. The
-// same rule as kernels_gen::pipelined_items_per_thread in Rust.
-constexpr int scan_pipelined_items_per_thread(unsigned long long element_size) {
-  return element_size >= 252 ? 1 : (int)(252 / element_size) % 2 == 1 ? (int)(252 / element_size) : (int)(252 / element_size) - 1;
-}
 constexpr unsigned scan_round_up(unsigned long long x, unsigned long long to) { return (unsigned)((x + to - 1) / to * to); }
-// Bytes of one stage's tile (128-byte aligned) and of its bookkeeping: the
-// reduce squad's per-thread and per-warp totals, the tile's prefix, its
-// index and six mbarriers.
-constexpr unsigned scan_pipelined_tile_bytes(unsigned long long element_size) {
-  return scan_round_up(scan_pipelined_squad_threads * scan_pipelined_items_per_thread(element_size) * element_size, 128);
-}
-constexpr unsigned scan_pipelined_bookkeeping_bytes(unsigned long long element_size) {
-  return scan_round_up((scan_pipelined_squad_threads + scan_pipelined_squad_warps + 1) * element_size, 16) + 8 + 6 * 8;
-}
-// Stages in flight: as many as the budget holds, at most 6 (0 or 1: the
-// element is too large for the pipeline).
-constexpr int scan_pipelined_stages(unsigned long long element_size) {
-  return scan_pipelined_stage_budget / (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size)) > scan_pipelined_max_stages
-             ? scan_pipelined_max_stages
-             : (int)(scan_pipelined_stage_budget / (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size)));
-}
-// Whether an element type can take the pipeline: bulk copies move whole
-// 16-byte units, which whole tiles of 4-byte multiples always are, and at
-// least two stages must fit.
-constexpr bool scan_pipelined_supported(unsigned long long element_size) {
-  return element_size % 4 == 0 && scan_pipelined_stages(element_size) >= 2;
-}
-// Dynamic shared memory of one block (0 when unsupported).
-constexpr unsigned scan_pipelined_shared_bytes(unsigned long long element_size) {
-  return scan_pipelined_supported(element_size)
-             ? scan_pipelined_stages(element_size) * (scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size))
-             : 0u;
-}
-
-// The segmented pipelined pass keeps, per stage, also each reduce thread's
-// 64-bit head mask, the flags of the (flag, value) pairs, and the tile's head
-// flags when they come as bits (loaded with the tile). Its stages may take
-// more shared memory than the plain pass's: one block per SM has 227 KiB,
-// and 212 KiB keeps 6 stages for elements of 4 to 12 bytes.
-constexpr unsigned scan_pipelined_segmented_stage_budget = 212u * 1024u;
-constexpr unsigned scan_pipelined_flag_bits_bytes(unsigned long long element_size) {
-  return scan_round_up(scan_pipelined_squad_threads * scan_pipelined_items_per_thread(element_size) / 8, 16);
-}
-constexpr unsigned scan_pipelined_segmented_stage_bytes(unsigned long long element_size) {
-  return scan_pipelined_tile_bytes(element_size) + scan_pipelined_bookkeeping_bytes(element_size) + scan_pipelined_squad_threads * 9 + 16 +
-         scan_pipelined_flag_bits_bytes(element_size);
-}
-constexpr int scan_pipelined_segmented_stages(unsigned long long element_size) {
-  return scan_pipelined_segmented_stage_budget / scan_pipelined_segmented_stage_bytes(element_size) > scan_pipelined_max_stages
-             ? scan_pipelined_max_stages
-             : (int)(scan_pipelined_segmented_stage_budget / scan_pipelined_segmented_stage_bytes(element_size));
-}
-constexpr bool scan_pipelined_segmented_supported(unsigned long long element_size) {
-  return scan_pipelined_supported(element_size) && scan_pipelined_segmented_stages(element_size) >= 2;
-}
-constexpr unsigned scan_pipelined_segmented_shared_bytes(unsigned long long element_size) {
-  return scan_pipelined_segmented_supported(element_size)
-             ? scan_pipelined_segmented_stages(element_size) * scan_pipelined_segmented_stage_bytes(element_size)
-             : 0u;
-}
 
 // The dynamic shared memory of every kernel that uses it.
 extern __shared__ __align__(128) unsigned char scan_dynamic_shared[];

@@ -333,7 +333,7 @@ fn gen_params(args: &Args, errors: &mut Errors) -> GenParams {
     let mut params = GenParams::default();
     if let Some(l) = &args.block_threads {
         match l.base10_parse::<u32>() {
-            Ok(v) => params.block_threads = v,
+            Ok(v) => params.block_threads = Some(v),
             Err(e) => errors.push_error(e),
         }
     }
@@ -369,12 +369,44 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
         Ok(s) => s,
         Err(e) => return syn::Error::new(ident.span(), e).to_compile_error(),
     };
-    let block_threads = params.block_threads;
     let items_per_thread = match params.items_per_thread {
         ItemsPerThread::Fixed(n) => quote!(#n),
         ItemsPerThread::Auto => {
             quote!(#private::kernels_gen::auto_items_per_thread(::core::mem::size_of::<#element_ty>()))
         }
+    };
+    let block_threads = match params.block_threads {
+        Some(n) => quote!(#n),
+        None => quote! {
+            #private::kernels_gen::auto_block_threads(
+                ::core::mem::size_of::<#element_ty>(),
+                <#ident as #private::ScanOp>::ITEMS_PER_THREAD,
+            )
+        },
+    };
+    // Checked when the crate compiles, on the user's type: the element's
+    // size and the tile's shared memory.
+    let size_message = format!(
+        "#[scan_op] elements are 1 to {} bytes: this element is larger",
+        kernels_gen::MAX_ELEMENT_SIZE
+    );
+    let tile_message = format!(
+        "a tile of this operator's elements (block_threads × items_per_thread of them) needs more than the {} bytes of static shared memory a block has: lower `block_threads` or `items_per_thread`",
+        kernels_gen::STATIC_SHARED_LIMIT
+    );
+    let shape_check = quote_spanned! {ident.span()=>
+        const _: () = {
+            let size = ::core::mem::size_of::<#element_ty>();
+            ::core::assert!(size <= #private::kernels_gen::MAX_ELEMENT_SIZE, #size_message);
+            ::core::assert!(
+                #private::kernels_gen::tile_fits(
+                    size,
+                    <#ident as #private::ScanOp>::BLOCK_THREADS,
+                    <#ident as #private::ScanOp>::ITEMS_PER_THREAD,
+                ),
+                #tile_message
+            );
+        };
     };
     let element_check = match &element {
         ElementType::Struct(cuda_name) => {
@@ -392,6 +424,7 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
     };
     quote! {
         #element_check
+        #shape_check
         impl #private::ScanOp for #ident {
             type Element = #element_ty;
             const NAME: &'static str = #name;

@@ -74,19 +74,6 @@ pub enum ScanError {
         /// Largest supported length.
         max: usize,
     },
-    /// A size the generated program exports (tile, small tile or tile
-    /// status entry) differs from the Rust side's.
-    #[error("program of `{op}` has {symbol} = {device}, the host expected {host}: rebuild")]
-    TileMismatch {
-        /// Operator name.
-        op: &'static str,
-        /// The exported `__constant__` that differs.
-        symbol: String,
-        /// Value read from the module.
-        device: u32,
-        /// Value the host computed.
-        host: usize,
-    },
     /// A scan needed more scratch memory while its stream was being captured
     /// into a CUDA graph, where an allocation would belong to the graph.
     #[error(

@@ -11,6 +11,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gen::abi::KernelAbi;
+use kernels_gen::layout::Layout;
 use kernels_gen::{Arch, Kernel, SegmentedKernel, SegmentedStrategy};
 use scan_core::{ScanKind, ScanOp};
 use std::any::TypeId;
@@ -260,9 +261,13 @@ pub(crate) fn load_program<Op: ScanOp>(
         Variant::Segmented => kernels_gen::segmented_nvrtc_options(arch),
     };
     let start = Instant::now();
+    let kernels: Vec<KernelAbi> = match variant {
+        Variant::Plain => Kernel::ALL.into_iter().map(KernelAbi::plain).collect(),
+        Variant::Segmented => KernelAbi::all().collect(),
+    };
     let compiled = jit::compile(
         Op::NAME,
-        &kernels_gen::program(Op::CUDA_SOURCE),
+        &program_source::<Op>(&kernels),
         options,
         arch,
         driver_version(),
@@ -298,12 +303,11 @@ pub(crate) fn load_program<Op: ScanOp>(
         f(Kernel::PipelinedInclusive)?,
         f(Kernel::PipelinedExclusive)?,
     );
-    check_sizes::<Op>(ctx, &module)?;
-    let size = std::mem::size_of::<Op::Element>();
+    let layout = layout::<Op>();
     let pipelined = pipelined_launch(
         ctx,
         arch,
-        kernels_gen::pipelined_shared_bytes(size),
+        layout.pipelined_shared_bytes,
         &[&pipelined_inclusive, &pipelined_exclusive],
     )?;
     let segmented_pipelined_kernels: Vec<&CudaFunction> = SegmentedStrategy::ALL
@@ -319,7 +323,7 @@ pub(crate) fn load_program<Op: ScanOp>(
     let segmented_pipelined = pipelined_launch(
         ctx,
         arch,
-        kernels_gen::pipelined_segmented_shared_bytes(size),
+        layout.pipelined_segmented_shared_bytes,
         &segmented_pipelined_kernels,
     )?;
     let program = Arc::new(Program {
@@ -354,61 +358,44 @@ pub(crate) fn load_program<Op: ScanOp>(
     Ok((program.clone(), program.stats))
 }
 
-/// Reads the sizes the program was generated with (tile, small tile, tile
-/// status entry and stride, pipelined tile and shared memory, plain and
-/// segmented) and compares
-/// them with the host's: they come from the same formulas, in Rust and in
-/// C++.
-fn check_sizes<Op: ScanOp>(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>) -> Result<()> {
-    let stream = ctx.default_stream();
-    for (symbol, host) in [
-        (kernels_gen::tile_items_symbol(Op::NAME), Op::tile_items()),
-        (
-            kernels_gen::small_tile_items_symbol(Op::NAME),
-            small_tile_items::<Op>(),
-        ),
-        (
-            kernels_gen::tile_status_bytes_symbol(Op::NAME),
-            kernels_gen::tile_status_bytes(std::mem::size_of::<Op::Element>()),
-        ),
-        (
-            kernels_gen::tile_status_stride_symbol(Op::NAME),
-            kernels_gen::TILE_STATUS_STRIDE,
-        ),
-        (
-            kernels_gen::pipelined_tile_items_symbol(Op::NAME),
-            pipelined_tile_items::<Op>(),
-        ),
-        (
-            kernels_gen::pipelined_shared_bytes_symbol(Op::NAME),
-            kernels_gen::pipelined_shared_bytes(std::mem::size_of::<Op::Element>()),
-        ),
-        (
-            kernels_gen::pipelined_segmented_shared_bytes_symbol(Op::NAME),
-            kernels_gen::pipelined_segmented_shared_bytes(std::mem::size_of::<Op::Element>()),
-        ),
-    ] {
-        let global = module.get_global(&symbol, &stream)?;
-        let bytes = stream.clone_dtoh(&global)?;
-        let device = u32::from_le_bytes(bytes[..4].try_into().expect("a u32 symbol"));
-        if device as usize != host {
-            return Err(ScanError::TileMismatch {
-                op: Op::NAME,
-                symbol,
-                device,
-                host,
-            });
-        }
-    }
-    Ok(())
+/// The complete CUDA program of `Op` with the kernels `kernels` (from
+/// [`KernelAbi::all`], say): the library, the layout of `Op`'s element and
+/// tiles, `Op`'s part ([`ScanOp::CUDA_SOURCE`]) and the kernels' wrappers.
+/// The runtime compiles such programs, each with the kernels a kind of scan
+/// needs.
+///
+/// ```
+/// use gpu_scan::kernels_gen::abi::KernelAbi;
+/// use gpu_scan::{scan_op, scan_runtime::program_source};
+///
+/// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+/// struct Sum;
+///
+/// let cuda = program_source::<Sum>(&KernelAbi::all().collect::<Vec<_>>());
+/// assert!(cuda.contains("struct gpu_scan_layout_sum {"));
+/// assert!(cuda.contains(<Sum as gpu_scan::ScanOp>::CUDA_SOURCE));
+/// assert!(cuda.contains("gpu_scan_sum_single_pass_inclusive("));
+/// ```
+pub fn program_source<Op: ScanOp>(kernels: &[KernelAbi]) -> String {
+    kernels_gen::program(Op::NAME, Op::CUDA_SOURCE, &layout::<Op>(), kernels)
+}
+
+/// The layout of `Op`'s program: every size the host and the kernels share,
+/// computed once, in Rust ([`Layout`]), and printed into the program.
+pub fn layout<Op: ScanOp>() -> Layout {
+    Layout::new(
+        std::mem::size_of::<Op::Element>(),
+        Op::BLOCK_THREADS,
+        Op::ITEMS_PER_THREAD,
+    )
 }
 
 /// Elements per tile of the pipelined single pass (0 where the element
 /// cannot take it).
 pub(crate) fn pipelined_tile_items<Op: ScanOp>() -> usize {
-    let size = std::mem::size_of::<Op::Element>();
-    if kernels_gen::pipelined_supported(size) {
-        kernels_gen::pipelined_tile_items(size)
+    let layout = layout::<Op>();
+    if layout.pipelined_supported() {
+        layout.pipelined_tile_items()
     } else {
         0
     }
@@ -416,7 +403,7 @@ pub(crate) fn pipelined_tile_items<Op: ScanOp>() -> usize {
 
 /// Elements per small tile (the single pass over short inputs).
 pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
-    (Op::BLOCK_THREADS * kernels_gen::small_items_per_thread(Op::ITEMS_PER_THREAD)) as usize
+    layout::<Op>().small_tile_items()
 }
 
 /// Scans with operator `Op` on one CUDA context.

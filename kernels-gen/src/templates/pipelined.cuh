@@ -24,7 +24,7 @@
 // other tile; a tile's prefix needs only aggregates of smaller indices,
 // which were handed out earlier.
 //
-// Shared memory per stage s: the tile (bytes scan_pipelined_tile_bytes),
+// Shared memory per stage s: the tile (Shape<Op>::pipelined_tile_bytes),
 // then after all tiles the bookkeeping: barriers, tile indices, the reduce
 // squad's per-lane warp-inclusive totals and per-warp totals, and prefixes.
 // Barriers per stage, each used once per round k / stages (phase parity):
@@ -41,18 +41,18 @@ struct pipelined_shared {
   typedef typename Op::T T;
   unsigned char* base;
   static constexpr int stages = Shape<Op>::pipelined_stages > 1 ? Shape<Op>::pipelined_stages : 1;
-  static constexpr unsigned tile_bytes = scan_pipelined_tile_bytes(sizeof(T));
+  static constexpr unsigned tile_bytes = Shape<Op>::pipelined_tile_bytes;
   static constexpr unsigned barriers_at = stages * tile_bytes;
   static constexpr unsigned indices_at = barriers_at + stages * 6 * 8;
   static constexpr unsigned values_at = scan_round_up(indices_at + stages * 8, 16);
   __device__ __forceinline__ T* tile(int s) const { return (T*)(base + s * tile_bytes); }
   __device__ __forceinline__ unsigned long long* barrier(int which, int s) const { return (unsigned long long*)(base + barriers_at) + which * stages + s; }
   __device__ __forceinline__ unsigned long long& tile_index(int s) const { return ((unsigned long long*)(base + indices_at))[s]; }
-  __device__ __forceinline__ T* lane_totals(int s) const { return (T*)(base + values_at) + s * scan_pipelined_squad_threads; }
-  __device__ __forceinline__ T* warp_totals(int s) const { return (T*)(base + values_at) + stages * scan_pipelined_squad_threads + s * scan_pipelined_squad_warps; }
-  __device__ __forceinline__ T& prefix(int s) const { return ((T*)(base + values_at) + stages * (scan_pipelined_squad_threads + scan_pipelined_squad_warps))[s]; }
-  static_assert(!scan_pipelined_supported(sizeof(T)) ||
-                    values_at + stages * (scan_pipelined_squad_threads + scan_pipelined_squad_warps + 1) * sizeof(T) <= scan_pipelined_shared_bytes(sizeof(T)),
+  __device__ __forceinline__ T* lane_totals(int s) const { return (T*)(base + values_at) + s * Shape<Op>::pipelined_squad_threads; }
+  __device__ __forceinline__ T* warp_totals(int s) const { return (T*)(base + values_at) + stages * Shape<Op>::pipelined_squad_threads + s * Shape<Op>::pipelined_squad_warps; }
+  __device__ __forceinline__ T& prefix(int s) const { return ((T*)(base + values_at) + stages * (Shape<Op>::pipelined_squad_threads + Shape<Op>::pipelined_squad_warps))[s]; }
+  static_assert(!Shape<Op>::pipelined_supported ||
+                    values_at + stages * (Shape<Op>::pipelined_squad_threads + Shape<Op>::pipelined_squad_warps + 1) * sizeof(T) <= Shape<Op>::pipelined_shared_bytes,
                 "the pipelined layout fits the shared memory the host provides");
 };
 enum { stage_loaded = 0, stage_indexed = 1, stage_reduced = 2, stage_prefixed = 3, stage_rescanned = 4, stage_freed = 5 };
@@ -81,9 +81,9 @@ struct pipelined_extent {
 template <class Op, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_pad_tail(T* tile, const T* input, const pipelined_extent<Op>& extent) {
   if (extent.valid == Shape<Op>::pipelined_items_per_tile) return;
-  for (int e = extent.bulk + (int)threadIdx.x; e < Shape<Op>::pipelined_items_per_tile; e += scan_pipelined_squad_threads)
+  for (int e = extent.bulk + (int)threadIdx.x; e < Shape<Op>::pipelined_items_per_tile; e += Shape<Op>::pipelined_squad_threads)
     tile[e] = e < extent.valid ? input[extent.base + e] : Op::identity();
-  scan_named_barrier(1, scan_pipelined_squad_threads);
+  scan_named_barrier(1, Shape<Op>::pipelined_squad_threads);
 }
 
 // Rescan squad thread t, after rescanning: the few elements of a tail tile
@@ -110,7 +110,7 @@ __device__ __forceinline__ T pipelined_thread_reduce(const T* tile) {
 // Rescan squad: this thread's items behind `running`, in place in the stage.
 template <class Op, bool Inclusive, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_thread_rescan(T* tile, T running) {
-  const int first = ((int)threadIdx.x - scan_pipelined_squad_threads) * Shape<Op>::pipelined_items_per_thread;
+  const int first = ((int)threadIdx.x - Shape<Op>::pipelined_squad_threads) * Shape<Op>::pipelined_items_per_thread;
 #pragma unroll
   for (int i = 0; i < Shape<Op>::pipelined_items_per_thread; ++i) {
     const T item = tile[first + i];
@@ -197,9 +197,9 @@ __device__ __forceinline__ void pipelined_init_barriers(const Shared& shared) {
     for (int s = 0; s < Shared::stages; ++s) {
       scan_mbarrier_init(shared.barrier(stage_loaded, s), 1);
       scan_mbarrier_init(shared.barrier(stage_indexed, s), 1);
-      scan_mbarrier_init(shared.barrier(stage_reduced, s), scan_pipelined_squad_threads);
+      scan_mbarrier_init(shared.barrier(stage_reduced, s), Shape<Op>::pipelined_squad_threads);
       scan_mbarrier_init(shared.barrier(stage_prefixed, s), 1);
-      scan_mbarrier_init(shared.barrier(stage_rescanned, s), scan_pipelined_squad_threads);
+      scan_mbarrier_init(shared.barrier(stage_rescanned, s), Shape<Op>::pipelined_squad_threads);
       scan_mbarrier_init(shared.barrier(stage_freed, s), 1);
     }
     scan_fence_barrier_init();
@@ -291,21 +291,21 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
 
 // Kernels: (input, output, status, aggregates, prefixes, launch state,
 // seed, n, tiles), on a persistent grid with
-// scan_pipelined_shared_bytes(sizeof(T)) bytes of dynamic shared memory; the
+// Shape<Op>::pipelined_shared_bytes bytes of dynamic shared memory; the
 // input and output 16-byte aligned.
 template <class Op, bool Inclusive, class T = typename Op::T>
 __device__ __forceinline__ void scan_pipelined(const T* input, T* output, void* status, T* aggregates, T* prefixes,
                                                    scan_launch_state* launch, const T seed, unsigned long long n, unsigned long long tiles) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (scan_pipelined_supported(sizeof(T))) {
+  if constexpr (Shape<Op>::pipelined_supported) {
     constexpr int stages = Shape<Op>::pipelined_stages;
-    constexpr int squad = scan_pipelined_squad_threads;
+    constexpr int squad = Shape<Op>::pipelined_squad_threads;
     const pipelined_shared<Op> shared{scan_dynamic_shared};
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
     pipelined_init_barriers<Op>(shared);
-    scan_tile_status<T> tile_status(status, aggregates, prefixes);
-    if (warp < scan_pipelined_squad_warps) {
+    scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
+    if (warp < Shape<Op>::pipelined_squad_warps) {
       // Reduce squad: thread totals, their warp-inclusive scans (for the
       // rescan squad), warp totals, and the tile's aggregate.
       for (int k = 0;; ++k) {
@@ -321,15 +321,15 @@ __device__ __forceinline__ void scan_pipelined(const T* input, T* output, void* 
         if (threadIdx.x == 0) {
           T tile_total = shared.warp_totals(s)[0];
 #pragma unroll
-          for (int w = 1; w < scan_pipelined_squad_warps; ++w) tile_total = Op::combine(tile_total, shared.warp_totals(s)[w]);
+          for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w) tile_total = Op::combine(tile_total, shared.warp_totals(s)[w]);
           tile_status.publish(tile, (scan_shared_epoch << 2) | scan_tile_aggregate, tile_total);
         }
         scan_mbarrier_arrive(shared.barrier(stage_reduced, s));
       }
-    } else if (warp < 2 * scan_pipelined_squad_warps) {
+    } else if (warp < 2 * Shape<Op>::pipelined_squad_warps) {
       // Rescan squad: what precedes each thread's items, then the rescan.
       const int t = (int)threadIdx.x - squad;
-      const int squad_warp = warp - scan_pipelined_squad_warps;
+      const int squad_warp = warp - Shape<Op>::pipelined_squad_warps;
       for (int k = 0;; ++k) {
         const int s = k % stages;
         const unsigned parity = (unsigned)(k / stages) & 1u;
@@ -348,13 +348,13 @@ __device__ __forceinline__ void scan_pipelined(const T* input, T* output, void* 
         scan_fence_shared_for_bulk();
         scan_mbarrier_arrive(shared.barrier(stage_rescanned, s));
       }
-    } else if (warp == 2 * scan_pipelined_squad_warps) {
+    } else if (warp == 2 * Shape<Op>::pipelined_squad_warps) {
       // Producer (one lane): tiles alone, no extra bytes.
       if (lane == 0)
         pipelined_producer<Op>(
             shared, input, status, launch, n, tiles, [](const pipelined_extent<Op>&) { return 0u; },
             [](int, const pipelined_extent<Op>&, unsigned long long*) {});
-    } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
+    } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {
       // Lookahead: the running prefix through this block's tiles, in order.
       pipelined_lookahead_warp<Op>(shared, tiles, seed, [&](unsigned long long& next, T& running, unsigned long long tile) {
         pipelined_lookahead<Op>(tile_status, scan_shared_epoch, next, running, tile);

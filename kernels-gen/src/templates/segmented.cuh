@@ -289,7 +289,7 @@ __device__ __forceinline__ void segmented_scan_single_pass(const T* input, const
   const unsigned heads = load_heads<Op, Format>(flags, base, valid);
   // In warp 0: whether the tile's first element (thread 0's first item) is a head.
   const bool first_is_head = (__shfl_sync(0xffffffffu, heads, 0) & 1u) != 0;
-  scan_tile_status<T> tile_status(status, aggregates, prefixes);
+  scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
   bool tile_flag;
   tile_segmented_scan_with<Op, Mode, Strategy>(items, heads, seed, seeded != 0, warp_totals, warp_flags, tile_flag,
                                                [&](const T& tile_total, bool has_head) {
@@ -319,10 +319,10 @@ struct pipelined_segmented_shared {
   typedef typename Op::T T;
   unsigned char* base;
   static constexpr int stages = Shape<Op>::pipelined_segmented_stages > 1 ? Shape<Op>::pipelined_segmented_stages : 1;
-  static constexpr int squad = scan_pipelined_squad_threads;
-  static constexpr int warps = scan_pipelined_squad_warps;
-  static constexpr unsigned tile_bytes = scan_pipelined_tile_bytes(sizeof(T));
-  static constexpr unsigned bits_bytes = scan_pipelined_flag_bits_bytes(sizeof(T));
+  static constexpr int squad = Shape<Op>::pipelined_squad_threads;
+  static constexpr int warps = Shape<Op>::pipelined_squad_warps;
+  static constexpr unsigned tile_bytes = Shape<Op>::pipelined_tile_bytes;
+  static constexpr unsigned bits_bytes = Shape<Op>::pipelined_flag_bits_bytes;
   static constexpr unsigned bits_at = stages * tile_bytes;  // 16-byte aligned, for bulk loads
   static constexpr unsigned barriers_at = bits_at + stages * bits_bytes;
   static constexpr unsigned indices_at = barriers_at + stages * 6 * 8;
@@ -340,7 +340,7 @@ struct pipelined_segmented_shared {
   __device__ __forceinline__ bool* lane_flags(int s) const { return (bool*)(base + flags_at) + s * squad; }
   __device__ __forceinline__ bool* warp_flags(int s) const { return (bool*)(base + flags_at) + stages * squad + s * warps; }
   static constexpr unsigned end = flags_at + stages * (squad + warps);
-  static_assert(!scan_pipelined_segmented_supported(sizeof(T)) || end <= scan_pipelined_segmented_shared_bytes(sizeof(T)),
+  static_assert(!Shape<Op>::pipelined_segmented_supported || end <= Shape<Op>::pipelined_segmented_shared_bytes,
                 "the segmented pipelined layout fits the shared memory the host provides");
 };
 
@@ -417,24 +417,24 @@ __device__ __forceinline__ void pipelined_segmented_lookahead(const Status& stat
 
 // Kernels: (input, flags, output, status, aggregates, prefixes, launch
 // state, seed, seeded, n, tiles), launched as the plain
-// pipelined kernels with scan_pipelined_segmented_shared_bytes(sizeof(T))
+// pipelined kernels with Shape<Op>::pipelined_segmented_shared_bytes
 // bytes of dynamic shared memory; the flags 16-byte aligned too.
 template <class Op, int Mode, int Strategy, int Format, class T = typename Op::T>
 __device__ __forceinline__ void segmented_scan_pipelined(const T* input, const void* flags, T* output, void* status, T* aggregates,
                                                              T* prefixes, scan_launch_state* launch, const T seed, int seeded_flag,
                                                              unsigned long long n, unsigned long long tiles) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (scan_pipelined_segmented_supported(sizeof(T))) {
+  if constexpr (Shape<Op>::pipelined_segmented_supported) {
     constexpr int stages = Shape<Op>::pipelined_segmented_stages;
-    constexpr int squad = scan_pipelined_squad_threads;
+    constexpr int squad = Shape<Op>::pipelined_squad_threads;
     constexpr int items = Shape<Op>::pipelined_items_per_thread;
     const pipelined_segmented_shared<Op> shared{scan_dynamic_shared};
     const bool seeded = seeded_flag != 0;
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
     pipelined_init_barriers<Op>(shared);
-    scan_tile_status<T> tile_status(status, aggregates, prefixes);
-    if (warp < scan_pipelined_squad_warps) {
+    scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
+    if (warp < Shape<Op>::pipelined_squad_warps) {
       // Reduce squad: head flags (from the stage, or read while the tile
       // loads), the threads' pairs and their warp-inclusive scans, the warps' pairs, and the
       // tile's pair, published at once.
@@ -471,7 +471,7 @@ __device__ __forceinline__ void segmented_scan_pipelined(const T* input, const v
           T tile_total = shared.warp_totals(s)[0];
           bool tile_flag = shared.warp_flags(s)[0];
 #pragma unroll
-          for (int w = 1; w < scan_pipelined_squad_warps; ++w) {
+          for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w) {
             const bool flag = shared.warp_flags(s)[w];
             tile_total = flag ? shared.warp_totals(s)[w] : Op::combine(tile_total, shared.warp_totals(s)[w]);
             tile_flag = tile_flag || flag;
@@ -482,11 +482,11 @@ __device__ __forceinline__ void segmented_scan_pipelined(const T* input, const v
         }
         scan_mbarrier_arrive(shared.barrier(stage_reduced, s));
       }
-    } else if (warp < 2 * scan_pipelined_squad_warps) {
+    } else if (warp < 2 * Shape<Op>::pipelined_squad_warps) {
       // Rescan squad: the partial open before each thread's first item
       // (the lifted exclusive prefix), then the rescan in place.
       const int t = (int)threadIdx.x - squad;
-      const int squad_warp = warp - scan_pipelined_squad_warps;
+      const int squad_warp = warp - Shape<Op>::pipelined_squad_warps;
       for (int k = 0;; ++k) {
         const int s = k % stages;
         const unsigned parity = (unsigned)(k / stages) & 1u;
@@ -532,7 +532,7 @@ __device__ __forceinline__ void segmented_scan_pipelined(const T* input, const v
         scan_fence_shared_for_bulk();
         scan_mbarrier_arrive(shared.barrier(stage_rescanned, s));
       }
-    } else if (warp == 2 * scan_pipelined_squad_warps) {
+    } else if (warp == 2 * Shape<Op>::pipelined_squad_warps) {
       // Producer, as in the plain pass; a whole tile's head bits (if the
       // flags are bits) come in a second bulk load on the same barrier.
       // Tiles start at multiples of 128 elements: their bits at 16 bytes.
@@ -543,7 +543,7 @@ __device__ __forceinline__ void segmented_scan_pipelined(const T* input, const v
         scan_bulk_load(shared.head_bits(s), (const unsigned char*)flags + extent.base / 8, bits_bytes(extent), loaded);
       };
       if (lane == 0) pipelined_producer<Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
-    } else if (warp == 2 * scan_pipelined_squad_warps + 1) {
+    } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {
       // Lookahead over pairs. Tile 0 holds a head (element 0), so what
       // precedes it never matters.
       pipelined_lookahead_warp<Op>(shared, tiles, Op::identity(), [&](unsigned long long& next, T& running, unsigned long long tile) {

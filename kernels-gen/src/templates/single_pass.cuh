@@ -104,7 +104,7 @@ __device__ __forceinline__ void scan_single_pass(const T* input, T* output, void
   const int valid = (int)(n - base < tile_items ? n - base : tile_items);
   T items[Items];
   load_tile<Op>(input, base, valid, staging, items);
-  scan_tile_status<T> tile_status(status, aggregates, prefixes);
+  scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
   tile_scan_with<Op, Inclusive>(
       items, warp_totals,
       [&](const T& tile_total) {

@@ -1,0 +1,178 @@
+//! The layout of an operator's program: every size that both the host and
+//! the kernels depend on (tile shapes, the single-pass status entries, the
+//! pipelined pass's stages and shared memory), computed here and only here.
+//!
+//! The runtime sizes its workspaces and launches from a [`Layout`], and
+//! [`crate::program`] prints the same values into the program as
+//! `struct gpu_scan_layout_<op>`, which the library's `Shape<Op>` reads. The
+//! CUDA side arranges its shared memory within those sizes and checks that
+//! it fits with `static_assert`s; it computes no size of its own.
+//!
+//! ```
+//! use kernels_gen::layout::Layout;
+//!
+//! let layout = Layout::new(4, 256, 16);
+//! assert_eq!(layout.tile_items(), 4096);
+//! assert_eq!(layout.tile_status_bytes, 8);
+//! assert!(layout.pipelined_supported());
+//! assert!(layout.cuda_declaration("sum").contains("struct gpu_scan_layout_sum {"));
+//! ```
+
+use crate::params::{
+    pipelined_flag_bits_bytes, pipelined_items_per_thread, pipelined_segmented_shared_bytes,
+    pipelined_segmented_stages, pipelined_shared_bytes, pipelined_stages, pipelined_supported,
+    pipelined_tile_bytes, small_items_per_thread, tile_status_bytes, PIPELINED_BLOCK_THREADS,
+    PIPELINED_SQUAD_WARPS,
+};
+use std::fmt::Write;
+
+/// Every size of one operator's program (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// `sizeof` the element.
+    pub element_size: usize,
+    /// Threads per block of the tile kernels.
+    pub block_threads: u32,
+    /// Elements per thread of a tile.
+    pub items_per_thread: u32,
+    /// Elements per thread of the single pass's small tiles.
+    pub small_items_per_thread: u32,
+    /// Bytes of a tile's status entry ([`tile_status_bytes`]).
+    pub tile_status_bytes: usize,
+    /// Threads per block of the pipelined pass.
+    pub pipelined_block_threads: u32,
+    /// Warps in each of the pipelined pass's two squads.
+    pub pipelined_squad_warps: u32,
+    /// Elements per squad thread of a pipelined tile.
+    pub pipelined_items_per_thread: u32,
+    /// Bytes of a pipelined stage's tile (128-byte multiple).
+    pub pipelined_tile_bytes: usize,
+    /// Bytes of a pipelined tile's head flags as bits (16-byte multiple).
+    pub pipelined_flag_bits_bytes: usize,
+    /// Stages of the plain pipelined pass (below 2: unsupported).
+    pub pipelined_stages: usize,
+    /// Its dynamic shared memory per block (0: unsupported).
+    pub pipelined_shared_bytes: usize,
+    /// Stages of the segmented pipelined pass (below 2: unsupported).
+    pub pipelined_segmented_stages: usize,
+    /// Its dynamic shared memory per block (0: unsupported).
+    pub pipelined_segmented_shared_bytes: usize,
+}
+
+impl Layout {
+    /// The layout for elements of `element_size` bytes in tiles of
+    /// `block_threads` × `items_per_thread`.
+    pub const fn new(element_size: usize, block_threads: u32, items_per_thread: u32) -> Layout {
+        Layout {
+            element_size,
+            block_threads,
+            items_per_thread,
+            small_items_per_thread: small_items_per_thread(items_per_thread),
+            tile_status_bytes: tile_status_bytes(element_size),
+            pipelined_block_threads: PIPELINED_BLOCK_THREADS,
+            pipelined_squad_warps: PIPELINED_SQUAD_WARPS,
+            pipelined_items_per_thread: pipelined_items_per_thread(element_size),
+            pipelined_tile_bytes: pipelined_tile_bytes(element_size),
+            pipelined_flag_bits_bytes: pipelined_flag_bits_bytes(element_size),
+            pipelined_stages: pipelined_stages(element_size),
+            pipelined_shared_bytes: pipelined_shared_bytes(element_size),
+            pipelined_segmented_stages: pipelined_segmented_stages(element_size),
+            pipelined_segmented_shared_bytes: pipelined_segmented_shared_bytes(element_size),
+        }
+    }
+
+    /// Elements per tile.
+    pub const fn tile_items(&self) -> usize {
+        self.block_threads as usize * self.items_per_thread as usize
+    }
+
+    /// Elements per small tile.
+    pub const fn small_tile_items(&self) -> usize {
+        self.block_threads as usize * self.small_items_per_thread as usize
+    }
+
+    /// Elements per pipelined tile.
+    pub const fn pipelined_tile_items(&self) -> usize {
+        32 * self.pipelined_squad_warps as usize * self.pipelined_items_per_thread as usize
+    }
+
+    /// Whether the plain pipelined pass can take these elements.
+    pub const fn pipelined_supported(&self) -> bool {
+        pipelined_supported(self.element_size)
+    }
+
+    /// The CUDA declaration of this layout for operator `op_name`
+    /// ([`layout_struct`]), which the operator's policy names as its
+    /// `layout`.
+    pub fn cuda_declaration(&self, op_name: &str) -> String {
+        let mut out = format!(
+            "// ---- Layout of `{op_name}` (kernels_gen::layout::Layout, computed in Rust) ----\n\
+             struct {} {{\n",
+            layout_struct(op_name)
+        );
+        let ints: [(&str, usize); 14] = [
+            ("element_size", self.element_size),
+            ("block_threads", self.block_threads as usize),
+            ("items_per_thread", self.items_per_thread as usize),
+            (
+                "small_items_per_thread",
+                self.small_items_per_thread as usize,
+            ),
+            ("tile_status_bytes", self.tile_status_bytes),
+            (
+                "pipelined_block_threads",
+                self.pipelined_block_threads as usize,
+            ),
+            ("pipelined_squad_warps", self.pipelined_squad_warps as usize),
+            (
+                "pipelined_items_per_thread",
+                self.pipelined_items_per_thread as usize,
+            ),
+            ("pipelined_tile_bytes", self.pipelined_tile_bytes),
+            ("pipelined_flag_bits_bytes", self.pipelined_flag_bits_bytes),
+            ("pipelined_stages", self.pipelined_stages),
+            ("pipelined_shared_bytes", self.pipelined_shared_bytes),
+            (
+                "pipelined_segmented_stages",
+                self.pipelined_segmented_stages,
+            ),
+            (
+                "pipelined_segmented_shared_bytes",
+                self.pipelined_segmented_shared_bytes,
+            ),
+        ];
+        for (name, value) in ints {
+            let _ = writeln!(out, "  static constexpr unsigned {name} = {value}u;");
+        }
+        out.push_str("};\n");
+        out
+    }
+}
+
+/// The name of operator `op_name`'s layout struct in its program.
+pub fn layout_struct(op_name: &str) -> String {
+    format!("gpu_scan_layout_{op_name}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_declaration_carries_every_field() {
+        let layout = Layout::new(12, 256, 8);
+        let text = layout.cuda_declaration("op");
+        assert!(text.contains("struct gpu_scan_layout_op {"));
+        for needle in [
+            "element_size = 12u;",
+            "block_threads = 256u;",
+            "items_per_thread = 8u;",
+            "small_items_per_thread = 2u;",
+            "tile_status_bytes = 16u;",
+            "pipelined_block_threads = 352u;",
+        ] {
+            assert!(text.contains(needle), "{needle} in\n{text}");
+        }
+        assert_eq!(text.matches("static constexpr").count(), 14);
+    }
+}
