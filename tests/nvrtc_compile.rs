@@ -12,43 +12,12 @@
 //! it, a plain `cargo test` skips with one line.
 
 mod common;
+use common::nvrtc::{assemble, compile_program, parse_ptxas, tools_available, KernelReport};
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::KernelAbi;
 use gpu_scan::kernels_gen::{self, Arch, FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy};
-use gpu_scan::scan_runtime::cudarc::nvrtc;
 use gpu_scan::ScanOp;
 use rayon::prelude::*;
-use std::path::PathBuf;
-use std::process::Command;
-
-struct KernelReport {
-    program: String,
-    kernel: String,
-    registers: u32,
-    spill_bytes: u32,
-    stack_bytes: u32,
-    smem_bytes: u32,
-}
-
-fn tools_available() -> bool {
-    // SAFETY: only probes whether the shared library can be loaded.
-    let nvrtc_present = unsafe { nvrtc::sys::is_culib_present() };
-    let required = std::env::var_os("SCAN_REQUIRE_NVRTC").is_some_and(|v| v == "1");
-    if !nvrtc_present {
-        assert!(
-            !required,
-            "SCAN_REQUIRE_NVRTC=1 but libnvrtc could not be loaded (LD_LIBRARY_PATH?)"
-        );
-        println!("nvrtc_compile: skipped (libnvrtc not found; run scripts/test to install NVRTC 13.0.88)");
-    }
-    nvrtc_present
-}
-
-fn ptxas() -> PathBuf {
-    std::env::var_os("SCAN_PTXAS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("ptxas"))
-}
 
 /// Compiles `Op`'s program for `arch` twice, as the runtime does: the plain
 /// scans, and with the segmented part switched on; collects ptxas's
@@ -85,67 +54,6 @@ fn compile_into<Op: ScanOp>(
     }
 }
 
-/// Compiles one program with NVRTC and checks that every symbol is an entry.
-fn compile_program(
-    label: &str,
-    source: &str,
-    options: Vec<String>,
-    symbols: &[String],
-    failures: &mut Vec<String>,
-) -> Option<String> {
-    let options = nvrtc::CompileOptions {
-        options,
-        ..Default::default()
-    };
-    let ptx = match nvrtc::compile_ptx_with_opts(source, options) {
-        Ok(ptx) => ptx.to_src(),
-        Err(e) => {
-            failures.push(format!("{label}: NVRTC failed: {e:?}"));
-            return None;
-        }
-    };
-    for symbol in symbols {
-        if !ptx.contains(&format!(".entry {symbol}(")) {
-            failures.push(format!("{label}: kernel {symbol} missing from the PTX"));
-        }
-    }
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(format!("{}.cu", label.replace(':', "."))), source).unwrap();
-    Some(ptx)
-}
-
-/// Assembles PTX for `arch` with `ptxas -v` and records its report.
-fn assemble(
-    label: &str,
-    arch: Arch,
-    ptx: &str,
-    reports: &mut Vec<KernelReport>,
-    failures: &mut Vec<String>,
-) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nvrtc");
-    std::fs::create_dir_all(&dir).unwrap();
-    let ptx_path = dir.join(format!("{}.ptx", label.replace(':', ".")));
-    std::fs::write(&ptx_path, ptx).unwrap();
-    let out = Command::new(ptxas())
-        .args([
-            "-v",
-            &format!("-arch={}", arch.sm_name()),
-            "-o",
-            "/dev/null",
-        ])
-        .arg(&ptx_path)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run ptxas ({e}); put it on PATH or set SCAN_PTXAS"));
-    let log =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        failures.push(format!("{label}: ptxas failed:\n{log}"));
-        return;
-    }
-    parse_ptxas(label, &log, reports);
-}
-
 /// The operator-independent program that builds head flags.
 fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
@@ -169,67 +77,6 @@ fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
         assemble(&label, arch, &ptx, &mut reports, &mut failures);
     }
     (reports, failures)
-}
-
-/// Reads `ptxas -v` output: per entry function, its stack, spills,
-/// registers and shared memory. ptxas prints each function's properties
-/// under a `Function properties for NAME` line: an entry's own, then those
-/// of the out-of-line device functions it calls, so each properties line is
-/// attributed to the function it names (a callee that spills is reported
-/// as a row of its own).
-fn parse_ptxas(program: &str, log: &str, reports: &mut Vec<KernelReport>) {
-    let number_before = |line: &str, unit: &str| -> u32 {
-        line.split(',')
-            .find(|part| part.contains(unit))
-            .and_then(|part| part.split_whitespace().find_map(|w| w.parse().ok()))
-            .unwrap_or(0)
-    };
-    let mut current: Option<KernelReport> = None;
-    let mut properties_of: Option<String> = None;
-    for line in log.lines() {
-        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
-            if let Some(done) = current.take() {
-                reports.push(done);
-            }
-            let kernel = rest.split('\'').next().unwrap_or_default().to_string();
-            current = Some(KernelReport {
-                program: program.to_string(),
-                kernel,
-                registers: 0,
-                spill_bytes: 0,
-                stack_bytes: 0,
-                smem_bytes: 0,
-            });
-        } else if let Some(name) = line.split("Function properties for ").nth(1) {
-            properties_of = Some(name.trim().to_string());
-        } else if line.contains("bytes stack frame") {
-            let stack = number_before(line, "stack frame");
-            let spills = number_before(line, "spill stores") + number_before(line, "spill loads");
-            let Some(k) = current.as_mut() else { continue };
-            if properties_of.as_deref() == Some(k.kernel.as_str()) {
-                k.stack_bytes = stack;
-                k.spill_bytes = spills;
-            } else if spills > 0 {
-                let callee = properties_of.clone().unwrap_or_default();
-                reports.push(KernelReport {
-                    program: program.to_string(),
-                    kernel: format!("{callee} (called by {})", k.kernel),
-                    registers: 0,
-                    spill_bytes: spills,
-                    stack_bytes: stack,
-                    smem_bytes: 0,
-                });
-            }
-        } else if let Some(k) = current.as_mut() {
-            if line.contains("Used") && line.contains("registers") {
-                k.registers = number_before(line, "registers");
-                k.smem_bytes = number_before(line, "smem");
-            }
-        }
-    }
-    if let Some(done) = current {
-        reports.push(done);
-    }
 }
 
 #[test]

@@ -327,7 +327,12 @@ constexpr int scan_single_pass_min_blocks(int threads, int items, unsigned long 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
   return 1;
 #else
-  return overhead == 0 ? 1 : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) < 1 ? 1
+  // The overheads above were measured for elements of 1, 2 and whole words
+  // up to 24 bytes. Other elements ask for one block: structs of byte or
+  // half-word fields take a register per field, not per word, and larger
+  // elements need registers for several whole values in the look-back
+  // (tests/nvrtc_sizes.rs found spills at every such size otherwise).
+  return overhead == 0 || !(element_size <= 2 || (element_size % 4 == 0 && element_size <= 24)) ? 1 : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) < 1 ? 1
          : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) > 2048 / threads ? 2048 / threads
          : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead));
 #endif

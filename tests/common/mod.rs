@@ -1,3 +1,4 @@
 pub mod gpu;
+pub mod nvrtc;
 pub mod ops;
 pub mod segments;

@@ -1,0 +1,248 @@
+//! Every element size `#[scan_op]` accepts, 1 to `MAX_ELEMENT_SIZE` (256)
+//! bytes, compiles with NVRTC 13.0 and assembles with ptxas for sm_90 (up
+//! to [`SPILL_FREE_UP_TO`] bytes without spills), in the tile shape the macro would choose for it
+//! (`auto_items_per_thread`, `auto_block_threads`) and its layout
+//! (`Layout`). Each size is an element struct of lanes of the widest
+//! primitive dividing it (so alignments 1, 2, 4 and 8 all occur), built
+//! into the kernels whose code depends on the element's size (see
+//! [`size_dependent_kernels`]). The other kernels and architectures are
+//! compiled for the test operators by `nvrtc_compile.rs`.
+//!
+//! Needs NVRTC and ptxas like `nvrtc_compile.rs` (`scripts/test` installs
+//! them and sets `SCAN_REQUIRE_NVRTC=1`).
+
+mod common;
+use common::nvrtc::{assemble, compile_program, tools_available, KernelReport};
+use gpu_scan::kernels_gen::abi::KernelAbi;
+use gpu_scan::kernels_gen::ir::{
+    BinOp, Block, ElementType, Expr, FieldDesc, FieldType, Lit, OpDesc, Prim, StructDesc,
+    StructName,
+};
+use gpu_scan::kernels_gen::layout::Layout;
+use gpu_scan::kernels_gen::{
+    self, auto_block_threads, auto_items_per_thread, Arch, FlagFormat, GenParams, Kernel,
+    SegmentedKernel, SegmentedStrategy, MAX_ELEMENT_SIZE,
+};
+use rayon::prelude::*;
+
+/// The largest element whose kernels must not spill. Larger elements do not
+/// fit the register-resident tiles (a 116-byte element's look-back holds
+/// several whole values in 255 registers): they compile and run, spilling,
+/// until wide elements get a layout of their own; their spills are
+/// reported, not failed.
+const SPILL_FREE_UP_TO: usize = 112;
+
+/// The lane type of the element of `size` bytes: the widest unsigned
+/// integer dividing it.
+fn lane(size: usize) -> (Prim, usize) {
+    [
+        (Prim::U64, 8),
+        (Prim::U32, 4),
+        (Prim::U16, 2),
+        (Prim::U8, 1),
+    ]
+    .into_iter()
+    .find(|(_, bytes)| size % bytes == 0)
+    .expect("1 divides every size")
+}
+
+/// Operator `e<size>` over struct `E<size> { head: lane, rest: [lane; n] }`
+/// of `size` bytes: `E { head: x.head + y.head, ..y }`, an associative
+/// operator that moves the whole element, as every operator does, but
+/// computes on one lane (the translation of operators is tested elsewhere;
+/// here the element's size is what varies).
+fn operator(size: usize) -> (StructDesc, OpDesc) {
+    let (prim, bytes) = lane(size);
+    let lanes = size / bytes;
+    let name = format!("E{size}");
+    let mut fields = vec![FieldDesc {
+        name: "head".into(),
+        ty: FieldType::Prim(prim),
+    }];
+    if lanes > 1 {
+        fields.push(FieldDesc {
+            name: "rest".into(),
+            ty: FieldType::Array(prim, lanes - 1),
+        });
+    }
+    let element = StructDesc {
+        name: name.clone(),
+        fields,
+    };
+    let var = |v: &str| Box::new(Expr::Var(v.into()));
+    let zero = || {
+        Expr::Lit(Lit::Int {
+            value: 0,
+            suffix: Some(prim),
+        })
+    };
+    let mut identity = vec![("head".to_string(), zero())];
+    if lanes > 1 {
+        identity.push((
+            "rest".into(),
+            Expr::Repeat(Box::new(zero()), lanes as u64 - 1),
+        ));
+    }
+    let head = |v: &str| Box::new(Expr::Field(var(v), "head".into()));
+    let op = OpDesc {
+        name: format!("e{size}"),
+        element: ElementType::Struct(name),
+        identity: Expr::Struct {
+            name: StructName::Element,
+            fields: identity,
+            base: None,
+        },
+        params: ["x".into(), "y".into()],
+        body: Block {
+            lets: vec![],
+            value: Expr::Struct {
+                name: StructName::Element,
+                fields: vec![(
+                    "head".into(),
+                    Expr::Binary(BinOp::Add, head("x"), head("y")),
+                )],
+                base: Some(var("y")),
+            },
+        },
+    };
+    (element, op)
+}
+
+/// The kernels whose code depends on the element's size, for elements of
+/// `size` bytes: the look-back single pass (status packing, registers), the
+/// segmented single pass (the largest static shared memory), and where the
+/// element can take them the plain and segmented pipelined passes (their
+/// shared-memory layouts, checked by `static_assert`s against the host's
+/// sizes).
+fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
+    let strategy = SegmentedStrategy::ConditionalIndexing;
+    let mut kernels = vec![KernelAbi::segmented(
+        SegmentedKernel::SinglePass {
+            inclusive: true,
+            format: FlagFormat::Bits,
+        },
+        strategy,
+    )];
+    // The plain look-back pass has the same look-back as the segmented one
+    // and smaller tiles; it is compiled where spills are checked.
+    if size <= SPILL_FREE_UP_TO {
+        kernels.push(KernelAbi::plain(Kernel::SinglePassInclusive));
+    }
+    if kernels_gen::pipelined_supported(size) {
+        kernels.push(KernelAbi::plain(Kernel::PipelinedInclusive));
+        kernels.push(KernelAbi::segmented(
+            SegmentedKernel::Pipelined {
+                inclusive: true,
+                format: FlagFormat::Bits,
+            },
+            strategy,
+        ));
+    }
+    kernels
+}
+
+/// One program holding the operators of `sizes`, each in the tile shape
+/// the macro would give it, and the symbols of its kernels.
+fn program(sizes: &[usize]) -> (String, Vec<String>) {
+    let mut source = String::new();
+    let mut symbols = Vec::new();
+    for (k, &size) in sizes.iter().enumerate() {
+        let (element, op) = operator(size);
+        let items = auto_items_per_thread(size);
+        let layout = Layout::new(size, auto_block_threads(size, items), items);
+        let part = kernels_gen::struct_declaration(&element)
+            + &kernels_gen::operator_source(&op, &GenParams::default()).expect("valid parameters");
+        let kernels = size_dependent_kernels(size);
+        let whole = kernels_gen::program(&op.name, &part, &layout, &kernels);
+        // The first operator brings the library; the others only their own
+        // part (the library is guarded, so repeating it would also do).
+        source.push_str(if k == 0 {
+            &whole
+        } else {
+            &whole[whole
+                .find("// ---- Layout of")
+                .expect("the layout follows the library")..]
+        });
+        symbols.extend(kernels.iter().map(|k| k.symbol(&op.name)));
+    }
+    (source, symbols)
+}
+
+#[test]
+fn every_element_size_compiles_and_small_ones_do_not_spill() {
+    if !tools_available() {
+        return;
+    }
+    let sizes: Vec<usize> = (1..=MAX_ELEMENT_SIZE).collect();
+    // sm_90, the architecture with every kernel and the tightest register
+    // targets; smaller chunks for larger elements, whose code is longer.
+    let arch = Arch::SM_90;
+    let mut chunks: Vec<&[usize]> = Vec::new();
+    let mut rest = &sizes[..];
+    while !rest.is_empty() {
+        let take = if rest[0] <= 64 { 16 } else { 8 }.min(rest.len());
+        let (chunk, tail) = rest.split_at(take);
+        chunks.push(chunk);
+        rest = tail;
+    }
+    let results: Vec<(Vec<KernelReport>, Vec<String>)> = chunks
+        .par_iter()
+        .map(|chunk| {
+            let (mut reports, mut failures) = (Vec::new(), Vec::new());
+            let label = format!(
+                "sizes_{}_{}:{}",
+                chunk[0],
+                chunk[chunk.len() - 1],
+                arch.sm_name()
+            );
+            let (source, symbols) = program(chunk);
+            // The segmented kernels need the segmented part of the library.
+            let options = kernels_gen::segmented_nvrtc_options(arch);
+            if let Some(ptx) = compile_program(&label, &source, options, &symbols, &mut failures) {
+                assemble(&label, arch, &ptx, &mut reports, &mut failures);
+            }
+            (reports, failures)
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut kernels = 0;
+    let mut wide_spills = Vec::new();
+    for (reports, f) in results {
+        failures.extend(f);
+        for r in reports {
+            kernels += usize::from(!r.kernel.contains(" (called by "));
+            if r.spill_bytes == 0 {
+                continue;
+            }
+            // The entry's name (a callee's row names its caller last) is
+            // gpu_scan_e<size>_…
+            let entry = r.kernel.rsplit("called by ").next().unwrap_or(&r.kernel);
+            let size: usize = entry
+                .strip_prefix(kernels_gen::SYMBOL_PREFIX)
+                .and_then(|s| s.strip_prefix('e'))
+                .and_then(|s| s.split('_').next())
+                .and_then(|s| s.parse().ok())
+                .expect("kernels of this test are named gpu_scan_e<size>_…");
+            let row = format!(
+                "{}: {} spills {} bytes ({} registers)",
+                r.program, r.kernel, r.spill_bytes, r.registers
+            );
+            if size > SPILL_FREE_UP_TO {
+                wide_spills.push(row);
+            } else {
+                failures.push(row);
+            }
+        }
+    }
+    let expected: usize = sizes.iter().map(|&s| size_dependent_kernels(s).len()).sum();
+    if failures.is_empty() && kernels != expected {
+        failures.push(format!(
+            "ptxas reported {kernels} kernels, expected {expected}"
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!(
+        "nvrtc_sizes: {kernels} kernels for elements of 1 to {MAX_ELEMENT_SIZE} bytes (sm_90) compiled with NVRTC and ptxas; no spills up to {SPILL_FREE_UP_TO} bytes, {} spilling functions above",
+        wide_spills.len()
+    );
+}
