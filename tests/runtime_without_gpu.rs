@@ -52,7 +52,7 @@ fn only_entry(dir: &PathBuf) -> PathBuf {
     let entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+        .filter(|p| p.extension().is_some_and(|e| e == "bin"))
         .collect();
     assert_eq!(
         entries.len(),
@@ -77,7 +77,7 @@ fn second_compile_comes_from_disk_and_a_corrupt_entry_is_rebuilt() {
         second.from_disk,
         "the second compile must be a disk-cache hit"
     );
-    assert_eq!(first.ptx, second.ptx);
+    assert_eq!(first.image, second.image);
 
     // Truncate the entry as a crash mid-write (without the rename) would not,
     // but a full disk or a bad copy might.
@@ -86,7 +86,7 @@ fn second_compile_comes_from_disk_and_a_corrupt_entry_is_rebuilt() {
     std::fs::write(&entry, &bytes[..bytes.len() / 2]).unwrap();
     let rebuilt = compile_sum(&disk).unwrap();
     assert!(!rebuilt.from_disk, "a truncated entry must not be used");
-    assert_eq!(rebuilt.ptx, first.ptx);
+    assert_eq!(rebuilt.image, first.image);
     assert!(
         compile_sum(&disk).unwrap().from_disk,
         "the rebuilt entry is cached again"
@@ -100,9 +100,44 @@ fn second_compile_comes_from_disk_and_a_corrupt_entry_is_rebuilt() {
     let rebuilt = compile_sum(&disk).unwrap();
     assert!(!rebuilt.from_disk);
     assert_eq!(
-        rebuilt.ptx, first.ptx,
+        rebuilt.image, first.image,
         "a corrupt entry never yields a wrong program"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_cubin_for_the_exact_architecture_is_compiled_and_cached() {
+    if !nvrtc_or_skip("cubin") {
+        return;
+    }
+    let dir = fresh_dir("cubin");
+    let disk = DiskCache::at(&dir);
+    let source = gpu_scan::scan_runtime::program_source::<SumU32>(&[
+        gpu_scan::kernels_gen::abi::KernelAbi::plain(
+            gpu_scan::kernels_gen::Kernel::PipelinedInclusive,
+        ),
+    ]);
+    let compile = || {
+        jit::compile(
+            SumU32::NAME,
+            &source,
+            gpu_scan::kernels_gen::nvrtc_cubin_options(Arch::SM_90),
+            Arch::SM_90,
+            0,
+            &disk,
+        )
+        .unwrap()
+    };
+    let first = compile();
+    let jit::Image::Cubin(bytes) = &first.image else {
+        panic!("sm_90 options must give a CUBIN");
+    };
+    assert_eq!(&bytes[..4], b"\x7fELF", "a CUBIN is an ELF image");
+    assert!(!first.from_disk);
+    let second = compile();
+    assert!(second.from_disk);
+    assert_eq!(second.image, first.image);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -354,6 +354,9 @@ mod tests {
     #[test]
     fn every_kernel_has_a_distinct_symbol() {
         let symbols: HashSet<String> = KernelAbi::all().map(|k| k.symbol("op")).collect();
+        for symbol in &symbols {
+            assert!(symbol.starts_with("gpu_scan_op_"), "{symbol}");
+        }
         assert_eq!(symbols.len(), KernelAbi::all().count());
         assert_eq!(
             symbols.len(),

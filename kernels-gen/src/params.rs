@@ -258,6 +258,16 @@ pub fn nvrtc_options(arch: Arch) -> Vec<String> {
     ]
 }
 
+/// NVRTC options for a CUBIN of generated source for exactly `arch`
+/// (`--gpu-architecture=sm_XX`: NVRTC runs ptxas itself, and the driver
+/// loads the result without compiling anything); otherwise as
+/// [`nvrtc_options`].
+pub fn nvrtc_cubin_options(arch: Arch) -> Vec<String> {
+    let mut options = nvrtc_options(arch);
+    options[0] = format!("--gpu-architecture={}", arch.sm_name());
+    options
+}
+
 /// The kernels (`extern "C" __global__` entry points) of one operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
@@ -715,17 +725,17 @@ impl SegmentedKernel {
                 format!("{SYMBOL_PREFIX}{op_name}_segmented_{s}_scan_tile_totals")
             }
             SegmentedKernel::ScanTiles { inclusive, format } => format!(
-                "{op_name}_segmented_{s}_scan_tiles_{}_{}",
+                "{SYMBOL_PREFIX}{op_name}_segmented_{s}_scan_tiles_{}_{}",
                 if inclusive { "inclusive" } else { "exclusive" },
                 format.suffix()
             ),
             SegmentedKernel::SinglePass { inclusive, format } => format!(
-                "{op_name}_segmented_{s}_single_pass_{}_{}",
+                "{SYMBOL_PREFIX}{op_name}_segmented_{s}_single_pass_{}_{}",
                 if inclusive { "inclusive" } else { "exclusive" },
                 format.suffix()
             ),
             SegmentedKernel::Pipelined { inclusive, format } => format!(
-                "{op_name}_segmented_{s}_pipelined_{}_{}",
+                "{SYMBOL_PREFIX}{op_name}_segmented_{s}_pipelined_{}_{}",
                 if inclusive { "inclusive" } else { "exclusive" },
                 format.suffix()
             ),

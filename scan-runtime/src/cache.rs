@@ -5,12 +5,14 @@
 //!
 //! Each entry is one file named by the SHA-256 of everything that decides
 //! the output (source, NVRTC options, architecture, NVRTC and driver
-//! versions). Its content is a header line (`gpu-scan-ptx v1 <sha256 of the
-//! payload>`) and the PTX. Entries are written to a temporary file and
+//! versions). Its content is a header line (`gpu-scan-image v2 <sha256 of
+//! the payload>`) and the image: a CUBIN for the device's architecture, or
+//! PTX where the program targets an older one. Entries are written to a temporary file and
 //! renamed into place, so readers never see a partial entry and two
 //! processes filling the same entry both succeed (the last rename wins with
 //! identical bytes). An entry whose checksum does not match (truncated,
-//! corrupted) is removed and rebuilt; cache failures never fail a scan.
+//! corrupted) is removed and rebuilt, and so is an intact one the driver
+//! refuses to load; cache failures never fail a scan.
 
 use kernels_gen::Arch;
 use sha2::{Digest, Sha256};
@@ -19,7 +21,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-const MAGIC: &str = "gpu-scan-ptx v1";
+const MAGIC: &str = "gpu-scan-image v2";
 
 /// The identity of a compiled program.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -114,16 +116,16 @@ impl DiskCache {
     pub fn entry_path(&self, key: &CacheKey) -> Option<PathBuf> {
         self.dir
             .as_ref()
-            .map(|d| d.join(format!("{}.ptx", key.as_str())))
+            .map(|d| d.join(format!("{}.bin", key.as_str())))
     }
 
-    /// The cached PTX of `key`, if present and intact. A damaged entry is
+    /// The cached image of `key`, if present and intact. A damaged entry is
     /// removed (and so rebuilt by the caller).
-    pub fn load(&self, key: &CacheKey) -> Option<String> {
+    pub fn load(&self, key: &CacheKey) -> Option<Vec<u8>> {
         let path = self.entry_path(key)?;
         let bytes = std::fs::read(&path).ok()?;
         match parse_entry(&bytes) {
-            Some(ptx) => Some(ptx),
+            Some(image) => Some(image),
             None => {
                 let _ = std::fs::remove_file(&path);
                 None
@@ -131,9 +133,17 @@ impl DiskCache {
         }
     }
 
-    /// Stores `ptx` under `key`, atomically; failures are ignored (the cache
-    /// is an optimisation).
-    pub fn store(&self, key: &CacheKey, ptx: &str) {
+    /// Deletes the entry for `key`, if there is one (an image the driver
+    /// refused to load).
+    pub fn remove(&self, key: &CacheKey) {
+        if let Some(path) = self.entry_path(key) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    /// Stores `image` (a CUBIN or PTX) under `key`, atomically; failures
+    /// are ignored (the cache is an optimisation).
+    pub fn store(&self, key: &CacheKey, image: &[u8]) {
         let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry_path(key)) else {
             return;
         };
@@ -147,8 +157,8 @@ impl DiskCache {
         ));
         let written = (|| -> std::io::Result<()> {
             let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(format!("{MAGIC} {}\n", hex(&Sha256::digest(ptx.as_bytes()))).as_bytes())?;
-            f.write_all(ptx.as_bytes())?;
+            f.write_all(format!("{MAGIC} {}\n", hex(&Sha256::digest(image))).as_bytes())?;
+            f.write_all(image)?;
             f.sync_all()?;
             std::fs::rename(&tmp, &path)
         })();
@@ -159,11 +169,12 @@ impl DiskCache {
 }
 
 /// The PTX of an entry whose header and checksum are intact.
-fn parse_entry(bytes: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let (header, ptx) = text.split_once('\n')?;
+fn parse_entry(bytes: &[u8]) -> Option<Vec<u8>> {
+    let newline = bytes.iter().position(|&b| b == b'\n')?;
+    let header = std::str::from_utf8(&bytes[..newline]).ok()?;
+    let image = &bytes[newline + 1..];
     let sum = header.strip_prefix(MAGIC)?.trim();
-    (hex(&Sha256::digest(ptx.as_bytes())) == sum).then(|| ptx.to_string())
+    (hex(&Sha256::digest(image)) == sum).then(|| image.to_vec())
 }
 
 #[cfg(test)]
@@ -217,8 +228,11 @@ mod tests {
         let cache = DiskCache::at(temp_dir("corrupt"));
         let key = CacheKey::new("program", &[], Arch::SM_90, (13, 0), 0);
         assert_eq!(cache.load(&key), None);
-        cache.store(&key, ".version 9.0\n// body\n");
-        assert_eq!(cache.load(&key).as_deref(), Some(".version 9.0\n// body\n"));
+        cache.store(&key, b".version 9.0\n// body\n");
+        assert_eq!(
+            cache.load(&key).as_deref(),
+            Some(&b".version 9.0\n// body\n"[..])
+        );
         let path = cache.entry_path(&key).unwrap();
         // Truncate the entry: the checksum no longer matches.
         let bytes = std::fs::read(&path).unwrap();
@@ -226,7 +240,7 @@ mod tests {
         assert_eq!(cache.load(&key), None);
         assert!(!path.exists(), "a corrupt entry is removed");
         // Flip one byte of the payload.
-        cache.store(&key, ".version 9.0\n// body\n");
+        cache.store(&key, b".version 9.0\n// body\n");
         let mut bytes = std::fs::read(&path).unwrap();
         let last = bytes.len() - 2;
         bytes[last] ^= 1;
@@ -242,7 +256,7 @@ mod tests {
     fn disabled_cache_stores_nothing() {
         let cache = DiskCache::disabled();
         let key = CacheKey::new("p", &[], Arch::SM_90, (13, 0), 0);
-        cache.store(&key, "x");
+        cache.store(&key, b"x");
         assert_eq!(cache.load(&key), None);
     }
 }

@@ -3,22 +3,20 @@
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
 use crate::jit;
+use crate::kernels::{
+    compile_target, layout, load_kernel, LoadedKernel, PipelinedLaunch, ProgramStats,
+};
 use crate::launch;
 use crate::workspace::{single_pass_bytes, stream_key, Workspace};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
-    LaunchConfig, ValidAsZeroBits,
+    CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
-use cudarc::nvrtc::Ptx;
 use kernels_gen::abi::KernelAbi;
-use kernels_gen::layout::Layout;
-use kernels_gen::{Arch, Kernel, SegmentedKernel, SegmentedStrategy};
+use kernels_gen::{Arch, Kernel, SegmentedStrategy};
 use scan_core::{ScanKind, ScanOp};
-use std::any::TypeId;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 /// Whether the CUDA driver library can be loaded.
 pub fn driver_present() -> bool {
@@ -96,300 +94,6 @@ pub(crate) fn driver_version() -> i32 {
     v
 }
 
-/// How a program was obtained, for reporting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProgramOrigin {
-    /// Compiled by NVRTC in this process.
-    Compiled,
-    /// Read from the disk cache.
-    DiskCache,
-    /// Already loaded in this process (memory cache).
-    Memory,
-}
-
-/// Timing of obtaining a program (compile or cache read, plus module load).
-#[derive(Clone, Copy, Debug)]
-pub struct ProgramStats {
-    /// Where it came from.
-    pub origin: ProgramOrigin,
-    /// NVRTC compile or disk read time.
-    pub compile: Duration,
-    /// Driver module load (PTX to SASS) time.
-    pub load: Duration,
-}
-
-/// Which part of an operator's program is compiled: the plain scans, or
-/// the plain scans plus the segmented ones. Plain scans never pay for
-/// compiling the segmented kernels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Variant {
-    Plain,
-    Segmented,
-}
-
-/// One operator's kernels, loaded in one context.
-pub(crate) struct Program {
-    _module: Arc<CudaModule>,
-    reduce_tiles: CudaFunction,
-    scan_tile_totals: CudaFunction,
-    scan_tiles_inclusive: CudaFunction,
-    scan_tiles_exclusive: CudaFunction,
-    single_pass_inclusive: CudaFunction,
-    single_pass_exclusive: CudaFunction,
-    single_pass_small_inclusive: CudaFunction,
-    single_pass_small_exclusive: CudaFunction,
-    pipelined_inclusive: CudaFunction,
-    pipelined_exclusive: CudaFunction,
-    /// How the pipelined single pass launches here; `None` where it cannot
-    /// run (before sm_90, or an element it does not support).
-    pipelined: Option<PipelinedLaunch>,
-    /// The same for the segmented pipelined kernels (segmented variant only).
-    pub(crate) segmented_pipelined: Option<PipelinedLaunch>,
-    /// Segmented kernels (segmented variant only), in the order of
-    /// [`segmented_index`].
-    pub(crate) segmented: Vec<CudaFunction>,
-    stats: ProgramStats,
-}
-
-/// A pipelined single pass's launch shape on one device. Also used by the
-/// runtime to decide whether the pass can run at all: no shape, no pass.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PipelinedLaunch {
-    /// Resident blocks: blocks per SM (by occupancy) × SMs.
-    pub(crate) blocks: u32,
-    /// Dynamic shared memory per block.
-    pub(crate) shared_bytes: u32,
-}
-
-impl PipelinedLaunch {
-    /// The launch of a pipelined kernel over `tiles` tiles: a persistent
-    /// grid of at most one resident block per tile, with its dynamic shared
-    /// memory.
-    pub(crate) fn config(&self, tiles: usize) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: ((self.blocks as usize).min(tiles) as u32, 1, 1),
-            block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: self.shared_bytes,
-        }
-    }
-}
-
-/// Prepares pipelined kernels on `ctx`'s device (opting in to their
-/// `shared_bytes` of dynamic shared memory) and sizes their persistent
-/// grid; `None` where they cannot run: a program built for an architecture
-/// without bulk copies (before sm_90), `shared_bytes` 0 (an element they do
-/// not support), or a device whose blocks cannot opt in to that much shared
-/// memory. Scans then take the single pass with look-back.
-fn pipelined_launch(
-    ctx: &Arc<CudaContext>,
-    arch: Arch,
-    shared_bytes: usize,
-    kernels: &[&CudaFunction],
-) -> Result<Option<PipelinedLaunch>> {
-    if !arch.has_bulk_copies() || shared_bytes == 0 || kernels.is_empty() {
-        return Ok(None);
-    }
-    let opt_in = ctx.attribute(
-        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-    )?;
-    if shared_bytes > opt_in.max(0) as usize {
-        return Ok(None);
-    }
-    let shared_bytes = shared_bytes as u32;
-    for kernel in kernels {
-        let opted_in = kernel.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            shared_bytes as i32,
-        );
-        if opted_in.is_err() {
-            return Ok(None);
-        }
-    }
-    let per_sm = kernels[0].occupancy_max_active_blocks_per_multiprocessor(
-        kernels_gen::PIPELINED_BLOCK_THREADS,
-        shared_bytes as usize,
-        None,
-    )?;
-    let sms = ctx.attribute(
-        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-    )?;
-    let blocks = per_sm * sms.max(0) as u32;
-    Ok((blocks > 0).then_some(PipelinedLaunch {
-        blocks,
-        shared_bytes,
-    }))
-}
-
-/// Where a segmented kernel sits in [`Program::segmented`].
-pub(crate) fn segmented_index(strategy: SegmentedStrategy, kernel: SegmentedKernel) -> usize {
-    let s = SegmentedStrategy::ALL
-        .iter()
-        .position(|&x| x == strategy)
-        .expect("every strategy is listed");
-    let k = SegmentedKernel::ALL
-        .iter()
-        .position(|&x| x == kernel)
-        .expect("every kernel is listed");
-    s * SegmentedKernel::ALL.len() + k
-}
-
-type ProgramKey = (usize, TypeId, Variant, Arch);
-
-fn programs() -> &'static Mutex<HashMap<ProgramKey, Arc<Program>>> {
-    static PROGRAMS: OnceLock<Mutex<HashMap<ProgramKey, Arc<Program>>>> = OnceLock::new();
-    PROGRAMS.get_or_init(Default::default)
-}
-
-/// The operator's program in `ctx`, and how it was obtained this time.
-pub(crate) fn load_program<Op: ScanOp>(
-    ctx: &Arc<CudaContext>,
-    disk: &DiskCache,
-    variant: Variant,
-) -> Result<(Arc<Program>, ProgramStats)> {
-    let arch = target_arch(ctx)?;
-    let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>(), variant, arch);
-    if let Some(p) = programs().lock().expect("program cache poisoned").get(&key) {
-        let stats = ProgramStats {
-            origin: ProgramOrigin::Memory,
-            compile: Duration::ZERO,
-            load: Duration::ZERO,
-        };
-        return Ok((p.clone(), stats));
-    }
-    let options = match variant {
-        Variant::Plain => kernels_gen::nvrtc_options(arch),
-        Variant::Segmented => kernels_gen::segmented_nvrtc_options(arch),
-    };
-    let start = Instant::now();
-    let kernels: Vec<KernelAbi> = match variant {
-        Variant::Plain => Kernel::ALL.into_iter().map(KernelAbi::plain).collect(),
-        Variant::Segmented => KernelAbi::all().collect(),
-    };
-    let compiled = jit::compile(
-        Op::NAME,
-        &program_source::<Op>(&kernels),
-        options,
-        arch,
-        driver_version(),
-        disk,
-    )?;
-    let compile = start.elapsed();
-    let start = Instant::now();
-    let module = ctx.load_module(Ptx::from_src(compiled.ptx))?;
-    let f = |k: Kernel| module.load_function(&k.symbol(Op::NAME));
-    let mut segmented = Vec::new();
-    if variant == Variant::Segmented {
-        for strategy in SegmentedStrategy::ALL {
-            for kernel in SegmentedKernel::ALL {
-                debug_assert_eq!(segmented.len(), segmented_index(strategy, kernel));
-                segmented.push(module.load_function(&kernel.symbol(Op::NAME, strategy))?);
-            }
-        }
-    }
-    let (reduce_tiles, scan_tile_totals) = (f(Kernel::ReduceTiles)?, f(Kernel::ScanTileTotals)?);
-    let (scan_tiles_inclusive, scan_tiles_exclusive) = (
-        f(Kernel::ScanTilesInclusive)?,
-        f(Kernel::ScanTilesExclusive)?,
-    );
-    let (single_pass_inclusive, single_pass_exclusive) = (
-        f(Kernel::SinglePassInclusive)?,
-        f(Kernel::SinglePassExclusive)?,
-    );
-    let (single_pass_small_inclusive, single_pass_small_exclusive) = (
-        f(Kernel::SinglePassSmallInclusive)?,
-        f(Kernel::SinglePassSmallExclusive)?,
-    );
-    let (pipelined_inclusive, pipelined_exclusive) = (
-        f(Kernel::PipelinedInclusive)?,
-        f(Kernel::PipelinedExclusive)?,
-    );
-    let layout = layout::<Op>();
-    let pipelined = pipelined_launch(
-        ctx,
-        arch,
-        layout.pipelined_shared_bytes,
-        &[&pipelined_inclusive, &pipelined_exclusive],
-    )?;
-    let segmented_pipelined_kernels: Vec<&CudaFunction> = SegmentedStrategy::ALL
-        .iter()
-        .flat_map(|&strategy| {
-            SegmentedKernel::ALL
-                .iter()
-                .filter(|k| matches!(k, SegmentedKernel::Pipelined { .. }))
-                .map(move |&k| segmented_index(strategy, k))
-        })
-        .filter_map(|i| segmented.get(i))
-        .collect();
-    let segmented_pipelined = pipelined_launch(
-        ctx,
-        arch,
-        layout.pipelined_segmented_shared_bytes,
-        &segmented_pipelined_kernels,
-    )?;
-    let program = Arc::new(Program {
-        _module: module,
-        reduce_tiles,
-        scan_tile_totals,
-        scan_tiles_inclusive,
-        scan_tiles_exclusive,
-        single_pass_inclusive,
-        single_pass_exclusive,
-        single_pass_small_inclusive,
-        single_pass_small_exclusive,
-        pipelined_inclusive,
-        pipelined_exclusive,
-        pipelined,
-        segmented_pipelined,
-        segmented,
-        stats: ProgramStats {
-            origin: if compiled.from_disk {
-                ProgramOrigin::DiskCache
-            } else {
-                ProgramOrigin::Compiled
-            },
-            compile,
-            load: start.elapsed(),
-        },
-    });
-    programs()
-        .lock()
-        .expect("program cache poisoned")
-        .insert(key, program.clone());
-    Ok((program.clone(), program.stats))
-}
-
-/// The complete CUDA program of `Op` with the kernels `kernels` (from
-/// [`KernelAbi::all`], say): the library, the layout of `Op`'s element and
-/// tiles, `Op`'s part ([`ScanOp::CUDA_SOURCE`]) and the kernels' wrappers.
-/// The runtime compiles such programs, each with the kernels a kind of scan
-/// needs.
-///
-/// ```
-/// use gpu_scan::kernels_gen::abi::KernelAbi;
-/// use gpu_scan::{scan_op, scan_runtime::program_source};
-///
-/// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
-/// struct Sum;
-///
-/// let cuda = program_source::<Sum>(&KernelAbi::all().collect::<Vec<_>>());
-/// assert!(cuda.contains("struct gpu_scan_layout_sum {"));
-/// assert!(cuda.contains(<Sum as gpu_scan::ScanOp>::CUDA_SOURCE));
-/// assert!(cuda.contains("gpu_scan_sum_single_pass_inclusive("));
-/// ```
-pub fn program_source<Op: ScanOp>(kernels: &[KernelAbi]) -> String {
-    kernels_gen::program(Op::NAME, Op::CUDA_SOURCE, &layout::<Op>(), kernels)
-}
-
-/// The layout of `Op`'s program: every size the host and the kernels share,
-/// computed once, in Rust ([`Layout`]), and printed into the program.
-pub fn layout<Op: ScanOp>() -> Layout {
-    Layout::new(
-        std::mem::size_of::<Op::Element>(),
-        Op::BLOCK_THREADS,
-        Op::ITEMS_PER_THREAD,
-    )
-}
-
 /// Elements per tile of the pipelined single pass (0 where the element
 /// cannot take it).
 pub(crate) fn pipelined_tile_items<Op: ScanOp>() -> usize {
@@ -408,11 +112,12 @@ pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
 
 /// Scans with operator `Op` on one CUDA context.
 ///
-/// Create it once and reuse it: the first scanner of an operator in a
-/// context compiles the operator's program with NVRTC (or reads it from the
-/// disk cache) and loads it; later ones reuse the loaded module. Scans are
-/// enqueued on the stream you pass and return without waiting, like any
-/// cudarc launch.
+/// Create it once and reuse it. Kernels are compiled when a scan first
+/// needs them, each on its own: NVRTC builds a CUBIN of that one kernel for
+/// the device's architecture (or reads it from the disk cache), the driver
+/// loads it, and every later scanner of the operator in the context reuses
+/// it. Scans are enqueued on the stream you pass and return without
+/// waiting, like any cudarc launch.
 ///
 /// **Paths.** An input of one tile is scanned by one block in one launch.
 /// Longer inputs take the single pass with decoupled look-back or
@@ -467,11 +172,12 @@ pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
 /// anything is enqueued.
 pub struct GpuScanner<Op: ScanOp> {
     pub(crate) ctx: Arc<CudaContext>,
-    program: Arc<Program>,
+    /// The architecture kernels are compiled for (see [`target_arch`]).
+    pub(crate) arch: Arch,
+    /// The kernels this scanner has used, by ABI entry.
+    kernels: HashMap<KernelAbi, Arc<LoadedKernel>>,
     stats: ProgramStats,
     pub(crate) disk: DiskCache,
-    /// The segmented variant of the program, loaded on first use.
-    pub(crate) segmented: Option<(Arc<Program>, ProgramStats)>,
     pub(crate) strategy: SegmentedStrategy,
     /// Scratch, one workspace per stream (keyed by [`stream_key`]).
     workspaces: HashMap<usize, Workspace<Op::Element>>,
@@ -586,13 +292,13 @@ where
 
     /// A scanner on `ctx` with an explicit disk cache.
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Self> {
-        let (program, stats) = load_program::<Op>(ctx, disk, Variant::Plain)?;
+        let (arch, _) = compile_target(ctx)?;
         Ok(GpuScanner {
             ctx: ctx.clone(),
-            program,
-            stats,
+            arch,
+            kernels: HashMap::new(),
+            stats: ProgramStats::NONE,
             disk: disk.clone(),
-            segmented: None,
             strategy: DEFAULT_SEGMENTED_STRATEGY,
             workspaces: HashMap::new(),
             workspace_allocations: 0,
@@ -607,11 +313,40 @@ where
         &self.ctx
     }
 
-    /// How this scanner obtained its program: compiled, read from the disk
-    /// cache, or already loaded in this context by an earlier scanner
-    /// ([`ProgramOrigin::Memory`]: nothing was compiled or loaded).
+    /// How this scanner obtained the kernels it has used so far: compiled,
+    /// read from the disk cache, or already loaded in this context by an
+    /// earlier scanner ([`crate::ProgramOrigin::Memory`], also before the first
+    /// scan: kernels are compiled when a scan first needs them, each on its
+    /// own).
     pub fn program_stats(&self) -> ProgramStats {
         self.stats
+    }
+
+    /// Kernel `abi`, loaded for this scanner (compiled, read from the disk
+    /// cache, or found in memory the first time).
+    pub(crate) fn kernel(&mut self, abi: KernelAbi) -> Result<Arc<LoadedKernel>> {
+        if let Some(k) = self.kernels.get(&abi) {
+            return Ok(k.clone());
+        }
+        let (kernel, stats) = load_kernel::<Op>(&self.ctx, &self.disk, abi)?;
+        self.stats = self.stats.then(stats);
+        self.kernels.insert(abi, kernel.clone());
+        Ok(kernel)
+    }
+
+    /// How pipelined kernel `abi` launches here, compiling it if needed;
+    /// `None` (and nothing compiled) where it cannot run: a program
+    /// architecture without bulk copies, an element it does not take, or a
+    /// device without the shared memory it needs.
+    pub(crate) fn pipelined_shape(
+        &mut self,
+        abi: KernelAbi,
+        shared_bytes: usize,
+    ) -> Result<Option<PipelinedLaunch>> {
+        if !self.arch.has_bulk_copies() || shared_bytes == 0 {
+            return Ok(None);
+        }
+        Ok(self.kernel(abi)?.pipelined)
     }
 
     /// The path scans of more than one tile take (see [`ScanPath`]; new
@@ -906,19 +641,13 @@ where
     ) -> Result<()> {
         let (tiles, small) = self.single_pass_tiles(n);
         self.reserve_single_pass(tiles, stream)?;
-        let program = self.program.clone();
-        let (kernel, function) = match (small, inclusive) {
-            (false, true) => (Kernel::SinglePassInclusive, &program.single_pass_inclusive),
-            (false, false) => (Kernel::SinglePassExclusive, &program.single_pass_exclusive),
-            (true, true) => (
-                Kernel::SinglePassSmallInclusive,
-                &program.single_pass_small_inclusive,
-            ),
-            (true, false) => (
-                Kernel::SinglePassSmallExclusive,
-                &program.single_pass_small_exclusive,
-            ),
-        };
+        let abi = KernelAbi::plain(match (small, inclusive) {
+            (false, true) => Kernel::SinglePassInclusive,
+            (false, false) => Kernel::SinglePassExclusive,
+            (true, true) => Kernel::SinglePassSmallInclusive,
+            (true, false) => Kernel::SinglePassSmallExclusive,
+        });
+        let kernel = self.kernel(abi)?;
         let scratch = self.workspace(stream).single_pass_args();
         let args = launch::single_pass(src, dst, &scratch, seed, n as u64, None);
         let config = LaunchConfig {
@@ -932,16 +661,7 @@ where
         // the kernel's tile size (value arrays only when the status cannot hold the value)
         // and a launch state that the previous launch on this stream left reset; one block
         // per tile, so the launch takes exactly `tiles` indices.
-        unsafe {
-            launch::launch(
-                stream,
-                function,
-                KernelAbi::plain(kernel),
-                Op::NAME,
-                &args,
-                config,
-            )
-        }
+        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
     }
 
     /// Whether a plain scan of `n` elements (more than one tile) should take
@@ -965,31 +685,18 @@ where
     ) -> Result<()> {
         let tiles = n.div_ceil(pipelined_tile_items::<Op>());
         self.reserve_single_pass(tiles, stream)?;
-        let program = self.program.clone();
-        let (kernel, function) = if inclusive {
-            (Kernel::PipelinedInclusive, &program.pipelined_inclusive)
-        } else {
-            (Kernel::PipelinedExclusive, &program.pipelined_exclusive)
-        };
+        let abi = pipelined_abi(inclusive);
+        let kernel = self.kernel(abi)?;
         let scratch = self.workspace(stream).single_pass_args();
         let args = launch::single_pass(src, dst, &scratch, seed, n as u64, Some(tiles as u64));
-        let abi = KernelAbi::plain(kernel);
         // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
         // scan_launch_state* launch, T seed, u64 n, u64 tiles), checked against the ABI
         // table; src and dst hold n elements and are 16-byte aligned (checked by the
         // caller); this stream's scratch holds >= tiles entries and a reset launch state;
         // the kernel was given its dynamic shared memory at load; every block takes one
         // index past the last tile, which the state's reset counts on.
-        unsafe {
-            launch::launch(
-                stream,
-                function,
-                abi,
-                Op::NAME,
-                &args,
-                launch_shape.config(tiles),
-            )
-        }
+        let config = launch_shape.config(tiles);
+        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
     }
 
     /// Enqueues the kernels. `src` and `dst` may be equal (in place): every
@@ -1011,14 +718,11 @@ where
             ScanKind::Exclusive => (false, Op::IDENTITY),
             ScanKind::ExclusiveWithInit(init) => (false, init),
         };
-        let program = self.program.clone();
-        let p = &program;
-        let (scan_tiles_kernel, scan_tiles) = if inclusive {
-            (Kernel::ScanTilesInclusive, &p.scan_tiles_inclusive)
+        let scan_tiles_abi = KernelAbi::plain(if inclusive {
+            Kernel::ScanTilesInclusive
         } else {
-            (Kernel::ScanTilesExclusive, &p.scan_tiles_exclusive)
-        };
-        let scan_tiles_abi = KernelAbi::plain(scan_tiles_kernel);
+            Kernel::ScanTilesExclusive
+        });
         let tiles = n.div_ceil(Op::tile_items());
         let n64 = n as u64;
         let block = (Op::BLOCK_THREADS, 1, 1);
@@ -1029,6 +733,7 @@ where
         };
         if tiles == 1 {
             // One tile: a single launch, seeded directly.
+            let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
             let args = launch::scan_tiles(src, dst, 0, seed, n64);
             // SAFETY: (const T* input, T* output, const T* tile_prefixes, T seed, u64 n),
             // checked against the ABI table; src/dst hold n elements; a null prefix array
@@ -1037,16 +742,18 @@ where
                 launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
             };
         }
-        if self.pipelined_wanted(n) {
-            if let Some(shape) = self.program.pipelined {
-                if src % 16 == 0 && dst % 16 == 0 {
-                    return self.launch_pipelined(stream, shape, inclusive, seed, src, dst, n);
-                }
+        if self.pipelined_wanted(n) && src % 16 == 0 && dst % 16 == 0 {
+            let shared_bytes = layout::<Op>().pipelined_shared_bytes;
+            if let Some(shape) = self.pipelined_shape(pipelined_abi(inclusive), shared_bytes)? {
+                return self.launch_pipelined(stream, shape, inclusive, seed, src, dst, n);
             }
         }
         if single_pass(self.path) {
             return self.launch_single_pass(stream, inclusive, seed, src, dst, n);
         }
+        let reduce_tiles = self.kernel(KernelAbi::plain(Kernel::ReduceTiles))?;
+        let scan_tile_totals = self.kernel(KernelAbi::plain(Kernel::ScanTileTotals))?;
+        let scan_tiles = self.kernel(scan_tiles_abi)?;
         let totals = self.workspace(stream).tile_totals();
         let tiles64 = tiles as u64;
         let name = Op::NAME;
@@ -1054,15 +761,43 @@ where
         let abi = KernelAbi::plain(Kernel::ReduceTiles);
         // SAFETY: (const T* input, T* tile_totals, u64 n), checked against the ABI table;
         // the workspace holds >= tiles elements.
-        unsafe { launch::launch(stream, &p.reduce_tiles, abi, name, &args, grid(tiles)) }?;
+        unsafe {
+            launch::launch(
+                stream,
+                &reduce_tiles.function,
+                abi,
+                name,
+                &args,
+                grid(tiles),
+            )
+        }?;
         let args = launch::scan_tile_totals(totals, tiles64, seed);
         let abi = KernelAbi::plain(Kernel::ScanTileTotals);
         // SAFETY: (T* tile_totals, u64 num_tiles, T seed), checked against the ABI table;
         // one block walks all totals.
-        unsafe { launch::launch(stream, &p.scan_tile_totals, abi, name, &args, grid(1)) }?;
+        unsafe {
+            launch::launch(
+                stream,
+                &scan_tile_totals.function,
+                abi,
+                name,
+                &args,
+                grid(1),
+            )
+        }?;
         let args = launch::scan_tiles(src, dst, totals, seed, n64);
         // SAFETY: (const T* input, T* output, const T* tile_prefixes, T seed, u64 n),
         // checked against the ABI table; prefixes hold `tiles` elements.
-        unsafe { launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(tiles)) }
+        let function = &scan_tiles.function;
+        unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }
     }
+}
+
+/// The plain pipelined kernel of a scan kind.
+fn pipelined_abi(inclusive: bool) -> KernelAbi {
+    KernelAbi::plain(if inclusive {
+        Kernel::PipelinedInclusive
+    } else {
+        Kernel::PipelinedExclusive
+    })
 }

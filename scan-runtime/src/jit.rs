@@ -32,18 +32,55 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
     Ok(*VERSION.get_or_init(|| (major, minor)))
 }
 
-/// What a compile produced: PTX text, and whether it came from the disk cache.
+/// A compiled program: a CUBIN for one exact architecture, which the
+/// driver loads as it is, or PTX, which the driver compiles for the device
+/// when the module is loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Image {
+    /// Machine code for the architecture the options named (`sm_XX`).
+    Cubin(Vec<u8>),
+    /// PTX for a virtual architecture (`compute_XX`).
+    Ptx(String),
+}
+
+impl Image {
+    /// The image in the form `CudaContext::load_module` takes.
+    pub fn to_module_image(&self) -> nvrtc::Ptx {
+        match self {
+            Image::Cubin(bytes) => nvrtc::Ptx::from_binary(bytes.clone()),
+            Image::Ptx(text) => nvrtc::Ptx::from_src(text.clone()),
+        }
+    }
+
+    /// The image's bytes, as the disk cache keeps them.
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Image::Cubin(bytes) => bytes,
+            Image::Ptx(text) => text.as_bytes(),
+        }
+    }
+}
+
+/// What a compile produced, and whether it came from the disk cache.
 pub struct Compiled {
-    /// PTX for the target architecture.
-    pub ptx: String,
+    /// The program's image.
+    pub image: Image,
     /// True when read from the disk cache.
     pub from_disk: bool,
 }
 
+/// Whether NVRTC `options` ask for a CUBIN (`--gpu-architecture=sm_XX`)
+/// rather than PTX (`compute_XX`).
+fn wants_cubin(options: &[String]) -> bool {
+    options
+        .iter()
+        .any(|o| o.starts_with("--gpu-architecture=sm_"))
+}
+
 /// Compiles `source` for `arch` with NVRTC `options` (from
-/// [`kernels_gen::nvrtc_options`] or [`kernels_gen::segmented_nvrtc_options`]),
-/// through the disk cache. `driver_version` is part of the cache key (0 when
-/// compiling without a driver).
+/// [`kernels_gen::nvrtc_options`] for PTX or [`kernels_gen::nvrtc_cubin_options`]
+/// for a CUBIN), through the disk cache. `driver_version` is part of the
+/// cache key (0 when compiling without a driver).
 pub fn compile(
     op: &'static str,
     source: &str,
@@ -54,38 +91,101 @@ pub fn compile(
 ) -> Result<Compiled> {
     let version = nvrtc_version()?;
     let key = CacheKey::new(source, &options, arch, version, driver_version);
-    if let Some(ptx) = disk.load(&key) {
-        return Ok(Compiled {
-            ptx,
-            from_disk: true,
-        });
-    }
-    let opts = nvrtc::CompileOptions {
-        options,
-        name: Some(format!("{op}.cu")),
-        ..Default::default()
-    };
-    let ptx = match nvrtc::compile_ptx_with_opts(source, opts) {
-        Ok(ptx) => ptx.to_src(),
-        Err(e) => {
-            let log = match &e {
-                nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
-                other => format!("{other:?}"),
-            };
-            return Err(ScanError::Compile {
-                op,
-                log,
-                source_path: write_failed_source(op, source),
+    let cubin = wants_cubin(&options);
+    if let Some(bytes) = disk.load(&key) {
+        let image = if cubin {
+            Some(Image::Cubin(bytes))
+        } else {
+            String::from_utf8(bytes).ok().map(Image::Ptx)
+        };
+        if let Some(image) = image {
+            return Ok(Compiled {
+                image,
+                from_disk: true,
             });
         }
-    };
-    disk.store(&key, &ptx);
+    }
+    let image = nvrtc_compile(op, source, &options, cubin)?;
+    disk.store(&key, image.bytes());
     Ok(Compiled {
-        ptx,
+        image,
         from_disk: false,
     })
 }
 
+/// Forgets the disk cache's entry for what [`compile`] would look up with
+/// these arguments: the runtime calls it when the driver refuses to load an
+/// image read from the cache, before compiling anew.
+pub fn forget(source: &str, options: &[String], arch: Arch, driver_version: i32, disk: &DiskCache) {
+    if let Ok(version) = nvrtc_version() {
+        disk.remove(&CacheKey::new(
+            source,
+            options,
+            arch,
+            version,
+            driver_version,
+        ));
+    }
+}
+
+/// One NVRTC compile: the CUBIN or the PTX of `source`.
+fn nvrtc_compile(op: &'static str, source: &str, options: &[String], cubin: bool) -> Result<Image> {
+    use nvrtc::result;
+    let failed = |log: String| ScanError::Compile {
+        op,
+        log,
+        source_path: write_failed_source(op, source),
+    };
+    let src =
+        std::ffi::CString::new(source).map_err(|_| failed("the source holds a NUL byte".into()))?;
+    let name = std::ffi::CString::new(format!("{op}.cu")).expect("operator names hold no NUL");
+    let program =
+        result::create_program(&src, Some(&name)).map_err(|e| failed(format!("{e:?}")))?;
+    // Destroys the program however this function returns.
+    struct Guard(nvrtc::sys::nvrtcProgram);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            // SAFETY: created above, destroyed once.
+            let _ = unsafe { result::destroy_program(self.0) };
+        }
+    }
+    let guard = Guard(program);
+    // SAFETY: a valid program; the options are plain strings.
+    if let Err(e) = unsafe { result::compile_program(guard.0, options) } {
+        // SAFETY: the program exists; its log is a NUL-terminated string.
+        let log = unsafe { result::get_program_log(guard.0) }
+            .map(|raw| {
+                // SAFETY: NVRTC terminates the log with a NUL.
+                unsafe { std::ffi::CStr::from_ptr(raw.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .unwrap_or_else(|_| format!("{e:?}"));
+        return Err(failed(log));
+    }
+    if cubin {
+        let mut size = 0usize;
+        // SAFETY: the program compiled for a real architecture; NVRTC writes
+        // the CUBIN's size, then that many bytes.
+        let status = unsafe { nvrtc::sys::nvrtcGetCUBINSize(guard.0, &mut size) };
+        if status != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+            return Err(failed(format!("nvrtcGetCUBINSize: {status:?}")));
+        }
+        let mut bytes = vec![0u8; size];
+        // SAFETY: `bytes` holds `size` bytes.
+        let status = unsafe { nvrtc::sys::nvrtcGetCUBIN(guard.0, bytes.as_mut_ptr().cast()) };
+        if status != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+            return Err(failed(format!("nvrtcGetCUBIN: {status:?}")));
+        }
+        Ok(Image::Cubin(bytes))
+    } else {
+        // SAFETY: the program compiled; NVRTC returns its PTX with a NUL.
+        let ptx = unsafe { result::get_ptx(guard.0) }.map_err(|e| failed(format!("{e:?}")))?;
+        // SAFETY: NVRTC terminates the PTX with a NUL.
+        let text = unsafe { std::ffi::CStr::from_ptr(ptx.as_ptr()) };
+        Ok(Image::Ptx(text.to_string_lossy().into_owned()))
+    }
+}
 /// Writes a source NVRTC rejected where the user can read it.
 fn write_failed_source(op: &str, source: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("gpu-scan-{op}-{}.cu", std::process::id()));

@@ -17,6 +17,7 @@ pub mod cache;
 mod error;
 mod gpu;
 pub mod jit;
+mod kernels;
 mod launch;
 mod segmented;
 mod workspace;
@@ -26,9 +27,10 @@ pub use cache::DiskCache;
 pub use cudarc;
 pub use error::{Result, ScanError};
 pub use gpu::{
-    device_arch, driver_present, layout, open_device, program_source, target_arch, GpuScanner,
-    ProgramOrigin, ProgramStats, ScanPath, DEFAULT_SEGMENTED_STRATEGY, DEFAULT_SMALL_TILE_LIMIT,
-    PIPELINED_AUTO_MIN_BYTES, TARGET_ARCH_ENV,
+    device_arch, driver_present, open_device, target_arch, GpuScanner, ScanPath,
+    DEFAULT_SEGMENTED_STRATEGY, DEFAULT_SMALL_TILE_LIMIT, PIPELINED_AUTO_MIN_BYTES,
+    TARGET_ARCH_ENV,
 };
+pub use kernels::{layout, program_source, ProgramOrigin, ProgramStats};
 pub use kernels_gen::{FlagFormat, SegmentedStrategy};
 pub use segmented::{DeviceHeadFlags, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags};

@@ -5,16 +5,15 @@
 use crate::cache::DiskCache;
 use crate::error::{Result, ScanError};
 use crate::gpu::{
-    load_program, pipelined_tile_items, pipelined_wanted, resolve_path, segmented_index,
-    single_pass, single_pass_tiles_for, GpuScanner, ProgramStats, ScanPath, Variant,
+    pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
+    GpuScanner, ScanPath,
 };
-use crate::jit;
+use crate::kernels::{build_module, layout, ProgramStats};
 use crate::launch;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
     DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
-use cudarc::nvrtc::Ptx;
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{FlagFormat, SegmentedKernel, SegmentedStrategy};
 use scan_core::segmented::{FlagsLengthMismatch, SegmentKey, SegmentOffset};
@@ -117,15 +116,22 @@ where
         self.strategy = strategy;
     }
 
-    /// Loads the segmented variant of the operator's program now (the first
-    /// segmented scan does it otherwise), and says how it was obtained.
+    /// Compiles (or finds in a cache) and loads every segmented kernel of
+    /// the current strategy now, each of which the first segmented scan
+    /// needing it would load otherwise, and says how they were obtained.
     pub fn prepare_segmented(&mut self) -> Result<ProgramStats> {
-        if let Some((_, stats)) = &self.segmented {
-            return Ok(*stats);
+        let mut stats = ProgramStats::NONE;
+        for kernel in SegmentedKernel::ALL {
+            let before = self.program_stats();
+            self.kernel(KernelAbi::segmented(kernel, self.strategy))?;
+            let after = self.program_stats();
+            stats = stats.then(ProgramStats {
+                origin: after.origin,
+                compile: after.compile - before.compile,
+                load: after.load - before.load,
+                kernels_loaded: after.kernels_loaded - before.kernels_loaded,
+            });
         }
-        let loaded = load_program::<Op>(&self.ctx, &self.disk, Variant::Segmented)?;
-        let stats = loaded.1;
-        self.segmented = Some(loaded);
         Ok(stats)
     }
 
@@ -295,7 +301,6 @@ where
     }
 
     fn prepare_segmented_scan(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
-        self.prepare_segmented()?;
         self.prepare(n, stream)?;
         let tiles = n.div_ceil(Op::tile_items());
         if tiles <= 1 {
@@ -336,20 +341,9 @@ where
             DeviceHeadFlags::Bytes(b) => b.device_ptr(stream),
             DeviceHeadFlags::Bits(w) => w.device_ptr(stream),
         };
-        let program = self
-            .segmented
-            .as_ref()
-            .expect("prepare_segmented loaded the program")
-            .0
-            .clone();
         let strategy = self.strategy;
-        let kernel = |k: SegmentedKernel| {
-            (
-                &program.segmented[segmented_index(strategy, k)],
-                KernelAbi::segmented(k, strategy),
-            )
-        };
-        let (scan_tiles, scan_tiles_abi) = kernel(SegmentedKernel::ScanTiles { inclusive, format });
+        let abi = |k: SegmentedKernel| KernelAbi::segmented(k, strategy);
+        let scan_tiles_abi = abi(SegmentedKernel::ScanTiles { inclusive, format });
         let name = Op::NAME;
         let tiles = n.div_ceil(Op::tile_items());
         let n64 = n as u64;
@@ -359,6 +353,7 @@ where
             shared_mem_bytes: 0,
         };
         if tiles == 1 {
+            let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
             let args = launch::segmented_scan_tiles(src, flags, dst, 0, seed, seeded, n64);
             // SAFETY: (const T* input, const void* flags, T* output, const T* tile_prefixes,
             // T seed, int seeded, u64 n), checked against the ABI table; lengths were
@@ -367,14 +362,19 @@ where
                 launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(1))
             };
         }
-        let pipelined_shape = program.segmented_pipelined.filter(|_| {
-            pipelined_wanted::<Op>(self.path(), n)
-                && src % 16 == 0
-                && dst % 16 == 0
-                && flags % 16 == 0
-        });
+        let pipelined_abi = abi(SegmentedKernel::Pipelined { inclusive, format });
+        let pipelined_shape = if pipelined_wanted::<Op>(self.path(), n)
+            && src % 16 == 0
+            && dst % 16 == 0
+            && flags % 16 == 0
+        {
+            let shared_bytes = layout::<Op>().pipelined_segmented_shared_bytes;
+            self.pipelined_shape(pipelined_abi, shared_bytes)?
+        } else {
+            None
+        };
         if let Some(shape) = pipelined_shape {
-            let (pipelined, abi) = kernel(SegmentedKernel::Pipelined { inclusive, format });
+            let pipelined = self.kernel(pipelined_abi)?;
             let tiles = n.div_ceil(pipelined_tile_items::<Op>());
             let scratch = self.workspace(stream).single_pass_args();
             let args = launch::segmented_single_pass(
@@ -394,12 +394,21 @@ where
             // >= tiles entries (prepare reserved the larger of both tilings) and a reset
             // launch state; the kernel was given its dynamic shared memory at load; every
             // block takes one index past the last tile.
+            let config = shape.config(tiles);
             return unsafe {
-                launch::launch(stream, pipelined, abi, name, &args, shape.config(tiles))
+                launch::launch(
+                    stream,
+                    &pipelined.function,
+                    pipelined_abi,
+                    name,
+                    &args,
+                    config,
+                )
             };
         }
         if single_pass(self.path()) {
-            let (single_pass, abi) = kernel(SegmentedKernel::SinglePass { inclusive, format });
+            let single_pass_abi = abi(SegmentedKernel::SinglePass { inclusive, format });
+            let single_pass = self.kernel(single_pass_abi)?;
             let scratch = self.workspace(stream).single_pass_args();
             let args =
                 launch::segmented_single_pass(src, flags, dst, &scratch, seed, seeded, n64, None);
@@ -407,10 +416,16 @@ where
             // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
             // u64 n), checked against the ABI table; lengths were checked; this stream's
             // scratch holds >= tiles entries and a reset launch state; one block per tile.
-            return unsafe { launch::launch(stream, single_pass, abi, name, &args, grid(tiles)) };
+            let function = &single_pass.function;
+            return unsafe {
+                launch::launch(stream, function, single_pass_abi, name, &args, grid(tiles))
+            };
         }
-        let (reduce, reduce_abi) = kernel(SegmentedKernel::ReduceTiles(format));
-        let (scan_totals, scan_totals_abi) = kernel(SegmentedKernel::ScanTileTotals);
+        let reduce_abi = abi(SegmentedKernel::ReduceTiles(format));
+        let scan_totals_abi = abi(SegmentedKernel::ScanTileTotals);
+        let reduce = self.kernel(reduce_abi)?;
+        let scan_totals = self.kernel(scan_totals_abi)?;
+        let scan_tiles = self.kernel(scan_tiles_abi)?;
         let workspace = self.workspace(stream);
         let (totals, tile_flags) = (workspace.tile_totals(), workspace.tile_flags());
         let args =
@@ -418,15 +433,26 @@ where
         // SAFETY: (const T* input, const void* flags, T* tile_totals, u8* tile_flags,
         // T seed, int seeded, u64 n), checked against the ABI table; both workspaces hold
         // >= tiles entries.
-        unsafe { launch::launch(stream, reduce, reduce_abi, name, &args, grid(tiles)) }?;
+        unsafe {
+            launch::launch(
+                stream,
+                &reduce.function,
+                reduce_abi,
+                name,
+                &args,
+                grid(tiles),
+            )
+        }?;
         let args =
             launch::segmented_scan_tile_totals::<Op::Element>(totals, tile_flags, tiles as u64);
         // SAFETY: (T* tile_totals, const u8* tile_flags, u64 num_tiles), checked against
         // the ABI table; one block walks them.
-        unsafe { launch::launch(stream, scan_totals, scan_totals_abi, name, &args, grid(1)) }?;
+        let function = &scan_totals.function;
+        unsafe { launch::launch(stream, function, scan_totals_abi, name, &args, grid(1)) }?;
         let args = launch::segmented_scan_tiles(src, flags, dst, totals, seed, seeded, n64);
         // SAFETY: as the single-tile launch, with `tiles` prefixes in the workspace.
-        unsafe { launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(tiles)) }
+        let function = &scan_tiles.function;
+        unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }
     }
 }
 
@@ -477,16 +503,12 @@ impl HeadFlagBuilder {
         if let Some(p) = flag_programs().lock().expect("poisoned").get(&key) {
             return Ok(HeadFlagBuilder { program: p.clone() });
         }
-        let arch = crate::gpu::target_arch(ctx)?;
-        let compiled = jit::compile(
+        let (module, _, _) = build_module(
+            ctx,
+            disk,
             "segment_flags",
             kernels_gen::SEGMENT_FLAGS_SOURCE,
-            kernels_gen::nvrtc_options(arch),
-            arch,
-            crate::gpu::driver_version(),
-            disk,
         )?;
-        let module = ctx.load_module(Ptx::from_src(compiled.ptx))?;
         let mut functions = HashMap::new();
         for format in FlagFormat::ALL {
             let symbols = [32, 64]

@@ -1,0 +1,303 @@
+//! Loading kernels: each kernel a scan needs is compiled on its own (the
+//! library, the operator and that one kernel's wrapper), as a CUBIN for the
+//! device's architecture, through the disk cache, loaded once per context
+//! and kept in memory for every scanner of the operator.
+
+use crate::cache::DiskCache;
+use crate::error::Result;
+use crate::gpu::{device_arch, driver_version, target_arch};
+use crate::jit;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, LaunchConfig};
+use kernels_gen::abi::KernelAbi;
+use kernels_gen::layout::Layout;
+use kernels_gen::{Arch, Kernel, SegmentedKernel};
+use scan_core::ScanOp;
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How a scanner's kernels were obtained, for reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgramOrigin {
+    /// At least one was compiled by NVRTC in this process.
+    Compiled,
+    /// At least one was read from the disk cache, none compiled.
+    DiskCache,
+    /// All were already loaded in this process (memory cache), or none
+    /// was needed yet.
+    Memory,
+}
+
+/// Timing of obtaining a scanner's kernels so far (compile or cache read,
+/// plus module load), summed over the kernels it loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramStats {
+    /// Where they came from (the costliest source of any of them).
+    pub origin: ProgramOrigin,
+    /// NVRTC compile or disk read time.
+    pub compile: Duration,
+    /// Driver module load time.
+    pub load: Duration,
+    /// Kernels compiled or read from disk and loaded (not from memory).
+    pub kernels_loaded: usize,
+}
+
+impl ProgramStats {
+    /// Nothing loaded yet.
+    pub const NONE: ProgramStats = ProgramStats {
+        origin: ProgramOrigin::Memory,
+        compile: Duration::ZERO,
+        load: Duration::ZERO,
+        kernels_loaded: 0,
+    };
+
+    /// These stats followed by `other`'s.
+    pub(crate) fn then(self, other: ProgramStats) -> ProgramStats {
+        let rank = |o: ProgramOrigin| match o {
+            ProgramOrigin::Memory => 0,
+            ProgramOrigin::DiskCache => 1,
+            ProgramOrigin::Compiled => 2,
+        };
+        ProgramStats {
+            origin: if rank(other.origin) > rank(self.origin) {
+                other.origin
+            } else {
+                self.origin
+            },
+            compile: self.compile + other.compile,
+            load: self.load + other.load,
+            kernels_loaded: self.kernels_loaded + other.kernels_loaded,
+        }
+    }
+}
+
+/// A pipelined single pass's launch shape on one device. Also used by the
+/// runtime to decide whether the pass can run at all: no shape, no pass.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PipelinedLaunch {
+    /// Resident blocks: blocks per SM (by occupancy) × SMs.
+    pub(crate) blocks: u32,
+    /// Dynamic shared memory per block.
+    pub(crate) shared_bytes: u32,
+}
+
+impl PipelinedLaunch {
+    /// The launch of a pipelined kernel over `tiles` tiles: a persistent
+    /// grid of at most one resident block per tile, with its dynamic shared
+    /// memory.
+    pub(crate) fn config(&self, tiles: usize) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: ((self.blocks as usize).min(tiles) as u32, 1, 1),
+            block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: self.shared_bytes,
+        }
+    }
+}
+
+/// Prepares pipelined kernels on `ctx`'s device (opting in to their
+/// `shared_bytes` of dynamic shared memory) and sizes their persistent
+/// grid; `None` where they cannot run: a program built for an architecture
+/// without bulk copies (before sm_90), `shared_bytes` 0 (an element they do
+/// not support), or a device whose blocks cannot opt in to that much shared
+/// memory. Scans then take the single pass with look-back.
+fn pipelined_launch(
+    ctx: &Arc<CudaContext>,
+    arch: Arch,
+    shared_bytes: usize,
+    kernels: &[&CudaFunction],
+) -> Result<Option<PipelinedLaunch>> {
+    if !arch.has_bulk_copies() || shared_bytes == 0 || kernels.is_empty() {
+        return Ok(None);
+    }
+    let opt_in = ctx.attribute(
+        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    )?;
+    if shared_bytes > opt_in.max(0) as usize {
+        return Ok(None);
+    }
+    let shared_bytes = shared_bytes as u32;
+    for kernel in kernels {
+        let opted_in = kernel.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared_bytes as i32,
+        );
+        if opted_in.is_err() {
+            return Ok(None);
+        }
+    }
+    let per_sm = kernels[0].occupancy_max_active_blocks_per_multiprocessor(
+        kernels_gen::PIPELINED_BLOCK_THREADS,
+        shared_bytes as usize,
+        None,
+    )?;
+    let sms = ctx.attribute(
+        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
+    let blocks = per_sm * sms.max(0) as u32;
+    Ok((blocks > 0).then_some(PipelinedLaunch {
+        blocks,
+        shared_bytes,
+    }))
+}
+
+/// What programs are compiled to on `ctx`: the architecture, and whether
+/// as a CUBIN for it or as PTX. The device's own architecture gets a CUBIN,
+/// which the driver loads as it is; an older target named by
+/// [`crate::TARGET_ARCH_ENV`] gets that architecture's PTX, which the driver
+/// compiles for the device (so the GPU tests run older GPUs' code paths);
+/// a device newer than NVRTC knows gets the PTX of the newest architecture
+/// it does.
+pub(crate) fn compile_target(ctx: &CudaContext) -> Result<(Arch, bool)> {
+    let device = device_arch(ctx)?;
+    let target = target_arch(ctx)?;
+    if target != device {
+        return Ok((target, false));
+    }
+    if Arch::CUDA_13.contains(&device) {
+        return Ok((device, true));
+    }
+    let newest = Arch::CUDA_13
+        .into_iter()
+        .filter(|a| *a <= device)
+        .max()
+        .unwrap_or(Arch::MIN_SUPPORTED);
+    Ok((newest, false))
+}
+
+/// Compiles `source` (through the disk cache) and loads it in `ctx`. An
+/// image from the disk cache that the driver refuses to load is deleted and
+/// compiled anew, so a bad entry costs one compile, not every later process.
+pub(crate) fn build_module(
+    ctx: &Arc<CudaContext>,
+    disk: &DiskCache,
+    name: &'static str,
+    source: &str,
+) -> Result<(Arc<CudaModule>, ProgramStats, Arch)> {
+    let (arch, cubin) = compile_target(ctx)?;
+    let options = if cubin {
+        kernels_gen::nvrtc_cubin_options(arch)
+    } else {
+        kernels_gen::nvrtc_options(arch)
+    };
+    let driver = driver_version();
+    let start = Instant::now();
+    let mut compiled = jit::compile(name, source, options.clone(), arch, driver, disk)?;
+    let mut compile = start.elapsed();
+    let mut load_start = Instant::now();
+    let module = match ctx.load_module(compiled.image.to_module_image()) {
+        Ok(module) => module,
+        Err(_) if compiled.from_disk => {
+            jit::forget(source, &options, arch, driver, disk);
+            let start = Instant::now();
+            compiled = jit::compile(name, source, options, arch, driver, disk)?;
+            compile += start.elapsed();
+            load_start = Instant::now();
+            ctx.load_module(compiled.image.to_module_image())?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let stats = ProgramStats {
+        origin: if compiled.from_disk {
+            ProgramOrigin::DiskCache
+        } else {
+            ProgramOrigin::Compiled
+        },
+        compile,
+        load: load_start.elapsed(),
+        kernels_loaded: 1,
+    };
+    Ok((module, stats, arch))
+}
+
+/// One kernel of one operator, loaded in one context.
+pub(crate) struct LoadedKernel {
+    _module: Arc<CudaModule>,
+    /// The kernel.
+    pub(crate) function: CudaFunction,
+    /// How a pipelined kernel launches on this device; `None` for the
+    /// others, and for a pipelined kernel that cannot run here.
+    pub(crate) pipelined: Option<PipelinedLaunch>,
+}
+
+type KernelKey = (usize, TypeId, KernelAbi, Arch);
+
+fn loaded_kernels() -> &'static Mutex<HashMap<KernelKey, Arc<LoadedKernel>>> {
+    static KERNELS: OnceLock<Mutex<HashMap<KernelKey, Arc<LoadedKernel>>>> = OnceLock::new();
+    KERNELS.get_or_init(Default::default)
+}
+
+/// Kernel `abi` of `Op` in `ctx`: from memory when a scanner of `Op` loaded
+/// it before, else compiled (or read from the disk cache) and loaded.
+pub(crate) fn load_kernel<Op: ScanOp>(
+    ctx: &Arc<CudaContext>,
+    disk: &DiskCache,
+    abi: KernelAbi,
+) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
+    let (arch, _) = compile_target(ctx)?;
+    let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>(), abi, arch);
+    if let Some(k) = loaded_kernels()
+        .lock()
+        .expect("kernel cache poisoned")
+        .get(&key)
+    {
+        return Ok((k.clone(), ProgramStats::NONE));
+    }
+    let (module, stats, arch) = build_module(ctx, disk, Op::NAME, &program_source::<Op>(&[abi]))?;
+    let function = module.load_function(&abi.symbol(Op::NAME))?;
+    let layout = layout::<Op>();
+    let pipelined = match abi {
+        KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive) => {
+            pipelined_launch(ctx, arch, layout.pipelined_shared_bytes, &[&function])?
+        }
+        KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => pipelined_launch(
+            ctx,
+            arch,
+            layout.pipelined_segmented_shared_bytes,
+            &[&function],
+        )?,
+        _ => None,
+    };
+    let kernel = Arc::new(LoadedKernel {
+        _module: module,
+        function,
+        pipelined,
+    });
+    loaded_kernels()
+        .lock()
+        .expect("kernel cache poisoned")
+        .insert(key, kernel.clone());
+    Ok((kernel, stats))
+}
+
+/// The complete CUDA program of `Op` with the kernels `kernels` (from
+/// [`KernelAbi::all`], say): the library, the layout of `Op`'s element and
+/// tiles, `Op`'s part ([`ScanOp::CUDA_SOURCE`]) and the kernels' wrappers.
+/// The runtime compiles such programs, each with the kernels a kind of scan
+/// needs.
+///
+/// ```
+/// use gpu_scan::kernels_gen::abi::KernelAbi;
+/// use gpu_scan::{scan_op, scan_runtime::program_source};
+///
+/// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+/// struct Sum;
+///
+/// let cuda = program_source::<Sum>(&KernelAbi::all().collect::<Vec<_>>());
+/// assert!(cuda.contains("struct gpu_scan_layout_sum {"));
+/// assert!(cuda.contains(<Sum as gpu_scan::ScanOp>::CUDA_SOURCE));
+/// assert!(cuda.contains("gpu_scan_sum_single_pass_inclusive("));
+/// ```
+pub fn program_source<Op: ScanOp>(kernels: &[KernelAbi]) -> String {
+    kernels_gen::program(Op::NAME, Op::CUDA_SOURCE, &layout::<Op>(), kernels)
+}
+
+/// The layout of `Op`'s program: every size the host and the kernels share,
+/// computed once, in Rust ([`Layout`]), and printed into the program.
+pub fn layout<Op: ScanOp>() -> Layout {
+    Layout::new(
+        std::mem::size_of::<Op::Element>(),
+        Op::BLOCK_THREADS,
+        Op::ITEMS_PER_THREAD,
+    )
+}
