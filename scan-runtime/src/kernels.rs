@@ -295,9 +295,16 @@ pub fn program_source<Op: ScanOp>(kernels: &[KernelAbi]) -> String {
 /// The layout of `Op`'s program: every size the host and the kernels share,
 /// computed once, in Rust ([`Layout`]), and printed into the program.
 pub fn layout<Op: ScanOp>() -> Layout {
-    Layout::new(
+    LayoutOf::<Op>::LAYOUT
+}
+
+/// [`layout`] as a constant, so the launch paths compute nothing for it.
+struct LayoutOf<Op>(std::marker::PhantomData<Op>);
+
+impl<Op: ScanOp> LayoutOf<Op> {
+    const LAYOUT: Layout = Layout::new(
         std::mem::size_of::<Op::Element>(),
         Op::BLOCK_THREADS,
         Op::ITEMS_PER_THREAD,
-    )
+    );
 }
