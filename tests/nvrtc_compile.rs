@@ -36,14 +36,10 @@ fn compile_into<Op: ScanOp>(
 ) {
     let plain: Vec<KernelAbi> = Kernel::ALL.into_iter().map(KernelAbi::plain).collect();
     let segmented: Vec<KernelAbi> = KernelAbi::all().collect();
-    for (variant, options, kernels) in [
-        ("plain", kernels_gen::nvrtc_options(arch), plain),
-        (
-            "segmented",
-            kernels_gen::segmented_nvrtc_options(arch),
-            segmented,
-        ),
-    ] {
+    // The same options for both: a program with segmented kernels switches
+    // on the library's segmented part itself.
+    for (variant, kernels) in [("plain", plain), ("segmented", segmented)] {
+        let options = kernels_gen::nvrtc_options(arch);
         let label = format!("{}:{variant}:{}", Op::NAME, arch.sm_name());
         let source = gpu_scan::scan_runtime::program_source::<Op>(&kernels);
         let symbols: Vec<String> = kernels.iter().map(|k| k.symbol(Op::NAME)).collect();

@@ -196,8 +196,7 @@ fn every_element_size_compiles_and_small_ones_do_not_spill() {
                 arch.sm_name()
             );
             let (source, symbols) = program(chunk);
-            // The segmented kernels need the segmented part of the library.
-            let options = kernels_gen::segmented_nvrtc_options(arch);
+            let options = kernels_gen::nvrtc_options(arch);
             if let Some(ptx) = compile_program(&label, &source, options, &symbols, &mut failures) {
                 assemble(&label, arch, &ptx, &mut reports, &mut failures);
             }

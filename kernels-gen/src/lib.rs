@@ -62,11 +62,10 @@ pub use params::{
     auto_block_threads, auto_items_per_thread, nvrtc_cubin_options, nvrtc_options,
     pipelined_items_per_thread, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
     pipelined_shared_bytes, pipelined_stages, pipelined_supported, pipelined_tile_items,
-    segmented_nvrtc_options, small_items_per_thread, tile_fits, tile_shared_bytes,
-    tile_status_bytes, Arch, FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel,
-    SegmentedKernel, SegmentedStrategy, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE,
-    MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT,
-    SYMBOL_PREFIX, TILE_STATUS_STRIDE,
+    small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, Arch, FlagFormat,
+    GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel, SegmentedStrategy,
+    DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
+    SEGMENTED_DEFINE, STATIC_SHARED_LIMIT, SYMBOL_PREFIX, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};

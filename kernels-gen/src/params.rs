@@ -520,18 +520,10 @@ pub const fn pipelined_segmented_shared_bytes(element_size: usize) -> usize {
     }
 }
 
-/// The preprocessor macro that switches on the segmented part of an
-/// operator's program. The plain scans compile without it, so programs that
-/// never run a segmented scan do not pay for compiling those kernels.
+/// The preprocessor macro that switches on the segmented part of the
+/// library; [`crate::program`] defines it when a program holds a segmented
+/// kernel, so programs of plain scans do not parse those templates.
 pub const SEGMENTED_DEFINE: &str = "GPU_SCAN_SEGMENTED";
-
-/// NVRTC options for the segmented variant of a program: [`nvrtc_options`]
-/// plus [`SEGMENTED_DEFINE`].
-pub fn segmented_nvrtc_options(arch: Arch) -> Vec<String> {
-    let mut options = nvrtc_options(arch);
-    options.push(format!("-D{SEGMENTED_DEFINE}"));
-    options
-}
 
 /// How segment head flags are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -325,13 +325,20 @@ where
     /// Kernel `abi`, loaded for this scanner (compiled, read from the disk
     /// cache, or found in memory the first time).
     pub(crate) fn kernel(&mut self, abi: KernelAbi) -> Result<Arc<LoadedKernel>> {
+        Ok(self.load(abi)?.0)
+    }
+
+    /// [`GpuScanner::kernel`], with how this call obtained it
+    /// ([`ProgramStats::NONE`] when the scanner had it already); the
+    /// scanner's [`GpuScanner::program_stats`] add them up.
+    pub(crate) fn load(&mut self, abi: KernelAbi) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
         if let Some(k) = self.kernels.get(&abi) {
-            return Ok(k.clone());
+            return Ok((k.clone(), ProgramStats::NONE));
         }
         let (kernel, stats) = load_kernel::<Op>(&self.ctx, &self.disk, abi)?;
         self.stats = self.stats.then(stats);
         self.kernels.insert(abi, kernel.clone());
-        Ok(kernel)
+        Ok((kernel, stats))
     }
 
     /// How pipelined kernel `abi` launches here, compiling it if needed;

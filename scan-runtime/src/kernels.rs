@@ -95,19 +95,19 @@ impl PipelinedLaunch {
     }
 }
 
-/// Prepares pipelined kernels on `ctx`'s device (opting in to their
-/// `shared_bytes` of dynamic shared memory) and sizes their persistent
-/// grid; `None` where they cannot run: a program built for an architecture
-/// without bulk copies (before sm_90), `shared_bytes` 0 (an element they do
-/// not support), or a device whose blocks cannot opt in to that much shared
+/// Prepares a pipelined kernel on `ctx`'s device (opting in to its
+/// `shared_bytes` of dynamic shared memory) and sizes its persistent grid;
+/// `None` where it cannot run: a program built for an architecture without
+/// bulk copies (before sm_90), `shared_bytes` 0 (an element it does not
+/// support), or a device whose blocks cannot opt in to that much shared
 /// memory. Scans then take the single pass with look-back.
 fn pipelined_launch(
     ctx: &Arc<CudaContext>,
     arch: Arch,
     shared_bytes: usize,
-    kernels: &[&CudaFunction],
+    kernel: &CudaFunction,
 ) -> Result<Option<PipelinedLaunch>> {
-    if !arch.has_bulk_copies() || shared_bytes == 0 || kernels.is_empty() {
+    if !arch.has_bulk_copies() || shared_bytes == 0 {
         return Ok(None);
     }
     let opt_in = ctx.attribute(
@@ -117,16 +117,14 @@ fn pipelined_launch(
         return Ok(None);
     }
     let shared_bytes = shared_bytes as u32;
-    for kernel in kernels {
-        let opted_in = kernel.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            shared_bytes as i32,
-        );
-        if opted_in.is_err() {
-            return Ok(None);
-        }
+    let opted_in = kernel.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        shared_bytes as i32,
+    );
+    if opted_in.is_err() {
+        return Ok(None);
     }
-    let per_sm = kernels[0].occupancy_max_active_blocks_per_multiprocessor(
+    let per_sm = kernel.occupancy_max_active_blocks_per_multiprocessor(
         kernels_gen::PIPELINED_BLOCK_THREADS,
         shared_bytes as usize,
         None,
@@ -165,16 +163,18 @@ pub(crate) fn compile_target(ctx: &CudaContext) -> Result<(Arch, bool)> {
     Ok((newest, false))
 }
 
-/// Compiles `source` (through the disk cache) and loads it in `ctx`. An
-/// image from the disk cache that the driver refuses to load is deleted and
-/// compiled anew, so a bad entry costs one compile, not every later process.
+/// Compiles `source` for `target` ([`compile_target`]; through the disk
+/// cache) and loads it in `ctx`. An image from the disk cache that the
+/// driver refuses to load is deleted and compiled anew, so a bad entry
+/// costs one compile, not every later process.
 pub(crate) fn build_module(
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
+    target: (Arch, bool),
     name: &'static str,
     source: &str,
-) -> Result<(Arc<CudaModule>, ProgramStats, Arch)> {
-    let (arch, cubin) = compile_target(ctx)?;
+) -> Result<(Arc<CudaModule>, ProgramStats)> {
+    let (arch, cubin) = target;
     let options = if cubin {
         kernels_gen::nvrtc_cubin_options(arch)
     } else {
@@ -207,7 +207,7 @@ pub(crate) fn build_module(
         load: load_start.elapsed(),
         kernels_loaded: 1,
     };
-    Ok((module, stats, arch))
+    Ok((module, stats))
 }
 
 /// One kernel of one operator, loaded in one context.
@@ -234,7 +234,8 @@ pub(crate) fn load_kernel<Op: ScanOp>(
     disk: &DiskCache,
     abi: KernelAbi,
 ) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
-    let (arch, _) = compile_target(ctx)?;
+    let target = compile_target(ctx)?;
+    let arch = target.0;
     let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>(), abi, arch);
     if let Some(k) = loaded_kernels()
         .lock()
@@ -243,18 +244,19 @@ pub(crate) fn load_kernel<Op: ScanOp>(
     {
         return Ok((k.clone(), ProgramStats::NONE));
     }
-    let (module, stats, arch) = build_module(ctx, disk, Op::NAME, &program_source::<Op>(&[abi]))?;
+    let source = program_source::<Op>(&[abi]);
+    let (module, stats) = build_module(ctx, disk, target, Op::NAME, &source)?;
     let function = module.load_function(&abi.symbol(Op::NAME))?;
     let layout = layout::<Op>();
     let pipelined = match abi {
         KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive) => {
-            pipelined_launch(ctx, arch, layout.pipelined_shared_bytes, &[&function])?
+            pipelined_launch(ctx, arch, layout.pipelined_shared_bytes, &function)?
         }
         KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => pipelined_launch(
             ctx,
             arch,
             layout.pipelined_segmented_shared_bytes,
-            &[&function],
+            &function,
         )?,
         _ => None,
     };

@@ -8,7 +8,7 @@ use crate::gpu::{
     pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
     GpuScanner, ScanPath,
 };
-use crate::kernels::{build_module, layout, ProgramStats};
+use crate::kernels::{build_module, compile_target, layout, ProgramStats};
 use crate::launch;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
@@ -122,15 +122,8 @@ where
     pub fn prepare_segmented(&mut self) -> Result<ProgramStats> {
         let mut stats = ProgramStats::NONE;
         for kernel in SegmentedKernel::ALL {
-            let before = self.program_stats();
-            self.kernel(KernelAbi::segmented(kernel, self.strategy))?;
-            let after = self.program_stats();
-            stats = stats.then(ProgramStats {
-                origin: after.origin,
-                compile: after.compile - before.compile,
-                load: after.load - before.load,
-                kernels_loaded: after.kernels_loaded - before.kernels_loaded,
-            });
+            let abi = KernelAbi::segmented(kernel, self.strategy);
+            stats = stats.then(self.load(abi)?.1);
         }
         Ok(stats)
     }
@@ -503,12 +496,9 @@ impl HeadFlagBuilder {
         if let Some(p) = flag_programs().lock().expect("poisoned").get(&key) {
             return Ok(HeadFlagBuilder { program: p.clone() });
         }
-        let (module, _, _) = build_module(
-            ctx,
-            disk,
-            "segment_flags",
-            kernels_gen::SEGMENT_FLAGS_SOURCE,
-        )?;
+        let target = compile_target(ctx)?;
+        let source = kernels_gen::SEGMENT_FLAGS_SOURCE;
+        let (module, _) = build_module(ctx, disk, target, "segment_flags", source)?;
         let mut functions = HashMap::new();
         for format in FlagFormat::ALL {
             let symbols = [32, 64]
