@@ -254,61 +254,109 @@ impl KernelAbi {
         }
     }
 
-    /// The library template the wrapper calls and its template arguments
-    /// after the operator policy.
-    fn template(self) -> (&'static str, Vec<&'static str>) {
-        let kind = |inclusive: bool| if inclusive { "true" } else { "false" };
+    /// The library template the wrapper instantiates and the call's
+    /// arguments, for operator policy `op`. Plain kernels scan with the
+    /// `no_segments` policy; segmented ones build a `head_flags` policy
+    /// from their flags, seed and `seeded` parameters.
+    fn call(self, op: &str) -> (String, String) {
         let mode = |inclusive: bool| {
             if inclusive {
-                "scan_segmented_inclusive"
+                "scan_inclusive"
             } else {
-                "scan_segmented_exclusive"
+                "scan_exclusive"
             }
         };
-        let format = FlagFormat::cuda_name;
+        let items = format!("gpu_scan::Shape<{op}>::items_per_thread");
+        let small_items = format!("gpu_scan::Shape<{op}>::small_items_per_thread");
+        let plain = "gpu_scan::no_segments";
+        let none = "gpu_scan::no_segments{}";
+        let heads = |s: SegmentedStrategy, f: FlagFormat| {
+            let policy = format!(
+                "gpu_scan::head_flags<{op}, {}, {}>",
+                f.cuda_name(),
+                s.cuda_name()
+            );
+            let value = format!("{policy}{{flags, seed, seeded != 0}}");
+            (policy, value)
+        };
+        let single_pass = |mode: &str, seg: &str, items: &str, value: &str| {
+            (
+                format!("scan_single_pass<{op}, {mode}, {seg}, {items}>"),
+                format!("input, {value}, output, status, aggregates, prefixes, launch, seed, n"),
+            )
+        };
+        let pipelined = |mode: &str, seg: &str, value: &str| {
+            (
+                format!("scan_pipelined<{op}, {mode}, {seg}>"),
+                format!(
+                    "input, {value}, output, status, aggregates, prefixes, launch, seed, n, tiles"
+                ),
+            )
+        };
+        let scan_tiles = |mode: &str, seg: &str, value: &str| {
+            (
+                format!("scan_tiles<{op}, {mode}, {seg}>"),
+                format!("input, {value}, output, tile_prefixes, seed, n"),
+            )
+        };
         match self {
             KernelAbi::Plain(k) => match k {
-                Kernel::ReduceTiles => ("reduce_tiles", vec![]),
-                Kernel::ScanTileTotals => ("scan_tile_totals", vec![]),
-                Kernel::ScanTilesInclusive => ("scan_tile", vec![kind(true)]),
-                Kernel::ScanTilesExclusive => ("scan_tile", vec![kind(false)]),
-                Kernel::SinglePassInclusive => ("scan_single_pass", vec![kind(true), "LARGE"]),
-                Kernel::SinglePassExclusive => ("scan_single_pass", vec![kind(false), "LARGE"]),
-                Kernel::SinglePassSmallInclusive => ("scan_single_pass", vec![kind(true), "SMALL"]),
-                Kernel::SinglePassSmallExclusive => {
-                    ("scan_single_pass", vec![kind(false), "SMALL"])
+                Kernel::ReduceTiles => (
+                    format!("reduce_tiles<{op}, {plain}>"),
+                    format!("input, {none}, tile_totals, nullptr, n"),
+                ),
+                Kernel::ScanTileTotals => (
+                    format!("scan_tile_totals<{op}, {plain}>"),
+                    format!("tile_totals, {none}, num_tiles, seed"),
+                ),
+                Kernel::ScanTilesInclusive => scan_tiles(mode(true), plain, none),
+                Kernel::ScanTilesExclusive => scan_tiles(mode(false), plain, none),
+                Kernel::SinglePassInclusive => single_pass(mode(true), plain, &items, none),
+                Kernel::SinglePassExclusive => single_pass(mode(false), plain, &items, none),
+                Kernel::SinglePassSmallInclusive => {
+                    single_pass(mode(true), plain, &small_items, none)
                 }
-                Kernel::PipelinedInclusive => ("scan_pipelined", vec![kind(true)]),
-                Kernel::PipelinedExclusive => ("scan_pipelined", vec![kind(false)]),
+                Kernel::SinglePassSmallExclusive => {
+                    single_pass(mode(false), plain, &small_items, none)
+                }
+                Kernel::PipelinedInclusive => pipelined(mode(true), plain, none),
+                Kernel::PipelinedExclusive => pipelined(mode(false), plain, none),
             },
             KernelAbi::Segmented(k, s) => match k {
                 SegmentedKernel::ReduceTiles(f) => {
-                    ("segmented_reduce_tile", vec![s.cuda_name(), format(f)])
+                    let (seg, value) = heads(s, f);
+                    (
+                        format!("reduce_tiles<{op}, {seg}>"),
+                        format!("input, {value}, tile_totals, tile_flags, n"),
+                    )
                 }
                 SegmentedKernel::ScanTileTotals => {
-                    ("segmented_scan_tile_totals", vec![s.cuda_name()])
+                    // The tiles' flags, one byte each, read one by one; no
+                    // seed (it went in front of each segment in pass 1).
+                    let seg = format!(
+                        "gpu_scan::head_flags<{op}, {}, {}, false>",
+                        FlagFormat::Bytes.cuda_name(),
+                        s.cuda_name()
+                    );
+                    (
+                        format!("scan_tile_totals<{op}, {seg}>"),
+                        format!(
+                            "tile_totals, {seg}{{tile_flags, {op}::identity(), false}}, num_tiles, {op}::identity()"
+                        ),
+                    )
                 }
-                SegmentedKernel::ScanTiles {
-                    inclusive,
-                    format: f,
-                } => (
-                    "segmented_scan_tile",
-                    vec![mode(inclusive), s.cuda_name(), format(f)],
-                ),
-                SegmentedKernel::SinglePass {
-                    inclusive,
-                    format: f,
-                } => (
-                    "segmented_scan_single_pass",
-                    vec![mode(inclusive), s.cuda_name(), format(f)],
-                ),
-                SegmentedKernel::Pipelined {
-                    inclusive,
-                    format: f,
-                } => (
-                    "segmented_scan_pipelined",
-                    vec![mode(inclusive), s.cuda_name(), format(f)],
-                ),
+                SegmentedKernel::ScanTiles { inclusive, format } => {
+                    let (seg, value) = heads(s, format);
+                    scan_tiles(mode(inclusive), &seg, &value)
+                }
+                SegmentedKernel::SinglePass { inclusive, format } => {
+                    let (seg, value) = heads(s, format);
+                    single_pass(mode(inclusive), &seg, &items, &value)
+                }
+                SegmentedKernel::Pipelined { inclusive, format } => {
+                    let (seg, value) = heads(s, format);
+                    pipelined(mode(inclusive), &seg, &value)
+                }
             },
         }
     }
@@ -324,24 +372,11 @@ impl KernelAbi {
             .map(|p| format!("{} {}", p.ty.cuda_type(t), p.name))
             .collect::<Vec<_>>()
             .join(", ");
-        let args = self
-            .params()
-            .iter()
-            .map(|p| p.name)
-            .collect::<Vec<_>>()
-            .join(", ");
-        let (template, extra) = self.template();
-        let mut targs = vec![policy.to_string()];
-        targs.extend(extra.into_iter().map(|a| match a {
-            "LARGE" => format!("gpu_scan::Shape<{policy}>::items_per_thread"),
-            "SMALL" => format!("gpu_scan::Shape<{policy}>::small_items_per_thread"),
-            other => other.to_string(),
-        }));
+        let (template, args) = self.call(policy);
         format!(
-            "extern \"C\" __global__ void {} {}({params}) {{\n  gpu_scan::{template}<{}>({args});\n}}\n",
+            "extern \"C\" __global__ void {} {}({params}) {{\n  gpu_scan::{template}({args});\n}}\n",
             self.bounds(policy),
             self.symbol(op_name),
-            targs.join(", ")
         )
     }
 }
@@ -371,7 +406,26 @@ mod tests {
             "gpu_scan_sum_scan_tile_totals(gpu_scan_ops::sum::T* tile_totals, unsigned long long num_tiles, const gpu_scan_ops::sum::T seed)"
         ));
         assert!(text.contains(
-            "gpu_scan::scan_tile_totals<gpu_scan_ops::sum>(tile_totals, num_tiles, seed);"
+            "gpu_scan::scan_tile_totals<gpu_scan_ops::sum, gpu_scan::no_segments>(tile_totals, gpu_scan::no_segments{}, num_tiles, seed);"
         ));
+    }
+
+    #[test]
+    fn every_wrapper_passes_each_of_its_parameters_on() {
+        for kernel in KernelAbi::all() {
+            let text = kernel.wrapper("op");
+            let body = text.split_once("{\n").map(|(_, b)| b).unwrap_or_default();
+            let args = body.split_once('(').map(|(_, a)| a).unwrap_or_default();
+            for p in kernel.params() {
+                let used = args
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|word| word == p.name);
+                assert!(
+                    used,
+                    "{kernel:?} declares {} but does not pass it: {text}",
+                    p.name
+                );
+            }
+        }
     }
 }

@@ -10,9 +10,11 @@
 //!   operator policy — warp scans (Kogge–Stone with `__shfl_up_sync`, word
 //!   by word for wide elements), block scans, tile scans of several items
 //!   per thread, and the global algorithms (reduce-then-scan, single pass
-//!   with decoupled look-back, the pipelined single pass), plain and
-//!   segmented (the segmented ones compiled only with [`SEGMENTED_DEFINE`],
-//!   in both strategies of [`SegmentedStrategy`]);
+//!   with decoupled look-back, the pipelined single pass). Each algorithm is
+//!   one template over a segment-source policy: `no_segments` for plain
+//!   scans (the segment logic compiles away) or `head_flags` (bytes or
+//!   bits, in either [`SegmentedStrategy`], compiled only with
+//!   [`SEGMENTED_DEFINE`]);
 //! * the element's struct declarations ([`struct_declaration`]);
 //! * the layout ([`layout::Layout`]): every size the host and the kernels
 //!   share, computed in Rust;
@@ -91,11 +93,11 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/shape.cuh"),
     include_str!("templates/warp.cuh"),
     include_str!("templates/block.cuh"),
+    include_str!("templates/segments.cuh"),
     include_str!("templates/tile.cuh"),
     include_str!("templates/reduce_then_scan.cuh"),
     include_str!("templates/single_pass.cuh"),
     include_str!("templates/pipelined.cuh"),
-    include_str!("templates/segmented.cuh"),
     "#endif  // GPU_SCAN_LIBRARY\n",
 );
 

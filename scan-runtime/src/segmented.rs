@@ -309,7 +309,7 @@ where
         self.reserve_tile_totals(tiles, true, stream)
     }
 
-    /// Enqueues the segmented kernels (see `segmented.cuh`): one launch for a
+    /// Enqueues the segmented kernels (the library templates with a `head_flags` segment source, `segments.cuh`): one launch for a
     /// single tile; else the single pass, or reduce, scan of the tile pairs,
     /// and rescan, as the [`ScanPath`] says.
     fn launch_segmented(

@@ -35,25 +35,43 @@ namespace gpu_scan {
 
 // The pipelined tile shape and stage count are in Shape<Op> (shape.cuh).
 
-// Shared-memory layout of one pipelined block.
-template <class Op>
+// Shared-memory layout of one pipelined block: the stages' tiles, then
+// with segments the tiles' head bits (16-byte aligned, for bulk loads),
+// then per stage the barriers and tile index, with segments the reduce
+// threads' head masks, then the reduce squad's lane and warp totals and
+// the tile's prefix, with segments the flags of the lanes' and warps'
+// pairs. Every size comes from the layout (kernels_gen::layout).
+template <class Op, class Seg>
 struct pipelined_shared {
   typedef typename Op::T T;
   unsigned char* base;
-  static constexpr int stages = Shape<Op>::pipelined_stages > 1 ? Shape<Op>::pipelined_stages : 1;
+  static constexpr bool segmented = Seg::segmented;
+  static constexpr int configured_stages = segmented ? Shape<Op>::pipelined_segmented_stages : Shape<Op>::pipelined_stages;
+  static constexpr unsigned shared_bytes = segmented ? Shape<Op>::pipelined_segmented_shared_bytes : Shape<Op>::pipelined_shared_bytes;
+  static constexpr bool supported = shared_bytes != 0;
+  static constexpr int stages = configured_stages > 1 ? configured_stages : 1;
+  static constexpr int squad = Shape<Op>::pipelined_squad_threads;
+  static constexpr int warps = Shape<Op>::pipelined_squad_warps;
   static constexpr unsigned tile_bytes = Shape<Op>::pipelined_tile_bytes;
-  static constexpr unsigned barriers_at = stages * tile_bytes;
+  static constexpr unsigned bits_bytes = segmented ? Shape<Op>::pipelined_flag_bits_bytes : 0;
+  static constexpr unsigned bits_at = stages * tile_bytes;
+  static constexpr unsigned barriers_at = bits_at + stages * bits_bytes;
   static constexpr unsigned indices_at = barriers_at + stages * 6 * 8;
-  static constexpr unsigned values_at = scan_round_up(indices_at + stages * 8, 16);
+  static constexpr unsigned heads_at = indices_at + stages * 8;
+  static constexpr unsigned values_at = scan_round_up(heads_at + (segmented ? stages * squad * 8 : 0), 16);
+  static constexpr unsigned flags_at = values_at + stages * (squad + warps + 1) * sizeof(T);
+  static constexpr unsigned end = flags_at + (segmented ? stages * (squad + warps) : 0);
   __device__ __forceinline__ T* tile(int s) const { return (T*)(base + s * tile_bytes); }
+  __device__ __forceinline__ unsigned* head_bits(int s) const { return (unsigned*)(base + bits_at + s * bits_bytes); }
   __device__ __forceinline__ unsigned long long* barrier(int which, int s) const { return (unsigned long long*)(base + barriers_at) + which * stages + s; }
   __device__ __forceinline__ unsigned long long& tile_index(int s) const { return ((unsigned long long*)(base + indices_at))[s]; }
-  __device__ __forceinline__ T* lane_totals(int s) const { return (T*)(base + values_at) + s * Shape<Op>::pipelined_squad_threads; }
-  __device__ __forceinline__ T* warp_totals(int s) const { return (T*)(base + values_at) + stages * Shape<Op>::pipelined_squad_threads + s * Shape<Op>::pipelined_squad_warps; }
-  __device__ __forceinline__ T& prefix(int s) const { return ((T*)(base + values_at) + stages * (Shape<Op>::pipelined_squad_threads + Shape<Op>::pipelined_squad_warps))[s]; }
-  static_assert(!Shape<Op>::pipelined_supported ||
-                    values_at + stages * (Shape<Op>::pipelined_squad_threads + Shape<Op>::pipelined_squad_warps + 1) * sizeof(T) <= Shape<Op>::pipelined_shared_bytes,
-                "the pipelined layout fits the shared memory the host provides");
+  __device__ __forceinline__ unsigned long long* heads(int s) const { return (unsigned long long*)(base + heads_at) + s * squad; }
+  __device__ __forceinline__ T* lane_totals(int s) const { return (T*)(base + values_at) + s * squad; }
+  __device__ __forceinline__ T* warp_totals(int s) const { return (T*)(base + values_at) + stages * squad + s * warps; }
+  __device__ __forceinline__ T& prefix(int s) const { return ((T*)(base + values_at) + stages * (squad + warps))[s]; }
+  __device__ __forceinline__ bool* lane_flags(int s) const { return (bool*)(base + flags_at) + s * squad; }
+  __device__ __forceinline__ bool* warp_flags(int s) const { return (bool*)(base + flags_at) + stages * squad + s * warps; }
+  static_assert(!supported || end <= shared_bytes, "the pipelined layout fits the shared memory the host provides");
 };
 enum { stage_loaded = 0, stage_indexed = 1, stage_reduced = 2, stage_prefixed = 3, stage_rescanned = 4, stage_freed = 5 };
 
@@ -97,33 +115,6 @@ __device__ __forceinline__ void pipelined_store_tail(const T* tile, T* output, c
   for (int e = first > extent.bulk ? first : extent.bulk; e < end; ++e) output[extent.base + e] = tile[e];
 }
 
-// Reduce squad: this thread's items of a whole (or padded) tile, in order.
-template <class Op, class T = typename Op::T>
-__device__ __forceinline__ T pipelined_thread_reduce(const T* tile) {
-  const int first = (int)threadIdx.x * Shape<Op>::pipelined_items_per_thread;
-  T total = tile[first];
-#pragma unroll
-  for (int i = 1; i < Shape<Op>::pipelined_items_per_thread; ++i) total = Op::combine(total, tile[first + i]);
-  return total;
-}
-
-// Rescan squad: this thread's items behind `running`, in place in the stage.
-template <class Op, bool Inclusive, class T = typename Op::T>
-__device__ __forceinline__ void pipelined_thread_rescan(T* tile, T running) {
-  const int first = ((int)threadIdx.x - Shape<Op>::pipelined_squad_threads) * Shape<Op>::pipelined_items_per_thread;
-#pragma unroll
-  for (int i = 0; i < Shape<Op>::pipelined_items_per_thread; ++i) {
-    const T item = tile[first + i];
-    if (Inclusive) {
-      running = Op::combine(running, item);
-      tile[first + i] = running;
-    } else {
-      tile[first + i] = running;
-      running = Op::combine(running, item);
-    }
-  }
-}
-
 // Tiles each lookahead lane polls per round (measured on the H200: 4 per
 // lane ran the u32 sum at 94% of copy speed, 2 at 81%, 1 at 62%).
 constexpr int lookahead_per_lane = 4;
@@ -164,24 +155,32 @@ struct lookahead_round {
   }
 };
 
-// Lookahead warp: extends `running` (the seed and the aggregates of tiles
+// Lookahead warp: extends `running` (the seed and the pairs of tiles
 // [0, next)) up to `target`, a round at a time: each lane combines its
 // share of the ready run in order, and one warp scan combines the lanes in
-// lane order (sequence order). The warp spins without sleeping, since every
-// tile of its block waits on it (a sleep after an empty poll measured no
-// different).
-template <class Op, class Status, class T = typename Op::T>
+// lane order (sequence order). With segments, a tile that published a
+// prefix (it holds a head) replaces what came before it. The warp spins
+// without sleeping, since every tile of its block waits on it (a sleep
+// after an empty poll measured no different).
+template <class Op, class Seg, class Status, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_lookahead(const Status& status, unsigned epoch, unsigned long long& next, T& running, unsigned long long target) {
   while (next < target) {
     lookahead_round<Op> round(status, epoch, next, target);
     if (round.count == 0) continue;
     T share = Op::identity();
+    bool share_flag = false;
 #pragma unroll
     for (int r = 0; r < lookahead_per_lane; ++r) {
       status.fetch(round.first + r, round.states[r], r < round.used, round.values[r]);
-      if (r < round.used) share = r == 0 ? round.values[0] : Op::combine(share, round.values[r]);
+      if (r < round.used) {
+        const bool head = Seg::segmented && round.states[r] == scan_tile_prefix;
+        share = head || r == 0 ? round.values[r] : Op::combine(share, round.values[r]);
+        share_flag = share_flag || head;
+      }
     }
-    running = Op::combine(running, scan_shfl_idx(warp_inclusive_scan<Op>(share), 31));
+    const T total = scan_shfl_idx(warp_pair_inclusive_scan<Op, Seg>(share, share_flag), 31);
+    const bool total_flag = Seg::segmented && __shfl_sync(0xffffffffu, (int)share_flag, 31) != 0;
+    running = total_flag ? total : Op::combine(running, total);
     next += round.count;
   }
 }
@@ -289,45 +288,84 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
 }
 #endif
 
-// Kernels: (input, output, status, aggregates, prefixes, launch state,
-// seed, n, tiles), on a persistent grid with
-// Shape<Op>::pipelined_shared_bytes bytes of dynamic shared memory; the
-// input and output 16-byte aligned.
-template <class Op, bool Inclusive, class T = typename Op::T>
-__device__ __forceinline__ void scan_pipelined(const T* input, T* output, void* status, T* aggregates, T* prefixes,
-                                                   scan_launch_state* launch, const T seed, unsigned long long n, unsigned long long tiles) {
+// The pipelined kernel: runs on a persistent grid with
+// pipelined_shared<Op, Seg>::shared_bytes bytes of dynamic shared memory;
+// input, output (and bit flags) 16-byte aligned. With segments, head flags
+// given as bits come with a whole tile, in the producer's bulk loads;
+// otherwise (bytes, or the tail tile) the reduce squad reads each thread's
+// flags from global memory while the tile loads, and keeps them as a
+// 64-bit mask for the rescan. A tile holding a head publishes its last
+// segment's partial as a prefix, which the lookahead takes in place of
+// everything before it.
+template <class Op, int Mode, class Seg, class T = typename Op::T>
+__device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T* output, void* status, T* aggregates, T* prefixes,
+                                               scan_launch_state* launch, const T seed, unsigned long long n, unsigned long long tiles) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (Shape<Op>::pipelined_supported) {
-    constexpr int stages = Shape<Op>::pipelined_stages;
+  typedef pipelined_shared<Op, Seg> Shared;
+  if constexpr (Shared::supported) {
+    constexpr int stages = Shared::stages;
     constexpr int squad = Shape<Op>::pipelined_squad_threads;
-    const pipelined_shared<Op> shared{scan_dynamic_shared};
+    constexpr int items = Shape<Op>::pipelined_items_per_thread;
+    const Shared shared{scan_dynamic_shared};
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
     pipelined_init_barriers<Op>(shared);
     scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
     if (warp < Shape<Op>::pipelined_squad_warps) {
-      // Reduce squad: thread totals, their warp-inclusive scans (for the
-      // rescan squad), warp totals, and the tile's aggregate.
+      // Reduce squad: thread pairs, their warp-inclusive scans (for the
+      // rescan squad), the warps' pairs, and the tile's, published at once:
+      // an aggregate, or a prefix where a segment starts in the tile.
+      const int first = (int)threadIdx.x * items;
       for (int k = 0;; ++k) {
         const int s = k % stages;
-        scan_mbarrier_wait(shared.barrier(stage_loaded, s), (unsigned)(k / stages) & 1u);
+        const unsigned parity = (unsigned)(k / stages) & 1u;
+        // With segments the index comes first, so that the flags are read
+        // while the tile loads.
+        scan_mbarrier_wait(shared.barrier(Seg::segmented ? stage_indexed : stage_loaded, s), parity);
         const unsigned long long tile = shared.tile_index(s);
         if (tile >= tiles) break;
-        pipelined_pad_tail<Op>(shared.tile(s), input, pipelined_extent<Op>(tile, n));
-        const T lane_total = warp_inclusive_scan<Op>(pipelined_thread_reduce<Op>(shared.tile(s)));
+        const pipelined_extent<Op> extent(tile, n);
+        unsigned long long heads = 0;
+        if constexpr (Seg::segmented) {
+          const bool bits_loaded = Seg::format == scan_flags_bits && extent.valid == Shape<Op>::pipelined_items_per_tile;
+          if (!bits_loaded) heads = span_heads(seg, extent.base, first, extent.valid - first < items ? extent.valid - first : items);
+          scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);
+          if (bits_loaded) {
+            // A whole tile's head bits arrived with it; element 0 is a head.
+            heads = bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), items);
+            if (extent.base + (unsigned long long)first == 0ull) heads |= 1ull;
+          }
+        }
+        pipelined_pad_tail<Op>(shared.tile(s), input, extent);  // padding has no heads
+        const T* const tile_items = shared.tile(s);
+        bool lane_flag = heads != 0ull;
+        const T lane_total =
+            warp_pair_inclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, items>([&](int i) { return tile_items[first + i]; }, heads, seg), lane_flag);
         shared.lane_totals(s)[threadIdx.x] = lane_total;
-        if (lane == 31) shared.warp_totals(s)[warp] = lane_total;
+        if constexpr (Seg::segmented) {
+          shared.heads(s)[threadIdx.x] = heads;
+          shared.lane_flags(s)[threadIdx.x] = lane_flag;
+        }
+        if (lane == 31) {
+          shared.warp_totals(s)[warp] = lane_total;
+          if constexpr (Seg::segmented) shared.warp_flags(s)[warp] = lane_flag;
+        }
         scan_named_barrier(1, squad);
         if (threadIdx.x == 0) {
           T tile_total = shared.warp_totals(s)[0];
+          bool tile_flag = Seg::segmented && shared.warp_flags(s)[0];
 #pragma unroll
-          for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w) tile_total = Op::combine(tile_total, shared.warp_totals(s)[w]);
-          tile_status.publish(tile, (scan_shared_epoch << 2) | scan_tile_aggregate, tile_total);
+          for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w)
+            pair_accumulate<Op, Seg>(tile_total, tile_flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
+          // A tile holding a head knows the partial open at its end whatever
+          // precedes it: it publishes it as a prefix.
+          tile_status.publish(tile, (scan_shared_epoch << 2) | (tile_flag ? scan_tile_prefix : scan_tile_aggregate), tile_total);
         }
         scan_mbarrier_arrive(shared.barrier(stage_reduced, s));
       }
     } else if (warp < 2 * Shape<Op>::pipelined_squad_warps) {
-      // Rescan squad: what precedes each thread's items, then the rescan.
+      // Rescan squad: the partial open before each thread's first item
+      // (the lifted exclusive prefix), then the rescan in place.
       const int t = (int)threadIdx.x - squad;
       const int squad_warp = warp - Shape<Op>::pipelined_squad_warps;
       for (int k = 0;; ++k) {
@@ -337,27 +375,49 @@ __device__ __forceinline__ void scan_pipelined(const T* input, T* output, void* 
         const unsigned long long tile = shared.tile_index(s);
         if (tile >= tiles) break;
         scan_mbarrier_wait(shared.barrier(stage_reduced, s), parity);
-        // Earlier warps' totals, then the earlier lanes of this warp.
-        T before = Op::identity();
-        for (int w = 0; w < squad_warp; ++w) before = Op::combine(before, shared.warp_totals(s)[w]);
-        if (lane != 0) before = Op::combine(before, shared.lane_totals(s)[t - 1]);
+        const unsigned long long heads = Seg::segmented ? shared.heads(s)[t] : 0ull;
+        // This warp's earlier lanes, then (when no head lies there) the
+        // earlier warps' pairs in front.
+        T before = lane != 0 ? shared.lane_totals(s)[t - 1] : Op::identity();
+        bool before_flag = Seg::segmented && lane != 0 && shared.lane_flags(s)[t - 1];
+        if (!before_flag && squad_warp > 0) {
+          T warps_before = shared.warp_totals(s)[0];
+          bool warps_flag = Seg::segmented && shared.warp_flags(s)[0];
+          for (int w = 1; w < squad_warp; ++w)
+            pair_accumulate<Op, Seg>(warps_before, warps_flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
+          before = lane != 0 ? Op::combine(warps_before, before) : warps_before;
+          before_flag = warps_flag;
+        }
         scan_mbarrier_wait(shared.barrier(stage_prefixed, s), parity);
-        const pipelined_extent<Op> extent(tile, n);
-        pipelined_thread_rescan<Op, Inclusive>(shared.tile(s), Op::combine(shared.prefix(s), before));
-        pipelined_store_tail<Op>(shared.tile(s), output, extent, t);
+        const T running = before_flag ? before : Op::combine(shared.prefix(s), before);
+        T* const tile_items = shared.tile(s);
+        const int first = t * items;
+        thread_pair_rescan<Op, Mode, Seg, items>([&](int i) -> T& { return tile_items[first + i]; }, heads, running, seg);
+        pipelined_store_tail<Op>(tile_items, output, pipelined_extent<Op>(tile, n), t);
         scan_fence_shared_for_bulk();
         scan_mbarrier_arrive(shared.barrier(stage_rescanned, s));
       }
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps) {
-      // Producer (one lane): tiles alone, no extra bytes.
-      if (lane == 0)
-        pipelined_producer<Op>(
-            shared, input, status, launch, n, tiles, [](const pipelined_extent<Op>&) { return 0u; },
-            [](int, const pipelined_extent<Op>&, unsigned long long*) {});
+      // Producer (one lane); with bit flags, a whole tile's head bits come
+      // in a second bulk load on the same barrier (tiles start at multiples
+      // of 128 elements: their bits at 16 bytes).
+      const auto bits_bytes = [](const pipelined_extent<Op>& extent) -> unsigned {
+        if constexpr (Seg::segmented) {
+          return Seg::format == scan_flags_bits && extent.valid == Shape<Op>::pipelined_items_per_tile ? (unsigned)Shape<Op>::pipelined_items_per_tile / 8u : 0u;
+        } else {
+          return 0u;
+        }
+      };
+      const auto load_bits = [&](int s, const pipelined_extent<Op>& extent, unsigned long long* loaded) {
+        if constexpr (Seg::segmented) scan_bulk_load(shared.head_bits(s), (const unsigned char*)seg.flags + extent.base / 8, bits_bytes(extent), loaded);
+      };
+      if (lane == 0) pipelined_producer<Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {
-      // Lookahead: the running prefix through this block's tiles, in order.
-      pipelined_lookahead_warp<Op>(shared, tiles, seed, [&](unsigned long long& next, T& running, unsigned long long tile) {
-        pipelined_lookahead<Op>(tile_status, scan_shared_epoch, next, running, tile);
+      // Lookahead: the running prefix through this block's tiles, in order,
+      // from the seed (with segments, tile 0 holds a head, element 0, so
+      // what precedes it never matters).
+      pipelined_lookahead_warp<Op>(shared, tiles, Seg::segmented ? Op::identity() : seed, [&](unsigned long long& next, T& running, unsigned long long tile) {
+        pipelined_lookahead<Op, Seg>(tile_status, scan_shared_epoch, next, running, tile);
       });
     } else if (lane == 0) {
       // Store (one lane).

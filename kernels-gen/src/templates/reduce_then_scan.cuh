@@ -1,53 +1,71 @@
 // ---- Global level: reduce-then-scan in three passes (chapter 1.4.4, 1.7.1) ----
-// 1. reduce_tiles: each block reduces one tile to its tile total.
-// 2. scan_tile_totals: one block scans the tile totals (exclusive, seeded).
-// 3. scan_tiles_*: each block scans its tile seeded with its tile prefix.
+// 1. reduce_tiles: each block reduces one tile to its pair: the tile's
+//    total (its last segment's partial) and whether a segment starts in it.
+// 2. scan_tile_totals: one block scans the pairs into each tile's prefix,
+//    the partial of the segment open at its start (a plain scan's tile
+//    prefixes: the exclusive scan of the totals behind the seed).
+// 3. scan_tiles: each block scans its tile behind its prefix.
 // An input of at most one tile skips passes 1 and 2. Lengths and offsets are
 // 64-bit; input and output may be the same buffer (in-place scans).
 namespace gpu_scan {
 
-template <class Op, class T = typename Op::T>
-__device__ __forceinline__ void reduce_tiles(const T* input, T* tile_totals, unsigned long long n) {
+template <class Op, class Seg, class T = typename Op::T>
+__device__ __forceinline__ void reduce_tiles(const T* input, const Seg& seg, T* tile_totals, unsigned char* tile_flags, unsigned long long n) {
   __shared__ T staging[Shape<Op>::staging_items];
   __shared__ T warp_totals[Shape<Op>::warps + 1];
+  __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
   const unsigned long long base = (unsigned long long)blockIdx.x * Shape<Op>::items_per_tile;
   const int valid = (int)(n - base < Shape<Op>::items_per_tile ? n - base : Shape<Op>::items_per_tile);
   T items[Shape<Op>::items_per_thread];
   load_tile<Op>(input, base, valid, staging, items);
+  const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid);
+  bool prefix_flag, tile_flag;
   T tile_total;
-  block_exclusive_scan<Op>(thread_reduce<Op>(items), warp_totals, tile_total);
-  if (threadIdx.x == 0) tile_totals[blockIdx.x] = tile_total;
+  block_pair_exclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, Shape<Op>::items_per_thread>([&](int i) { return items[i]; }, heads, seg),
+                                     heads != 0u, prefix_flag, warp_totals, warp_flags, tile_total, tile_flag);
+  if (threadIdx.x == 0) {
+    tile_totals[blockIdx.x] = tile_total;
+    if constexpr (Seg::segmented) tile_flags[blockIdx.x] = tile_flag;
+  }
 }
 
-// One block walks the tile totals a tile at a time, carrying the running
-// prefix from chunk to chunk; tile_totals[k] becomes seed ∘ total_0 ∘ … ∘ total_(k-1).
-template <class Op, class T = typename Op::T>
-__device__ __forceinline__ void scan_tile_totals(T* tile_totals, unsigned long long num_tiles, const T seed) {
+// One block walks the tile pairs a chunk at a time, carrying the pair of
+// everything before the chunk (from `seed`); tile_totals[k] becomes tile
+// k's prefix. `tile_segments` says which tiles hold a head (bytes, one per
+// tile), or no_segments.
+template <class Op, class Seg, class T = typename Op::T>
+__device__ __forceinline__ void scan_tile_totals(T* tile_totals, const Seg& tile_segments, unsigned long long num_tiles, const T seed) {
   __shared__ T staging[Shape<Op>::staging_items];
   __shared__ T warp_totals[Shape<Op>::warps + 1];
+  __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
   T carry = seed;
   for (unsigned long long base = 0; base < num_tiles; base += Shape<Op>::items_per_tile) {
     const int valid = (int)(num_tiles - base < Shape<Op>::items_per_tile ? num_tiles - base : Shape<Op>::items_per_tile);
     T items[Shape<Op>::items_per_thread];
     load_tile<Op>(tile_totals, base, valid, staging, items);
-    const T chunk_total = tile_scan<Op, false>(items, carry, warp_totals);
+    const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(tile_segments, base, valid);
+    bool chunk_flag;
+    const T chunk_total = tile_scan<Op, scan_exclusive_carry, Seg>(items, heads, tile_segments, carry, warp_totals, warp_flags, chunk_flag);
     store_tile<Op>(tile_totals, base, valid, staging, items);
-    carry = Op::combine(carry, chunk_total);
+    carry = chunk_flag ? chunk_total : Op::combine(carry, chunk_total);
   }
 }
 
-// Scans tile blockIdx.x seeded with tile_prefixes[blockIdx.x]; with
-// tile_prefixes == nullptr the input is a single tile seeded with `seed`.
-template <class Op, bool Inclusive, class T = typename Op::T>
-__device__ __forceinline__ void scan_tile(const T* input, T* output, const T* tile_prefixes, const T seed, unsigned long long n) {
+// Scans tile blockIdx.x behind tile_prefixes[blockIdx.x]; with
+// tile_prefixes == nullptr the input is a single tile behind `seed`.
+template <class Op, int Mode, class Seg, class T = typename Op::T>
+__device__ __forceinline__ void scan_tiles(const T* input, const Seg& seg, T* output, const T* tile_prefixes, const T seed, unsigned long long n) {
   __shared__ T staging[Shape<Op>::staging_items];
   __shared__ T warp_totals[Shape<Op>::warps + 1];
+  __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
   const unsigned long long base = (unsigned long long)blockIdx.x * Shape<Op>::items_per_tile;
   const int valid = (int)(n - base < Shape<Op>::items_per_tile ? n - base : Shape<Op>::items_per_tile);
   T items[Shape<Op>::items_per_thread];
   load_tile<Op>(input, base, valid, staging, items);
+  const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid);
   const T prefix = tile_prefixes != nullptr ? tile_prefixes[blockIdx.x] : seed;
-  tile_scan<Op, Inclusive>(items, prefix, warp_totals);
+  bool tile_flag;
+  tile_scan<Op, Mode, Seg>(items, heads, seg, prefix, warp_totals, warp_flags, tile_flag);
   store_tile<Op>(output, base, valid, staging, items);
 }
 

@@ -87,16 +87,24 @@ __device__ __noinline__ T single_pass_prefix(unsigned long long tile, const T ti
   return *shared_prefix;
 }
 
-// A plain single-pass scan over tiles of Items × Shape<Op>::block_threads elements.
+// A single-pass scan over tiles of Items × Shape<Op>::block_threads elements.
 // Every block takes one tile index from the launch state (launch.cuh); an
 // index past the input's tiles ends the block (it cannot happen while the
 // state is intact, but never reads or writes out of bounds).
-template <class Op, bool Inclusive, int Items, class T = typename Op::T>
-__device__ __forceinline__ void scan_single_pass(const T* input, T* output, void* status, T* aggregates, T* prefixes,
-                                                     scan_launch_state* launch, const T seed, unsigned long long n) {
+// With segments the look-back runs over (flag, value) pairs: a tile
+// holding a head knows its inclusive prefix (its last segment's partial)
+// from its own elements, so it publishes it before looking back, and a
+// tile whose first element is a head needs nothing from before it and
+// skips the look-back. Look-backs therefore stop at the nearest tile with
+// a head, and only the head-less tiles in between are combined, with the
+// plain operator.
+template <class Op, int Mode, class Seg, int Items, class T = typename Op::T>
+__device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg, T* output, void* status, T* aggregates, T* prefixes,
+                                                 scan_launch_state* launch, const T seed, unsigned long long n) {
   constexpr int tile_items = Items * Shape<Op>::block_threads;
   __shared__ T staging[tile_items + tile_items / 32];
   __shared__ T warp_totals[Shape<Op>::warps + 1];
+  __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
   __shared__ T shared_prefix;
   const unsigned long long tile = scan_single_pass_take_tile(launch, (n + tile_items - 1) / tile_items);
   if (tile == scan_no_tile) return;
@@ -104,12 +112,20 @@ __device__ __forceinline__ void scan_single_pass(const T* input, T* output, void
   const int valid = (int)(n - base < tile_items ? n - base : tile_items);
   T items[Items];
   load_tile<Op>(input, base, valid, staging, items);
+  const unsigned heads = thread_heads<Seg, Items>(seg, base, valid);
   scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
-  tile_scan_with<Op, Inclusive>(
-      items, warp_totals,
-      [&](const T& tile_total) {
-        // Tile 0's inclusive prefix holds the seed, so every later tile gets it.
-        return single_pass_prefix<Op>(tile, tile_total, tile == 0, Op::combine(seed, tile_total), tile != 0, seed, tile_status, &shared_prefix);
+  bool tile_flag;
+  tile_scan_with<Op, Mode, Seg>(
+      items, heads, seg, warp_totals, warp_flags, tile_flag,
+      [&](const T& tile_total, bool has_head) {
+        if constexpr (Seg::segmented) {
+          // In warp 0: whether the tile's first element (thread 0's first item) is a head.
+          const bool first_is_head = (__shfl_sync(0xffffffffu, heads, 0) & 1u) != 0;
+          return single_pass_prefix<Op>(tile, tile_total, has_head, tile_total, !first_is_head, Op::identity(), tile_status, &shared_prefix);
+        } else {
+          // Tile 0's inclusive prefix holds the seed, so every later tile gets it.
+          return single_pass_prefix<Op>(tile, tile_total, tile == 0, Op::combine(seed, tile_total), tile != 0, seed, tile_status, &shared_prefix);
+        }
       },
       // The staging buffer still holds the tile.
       [&](T (&again)[Items]) { read_items<Op>(staging, valid, again); });

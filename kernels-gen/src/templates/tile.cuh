@@ -106,53 +106,40 @@ __device__ __forceinline__ void store_tile(T* output, unsigned long long base, i
   __syncthreads();
 }
 
-// Combines a thread's items serially, in order.
-template <class Op, int Items, class T = typename Op::T>
-__device__ __forceinline__ T thread_reduce(const T (&items)[Items]) {
-  T total = items[0];
-#pragma unroll
-  for (int i = 1; i < Items; ++i) total = Op::combine(total, items[i]);
-  return total;
-}
-
-// Scans a thread's items in place, `running` (what precedes them) in front.
-template <class Op, bool Inclusive, int Items, class T = typename Op::T>
-__device__ __forceinline__ void thread_scan(T (&items)[Items], T running) {
-#pragma unroll
-  for (int i = 0; i < Items; ++i) {
-    if (Inclusive) {
-      running = Op::combine(running, items[i]);
-      items[i] = running;
-    } else {
-      const T item = items[i];
-      items[i] = running;
-      running = Op::combine(running, item);
-    }
-  }
-}
-
-// Scans the tile held in `items` in place. After the block has combined the
-// thread totals, every thread calls `tile_prefix(tile_total)`, which returns
-// what goes in front of the tile (the seed, or the single pass's look-back
-// result; it may synchronise the block), then `reload(items)`, which may
-// refill `items` (the single pass reads them back from shared memory rather
-// than keeping them in registers through the look-back). Inclusive gives
-// prefix ∘ v_0 ∘ … ∘ v_k at k, exclusive prefix ∘ v_0 ∘ … ∘ v_(k-1).
-// Returns the tile total v_0 ∘ … ∘ v_last (without the prefix).
-template <class Op, bool Inclusive, int Items, class TilePrefix, class Reload, class T = typename Op::T>
-__device__ __forceinline__ T tile_scan_with(T (&items)[Items], T* warp_totals, TilePrefix tile_prefix, Reload reload) {
+// Scans the tile held in `items` in place (Mode: scan_inclusive,
+// scan_exclusive or scan_exclusive_carry), `heads` flagging this thread's
+// items that start a segment (always 0 for no_segments). After the block
+// has combined the threads' pairs, every thread calls
+// `tile_prefix(tile_total, tile_flag)`, which returns what goes in front of
+// the tile: the partial of the segment open at its start (the seed, or the
+// single pass's look-back result; it may synchronise the block; it is not
+// used where the tile's first element is a head), then `reload(items)`,
+// which may refill `items` (the single pass reads them back from shared
+// memory rather than keeping them in registers through the look-back).
+// Returns the tile's pair: its last segment's partial (for a plain scan,
+// v_0 ∘ … ∘ v_last without the prefix), and in `tile_flag` whether a
+// segment starts in the tile.
+template <class Op, int Mode, class Seg, int Items, class TilePrefix, class Reload, class T = typename Op::T>
+__device__ __forceinline__ T tile_scan_with(T (&items)[Items], unsigned heads, const Seg& seg, T* warp_totals, bool* warp_flags, bool& tile_flag,
+                                            TilePrefix tile_prefix_of, Reload reload) {
+  bool prefix_flag;
   T tile_total;
-  const T thread_prefix = block_exclusive_scan<Op>(thread_reduce<Op>(items), warp_totals, tile_total);
-  const T prefix = tile_prefix(tile_total);
+  const T thread_prefix = block_pair_exclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, Items>([&](int i) { return items[i]; }, heads, seg),
+                                                             heads != 0u, prefix_flag, warp_totals, warp_flags, tile_total, tile_flag);
+  const T tile_prefix = tile_prefix_of(tile_total, tile_flag);
   reload(items);
-  thread_scan<Op, Inclusive>(items, threadIdx.x == 0 ? prefix : Op::combine(prefix, thread_prefix));
+  // The partial in front of this thread's first item.
+  const T running = threadIdx.x == 0 ? tile_prefix : prefix_flag ? thread_prefix : Op::combine(tile_prefix, thread_prefix);
+  thread_pair_rescan<Op, Mode, Seg, Items>([&](int i) -> T& { return items[i]; }, heads, running, seg);
   return tile_total;
 }
 
-// tile_scan_with a known `seed` in front of the tile.
-template <class Op, bool Inclusive, int Items, class T = typename Op::T>
-__device__ __forceinline__ T tile_scan(T (&items)[Items], const T seed, T* warp_totals) {
-  return tile_scan_with<Op, Inclusive>(items, warp_totals, [&](const T&) { return seed; }, [](const T (&)[Items]) {});
+// tile_scan_with a known `tile_prefix` in front of the tile.
+template <class Op, int Mode, class Seg, int Items, class T = typename Op::T>
+__device__ __forceinline__ T tile_scan(T (&items)[Items], unsigned heads, const Seg& seg, const T tile_prefix, T* warp_totals, bool* warp_flags,
+                                       bool& tile_flag) {
+  return tile_scan_with<Op, Mode, Seg>(items, heads, seg, warp_totals, warp_flags, tile_flag, [&](const T&, bool) { return tile_prefix; },
+                                       [](const T (&)[Items]) {});
 }
 
 }  // namespace gpu_scan

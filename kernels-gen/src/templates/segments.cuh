@@ -1,0 +1,282 @@
+// ---- Segment sources: where segments start (chapter 1.3.2 and 1.5) ----
+// Every algorithm template takes a segment-source policy `Seg`:
+//  * no_segments: a plain scan. Nothing starts a segment; the algorithms'
+//    `seed` goes in front of the whole input. Every `if constexpr
+//    (Seg::segmented)` below drops out, so a plain scan compiles to the
+//    code of the unsegmented algorithm.
+//  * head_flags<Op, Format, Strategy>: a head flag marks the first element
+//    of a segment (element 0 always starts one), given as bytes (non-zero
+//    marks a head) or bits packed into 32-bit words (element i is bit
+//    i % 32 of word i / 32). With `seeded`, `seed` goes in front of every
+//    segment; exclusive scans write `seed` at heads (the identity when not
+//    seeded). Nothing is in front of the input, whose element 0 is a head.
+// (Segments of a fixed row length or from keys are further sources.)
+//
+// Values are combined only within a segment and always in order, so the
+// operator never needs to be commutative. Above the element, the
+// algorithms combine (flag, value) pairs, where the flag says "a segment
+// starts in here", with
+//   (f1, v1) ⊕ (f2, v2) = (f1 | f2, f2 ? v2 : v1 ∘ v2),
+// associative whenever ∘ is (Fig. 1.9). Two strategies differ in how a
+// warp stops at a head:
+//  * scan_segmented_transform: ⊕ expanded into a warp routine that
+//    shuffles the flags along with the values (Fig. 1.10);
+//  * scan_segmented_indexing: each lane finds the lane of its segment's
+//    head and only takes partials from lanes at or after it (Fig. 1.11).
+// For no_segments every flag is false and ⊕ is ∘.
+namespace gpu_scan {
+
+struct no_segments {
+  static constexpr bool segmented = false;
+};
+
+#ifdef GPU_SCAN_SEGMENTED
+template <class Op, int Format, int Strategy, bool WholeWords = true>
+struct head_flags {
+  typedef typename Op::T T;
+  static constexpr bool segmented = true;
+  static constexpr int format = Format;
+  static constexpr int strategy = Strategy;
+  // Byte flags may be read four at a time where aligned (the one-block
+  // pass over tile flags reads them one by one: the simpler loop keeps
+  // ptxas from spilling its carry for some element types).
+  static constexpr bool whole_words = WholeWords;
+  const void* flags;
+  T seed;
+  bool seeded;
+  // The partial a segment starts with at its head `item`.
+  __device__ __forceinline__ T start(const T& item) const { return seeded ? Op::combine(seed, item) : item; }
+};
+#endif
+
+// Bits [shift, shift + count) of words[0], words[1], words[2], bit 0 first
+// (shift below 32, count at most 64); words past the window are not read.
+__device__ __forceinline__ unsigned long long bit_window(const unsigned* words, unsigned shift, int count) {
+  const unsigned spanned = (shift + (unsigned)count + 31u) / 32u;
+  unsigned long long window = words[0];
+  if (spanned > 1) window |= (unsigned long long)words[1] << 32;
+  window >>= shift;
+  if (spanned > 2) window |= (unsigned long long)words[2] << (64u - shift);
+  return count == 64 ? window : window & ((1ull << count) - 1ull);
+}
+
+// The head flags of this thread's blocked items of a tile of Items per
+// thread: bit i for element base + t·Items + i. Items past `valid` have
+// none; element 0 always has one.
+template <class Seg, int Items>
+__device__ __forceinline__ unsigned thread_heads(const Seg& seg, unsigned long long base, int valid) {
+  if constexpr (!Seg::segmented) {
+    return 0u;
+  } else {
+    static_assert(Items <= 32, "a thread's head flags fit one word");
+    const int first = (int)threadIdx.x * Items;
+    unsigned heads = 0;
+    if constexpr (Seg::format == scan_flags_bytes) {
+      const unsigned char* bytes = (const unsigned char*)seg.flags + base + first;
+      if (Seg::whole_words && Items % 4 == 0 && first + Items <= valid && ((unsigned long long)bytes & 3u) == 0) {
+        // Whole aligned words: a quarter of the loads (bytes are little-endian in a word).
+#pragma unroll
+        for (int w = 0; w < Items / 4; ++w) {
+          const unsigned word = ((const unsigned*)bytes)[w];
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            if ((word >> (8 * b)) & 0xffu) heads |= 1u << (4 * w + b);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < Items; ++i) {
+          if (first + i < valid && bytes[i] != 0) heads |= 1u << i;
+        }
+      }
+    } else if (first < valid) {
+      // At most 32 bits starting at bit `bit`: one word or the end of one and
+      // the start of the next (read only when those bits exist).
+      const int count = valid - first < Items ? valid - first : Items;
+      const unsigned long long bit = base + first;
+      const unsigned* words = (const unsigned*)seg.flags + (bit >> 5);
+      const unsigned shift = (unsigned)(bit & 31u);
+      unsigned long long window = words[0] >> shift;
+      if (shift + count > 32) window |= (unsigned long long)words[1] << (32u - shift);
+      heads = (unsigned)(window & ((1ull << count) - 1ull));
+    }
+    if (base + first == 0) heads |= 1u;
+    return heads;
+  }
+}
+
+// The head flags of elements base + first … base + first + count - 1 (count
+// at most 64), bit i for element base + first + i; element 0 always has
+// one (the pipelined pass's items, in shared memory).
+template <class Seg>
+__device__ __forceinline__ unsigned long long span_heads(const Seg& seg, unsigned long long base, int first, int count) {
+  if constexpr (!Seg::segmented) {
+    return 0ull;
+  } else {
+    unsigned long long heads = 0;
+    if (count > 0) {
+      const unsigned long long at = base + first;
+      if constexpr (Seg::format == scan_flags_bytes) {
+        const unsigned char* bytes = (const unsigned char*)seg.flags + at;
+        for (int i = 0; i < count; ++i) heads |= (unsigned long long)(bytes[i] != 0) << i;
+      } else {
+        heads = bit_window((const unsigned*)seg.flags + (at >> 5), (unsigned)(at & 31u), count);
+      }
+      if (at == 0) heads |= 1ull;
+    }
+    return heads;
+  }
+}
+
+// ---- Warp level over (flag, value) pairs ----
+// Lane i returns the combination of the values from its segment's head (or
+// lane 0) through lane i; `flag` (lane i's own flag on entry) becomes true
+// when a head lies in lanes 0..i.
+template <class Op, class Seg, class T = typename Op::T>
+__device__ __forceinline__ T warp_pair_inclusive_scan(T value, bool& flag) {
+  if constexpr (!Seg::segmented) {
+    return warp_inclusive_scan<Op>(value);
+  } else {
+    const unsigned lane = threadIdx.x & 31u;
+    if constexpr (Seg::strategy == scan_segmented_transform) {
+#pragma unroll
+      for (unsigned offset = 1; offset < 32; offset <<= 1) {
+        const T earlier = scan_shfl_up(value, offset);
+        const bool earlier_flag = __shfl_up_sync(0xffffffffu, (int)flag, offset) != 0;
+        if (lane >= offset) {
+          // (earlier_flag, earlier) ⊕ (flag, value)
+          if (!flag) value = Op::combine(earlier, value);
+          flag = flag || earlier_flag;
+        }
+      }
+    } else {
+      // The max-scan of head indices: the highest flagged lane at or below
+      // this one (lane 0 when there is none). A ballot gives it in one step.
+      const unsigned heads_so_far = __ballot_sync(0xffffffffu, flag) & (0xffffffffu >> (31u - lane));
+      const unsigned head_lane = heads_so_far != 0 ? 31u - (unsigned)__clz((int)heads_so_far) : 0u;
+#pragma unroll
+      for (unsigned offset = 1; offset < 32; offset <<= 1) {
+        const T earlier = scan_shfl_up(value, offset);
+        // Lane i - offset holds a partial of this segment only when it is not
+        // before the head; otherwise lane i already holds head..i.
+        if (lane >= head_lane + offset) value = Op::combine(earlier, value);
+      }
+      flag = heads_so_far != 0;
+    }
+    return value;
+  }
+}
+
+// ---- Block level over (flag, value) pairs, one per thread ----
+// Returns thread t's *lifted exclusive prefix*: the combination of the
+// values of threads h..t-1, where h is the last flagged thread before t
+// (thread 0 if none); `prefix_flag` tells whether such a thread exists.
+// Thread 0 gets (identity, false). A thread whose first element is a head
+// ignores its prefix; any other puts it in front of its values.
+// `block_total`, `block_flag`: all threads' pairs combined with ⊕.
+// Shared memory: warp_totals[Shape<Op>::warps + 1], warp_flags[Shape<Op>::warps]
+// (unused for no_segments). All threads must call it, and a second call
+// must follow a __syncthreads().
+template <class Op, class Seg, class T = typename Op::T>
+__device__ __forceinline__ T block_pair_exclusive_scan(T value, bool flag, bool& prefix_flag, T* warp_totals, bool* warp_flags, T& block_total, bool& block_flag) {
+  if constexpr (!Seg::segmented) {
+    prefix_flag = false;
+    block_flag = false;
+    return block_exclusive_scan<Op>(value, warp_totals, block_total);
+  } else {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned warp = threadIdx.x >> 5;
+    bool inclusive_flag = flag;
+    const T inclusive = warp_pair_inclusive_scan<Op, Seg>(value, inclusive_flag);
+    if (lane == 31) {
+      warp_totals[warp] = inclusive;
+      warp_flags[warp] = inclusive_flag;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      // Warp 0 scans the warps' pairs (idle lanes hold (identity, false)), so
+      // entry w becomes the pair of warps 0..w.
+      bool f = lane < Shape<Op>::warps && warp_flags[lane];
+      const T total = lane < Shape<Op>::warps ? warp_totals[lane] : Op::identity();
+      const T scanned = warp_pair_inclusive_scan<Op, Seg>(total, f);
+      if (lane < Shape<Op>::warps) {
+        warp_totals[lane] = scanned;
+        warp_flags[lane] = f;
+      }
+    }
+    __syncthreads();
+    block_total = warp_totals[Shape<Op>::warps - 1];
+    block_flag = warp_flags[Shape<Op>::warps - 1];
+    // Within the warp, the exclusive prefix is the previous lane's inclusive one.
+    T prefix = scan_shfl_up(inclusive, 1);
+    const bool previous_flag = __shfl_up_sync(0xffffffffu, (int)inclusive_flag, 1) != 0;
+    prefix_flag = lane != 0 && previous_flag;
+    if (warp > 0 && !prefix_flag) {
+      // No head in this warp before this lane: the segment that is open at
+      // the warp's start continues here, so the earlier warps' partial goes
+      // in front (lane 0 has nothing of its own warp in front of it).
+      const T before = warp_totals[warp - 1];
+      prefix = lane == 0 ? before : Op::combine(before, prefix);
+      prefix_flag = warp_flags[warp - 1];
+    }
+    return threadIdx.x == 0 ? Op::identity() : prefix;
+  }
+}
+
+// (total_flag, total) ⊕= (flag, value): for no_segments, total ∘= value.
+template <class Op, class Seg, class T = typename Op::T>
+__device__ __forceinline__ void pair_accumulate(T& total, bool& total_flag, const T& value, bool flag) {
+  if constexpr (Seg::segmented) {
+    total = flag ? value : Op::combine(total, value);
+    total_flag = total_flag || flag;
+  } else {
+    total = Op::combine(total, value);
+  }
+}
+
+// ---- Thread level: a thread's items and their head mask ----
+// A thread's pair: whether one of its items is a head (heads != 0), and the
+// combination of its last segment's items (all items when none is a head),
+// seeded at a head. `item(i)` reads item i.
+template <class Op, class Seg, int Items, class Item, class Mask, class T = typename Op::T>
+__device__ __forceinline__ T thread_pair_reduce(Item item, Mask heads, const Seg& seg) {
+  if constexpr (!Seg::segmented) {
+    T total = item(0);
+#pragma unroll
+    for (int i = 1; i < Items; ++i) total = Op::combine(total, item(i));
+    return total;
+  } else {
+    T total = (heads & 1u) ? seg.start(item(0)) : item(0);
+#pragma unroll
+    for (int i = 1; i < Items; ++i) {
+      const T next = item(i);
+      total = ((heads >> i) & 1u) ? seg.start(next) : Op::combine(total, next);
+    }
+    return total;
+  }
+}
+
+// Rescans a thread's items in place behind `running`, the partial open
+// before its first item (Mode: scan_inclusive, scan_exclusive or
+// scan_exclusive_carry, see the prelude). `at(i)` is a reference to item i.
+template <class Op, int Mode, class Seg, int Items, class At, class Mask, class T = typename Op::T>
+__device__ __forceinline__ void thread_pair_rescan(At at, Mask heads, T running, const Seg& seg) {
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    T& slot = at(i);
+    const T item = slot;
+    if constexpr (Seg::segmented) {
+      if ((heads >> i) & 1u) {
+        const T start = seg.start(item);
+        slot = Mode == scan_inclusive ? start : Mode == scan_exclusive ? seg.seed : running;
+        running = start;
+        continue;
+      }
+    }
+    const T next = Op::combine(running, item);
+    slot = Mode == scan_inclusive ? next : running;
+    running = next;
+  }
+}
+
+}  // namespace gpu_scan
