@@ -3,9 +3,13 @@
 //! Location: `$GPU_SCAN_CACHE_DIR`, else `$XDG_CACHE_HOME/gpu-scan`, else
 //! `$HOME/.cache/gpu-scan`. `GPU_SCAN_DISK_CACHE=0` turns it off.
 //!
-//! Each entry is one file named by the SHA-256 of everything that decides
-//! the output (source, NVRTC options, architecture, NVRTC and driver
-//! versions). Its content is a header line (`gpu-scan-image v2 <sha256 of
+//! Each entry is one file named by the SHA-256 of what decides the output
+//! (source, NVRTC options, architecture) and of the driver's version. The
+//! NVRTC version is left out, so that a process whose kernels are all in
+//! the cache never loads or calls NVRTC: an image another NVRTC built is
+//! still one the driver loads (a CUBIN for this exact architecture, or PTX
+//! the driver compiles), and one it refuses is rebuilt (below). After
+//! upgrading NVRTC for a compiler fix, clear the cache directory. Its content is a header line (`gpu-scan-image v2 <sha256 of
 //! the payload>`) and the image: a CUBIN for the device's architecture, or
 //! PTX where the program targets an older one. Entries are written to a temporary file and
 //! renamed into place, so readers never see a partial entry and two
@@ -28,14 +32,8 @@ const MAGIC: &str = "gpu-scan-image v2";
 pub struct CacheKey(String);
 
 impl CacheKey {
-    /// Hashes everything that decides NVRTC's output.
-    pub fn new(
-        source: &str,
-        options: &[String],
-        arch: Arch,
-        nvrtc: (i32, i32),
-        driver: i32,
-    ) -> CacheKey {
+    /// Hashes what decides NVRTC's output and the driver's version.
+    pub fn new(source: &str, options: &[String], arch: Arch, driver: i32) -> CacheKey {
         let mut h = Sha256::new();
         for part in [
             source.as_bytes(),
@@ -44,15 +42,7 @@ impl CacheKey {
         ] {
             h.update(part);
         }
-        h.update(
-            format!(
-                "\0arch {}\0nvrtc {}.{}\0driver {driver}",
-                arch.sm_name(),
-                nvrtc.0,
-                nvrtc.1
-            )
-            .as_bytes(),
-        );
+        h.update(format!("\0arch {}\0driver {driver}", arch.sm_name()).as_bytes());
         CacheKey(hex(&h.finalize()))
     }
 
@@ -190,43 +180,33 @@ mod tests {
 
     #[test]
     fn keys_change_with_every_input() {
-        let base = CacheKey::new("src", &["-a".into()], Arch::SM_90, (13, 0), 13000);
+        let base = CacheKey::new("src", &["-a".into()], Arch::SM_90, 13000);
         assert_ne!(
             base,
-            CacheKey::new("src2", &["-a".into()], Arch::SM_90, (13, 0), 13000)
+            CacheKey::new("src2", &["-a".into()], Arch::SM_90, 13000)
         );
         assert_ne!(
             base,
-            CacheKey::new("src", &["-b".into()], Arch::SM_90, (13, 0), 13000)
+            CacheKey::new("src", &["-b".into()], Arch::SM_90, 13000)
         );
         assert_ne!(
             base,
-            CacheKey::new(
-                "src",
-                &["-a".into()],
-                Arch { major: 8, minor: 0 },
-                (13, 0),
-                13000
-            )
+            CacheKey::new("src", &["-a".into()], Arch { major: 8, minor: 0 }, 13000)
         );
         assert_ne!(
             base,
-            CacheKey::new("src", &["-a".into()], Arch::SM_90, (13, 1), 13000)
-        );
-        assert_ne!(
-            base,
-            CacheKey::new("src", &["-a".into()], Arch::SM_90, (13, 0), 12080)
+            CacheKey::new("src", &["-a".into()], Arch::SM_90, 12080)
         );
         assert_eq!(
             base,
-            CacheKey::new("src", &["-a".into()], Arch::SM_90, (13, 0), 13000)
+            CacheKey::new("src", &["-a".into()], Arch::SM_90, 13000)
         );
     }
 
     #[test]
     fn round_trip_and_corruption_is_detected_and_removed() {
         let cache = DiskCache::at(temp_dir("corrupt"));
-        let key = CacheKey::new("program", &[], Arch::SM_90, (13, 0), 0);
+        let key = CacheKey::new("program", &[], Arch::SM_90, 0);
         assert_eq!(cache.load(&key), None);
         cache.store(&key, b".version 9.0\n// body\n");
         assert_eq!(
@@ -255,7 +235,7 @@ mod tests {
     #[test]
     fn disabled_cache_stores_nothing() {
         let cache = DiskCache::disabled();
-        let key = CacheKey::new("p", &[], Arch::SM_90, (13, 0), 0);
+        let key = CacheKey::new("p", &[], Arch::SM_90, 0);
         cache.store(&key, b"x");
         assert_eq!(cache.load(&key), None);
     }

@@ -8,10 +8,23 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// Whether libnvrtc can be loaded (checked before any cudarc call that
-/// would panic without it).
+/// would panic without it). Found once per process, and then kept loaded:
+/// cudarc's own probe loads and unloads the library, which costs as much
+/// as loading it (about 10-16 ms), so without this the first compile would
+/// load it a second time.
 pub fn nvrtc_present() -> bool {
-    // SAFETY: only tries to load the shared library.
-    unsafe { nvrtc::sys::is_culib_present() }
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        // SAFETY: is_culib_present only tries to load the shared library;
+        // culib() loads it for good, and cannot fail once it was found.
+        unsafe {
+            let present = nvrtc::sys::is_culib_present();
+            if present {
+                let _ = nvrtc::sys::culib();
+            }
+            present
+        }
+    })
 }
 
 /// NVRTC's version, `(major, minor)`.
@@ -89,8 +102,7 @@ pub fn compile(
     driver_version: i32,
     disk: &DiskCache,
 ) -> Result<Compiled> {
-    let version = nvrtc_version()?;
-    let key = CacheKey::new(source, &options, arch, version, driver_version);
+    let key = CacheKey::new(source, &options, arch, driver_version);
     let cubin = wants_cubin(&options);
     if let Some(bytes) = disk.load(&key) {
         let image = if cubin {
@@ -105,6 +117,9 @@ pub fn compile(
             });
         }
     }
+    if !nvrtc_present() {
+        return Err(ScanError::NoNvrtc);
+    }
     let image = nvrtc_compile(op, source, &options, cubin)?;
     disk.store(&key, image.bytes());
     Ok(Compiled {
@@ -117,15 +132,7 @@ pub fn compile(
 /// these arguments: the runtime calls it when the driver refuses to load an
 /// image read from the cache, before compiling anew.
 pub fn forget(source: &str, options: &[String], arch: Arch, driver_version: i32, disk: &DiskCache) {
-    if let Ok(version) = nvrtc_version() {
-        disk.remove(&CacheKey::new(
-            source,
-            options,
-            arch,
-            version,
-            driver_version,
-        ));
-    }
+    disk.remove(&CacheKey::new(source, options, arch, driver_version));
 }
 
 /// One NVRTC compile: the CUBIN or the PTX of `source`.
