@@ -324,6 +324,8 @@ fn gpu_suite() {
             seed,
             &mut rows,
         );
+        // Two modules' `Pair`s in one element (distinct CUDA names).
+        run_op::<Pairs>(&stream, path, &lengths_for::<Pairs>(big), seed, &mut rows);
         run_op::<SumU32Small>(
             &stream,
             path,

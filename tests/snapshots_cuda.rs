@@ -87,6 +87,25 @@ fn nested_struct_with_match() {
     insta::assert_snapshot!("join_spans", operator_part::<JoinSpans>());
 }
 
+/// Two modules' `Pair`s as fields of one element: two declarations with
+/// distinct CUDA names, and the policy's alias of the one it names.
+#[test]
+fn same_named_structs_from_two_modules() {
+    let part = operator_part::<Pairs>();
+    insta::assert_snapshot!("pairs", part);
+    let left = <left::Pair as gpu_scan::ScanElement>::CUDA_TYPE;
+    let right = <right::Pair as gpu_scan::ScanElement>::CUDA_TYPE;
+    assert_ne!(left, right);
+    for name in [left, right] {
+        assert!(name.starts_with("Pair_"), "{name}");
+        assert!(
+            part.contains(&format!("struct {name} {{")),
+            "{name} is declared"
+        );
+    }
+    assert!(part.contains(&format!("typedef {right} right__Pair;")));
+}
+
 #[test]
 fn segment_flag_builders() {
     insta::assert_snapshot!("segment_flags", kernels_gen::SEGMENT_FLAGS_SOURCE);

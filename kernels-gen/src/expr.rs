@@ -28,6 +28,7 @@ pub struct ExprPrinter<'a> {
     element_typedef: &'a str,
     untyped_vars: HashSet<String>,
     temp_counter: usize,
+    named_structs: std::collections::BTreeSet<String>,
 }
 
 impl<'a> ExprPrinter<'a> {
@@ -37,6 +38,7 @@ impl<'a> ExprPrinter<'a> {
             element_typedef,
             untyped_vars: HashSet::new(),
             temp_counter: 0,
+            named_structs: Default::default(),
         }
     }
 
@@ -157,11 +159,21 @@ impl<'a> ExprPrinter<'a> {
         format!("scan_{stem}_{}", self.temp_counter)
     }
 
-    fn struct_name(&self, name: &StructName) -> String {
+    fn struct_name(&mut self, name: &StructName) -> String {
         match name {
             StructName::Element => self.element_typedef.to_string(),
-            StructName::Named(n) => n.clone(),
+            StructName::Named(n) => {
+                self.named_structs.insert(n.clone());
+                named_struct_alias(n)
+            }
         }
+    }
+
+    /// The structs other than the element that the printed code names, by
+    /// their Rust paths as written: the policy declares an alias of each
+    /// ([`named_struct_alias`]) for their CUDA names.
+    pub fn named_structs(&self) -> impl Iterator<Item = &str> {
+        self.named_structs.iter().map(String::as_str)
     }
 
     /// Chooses hints for two sibling operands: an untyped one takes the
@@ -536,6 +548,13 @@ pub fn prim_const(p: Prim, c: PrimConst) -> String {
         (_, PrimConst::Min) => typed_int(0, false, p),
         _ => unreachable!("PrimConst::parse only accepts constants the type has"),
     }
+}
+
+/// The policy's alias of a struct named by its Rust path in an operator
+/// (`a::Pair` is `a__Pair`): its CUDA name, mangled, is only known when the
+/// user's crate is compiled.
+pub fn named_struct_alias(path: &str) -> String {
+    path.replace("::", "__")
 }
 
 #[cfg(test)]

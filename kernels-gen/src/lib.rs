@@ -155,33 +155,99 @@ pub fn heads_from_keys_symbol(key_bits: u32, format: FlagFormat) -> String {
     format!("scan_heads_from_keys{key_bits}_{}", format.suffix())
 }
 
-/// The CUDA declaration of an element struct, with an include guard so that
-/// a struct used by several operators is declared once per program.
-pub fn struct_declaration(s: &StructDesc) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "#ifndef GPU_SCAN_STRUCT_{}", s.name);
-    let _ = writeln!(out, "#define GPU_SCAN_STRUCT_{}", s.name);
-    let _ = writeln!(
-        out,
-        "// Element `{}`: the fields, order and layout of the Rust #[repr(C)] struct.",
+/// A piece of generated source whose CUDA type names are only known when
+/// the user's crate is compiled: `#[scan_op]` joins the pieces in a
+/// constant, with each struct's `ScanElement::CUDA_TYPE` (its Rust name
+/// and a hash of its module path, so that two modules' `Pair`s never meet)
+/// where a piece names one. [`join_parts`] prints them with the Rust names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Source text.
+    Text(String),
+    /// The CUDA name of the struct being declared, or of the operator's
+    /// element.
+    Element,
+    /// The CUDA name of the declared struct's `k`-th struct-typed field's
+    /// type (fields in order, counting only struct-typed ones).
+    Field(usize),
+    /// The CUDA name of a struct the operator names, by its Rust path as
+    /// written in the operator.
+    Named(String),
+}
+
+/// The pieces joined, each struct named by its Rust name: `element`, the
+/// struct-typed fields' type names `fields`, named paths as written.
+pub fn join_parts(parts: &[Part], element: &str, fields: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => t.as_str(),
+            Part::Element => element,
+            Part::Field(k) => fields[*k],
+            Part::Named(path) => path.as_str(),
+        })
+        .collect()
+}
+
+/// Accumulates [`Part`]s: text goes to the last text piece.
+#[derive(Default)]
+struct Parts(Vec<Part>);
+
+impl Parts {
+    fn text(&mut self, t: &str) {
+        match self.0.last_mut() {
+            Some(Part::Text(last)) => last.push_str(t),
+            _ => self.0.push(Part::Text(t.to_string())),
+        }
+    }
+    fn part(&mut self, p: Part) {
+        self.0.push(p);
+    }
+}
+
+/// The CUDA declaration of an element struct, in [`Part`]s, with an include
+/// guard so that a struct used by several fields or structs is declared
+/// once per program.
+pub fn struct_declaration_parts(s: &StructDesc) -> Vec<Part> {
+    let mut out = Parts::default();
+    out.text("#ifndef GPU_SCAN_STRUCT_");
+    out.part(Part::Element);
+    out.text("\n#define GPU_SCAN_STRUCT_");
+    out.part(Part::Element);
+    out.text(&format!(
+        "\n// Element `{}`: the fields, order and layout of the Rust #[repr(C)] struct.\nstruct ",
         s.name
-    );
-    let _ = writeln!(out, "struct {} {{", s.name);
+    ));
+    out.part(Part::Element);
+    out.text(" {\n");
+    let mut nested = 0;
     for f in &s.fields {
         match &f.ty {
-            FieldType::Prim(p) => {
-                let _ = writeln!(out, "  {} {};", p.cuda_name(), f.name);
-            }
-            FieldType::Array(p, n) => {
-                let _ = writeln!(out, "  {} {}[{n}];", p.cuda_name(), f.name);
-            }
-            FieldType::Struct(name) => {
-                let _ = writeln!(out, "  {name} {};", f.name);
+            FieldType::Prim(p) => out.text(&format!("  {} {};\n", p.cuda_name(), f.name)),
+            FieldType::Array(p, n) => out.text(&format!("  {} {}[{n}];\n", p.cuda_name(), f.name)),
+            FieldType::Struct(_) => {
+                out.text("  ");
+                out.part(Part::Field(nested));
+                out.text(&format!(" {};\n", f.name));
+                nested += 1;
             }
         }
     }
-    out.push_str("};\n#endif\n");
-    out
+    out.text("};\n#endif\n");
+    out.0
+}
+
+/// [`struct_declaration_parts`] printed with the Rust names.
+pub fn struct_declaration(s: &StructDesc) -> String {
+    let fields: Vec<&str> = s
+        .fields
+        .iter()
+        .filter_map(|f| match &f.ty {
+            FieldType::Struct(name) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    join_parts(&struct_declaration_parts(s), &s.name, &fields)
 }
 
 /// The namespace of operator policies in a program.
@@ -193,38 +259,55 @@ pub const POLICY_NAMESPACE: &str = "gpu_scan_ops";
 /// [`program`] puts the library and the layout in front and the kernels a
 /// scan needs after it.
 pub fn operator_source(op: &OpDesc, params: &GenParams) -> Result<String, InvalidParams> {
+    let parts = operator_source_parts(op, params)?;
+    Ok(join_parts(&parts, op.element.cuda_name(), &[]))
+}
+
+/// [`operator_source`] in [`Part`]s: the element's and the named structs'
+/// CUDA names are left to the user's crate.
+pub fn operator_source_parts(op: &OpDesc, params: &GenParams) -> Result<Vec<Part>, InvalidParams> {
     params.validate()?;
     let name = &op.name;
-    let mut out = String::new();
+    let mut out = Parts::default();
     let rule = "// ===========================================================================";
-    let _ = writeln!(out, "{rule}");
-    let _ = writeln!(
-        out,
-        "// Operator `{name}` on `{}`, generated by #[scan_op].",
-        op.element.cuda_name()
-    );
-    let _ = writeln!(out, "{rule}");
-    let _ = writeln!(out, "namespace {POLICY_NAMESPACE} {{");
-    let _ = writeln!(out, "struct {name} {{");
-    let _ = writeln!(out, "  typedef {} T;", op.element.cuda_name());
-    let _ = writeln!(out, "  typedef T {ELEMENT_TYPEDEF};");
-    let _ = writeln!(
-        out,
-        "  // Tile shape and sizes: this program's layout, computed in Rust."
-    );
-    let _ = writeln!(out, "  typedef ::{} layout;", layout::layout_struct(name));
-    out.push_str(&operator_functions(op));
-    let _ = writeln!(out, "}};");
-    let _ = writeln!(out, "}}  // namespace {POLICY_NAMESPACE}");
-    Ok(out)
+    let element = match &op.element {
+        ElementType::Prim(p) => p.cuda_name(),
+        ElementType::Struct(s) => s.as_str(),
+    };
+    out.text(&format!(
+        "{rule}\n// Operator `{name}` on `{element}`, generated by #[scan_op].\n{rule}\n"
+    ));
+    out.text(&format!(
+        "namespace {POLICY_NAMESPACE} {{\nstruct {name} {{\n  typedef "
+    ));
+    match &op.element {
+        ElementType::Prim(p) => out.text(p.cuda_name()),
+        ElementType::Struct(_) => out.part(Part::Element),
+    }
+    out.text(&format!(" T;\n  typedef T {ELEMENT_TYPEDEF};\n"));
+    out.text("  // Tile shape and sizes: this program's layout, computed in Rust.\n");
+    out.text(&format!(
+        "  typedef ::{} layout;\n",
+        layout::layout_struct(name)
+    ));
+    let (functions, named) = operator_functions(op);
+    for path in named {
+        out.text("  typedef ");
+        out.part(Part::Named(path.clone()));
+        out.text(&format!(" {};\n", expr::named_struct_alias(&path)));
+    }
+    out.text(&functions);
+    out.text(&format!("}};\n}}  // namespace {POLICY_NAMESPACE}\n"));
+    Ok(out.0)
 }
 
 /// The name translated operators use for their element type inside the
 /// policy (`T` is the library's; a user's variable could shadow it).
 const ELEMENT_TYPEDEF: &str = "scan_element_t";
 
-/// The policy's `identity()` and `combine(x, y)`, translated from Rust.
-fn operator_functions(op: &OpDesc) -> String {
+/// The policy's `identity()` and `combine(x, y)`, translated from Rust, and
+/// the paths of the structs other than the element that they name.
+fn operator_functions(op: &OpDesc) -> (String, Vec<String>) {
     let t = ELEMENT_TYPEDEF;
     let mut printer = ExprPrinter::new(t);
     let hint = match op.element {
@@ -262,7 +345,8 @@ fn operator_functions(op: &OpDesc) -> String {
         let _ = writeln!(out, "  {line}");
     }
     out.push_str("  }\n");
-    out
+    let named = printer.named_structs().map(str::to_string).collect();
+    (out, named)
 }
 
 fn result_statements(

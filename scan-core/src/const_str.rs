@@ -45,6 +45,45 @@ pub const fn utf8(bytes: &'static [u8]) -> &'static str {
     }
 }
 
+/// The 64-bit FNV-1a hash of `parts`, joined: it tells element structs'
+/// CUDA names apart (`#[scan_op]` hashes the module path and the name).
+pub const fn fnv1a(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < parts.len() {
+        let bytes = parts[i].as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            hash ^= bytes[j] as u64;
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+            j += 1;
+        }
+        i += 1;
+    }
+    hash
+}
+
+/// `value` as 16 lower-case hexadecimal digits, most significant first.
+///
+/// ```
+/// const DIGITS: [u8; 16] = scan_core::const_str::hex16(0x0123_4567_89ab_cdef);
+/// assert_eq!(scan_core::const_str::utf8(&DIGITS), "0123456789abcdef");
+/// ```
+pub const fn hex16(value: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        let digit = ((value >> (60 - 4 * i)) & 0xf) as u8;
+        out[i] = if digit < 10 {
+            b'0' + digit
+        } else {
+            b'a' + digit - 10
+        };
+        i += 1;
+    }
+    out
+}
+
 /// `a == b`, usable in constants.
 pub const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());

@@ -26,7 +26,9 @@ pub use cpu::{LengthMismatch, ScanKind};
 /// field layout of `Self`, and every bit pattern the GPU may write must be a
 /// valid `Self`. `#[scan_op]` guarantees this for the structs it accepts.
 pub unsafe trait ScanElement: Copy + Send + Sync + 'static {
-    /// The CUDA spelling of the type (`"float"`, `"Affine"`).
+    /// The CUDA spelling of the type: `"float"` for `f32`; for a struct,
+    /// its Rust name and a hash of its module path (`"Affine_3aee821b5c763e3c"`),
+    /// so that two modules' same-named structs never share a declaration.
     const CUDA_TYPE: &'static str;
     /// CUDA declarations the type needs (its struct and nested structs,
     /// each behind an include guard); empty for primitives.

@@ -8,7 +8,7 @@ use crate::attr::{Args, OpFn};
 use crate::rewrite::Rewriter;
 use crate::translate::Translator;
 use kernels_gen::ir::{Block, ElementType, OpDesc};
-use kernels_gen::{GenParams, ItemsPerThread};
+use kernels_gen::{GenParams, ItemsPerThread, Part};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -40,7 +40,6 @@ pub fn scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
 /// The parts of an operator, translated.
 struct Operator {
     element_ty: TokenStream,
-    element: ElementType,
     identity: syn::Expr,
     desc: OpDesc,
     combine_fn: TokenStream,
@@ -98,35 +97,42 @@ fn element_impls(
     desc: &kernels_gen::ir::StructDesc,
     nested: &[syn::Path],
 ) -> TokenStream {
-    let cuda_type = ident.to_string();
-    let own_decl = kernels_gen::struct_declaration(desc);
+    let name = ident.to_string();
+    let own_cuda_type = quote!(<#ident as #private::ScanElement>::CUDA_TYPE);
+    let own_decl = kernels_gen::struct_declaration_parts(desc)
+        .into_iter()
+        .map(|part| match part {
+            Part::Text(t) => quote!(#t),
+            Part::Element => own_cuda_type.clone(),
+            Part::Field(k) => {
+                let p = &nested[k];
+                quote!(<#p as #private::ScanElement>::CUDA_TYPE)
+            }
+            Part::Named(_) => unreachable!("a struct declaration names its fields' types"),
+        });
     let nested_decls = nested
         .iter()
         .map(|p| quote!(<#p as #private::ScanElement>::CUDA_DECL));
-    let nested_checks = nested.iter().map(|p| {
-        let name = p.segments.last().expect("a path has a segment").ident.to_string();
-        let message = format!(
-            "the CUDA name of field type `{name}` is not `{name}`: name #[scan_op] element structs directly, not through an alias"
-        );
-        quote_spanned! {p.span()=>
-            const _: () = ::core::assert!(
-                #private::const_str::str_eq(<#p as #private::ScanElement>::CUDA_TYPE, #name),
-                #message
-            );
-        }
-    });
     quote! {
         // SAFETY: #[scan_op] checked that the struct is #[repr(C)] and Copy and that every
         // field has a CUDA type of the same layout; CUDA_DECL declares the same fields in
         // the same order, so the C layout rules give the same offsets on both sides.
         unsafe impl #private::ScanElement for #ident {
-            const CUDA_TYPE: &'static str = #cuda_type;
-            const CUDA_DECL: &'static str = #private::concat_const!(#(#nested_decls,)* #own_decl);
+            // The Rust name and a hash of the module path: two modules'
+            // same-named structs get different CUDA names.
+            const CUDA_TYPE: &'static str = {
+                const HASH: [u8; 16] = #private::const_str::hex16(#private::const_str::fnv1a(&[
+                    ::core::module_path!(),
+                    "::",
+                    #name,
+                ]));
+                #private::concat_const!(#name, "_", #private::const_str::utf8(&HASH))
+            };
+            const CUDA_DECL: &'static str = #private::concat_const!(#(#nested_decls,)* #(#own_decl),*);
         }
         // SAFETY: plain data of primitive fields (see above); all-zero bits are valid for each.
         unsafe impl #private::cudarc::driver::DeviceRepr for #ident {}
         unsafe impl #private::cudarc::driver::ValidAsZeroBits for #ident {}
-        #(#nested_checks)*
     }
 }
 
@@ -321,7 +327,6 @@ fn operator(
     };
     Some(Operator {
         element_ty,
-        element,
         identity: identity.clone(),
         desc,
         combine_fn,
@@ -358,17 +363,27 @@ fn gen_params(args: &Args, errors: &mut Errors) -> GenParams {
 fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStream {
     let Operator {
         element_ty,
-        element,
         identity,
         desc,
         combine_fn,
         params,
     } = op;
     let name = &desc.name;
-    let op_source = match kernels_gen::operator_source(&desc, &params) {
-        Ok(s) => s,
+    let op_parts = match kernels_gen::operator_source_parts(&desc, &params) {
+        Ok(parts) => parts,
         Err(e) => return syn::Error::new(ident.span(), e).to_compile_error(),
     };
+    // The element's and the named structs' CUDA names come from their
+    // ScanElement impls when the user's crate compiles.
+    let op_source = op_parts.into_iter().map(|part| match part {
+        Part::Text(t) => quote!(#t),
+        Part::Element => quote!(<#element_ty as #private::ScanElement>::CUDA_TYPE),
+        Part::Named(path) => match syn::parse_str::<syn::Path>(&path) {
+            Ok(p) => quote!(<#p as #private::ScanElement>::CUDA_TYPE),
+            Err(e) => e.to_compile_error(),
+        },
+        Part::Field(_) => unreachable!("an operator's part names no fields' types"),
+    });
     let items_per_thread = match params.items_per_thread {
         ItemsPerThread::Fixed(n) => quote!(#n),
         ItemsPerThread::Auto => {
@@ -408,22 +423,7 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
             );
         };
     };
-    let element_check = match &element {
-        ElementType::Struct(cuda_name) => {
-            let message = format!(
-                "the element's CUDA name is not `{cuda_name}`: name the #[scan_op] element struct directly, not through an alias"
-            );
-            quote_spanned! {element_ty.span()=>
-                const _: () = ::core::assert!(
-                    #private::const_str::str_eq(<#element_ty as #private::ScanElement>::CUDA_TYPE, #cuda_name),
-                    #message
-                );
-            }
-        }
-        ElementType::Prim(_) => quote!(),
-    };
     quote! {
-        #element_check
         #shape_check
         impl #private::ScanOp for #ident {
             type Element = #element_ty;
@@ -431,7 +431,7 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
             const IDENTITY: #element_ty = #identity;
             const CUDA_SOURCE: &'static str = #private::concat_const!(
                 <#element_ty as #private::ScanElement>::CUDA_DECL,
-                #op_source
+                #(#op_source),*
             );
             const BLOCK_THREADS: u32 = #block_threads;
             const ITEMS_PER_THREAD: u32 = #items_per_thread;

@@ -674,7 +674,11 @@ impl<'e> Translator<'e> {
         } else if self.element_names.contains(&last) {
             StructName::Element
         } else {
-            StructName::Named(last)
+            // The path as written: the policy aliases it to the struct's CUDA
+            // name (kernels_gen::Part::Named).
+            let path = &s.path;
+            let written = quote::quote!(#path).to_string();
+            StructName::Named(written.split_whitespace().collect())
         };
         let mut fields = Vec::new();
         let mut ok = true;

@@ -140,6 +140,22 @@ impl Case for SumU32Small {
         rng.random()
     }
 }
+impl Case for Pairs {
+    fn random(rng: &mut Rng64) -> Pairs {
+        // Spans start at 1 or later, so that no combination of elements
+        // other than the identity looks like the identity.
+        Pairs {
+            map: left::Pair {
+                mul: rng.random(),
+                add: rng.random(),
+            },
+            span: right::Pair {
+                first: rng.random_range(1..=u16::MAX),
+                last: rng.random(),
+            },
+        }
+    }
+}
 impl Case for SaturatingLanes {
     fn random(rng: &mut Rng64) -> u32 {
         rng.random::<u32>() & 0x00ff_00ff

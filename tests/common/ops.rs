@@ -142,6 +142,59 @@ pub struct SaturatingLanes;
 #[scan_op(element = u32, identity = 0, op = |a, b| a ^ b)]
 pub struct Scan;
 
+/// Two element structs named `Pair`, from two modules, as fields of one
+/// element: each gets its own CUDA name (the Rust name and a hash of the
+/// module path), so both declarations live in one program.
+pub mod left {
+    use gpu_scan::scan_op;
+    /// An affine map `v ↦ mul·v + add` on wrapping `u32`s.
+    #[scan_op]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Pair {
+        pub mul: u32,
+        pub add: u32,
+    }
+}
+pub mod right {
+    use gpu_scan::scan_op;
+    /// A span of 16-bit positions.
+    #[scan_op]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Pair {
+        pub first: u16,
+        pub last: u16,
+    }
+}
+
+/// Composes the affine maps (`x` first) and joins the spans (the first of
+/// `x`, the last of `y`): non-commutative in both fields. The joined span
+/// is built as a value of its own (`right::Pair { … }` in an expression),
+/// which the CUDA names through the policy's alias of `right::Pair`.
+#[scan_op(
+    identity = Pairs { map: left::Pair { mul: 1, add: 0 }, span: right::Pair { first: 0, last: 0 } },
+    op = |x, y| {
+        let span = if x.map.mul == 1 && x.map.add == 0 && x.span.first == 0 && x.span.last == 0 {
+            y.span
+        } else if y.map.mul == 1 && y.map.add == 0 && y.span.first == 0 && y.span.last == 0 {
+            x.span
+        } else {
+            right::Pair { first: x.span.first, last: y.span.last }
+        };
+        Pairs {
+            map: left::Pair { mul: x.map.mul * y.map.mul, add: y.map.mul * x.map.add + y.map.add },
+            span,
+        }
+    }
+)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pairs {
+    pub map: left::Pair,
+    pub span: right::Pair,
+}
+
 /// A random [`Latest`]: valid with probability `p_valid`; invalid ones are
 /// canonical (the identity), the only form for which the identity law holds.
 pub fn random_latest(rng: &mut impl rand::Rng, p_valid: f64) -> Latest {
