@@ -67,7 +67,8 @@ pub use params::{
     small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, Arch, FlagFormat,
     GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel, SegmentedStrategy,
     DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
-    SEGMENTED_DEFINE, STATIC_SHARED_LIMIT, SYMBOL_PREFIX, TILE_STATUS_STRIDE,
+    PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT, SYMBOL_PREFIX,
+    TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};

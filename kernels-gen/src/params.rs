@@ -228,9 +228,6 @@ pub const fn auto_block_threads(element_size: usize, items_per_thread: u32) -> u
 /// affine maps (12 items: 69.9% of copy speed against 59.0% with 8); for
 /// `u32` sums 24 items gained little over 16 (56.5% against 53.3%) and made
 /// ptxas spill in some segmented kernels, so small elements stay at 16.
-///
-/// The prelude's `scan_auto_items_per_thread` is the same formula in C++; the
-/// NVRTC test checks the two agree through each program's exported tile size.
 pub const fn auto_items_per_thread(element_size: usize) -> u32 {
     if element_size == 0 || element_size >= 96 {
         1
@@ -247,6 +244,11 @@ pub const fn auto_items_per_thread(element_size: usize) -> u32 {
 /// the operator's `+ - * /` already use `__fadd_rn`-style intrinsics, which
 /// the compiler never contracts into FMAs, so results match the CPU backend
 /// operation for operation.
+///
+/// `--minimal` leaves out the CUDA runtime's declarations (textures,
+/// device-side launches, runtime types), which the generated programs never
+/// use: the front end has less to parse (about 5% of a pipelined kernel's
+/// compile), and the CUBIN is byte for byte the same.
 pub fn nvrtc_options(arch: Arch) -> Vec<String> {
     vec![
         format!("--gpu-architecture={}", arch.compute_name()),
@@ -255,6 +257,7 @@ pub fn nvrtc_options(arch: Arch) -> Vec<String> {
         "--prec-div=true".to_string(),
         "--prec-sqrt=true".to_string(),
         "--device-as-default-execution-space".to_string(),
+        "--minimal".to_string(),
     ]
 }
 
@@ -454,11 +457,22 @@ pub const fn pipelined_stages(element_size: usize) -> usize {
     }
 }
 
+/// The widest element the pipelined single pass takes. Its 352 threads get
+/// at most 168 registers each (64 Ki registers per SM, one block), and
+/// wider elements spill there (ptxas 13.0: from 112 bytes on sm_100 and
+/// sm_120, from 116 bytes on sm_90, `tests/nvrtc_sizes.rs`); they take the
+/// look-back single pass instead.
+pub const PIPELINED_MAX_ELEMENT_SIZE: usize = 108;
+
 /// Whether elements of `element_size` bytes can take the pipelined single
 /// pass: its bulk copies move whole 16-byte units, which whole tiles of
-/// elements of a multiple of 4 bytes always are, and two stages must fit.
+/// elements of a multiple of 4 bytes always are, two stages must fit, and
+/// the element is at most [`PIPELINED_MAX_ELEMENT_SIZE`] bytes.
 pub const fn pipelined_supported(element_size: usize) -> bool {
-    element_size % 4 == 0 && element_size > 0 && pipelined_stages(element_size) >= 2
+    element_size % 4 == 0
+        && element_size > 0
+        && element_size <= PIPELINED_MAX_ELEMENT_SIZE
+        && pipelined_stages(element_size) >= 2
 }
 
 /// Dynamic shared memory of one pipelined block (0 when unsupported): the
@@ -760,6 +774,8 @@ mod tests {
         assert!(!pipelined_supported(2));
         assert!(!pipelined_supported(6));
         assert!(pipelined_supported(24));
+        assert!(pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE));
+        assert!(!pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE + 4));
         assert_eq!(PIPELINED_BLOCK_THREADS, 352);
         // The segmented pass's stages also hold 128 head masks and flags,
         // and the tile's head bits (1008 bytes for 4-byte elements), in a

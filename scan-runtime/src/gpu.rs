@@ -205,7 +205,9 @@ pub enum ScanPath {
     /// prefix; a rescan squad and a store warp finish the tile. Loads keep
     /// going while tiles wait for their prefixes (after CCCL's
     /// warp-specialized scan). Elements whose size is a multiple of 4
-    /// bytes, 16-byte aligned input, output (and head flags); plain scans
+    /// bytes, at most [`kernels_gen::PIPELINED_MAX_ELEMENT_SIZE`] (wider
+    /// ones spill in its registers), 16-byte aligned input, output (and
+    /// head flags); plain scans
     /// longer than [`GpuScanner::small_tile_limit`], segmented scans longer
     /// than one tile. Anything else runs as [`ScanPath::SinglePass`].
     Pipelined,
