@@ -244,6 +244,13 @@ fn without_a_gpu_the_cpu_backend_answers_and_an_explicit_gpu_request_is_a_typed_
     }
     let mut scanner = Scanner::<AffineU32>::new();
     assert_eq!(scanner.backend(), BackendKind::Cpu);
+    match scanner.fallback_reason() {
+        Some(ScanError::GpuUnavailable(why)) => {
+            assert!(matches!(**why, ScanError::NoDriver), "{why:?}")
+        }
+        other => panic!("expected the reason for the CPU, got {other:?}"),
+    }
+    assert!(Scanner::<AffineU32>::cpu().fallback_reason().is_none());
     let input: Vec<_> = (0..100_000u32)
         .map(|i| AffineU32 {
             a: i | 1,
@@ -258,5 +265,31 @@ fn without_a_gpu_the_cpu_backend_answers_and_an_explicit_gpu_request_is_a_typed_
     assert_eq!(
         scanner.exclusive_with_init(&input, init).unwrap(),
         cpu::exclusive_with_init_vec::<AffineU32>(&input, init)
+    );
+}
+
+#[test]
+#[ignore = "worker process of the_cpu_fallback_prints_nothing"]
+fn cpu_fallback_worker() {
+    let mut scanner = Scanner::<AffineU32>::new();
+    let _ = scanner.inclusive(&[AffineU32 { a: 1, b: 2 }]);
+    let _ = Scanner::<AffineU32>::new();
+    println!("backend: {:?}", scanner.backend());
+}
+
+#[test]
+fn the_cpu_fallback_prints_nothing() {
+    // A library never writes to the user's stderr by itself: the reason is
+    // in Scanner::fallback_reason (and in `tracing`, for a subscriber).
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "cpu_fallback_worker", "--nocapture"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("gpu-scan"), "stderr: {stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("backend: "),
+        "{out:?}"
     );
 }

@@ -5,7 +5,6 @@ use crate::gpu::{open_device, GpuScanner};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented::{self, HeadFlags};
 use scan_core::{cpu, ScanKind, ScanOp};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Where a [`Scanner`] runs.
@@ -22,7 +21,9 @@ enum Inner<Op: ScanOp> {
         scanner: Box<GpuScanner<Op>>,
         stream: Arc<CudaStream>,
     },
-    Cpu,
+    /// `fallback`: why [`Scanner::new`] could not use the GPU (`None` for
+    /// [`Scanner::cpu`]).
+    Cpu { fallback: Option<ScanError> },
 }
 
 /// Host-side scans of `&[T]` into `Vec<T>`, on the GPU when one is usable and
@@ -34,30 +35,33 @@ enum Inner<Op: ScanOp> {
 /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
 /// struct Sum;
 ///
-/// let mut scanner = Scanner::<Sum>::new();   // GPU if usable, else CPU (with a notice)
+/// let mut scanner = Scanner::<Sum>::new();   // GPU if usable, else CPU
 /// assert_eq!(scanner.inclusive(&[1, 2, 3]).unwrap(), [1, 3, 6]);
 /// println!("ran on {:?}", scanner.backend());
+/// if let Some(why) = scanner.fallback_reason() {
+///     println!("not on the GPU: {why}");
+/// }
 /// ```
 pub struct Scanner<Op: ScanOp> {
     inner: Inner<Op>,
 }
 
-static CPU_NOTICE: AtomicBool = AtomicBool::new(false);
-
 impl<Op: ScanOp> Scanner<Op>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
-    /// The GPU (device 0) when usable, else the CPU. The first fallback in a
-    /// process prints one notice to stderr saying why.
+    /// The GPU (device 0) when usable, else the CPU. It prints nothing:
+    /// [`Scanner::fallback_reason`] says why it took the CPU, and the
+    /// fallback is also logged through `tracing` (level `info`). The
+    /// driver's presence is probed once per process.
     pub fn new() -> Self {
         match Self::gpu() {
             Ok(s) => s,
             Err(e) => {
-                if !CPU_NOTICE.swap(true, Ordering::Relaxed) {
-                    eprintln!("gpu-scan: using the CPU backend ({e})");
+                tracing::info!("gpu-scan: the CPU backend answers ({e})");
+                Scanner {
+                    inner: Inner::Cpu { fallback: Some(e) },
                 }
-                Self::cpu()
             }
         }
     }
@@ -78,14 +82,26 @@ where
 
     /// The CPU backend.
     pub fn cpu() -> Self {
-        Scanner { inner: Inner::Cpu }
+        Scanner {
+            inner: Inner::Cpu { fallback: None },
+        }
     }
 
     /// Which backend this scanner uses.
     pub fn backend(&self) -> BackendKind {
         match self.inner {
             Inner::Gpu { .. } => BackendKind::Gpu,
-            Inner::Cpu => BackendKind::Cpu,
+            Inner::Cpu { .. } => BackendKind::Cpu,
+        }
+    }
+
+    /// Why [`Scanner::new`] chose the CPU ([`ScanError::GpuUnavailable`]
+    /// with the cause: no driver, no NVRTC, no device, …); `None` on the
+    /// GPU and for [`Scanner::cpu`], which was asked for.
+    pub fn fallback_reason(&self) -> Option<&ScanError> {
+        match &self.inner {
+            Inner::Cpu { fallback } => fallback.as_ref(),
+            Inner::Gpu { .. } => None,
         }
     }
 
@@ -93,7 +109,7 @@ where
     pub fn gpu_scanner(&mut self) -> Option<(&mut GpuScanner<Op>, &Arc<CudaStream>)> {
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => Some((scanner, stream)),
-            Inner::Cpu => None,
+            Inner::Cpu { .. } => None,
         }
     }
 
@@ -105,7 +121,7 @@ where
     ) -> Result<Vec<Op::Element>> {
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => scanner.scan_host(stream, kind, input),
-            Inner::Cpu => {
+            Inner::Cpu { .. } => {
                 let mut out = input.to_vec();
                 cpu::par_scan_in_place::<Op>(kind, &mut out);
                 Ok(out)
@@ -157,7 +173,7 @@ where
             Inner::Gpu { scanner, stream } => {
                 scanner.segmented_scan_host(stream, kind, heads, input)
             }
-            Inner::Cpu => {
+            Inner::Cpu { .. } => {
                 let mut out = input.to_vec();
                 segmented::par_scan_in_place::<Op>(kind, heads, &mut out)?;
                 Ok(out)

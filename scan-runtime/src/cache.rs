@@ -1,7 +1,16 @@
 //! The on-disk cache of compiled programs.
 //!
 //! Location: `$GPU_SCAN_CACHE_DIR`, else `$XDG_CACHE_HOME/gpu-scan`, else
-//! `$HOME/.cache/gpu-scan`. `GPU_SCAN_DISK_CACHE=0` turns it off.
+//! `$HOME/.cache/gpu-scan`. `GPU_SCAN_DISK_CACHE` turns it off (`0`,
+//! `false`, `off`, `no`) or on (`1`, `true`, `on`, `yes`, the default).
+//! The variables are read strictly ([`DiskCache::try_from_env`]): any
+//! other switch value, an empty `GPU_SCAN_CACHE_DIR` or a relative one is
+//! a [`CacheEnvError`], which [`DiskCache::from_env`] reports as a
+//! `tracing` warning before going on without a disk cache (it never writes
+//! where the user did not mean). An empty or relative `XDG_CACHE_HOME` is
+//! ignored, as the XDG specification says. A directory the cache cannot be
+//! written in (a path that is a file, no permission) is reported once per
+//! process, as a warning, and scans go on.
 //!
 //! Each entry is one file named by the SHA-256 of what decides the output
 //! (source, NVRTC options, architecture) and of the driver's version. The
@@ -20,10 +29,13 @@
 
 use kernels_gen::Arch;
 use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 const MAGIC: &str = "gpu-scan-image v2";
 
@@ -67,22 +79,39 @@ pub struct DiskCache {
 }
 
 impl DiskCache {
-    /// The cache the environment asks for (see the module docs).
+    /// The cache the environment asks for (see the module docs); a variable
+    /// it cannot use is reported as a `tracing` warning, and then there is
+    /// no disk cache.
     pub fn from_env() -> DiskCache {
-        if std::env::var("GPU_SCAN_DISK_CACHE")
-            .is_ok_and(|v| v == "0" || v.eq_ignore_ascii_case("off"))
-        {
-            return DiskCache { dir: None };
+        match DiskCache::try_from_env() {
+            Ok(cache) => cache,
+            Err(e) => {
+                tracing::warn!("gpu-scan: {e}; compiled kernels are not kept on disk");
+                DiskCache::disabled()
+            }
         }
-        let dir = std::env::var_os("GPU_SCAN_CACHE_DIR")
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("gpu-scan"))
-            })
-            .or_else(|| {
-                std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache").join("gpu-scan"))
-            });
-        DiskCache { dir }
+    }
+
+    /// The cache the environment asks for, or why a variable cannot be used.
+    ///
+    /// ```
+    /// use gpu_scan::scan_runtime::{CacheEnvError, DiskCache};
+    ///
+    /// match DiskCache::try_from_env() {
+    ///     Ok(cache) => println!("compiled kernels go to {:?}", cache.dir()),
+    ///     Err(CacheEnvError::EmptyDir) => eprintln!("unset GPU_SCAN_CACHE_DIR or name a directory"),
+    ///     Err(e) => eprintln!("{e}"),
+    /// }
+    /// ```
+    pub fn try_from_env() -> Result<DiskCache, CacheEnvError> {
+        let var = |name: &str| std::env::var_os(name);
+        cache_dir_from(
+            var("GPU_SCAN_DISK_CACHE").as_deref(),
+            var("GPU_SCAN_CACHE_DIR").as_deref(),
+            var("XDG_CACHE_HOME").as_deref(),
+            var("HOME").as_deref(),
+        )
+        .map(|dir| DiskCache { dir })
     }
 
     /// A cache in `dir`.
@@ -131,13 +160,34 @@ impl DiskCache {
         }
     }
 
-    /// Stores `image` (a CUBIN or PTX) under `key`, atomically; failures
-    /// are ignored (the cache is an optimisation).
+    /// Stores `image` (a CUBIN or PTX) under `key`, atomically. A failure
+    /// does not fail the scan (the cache is an optimisation); the first
+    /// one in each directory is reported as a `tracing` warning.
     pub fn store(&self, key: &CacheKey, image: &[u8]) {
+        if let Err(e) = self.try_store(key, image) {
+            let dir = self.dir.clone().unwrap_or_default();
+            static REPORTED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+            let first = REPORTED
+                .get_or_init(Default::default)
+                .lock()
+                .map(|mut seen| seen.insert(dir.clone()))
+                .unwrap_or(false);
+            if first {
+                tracing::warn!(
+                    "gpu-scan: cannot write the disk cache in {}: {e}; compiled kernels are not kept between processes",
+                    dir.display()
+                );
+            }
+        }
+    }
+
+    /// [`DiskCache::store`], saying why it failed. Storing in a disabled
+    /// cache succeeds (there is nothing to do).
+    pub fn try_store(&self, key: &CacheKey, image: &[u8]) -> std::io::Result<()> {
         let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry_path(key)) else {
-            return;
+            return Ok(());
         };
-        let _ = std::fs::create_dir_all(dir);
+        std::fs::create_dir_all(dir)?;
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let tmp = dir.join(format!(
             ".{}.{}.{}.tmp",
@@ -146,7 +196,10 @@ impl DiskCache {
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
         let written = (|| -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
             f.write_all(format!("{MAGIC} {}\n", hex(&Sha256::digest(image))).as_bytes())?;
             f.write_all(image)?;
             f.sync_all()?;
@@ -155,7 +208,62 @@ impl DiskCache {
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
+        written
     }
+}
+
+/// A cache environment variable whose value cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheEnvError {
+    /// `GPU_SCAN_DISK_CACHE` is neither on nor off.
+    #[error(
+        "GPU_SCAN_DISK_CACHE={0:?} is neither off (0, false, off, no) nor on (1, true, on, yes)"
+    )]
+    BadSwitch(String),
+    /// `GPU_SCAN_CACHE_DIR` is set to the empty string.
+    #[error("GPU_SCAN_CACHE_DIR is set but empty: name a directory, or unset it for the default")]
+    EmptyDir,
+    /// `GPU_SCAN_CACHE_DIR` is a relative path (it would depend on the
+    /// current directory).
+    #[error("GPU_SCAN_CACHE_DIR={0:?} is a relative path: name an absolute directory")]
+    RelativeDir(PathBuf),
+}
+
+/// The cache directory (`None`: no disk cache) the variables
+/// `GPU_SCAN_DISK_CACHE`, `GPU_SCAN_CACHE_DIR`, `XDG_CACHE_HOME` and `HOME`
+/// ask for, parsed as the module docs say.
+fn cache_dir_from(
+    switch: Option<&OsStr>,
+    dir: Option<&OsStr>,
+    xdg_cache_home: Option<&OsStr>,
+    home: Option<&OsStr>,
+) -> Result<Option<PathBuf>, CacheEnvError> {
+    if let Some(value) = switch {
+        let text = value.to_string_lossy();
+        match text.trim().to_ascii_lowercase().as_str() {
+            "0" | "false" | "off" | "no" => return Ok(None),
+            "1" | "true" | "on" | "yes" => {}
+            _ => return Err(CacheEnvError::BadSwitch(text.into_owned())),
+        }
+    }
+    if let Some(dir) = dir {
+        if dir.is_empty() {
+            return Err(CacheEnvError::EmptyDir);
+        }
+        let dir = PathBuf::from(dir);
+        if dir.is_relative() {
+            return Err(CacheEnvError::RelativeDir(dir));
+        }
+        return Ok(Some(dir));
+    }
+    // XDG: "If an implementation encounters a relative path in any of
+    // these variables it should consider the path invalid and ignore it."
+    let absolute =
+        |v: Option<&OsStr>| -> Option<PathBuf> { v.map(PathBuf::from).filter(|p| p.is_absolute()) };
+    Ok(absolute(xdg_cache_home)
+        .map(|d| d.join("gpu-scan"))
+        .or_else(|| absolute(home).map(|d| d.join(".cache").join("gpu-scan"))))
 }
 
 /// The PTX of an entry whose header and checksum are intact.
@@ -170,6 +278,11 @@ fn parse_entry(bytes: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsString;
+
+    fn os(v: &str) -> OsString {
+        OsString::from(v)
+    }
 
     fn temp_dir(name: &str) -> PathBuf {
         let d =
@@ -230,6 +343,88 @@ mod tests {
         std::fs::write(&path, b"\xff\xfe not a cache entry").unwrap();
         assert_eq!(cache.load(&key), None);
         let _ = std::fs::remove_dir_all(cache.dir().unwrap());
+    }
+
+    #[test]
+    fn the_variables_are_parsed_strictly() {
+        let from =
+            |switch: Option<&str>, dir: Option<&str>, xdg: Option<&str>, home: Option<&str>| {
+                let (switch, dir, xdg, home) =
+                    (switch.map(os), dir.map(os), xdg.map(os), home.map(os));
+                cache_dir_from(
+                    switch.as_deref(),
+                    dir.as_deref(),
+                    xdg.as_deref(),
+                    home.as_deref(),
+                )
+            };
+        let home_cache = Some(PathBuf::from("/home/u/.cache/gpu-scan"));
+        assert_eq!(
+            from(None, None, None, Some("/home/u")),
+            Ok(home_cache.clone())
+        );
+        for off in ["0", "false", "FALSE", "off", "Off", "no", " 0 "] {
+            assert_eq!(
+                from(Some(off), Some("/c"), None, Some("/home/u")),
+                Ok(None),
+                "{off}"
+            );
+        }
+        for on in ["1", "true", "on", "yes", "YES"] {
+            assert_eq!(
+                from(Some(on), None, None, Some("/home/u")),
+                Ok(home_cache.clone()),
+                "{on}"
+            );
+        }
+        for bad in ["", "2", "disabled", "nope"] {
+            assert_eq!(
+                from(Some(bad), None, None, Some("/home/u")),
+                Err(CacheEnvError::BadSwitch(bad.into())),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            from(None, Some("/c"), None, None),
+            Ok(Some(PathBuf::from("/c")))
+        );
+        assert_eq!(
+            from(None, Some(""), None, Some("/home/u")),
+            Err(CacheEnvError::EmptyDir)
+        );
+        assert_eq!(
+            from(None, Some("cache"), None, Some("/home/u")),
+            Err(CacheEnvError::RelativeDir("cache".into()))
+        );
+        assert_eq!(
+            from(None, None, Some("/x"), Some("/home/u")),
+            Ok(Some(PathBuf::from("/x/gpu-scan")))
+        );
+        // Empty or relative XDG_CACHE_HOME is ignored; so is a relative HOME.
+        assert_eq!(
+            from(None, None, Some(""), Some("/home/u")),
+            Ok(home_cache.clone())
+        );
+        assert_eq!(
+            from(None, None, Some("rel"), Some("/home/u")),
+            Ok(home_cache)
+        );
+        assert_eq!(from(None, None, None, Some("rel")), Ok(None));
+        assert_eq!(from(None, None, None, None), Ok(None));
+    }
+
+    #[test]
+    fn a_cache_path_that_is_a_file_is_an_error_not_a_silent_skip() {
+        let dir = temp_dir("file");
+        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        std::fs::write(&dir, b"not a directory").unwrap();
+        let cache = DiskCache::at(&dir);
+        let key = CacheKey::new("p", &[], Arch::SM_90, 0);
+        assert!(cache.try_store(&key, b"x").is_err());
+        cache.store(&key, b"x"); // reports, and does not panic
+        assert_eq!(cache.load(&key), None);
+        assert_eq!(std::fs::read(&dir).unwrap(), b"not a directory");
+        let _ = std::fs::remove_file(&dir);
     }
 
     #[test]

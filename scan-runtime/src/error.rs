@@ -46,14 +46,22 @@ pub enum ScanError {
     #[error("CUDA driver error: {0}")]
     Driver(#[from] cudarc::driver::DriverError),
     /// NVRTC rejected the generated program.
-    #[error("NVRTC could not compile the program of operator `{op}`; the source is in {}:\n{log}", source_path.display())]
+    #[error(
+        "NVRTC could not compile the program of operator `{op}`; {}:\n{log}",
+        match source_path {
+            Some(path) => format!("the source is in {}", path.display()),
+            None => "the source could not be written to the temporary directory".to_string(),
+        }
+    )]
     Compile {
         /// Operator name.
         op: &'static str,
         /// NVRTC's log.
         log: String,
-        /// Where the source was written for reading.
-        source_path: PathBuf,
+        /// Where the source was written for reading: `<op>.cu` in a new
+        /// private directory of the temporary directory (`None` when it
+        /// could not be written).
+        source_path: Option<PathBuf>,
     },
     /// Input and output lengths differ.
     #[error("output has {output} elements but the input has {input}: scans write one output element per input element")]

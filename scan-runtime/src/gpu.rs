@@ -18,10 +18,12 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// Whether the CUDA driver library can be loaded.
+/// Whether the CUDA driver library can be loaded: probed once per process
+/// (a probe loads and unloads the library, about a millisecond).
 pub fn driver_present() -> bool {
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     // SAFETY: only tries to load the shared library.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
 }
 
 /// Opens device `ordinal`, with a typed error (never a panic) when there is

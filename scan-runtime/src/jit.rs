@@ -193,10 +193,56 @@ fn nvrtc_compile(op: &'static str, source: &str, options: &[String], cubin: bool
         Ok(Image::Ptx(text.to_string_lossy().into_owned()))
     }
 }
-/// Writes a source NVRTC rejected where the user can read it.
-fn write_failed_source(op: &str, source: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("gpu-scan-{op}-{}.cu", std::process::id()));
-    // Best effort: the error still carries NVRTC's log if this fails.
-    let _ = std::fs::write(&path, source);
-    path
+/// Writes a source NVRTC rejected where the user can read it: `<op>.cu` in
+/// a new directory of the temporary directory, with an unpredictable name,
+/// readable by this user alone, the file created there anew (so nothing
+/// planted in the temporary directory, a symbolic link say, is followed or
+/// overwritten). Best effort: `None` when it cannot be written (the error
+/// still carries NVRTC's log).
+pub(crate) fn write_failed_source(op: &str, source: &str) -> Option<PathBuf> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("gpu-scan-failed-");
+    #[cfg(unix)]
+    let private = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(0o700)
+    };
+    #[cfg(unix)]
+    builder.permissions(private);
+    let dir = builder.tempdir().ok()?.keep();
+    let path = dir.join(format!("{op}.cu"));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .ok()?;
+    std::io::Write::write_all(&mut file, source.as_bytes()).ok()?;
+    Some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_sources_go_to_a_new_private_directory() {
+        let first = write_failed_source("op", "int x;").expect("writable temp dir");
+        let second = write_failed_source("op", "int y;").expect("writable temp dir");
+        assert_ne!(first.parent(), second.parent(), "a new directory each time");
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "int x;");
+        assert_eq!(std::fs::read_to_string(&second).unwrap(), "int y;");
+        for path in [&first, &second] {
+            let dir = path.parent().unwrap();
+            assert!(dir.starts_with(std::env::temp_dir()));
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.starts_with("gpu-scan-failed-") && name.len() > "gpu-scan-failed-".len());
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o700, "{}", dir.display());
+            }
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }

@@ -23,7 +23,7 @@ mod segmented;
 mod workspace;
 
 pub use backend::{BackendKind, Scanner};
-pub use cache::DiskCache;
+pub use cache::{CacheEnvError, DiskCache};
 pub use cudarc;
 pub use error::{Result, ScanError};
 pub use gpu::{
