@@ -218,22 +218,32 @@ fn every_element_size_compiles_for_every_architecture_and_small_ones_do_not_spil
         return;
     }
     let (archs, sizes, narrowed) = selection();
-    // Smaller chunks for larger elements, whose code is longer; every
-    // chunk for every architecture, all in parallel.
+    // Smaller chunks for larger elements, whose code is longer (and
+    // spills above SPILL_FREE_UP_TO, which makes ptxas slower still); every
+    // chunk for every architecture, the widest first so that the last jobs
+    // are short ones and both cores stay busy to the end.
     let mut chunks: Vec<&[usize]> = Vec::new();
     let mut rest = &sizes[..];
     while !rest.is_empty() {
-        let take = if rest[0] <= 64 { 16 } else { 8 }.min(rest.len());
+        let take = match rest[0] {
+            0..=64 => 16,
+            65..=SPILL_FREE_UP_TO => 8,
+            _ => 4,
+        }
+        .min(rest.len());
         let (chunk, tail) = rest.split_at(take);
         chunks.push(chunk);
         rest = tail;
     }
-    let jobs: Vec<(Arch, &[usize])> = archs
+    let mut jobs: Vec<(Arch, &[usize])> = archs
         .iter()
         .flat_map(|&arch| chunks.iter().map(move |&chunk| (arch, chunk)))
         .collect();
+    jobs.sort_by_key(|&(_, chunk)| std::cmp::Reverse(chunk[0]));
+    // par_bridge hands the jobs out in this order, one at a time.
     let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
-        .par_iter()
+        .iter()
+        .par_bridge()
         .map(|&(arch, chunk)| {
             let (mut reports, mut failures) = (Vec::new(), Vec::new());
             let label = format!(

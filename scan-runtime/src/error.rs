@@ -21,7 +21,7 @@ pub enum ScanError {
     )]
     NoDevice,
     /// The device is older than the generated code supports.
-    #[error("device {device} has compute capability {major}.{minor}; gpu-scan needs 7.0 or newer")]
+    #[error("device {device} has compute capability {major}.{minor}; gpu-scan needs 7.5 (Turing) or newer")]
     UnsupportedDevice {
         /// Device name.
         device: String,
