@@ -44,43 +44,25 @@ impl<'a> ExprPrinter<'a> {
 
     /// Whether `e` has no type of its own (Rust would infer it from context).
     pub fn is_untyped(&self, e: &Expr) -> bool {
-        match e {
-            Expr::Lit(Lit::Int { suffix, .. }) | Expr::Lit(Lit::Float { suffix, .. }) => {
-                suffix.is_none()
-            }
-            Expr::Var(v) => self.untyped_vars.contains(v),
-            Expr::Unary(UnOp::Neg, inner) => self.is_untyped(inner),
-            Expr::Binary(op, a, b) if !op.is_infix_in_cuda() => {
-                if op.is_shift() {
-                    self.is_untyped(a)
-                } else {
-                    self.is_untyped(a) && self.is_untyped(b)
-                }
-            }
-            Expr::Block(b) => self.block_is_untyped(b),
-            Expr::If(_, t, f) => self.block_is_untyped(t) && self.block_is_untyped(f),
-            Expr::Match(_, arms) => arms.iter().all(|(_, v)| self.is_untyped(v)),
-            _ => false,
-        }
+        untyped(e, &self.untyped_vars)
     }
 
     fn block_is_untyped(&self, b: &Block) -> bool {
-        // Bindings inside the block are not in scope here; a block whose
-        // value is a binding is treated as typed (conservative).
-        b.lets.is_empty() && self.is_untyped(&b.value)
+        block_untyped(b, &self.untyped_vars)
     }
 
     /// Prints `e`; untyped literals inside take the type `hint` gives.
     pub fn expr(&mut self, e: &Expr, hint: &Hint) -> String {
         match e {
             Expr::Lit(lit) => literal(lit, false, hint),
-            Expr::Var(v) => match hint {
-                Hint::Like(h) if self.untyped_vars.contains(v) => format!("scan_like({h}, {v})"),
-                Hint::Prim(p) if self.untyped_vars.contains(v) => {
-                    format!("(({}){v})", p.cuda_name())
-                }
-                _ => v.clone(),
+            // An untyped binding is a generic lambda (see `let_binding`):
+            // each use evaluates it at the type Rust infers there.
+            Expr::Var(v) if self.untyped_vars.contains(v) => match hint {
+                Hint::Like(h) => format!("{v}({h})"),
+                Hint::Prim(p) => format!("{v}(({})0)", p.cuda_name()),
+                Hint::None => format!("{v}(scan_default_type())"),
             },
+            Expr::Var(v) => v.clone(),
             Expr::Field(base, field) => format!("{}.{field}", self.place(base)),
             Expr::Index(base, i) => format!("{}[{i}]", self.place(base)),
             Expr::Unary(UnOp::Neg, inner) => match &**inner {
@@ -94,6 +76,9 @@ impl<'a> ExprPrinter<'a> {
                 to.cuda_name(),
                 self.expr(inner, &Hint::None)
             ),
+            // rustc has checked that a typed value already has this type;
+            // the annotation only decides what its untyped literals are.
+            Expr::Typed(inner, p) => self.expr(inner, &Hint::Prim(*p)),
             Expr::Call { method, prim, args } => {
                 let receiver_hint = match prim {
                     Some(p) => Hint::Prim(*p),
@@ -189,9 +174,19 @@ impl<'a> ExprPrinter<'a> {
 
     fn sibling_hints_blocks(&mut self, a: &Block, b: &Block, outer: &Hint) -> (Hint, Hint) {
         match (self.block_is_untyped(a), self.block_is_untyped(b)) {
-            (true, false) if b.lets.is_empty() => (self.hint_from(&b.value), Hint::None),
-            (false, true) if a.lets.is_empty() => (Hint::None, self.hint_from(&a.value)),
+            (true, false) => (self.hint_from_block(b), Hint::None),
+            (false, true) => (Hint::None, self.hint_from_block(a)),
             _ => (outer.clone(), outer.clone()),
+        }
+    }
+
+    /// The type of a typed block: its value's when it binds nothing, else
+    /// the block itself (its bindings are out of scope outside it).
+    fn hint_from_block(&mut self, typed: &Block) -> Hint {
+        if typed.lets.is_empty() {
+            self.hint_from(&typed.value)
+        } else {
+            Hint::Like(self.block_expr(typed, &Hint::None))
         }
     }
 
@@ -206,7 +201,7 @@ impl<'a> ExprPrinter<'a> {
                 }
             }
             Expr::Unary(_, inner) => self.hint_from(inner),
-            Expr::Cast(_, p) => Hint::Prim(*p),
+            Expr::Cast(_, p) | Expr::Typed(_, p) => Hint::Prim(*p),
             Expr::Const(p, c) => Hint::Prim(if *c == PrimConst::Bits { Prim::U32 } else { *p }),
             Expr::Lit(Lit::Int {
                 suffix: Some(p), ..
@@ -351,21 +346,28 @@ impl<'a> ExprPrinter<'a> {
 
     /// `const auto name = value;` (a reference for places, so that array
     /// fields can be bound without copying).
+    ///
+    /// A binding without a type of its own (`let k = 1 << 40;`) takes the
+    /// type of the places it is used in, which rustc infers from the whole
+    /// body. It is printed as a generic lambda of a type tag, `k(tag)`
+    /// computing the value at the tag's type, and every use passes the type
+    /// its context gives (`scan_default_type` for Rust's `i32`/`f64`
+    /// defaults): `x.wide + k` computes `1 << 40` in `u64`, as Rust does.
     pub fn let_binding(&mut self, name: &str, value: &Expr) -> String {
-        let untyped = self.is_untyped(value);
+        if self.is_untyped(value) {
+            let tag = self.fresh("type");
+            let text = self.expr(value, &Hint::Like(tag.clone()));
+            self.untyped_vars.insert(name.to_string());
+            return format!("const auto {name} = [&](const auto {tag}) {{ return {text}; }};");
+        }
         let text = self.expr(value, &Hint::None);
-        let line = match value {
+        self.untyped_vars.remove(name);
+        match value {
             Expr::Var(_) | Expr::Field(..) | Expr::Index(..) => {
                 format!("const auto& {name} = {text};")
             }
             _ => format!("const auto {name} = {text};"),
-        };
-        if untyped {
-            self.untyped_vars.insert(name.to_string());
-        } else {
-            self.untyped_vars.remove(name);
         }
-        line
     }
 
     /// Statements that store `value` into the place `dest`, field by field
@@ -392,7 +394,7 @@ impl<'a> ExprPrinter<'a> {
                     self.assign(&format!("{dest}[{i}]"), v, out, indent);
                 }
             }
-            Expr::Field(..) | Expr::Var(_) | Expr::Index(..) => {
+            Expr::Field(..) | Expr::Var(_) | Expr::Index(..) if !self.is_untyped(value) => {
                 // Possibly an array: scan_copy_array would be needed. The
                 // overload below picks plain assignment for non-arrays.
                 let v = self.expr(value, &Hint::None);
@@ -404,6 +406,43 @@ impl<'a> ExprPrinter<'a> {
             }
         }
     }
+}
+
+/// Whether `e` has no type of its own, given the untyped bindings in scope:
+/// an unsuffixed literal, or arithmetic, a block or a branch made only of
+/// such values (Rust's `{integer}` and `{float}`).
+fn untyped(e: &Expr, vars: &HashSet<String>) -> bool {
+    match e {
+        Expr::Lit(Lit::Int { suffix, .. }) | Expr::Lit(Lit::Float { suffix, .. }) => {
+            suffix.is_none()
+        }
+        Expr::Var(v) => vars.contains(v),
+        Expr::Unary(_, inner) => untyped(inner, vars),
+        Expr::Binary(op, a, b) if !op.is_infix_in_cuda() => {
+            // A shift has the type of the value shifted.
+            untyped(a, vars) && (op.is_shift() || untyped(b, vars))
+        }
+        Expr::Block(b) => block_untyped(b, vars),
+        Expr::If(_, t, f) => block_untyped(t, vars) && block_untyped(f, vars),
+        Expr::Match(_, arms) => arms.iter().all(|(_, v)| untyped(v, vars)),
+        _ => false,
+    }
+}
+
+/// [`untyped`] for a block, with its own bindings in scope.
+fn block_untyped(b: &Block, vars: &HashSet<String>) -> bool {
+    if b.lets.is_empty() {
+        return untyped(&b.value, vars);
+    }
+    let mut inner = vars.clone();
+    for (name, value) in &b.lets {
+        if untyped(value, &inner) {
+            inner.insert(name.clone());
+        } else {
+            inner.remove(name);
+        }
+    }
+    untyped(&b.value, &inner)
 }
 
 /// Prints a literal, typed by its suffix or else by `hint`.
@@ -606,12 +645,80 @@ mod tests {
         assert_eq!(prim_const(Prim::F32, PrimConst::Max), "3.4028235e38f");
     }
 
+    fn shl(a: Expr, b: Expr) -> Expr {
+        Expr::Binary(BinOp::Shl, Box::new(a), Box::new(b))
+    }
+
     #[test]
-    fn let_bound_literals_stay_untyped() {
+    fn untyped_bindings_take_the_type_of_each_use() {
+        // let k = 3; x.n * k   (k: the type of x.n, as rustc infers it)
         let mut p = ExprPrinter::new("op_t");
-        assert_eq!(p.let_binding("k", &int(3)), "const auto k = 3;");
+        assert_eq!(
+            p.let_binding("k", &int(3)),
+            "const auto k = [&](const auto scan_type_1) { return scan_like(scan_type_1, 3); };"
+        );
         let e = Expr::Binary(BinOp::Mul, Box::new(field("x", "n")), Box::new(var("k")));
-        assert_eq!(p.expr(&e, &Hint::None), "scan_mul(x.n, scan_like(x.n, k))");
+        assert_eq!(p.expr(&e, &Hint::None), "scan_mul(x.n, k(x.n))");
+        // let j = k << 40; (still untyped: evaluated at each use's type)
+        assert_eq!(
+            p.let_binding("j", &shl(var("k"), int(40))),
+            "const auto j = [&](const auto scan_type_2) { return scan_shl(k(scan_type_2), 40); };"
+        );
+        // `j as u64`: a cast does not type its operand, so Rust's i32 default applies.
+        let cast = Expr::Cast(Box::new(var("j")), Prim::U64);
+        assert_eq!(
+            p.expr(&cast, &Hint::None),
+            "scan_cast<unsigned long long>(j(scan_default_type()))"
+        );
+    }
+
+    #[test]
+    fn typed_bindings_type_their_literals() {
+        // let k: u64 = 1 << 40;   (a u64 shift: 2^40, not int's 256)
+        let mut p = ExprPrinter::new("op_t");
+        let value = Expr::Typed(Box::new(shl(int(1), int(40))), Prim::U64);
+        assert_eq!(
+            p.let_binding("k", &value),
+            "const auto k = scan_shl(1ull, 40);"
+        );
+        // let h: u8 = (200 + 100) / 2;   (wraps in u8: 22, as in Rust)
+        let sum = Expr::Binary(BinOp::Add, Box::new(int(200)), Box::new(int(100)));
+        let value = Expr::Typed(
+            Box::new(Expr::Binary(BinOp::Div, Box::new(sum), Box::new(int(2)))),
+            Prim::U8,
+        );
+        assert_eq!(
+            p.let_binding("h", &value),
+            "const auto h = scan_div(scan_add(((unsigned char)200u), ((unsigned char)100u)), ((unsigned char)2u));"
+        );
+    }
+
+    #[test]
+    fn a_block_with_bindings_can_be_untyped() {
+        // if c { 1 << 40 } else { let t = x.w; t }: the literal branch is a u64 like x.w
+        let mut p = ExprPrinter::new("op_t");
+        let then = Block {
+            lets: vec![],
+            value: shl(int(1), int(40)),
+        };
+        let otherwise = Block {
+            lets: vec![("t".into(), field("x", "w"))],
+            value: var("t"),
+        };
+        let e = Expr::If(Box::new(var("c")), Box::new(then), Box::new(otherwise));
+        let text = p.expr(&e, &Hint::None);
+        assert!(
+            text.starts_with(
+                "(c ? scan_shl(scan_like([&]() { const auto& t = x.w; return t; }(), 1), 40)"
+            ),
+            "{text}"
+        );
+        // { let a = 2; a * 3 } has no type of its own.
+        let block = Block {
+            lets: vec![("a".into(), int(2))],
+            value: Expr::Binary(BinOp::Mul, Box::new(var("a")), Box::new(int(3))),
+        };
+        assert!(p.is_untyped(&Expr::Block(Box::new(block))));
     }
 
     #[test]

@@ -429,6 +429,10 @@ pub enum Expr {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `expr as prim`
     Cast(Box<Expr>, Prim),
+    /// A value whose type the source states, as in `let k: u64 = 1 << 40;`:
+    /// untyped literals inside take that type (Rust infers them from the
+    /// annotation), so `1 << 40` is a `u64` shift here, not an `i32` one.
+    Typed(Box<Expr>, Prim),
     /// A numeric method: `args[0].method(args[1..])`, or `prim::method(args…)`
     /// when `prim` is `Some`.
     Call {

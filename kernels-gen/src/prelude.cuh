@@ -57,6 +57,14 @@ __device__ __forceinline__ typename scan_remove_cvref<T>::type scan_like(const T
 // that an `f32` sibling never sees a double-rounded value.
 __device__ __forceinline__ float scan_like_float(float, float as_f32, double) { return as_f32; }
 __device__ __forceinline__ double scan_like_float(double, float, double as_f64) { return as_f64; }
+// The type tag of a literal no typed sibling fixes: Rust's defaults, `i32`
+// for integers and `f64` for floats, which are C++'s too. Untyped `let`
+// bindings are generic lambdas of such a tag (`k(tag)`): each use computes
+// the value at the type rustc inferred for it.
+struct scan_default_type {};
+template <class V>
+__device__ __forceinline__ V scan_like(const scan_default_type&, V v) { return v; }
+__device__ __forceinline__ double scan_like_float(scan_default_type, float, double as_f64) { return as_f64; }
 
 // ---------------------------------------------------------------------------
 // Arithmetic: integers wrap (two's complement), floats are IEEE and never

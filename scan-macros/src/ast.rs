@@ -21,6 +21,11 @@ impl Errors {
         self.0.is_empty()
     }
 
+    /// How many errors so far (to tell whether a phase added any).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     pub fn into_compile_errors(self) -> proc_macro2::TokenStream {
         self.0.into_iter().map(|e| e.to_compile_error()).collect()
     }

@@ -1,7 +1,13 @@
 //! Writing the output: the user's item, then, in one `const _: () = { … };`,
 //! the `ScanElement` / `ScanOp` implementations and the embedded CUDA program.
-//! On any error the output is the user's item and the errors alone, so that
-//! no second wave of errors follows from missing implementations.
+//!
+//! On errors the output is the user's item, the errors, and whatever
+//! implementations can still be written without new errors (as thiserror
+//! does): the element's impls when the struct itself is fine, and a stub
+//! `ScanOp` impl when the element type is known. Code that uses the type
+//! then type-checks, so the user sees the macro's errors and no second
+//! wave of "trait not implemented" ones. The stub is never run: the crate
+//! does not compile.
 
 use crate::ast::{self, ElementRef, Errors, Item};
 use crate::attr::{Args, OpFn};
@@ -27,13 +33,14 @@ pub fn scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
             None
         }
     };
-    let output = args.and_then(|args| expand(&item, args, &mut errors));
-    match output {
-        Some(generated) if errors.is_empty() => quote! { #item #generated },
-        _ => {
-            let errors = errors.into_compile_errors();
-            quote! { #item #errors }
-        }
+    let generated = expand(&item, args.as_ref(), &mut errors);
+    let errors = errors.into_compile_errors();
+    quote! {
+        #item
+        #errors
+        #[doc(hidden)]
+        #[allow(clippy::all, unused_qualifications, non_upper_case_globals)]
+        const _: () = { #generated };
     }
 }
 
@@ -46,13 +53,20 @@ struct Operator {
     params: GenParams,
 }
 
-fn expand(item: &syn::Item, args: Args, errors: &mut Errors) -> Option<TokenStream> {
-    let krate = match &args.krate {
+/// The implementations: all of them when `errors` stays empty, else those
+/// that can be written without causing errors of their own (see the module
+/// documentation). `args` is `None` when the attribute did not parse.
+fn expand(item: &syn::Item, args: Option<&Args>, errors: &mut Errors) -> TokenStream {
+    let krate = match args.and_then(|a| a.krate.as_ref()) {
         Some(p) => quote!(#p),
         None => quote!(::gpu_scan),
     };
     let private = quote!(#krate::__private);
-    let read = ast::read_item(item, errors)?;
+    let before = errors.len();
+    let Some(read) = ast::read_item(item, errors) else {
+        return TokenStream::new();
+    };
+    let element_ok = errors.len() == before;
     let ident = match &read {
         Item::Struct { ident, .. } | Item::Marker { ident } => ident.clone(),
     };
@@ -64,31 +78,67 @@ fn expand(item: &syn::Item, args: Args, errors: &mut Errors) -> Option<TokenStre
         nested,
     } = &read
     {
-        if let Some(ty) = &args.element {
+        if let Some(ty) = args.and_then(|a| a.element.as_ref()) {
             errors.push(
                 ty,
                 "`element` is only for unit marker types: an annotated struct is its own element",
             );
         }
-        out.extend(element_impls(&private, ident, desc, nested));
+        if element_ok {
+            out.extend(element_impls(&private, ident, desc, nested));
+        }
     }
+    let Some(args) = args else {
+        return out;
+    };
 
     let wants_op =
         args.identity.is_some() || args.op.is_some() || matches!(read, Item::Marker { .. });
     if wants_op {
-        let op = operator(&private, &read, &args, errors)?;
-        out.extend(op_impl(&private, &ident, op));
+        let op = operator(&private, &read, args, errors);
+        match op {
+            Some(op) if errors.is_empty() => out.extend(op_impl(&private, &ident, op)),
+            _ => {
+                // The stub needs an element type that is itself fine.
+                let element_ty = match &read {
+                    Item::Struct { .. } => element_ok.then(|| quote!(#ident)),
+                    Item::Marker { .. } => args.element.as_ref().and_then(|ty| {
+                        ast::element_ref(ty, &mut Errors::default()).map(|_| quote!(#ty))
+                    }),
+                };
+                if let Some(element_ty) = element_ty {
+                    out.extend(op_stub(&private, &ident, &element_ty));
+                }
+            }
+        }
     } else if args.block_threads.is_some() || args.items_per_thread.is_some() {
         errors.push(
             &ident,
             "tile parameters need an operator (`identity` and `op`)",
         );
     }
-    Some(quote! {
-        #[doc(hidden)]
-        #[allow(clippy::all, unused_qualifications, non_upper_case_globals)]
-        const _: () = { #out };
-    })
+    out
+}
+
+/// A `ScanOp` impl that type-checks and does nothing, for an operator that
+/// failed: uses of the type compile, so only the macro's errors show.
+fn op_stub(private: &TokenStream, ident: &syn::Ident, element_ty: &TokenStream) -> TokenStream {
+    let name = ast::snake_case(ident);
+    quote! {
+        impl #private::ScanOp for #ident {
+            type Element = #element_ty;
+            const NAME: &'static str = #name;
+            // SAFETY: an element is a primitive or a struct of them (the
+            // element's own checks passed), for which all-zero bits are valid.
+            const IDENTITY: #element_ty = unsafe { ::core::mem::zeroed() };
+            const CUDA_SOURCE: &'static str = "";
+            const BLOCK_THREADS: u32 = 0;
+            const ITEMS_PER_THREAD: u32 = 0;
+            fn combine(_: #element_ty, _: #element_ty) -> #element_ty {
+                ::core::unreachable!("#[scan_op] could not implement this operator: see its errors")
+            }
+        }
+    }
 }
 
 fn element_impls(
@@ -193,6 +243,7 @@ fn operator(
     let identity_ir = Translator::new(errors, element_name.clone(), self_allowed).expr(identity);
 
     // Operator: two operands and a body.
+    let mut return_type: Option<syn::Type> = None;
     let (param_idents, param_types, body_expr): (
         Vec<syn::Ident>,
         Vec<Option<syn::Type>>,
@@ -267,6 +318,13 @@ fn operator(
                     }
                 }
             }
+            match &sig.output {
+                syn::ReturnType::Default => errors.push(
+                    sig.paren_token.span.close(),
+                    "the operator function returns the combined element: add `-> <element type>`",
+                ),
+                syn::ReturnType::Type(_, ty) => return_type = Some((**ty).clone()),
+            }
             let block = syn::Expr::Block(syn::ExprBlock {
                 attrs: vec![],
                 label: None,
@@ -309,11 +367,19 @@ fn operator(
                 }
             })
         });
+    // `fn f(…) -> R`: R must be the element type; a mismatch is reported
+    // on the user's `R`.
+    let return_check = return_type.map(|ty| {
+        quote_spanned! {ty.span()=>
+            let _: ::core::marker::PhantomData<#ty> = ::core::marker::PhantomData::<#element_ty>;
+        }
+    });
     let combine_fn = quote! {
         #[inline]
         #[allow(unused_parens, unused_braces, clippy::all)]
         fn combine(#xi: #element_ty, #yi: #element_ty) -> #element_ty {
             #(#type_checks)*
+            #return_check
             #body
         }
     };

@@ -167,9 +167,10 @@ impl<'e> Translator<'e> {
             _ => None,
         });
         let name = self.bind(&ident.ident);
-        // `let k: u32 = 5;` fixes the literal's type: a cast to the same type.
+        // `let k: u64 = 1 << 40;` types the whole value, literals included
+        // (a `u64` shift, as rustc infers it).
         let value = match prim {
-            Some(p) => Expr::Cast(Box::new(value?), p),
+            Some(p) => Expr::Typed(Box::new(value?), p),
             None => value?,
         };
         Some((name, value))
