@@ -57,6 +57,13 @@
 //! functions, references, captured variables, macros, tuples, generics) is
 //! a compile error on the offending tokens.
 //!
+//! Literals have the type Rust infers for them, on the GPU too: in
+//! `let k: u64 = 1 << 40;` the shift is a `u64` one (2^40), and a `let`
+//! without a type takes the type of the places it is used in (`let step =
+//! 1 << 36; x.wide + step` shifts in `u64` when `x.wide` is one).
+//! `op = fn name(x: T, y: T) -> T { … }` must declare the element as its
+//! return type.
+//!
 //! ## Semantics shared by the CPU and the GPU
 //!
 //! Integer `+ - *` and unary `-` **wrap** (two's complement) in debug and
@@ -66,6 +73,14 @@
 //! FMAs on the GPU (use `mul_add` for a fused one); `min`/`max` ignore a NaN
 //! operand as Rust's do; float-to-integer casts saturate and map NaN to 0.
 //! See [`semantics`].
+//!
+//! Every result is bit for bit the same on the CPU and the GPU (NaN
+//! payloads aside, which Rust leaves unspecified) except the transcendental
+//! functions `sin cos tanh exp exp2 ln log2 log10 cbrt powf hypot`: neither
+//! CUDA's nor Rust's are correctly rounded, and the two agree within 4 ulps
+//! (CUDA's error bounds plus Rust's; `tests/differential.rs` checks every
+//! construct and method above on random and edge values, on the host and
+//! on the GPU). `sqrt`, `mul_add` and the arithmetic operators are exact.
 //!
 //! Associativity cannot be checked by the compiler: [`check_associativity`]
 //! spot-checks random triples and prints a counterexample.

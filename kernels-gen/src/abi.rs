@@ -168,6 +168,17 @@ const SEGMENTED_PIPELINED: &[Param] = &[
     param("tiles", Count),
 ];
 
+const COMBINE_PAIRS: &[Param] = &[
+    param("left", ElementsIn),
+    param("right", ElementsIn),
+    param("output", ElementsOut),
+    param("n", Count),
+];
+
+/// Threads per block of the element-wise kernels ([`KernelAbi::CombinePairs`]):
+/// their launch bounds and the runtime's launches both read it.
+pub const ELEMENTWISE_BLOCK_THREADS: u32 = 256;
+
 /// One exported kernel of an operator's program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelAbi {
@@ -175,6 +186,10 @@ pub enum KernelAbi {
     Plain(Kernel),
     /// A kernel of segmented scans, in one strategy.
     Segmented(SegmentedKernel, SegmentedStrategy),
+    /// `output[i] = combine(left[i], right[i])` for `i < n`: the operator
+    /// applied element-wise (`left`, `right`, `output`, `n`), a grid-stride
+    /// loop of [`ELEMENTWISE_BLOCK_THREADS`]-thread blocks.
+    CombinePairs,
 }
 
 impl KernelAbi {
@@ -188,16 +203,19 @@ impl KernelAbi {
         KernelAbi::Segmented(kernel, strategy)
     }
 
-    /// Every kernel of a program: the plain ones, then (compiled only with
-    /// [`crate::SEGMENTED_DEFINE`]) the segmented ones of both strategies.
+    /// Every kernel of a program: the plain ones, the element-wise one,
+    /// then (compiled only with [`crate::SEGMENTED_DEFINE`]) the segmented
+    /// ones of both strategies.
     pub fn all() -> impl Iterator<Item = KernelAbi> {
-        Kernel::ALL.into_iter().map(KernelAbi::Plain).chain(
-            SegmentedStrategy::ALL.into_iter().flat_map(|s| {
+        Kernel::ALL
+            .into_iter()
+            .map(KernelAbi::Plain)
+            .chain([KernelAbi::CombinePairs])
+            .chain(SegmentedStrategy::ALL.into_iter().flat_map(|s| {
                 SegmentedKernel::ALL
                     .into_iter()
                     .map(move |k| KernelAbi::Segmented(k, s))
-            }),
-        )
+            }))
     }
 
     /// The exported symbol in operator `op_name`'s program.
@@ -205,6 +223,7 @@ impl KernelAbi {
         match self {
             KernelAbi::Plain(k) => k.symbol(op_name),
             KernelAbi::Segmented(k, s) => k.symbol(op_name, s),
+            KernelAbi::CombinePairs => format!("gpu_scan_{op_name}_combine_pairs"),
         }
     }
 
@@ -228,6 +247,7 @@ impl KernelAbi {
                 SegmentedKernel::SinglePass { .. } => SEGMENTED_SINGLE_PASS,
                 SegmentedKernel::Pipelined { .. } => SEGMENTED_PIPELINED,
             },
+            KernelAbi::CombinePairs => COMBINE_PAIRS,
         }
     }
 
@@ -249,6 +269,9 @@ impl KernelAbi {
             KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
             | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_block_threads, 1)")
+            }
+            KernelAbi::CombinePairs => {
+                format!("__launch_bounds__({ELEMENTWISE_BLOCK_THREADS})")
             }
             _ => format!("SCAN_BOUNDS(gpu_scan::Shape<{op}>::block_threads)"),
         }
@@ -300,6 +323,10 @@ impl KernelAbi {
             )
         };
         match self {
+            KernelAbi::CombinePairs => (
+                format!("combine_pairs<{op}>"),
+                "left, right, output, n".to_string(),
+            ),
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => (
                     format!("reduce_tiles<{op}, {plain}>"),
@@ -395,7 +422,7 @@ mod tests {
         assert_eq!(symbols.len(), KernelAbi::all().count());
         assert_eq!(
             symbols.len(),
-            Kernel::ALL.len() + 2 * SegmentedKernel::ALL.len()
+            Kernel::ALL.len() + 1 + 2 * SegmentedKernel::ALL.len()
         );
     }
 

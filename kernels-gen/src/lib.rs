@@ -99,6 +99,7 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/reduce_then_scan.cuh"),
     include_str!("templates/single_pass.cuh"),
     include_str!("templates/pipelined.cuh"),
+    include_str!("templates/elementwise.cuh"),
     "#endif  // GPU_SCAN_LIBRARY\n",
 );
 

@@ -613,6 +613,94 @@ where
         self.launch(stream, kind, ptr, ptr, n)
     }
 
+    /// The operator applied element-wise: `output[i] = combine(left[i],
+    /// right[i])` (a zipped transform; Thrust's `transform` with the
+    /// operator). `output` may be one of the inputs' buffers only through
+    /// [`GpuScanner::combine_pairs_in_place`].
+    ///
+    /// Errors ([`ScanError::LengthMismatch`]) leave `output` untouched when
+    /// the three lengths differ.
+    pub fn combine_pairs<L, R, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        left: &L,
+        right: &R,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        L: DevicePtr<Op::Element>,
+        R: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        let n = left.len();
+        for len in [right.len(), output.len()] {
+            if len != n {
+                return Err(ScanError::LengthMismatch {
+                    input: n,
+                    output: len,
+                });
+            }
+        }
+        let (l, _l_sync) = left.device_ptr(stream);
+        let (r, _r_sync) = right.device_ptr(stream);
+        let (o, _o_sync) = output.device_ptr_mut(stream);
+        self.launch_combine_pairs(stream, l, r, o, n)
+    }
+
+    /// `data[i] = combine(data[i], right[i])`: [`GpuScanner::combine_pairs`]
+    /// with the left operands' buffer as the output.
+    pub fn combine_pairs_in_place<R, D>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        data: &mut D,
+        right: &R,
+    ) -> Result<()>
+    where
+        R: DevicePtr<Op::Element>,
+        D: DevicePtrMut<Op::Element>,
+    {
+        let n = data.len();
+        if right.len() != n {
+            return Err(ScanError::LengthMismatch {
+                input: right.len(),
+                output: n,
+            });
+        }
+        let (r, _r_sync) = right.device_ptr(stream);
+        let (d, _d_sync) = data.device_ptr_mut(stream);
+        self.launch_combine_pairs(stream, d, r, d, n)
+    }
+
+    fn launch_combine_pairs(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        left: u64,
+        right: u64,
+        output: u64,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let abi = KernelAbi::CombinePairs;
+        let kernel = self.kernel(abi)?;
+        let threads = kernels_gen::abi::ELEMENTWISE_BLOCK_THREADS;
+        // Enough blocks to fill the device a few times over; the kernel's
+        // grid-stride loop covers the rest.
+        let blocks = n.div_ceil(threads as usize).min(1 << 16) as u32;
+        let config = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let args = launch::combine_pairs::<Op::Element>(left, right, output, n as u64);
+        // SAFETY: (const T* left, const T* right, T* output, u64 n), checked against the
+        // ABI table; the three addresses hold n elements each (lengths checked by the
+        // callers); the kernel reads element i of both inputs before writing output i, so
+        // output may be left.
+        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
+    }
+
     /// Host convenience: copies `input` to the device, scans, copies back
     /// (synchronising the stream).
     pub fn scan_host(

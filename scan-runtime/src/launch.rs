@@ -117,6 +117,16 @@ fn scratch<E>(s: &SinglePassArgs) -> [KernelArg<E>; 4] {
     ]
 }
 
+/// `(left, right, output, n)`.
+pub(crate) fn combine_pairs<E>(left: u64, right: u64, output: u64, n: u64) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, left),
+        Ptr(ElementsIn, right),
+        Ptr(ElementsOut, output),
+        Count(n),
+    ]
+}
+
 /// `(input, tile_totals, n)`.
 pub(crate) fn reduce_tiles<E>(input: u64, tile_totals: u64, n: u64) -> Vec<KernelArg<E>> {
     vec![
@@ -258,6 +268,7 @@ mod tests {
             launch: 4,
         };
         match abi {
+            KernelAbi::CombinePairs => combine_pairs(1, 2, 3, 9),
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => reduce_tiles(1, 2, 3),
                 Kernel::ScanTileTotals => scan_tile_totals(1, 2, 7),

@@ -1,4 +1,5 @@
 pub mod gpu;
+pub mod host_cuda;
 pub mod nvrtc;
 pub mod ops;
 pub mod segments;
