@@ -141,13 +141,15 @@ template <class T> __device__ __forceinline__ T scan_rotate_right(T a, unsigned 
 // ---------------------------------------------------------------------------
 
 // Integer min/max by comparison; float min/max ignore a NaN operand, as
-// Rust's f32::min/max do (fminf/fmaxf have the same rule).
+// Rust's f32::min/max do (fminf/fmaxf have the same rule). Of two equal
+// operands (+0.0 and -0.0) they return the first, as Rust's x86-64 code
+// does (Rust leaves that sign unspecified; CUDA's fminf would prefer -0.0).
 template <class T> __device__ __forceinline__ T scan_min(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T scan_max(T a, T b) { return a < b ? b : a; }
-__device__ __forceinline__ float scan_min(float a, float b) { return fminf(a, b); }
-__device__ __forceinline__ float scan_max(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double scan_min(double a, double b) { return fmin(a, b); }
-__device__ __forceinline__ double scan_max(double a, double b) { return fmax(a, b); }
+__device__ __forceinline__ float scan_min(float a, float b) { return a == b ? a : fminf(a, b); }
+__device__ __forceinline__ float scan_max(float a, float b) { return a == b ? a : fmaxf(a, b); }
+__device__ __forceinline__ double scan_min(double a, double b) { return a == b ? a : fmin(a, b); }
+__device__ __forceinline__ double scan_max(double a, double b) { return a == b ? a : fmax(a, b); }
 
 // Integer abs wraps (abs(MIN) == MIN), as wrapping_abs.
 template <class T> __device__ __forceinline__ T scan_abs(T a) { return a < 0 ? scan_neg(a) : a; }
@@ -223,10 +225,28 @@ SCAN_FLOAT_UNARY(scan_trunc, truncf, trunc)
 #undef SCAN_FLOAT_UNARY
 __device__ __forceinline__ float scan_mul_add(float a, float b, float c) { return fmaf(a, b, c); }
 __device__ __forceinline__ double scan_mul_add(double a, double b, double c) { return fma(a, b, c); }
-__device__ __forceinline__ float scan_powf(float a, float b) { return powf(a, b); }
-__device__ __forceinline__ double scan_powf(double a, double b) { return pow(a, b); }
-__device__ __forceinline__ float scan_hypot(float a, float b) { return hypotf(a, b); }
-__device__ __forceinline__ double scan_hypot(double a, double b) { return hypot(a, b); }
+// A signaling NaN operand gives a NaN (IEEE 754: every operation on one
+// signals and returns a quiet NaN), as the C library Rust calls does, even
+// where a quiet NaN would not (pow(NaN, 0) == 1, hypot(inf, NaN) == inf).
+// A NaN whose quiet bit (the mantissa's highest) is clear.
+__device__ __forceinline__ bool scan_is_signaling(float a) {
+  return a != a && ((unsigned)__float_as_int(a) & 0x00400000u) == 0;
+}
+__device__ __forceinline__ bool scan_is_signaling(double a) {
+  return a != a && ((unsigned long long)__double_as_longlong(a) & 0x0008000000000000ull) == 0;
+}
+__device__ __forceinline__ float scan_powf(float a, float b) {
+  return scan_is_signaling(a) || scan_is_signaling(b) ? a + b : powf(a, b);
+}
+__device__ __forceinline__ double scan_powf(double a, double b) {
+  return scan_is_signaling(a) || scan_is_signaling(b) ? a + b : pow(a, b);
+}
+__device__ __forceinline__ float scan_hypot(float a, float b) {
+  return scan_is_signaling(a) || scan_is_signaling(b) ? a + b : hypotf(a, b);
+}
+__device__ __forceinline__ double scan_hypot(double a, double b) {
+  return scan_is_signaling(a) || scan_is_signaling(b) ? a + b : hypot(a, b);
+}
 __device__ __forceinline__ float scan_copysign(float a, float b) { return copysignf(a, b); }
 __device__ __forceinline__ double scan_copysign(double a, double b) { return copysign(a, b); }
 // powi by repeated squaring, the algorithm of compiler-rt's __powisf2 that

@@ -58,6 +58,8 @@ static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline double __ddiv_rn(double a, double b) { return a / b; }
 static inline float __int_as_float(int v) { float f; memcpy(&f, &v, 4); return f; }
 static inline double __longlong_as_double(long long v) { double f; memcpy(&f, &v, 8); return f; }
+static inline int __float_as_int(float v) { int i; memcpy(&i, &v, 4); return i; }
+static inline long long __double_as_longlong(double v) { long long i; memcpy(&i, &v, 8); return i; }
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
 static inline int __clz(int v) { return v == 0 ? 32 : __builtin_clz((unsigned)v); }
