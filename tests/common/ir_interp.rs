@@ -1,0 +1,1109 @@
+//! An interpreter of the operator IR ([`ir::Expr`], [`ir::Block`]) with
+//! Rust's semantics: the oracle of `tests/generated_operators.rs`.
+//!
+//! [`check`] infers every node's type as rustc does (untyped literals are
+//! inference variables unified with their typed siblings, the annotation
+//! of a `let`, a method's signature, the function's return type; an
+//! untyped `let` has one type, that of its uses; unresolved variables
+//! default to `i32`/`f64`; a literal directly under `as` takes the cast's
+//! type) and rejects what rustc would reject: type mismatches, literals out
+//! of range of their type, `-` on unsigned integers, methods on receivers
+//! of no known type, invalid casts and empty range patterns.
+//!
+//! [`Checked::eval`] then evaluates the body with the arithmetic of
+//! `scan_core::semantics` (which the prelude mirrors): wrapping integer
+//! arithmetic, `x / 0 == 0`, `x % 0 == 0`, `MIN / -1 == MIN`, shifts modulo
+//! the width, saturating float-to-int casts (NaN to 0), NaN-ignoring
+//! `min`/`max`, `powi` by compiler-rt's repeated squaring, and Rust's own
+//! methods for the rest. Results Rust leaves unspecified (the sign of a NaN
+//! copied by `copysign`, the sign of a zero from `min`/`max` of `+0` and
+//! `-0`) are flagged in [`Outcome::unspecified`].
+#![allow(dead_code)]
+
+use gpu_scan::kernels_gen::ir::{
+    ArgKind, BinOp, Block, Expr, Lit, MethodReceivers, Pattern, Prim, PrimConst, UnOp,
+};
+use std::collections::HashMap;
+
+/// A value of one primitive type.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub enum Value {
+    /// `u8`
+    U8(u8),
+    /// `u16`
+    U16(u16),
+    /// `u32`
+    U32(u32),
+    /// `u64`
+    U64(u64),
+    /// `i8`
+    I8(i8),
+    /// `i16`
+    I16(i16),
+    /// `i32`
+    I32(i32),
+    /// `i64`
+    I64(i64),
+    /// `f32`
+    F32(f32),
+    /// `f64`
+    F64(f64),
+    /// `bool`
+    Bool(bool),
+}
+
+impl Value {
+    /// The value's type.
+    pub fn prim(self) -> Prim {
+        match self {
+            Value::U8(_) => Prim::U8,
+            Value::U16(_) => Prim::U16,
+            Value::U32(_) => Prim::U32,
+            Value::U64(_) => Prim::U64,
+            Value::I8(_) => Prim::I8,
+            Value::I16(_) => Prim::I16,
+            Value::I32(_) => Prim::I32,
+            Value::I64(_) => Prim::I64,
+            Value::F32(_) => Prim::F32,
+            Value::F64(_) => Prim::F64,
+            Value::Bool(_) => Prim::Bool,
+        }
+    }
+
+    /// The value's bytes (little endian), zero-extended to 64 bits: what the
+    /// generated code writes (`memcpy` of the value into a zeroed `u64`).
+    pub fn to_bits(self) -> u64 {
+        match self {
+            Value::U8(x) => x as u64,
+            Value::U16(x) => x as u64,
+            Value::U32(x) => x as u64,
+            Value::U64(x) => x,
+            Value::I8(x) => x as u8 as u64,
+            Value::I16(x) => x as u16 as u64,
+            Value::I32(x) => x as u32 as u64,
+            Value::I64(x) => x as u64,
+            Value::F32(x) => x.to_bits() as u64,
+            Value::F64(x) => x.to_bits(),
+            Value::Bool(b) => b as u64,
+        }
+    }
+
+    /// The value of type `p` whose bytes are the low bytes of `bits`
+    /// (`bool`: bit 0).
+    pub fn from_bits(p: Prim, bits: u64) -> Value {
+        match p {
+            Prim::U8 => Value::U8(bits as u8),
+            Prim::U16 => Value::U16(bits as u16),
+            Prim::U32 => Value::U32(bits as u32),
+            Prim::U64 => Value::U64(bits),
+            Prim::I8 => Value::I8(bits as i8),
+            Prim::I16 => Value::I16(bits as i16),
+            Prim::I32 => Value::I32(bits as i32),
+            Prim::I64 => Value::I64(bits as i64),
+            Prim::F32 => Value::F32(f32::from_bits(bits as u32)),
+            Prim::F64 => Value::F64(f64::from_bits(bits)),
+            Prim::Bool => Value::Bool(bits & 1 != 0),
+        }
+    }
+
+    /// Whether the value is a NaN.
+    pub fn is_nan(self) -> bool {
+        match self {
+            Value::F32(x) => x.is_nan(),
+            Value::F64(x) => x.is_nan(),
+            _ => false,
+        }
+    }
+
+    /// Bit-for-bit equality, except that any NaN equals any NaN.
+    pub fn same(self, other: Value) -> bool {
+        self.prim() == other.prim()
+            && (self.to_bits() == other.to_bits() || (self.is_nan() && other.is_nan()))
+    }
+
+    /// An integer's value, exactly.
+    fn as_i128(self) -> i128 {
+        match self {
+            Value::U8(x) => x as i128,
+            Value::U16(x) => x as i128,
+            Value::U32(x) => x as i128,
+            Value::U64(x) => x as i128,
+            Value::I8(x) => x as i128,
+            Value::I16(x) => x as i128,
+            Value::I32(x) => x as i128,
+            Value::I64(x) => x as i128,
+            Value::Bool(b) => b as i128,
+            other => panic!("not an integer: {other:?}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::U8(x) => write!(f, "{x}u8"),
+            Value::U16(x) => write!(f, "{x}u16"),
+            Value::U32(x) => write!(f, "{x}u32"),
+            Value::U64(x) => write!(f, "{x}u64"),
+            Value::I8(x) => write!(f, "{x}i8"),
+            Value::I16(x) => write!(f, "{x}i16"),
+            Value::I32(x) => write!(f, "{x}i32"),
+            Value::I64(x) => write!(f, "{x}i64"),
+            Value::F32(x) => write!(f, "{x:?}f32 ({:#010x})", x.to_bits()),
+            Value::F64(x) => write!(f, "{x:?}f64 ({:#018x})", x.to_bits()),
+            Value::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Type inference, as rustc does it for this subset.
+// ---------------------------------------------------------------------------
+
+/// What an inference variable is known to be.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Known(Prim),
+    /// `{integer}`
+    Int,
+    /// `{float}`
+    Float,
+}
+
+/// A constraint checked once every type is known.
+#[derive(Clone, Copy, Debug)]
+enum Req {
+    /// Unary `-`: signed integers and floats.
+    Negatable,
+    /// `!`, `& | ^`: integers and `bool`.
+    IntOrBool,
+    /// `+ - * / %`: integers and floats.
+    Number,
+    /// Shifts, integer methods, `match` scrutinees.
+    Integer,
+    /// Float methods.
+    Float,
+    /// `wrapping_abs`.
+    Signed,
+    /// `operand as to`.
+    CastTo(Prim),
+}
+
+/// A body whose types rustc would accept, with every node's type.
+pub struct Checked<'e> {
+    body: &'e Block,
+    types: HashMap<*const Expr, Prim>,
+    /// The inferred type of the body's value.
+    pub ty: Prim,
+}
+
+struct Infer<'e> {
+    parent: Vec<usize>,
+    kind: Vec<Kind>,
+    node: HashMap<*const Expr, usize>,
+    scope: Vec<(String, usize)>,
+    reqs: Vec<(usize, Req)>,
+    /// Untyped or typed integer/float literals: (literal, negated, slot).
+    lits: Vec<(&'e Lit, bool, usize)>,
+    /// Range patterns and their scrutinee's slot.
+    ranges: Vec<(&'e Pattern, usize)>,
+}
+
+type R<T> = Result<T, String>;
+
+/// Infers the types of `body`, the body of a function of the input
+/// variables `vars` returning `ret`; `Err` says why rustc would reject it.
+pub fn check<'e>(body: &'e Block, ret: Prim, vars: &[(String, Prim)]) -> R<Checked<'e>> {
+    let mut inf = Infer {
+        parent: Vec::new(),
+        kind: Vec::new(),
+        node: HashMap::new(),
+        scope: Vec::new(),
+        reqs: Vec::new(),
+        lits: Vec::new(),
+        ranges: Vec::new(),
+    };
+    for (name, p) in vars {
+        let s = inf.known(*p);
+        inf.scope.push((name.clone(), s));
+    }
+    let v = inf.block(body)?;
+    let r = inf.known(ret);
+    inf.unify(v, r)?;
+    inf.finish(body, ret)
+}
+
+impl<'e> Infer<'e> {
+    fn slot(&mut self, k: Kind) -> usize {
+        self.parent.push(self.parent.len());
+        self.kind.push(k);
+        self.parent.len() - 1
+    }
+
+    fn known(&mut self, p: Prim) -> usize {
+        self.slot(Kind::Known(p))
+    }
+
+    fn root(&mut self, mut s: usize) -> usize {
+        while self.parent[s] != s {
+            self.parent[s] = self.parent[self.parent[s]];
+            s = self.parent[s];
+        }
+        s
+    }
+
+    fn unify(&mut self, a: usize, b: usize) -> R<()> {
+        let (ra, rb) = (self.root(a), self.root(b));
+        if ra == rb {
+            return Ok(());
+        }
+        let merged = match (self.kind[ra], self.kind[rb]) {
+            (Kind::Known(p), Kind::Known(q)) if p == q => Kind::Known(p),
+            (Kind::Known(p), Kind::Int) | (Kind::Int, Kind::Known(p)) if p.is_integer() => {
+                Kind::Known(p)
+            }
+            (Kind::Known(p), Kind::Float) | (Kind::Float, Kind::Known(p)) if p.is_float() => {
+                Kind::Known(p)
+            }
+            (Kind::Int, Kind::Int) => Kind::Int,
+            (Kind::Float, Kind::Float) => Kind::Float,
+            (x, y) => return Err(format!("mismatched types: {x:?} and {y:?}")),
+        };
+        self.parent[rb] = ra;
+        self.kind[ra] = merged;
+        Ok(())
+    }
+
+    fn resolved(&mut self, s: usize) -> Prim {
+        let r = self.root(s);
+        match self.kind[r] {
+            Kind::Known(p) => p,
+            Kind::Int => Prim::I32,
+            Kind::Float => Prim::F64,
+        }
+    }
+
+    fn block(&mut self, b: &'e Block) -> R<usize> {
+        let saved = self.scope.len();
+        for (name, value) in &b.lets {
+            let s = self.expr(value, None)?;
+            self.scope.push((name.clone(), s));
+        }
+        let v = self.expr(&b.value, None)?;
+        self.scope.truncate(saved);
+        Ok(v)
+    }
+
+    /// The slot of a literal; `cast` is the target of an enclosing `as`
+    /// (rustc's "castable to" expectation types an untyped literal).
+    fn literal(&mut self, lit: &'e Lit, negated: bool, cast: Option<Prim>) -> usize {
+        let s = match *lit {
+            Lit::Bool(_) => self.known(Prim::Bool),
+            Lit::Int {
+                suffix: Some(p), ..
+            }
+            | Lit::Float {
+                suffix: Some(p), ..
+            } => self.known(p),
+            Lit::Int { suffix: None, .. } => match cast {
+                Some(p) if p.is_integer() => self.known(p),
+                _ => self.slot(Kind::Int),
+            },
+            Lit::Float { suffix: None, .. } => match cast {
+                Some(p) if p.is_float() => self.known(p),
+                _ => self.slot(Kind::Float),
+            },
+        };
+        self.lits.push((lit, negated, s));
+        s
+    }
+
+    fn expr(&mut self, e: &'e Expr, cast: Option<Prim>) -> R<usize> {
+        let s = self.expr_inner(e, cast)?;
+        self.node.insert(e as *const Expr, s);
+        Ok(s)
+    }
+
+    fn expr_inner(&mut self, e: &'e Expr, cast: Option<Prim>) -> R<usize> {
+        Ok(match e {
+            Expr::Lit(lit) => self.literal(lit, false, cast),
+            Expr::Var(v) => match self.scope.iter().rev().find(|(n, _)| n == v) {
+                Some((_, s)) => *s,
+                None => return Err(format!("unknown variable {v}")),
+            },
+            Expr::Unary(op, inner) => {
+                let s = match &**inner {
+                    Expr::Lit(lit) if *op == UnOp::Neg => {
+                        let s = self.literal(lit, true, cast);
+                        self.node.insert(&**inner as *const Expr, s);
+                        s
+                    }
+                    _ => self.expr(inner, cast)?,
+                };
+                let req = match op {
+                    UnOp::Neg => Req::Negatable,
+                    UnOp::Not => Req::IntOrBool,
+                };
+                self.reqs.push((s, req));
+                s
+            }
+            Expr::Binary(op, a, b) => {
+                let sa = self.expr(a, None)?;
+                let sb = self.expr(b, None)?;
+                match op {
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
+                        self.unify(sa, sb)?;
+                        self.reqs.push((sa, Req::Number));
+                        sa
+                    }
+                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                        self.unify(sa, sb)?;
+                        self.reqs.push((sa, Req::IntOrBool));
+                        sa
+                    }
+                    BinOp::Shl | BinOp::Shr => {
+                        self.reqs.push((sa, Req::Integer));
+                        self.reqs.push((sb, Req::Integer));
+                        sa
+                    }
+                    BinOp::And | BinOp::Or => {
+                        let t = self.known(Prim::Bool);
+                        self.unify(sa, t)?;
+                        self.unify(sb, t)?;
+                        t
+                    }
+                    BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                        self.unify(sa, sb)?;
+                        self.known(Prim::Bool)
+                    }
+                }
+            }
+            Expr::Cast(inner, to) => {
+                let s = self.expr(inner, Some(*to))?;
+                self.reqs.push((s, Req::CastTo(*to)));
+                self.known(*to)
+            }
+            Expr::Typed(inner, p) => {
+                let s = self.expr(inner, None)?;
+                let t = self.known(*p);
+                self.unify(s, t)?;
+                s
+            }
+            Expr::Call { method, prim, args } => {
+                let r = self.expr(&args[0], None)?;
+                match prim {
+                    Some(p) => {
+                        let t = self.known(*p);
+                        self.unify(r, t)?;
+                    }
+                    None => {
+                        // `x.abs()` is rewritten to the generic `semantics::abs(x)`,
+                        // and `std::cmp::min/max(x, y)` (the same IR as
+                        // `x.min(y)`) are generic functions of `Ord` types;
+                        // other methods need the receiver's type at this point.
+                        let root = self.root(r);
+                        let generic = matches!(method.rust, "abs" | "min" | "max");
+                        if matches!(method.rust, "min" | "max")
+                            && !matches!(self.kind[root], Kind::Known(_))
+                        {
+                            self.reqs.push((r, Req::Integer));
+                        }
+                        if !generic && !matches!(self.kind[root], Kind::Known(_)) {
+                            return Err(format!(
+                                "can't call method `{}` on ambiguous numeric type",
+                                method.rust
+                            ));
+                        }
+                    }
+                }
+                let req = match method.on {
+                    MethodReceivers::Numbers => Req::Number,
+                    MethodReceivers::Integers => Req::Integer,
+                    MethodReceivers::Floats => Req::Float,
+                };
+                self.reqs.push((r, req));
+                if method.rust == "wrapping_abs" || (method.rust == "abs" && prim.is_some()) {
+                    self.reqs.push((r, Req::Signed));
+                }
+                if args.len() != method.args.len() + 1 {
+                    return Err(format!("`{}`: wrong argument count", method.rust));
+                }
+                for (arg, kind) in args[1..].iter().zip(method.args) {
+                    let s = self.expr(arg, None)?;
+                    let t = match kind {
+                        ArgKind::SameAsReceiver => r,
+                        ArgKind::I32 => self.known(Prim::I32),
+                        ArgKind::U32 => self.known(Prim::U32),
+                    };
+                    self.unify(s, t)?;
+                }
+                match method.rust {
+                    "count_ones" | "leading_zeros" | "trailing_zeros" => self.known(Prim::U32),
+                    "is_nan" | "is_finite" | "is_infinite" => self.known(Prim::Bool),
+                    _ => r,
+                }
+            }
+            Expr::Const(p, c) => {
+                if PrimConst::parse(*p, const_name(*c)).is_none() {
+                    return Err(format!("no constant {p:?}::{c:?}"));
+                }
+                self.known(if *c == PrimConst::Bits { Prim::U32 } else { *p })
+            }
+            Expr::If(c, t, f) => {
+                let sc = self.expr(c, None)?;
+                let b = self.known(Prim::Bool);
+                self.unify(sc, b)?;
+                let st = self.block(t)?;
+                let sf = self.block(f)?;
+                self.unify(st, sf)?;
+                st
+            }
+            Expr::Match(scrutinee, arms) => {
+                let s = self.expr(scrutinee, None)?;
+                self.reqs.push((s, Req::Integer));
+                if !matches!(arms.last(), Some((Pattern::Wild, _))) {
+                    return Err("the last arm must be `_` (exhaustiveness is not checked)".into());
+                }
+                let mut result: Option<usize> = None;
+                for (pattern, value) in arms {
+                    self.pattern(pattern, s)?;
+                    let v = self.expr(value, None)?;
+                    match result {
+                        Some(r) => self.unify(r, v)?,
+                        None => result = Some(v),
+                    }
+                }
+                result.expect("at least one arm")
+            }
+            Expr::Block(b) => self.block(b)?,
+            other => return Err(format!("not interpreted: {other:?}")),
+        })
+    }
+
+    fn pattern(&mut self, p: &'e Pattern, s: usize) -> R<()> {
+        match p {
+            Pattern::Wild => {}
+            Pattern::Lit { lit, negative } => {
+                let l = self.literal(lit, *negative, None);
+                self.unify(l, s)?;
+                if *negative {
+                    self.reqs.push((s, Req::Negatable));
+                }
+            }
+            Pattern::Range { lo, hi, .. } => {
+                for bound in [lo, hi].into_iter().flatten() {
+                    match &**bound {
+                        Expr::Lit(_) | Expr::Unary(UnOp::Neg, _) | Expr::Const(..) => {}
+                        other => return Err(format!("range bound {other:?}")),
+                    }
+                    let b = self.expr(bound, None)?;
+                    self.unify(b, s)?;
+                }
+                self.ranges.push((p, s));
+            }
+            Pattern::Or(alts) => {
+                for alt in alts {
+                    self.pattern(alt, s)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Defaults the remaining variables and checks what depends on the
+    /// final types.
+    fn finish(mut self, body: &'e Block, ret: Prim) -> R<Checked<'e>> {
+        for (s, req) in self.reqs.clone() {
+            let p = self.resolved(s);
+            let ok = match req {
+                Req::Negatable => p.is_signed_integer() || p.is_float(),
+                Req::IntOrBool => p.is_integer() || p == Prim::Bool,
+                Req::Number => p != Prim::Bool,
+                Req::Integer => p.is_integer(),
+                Req::Float => p.is_float(),
+                Req::Signed => p.is_signed_integer(),
+                Req::CastTo(to) => match (p, to) {
+                    (Prim::Bool, to) => !to.is_float(),
+                    (_, Prim::Bool) => false,
+                    _ => true,
+                },
+            };
+            if !ok {
+                return Err(format!("{req:?} does not hold for {p:?}"));
+            }
+        }
+        for (lit, negated, s) in self.lits.clone() {
+            let p = self.resolved(s);
+            let ok = match *lit {
+                Lit::Int { value, .. } if p.is_integer() => {
+                    let bits = p.size() as u32 * 8;
+                    if p.is_signed_integer() {
+                        value <= (1u128 << (bits - 1)) - u128::from(!negated)
+                    } else {
+                        value < (1u128 << bits)
+                    }
+                }
+                Lit::Int { .. } => false,
+                Lit::Float { value_f32, .. } if p == Prim::F32 => value_f32.is_finite(),
+                Lit::Float { value, .. } => p == Prim::F64 && value.is_finite(),
+                Lit::Bool(_) => p == Prim::Bool,
+            };
+            if !ok {
+                return Err(format!(
+                    "literal {lit:?} (negated: {negated}) out of range for {p:?}"
+                ));
+            }
+        }
+        let types: HashMap<*const Expr, Prim> = self
+            .node
+            .clone()
+            .into_iter()
+            .map(|(e, s)| (e, self.resolved(s)))
+            .collect();
+        let checked = Checked {
+            body,
+            types,
+            ty: ret,
+        };
+        for (p, s) in self.ranges.clone() {
+            let Pattern::Range { lo, hi, inclusive } = p else {
+                unreachable!()
+            };
+            let prim = self.resolved(s);
+            let mut ev = Eval::new(&checked);
+            let lo_v = lo.as_deref().map(|b| ev.expr(b).as_i128());
+            let hi_v = hi.as_deref().map(|b| ev.expr(b).as_i128());
+            let min = Value::from_bits(prim, 0).as_i128().min(signed_min(prim));
+            let (l, h) = (lo_v.unwrap_or(min), hi_v);
+            let ok = match (h, inclusive) {
+                (Some(h), true) => l <= h,
+                (Some(h), false) => l < h,
+                (None, _) => true,
+            };
+            if !ok {
+                return Err(format!("empty range pattern {lo_v:?}..{hi_v:?}"));
+            }
+        }
+        Ok(checked)
+    }
+}
+
+fn signed_min(p: Prim) -> i128 {
+    if p.is_signed_integer() {
+        -(1i128 << (p.size() * 8 - 1))
+    } else {
+        0
+    }
+}
+
+fn const_name(c: PrimConst) -> &'static str {
+    match c {
+        PrimConst::Max => "MAX",
+        PrimConst::Min => "MIN",
+        PrimConst::Bits => "BITS",
+        PrimConst::Infinity => "INFINITY",
+        PrimConst::NegInfinity => "NEG_INFINITY",
+        PrimConst::Nan => "NAN",
+        PrimConst::Epsilon => "EPSILON",
+        PrimConst::MinPositive => "MIN_POSITIVE",
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Evaluation.
+// ---------------------------------------------------------------------------
+
+/// A result and whether Rust leaves some of its bits unspecified.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    /// The value.
+    pub value: Value,
+    /// A NaN's sign or a zero's sign reached the result through `copysign`
+    /// or `min`/`max`: Rust specifies neither, so any sign is correct.
+    pub unspecified: bool,
+    /// A transcendental function ([`super::ir_gen::TRANSCENDENTAL`])
+    /// was evaluated: its last bits depend on the math library (Rust's and
+    /// the C compiler's constant folding, libm, CUDA's), so the result is
+    /// not expected to be bit exact.
+    pub inexact: bool,
+}
+
+impl Checked<'_> {
+    /// Evaluates the body with the input variables bound to `inputs`.
+    pub fn eval(&self, inputs: &[(String, Value)]) -> Outcome {
+        let mut ev = Eval::new(self);
+        ev.env.extend(inputs.iter().cloned());
+        let value = ev.block(self.body);
+        Outcome {
+            value,
+            unspecified: ev.unspecified,
+            inexact: ev.inexact,
+        }
+    }
+
+    /// The inferred type of `e` (a node of this body).
+    pub fn type_of(&self, e: &Expr) -> Prim {
+        self.types[&(e as *const Expr)]
+    }
+}
+
+struct Eval<'c, 'e> {
+    checked: &'c Checked<'e>,
+    env: Vec<(String, Value)>,
+    unspecified: bool,
+    inexact: bool,
+}
+
+macro_rules! int_un {
+    ($v:expr, |$x:ident| $body:expr) => {
+        match $v {
+            Value::U8($x) => Value::U8($body),
+            Value::U16($x) => Value::U16($body),
+            Value::U32($x) => Value::U32($body),
+            Value::U64($x) => Value::U64($body),
+            Value::I8($x) => Value::I8($body),
+            Value::I16($x) => Value::I16($body),
+            Value::I32($x) => Value::I32($body),
+            Value::I64($x) => Value::I64($body),
+            other => panic!("integer expected: {other:?}"),
+        }
+    };
+}
+
+macro_rules! int_to_u32 {
+    ($v:expr, |$x:ident| $body:expr) => {
+        match $v {
+            Value::U8($x) => Value::U32($body),
+            Value::U16($x) => Value::U32($body),
+            Value::U32($x) => Value::U32($body),
+            Value::U64($x) => Value::U32($body),
+            Value::I8($x) => Value::U32($body),
+            Value::I16($x) => Value::U32($body),
+            Value::I32($x) => Value::U32($body),
+            Value::I64($x) => Value::U32($body),
+            other => panic!("integer expected: {other:?}"),
+        }
+    };
+}
+
+macro_rules! int_bin {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
+        match ($a, $b) {
+            (Value::U8($x), Value::U8($y)) => Value::U8($body),
+            (Value::U16($x), Value::U16($y)) => Value::U16($body),
+            (Value::U32($x), Value::U32($y)) => Value::U32($body),
+            (Value::U64($x), Value::U64($y)) => Value::U64($body),
+            (Value::I8($x), Value::I8($y)) => Value::I8($body),
+            (Value::I16($x), Value::I16($y)) => Value::I16($body),
+            (Value::I32($x), Value::I32($y)) => Value::I32($body),
+            (Value::I64($x), Value::I64($y)) => Value::I64($body),
+            (a, b) => panic!("integers of one type expected: {a:?} {b:?}"),
+        }
+    };
+}
+
+macro_rules! float_un {
+    ($v:expr, |$x:ident| $body:expr) => {
+        match $v {
+            Value::F32($x) => Value::F32($body),
+            Value::F64($x) => Value::F64($body),
+            other => panic!("float expected: {other:?}"),
+        }
+    };
+}
+
+macro_rules! float_to_bool {
+    ($v:expr, |$x:ident| $body:expr) => {
+        match $v {
+            Value::F32($x) => Value::Bool($body),
+            Value::F64($x) => Value::Bool($body),
+            other => panic!("float expected: {other:?}"),
+        }
+    };
+}
+
+macro_rules! float_bin {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
+        match ($a, $b) {
+            (Value::F32($x), Value::F32($y)) => Value::F32($body),
+            (Value::F64($x), Value::F64($y)) => Value::F64($body),
+            (a, b) => panic!("floats of one type expected: {a:?} {b:?}"),
+        }
+    };
+}
+
+/// `v as to`, with Rust's rules (float to integer saturates, NaN gives 0).
+pub fn cast(v: Value, to: Prim) -> Value {
+    macro_rules! to {
+        ($x:expr) => {
+            match to {
+                Prim::U8 => Value::U8($x as u8),
+                Prim::U16 => Value::U16($x as u16),
+                Prim::U32 => Value::U32($x as u32),
+                Prim::U64 => Value::U64($x as u64),
+                Prim::I8 => Value::I8($x as i8),
+                Prim::I16 => Value::I16($x as i16),
+                Prim::I32 => Value::I32($x as i32),
+                Prim::I64 => Value::I64($x as i64),
+                Prim::F32 => Value::F32($x as f32),
+                Prim::F64 => Value::F64($x as f64),
+                Prim::Bool => panic!("Rust has no cast from {v:?} to bool"),
+            }
+        };
+    }
+    match v {
+        Value::U8(x) => to!(x),
+        Value::U16(x) => to!(x),
+        Value::U32(x) => to!(x),
+        Value::U64(x) => to!(x),
+        Value::I8(x) => to!(x),
+        Value::I16(x) => to!(x),
+        Value::I32(x) => to!(x),
+        Value::I64(x) => to!(x),
+        Value::F32(x) => to!(x),
+        Value::F64(x) => to!(x),
+        Value::Bool(b) if to == Prim::Bool => Value::Bool(b),
+        Value::Bool(b) => {
+            assert!(!to.is_float(), "Rust has no cast from bool to {to:?}");
+            to!(b as u8)
+        }
+    }
+}
+
+/// `a.powi(n)` as compiler-rt's `__powisf2`/`__powidf2` compute it (the
+/// prelude's `scan_powi`): repeated squaring, then one reciprocal.
+macro_rules! powi {
+    ($a:expr, $n:expr, $t:ty) => {{
+        let (mut a, mut n): ($t, i32) = ($a, $n);
+        let recip = n < 0;
+        let mut r: $t = 1.0;
+        loop {
+            if n & 1 != 0 {
+                r *= a;
+            }
+            n /= 2;
+            if n == 0 {
+                break;
+            }
+            a *= a;
+        }
+        if recip {
+            1.0 / r
+        } else {
+            r
+        }
+    }};
+}
+
+/// Whether `a` and `b` are zeros of different signs.
+fn opposite_zeros(a: Value, b: Value) -> bool {
+    match (a, b) {
+        (Value::F32(x), Value::F32(y)) => x == 0.0 && y == 0.0 && x.to_bits() != y.to_bits(),
+        (Value::F64(x), Value::F64(y)) => x == 0.0 && y == 0.0 && x.to_bits() != y.to_bits(),
+        _ => false,
+    }
+}
+
+impl<'c, 'e> Eval<'c, 'e> {
+    fn new(checked: &'c Checked<'e>) -> Self {
+        Eval {
+            checked,
+            env: Vec::new(),
+            unspecified: false,
+            inexact: false,
+        }
+    }
+
+    fn ty(&self, e: &Expr) -> Prim {
+        self.checked.type_of(e)
+    }
+
+    fn block(&mut self, b: &Block) -> Value {
+        let saved = self.env.len();
+        for (name, value) in &b.lets {
+            let v = self.expr(value);
+            self.env.push((name.clone(), v));
+        }
+        let v = self.expr(&b.value);
+        self.env.truncate(saved);
+        v
+    }
+
+    fn literal(&self, lit: &Lit, ty: Prim) -> Value {
+        match *lit {
+            Lit::Bool(b) => Value::Bool(b),
+            Lit::Int { value, .. } => Value::from_bits(ty, value as u64),
+            Lit::Float {
+                value, value_f32, ..
+            } => match ty {
+                Prim::F32 => Value::F32(value_f32),
+                _ => Value::F64(value),
+            },
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Value {
+        match e {
+            Expr::Lit(lit) => self.literal(lit, self.ty(e)),
+            Expr::Var(v) => {
+                self.env
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n == v)
+                    .unwrap_or_else(|| panic!("unbound {v}"))
+                    .1
+            }
+            Expr::Unary(UnOp::Neg, inner) => match self.expr(inner) {
+                v @ (Value::F32(_) | Value::F64(_)) => float_un!(v, |x| -x),
+                v => int_un!(v, |x| x.wrapping_neg()),
+            },
+            Expr::Unary(UnOp::Not, inner) => match self.expr(inner) {
+                Value::Bool(b) => Value::Bool(!b),
+                v => int_un!(v, |x| !x),
+            },
+            Expr::Binary(op, a, b) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                binary(*op, a, b)
+            }
+            Expr::Cast(inner, to) => cast(self.expr(inner), *to),
+            Expr::Typed(inner, _) => self.expr(inner),
+            Expr::Call { method, args, .. } => {
+                let vals: Vec<Value> = args.iter().map(|a| self.expr(a)).collect();
+                self.call(method.rust, &vals)
+            }
+            Expr::Const(p, c) => constant(*p, *c),
+            Expr::If(c, t, f) => {
+                if self.expr(c) == Value::Bool(true) {
+                    self.block(t)
+                } else {
+                    self.block(f)
+                }
+            }
+            Expr::Match(scrutinee, arms) => {
+                let s = self.expr(scrutinee);
+                for (pattern, value) in arms {
+                    if self.matches(pattern, s) {
+                        return self.expr(value);
+                    }
+                }
+                panic!("no arm matched {s:?}")
+            }
+            Expr::Block(b) => self.block(b),
+            other => panic!("not interpreted: {other:?}"),
+        }
+    }
+
+    fn matches(&mut self, p: &Pattern, s: Value) -> bool {
+        match p {
+            Pattern::Wild => true,
+            Pattern::Lit { lit, negative } => {
+                let v = self.literal(lit, s.prim());
+                let v = if *negative {
+                    int_un!(v, |x| x.wrapping_neg())
+                } else {
+                    v
+                };
+                v == s
+            }
+            Pattern::Range { lo, hi, inclusive } => {
+                let x = s.as_i128();
+                let lo_ok = lo.as_deref().is_none_or(|b| self.expr(b).as_i128() <= x);
+                let hi_ok = hi.as_deref().is_none_or(|b| {
+                    let h = self.expr(b).as_i128();
+                    if *inclusive {
+                        x <= h
+                    } else {
+                        x < h
+                    }
+                });
+                lo_ok && hi_ok
+            }
+            Pattern::Or(alts) => alts.iter().any(|a| self.matches(a, s)),
+        }
+    }
+
+    fn call(&mut self, method: &str, v: &[Value]) -> Value {
+        if super::ir_gen::TRANSCENDENTAL.contains(&method) {
+            self.inexact = true;
+        }
+        let a = v[0];
+        let is_float = a.prim().is_float();
+        match method {
+            "min" | "max" if is_float => {
+                if opposite_zeros(a, v[1]) {
+                    self.unspecified = true;
+                }
+                if method == "min" {
+                    float_bin!(a, v[1], |x, y| x.min(y))
+                } else {
+                    float_bin!(a, v[1], |x, y| x.max(y))
+                }
+            }
+            "min" => int_bin!(a, v[1], |x, y| std::cmp::min(x, y)),
+            "max" => int_bin!(a, v[1], |x, y| std::cmp::max(x, y)),
+            "abs" | "wrapping_abs" => match a {
+                Value::I8(x) => Value::I8(x.wrapping_abs()),
+                Value::I16(x) => Value::I16(x.wrapping_abs()),
+                Value::I32(x) => Value::I32(x.wrapping_abs()),
+                Value::I64(x) => Value::I64(x.wrapping_abs()),
+                Value::F32(x) => Value::F32(x.abs()),
+                Value::F64(x) => Value::F64(x.abs()),
+                // `semantics::abs` of an unsigned integer is the identity.
+                other => other,
+            },
+            "wrapping_add" => int_bin!(a, v[1], |x, y| x.wrapping_add(y)),
+            "wrapping_sub" => int_bin!(a, v[1], |x, y| x.wrapping_sub(y)),
+            "wrapping_mul" => int_bin!(a, v[1], |x, y| x.wrapping_mul(y)),
+            "wrapping_neg" => int_un!(a, |x| x.wrapping_neg()),
+            "wrapping_shl" | "wrapping_shr" | "rotate_left" | "rotate_right" => {
+                let Value::U32(n) = v[1] else {
+                    panic!("u32 amount expected")
+                };
+                match method {
+                    "wrapping_shl" => int_un!(a, |x| x.wrapping_shl(n)),
+                    "wrapping_shr" => int_un!(a, |x| x.wrapping_shr(n)),
+                    "rotate_left" => int_un!(a, |x| x.rotate_left(n)),
+                    _ => int_un!(a, |x| x.rotate_right(n)),
+                }
+            }
+            "saturating_add" => int_bin!(a, v[1], |x, y| x.saturating_add(y)),
+            "saturating_sub" => int_bin!(a, v[1], |x, y| x.saturating_sub(y)),
+            "saturating_mul" => int_bin!(a, v[1], |x, y| x.saturating_mul(y)),
+            "count_ones" => int_to_u32!(a, |x| x.count_ones()),
+            "leading_zeros" => int_to_u32!(a, |x| x.leading_zeros()),
+            "trailing_zeros" => int_to_u32!(a, |x| x.trailing_zeros()),
+            "mul_add" => match (a, v[1], v[2]) {
+                (Value::F32(x), Value::F32(y), Value::F32(z)) => Value::F32(x.mul_add(y, z)),
+                (Value::F64(x), Value::F64(y), Value::F64(z)) => Value::F64(x.mul_add(y, z)),
+                other => panic!("mul_add of {other:?}"),
+            },
+            "sqrt" => float_un!(a, |x| x.sqrt()),
+            "cbrt" => float_un!(a, |x| x.cbrt()),
+            "exp" => float_un!(a, |x| x.exp()),
+            "exp2" => float_un!(a, |x| x.exp2()),
+            "ln" => float_un!(a, |x| x.ln()),
+            "log2" => float_un!(a, |x| x.log2()),
+            "log10" => float_un!(a, |x| x.log10()),
+            "sin" => float_un!(a, |x| x.sin()),
+            "cos" => float_un!(a, |x| x.cos()),
+            "tanh" => float_un!(a, |x| x.tanh()),
+            "floor" => float_un!(a, |x| x.floor()),
+            "ceil" => float_un!(a, |x| x.ceil()),
+            "round" => float_un!(a, |x| x.round()),
+            "trunc" => float_un!(a, |x| x.trunc()),
+            "powi" => {
+                let Value::I32(n) = v[1] else {
+                    panic!("i32 exponent expected")
+                };
+                match a {
+                    Value::F32(x) => Value::F32(powi!(x, n, f32)),
+                    Value::F64(x) => Value::F64(powi!(x, n, f64)),
+                    other => panic!("powi of {other:?}"),
+                }
+            }
+            "powf" => float_bin!(a, v[1], |x, y| x.powf(y)),
+            "hypot" => float_bin!(a, v[1], |x, y| x.hypot(y)),
+            "copysign" => {
+                if v[1].is_nan() {
+                    self.unspecified = true;
+                }
+                float_bin!(a, v[1], |x, y| x.copysign(y))
+            }
+            "is_nan" => float_to_bool!(a, |x| x.is_nan()),
+            "is_finite" => float_to_bool!(a, |x| x.is_finite()),
+            "is_infinite" => float_to_bool!(a, |x| x.is_infinite()),
+            other => panic!("method {other} not interpreted"),
+        }
+    }
+}
+
+/// A binary operator on two evaluated operands (`scan_core::semantics`).
+pub fn binary(op: BinOp, a: Value, b: Value) -> Value {
+    let is_float = a.prim().is_float();
+    match op {
+        BinOp::Add if is_float => float_bin!(a, b, |x, y| x + y),
+        BinOp::Sub if is_float => float_bin!(a, b, |x, y| x - y),
+        BinOp::Mul if is_float => float_bin!(a, b, |x, y| x * y),
+        BinOp::Div if is_float => float_bin!(a, b, |x, y| x / y),
+        BinOp::Rem if is_float => float_bin!(a, b, |x, y| x % y),
+        BinOp::Add => int_bin!(a, b, |x, y| x.wrapping_add(y)),
+        BinOp::Sub => int_bin!(a, b, |x, y| x.wrapping_sub(y)),
+        BinOp::Mul => int_bin!(a, b, |x, y| x.wrapping_mul(y)),
+        BinOp::Div => int_bin!(a, b, |x, y| if y == 0 { 0 } else { x.wrapping_div(y) }),
+        BinOp::Rem => int_bin!(a, b, |x, y| if y == 0 { 0 } else { x.wrapping_rem(y) }),
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+            if let (Value::Bool(x), Value::Bool(y)) = (a, b) {
+                return Value::Bool(match op {
+                    BinOp::BitAnd => x & y,
+                    BinOp::BitOr => x | y,
+                    _ => x ^ y,
+                });
+            }
+            match op {
+                BinOp::BitAnd => int_bin!(a, b, |x, y| x & y),
+                BinOp::BitOr => int_bin!(a, b, |x, y| x | y),
+                _ => int_bin!(a, b, |x, y| x ^ y),
+            }
+        }
+        BinOp::Shl | BinOp::Shr => {
+            // Any integer amount, converted like `as u32`, modulo the width.
+            let Value::U32(n) = cast(b, Prim::U32) else {
+                unreachable!()
+            };
+            if op == BinOp::Shl {
+                int_un!(a, |x| x.wrapping_shl(n))
+            } else {
+                int_un!(a, |x| x.wrapping_shr(n))
+            }
+        }
+        BinOp::And => Value::Bool(a == Value::Bool(true) && b == Value::Bool(true)),
+        BinOp::Or => Value::Bool(a == Value::Bool(true) || b == Value::Bool(true)),
+        BinOp::Eq => Value::Bool(a == b),
+        BinOp::Ne => Value::Bool(a != b),
+        BinOp::Lt => Value::Bool(a < b),
+        BinOp::Le => Value::Bool(a <= b),
+        BinOp::Gt => Value::Bool(a > b),
+        BinOp::Ge => Value::Bool(a >= b),
+    }
+}
+
+/// `p::c`.
+pub fn constant(p: Prim, c: PrimConst) -> Value {
+    macro_rules! int_const {
+        ($t:ident, $v:ident) => {
+            match c {
+                PrimConst::Max => Value::$v($t::MAX),
+                PrimConst::Min => Value::$v($t::MIN),
+                PrimConst::Bits => Value::U32($t::BITS),
+                other => panic!("{p:?} has no {other:?}"),
+            }
+        };
+    }
+    macro_rules! float_const {
+        ($t:ident, $v:ident) => {
+            Value::$v(match c {
+                PrimConst::Max => $t::MAX,
+                PrimConst::Min => $t::MIN,
+                PrimConst::Infinity => $t::INFINITY,
+                PrimConst::NegInfinity => $t::NEG_INFINITY,
+                PrimConst::Nan => $t::NAN,
+                PrimConst::Epsilon => $t::EPSILON,
+                PrimConst::MinPositive => $t::MIN_POSITIVE,
+                PrimConst::Bits => panic!("floats have no BITS"),
+            })
+        };
+    }
+    match p {
+        Prim::U8 => int_const!(u8, U8),
+        Prim::U16 => int_const!(u16, U16),
+        Prim::U32 => int_const!(u32, U32),
+        Prim::U64 => int_const!(u64, U64),
+        Prim::I8 => int_const!(i8, I8),
+        Prim::I16 => int_const!(i16, I16),
+        Prim::I32 => int_const!(i32, I32),
+        Prim::I64 => int_const!(i64, I64),
+        Prim::F32 => float_const!(f32, F32),
+        Prim::F64 => float_const!(f64, F64),
+        Prim::Bool => panic!("bool has no constants"),
+    }
+}
