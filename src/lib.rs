@@ -75,7 +75,8 @@
 //! See [`semantics`].
 //!
 //! Every result is bit for bit the same on the CPU and the GPU (NaN
-//! payloads aside, which Rust leaves unspecified) except the transcendental
+//! payloads, and the sign of `min`/`max` of +0.0 and -0.0, aside: Rust
+//! leaves both unspecified) except the transcendental
 //! functions `sin cos tanh exp exp2 ln log2 log10 cbrt powf hypot`: neither
 //! CUDA's nor Rust's are correctly rounded, and the two agree within 4 ulps
 //! (CUDA's error bounds plus Rust's; `tests/differential.rs` checks every

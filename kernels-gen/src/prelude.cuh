@@ -141,15 +141,15 @@ template <class T> __device__ __forceinline__ T scan_rotate_right(T a, unsigned 
 // ---------------------------------------------------------------------------
 
 // Integer min/max by comparison; float min/max ignore a NaN operand, as
-// Rust's f32::min/max do (fminf/fmaxf have the same rule). Of two equal
-// operands (+0.0 and -0.0) they return the first, as Rust's x86-64 code
-// does (Rust leaves that sign unspecified; CUDA's fminf would prefer -0.0).
+// Rust's f32::min/max do (fminf/fmaxf have the same rule). Of +0.0 and
+// -0.0 either may come back: Rust leaves that sign unspecified, and CUDA's
+// fminf returns -0.0 where Rust's x86-64 code returns the first operand.
 template <class T> __device__ __forceinline__ T scan_min(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T scan_max(T a, T b) { return a < b ? b : a; }
-__device__ __forceinline__ float scan_min(float a, float b) { return a == b ? a : fminf(a, b); }
-__device__ __forceinline__ float scan_max(float a, float b) { return a == b ? a : fmaxf(a, b); }
-__device__ __forceinline__ double scan_min(double a, double b) { return a == b ? a : fmin(a, b); }
-__device__ __forceinline__ double scan_max(double a, double b) { return a == b ? a : fmax(a, b); }
+__device__ __forceinline__ float scan_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ float scan_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double scan_min(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ double scan_max(double a, double b) { return fmax(a, b); }
 
 // Integer abs wraps (abs(MIN) == MIN), as wrapping_abs.
 template <class T> __device__ __forceinline__ T scan_abs(T a) { return a < 0 ? scan_neg(a) : a; }
