@@ -172,12 +172,13 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
         }
     }
     // Per architecture and operator: the plain program, and the segmented
-    // one (plain kernels plus every segmented kernel of both strategies);
-    // then the flag builders.
+    // one (every kernel of `KernelAbi::all`: plain, element-wise, and the
+    // segmented kernels of both strategies); then the flag builders.
     let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
+    let full_program = KernelAbi::all().count();
+    assert_eq!(full_program, Kernel::ALL.len() + 1 + segmented_kernels);
     let flag_builders = FlagFormat::ALL.len() * (2 + 4);
-    let per_arch =
-        (programs.len() - 1) * (2 * Kernel::ALL.len() + segmented_kernels) + flag_builders;
+    let per_arch = (programs.len() - 1) * (Kernel::ALL.len() + full_program) + flag_builders;
     let expected_kernels = Arch::CUDA_13.len() * per_arch;
     if archs.len() != Arch::CUDA_13.len() {
         failures.push(format!(
