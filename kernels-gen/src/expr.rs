@@ -79,6 +79,10 @@ impl<'a> ExprPrinter<'a> {
             // rustc has checked that a typed value already has this type;
             // the annotation only decides what its untyped literals are.
             Expr::Typed(inner, p) => self.expr(inner, &Hint::Prim(*p)),
+            Expr::TypedLike(inner, place) => {
+                let like = Hint::Like(self.expr(place, &Hint::None));
+                self.expr(inner, &like)
+            }
             Expr::Call { method, prim, args } => {
                 let receiver_hint = match prim {
                     Some(p) => Hint::Prim(*p),
@@ -202,6 +206,7 @@ impl<'a> ExprPrinter<'a> {
             }
             Expr::Unary(_, inner) => self.hint_from(inner),
             Expr::Cast(_, p) | Expr::Typed(_, p) => Hint::Prim(*p),
+            Expr::TypedLike(_, place) => self.hint_from(place),
             Expr::Const(p, c) => Hint::Prim(if *c == PrimConst::Bits { Prim::U32 } else { *p }),
             Expr::Lit(Lit::Int {
                 suffix: Some(p), ..
@@ -490,6 +495,11 @@ pub fn literal(lit: &Lit, negative: bool, hint: &Hint) -> String {
 
 fn untyped_int(value: u128, negative: bool) -> String {
     let sign = if negative { "-" } else { "" };
+    // `-2147483648` is `-(2147483648ll)` in C++, a `long long`; Rust's is
+    // an `i32`.
+    if negative && value == 1 << 31 {
+        return "(-2147483647 - 1)".to_string();
+    }
     if value <= i32::MAX as u128 {
         format!("{sign}{value}")
     } else if value <= i64::MAX as u128 {
@@ -540,6 +550,11 @@ pub fn typed_int(value: u128, negative: bool, p: Prim) -> String {
 /// as the same value (Rust's `{:?}`), with `f` for `f32`.
 pub fn float_text(value: f64, value_f32: f32, negative: bool, p: Prim) -> String {
     let sign = if negative { "-" } else { "" };
+    if p == Prim::F32 && value_f32.is_infinite() {
+        // Out of `f32`'s range: rustc rejects such an `f32` literal, but the
+        // text must still compile as the unused branch of `scan_like_float`.
+        return format!("{sign}__int_as_float(0x7f800000)");
+    }
     if p == Prim::F32 {
         format!("{sign}{}f", float_debug(format!("{value_f32:?}")))
     } else {

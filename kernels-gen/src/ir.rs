@@ -433,6 +433,11 @@ pub enum Expr {
     /// untyped literals inside take that type (Rust infers them from the
     /// annotation), so `1 << 40` is a `u64` shift here, not an `i32` one.
     Typed(Box<Expr>, Prim),
+    /// A value (an unsuffixed literal) whose type is that of a place: a
+    /// field of an operand whose type only the C++ compiler knows, as
+    /// [`crate::infer`] found by unification (`x.n + k` with `let k = 3;`:
+    /// `k` has the type of `x.n`).
+    TypedLike(Box<Expr>, Box<Expr>),
     /// A numeric method: `args[0].method(args[1..])`, or `prim::method(args…)`
     /// when `prim` is `Some`.
     Call {

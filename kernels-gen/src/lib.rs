@@ -55,6 +55,7 @@
 
 pub mod abi;
 pub mod expr;
+pub mod infer;
 pub mod ir;
 pub mod launch_state;
 pub mod layout;
@@ -312,19 +313,24 @@ const ELEMENT_TYPEDEF: &str = "scan_element_t";
 fn operator_functions(op: &OpDesc) -> (String, Vec<String>) {
     let t = ELEMENT_TYPEDEF;
     let mut printer = ExprPrinter::new(t);
-    let hint = match op.element {
-        ElementType::Prim(p) => Hint::Prim(p),
-        ElementType::Struct(_) => Hint::None,
+    let (hint, element) = match op.element {
+        ElementType::Prim(p) => (Hint::Prim(p), infer::VarType::Prim(p)),
+        ElementType::Struct(_) => (Hint::None, infer::VarType::Opaque),
     };
+    // Literals typed as rustc types them, wherever the pass can name the type.
+    let identity = infer::annotate_expr(&op.identity, element);
+    let params: Vec<(String, infer::VarType)> =
+        op.params.iter().map(|p| (p.clone(), element)).collect();
+    let body = infer::annotate_body(&op.body, &params, element);
     let mut out = String::new();
     let _ = writeln!(
         out,
         "  // The identity element: identity ∘ v == v ∘ identity == v."
     );
     let _ = writeln!(out, "  static __device__ __forceinline__ {t} identity() {{");
-    let mut body = String::new();
-    result_statements(&mut printer, &op.identity, t, &hint, &mut body);
-    for line in body.lines() {
+    let mut text = String::new();
+    result_statements(&mut printer, &identity, t, &hint, &mut text);
+    for line in text.lines() {
         let _ = writeln!(out, "  {line}");
     }
     out.push_str("  }\n");
@@ -337,13 +343,13 @@ fn operator_functions(op: &OpDesc) -> (String, Vec<String>) {
         out,
         "  static __device__ __forceinline__ {t} combine(const {t} {x}, const {t} {y}) {{"
     );
-    body.clear();
-    for (var, value) in &op.body.lets {
+    text.clear();
+    for (var, value) in &body.lets {
         let line = printer.let_binding(var, value);
-        let _ = writeln!(body, "  {line}");
+        let _ = writeln!(text, "  {line}");
     }
-    result_statements(&mut printer, &op.body.value, t, &hint, &mut body);
-    for line in body.lines() {
+    result_statements(&mut printer, &body.value, t, &hint, &mut text);
+    for line in text.lines() {
         let _ = writeln!(out, "  {line}");
     }
     out.push_str("  }\n");
