@@ -26,7 +26,7 @@
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use gpu_scan::scan_runtime::{open_device, ScanPath};
+use gpu_scan::scan_runtime::{open_device, DeviceHeadFlags, ScanPath};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -331,7 +331,7 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
     let mut expected = vec![0u32; n];
     gpu_scan::segmented::par_scan::<SumU32>(
         ScanKind::Inclusive,
-        gpu_scan::segmented::HeadFlags::Bits(&bits),
+        gpu_scan::segmented::HeadFlags::bits(&bits, n),
         &values,
         &mut expected,
     )
@@ -342,13 +342,23 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
     scanner.prepare_segmented().unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     scanner
-        .segmented_inclusive(stream, (&d_bits).into(), &d_values, &mut output)
+        .segmented_inclusive(
+            stream,
+            DeviceHeadFlags::bits(d_bits.as_view(), n),
+            &d_values,
+            &mut output,
+        )
         .unwrap();
     let ours = stream.clone_dtoh(&output).unwrap();
     let cpu_ok = ours == expected;
     let ms = time_ms(stream, || {
         scanner
-            .segmented_inclusive(stream, (&d_bits).into(), &d_values, &mut output)
+            .segmented_inclusive(
+                stream,
+                DeviceHeadFlags::bits(d_bits.as_view(), n),
+                &d_values,
+                &mut output,
+            )
             .unwrap()
     }) as f64;
     let copy_ms = {

@@ -13,7 +13,9 @@ mod common;
 use common::ops::*;
 use common::segments::*;
 use gpu_scan::prelude::*;
-use gpu_scan::segmented::{self, FlagFormat, HeadFlags, OwnedHeadFlags, SegmentedError};
+use gpu_scan::segmented::{
+    self, FlagFormat, HeadFlags, InvalidOffsets, OwnedHeadFlags, SegmentedError,
+};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -84,7 +86,7 @@ fn check_forms_agree<Op: ScanOp>(
     for kind in kinds(init) {
         let mut want = vec![Op::IDENTITY; input.len()];
         segmented::scan::<Op>(kind, HeadFlags::Bytes(flags), input, &mut want).unwrap();
-        for heads in [HeadFlags::Bytes(flags), HeadFlags::Bits(&bits)] {
+        for heads in [HeadFlags::Bytes(flags), HeadFlags::bits(&bits, input.len())] {
             let mut out = vec![Op::IDENTITY; input.len()];
             segmented::par_scan::<Op>(kind, heads, input, &mut out).unwrap();
             assert!(
@@ -158,20 +160,21 @@ proptest! {
             if len % 32 != 0 { let last = b.len() - 1; b[last] &= (1u32 << (len % 32)) - 1; }
             b
         };
-        prop_assert_eq!(segmented::heads_from_offsets(&offsets, len, FlagFormat::Bytes), OwnedHeadFlags::Bytes(flags.clone()));
-        prop_assert_eq!(segmented::heads_from_offsets(&offsets, len, FlagFormat::Bits), OwnedHeadFlags::Bits(bits.clone()));
+        let packed = OwnedHeadFlags::Bits { words: bits, len };
+        prop_assert_eq!(segmented::heads_from_offsets(&offsets, len, FlagFormat::Bytes), Ok(OwnedHeadFlags::Bytes(flags.clone())));
+        prop_assert_eq!(segmented::heads_from_offsets(&offsets, len, FlagFormat::Bits), Ok(packed.clone()));
         let offsets32: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
-        prop_assert_eq!(segmented::heads_from_offsets(&offsets32, len, FlagFormat::Bytes), OwnedHeadFlags::Bytes(flags.clone()));
+        prop_assert_eq!(segmented::heads_from_offsets(&offsets32, len, FlagFormat::Bytes), Ok(OwnedHeadFlags::Bytes(flags.clone())));
         prop_assert_eq!(segmented::heads_from_keys(&keys, FlagFormat::Bytes), OwnedHeadFlags::Bytes(flags));
-        prop_assert_eq!(segmented::heads_from_keys(&keys, FlagFormat::Bits), OwnedHeadFlags::Bits(bits));
+        prop_assert_eq!(segmented::heads_from_keys(&keys, FlagFormat::Bits), packed);
     }
 }
 
 #[test]
-fn offsets_past_the_end_and_empty_segments() {
-    // Segments [a b] [] [] [c] [d e f] [] over 6 elements, with an offset past n.
-    let offsets = [0u32, 2, 2, 2, 3, 6, 6, 9];
-    let heads = segmented::heads_from_offsets(&offsets, 6, FlagFormat::Bytes);
+fn closing_offsets_and_empty_segments() {
+    // Segments [a b] [] [] [c] [d e f] [] over 6 elements.
+    let offsets = [0u32, 2, 2, 2, 3, 6, 6];
+    let heads = segmented::heads_from_offsets(&offsets, 6, FlagFormat::Bytes).unwrap();
     assert_eq!(heads, OwnedHeadFlags::Bytes(vec![1, 0, 1, 1, 0, 0]));
     let mut out = vec![0u32; 6];
     segmented::scan::<SumU32>(
@@ -183,12 +186,52 @@ fn offsets_past_the_end_and_empty_segments() {
     .unwrap();
     assert_eq!(out, [100, 101, 100, 100, 104, 109]);
     // An offsets array that does not start at 0 still gets element 0 as a head.
-    let heads = segmented::heads_from_offsets(&[3u64], 5, FlagFormat::Bits);
-    assert_eq!(heads, OwnedHeadFlags::Bits(vec![0b01001]));
+    let heads = segmented::heads_from_offsets(&[3u64], 5, FlagFormat::Bits).unwrap();
+    assert_eq!(
+        heads,
+        OwnedHeadFlags::Bits {
+            words: vec![0b01001],
+            len: 5
+        }
+    );
     assert_eq!(
         segmented::heads_from_offsets::<u32>(&[], 0, FlagFormat::Bits),
-        OwnedHeadFlags::Bits(vec![])
+        Ok(OwnedHeadFlags::Bits {
+            words: vec![],
+            len: 0
+        })
     );
+}
+
+#[test]
+fn offsets_that_are_not_row_pointers_are_errors() {
+    // Past the end: the closing offset of a 6-element sequence is 6, not 9.
+    let err = segmented::heads_from_offsets(&[0u32, 2, 6, 9], 6, FlagFormat::Bytes).unwrap_err();
+    assert_eq!(
+        err,
+        InvalidOffsets::OutOfRange {
+            index: 3,
+            value: 9,
+            len: 6
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "segment offset 9 (at index 3) is past the sequence's 6 elements"
+    );
+    // Unsorted.
+    let err = segmented::heads_from_offsets(&[0u64, 4, 2, 6], 6, FlagFormat::Bits).unwrap_err();
+    assert_eq!(
+        err,
+        InvalidOffsets::Decreasing {
+            index: 2,
+            value: 2,
+            previous: 4
+        }
+    );
+    // Any offset of an empty sequence but 0.
+    assert!(segmented::heads_from_offsets(&[0u32, 0], 0, FlagFormat::Bits).is_ok());
+    assert!(segmented::heads_from_offsets(&[1u32], 0, FlagFormat::Bits).is_err());
 }
 
 #[test]
@@ -204,10 +247,11 @@ fn bad_flag_lengths_are_errors_and_leave_the_output_alone() {
     .unwrap_err();
     match err {
         SegmentedError::Flags(e) => {
-            assert_eq!((e.elements, e.given, e.required), (5, 4, 5));
-            assert!(e
-                .to_string()
-                .contains("5 elements need 5 Bytes flag units, but 4 were given"));
+            assert_eq!((e.elements, e.flagged, e.given, e.required), (5, 4, 4, 4));
+            assert_eq!(
+                e.to_string(),
+                "the head flags describe 4 elements, but the sequence has 5"
+            );
         }
         other => panic!("expected a flags error, got {other:?}"),
     }
@@ -216,12 +260,27 @@ fn bad_flag_lengths_are_errors_and_leave_the_output_alone() {
     let mut data = vec![7u32; 33];
     let err = segmented::par_scan_in_place::<SumU32>(
         ScanKind::Inclusive,
-        HeadFlags::Bits(&[1]),
+        HeadFlags::bits(&[1], 33),
         &mut data,
     )
     .unwrap_err();
     assert_eq!((err.given, err.required), (1, 2));
+    assert_eq!(
+        err.to_string(),
+        "head flags for 33 elements need 2 Bits units, but 1 were given"
+    );
     assert_eq!(data, vec![7u32; 33]);
+    // Two words of flags built for 33 elements are not flags for 40: the
+    // words alone would fit.
+    let mut data = vec![7u32; 40];
+    let err = segmented::scan_in_place::<SumU32>(
+        ScanKind::Inclusive,
+        HeadFlags::bits(&[1, 1], 33),
+        &mut data,
+    )
+    .unwrap_err();
+    assert_eq!((err.elements, err.flagged), (40, 33));
+    assert_eq!(data, vec![7u32; 40]);
     let err = segmented::scan::<SumU32>(
         ScanKind::Inclusive,
         HeadFlags::Bytes(&[1; 5]),

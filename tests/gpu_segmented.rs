@@ -146,7 +146,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                         let in_place = (p + k + f + s + q) % 2 == 1;
                         let heads: DeviceHeadFlags<'_> = match format {
                             FlagFormat::Bytes => (&d_bytes).into(),
-                            FlagFormat::Bits => (&d_bits).into(),
+                            FlagFormat::Bits => DeviceHeadFlags::bits(d_bits.as_view(), n),
                         };
                         let row = &mut rows[row_index(q, s, f, k)];
                         let start = Instant::now();
@@ -192,11 +192,27 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     let data = stream.alloc_zeros::<Op::Element>(n).unwrap();
     let mut out = stream.alloc_zeros::<Op::Element>(n).unwrap();
     let short = stream.alloc_zeros::<u32>(n.div_ceil(32) - 1).unwrap();
-    match scanner.segmented_inclusive(stream, (&short).into(), &data, &mut out) {
+    let heads = DeviceHeadFlags::bits(short.as_view(), n);
+    match scanner.segmented_inclusive(stream, heads, &data, &mut out) {
         Err(ScanError::FlagsLength(e)) if e.required == n.div_ceil(32) => {}
         other => rows[first_row]
             .failures
             .push(format!("short flags were not refused: {other:?}")),
+    }
+    // Words that would fit, built for fewer elements (n - 7 needs as many
+    // words as n): refused, the output untouched.
+    let words = stream.alloc_zeros::<u32>(n.div_ceil(32)).unwrap();
+    let heads = DeviceHeadFlags::bits(words.as_view(), n - 7);
+    let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+    poison(stream, &mut out);
+    let refused = matches!(
+        scanner.segmented_inclusive(stream, heads, &data, &mut out),
+        Err(ScanError::FlagsLength(e)) if (e.elements, e.flagged) == (n, n - 7)
+    );
+    if !refused || !still_poisoned(stream, &out) {
+        rows[first_row]
+            .failures
+            .push("flags for n - 7 elements were taken for n, or the output was written".into());
     }
     scanner.set_segmented_strategy(gpu_scan::scan_runtime::DEFAULT_SEGMENTED_STRATEGY);
 }
@@ -227,7 +243,7 @@ fn check_flag_builders(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
             let d_keys = stream.clone_htod(&keys).unwrap();
             let d_keys64 = stream.clone_htod(&keys64).unwrap();
             for format in FlagFormat::ALL {
-                let want = cpu_segmented::heads_from_offsets(&offsets, n, format);
+                let want = cpu_segmented::heads_from_offsets(&offsets, n, format).unwrap();
                 let got = [
                     builder.from_offsets(stream, &d_offsets, n, format).unwrap(),
                     builder
@@ -244,9 +260,10 @@ fn check_flag_builders(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
                         OwnedDeviceHeadFlags::Bytes(b) => {
                             OwnedHeadFlags::Bytes(stream.clone_dtoh(&b).unwrap())
                         }
-                        OwnedDeviceHeadFlags::Bits(w) => {
-                            OwnedHeadFlags::Bits(stream.clone_dtoh(&w).unwrap())
-                        }
+                        OwnedDeviceHeadFlags::Bits { words, len } => OwnedHeadFlags::Bits {
+                            words: stream.clone_dtoh(&words).unwrap(),
+                            len,
+                        },
                     };
                     if host != want {
                         row.failures.push(format!(
@@ -262,8 +279,12 @@ fn check_flag_builders(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
             builder
                 .offsets_into(stream, &d_offsets, n, &mut words)
                 .unwrap();
-            let want = cpu_segmented::heads_from_offsets(&offsets, n, FlagFormat::Bits);
-            if OwnedHeadFlags::Bits(stream.clone_dtoh(&words).unwrap()) != want {
+            let want = cpu_segmented::heads_from_offsets(&offsets, n, FlagFormat::Bits).unwrap();
+            let got = OwnedHeadFlags::Bits {
+                words: stream.clone_dtoh(&words).unwrap(),
+                len: n,
+            };
+            if got != want {
                 row.failures.push(format!(
                     "{} n={n}: offsets_into left poison",
                     pattern.label()
@@ -271,6 +292,36 @@ fn check_flag_builders(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
             }
             row.lengths += 1;
             row.elements += n;
+        }
+    }
+    // Offsets that are not row pointers are refused with the CPU's error,
+    // the caller's buffer untouched.
+    let bad: [(&[u64], usize); 4] = [
+        (&[0, 2, 6, 9], 6),
+        (&[0, 4, 2, 6], 6),
+        (&[1], 0),
+        (&[0, 5, 5, 4, 7, 7, 7, 7, 3, 100], 7),
+    ];
+    for (offsets, n) in bad {
+        let want = cpu_segmented::heads_from_offsets(offsets, n, FlagFormat::Bytes).unwrap_err();
+        for wide in [true, false] {
+            let mut out = stream.clone_htod(&vec![0xa5u8; n]).unwrap();
+            let got = if wide {
+                let d = stream.clone_htod(offsets).unwrap();
+                builder.offsets_into(stream, &d, n, &mut out)
+            } else {
+                let narrow: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+                let d = stream.clone_htod(&narrow).unwrap();
+                builder.offsets_into(stream, &d, n, &mut out)
+            };
+            let untouched = stream.clone_dtoh(&out).unwrap() == vec![0xa5u8; n];
+            match got {
+                Err(ScanError::InvalidOffsets(e)) if e == want && untouched => {}
+                other => row.failures.push(format!(
+                    "offsets {offsets:?} for {n} elements ({} bits): {other:?} (want {want:?}), buffer untouched: {untouched}",
+                    if wide { 64 } else { 32 }
+                )),
+            }
         }
     }
     // A flag buffer of the wrong size is refused.

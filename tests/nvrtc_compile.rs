@@ -62,6 +62,7 @@ fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
             symbols.push(kernels_gen::heads_from_keys_symbol(bits, format));
         }
     }
+    symbols.extend([32, 64].map(kernels_gen::check_offsets_symbol));
     let label = format!("segment_flags:{}", arch.sm_name());
     if let Some(ptx) = compile_program(
         &label,
@@ -177,7 +178,8 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
     let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
     let full_program = KernelAbi::all().count();
     assert_eq!(full_program, Kernel::ALL.len() + 1 + segmented_kernels);
-    let flag_builders = FlagFormat::ALL.len() * (2 + 4);
+    // Per format, two offset widths and four key widths; two offset checks.
+    let flag_builders = FlagFormat::ALL.len() * (2 + 4) + 2;
     let per_arch = (programs.len() - 1) * (Kernel::ALL.len() + full_program) + flag_builders;
     let expected_kernels = Arch::CUDA_13.len() * per_arch;
     if archs.len() != Arch::CUDA_13.len() {

@@ -151,6 +151,15 @@ pub fn heads_from_offsets_symbol(offset_bits: u32, format: FlagFormat) -> String
     format!("scan_heads_from_offsets{offset_bits}_{}", format.suffix())
 }
 
+/// The kernel of [`SEGMENT_FLAGS_SOURCE`] that checks `offset_bits`-bit
+/// offsets before [`heads_from_offsets_symbol`] uses them:
+/// `(const uN* offsets, u64 count, u64 n, u64* first_bad)`; `first_bad`, set
+/// to `u64::MAX` first, receives the smallest index of an offset past `n` or
+/// smaller than the one before it.
+pub fn check_offsets_symbol(offset_bits: u32) -> String {
+    format!("scan_check_offsets{offset_bits}")
+}
+
 /// The kernel of [`SEGMENT_FLAGS_SOURCE`] that marks heads where a key of
 /// `key_bits` bits (8, 16, 32 or 64) differs from the one before:
 /// `(const uN* keys, flags*, u64 n)`.

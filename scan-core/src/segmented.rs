@@ -23,7 +23,7 @@
 //! struct Sum;
 //!
 //! // Segments [1 2 3] [4] [] [5 6]: offsets 0, 3, 4, 4, 6.
-//! let heads = segmented::heads_from_offsets(&[0u32, 3, 4, 4], 6, FlagFormat::Bytes);
+//! let heads = segmented::heads_from_offsets(&[0u32, 3, 4, 4], 6, FlagFormat::Bytes).unwrap();
 //! let mut out = vec![0; 6];
 //! segmented::scan::<Sum>(ScanKind::Inclusive, heads.as_flags(), &[1, 2, 3, 4, 5, 6], &mut out).unwrap();
 //! assert_eq!(out, [1, 3, 6, 4, 5, 11]);
@@ -36,20 +36,34 @@ use rayon::prelude::*;
 pub use kernels_gen::FlagFormat;
 
 /// Segment heads of a host sequence, borrowed.
+///
+/// Packed bits carry the number of elements they describe: the words of 33
+/// elements and of 40 look alike, and flags built for one sequence must not
+/// be taken for another's.
 #[derive(Clone, Copy, Debug)]
 pub enum HeadFlags<'a> {
     /// One byte per element; non-zero marks a head.
     Bytes(&'a [u8]),
     /// Bits packed into `u32` words (see [`FlagFormat::Bits`]).
-    Bits(&'a [u32]),
+    Bits {
+        /// `ceil(len / 32)` words; bits past `len` are ignored.
+        words: &'a [u32],
+        /// The number of elements the flags describe.
+        len: usize,
+    },
 }
 
-impl HeadFlags<'_> {
+impl<'a> HeadFlags<'a> {
+    /// Packed flags for `len` elements.
+    pub fn bits(words: &'a [u32], len: usize) -> Self {
+        HeadFlags::Bits { words, len }
+    }
+
     /// The storage format.
     pub fn format(&self) -> FlagFormat {
         match self {
             HeadFlags::Bytes(_) => FlagFormat::Bytes,
-            HeadFlags::Bits(_) => FlagFormat::Bits,
+            HeadFlags::Bits { .. } => FlagFormat::Bits,
         }
     }
 
@@ -57,23 +71,42 @@ impl HeadFlags<'_> {
     pub fn units(&self) -> usize {
         match self {
             HeadFlags::Bytes(b) => b.len(),
-            HeadFlags::Bits(w) => w.len(),
+            HeadFlags::Bits { words, .. } => words.len(),
         }
+    }
+
+    /// The number of elements the flags describe.
+    pub fn len(&self) -> usize {
+        match self {
+            HeadFlags::Bytes(b) => b.len(),
+            HeadFlags::Bits { len, .. } => *len,
+        }
+    }
+
+    /// Whether the flags describe no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Whether element `i` starts a segment (element 0 always does).
     /// Panics if `i` is past the flags.
     pub fn is_head(&self, i: usize) -> bool {
+        assert!(
+            i < self.len(),
+            "element {i} is past the flags' {}",
+            self.len()
+        );
         i == 0
             || match self {
                 HeadFlags::Bytes(b) => b[i] != 0,
-                HeadFlags::Bits(w) => (w[i / 32] >> (i % 32)) & 1 != 0,
+                HeadFlags::Bits { words, .. } => (words[i / 32] >> (i % 32)) & 1 != 0,
             }
     }
 
-    /// Checks that the flags describe exactly `n` elements.
+    /// Checks that the flags are well formed and describe exactly `n`
+    /// elements.
     pub fn check_len(&self, n: usize) -> Result<(), FlagsLengthMismatch> {
-        FlagsLengthMismatch::check(self.format(), n, self.units())
+        FlagsLengthMismatch::check(self.format(), n, self.len(), self.units())
     }
 }
 
@@ -83,7 +116,12 @@ pub enum OwnedHeadFlags {
     /// One byte per element.
     Bytes(Vec<u8>),
     /// Packed bits.
-    Bits(Vec<u32>),
+    Bits {
+        /// `ceil(len / 32)` words.
+        words: Vec<u32>,
+        /// The number of elements the flags describe.
+        len: usize,
+    },
 }
 
 impl OwnedHeadFlags {
@@ -91,55 +129,87 @@ impl OwnedHeadFlags {
     pub fn as_flags(&self) -> HeadFlags<'_> {
         match self {
             OwnedHeadFlags::Bytes(b) => HeadFlags::Bytes(b),
-            OwnedHeadFlags::Bits(w) => HeadFlags::Bits(w),
+            OwnedHeadFlags::Bits { words, len } => HeadFlags::bits(words, *len),
         }
     }
 
     fn set(&mut self, i: usize) {
         match self {
             OwnedHeadFlags::Bytes(b) => b[i] = 1,
-            OwnedHeadFlags::Bits(w) => w[i / 32] |= 1 << (i % 32),
+            OwnedHeadFlags::Bits { words, .. } => words[i / 32] |= 1 << (i % 32),
         }
     }
 
     fn zeroed(format: FlagFormat, n: usize) -> Self {
         match format {
             FlagFormat::Bytes => OwnedHeadFlags::Bytes(vec![0; n]),
-            FlagFormat::Bits => OwnedHeadFlags::Bits(vec![0; n.div_ceil(32)]),
+            FlagFormat::Bits => OwnedHeadFlags::Bits {
+                words: vec![0; n.div_ceil(32)],
+                len: n,
+            },
         }
     }
 }
 
-/// The flags do not have the size the sequence needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{elements} elements need {required} {format:?} flag units, but {given} were given")]
+/// The flags do not fit the sequence: they describe another number of
+/// elements, or (packed bits) their words do not fit their own count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlagsLengthMismatch {
     /// The flags' format.
     pub format: FlagFormat,
     /// Elements in the sequence.
     pub elements: usize,
+    /// Elements the flags describe (bytes: the bytes given).
+    pub flagged: usize,
     /// Units (bytes or words) given.
     pub given: usize,
-    /// Units required.
+    /// Units the flags' own count needs.
     pub required: usize,
 }
 
 impl FlagsLengthMismatch {
-    /// `Ok` when `given` units of `format` describe exactly `elements` elements.
-    pub fn check(format: FlagFormat, elements: usize, given: usize) -> Result<(), Self> {
-        let required = format.units(elements);
-        if given == required {
+    /// `Ok` when `given` units of `format`, describing `flagged` elements,
+    /// are well formed flags for a sequence of `elements`.
+    pub fn check(
+        format: FlagFormat,
+        elements: usize,
+        flagged: usize,
+        given: usize,
+    ) -> Result<(), Self> {
+        let required = format.units(flagged);
+        if given == required && flagged == elements {
             Ok(())
         } else {
             Err(FlagsLengthMismatch {
                 format,
                 elements,
+                flagged,
                 given,
                 required,
             })
         }
     }
 }
+
+impl std::fmt::Display for FlagsLengthMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.given != self.required {
+            write!(
+                f,
+                "head flags for {} elements need {} {:?} units, but {} were given",
+                self.flagged, self.required, self.format, self.given
+            )
+        } else {
+            write!(
+                f,
+                "the head flags describe {} elements, but the sequence has {}",
+                self.flagged, self.elements
+            )
+        }
+    }
+}
+
+impl std::error::Error for FlagsLengthMismatch {}
 
 /// Why a segmented scan was refused (nothing was written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -186,15 +256,68 @@ macro_rules! segment_keys {
 }
 segment_keys!(u8, u16, u32, u64, i8, i16, i32, i64);
 
+/// Segment offsets that are not the row pointers of a sequence: nothing was
+/// built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidOffsets {
+    /// An offset past the end of the sequence.
+    #[error("segment offset {value} (at index {index}) is past the sequence's {len} elements")]
+    OutOfRange {
+        /// Its index in the offsets.
+        index: usize,
+        /// The offset.
+        value: u64,
+        /// Elements in the sequence.
+        len: usize,
+    },
+    /// An offset smaller than the one before it.
+    #[error("segment offsets must not decrease: offset {index} is {value}, after {previous}")]
+    Decreasing {
+        /// Its index in the offsets.
+        index: usize,
+        /// The offset.
+        value: u64,
+        /// The offset before it.
+        previous: u64,
+    },
+}
+
+impl InvalidOffsets {
+    /// The first reason `offsets` are not row pointers of `len` elements:
+    /// each at most `len`, none smaller than the one before.
+    pub fn check<O: SegmentOffset>(offsets: &[O], len: usize) -> Result<(), InvalidOffsets> {
+        let mut previous = 0;
+        for (index, o) in offsets.iter().enumerate() {
+            let value = o.to_u64();
+            if value > len as u64 {
+                return Err(InvalidOffsets::OutOfRange { index, value, len });
+            }
+            if value < previous {
+                return Err(InvalidOffsets::Decreasing {
+                    index,
+                    value,
+                    previous,
+                });
+            }
+            previous = value;
+        }
+        Ok(())
+    }
+}
+
 /// Head flags for `n` elements from segment start offsets (CSR row
-/// pointers): element `offsets[r]` starts a segment. Offsets `>= n` (the
-/// closing `n` of a row-pointer array, trailing empty segments) are
-/// ignored; repeated offsets (empty segments) mark one head.
+/// pointers): element `offsets[r]` starts a segment.
+///
+/// Offsets must not decrease and must be at most `n`; an offset equal to
+/// `n` (the closing entry of a row-pointer array, trailing empty segments)
+/// starts nothing, and repeated offsets (empty segments) mark one head.
+/// Anything else is an [`InvalidOffsets`] error.
 pub fn heads_from_offsets<O: SegmentOffset>(
     offsets: &[O],
     n: usize,
     format: FlagFormat,
-) -> OwnedHeadFlags {
+) -> Result<OwnedHeadFlags, InvalidOffsets> {
+    InvalidOffsets::check(offsets, n)?;
     let mut flags = OwnedHeadFlags::zeroed(format, n);
     if n > 0 {
         flags.set(0);
@@ -205,7 +328,7 @@ pub fn heads_from_offsets<O: SegmentOffset>(
             flags.set(o as usize);
         }
     }
-    flags
+    Ok(flags)
 }
 
 /// Head flags from keys: element `i` starts a segment where

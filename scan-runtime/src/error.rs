@@ -74,6 +74,10 @@ pub enum ScanError {
     /// The head flags do not have the size the input needs.
     #[error(transparent)]
     FlagsLength(#[from] scan_core::segmented::FlagsLengthMismatch),
+    /// Segment offsets that are not row pointers (past the end, or
+    /// decreasing): no flags were written.
+    #[error(transparent)]
+    InvalidOffsets(#[from] scan_core::segmented::InvalidOffsets),
     /// The input is longer than the kernels' grid can cover.
     #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
     TooLong {

@@ -16,7 +16,7 @@ use cudarc::driver::{
 };
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{FlagFormat, SegmentedKernel, SegmentedStrategy};
-use scan_core::segmented::{FlagsLengthMismatch, SegmentKey, SegmentOffset};
+use scan_core::segmented::{FlagsLengthMismatch, InvalidOffsets, SegmentKey, SegmentOffset};
 use scan_core::{ScanKind, ScanOp};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -31,16 +31,27 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub enum DeviceHeadFlags<'a> {
     /// One byte per element.
     Bytes(CudaView<'a, u8>),
-    /// Packed bits, `ceil(n / 32)` words.
-    Bits(CudaView<'a, u32>),
+    /// Packed bits: the words, and the number of elements they describe
+    /// (the words of 33 elements and of 40 look alike).
+    Bits {
+        /// `ceil(len / 32)` words; bits past `len` are ignored.
+        words: CudaView<'a, u32>,
+        /// The number of elements the flags describe.
+        len: usize,
+    },
 }
 
-impl DeviceHeadFlags<'_> {
+impl<'a> DeviceHeadFlags<'a> {
+    /// Packed flags for `len` elements in `words` (`slice.as_view()`).
+    pub fn bits(words: CudaView<'a, u32>, len: usize) -> Self {
+        DeviceHeadFlags::Bits { words, len }
+    }
+
     /// The storage format.
     pub fn format(&self) -> FlagFormat {
         match self {
             DeviceHeadFlags::Bytes(_) => FlagFormat::Bytes,
-            DeviceHeadFlags::Bits(_) => FlagFormat::Bits,
+            DeviceHeadFlags::Bits { .. } => FlagFormat::Bits,
         }
     }
 
@@ -48,12 +59,25 @@ impl DeviceHeadFlags<'_> {
     pub fn units(&self) -> usize {
         match self {
             DeviceHeadFlags::Bytes(b) => b.len(),
-            DeviceHeadFlags::Bits(w) => w.len(),
+            DeviceHeadFlags::Bits { words, .. } => words.len(),
         }
     }
 
+    /// The number of elements the flags describe.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceHeadFlags::Bytes(b) => b.len(),
+            DeviceHeadFlags::Bits { len, .. } => *len,
+        }
+    }
+
+    /// Whether the flags describe no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     fn check_len(&self, n: usize) -> Result<(), FlagsLengthMismatch> {
-        FlagsLengthMismatch::check(self.format(), n, self.units())
+        FlagsLengthMismatch::check(self.format(), n, self.len(), self.units())
     }
 }
 
@@ -63,21 +87,9 @@ impl<'a> From<&'a CudaSlice<u8>> for DeviceHeadFlags<'a> {
     }
 }
 
-impl<'a> From<&'a CudaSlice<u32>> for DeviceHeadFlags<'a> {
-    fn from(words: &'a CudaSlice<u32>) -> Self {
-        DeviceHeadFlags::Bits(words.as_view())
-    }
-}
-
 impl<'a> From<CudaView<'a, u8>> for DeviceHeadFlags<'a> {
     fn from(bytes: CudaView<'a, u8>) -> Self {
         DeviceHeadFlags::Bytes(bytes)
-    }
-}
-
-impl<'a> From<CudaView<'a, u32>> for DeviceHeadFlags<'a> {
-    fn from(words: CudaView<'a, u32>) -> Self {
-        DeviceHeadFlags::Bits(words)
     }
 }
 
@@ -87,7 +99,12 @@ pub enum OwnedDeviceHeadFlags {
     /// One byte per element.
     Bytes(CudaSlice<u8>),
     /// Packed bits.
-    Bits(CudaSlice<u32>),
+    Bits {
+        /// `ceil(len / 32)` words.
+        words: CudaSlice<u32>,
+        /// The number of elements the flags describe.
+        len: usize,
+    },
 }
 
 impl OwnedDeviceHeadFlags {
@@ -95,7 +112,9 @@ impl OwnedDeviceHeadFlags {
     pub fn as_flags(&self) -> DeviceHeadFlags<'_> {
         match self {
             OwnedDeviceHeadFlags::Bytes(b) => b.into(),
-            OwnedDeviceHeadFlags::Bits(w) => w.into(),
+            OwnedDeviceHeadFlags::Bits { words, len } => {
+                DeviceHeadFlags::bits(words.as_view(), *len)
+            }
         }
     }
 }
@@ -278,9 +297,10 @@ where
                 let flags = stream.clone_htod(b)?;
                 self.segmented_scan_in_place(stream, kind, (&flags).into(), &mut data)?;
             }
-            scan_core::segmented::HeadFlags::Bits(w) => {
-                let flags = stream.clone_htod(w)?;
-                self.segmented_scan_in_place(stream, kind, (&flags).into(), &mut data)?;
+            scan_core::segmented::HeadFlags::Bits { words, len } => {
+                let flags = stream.clone_htod(words)?;
+                let flags = DeviceHeadFlags::bits(flags.as_view(), len);
+                self.segmented_scan_in_place(stream, kind, flags, &mut data)?;
             }
         }
         Ok(stream.clone_dtoh(&data)?)
@@ -332,7 +352,7 @@ where
         let format = heads.format();
         let (flags, _flags_sync) = match heads {
             DeviceHeadFlags::Bytes(b) => b.device_ptr(stream),
-            DeviceHeadFlags::Bits(w) => w.device_ptr(stream),
+            DeviceHeadFlags::Bits { words, .. } => words.device_ptr(stream),
         };
         let strategy = self.strategy;
         let abi = |k: SegmentedKernel| KernelAbi::segmented(k, strategy);
@@ -505,7 +525,8 @@ impl HeadFlagBuilder {
                 .map(|b| kernels_gen::heads_from_offsets_symbol(b, format))
                 .into_iter()
                 .chain([8, 16, 32, 64].map(|b| kernels_gen::heads_from_keys_symbol(b, format)));
-            for symbol in symbols {
+            let checks = [32, 64].map(kernels_gen::check_offsets_symbol);
+            for symbol in symbols.chain(checks) {
                 let f = module.load_function(&symbol)?;
                 functions.insert(symbol, f);
             }
@@ -526,9 +547,14 @@ impl HeadFlagBuilder {
     }
 
     /// New flags for `n` elements where element `offsets[r]` starts a
-    /// segment. Offsets `>= n` are skipped (the closing `n` of a row-pointer
-    /// array, trailing empty segments); repeated offsets (empty segments)
-    /// mark one head; element 0 is always a head.
+    /// segment. Offsets must not decrease and must be at most `n`: an offset
+    /// equal to `n` (the closing entry of a row-pointer array, trailing empty
+    /// segments) starts nothing, repeated offsets (empty segments) mark one
+    /// head, and element 0 is always a head. Other offsets are a
+    /// [`ScanError::InvalidOffsets`](crate::ScanError::InvalidOffsets).
+    ///
+    /// The offsets are checked on the device first, and the verdict read
+    /// back: the call waits for `stream`.
     pub fn from_offsets<O, P>(
         &self,
         stream: &Arc<CudaStream>,
@@ -549,7 +575,7 @@ impl HeadFlagBuilder {
             FlagFormat::Bits => {
                 let mut out = stream.alloc_zeros::<u32>(format.units(n))?;
                 self.offsets_into(stream, offsets, n, &mut out)?;
-                OwnedDeviceHeadFlags::Bits(out)
+                OwnedDeviceHeadFlags::Bits { words: out, len: n }
             }
         })
     }
@@ -578,15 +604,17 @@ impl HeadFlagBuilder {
                 // SAFETY: every word is written by the kernel before it is read.
                 let mut out = unsafe { stream.alloc::<u32>(format.units(n)) }?;
                 self.keys_into(stream, keys, &mut out)?;
-                OwnedDeviceHeadFlags::Bits(out)
+                OwnedDeviceHeadFlags::Bits { words: out, len: n }
             }
         })
     }
 
     /// Writes flags from offsets into your buffer: `u8`s for
     /// [`FlagFormat::Bytes`] (`n` of them), `u32`s for [`FlagFormat::Bits`]
-    /// (`ceil(n / 32)`); the buffer's type selects the format. It is cleared
-    /// first.
+    /// (`ceil(n / 32)`); the buffer's type selects the format. The offsets
+    /// are checked first (see [`HeadFlagBuilder::from_offsets`]), and the
+    /// buffer is left untouched when they or its size are wrong; else it is
+    /// cleared, then written.
     pub fn offsets_into<O, P, W, D>(
         &self,
         stream: &Arc<CudaStream>,
@@ -601,7 +629,8 @@ impl HeadFlagBuilder {
         D: DevicePtrMut<W>,
     {
         let format = W::FORMAT;
-        FlagsLengthMismatch::check(format, n, out.len())?;
+        FlagsLengthMismatch::check(format, n, n, out.len())?;
+        self.check_offsets(stream, offsets, n)?;
         if n == 0 {
             return Ok(());
         }
@@ -625,6 +654,79 @@ impl HeadFlagBuilder {
         Ok(())
     }
 
+    /// The first reason `offsets` are not row pointers of `n` elements, found
+    /// on the device: the smallest index breaking a rule, then its offset
+    /// (and the one before) read back.
+    fn check_offsets<O, P>(&self, stream: &Arc<CudaStream>, offsets: &P, n: usize) -> Result<()>
+    where
+        O: SegmentOffset + DeviceRepr,
+        P: DevicePtr<O>,
+    {
+        let count = offsets.len();
+        if count == 0 {
+            return Ok(());
+        }
+        let mut first_bad = stream.clone_htod(&[u64::MAX])?;
+        let symbol = kernels_gen::check_offsets_symbol(8 * std::mem::size_of::<O>() as u32);
+        {
+            let (offsets_ptr, _s1) = offsets.device_ptr(stream);
+            let (bad_ptr, _s2) = first_bad.device_ptr_mut(stream);
+            let (count64, n64) = (count as u64, n as u64);
+            let mut launch = stream.launch_builder(self.function(&symbol));
+            launch
+                .arg(&offsets_ptr)
+                .arg(&count64)
+                .arg(&n64)
+                .arg(&bad_ptr);
+            // SAFETY: (const uN* offsets, u64 count, u64 n, u64* first_bad); offsets are
+            // read for r < count, and first_bad is one u64 of ours.
+            unsafe { launch.launch(builder_grid(count)) }?;
+        }
+        let index = stream.clone_dtoh(&first_bad)?[0];
+        if index == u64::MAX {
+            return Ok(());
+        }
+        let index = index as usize;
+        // The offset there and the one before it, as the kernel saw them.
+        let start = index.saturating_sub(1);
+        let width = std::mem::size_of::<O>();
+        let mut raw = vec![0u8; width * (index + 1 - start)];
+        let (base, _s) = offsets.device_ptr(stream);
+        // SAFETY: offsets `start..=index` (< count) of the caller's buffer,
+        // `raw.len()` bytes; the stream is synchronised before `raw` is read.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(
+                &mut raw,
+                base + (start * width) as u64,
+                stream.cu_stream(),
+            )
+        }?;
+        stream.synchronize()?;
+        let pair: Vec<u64> = raw
+            .chunks(width)
+            .map(|c| {
+                let mut v = [0u8; 8];
+                v[..width].copy_from_slice(c);
+                u64::from_le_bytes(v)
+            })
+            .collect();
+        let value = pair[index - start];
+        Err(if value > n as u64 {
+            InvalidOffsets::OutOfRange {
+                index,
+                value,
+                len: n,
+            }
+        } else {
+            InvalidOffsets::Decreasing {
+                index,
+                value,
+                previous: pair[0],
+            }
+        }
+        .into())
+    }
+
     /// Writes flags from keys into your buffer (see
     /// [`HeadFlagBuilder::offsets_into`] for its type and size).
     pub fn keys_into<K, P, W, D>(
@@ -641,7 +743,7 @@ impl HeadFlagBuilder {
     {
         let n = keys.len();
         let format = W::FORMAT;
-        FlagsLengthMismatch::check(format, n, out.len())?;
+        FlagsLengthMismatch::check(format, n, n, out.len())?;
         if n == 0 {
             return Ok(());
         }

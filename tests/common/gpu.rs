@@ -190,6 +190,23 @@ pub fn poison<T>(stream: &Arc<CudaStream>, buf: &mut CudaSlice<T>) {
     .expect("memset");
 }
 
+/// Whether every byte of a device buffer is still [`poison`].
+#[allow(dead_code)]
+pub fn still_poisoned<T: gpu_scan::scan_runtime::cudarc::driver::DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    buf: &CudaSlice<T>,
+) -> bool {
+    let host = stream.clone_dtoh(buf).expect("download");
+    // SAFETY: the elements' bytes, as the device held them (plain data).
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            host.as_ptr().cast::<u8>(),
+            std::mem::size_of_val(host.as_slice()),
+        )
+    };
+    bytes.iter().all(|&b| b == 0xA5)
+}
+
 pub struct Row {
     pub op: &'static str,
     pub kind: &'static str,

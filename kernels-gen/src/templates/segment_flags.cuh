@@ -31,6 +31,21 @@ __device__ __forceinline__ void scan_heads_from_offsets_bits(const Offset* offse
   if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) atomicOr(&words[0], 1u);
 }
 
+// Checks that offsets are the row pointers of n elements before any flag is
+// written: none past n (n itself closes the array), none smaller than the one
+// before it. first_bad, ~0 on entry (the host sets it), receives the
+// smallest index that breaks either rule; the host reads the offsets there to
+// say which.
+template <class Offset>
+__device__ __forceinline__ void scan_check_offsets(const Offset* offsets, unsigned long long count, unsigned long long n,
+                                                   unsigned long long* first_bad) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long r = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; r < count; r += stride) {
+    const unsigned long long o = offsets[r];
+    if (o > n || (r > 0 && o < (unsigned long long)offsets[r - 1])) atomicMin(first_bad, r);
+  }
+}
+
 // From keys, compared bit for bit as unsigned integers of the key's size:
 // element i starts a segment where keys[i] != keys[i - 1].
 template <class Key>
@@ -65,6 +80,10 @@ __device__ __forceinline__ void scan_heads_from_keys_bits(const Key* keys, unsig
   extern "C" __global__ void scan_heads_from_offsets##BITS##_bits(const T* offsets, unsigned long long count, unsigned* words,     \
                                                                   unsigned long long n) {                                         \
     scan_heads_from_offsets_bits(offsets, count, words, n);                                                                       \
+  }                                                                                                                               \
+  extern "C" __global__ void scan_check_offsets##BITS(const T* offsets, unsigned long long count, unsigned long long n,           \
+                                                    unsigned long long* first_bad) {                                              \
+    scan_check_offsets(offsets, count, n, first_bad);                                                                             \
   }
 SCAN_OFFSET_KERNELS(32, unsigned int)
 SCAN_OFFSET_KERNELS(64, unsigned long long)
