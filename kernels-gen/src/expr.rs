@@ -256,20 +256,16 @@ impl<'a> ExprPrinter<'a> {
             BinOp::BitAnd => "scan_bitand",
             BinOp::BitOr => "scan_bitor",
             BinOp::BitXor => "scan_bitxor",
-            _ => {
-                let infix = match op {
-                    BinOp::And => "&&",
-                    BinOp::Or => "||",
-                    BinOp::Eq => "==",
-                    BinOp::Ne => "!=",
-                    BinOp::Lt => "<",
-                    BinOp::Le => "<=",
-                    BinOp::Gt => ">",
-                    BinOp::Ge => ">=",
-                    _ => unreachable!("handled above"),
-                };
-                return format!("({lhs} {infix} {rhs})");
-            }
+            BinOp::And => return format!("({lhs} && {rhs})"),
+            BinOp::Or => return format!("({lhs} || {rhs})"),
+            // Comparisons go through the prelude too (see its `scan_eq`).
+            BinOp::Eq => "scan_eq",
+            BinOp::Ne => "scan_ne",
+            BinOp::Lt => "scan_lt",
+            BinOp::Le => "scan_le",
+            BinOp::Gt => "scan_gt",
+            BinOp::Ge => "scan_ge",
+            BinOp::Shl | BinOp::Shr => unreachable!("handled above"),
         };
         format!("{f}({lhs}, {rhs})")
     }
@@ -305,15 +301,17 @@ impl<'a> ExprPrinter<'a> {
         let like = Hint::Like(s.to_string());
         match pat {
             Pattern::Wild => "true".to_string(),
-            Pattern::Lit { lit, negative } => format!("{s} == {}", literal(lit, *negative, &like)),
+            Pattern::Lit { lit, negative } => {
+                format!("scan_eq({s}, {})", literal(lit, *negative, &like))
+            }
             Pattern::Range { lo, hi, inclusive } => {
                 let mut parts = Vec::new();
                 if let Some(lo) = lo {
-                    parts.push(format!("{s} >= {}", self.expr(lo, &like)));
+                    parts.push(format!("scan_ge({s}, {})", self.expr(lo, &like)));
                 }
                 if let Some(hi) = hi {
-                    let op = if *inclusive { "<=" } else { "<" };
-                    parts.push(format!("{s} {op} {}", self.expr(hi, &like)));
+                    let f = if *inclusive { "scan_le" } else { "scan_lt" };
+                    parts.push(format!("{f}({s}, {})", self.expr(hi, &like)));
                 }
                 if parts.is_empty() {
                     "true".to_string()
@@ -755,7 +753,7 @@ mod tests {
         let e = Expr::Match(Box::new(field("x", "tag")), arms);
         assert_eq!(
             p.expr(&e, &Hint::None),
-            "[&](const auto scan_match_1) { if (scan_match_1 == scan_like(scan_match_1, 0)) return x.a; return y.a; }(x.tag)"
+            "[&](const auto scan_match_1) { if (scan_eq(scan_match_1, scan_like(scan_match_1, 0))) return x.a; return y.a; }(x.tag)"
         );
     }
 }

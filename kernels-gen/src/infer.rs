@@ -626,7 +626,7 @@ mod tests {
         let cmp = bin(BinOp::Lt, min_i32, int(0));
         assert_eq!(
             print(vec![], cmp, VarType::Prim(Prim::Bool)),
-            "((-2147483647 - 1) < 0)"
+            "scan_lt((-2147483647 - 1), 0)"
         );
     }
 

@@ -38,9 +38,96 @@ SCAN_INT_TRAITS(int, unsigned int, unsigned int, true, (-2147483647 - 1), 214748
 SCAN_INT_TRAITS(long long, unsigned long long, unsigned long long, true, (-9223372036854775807ll - 1), 9223372036854775807ll)
 #undef SCAN_INT_TRAITS
 
+
 template <class T> struct scan_is_float { static constexpr bool value = false; };
 template <> struct scan_is_float<float> { static constexpr bool value = true; };
 template <> struct scan_is_float<double> { static constexpr bool value = true; };
+template <class T> struct scan_is_int { static constexpr bool value = false; };
+#define SCAN_IS_INT(T) \
+  template <> struct scan_is_int<T> { static constexpr bool value = true; };
+SCAN_IS_INT(unsigned char) SCAN_IS_INT(unsigned short) SCAN_IS_INT(unsigned int) SCAN_IS_INT(unsigned long long)
+SCAN_IS_INT(signed char) SCAN_IS_INT(short) SCAN_IS_INT(int) SCAN_IS_INT(long long)
+#undef SCAN_IS_INT
+
+// The value of type T whose bits are the low bits of v: Rust's `as` between
+// integers, and how every integer result below is narrowed to its type.
+//
+// Narrow signed types need care. Optimised CUDA 13.0 builds mis-handle 8-
+// and 16-bit signed values that wrap: with a == -32768, (short)(0u -
+// (unsigned)a) came out +32768 on the H200 (tests/generated_operators.rs
+// found it; an unoptimised build and host compilers agree with Rust). Their
+// sign extension is therefore done in inline PTX, which NVVM cannot reason
+// about; the other types narrow by the unsigned type of their width
+// (modular by the standard) and a reinterpretation of the bits.
+template <class T> struct scan_is_narrow_signed { static constexpr bool value = false; };
+template <> struct scan_is_narrow_signed<signed char> { static constexpr bool value = true; };
+template <> struct scan_is_narrow_signed<short> { static constexpr bool value = true; };
+template <class T, int = scan_is_narrow_signed<T>::value ? 2 : scan_is_int<T>::value ? 1 : 0>
+struct scan_wrap_impl {
+  template <class V> static __device__ __forceinline__ T apply(V v) { return (T)v; }
+};
+template <class T> struct scan_wrap_impl<T, 1> {
+  template <class V> static __device__ __forceinline__ T apply(V v) {
+    typedef typename scan_int_traits<T>::unsigned_type U;
+    const U bits = (U)v;
+    T t;
+    memcpy(&t, &bits, sizeof(T));
+    return t;
+  }
+};
+template <class T> struct scan_wrap_impl<T, 2> {
+  template <class V> static __device__ __forceinline__ T apply(V v) {
+    const unsigned low = (unsigned)v;
+#ifdef __CUDA_ARCH__
+    int r;
+    asm("bfe.s32 %0, %1, 0, %2;" : "=r"(r) : "r"(low), "n"((int)sizeof(T) * 8));
+    return (T)r;  // in range: exact
+#else
+    typedef typename scan_int_traits<T>::unsigned_type U;
+    const U bits = (U)low;
+    T t;
+    memcpy(&t, &bits, sizeof(T));
+    return t;
+#endif
+  }
+};
+template <class T, class V> __device__ __forceinline__ T scan_wrap(V v) { return scan_wrap_impl<T>::apply(v); }
+
+// Comparisons. ptxas (CUDA 13.0, -O1 and up) miscompiles some comparisons of
+// 8- and 16-bit integers: `b == 0` on b = max(0, x) of two `signed char`s was
+// fused into a packed 16-bit min/max whose predicate does not mean equality
+// (a guarded division by zero ran on the H200). Narrow integers are therefore
+// compared as 32-bit values the optimisers cannot narrow back: every
+// comparison of the translated operators, and the prelude's own, goes through
+// these.
+template <class T, bool = (sizeof(T) < 4) && scan_is_int<T>::value> struct scan_cmp_impl {
+  typedef T type;
+  static __device__ __forceinline__ T apply(T v) { return v; }
+};
+template <class T> struct scan_cmp_impl<T, true> {
+  typedef int type;
+  static __device__ __forceinline__ int apply(T v) {
+    int w = (int)v;
+#ifdef __CUDA_ARCH__
+    asm("mov.b32 %0, %1;" : "=r"(w) : "r"(w));
+#endif
+    return w;
+  }
+};
+template <class T> __device__ __forceinline__ typename scan_cmp_impl<T>::type scan_cmp_value(T v) {
+  return scan_cmp_impl<T>::apply(v);
+}
+#define SCAN_COMPARISON(NAME, OP)                                                 \
+  template <class A, class B> __device__ __forceinline__ bool NAME(A a, B b) {    \
+    return scan_cmp_value(a) OP scan_cmp_value(b);                                \
+  }
+SCAN_COMPARISON(scan_eq, ==)
+SCAN_COMPARISON(scan_ne, !=)
+SCAN_COMPARISON(scan_lt, <)
+SCAN_COMPARISON(scan_le, <=)
+SCAN_COMPARISON(scan_gt, >)
+SCAN_COMPARISON(scan_ge, >=)
+#undef SCAN_COMPARISON
 
 template <class T> struct scan_remove_cvref { typedef T type; };
 template <class T> struct scan_remove_cvref<const T> { typedef T type; };
@@ -74,7 +161,7 @@ __device__ __forceinline__ double scan_like_float(scan_default_type, float, doub
 #define SCAN_WRAPPING(NAME, OP)                                                \
   template <class T> __device__ __forceinline__ T NAME(T a, T b) {            \
     typedef typename scan_int_traits<T>::wide_unsigned_type W;                \
-    return (T)(W)((W)a OP (W)b);                                              \
+    return scan_wrap<T>((W)a OP (W)b);                                        \
   }
 SCAN_WRAPPING(scan_add, +)
 SCAN_WRAPPING(scan_sub, -)
@@ -90,14 +177,14 @@ __device__ __forceinline__ double scan_mul(double a, double b) { return __dmul_r
 // Integer division never traps: x / 0 == 0 and x % 0 == 0; MIN / -1 wraps to
 // MIN and MIN % -1 == 0 (Rust's wrapping_div / wrapping_rem otherwise).
 template <class T> __device__ __forceinline__ T scan_div(T a, T b) {
-  if (b == 0) return 0;
-  if (scan_int_traits<T>::is_signed && a == scan_int_traits<T>::min && b == (T)-1) return a;
-  return (T)(a / b);
+  if (scan_eq(b, (T)0)) return 0;
+  if (scan_int_traits<T>::is_signed && scan_eq(a, scan_int_traits<T>::min) && scan_eq(b, (T)-1)) return a;
+  return scan_wrap<T>(a / b);
 }
 template <class T> __device__ __forceinline__ T scan_rem(T a, T b) {
-  if (b == 0) return 0;
-  if (scan_int_traits<T>::is_signed && b == (T)-1) return 0;
-  return (T)(a % b);
+  if (scan_eq(b, (T)0)) return 0;
+  if (scan_int_traits<T>::is_signed && scan_eq(b, (T)-1)) return 0;
+  return scan_wrap<T>(a % b);
 }
 __device__ __forceinline__ float scan_div(float a, float b) { return __fdiv_rn(a, b); }
 __device__ __forceinline__ double scan_div(double a, double b) { return __ddiv_rn(a, b); }
@@ -109,28 +196,28 @@ __device__ __forceinline__ float scan_neg(float a) { return -a; }
 __device__ __forceinline__ double scan_neg(double a) { return -a; }
 
 // `!` is logical on bool and bitwise on integers.
-template <class T> __device__ __forceinline__ T scan_not(T a) { return (T)~a; }
+template <class T> __device__ __forceinline__ T scan_not(T a) { return scan_wrap<T>(~a); }
 __device__ __forceinline__ bool scan_not(bool a) { return !a; }
 
-template <class T> __device__ __forceinline__ T scan_bitand(T a, T b) { return (T)(a & b); }
-template <class T> __device__ __forceinline__ T scan_bitor(T a, T b) { return (T)(a | b); }
-template <class T> __device__ __forceinline__ T scan_bitxor(T a, T b) { return (T)(a ^ b); }
+template <class T> __device__ __forceinline__ T scan_bitand(T a, T b) { return scan_wrap<T>(a & b); }
+template <class T> __device__ __forceinline__ T scan_bitor(T a, T b) { return scan_wrap<T>(a | b); }
+template <class T> __device__ __forceinline__ T scan_bitxor(T a, T b) { return scan_wrap<T>(a ^ b); }
 
 // Shifts take the amount modulo the bit width (Rust's wrapping_shl/shr);
 // `>>` is arithmetic on signed types.
 template <class T, class S> __device__ __forceinline__ T scan_shl(T a, S amount) {
   typedef typename scan_int_traits<T>::wide_unsigned_type W;
-  return (T)(W)((W)a << ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
+  return scan_wrap<T>((W)a << ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
 }
 template <class T, class S> __device__ __forceinline__ T scan_shr(T a, S amount) {
-  return (T)(a >> ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
+  return scan_wrap<T>(a >> ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
 }
 template <class T> __device__ __forceinline__ T scan_rotate_left(T a, unsigned n) {
   typedef typename scan_int_traits<T>::unsigned_type U;
   const unsigned bits = scan_int_traits<T>::bits;
   n &= bits - 1;
   if (n == 0) return a;
-  return (T)(U)(scan_shl((U)a, n) | scan_shr((U)a, bits - n));
+  return scan_wrap<T>(scan_shl((U)a, n) | scan_shr((U)a, bits - n));
 }
 template <class T> __device__ __forceinline__ T scan_rotate_right(T a, unsigned n) {
   return scan_rotate_left(a, scan_int_traits<T>::bits - (n & (scan_int_traits<T>::bits - 1)));
@@ -144,28 +231,30 @@ template <class T> __device__ __forceinline__ T scan_rotate_right(T a, unsigned 
 // Rust's f32::min/max do (fminf/fmaxf have the same rule). Of +0.0 and
 // -0.0 either may come back: Rust leaves that sign unspecified, and CUDA's
 // fminf returns -0.0 where Rust's x86-64 code returns the first operand.
-template <class T> __device__ __forceinline__ T scan_min(T a, T b) { return b < a ? b : a; }
-template <class T> __device__ __forceinline__ T scan_max(T a, T b) { return a < b ? b : a; }
+template <class T> __device__ __forceinline__ T scan_min(T a, T b) { return scan_lt(b, a) ? b : a; }
+template <class T> __device__ __forceinline__ T scan_max(T a, T b) { return scan_lt(a, b) ? b : a; }
 __device__ __forceinline__ float scan_min(float a, float b) { return fminf(a, b); }
 __device__ __forceinline__ float scan_max(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ double scan_min(double a, double b) { return fmin(a, b); }
 __device__ __forceinline__ double scan_max(double a, double b) { return fmax(a, b); }
 
 // Integer abs wraps (abs(MIN) == MIN), as wrapping_abs.
-template <class T> __device__ __forceinline__ T scan_abs(T a) { return a < 0 ? scan_neg(a) : a; }
+template <class T> __device__ __forceinline__ T scan_abs(T a) { return scan_lt(a, (T)0) ? scan_neg(a) : a; }
 __device__ __forceinline__ float scan_abs(float a) { return fabsf(a); }
 __device__ __forceinline__ double scan_abs(double a) { return fabs(a); }
 
 template <class T> __device__ __forceinline__ T scan_saturating_add(T a, T b) {
   const T r = scan_add(a, b);
-  if (!scan_int_traits<T>::is_signed) return r < a ? scan_int_traits<T>::max : r;
-  if ((b > 0 && r < a) || (b < 0 && r > a)) return b > 0 ? scan_int_traits<T>::max : scan_int_traits<T>::min;
+  if (!scan_int_traits<T>::is_signed) return scan_lt(r, a) ? scan_int_traits<T>::max : r;
+  if ((scan_gt(b, (T)0) && scan_lt(r, a)) || (scan_lt(b, (T)0) && scan_gt(r, a)))
+    return scan_gt(b, (T)0) ? scan_int_traits<T>::max : scan_int_traits<T>::min;
   return r;
 }
 template <class T> __device__ __forceinline__ T scan_saturating_sub(T a, T b) {
   const T r = scan_sub(a, b);
-  if (!scan_int_traits<T>::is_signed) return a < b ? (T)0 : r;
-  if ((b < 0 && r < a) || (b > 0 && r > a)) return b < 0 ? scan_int_traits<T>::max : scan_int_traits<T>::min;
+  if (!scan_int_traits<T>::is_signed) return scan_lt(a, b) ? (T)0 : r;
+  if ((scan_lt(b, (T)0) && scan_lt(r, a)) || (scan_gt(b, (T)0) && scan_gt(r, a)))
+    return scan_lt(b, (T)0) ? scan_int_traits<T>::max : scan_int_traits<T>::min;
   return r;
 }
 // Narrow types multiply exactly in 64 bits; 64-bit types use the high word.
@@ -273,11 +362,13 @@ template <class T> __device__ __forceinline__ bool scan_is_infinite(T a) { retur
 // exception: Rust saturates and maps NaN to 0, C++ leaves it undefined.
 // ---------------------------------------------------------------------------
 
-template <class To, class From, bool = scan_is_float<From>::value && !scan_is_float<To>::value>
+// Which cast: 1 float to integer, 2 integer (or bool) to integer, 0 the rest.
+template <class To, class From,
+          int = scan_is_float<From>::value && !scan_is_float<To>::value ? 1 : scan_is_int<To>::value ? 2 : 0>
 struct scan_cast_impl {
   static __device__ __forceinline__ To apply(From v) { return (To)v; }
 };
-template <class To, class From> struct scan_cast_impl<To, From, true> {
+template <class To, class From> struct scan_cast_impl<To, From, 1> {
   static __device__ __forceinline__ To apply(From v) {
     if (v != v) return (To)0;
     // MIN and MAX + 1 are powers of two (or zero), exact in any float type.
@@ -288,7 +379,11 @@ template <class To, class From> struct scan_cast_impl<To, From, true> {
     return (To)v;  // in range: truncates toward zero
   }
 };
-template <class From> struct scan_cast_impl<bool, From, true> {};  // Rust has no float-to-bool cast
+template <class From> struct scan_cast_impl<bool, From, 1> {};  // Rust has no float-to-bool cast
+// Integers truncate to the target's width (see scan_wrap).
+template <class To, class From> struct scan_cast_impl<To, From, 2> {
+  static __device__ __forceinline__ To apply(From v) { return scan_wrap<To>(v); }
+};
 template <class To, class From> __device__ __forceinline__ To scan_cast(From v) {
   return scan_cast_impl<To, From>::apply(v);
 }

@@ -103,11 +103,11 @@ macro_rules! float_field {
                         got.to_bits() == want.to_bits() || (got == 0.0 && want == 0.0)
                     }
                     Tolerance::Ulps(n) => {
-                        if got.is_infinite() || want.is_infinite() {
-                            return got == want;
-                        }
                         // Distance on the ordered integer line of floats
-                        // (+0 and -0 are adjacent).
+                        // (+0 and -0 are adjacent; infinity is the step past
+                        // MAX, so a result that overflows in one library and
+                        // rounds to MAX in the other is one ulp off: seen on
+                        // the H200 for a transcendental near f32::MAX).
                         let key = |v: $t| -> i128 {
                             let b = v.to_bits() as i128;
                             let sign = 1i128 << (<$bits>::BITS - 1);
