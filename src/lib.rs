@@ -83,13 +83,17 @@
 //! construct and method above on random and edge values, on the host and
 //! on the GPU). `sqrt`, `mul_add` and the arithmetic operators are exact.
 //!
-//! Associativity cannot be checked by the compiler: [`check_associativity`]
-//! spot-checks random triples and prints a counterexample.
+//! Associativity cannot be checked by the compiler. [`check_laws`] checks
+//! it, and the identity law, on your data (integers exactly, floats up to
+//! rounding) and returns the values that break a law; `Scanner` and
+//! `GpuScanner` run it on the first call's data in debug builds (see
+//! [`laws`]). [`check_associativity`] takes a sampler and an equality of
+//! your own.
 
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, cpu, segmented, semantics, Counterexample, LengthMismatch, ScanElement,
-    ScanKind, ScanOp,
+    check_associativity, check_laws, cpu, laws, segmented, semantics, Counterexample,
+    LengthMismatch, ScanElement, ScanKind, ScanOp,
 };
 pub use scan_macros::scan_op;
 pub use scan_runtime;
@@ -98,7 +102,8 @@ pub use scan_runtime;
 pub mod prelude {
     pub use crate::segmented;
     pub use crate::{
-        check_associativity, cpu, scan_op, Counterexample, ScanElement, ScanKind, ScanOp,
+        check_associativity, check_laws, cpu, scan_op, Counterexample, ScanElement, ScanKind,
+        ScanOp,
     };
     pub use scan_runtime::{
         BackendKind, DeviceHeadFlags, GpuScanner, HeadFlagBuilder, ScanError, Scanner,
@@ -110,7 +115,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use kernels_gen;
-    pub use scan_core::{concat_const, const_str, semantics, ScanElement, ScanOp};
+    pub use scan_core::{concat_const, const_str, laws, semantics, ScanElement, ScanOp};
     pub use scan_runtime::cudarc;
 }
 

@@ -9,11 +9,13 @@
 pub mod associativity;
 pub mod const_str;
 pub mod cpu;
+pub mod laws;
 pub mod segmented;
 pub mod semantics;
 
 pub use associativity::{check_associativity, Counterexample};
 pub use cpu::{LengthMismatch, ScanKind};
+pub use laws::check_laws;
 
 /// A type that can be scanned on the GPU: plain data whose CUDA declaration
 /// matches its Rust layout.
@@ -33,24 +35,42 @@ pub unsafe trait ScanElement: Copy + Send + Sync + 'static {
     /// CUDA declarations the type needs (its struct and nested structs,
     /// each behind an include guard); empty for primitives.
     const CUDA_DECL: &'static str;
+
+    /// Calls `visit` with each scalar of the value in field order (array
+    /// elements in index order, nested structs depth first; padding is not
+    /// a scalar). [`laws::check_laws`] compares elements through it.
+    /// `#[scan_op]` writes it for annotated structs.
+    fn for_each_lane(&self, visit: &mut dyn FnMut(laws::Lane));
 }
 
 macro_rules! primitive_elements {
-    ($($rust:ty => $cuda:literal),* $(,)?) => {
+    ($($rust:ty => $cuda:literal, $lane:expr;)*) => {
         $(
             // SAFETY: the CUDA type has the same size, alignment and representation.
             unsafe impl ScanElement for $rust {
                 const CUDA_TYPE: &'static str = $cuda;
                 const CUDA_DECL: &'static str = "";
+                fn for_each_lane(&self, visit: &mut dyn FnMut(laws::Lane)) {
+                    let lane: fn($rust) -> laws::Lane = $lane;
+                    visit(lane(*self))
+                }
             }
         )*
     };
 }
 
 primitive_elements! {
-    u8 => "unsigned char", u16 => "unsigned short", u32 => "unsigned int", u64 => "unsigned long long",
-    i8 => "signed char", i16 => "short", i32 => "int", i64 => "long long",
-    f32 => "float", f64 => "double", bool => "bool",
+    u8 => "unsigned char", |v| laws::Lane::Int(v.into());
+    u16 => "unsigned short", |v| laws::Lane::Int(v.into());
+    u32 => "unsigned int", |v| laws::Lane::Int(v.into());
+    u64 => "unsigned long long", |v| laws::Lane::Int(v.into());
+    i8 => "signed char", |v| laws::Lane::Int(v.into());
+    i16 => "short", |v| laws::Lane::Int(v.into());
+    i32 => "int", |v| laws::Lane::Int(v.into());
+    i64 => "long long", |v| laws::Lane::Int(v.into());
+    f32 => "float", laws::Lane::F32;
+    f64 => "double", laws::Lane::F64;
+    bool => "bool", laws::Lane::Bool;
 }
 
 /// An associative operator with an identity, runnable on the CPU and (through

@@ -163,6 +163,17 @@ fn element_impls(
     let nested_decls = nested
         .iter()
         .map(|p| quote!(<#p as #private::ScanElement>::CUDA_DECL));
+    let lanes = desc.fields.iter().map(|field| {
+        let name = quote::format_ident!("{}", field.name);
+        match field.ty {
+            kernels_gen::ir::FieldType::Array(..) => quote! {
+                for lane in self.#name.iter() {
+                    #private::ScanElement::for_each_lane(lane, visit);
+                }
+            },
+            _ => quote!(#private::ScanElement::for_each_lane(&self.#name, visit);),
+        }
+    });
     quote! {
         // SAFETY: #[scan_op] checked that the struct is #[repr(C)] and Copy and that every
         // field has a CUDA type of the same layout; CUDA_DECL declares the same fields in
@@ -179,6 +190,9 @@ fn element_impls(
                 #private::concat_const!(#name, "_", #private::const_str::utf8(&HASH))
             };
             const CUDA_DECL: &'static str = #private::concat_const!(#(#nested_decls,)* #(#own_decl),*);
+            fn for_each_lane(&self, visit: &mut dyn ::core::ops::FnMut(#private::laws::Lane)) {
+                #(#lanes)*
+            }
         }
         // SAFETY: plain data of primitive fields (see above); all-zero bits are valid for each.
         unsafe impl #private::cudarc::driver::DeviceRepr for #ident {}

@@ -2,6 +2,7 @@
 
 use crate::error::{Result, ScanError};
 use crate::gpu::{open_device, GpuScanner};
+use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented::{self, HeadFlags};
 use scan_core::{cpu, ScanKind, ScanOp};
@@ -42,8 +43,13 @@ enum Inner<Op: ScanOp> {
 ///     println!("not on the GPU: {why}");
 /// }
 /// ```
+///
+/// Debug builds check on the first call's data that the operator is
+/// associative and its `IDENTITY` an identity (see
+/// [`Scanner::set_law_checks`]).
 pub struct Scanner<Op: ScanOp> {
     inner: Inner<Op>,
+    law_check: LawCheck,
 }
 
 impl<Op: ScanOp> Scanner<Op>
@@ -61,6 +67,7 @@ where
                 tracing::info!("gpu-scan: the CPU backend answers ({e})");
                 Scanner {
                     inner: Inner::Cpu { fallback: Some(e) },
+                    law_check: LawCheck::initial(),
                 }
             }
         }
@@ -71,12 +78,15 @@ where
         let unavailable = |e| ScanError::GpuUnavailable(Box::new(e));
         let ctx = open_device(0).map_err(unavailable)?;
         let stream = ctx.default_stream();
-        let scanner = GpuScanner::new(&ctx).map_err(unavailable)?;
+        let mut scanner = GpuScanner::new(&ctx).map_err(unavailable)?;
+        // The Scanner checks the host data itself, without a copy back.
+        scanner.set_law_checks(false);
         Ok(Scanner {
             inner: Inner::Gpu {
                 scanner: Box::new(scanner),
                 stream,
             },
+            law_check: LawCheck::initial(),
         })
     }
 
@@ -84,6 +94,7 @@ where
     pub fn cpu() -> Self {
         Scanner {
             inner: Inner::Cpu { fallback: None },
+            law_check: LawCheck::initial(),
         }
     }
 
@@ -113,12 +124,55 @@ where
         }
     }
 
+    /// Debug builds check on the first call with data that the operator is
+    /// associative and its `IDENTITY` an identity (with
+    /// [`Scanner::check_laws`]) and fail it with
+    /// [`ScanError::OperatorLaws`] when not; the CPU backend's answer, which
+    /// depends on how the input is split over the cores, would be as wrong
+    /// as the GPU's. `false` turns this off; release builds never run it by
+    /// themselves.
+    pub fn set_law_checks(&mut self, on: bool) {
+        self.law_check = if on {
+            LawCheck::Pending
+        } else {
+            LawCheck::Done
+        };
+    }
+
+    /// Checks the operator's laws on a sample of `input` (96 elements in
+    /// runs of 16 from its start to its end): see
+    /// [`scan_core::laws::check_laws`] for how elements are compared.
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    ///
+    /// #[scan_op(element = u64, identity = 1, op = |a, b| a + b)]  // 1 is no identity for +
+    /// struct OffByOne;
+    ///
+    /// let scanner = Scanner::<OffByOne>::cpu();
+    /// let err = scanner.check_laws(&[5, 6, 7]).unwrap_err();
+    /// assert!(matches!(err, ScanError::OperatorLaws { .. }));
+    /// println!("{err}");
+    /// ```
+    pub fn check_laws(&self, input: &[Op::Element]) -> Result<()> {
+        laws::check_host::<Op>(input)
+    }
+
+    fn first_call_law_check(&mut self, input: &[Op::Element]) -> Result<()> {
+        if self.law_check == LawCheck::Pending && !input.is_empty() {
+            self.check_laws(input)?;
+            self.law_check = LawCheck::Done;
+        }
+        Ok(())
+    }
+
     /// A scan of any kind.
     pub fn scan(
         &mut self,
         kind: ScanKind<Op::Element>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
+        self.first_call_law_check(input)?;
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => scanner.scan_host(stream, kind, input),
             Inner::Cpu { .. } => {
@@ -169,6 +223,7 @@ where
         heads: HeadFlags<'_>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
+        self.first_call_law_check(input)?;
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => {
                 scanner.segmented_scan_host(stream, kind, heads, input)

@@ -107,6 +107,21 @@ pub enum ScanError {
         /// What differs.
         detail: String,
     },
+    /// The operator broke associativity or the identity law on the data
+    /// checked (see [`GpuScanner::set_law_checks`](crate::GpuScanner::set_law_checks)):
+    /// its scans would depend on how the backend groups the work. Nothing
+    /// was written.
+    #[error(
+        "operator `{op}` cannot be scanned: {counterexample}\n(found by the check gpu-scan runs on the first scan's \
+         data in debug builds; fix the operator or its IDENTITY, or turn the check off with set_law_checks(false) \
+         if the difference is rounding you accept)"
+    )]
+    OperatorLaws {
+        /// Operator name.
+        op: &'static str,
+        /// The values, scalar by scalar.
+        counterexample: Box<scan_core::Counterexample<scan_core::laws::Lanes>>,
+    },
     /// The GPU backend was requested explicitly but is unusable.
     #[error("the GPU backend was requested but is unusable: {0}")]
     GpuUnavailable(Box<ScanError>),

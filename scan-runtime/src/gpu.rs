@@ -7,6 +7,7 @@ use crate::kernels::{
     compile_target, layout, load_kernel, LoadedKernel, PipelinedLaunch, ProgramStats,
 };
 use crate::launch;
+use crate::laws::LawCheck;
 use crate::workspace::{single_pass_bytes, stream_key, Workspace};
 use cudarc::driver::{
     CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
@@ -186,6 +187,7 @@ pub struct GpuScanner<Op: ScanOp> {
     workspace_allocations: usize,
     path: ScanPath,
     small_tile_limit: usize,
+    pub(crate) law_check: LawCheck,
     _op: PhantomData<Op>,
 }
 
@@ -308,6 +310,7 @@ where
             workspace_allocations: 0,
             path: ScanPath::Auto,
             small_tile_limit: DEFAULT_SMALL_TILE_LIMIT,
+            law_check: LawCheck::initial(),
             _op: PhantomData,
         })
     }
@@ -568,6 +571,7 @@ where
         }
         self.prepare(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
+        self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
         self.launch(stream, kind, src, dst, n)
     }
@@ -610,6 +614,7 @@ where
         let n = data.len();
         self.prepare(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
+        self.first_call_law_check(stream, ptr, n)?;
         self.launch(stream, kind, ptr, ptr, n)
     }
 

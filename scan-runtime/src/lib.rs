@@ -19,6 +19,7 @@ mod gpu;
 pub mod jit;
 mod kernels;
 mod launch;
+mod laws;
 mod segmented;
 mod workspace;
 

@@ -259,6 +259,7 @@ where
         heads.check_len(n)?;
         self.prepare_segmented_scan(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
+        self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
         self.launch_segmented(stream, kind, &heads, src, dst, n)
     }
@@ -275,6 +276,7 @@ where
         heads.check_len(n)?;
         self.prepare_segmented_scan(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
+        self.first_call_law_check(stream, ptr, n)?;
         self.launch_segmented(stream, kind, &heads, ptr, ptr, n)
     }
 

@@ -1,0 +1,138 @@
+//! The operator's laws checked on the data a scan is given: on the first
+//! call in debug builds, on request in any build (see
+//! [`scan_core::laws::check_laws`]).
+
+use crate::error::{Result, ScanError};
+use crate::gpu::GpuScanner;
+use cudarc::driver::sys::CUstreamCaptureStatus;
+use cudarc::driver::{CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
+use scan_core::laws::{check_laws, sample_ranges};
+use scan_core::ScanOp;
+use std::sync::Arc;
+
+/// Elements sampled from an input for the check: six runs of 16, about
+/// 300 calls of `combine`.
+pub(crate) const LAW_SAMPLE: usize = 96;
+
+/// Whether a scanner still checks the laws on its next scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LawCheck {
+    /// Check on the next scan that has data and is not being captured.
+    Pending,
+    /// Checked once, or turned off.
+    Done,
+}
+
+impl LawCheck {
+    /// What a new scanner does: check its first call in debug builds.
+    pub(crate) fn initial() -> Self {
+        if cfg!(debug_assertions) {
+            LawCheck::Pending
+        } else {
+            LawCheck::Done
+        }
+    }
+}
+
+/// [`check_laws`] on a sample of `data`, as a [`ScanError`].
+pub(crate) fn check_host<Op: ScanOp>(data: &[Op::Element]) -> Result<()> {
+    let sample = scan_core::laws::sample(data, LAW_SAMPLE);
+    check_laws::<Op>(&sample).map_err(|counterexample| ScanError::OperatorLaws {
+        op: Op::NAME,
+        counterexample: Box::new(counterexample),
+    })
+}
+
+impl<Op: ScanOp> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// Checks that the operator is associative and `IDENTITY` an identity
+    /// on a sample of `input` (96 elements in runs of 16 from its start to
+    /// its end), with the operator's Rust `combine`:
+    /// [`scan_core::laws::check_laws`] says how elements are compared. The
+    /// sample is copied to the host, so this waits for `stream`.
+    ///
+    /// Debug builds run it on the first scan of each scanner (see
+    /// [`GpuScanner::set_law_checks`]); this is the call for release builds
+    /// and for data that differs from the first call's.
+    ///
+    /// # Errors
+    /// [`ScanError::OperatorLaws`] with the values that break a law, or a
+    /// driver error from the copy.
+    pub fn check_laws<I: DevicePtr<Op::Element>>(
+        &self,
+        stream: &Arc<CudaStream>,
+        input: &I,
+    ) -> Result<()> {
+        let (ptr, _sync) = input.device_ptr(stream);
+        check_device::<Op>(stream, ptr, input.len())
+    }
+
+    /// Debug builds check the operator's laws on the first scan's input
+    /// (as [`GpuScanner::check_laws`] does, waiting for the stream once)
+    /// and fail that scan with [`ScanError::OperatorLaws`], output
+    /// untouched, when one is broken. A scan enqueued while its stream is
+    /// being captured into a CUDA graph is not checked (it cannot wait);
+    /// the next one outside a capture is. `false` turns the check off, for
+    /// an operator whose laws hold only up to a rounding this check does
+    /// not allow, or where the one wait matters; release builds never run
+    /// it by themselves.
+    pub fn set_law_checks(&mut self, on: bool) {
+        self.law_check = if on {
+            LawCheck::Pending
+        } else {
+            LawCheck::Done
+        };
+    }
+
+    /// The first-call check of [`GpuScanner::set_law_checks`] on the `n`
+    /// elements at device address `ptr`.
+    pub(crate) fn first_call_law_check(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        ptr: u64,
+        n: usize,
+    ) -> Result<()> {
+        if self.law_check == LawCheck::Done || n == 0 {
+            return Ok(());
+        }
+        if stream.capture_status()? != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Ok(());
+        }
+        check_device::<Op>(stream, ptr, n)?;
+        self.law_check = LawCheck::Done;
+        Ok(())
+    }
+}
+
+/// Copies the sample of the `n` elements at `ptr` to the host (waiting for
+/// `stream`) and checks it.
+fn check_device<Op: ScanOp>(stream: &Arc<CudaStream>, ptr: u64, n: usize) -> Result<()>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    stream.context().bind_to_thread()?;
+    let ranges = sample_ranges(n, LAW_SAMPLE);
+    let total = ranges.iter().map(|r| r.len()).sum::<usize>();
+    // SAFETY: all-zero bits are a valid element (ValidAsZeroBits).
+    let mut sample: Vec<Op::Element> = vec![unsafe { std::mem::zeroed() }; total];
+    let size = std::mem::size_of::<Op::Element>() as u64;
+    let mut filled = 0;
+    for range in ranges {
+        let dst = &mut sample[filled..filled + range.len()];
+        filled += range.len();
+        // SAFETY: `ptr` holds `n` elements of this type (the caller's buffer) and every
+        // sampled range lies inside 0..n; `dst` is not read until the stream has been
+        // synchronised below.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(
+                dst,
+                ptr + range.start as u64 * size,
+                stream.cu_stream(),
+            )?;
+        }
+    }
+    stream.synchronize()?;
+    check_host::<Op>(&sample)
+}
