@@ -215,8 +215,14 @@ mod tests {
 
     #[test]
     fn sample_ranges_cover_both_ends_without_overlap() {
-        assert_eq!(sample_ranges(0, 96), std::iter::once(0..0).collect::<Vec<_>>());
-        assert_eq!(sample_ranges(50, 96), std::iter::once(0..50).collect::<Vec<_>>());
+        assert_eq!(
+            sample_ranges(0, 96),
+            std::iter::once(0..0).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            sample_ranges(50, 96),
+            std::iter::once(0..50).collect::<Vec<_>>()
+        );
         let r = sample_ranges(1000, 96);
         assert_eq!(r.len(), 6);
         assert_eq!(r[0], 0..16);
