@@ -72,11 +72,11 @@ fn a_broken_operator_is_refused_with_everything_untouched() {
     );
     assert_eq!(stream.clone_dtoh(&input).unwrap(), host, "input written");
 
-    // The opt-out: the scan runs. (Its answer depends on the grouping, so
-    // only its first element, `input[0]` on every path, is compared.)
+    // The opt-out: the scan runs (its answer depends on the grouping and
+    // on the identity the GPU seeds tiles with: not compared).
     scanner.set_law_checks(false);
     scanner.inclusive(&stream, &input, &mut out).unwrap();
-    assert_eq!(stream.clone_dtoh(&out).unwrap()[0], host[0]);
+    assert!(!still_poisoned(&stream, &out), "the scan wrote nothing");
 }
 
 #[test]
@@ -86,7 +86,10 @@ fn a_lawful_operator_passes_and_captures_are_not_checked() {
     };
     let seed = suite_seed();
     println!("a_lawful_operator_passes_and_captures_are_not_checked: seed {seed}");
-    let stream = ctx.new_stream().unwrap();
+    // A non-null stream that leaves cudarc's multi-stream event tracking
+    // off, so that a capture depends on nothing outside it (see
+    // gpu_launch_state.rs).
+    let stream = ctx.per_thread_stream();
     let n = 1 << 20;
     let host = random_input::<Affine>(n, seed);
     let input = stream.clone_htod(&host).unwrap();

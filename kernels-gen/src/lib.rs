@@ -55,6 +55,7 @@
 
 pub mod abi;
 pub mod expr;
+pub mod fold;
 pub mod infer;
 pub mod ir;
 pub mod launch_state;
@@ -327,10 +328,11 @@ fn operator_functions(op: &OpDesc) -> (String, Vec<String>) {
         ElementType::Struct(_) => (Hint::None, infer::VarType::Opaque),
     };
     // Literals typed as rustc types them, wherever the pass can name the type.
-    let identity = infer::annotate_expr(&op.identity, element);
+    // Then float arithmetic on constants computed in Rust (see `fold`).
+    let identity = fold::fold_expr(&infer::annotate_expr(&op.identity, element));
     let params: Vec<(String, infer::VarType)> =
         op.params.iter().map(|p| (p.clone(), element)).collect();
-    let body = infer::annotate_body(&op.body, &params, element);
+    let body = fold::fold_body(&infer::annotate_body(&op.body, &params, element));
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -39,6 +39,9 @@ SCAN_INT_TRAITS(long long, unsigned long long, unsigned long long, true, (-92233
 #undef SCAN_INT_TRAITS
 
 
+template <bool C, class A, class B> struct scan_conditional { typedef A type; };
+template <class A, class B> struct scan_conditional<false, A, B> { typedef B type; };
+
 template <class T> struct scan_is_float { static constexpr bool value = false; };
 template <> struct scan_is_float<float> { static constexpr bool value = true; };
 template <> struct scan_is_float<double> { static constexpr bool value = true; };
@@ -48,6 +51,38 @@ template <class T> struct scan_is_int { static constexpr bool value = false; };
 SCAN_IS_INT(unsigned char) SCAN_IS_INT(unsigned short) SCAN_IS_INT(unsigned int) SCAN_IS_INT(unsigned long long)
 SCAN_IS_INT(signed char) SCAN_IS_INT(short) SCAN_IS_INT(int) SCAN_IS_INT(long long)
 #undef SCAN_IS_INT
+
+// The exact value of an integer as a 32-bit (or wider) one, for every use
+// that depends on bits above a narrow type's width: comparisons, widening
+// casts, `>>`, `/` and `%`. Optimised CUDA 13.0 builds mis-handle 8- and
+// 16-bit integers held in 32-bit registers: ptxas (-O1 and up) fused `b ==
+// 0` on b = max(0, x) of two `signed char`s into a packed 16-bit min/max
+// whose predicate does not mean equality (a guarded division by zero ran on
+// the H200), and the driver's JIT compared `(-128i8) as u16` as -128 there.
+// So a narrow value is extended here in inline PTX (bfe: sign- or
+// zero-extends the low 8 or 16 bits), which no optimiser can see through
+// or narrow back; wider types pass through.
+template <class T, bool = (sizeof(T) < 4) && scan_is_int<T>::value> struct scan_cmp_impl {
+  typedef T type;
+  static __device__ __forceinline__ T apply(T v) { return v; }
+};
+template <class T> struct scan_cmp_impl<T, true> {
+  typedef typename scan_conditional<scan_int_traits<T>::is_signed, int, unsigned>::type type;
+  static __device__ __forceinline__ type apply(T v) {
+    type w = (type)v;
+#ifdef __CUDA_ARCH__
+    if (scan_int_traits<T>::is_signed) {
+      asm("bfe.s32 %0, %1, 0, %2;" : "=r"(w) : "r"(w), "n"((int)sizeof(T) * 8));
+    } else {
+      asm("bfe.u32 %0, %1, 0, %2;" : "=r"(w) : "r"(w), "n"((int)sizeof(T) * 8));
+    }
+#endif
+    return w;
+  }
+};
+template <class T> __device__ __forceinline__ typename scan_cmp_impl<T>::type scan_cmp_value(T v) {
+  return scan_cmp_impl<T>::apply(v);
+}
 
 // The value of type T whose bits are the low bits of v: Rust's `as` between
 // integers, and how every integer result below is narrowed to its type.
@@ -62,6 +97,31 @@ SCAN_IS_INT(signed char) SCAN_IS_INT(short) SCAN_IS_INT(int) SCAN_IS_INT(long lo
 template <class T> struct scan_is_narrow_signed { static constexpr bool value = false; };
 template <> struct scan_is_narrow_signed<signed char> { static constexpr bool value = true; };
 template <> struct scan_is_narrow_signed<short> { static constexpr bool value = true; };
+
+// The two's complement bits of v as the unsigned type U, for a cast. From an
+// 8- or 16-bit signed v this is not done by sign extension (bfe.s32): ptxas
+// 13.0 compiles `cvt.rn.f64.u32` of a bfe.s32 of 8 bits as a conversion of a
+// *signed* byte (I2F.F64.S8), so `(-77i8 as u32) as f64` came out -77.0 on
+// the H200. The low bits and the sign bit are taken apart and recombined
+// (low - sign * 2^bits), which ptxas does not fold into a narrow signed
+// operand.
+template <class U, class V, bool = scan_is_narrow_signed<V>::value> struct scan_bits_as_impl {
+  static __device__ __forceinline__ U apply(V v) { return (U)scan_cmp_value(v); }
+};
+template <class U, class V> struct scan_bits_as_impl<U, V, true> {
+  static __device__ __forceinline__ U apply(V v) {
+#ifdef __CUDA_ARCH__
+    const unsigned w = (unsigned)(int)v;
+    unsigned low, sign;
+    asm("bfe.u32 %0, %1, 0, %2;" : "=r"(low) : "r"(w), "n"((int)sizeof(V) * 8));
+    asm("bfe.u32 %0, %1, %2, 1;" : "=r"(sign) : "r"(w), "n"((int)sizeof(V) * 8 - 1));
+    typedef typename scan_conditional<(sizeof(U) > 4), U, unsigned>::type Wide;
+    return (U)((Wide)low - ((Wide)sign << (sizeof(V) * 8)));
+#else
+    return (U)v;
+#endif
+  }
+};
 template <class T, int = scan_is_narrow_signed<T>::value ? 2 : scan_is_int<T>::value ? 1 : 0>
 struct scan_wrap_impl {
   template <class V> static __device__ __forceinline__ T apply(V v) { return (T)v; }
@@ -69,7 +129,7 @@ struct scan_wrap_impl {
 template <class T> struct scan_wrap_impl<T, 1> {
   template <class V> static __device__ __forceinline__ T apply(V v) {
     typedef typename scan_int_traits<T>::unsigned_type U;
-    const U bits = (U)v;
+    const U bits = scan_bits_as_impl<U, V>::apply(v);
     T t;
     memcpy(&t, &bits, sizeof(T));
     return t;
@@ -77,7 +137,7 @@ template <class T> struct scan_wrap_impl<T, 1> {
 };
 template <class T> struct scan_wrap_impl<T, 2> {
   template <class V> static __device__ __forceinline__ T apply(V v) {
-    const unsigned low = (unsigned)v;
+    const unsigned low = (unsigned)scan_cmp_value(v);
 #ifdef __CUDA_ARCH__
     int r;
     asm("bfe.s32 %0, %1, 0, %2;" : "=r"(r) : "r"(low), "n"((int)sizeof(T) * 8));
@@ -93,30 +153,6 @@ template <class T> struct scan_wrap_impl<T, 2> {
 };
 template <class T, class V> __device__ __forceinline__ T scan_wrap(V v) { return scan_wrap_impl<T>::apply(v); }
 
-// Comparisons. ptxas (CUDA 13.0, -O1 and up) miscompiles some comparisons of
-// 8- and 16-bit integers: `b == 0` on b = max(0, x) of two `signed char`s was
-// fused into a packed 16-bit min/max whose predicate does not mean equality
-// (a guarded division by zero ran on the H200). Narrow integers are therefore
-// compared as 32-bit values the optimisers cannot narrow back: every
-// comparison of the translated operators, and the prelude's own, goes through
-// these.
-template <class T, bool = (sizeof(T) < 4) && scan_is_int<T>::value> struct scan_cmp_impl {
-  typedef T type;
-  static __device__ __forceinline__ T apply(T v) { return v; }
-};
-template <class T> struct scan_cmp_impl<T, true> {
-  typedef int type;
-  static __device__ __forceinline__ int apply(T v) {
-    int w = (int)v;
-#ifdef __CUDA_ARCH__
-    asm("mov.b32 %0, %1;" : "=r"(w) : "r"(w));
-#endif
-    return w;
-  }
-};
-template <class T> __device__ __forceinline__ typename scan_cmp_impl<T>::type scan_cmp_value(T v) {
-  return scan_cmp_impl<T>::apply(v);
-}
 #define SCAN_COMPARISON(NAME, OP)                                                 \
   template <class A, class B> __device__ __forceinline__ bool NAME(A a, B b) {    \
     return scan_cmp_value(a) OP scan_cmp_value(b);                                \
@@ -179,12 +215,12 @@ __device__ __forceinline__ double scan_mul(double a, double b) { return __dmul_r
 template <class T> __device__ __forceinline__ T scan_div(T a, T b) {
   if (scan_eq(b, (T)0)) return 0;
   if (scan_int_traits<T>::is_signed && scan_eq(a, scan_int_traits<T>::min) && scan_eq(b, (T)-1)) return a;
-  return scan_wrap<T>(a / b);
+  return scan_wrap<T>(scan_cmp_value(a) / scan_cmp_value(b));
 }
 template <class T> __device__ __forceinline__ T scan_rem(T a, T b) {
   if (scan_eq(b, (T)0)) return 0;
   if (scan_int_traits<T>::is_signed && scan_eq(b, (T)-1)) return 0;
-  return scan_wrap<T>(a % b);
+  return scan_wrap<T>(scan_cmp_value(a) % scan_cmp_value(b));
 }
 __device__ __forceinline__ float scan_div(float a, float b) { return __fdiv_rn(a, b); }
 __device__ __forceinline__ double scan_div(double a, double b) { return __ddiv_rn(a, b); }
@@ -210,7 +246,7 @@ template <class T, class S> __device__ __forceinline__ T scan_shl(T a, S amount)
   return scan_wrap<T>((W)a << ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
 }
 template <class T, class S> __device__ __forceinline__ T scan_shr(T a, S amount) {
-  return scan_wrap<T>(a >> ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
+  return scan_wrap<T>(scan_cmp_value(a) >> ((unsigned)amount & (scan_int_traits<T>::bits - 1)));
 }
 template <class T> __device__ __forceinline__ T scan_rotate_left(T a, unsigned n) {
   typedef typename scan_int_traits<T>::unsigned_type U;
@@ -238,10 +274,39 @@ __device__ __forceinline__ float scan_max(float a, float b) { return fmaxf(a, b)
 __device__ __forceinline__ double scan_min(double a, double b) { return fmin(a, b); }
 __device__ __forceinline__ double scan_max(double a, double b) { return fmax(a, b); }
 
-// Integer abs wraps (abs(MIN) == MIN), as wrapping_abs.
-template <class T> __device__ __forceinline__ T scan_abs(T a) { return scan_lt(a, (T)0) ? scan_neg(a) : a; }
-__device__ __forceinline__ float scan_abs(float a) { return fabsf(a); }
-__device__ __forceinline__ double scan_abs(double a) { return fabs(a); }
+// Integer abs wraps (abs(MIN) == MIN), as wrapping_abs. Not written `a < 0
+// ? -a : a`: NVVM turns that into its abs intrinsic, and optimised CUDA 13.0
+// code on the H200 then took abs(i64::MIN) for non-negative. The sign mask
+// comes from inline PTX instead, and (a ^ mask) - mask is plain arithmetic.
+template <class T> __device__ __forceinline__ T scan_abs(T a) {
+  if (!scan_int_traits<T>::is_signed) return a;
+  typedef typename scan_int_traits<T>::wide_unsigned_type W;
+  const W bits = (W)scan_cmp_value(a);
+  W mask;
+#ifdef __CUDA_ARCH__
+  if (sizeof(W) == 8) {
+    unsigned long long m;
+    asm("shr.s64 %0, %1, 63;" : "=l"(m) : "l"((unsigned long long)bits));
+    mask = (W)m;
+  } else {
+    unsigned m;
+    asm("shr.s32 %0, %1, 31;" : "=r"(m) : "r"((unsigned)bits));
+    mask = (W)m;
+  }
+#else
+  // The same arithmetic shift (GCC and Clang shift signed values arithmetically).
+  typedef typename scan_conditional<sizeof(W) == 8, long long, int>::type S;
+  mask = (W)((S)bits >> (sizeof(W) * 8 - 1));
+#endif
+  return scan_wrap<T>((bits ^ mask) - mask);
+}
+// Float abs clears the sign bit (as Rust's does, NaN payloads kept). Not
+// fabsf: ptxas 13.0 takes the result of its FABS for never NaN and compiled
+// `x.abs() > -1.0` (and `>= 0.0`) as true for a NaN x.
+__device__ __forceinline__ float scan_abs(float a) { return __int_as_float(__float_as_int(a) & 0x7fffffff); }
+__device__ __forceinline__ double scan_abs(double a) {
+  return __longlong_as_double(__double_as_longlong(a) & 0x7fffffffffffffffll);
+}
 
 template <class T> __device__ __forceinline__ T scan_saturating_add(T a, T b) {
   const T r = scan_add(a, b);
@@ -366,7 +431,7 @@ template <class T> __device__ __forceinline__ bool scan_is_infinite(T a) { retur
 template <class To, class From,
           int = scan_is_float<From>::value && !scan_is_float<To>::value ? 1 : scan_is_int<To>::value ? 2 : 0>
 struct scan_cast_impl {
-  static __device__ __forceinline__ To apply(From v) { return (To)v; }
+  static __device__ __forceinline__ To apply(From v) { return (To)scan_cmp_value(v); }  // see scan_cmp_value
 };
 template <class To, class From> struct scan_cast_impl<To, From, 1> {
   static __device__ __forceinline__ To apply(From v) {
