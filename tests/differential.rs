@@ -34,15 +34,7 @@ use rand::SeedableRng;
 const PAIRS: usize = 20_000;
 
 fn seed() -> u64 {
-    let seed = std::env::var("DIFFERENTIAL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let seed = common::seed::from_env_or_clock("DIFFERENTIAL_SEED");
     println!("differential seed: {seed} (DIFFERENTIAL_SEED={seed} replays it)");
     seed
 }

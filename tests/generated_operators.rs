@@ -47,13 +47,7 @@ const KERNEL: &str = "gen_ops_eval";
 
 /// The seed: `GEN_OPS_SEED`, or the clock.
 fn seed(test: &str) -> u64 {
-    let seed = match std::env::var("GEN_OPS_SEED") {
-        Ok(s) => s.parse().expect("GEN_OPS_SEED must be a u64"),
-        Err(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64,
-    };
+    let seed = common::seed::from_env_or_clock("GEN_OPS_SEED");
     println!("{test}: seed {seed} (rerun with GEN_OPS_SEED={seed})");
     seed
 }

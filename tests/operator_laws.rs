@@ -29,15 +29,7 @@ struct MinFromZero;
 struct SumF32;
 
 fn seed() -> u64 {
-    let seed = std::env::var("LAWS_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let seed = common::seed::from_env_or_clock("LAWS_SEED");
     println!("operator_laws: seed {seed} (LAWS_SEED={seed} repeats it)");
     seed
 }

@@ -243,15 +243,7 @@ pub fn leak(s: String) -> &'static str {
 
 /// The run's seed: GPU_SUITE_SEED, or the clock.
 pub fn suite_seed() -> u64 {
-    std::env::var("GPU_SUITE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        })
+    super::seed::from_env_or_clock("GPU_SUITE_SEED")
 }
 
 /// Prints the result table and the failures; returns how many rows failed.

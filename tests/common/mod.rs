@@ -4,4 +4,5 @@ pub mod ir_gen;
 pub mod ir_interp;
 pub mod nvrtc;
 pub mod ops;
+pub mod seed;
 pub mod segments;
