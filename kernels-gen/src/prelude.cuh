@@ -84,16 +84,6 @@ template <class T> __device__ __forceinline__ typename scan_cmp_impl<T>::type sc
   return scan_cmp_impl<T>::apply(v);
 }
 
-// The value of type T whose bits are the low bits of v: Rust's `as` between
-// integers, and how every integer result below is narrowed to its type.
-//
-// Narrow signed types need care. Optimised CUDA 13.0 builds mis-handle 8-
-// and 16-bit signed values that wrap: with a == -32768, (short)(0u -
-// (unsigned)a) came out +32768 on the H200 (tests/generated_operators.rs
-// found it; an unoptimised build and host compilers agree with Rust). Their
-// sign extension is therefore done in inline PTX, which NVVM cannot reason
-// about; the other types narrow by the unsigned type of their width
-// (modular by the standard) and a reinterpretation of the bits.
 template <class T> struct scan_is_narrow_signed { static constexpr bool value = false; };
 template <> struct scan_is_narrow_signed<signed char> { static constexpr bool value = true; };
 template <> struct scan_is_narrow_signed<short> { static constexpr bool value = true; };
@@ -122,6 +112,17 @@ template <class U, class V> struct scan_bits_as_impl<U, V, true> {
 #endif
   }
 };
+
+// The value of type T whose bits are the low bits of v: Rust's `as` between
+// integers, and how every integer result below is narrowed to its type.
+//
+// Narrow signed types need care. Optimised CUDA 13.0 builds mis-handle 8-
+// and 16-bit signed values that wrap: with a == -32768, (short)(0u -
+// (unsigned)a) came out +32768 on the H200 (tests/generated_operators.rs
+// found it; an unoptimised build and host compilers agree with Rust). Their
+// sign extension is therefore done in inline PTX, which NVVM cannot reason
+// about; the other types narrow by the unsigned type of their width
+// (modular by the standard) and a reinterpretation of the bits.
 template <class T, int = scan_is_narrow_signed<T>::value ? 2 : scan_is_int<T>::value ? 1 : 0>
 struct scan_wrap_impl {
   template <class V> static __device__ __forceinline__ T apply(V v) { return (T)v; }

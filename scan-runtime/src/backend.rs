@@ -132,11 +132,7 @@ where
     /// as the GPU's. `false` turns this off; release builds never run it by
     /// themselves.
     pub fn set_law_checks(&mut self, on: bool) {
-        self.law_check = if on {
-            LawCheck::Pending
-        } else {
-            LawCheck::Done
-        };
+        self.law_check = LawCheck::requested(on);
     }
 
     /// Checks the operator's laws on a sample of `input` (96 elements in

@@ -26,7 +26,12 @@ pub(crate) enum LawCheck {
 impl LawCheck {
     /// What a new scanner does: check its first call in debug builds.
     pub(crate) fn initial() -> Self {
-        if cfg!(debug_assertions) {
+        Self::requested(cfg!(debug_assertions))
+    }
+
+    /// Check the next scan when `on`, never otherwise (`set_law_checks`).
+    pub(crate) fn requested(on: bool) -> Self {
+        if on {
             LawCheck::Pending
         } else {
             LawCheck::Done
@@ -79,11 +84,7 @@ where
     /// not allow, or where the one wait matters; release builds never run
     /// it by themselves.
     pub fn set_law_checks(&mut self, on: bool) {
-        self.law_check = if on {
-            LawCheck::Pending
-        } else {
-            LawCheck::Done
-        };
+        self.law_check = LawCheck::requested(on);
     }
 
     /// The first-call check of [`GpuScanner::set_law_checks`] on the `n`
