@@ -92,8 +92,8 @@
 
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, check_laws, cpu, laws, segmented, semantics, Counterexample,
-    LengthMismatch, ScanElement, ScanKind, ScanOp,
+    check_associativity, check_laws, cpu, laws, segmented, semantics, Counterexample, Direction,
+    LengthMismatch, ScanElement, ScanKind, ScanOp, ScanSpec,
 };
 pub use scan_macros::scan_op;
 pub use scan_runtime;
@@ -102,8 +102,8 @@ pub use scan_runtime;
 pub mod prelude {
     pub use crate::segmented;
     pub use crate::{
-        check_associativity, check_laws, cpu, scan_op, Counterexample, ScanElement, ScanKind,
-        ScanOp,
+        check_associativity, check_laws, cpu, scan_op, Counterexample, Direction, ScanElement,
+        ScanKind, ScanOp, ScanSpec,
     };
     pub use scan_runtime::{
         BackendKind, DeviceHeadFlags, GpuScanner, HeadFlagBuilder, ScanError, Scanner,

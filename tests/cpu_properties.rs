@@ -7,7 +7,8 @@
 //!   parallel chunk size. Operators are exactly associative here (integers,
 //!   `max`), so equality is exact.
 //! * The sequential scans equal a direct definition (`out[i]` folded from
-//!   scratch) on short inputs.
+//!   scratch) on short inputs, forward and in reverse (suffixes folded in
+//!   sequence order, the initial value on the right).
 //! * The generated `combine` equals a hand-written version of each operator.
 
 mod common;
@@ -25,12 +26,18 @@ fn random_vec<T>(
     (0..len).map(|_| make(&mut rng)).collect()
 }
 
-fn kinds<E: Copy>(init: E) -> [ScanKind<E>; 3] {
-    [
+/// Every kind, forward and in reverse.
+fn kinds<E: Copy>(init: E) -> Vec<ScanSpec<E>> {
+    let kinds = [
         ScanKind::Inclusive,
         ScanKind::Exclusive,
         ScanKind::ExclusiveWithInit(init),
-    ]
+    ];
+    kinds
+        .iter()
+        .map(|&k| ScanSpec::from(k))
+        .chain(kinds.iter().map(|&k| k.reverse()))
+        .collect()
 }
 
 /// Parallel == sequential, in place == out of place, for every kind.
@@ -72,14 +79,22 @@ where
 {
     let fold =
         |seed: Op::Element, xs: &[Op::Element]| xs.iter().fold(seed, |acc, x| Op::combine(acc, *x));
+    // xs[0] ∘ … ∘ xs[last] ∘ tail.
+    let fold_right = |xs: &[Op::Element], tail: Op::Element| {
+        xs.iter().rev().fold(tail, |acc, x| Op::combine(*x, acc))
+    };
+    let n = input.len();
     for kind in kinds(init) {
-        let mut out = vec![Op::IDENTITY; input.len()];
+        let mut out = vec![Op::IDENTITY; n];
         cpu::scan::<Op>(kind, input, &mut out).unwrap();
-        for i in 0..input.len() {
-            let expected = match kind {
-                ScanKind::Inclusive => fold(input[0], &input[1..=i]),
-                ScanKind::Exclusive => fold(Op::IDENTITY, &input[..i]),
-                ScanKind::ExclusiveWithInit(init) => fold(init, &input[..i]),
+        for i in 0..n {
+            let expected = match (kind.direction, kind.kind) {
+                (Direction::Forward, ScanKind::Inclusive) => fold(input[0], &input[1..=i]),
+                (Direction::Forward, ScanKind::Exclusive) => fold(Op::IDENTITY, &input[..i]),
+                (Direction::Forward, ScanKind::ExclusiveWithInit(init)) => fold(init, &input[..i]),
+                (_, ScanKind::Inclusive) => fold_right(&input[i..n - 1], input[n - 1]),
+                (_, ScanKind::Exclusive) => fold_right(&input[i + 1..], Op::IDENTITY),
+                (_, ScanKind::ExclusiveWithInit(init)) => fold_right(&input[i + 1..], init),
             };
             assert_eq!(out[i], expected, "{kind:?} at {i}");
         }

@@ -1,7 +1,8 @@
 //! Property tests of the CPU segmented scans, the oracle of the GPU ones.
 //!
 //! * The sequential scan equals the definition (each output folded from its
-//!   segment's head) for every kind, on short inputs and every pattern.
+//!   segment's head, or in reverse to its last element) for every kind and
+//!   direction, on short inputs and every pattern.
 //! * Parallel equals sequential, in place equals out of place, and bytes
 //!   equal bits, bit for bit, on inputs long enough for many parallel chunks
 //!   (the chunk-carry logic), for sums and non-commutative operators.
@@ -21,12 +22,18 @@ use rand::{Rng, SeedableRng};
 
 type Rng64 = rand::rngs::StdRng;
 
-fn kinds<E: Copy>(init: E) -> [ScanKind<E>; 3] {
-    [
+/// Every kind, forward and in reverse.
+fn kinds<E: Copy>(init: E) -> Vec<ScanSpec<E>> {
+    let kinds = [
         ScanKind::Inclusive,
         ScanKind::Exclusive,
         ScanKind::ExclusiveWithInit(init),
-    ]
+    ];
+    kinds
+        .iter()
+        .map(|&k| ScanSpec::from(k))
+        .chain(kinds.iter().map(|&k| k.reverse()))
+        .collect()
 }
 
 fn patterns() -> impl Strategy<Value = Pattern> {
@@ -44,19 +51,33 @@ fn patterns() -> impl Strategy<Value = Pattern> {
 }
 
 fn definition<Op: ScanOp>(
-    kind: ScanKind<Op::Element>,
+    spec: ScanSpec<Op::Element>,
     flags: &[u8],
     input: &[Op::Element],
 ) -> Vec<Op::Element> {
     let fold =
         |seed: Op::Element, xs: &[Op::Element]| xs.iter().fold(seed, |acc, x| Op::combine(acc, *x));
-    (0..input.len())
+    // xs[0] ∘ … ∘ xs[last] ∘ tail.
+    let fold_right = |xs: &[Op::Element], tail: Op::Element| {
+        xs.iter().rev().fold(tail, |acc, x| Op::combine(*x, acc))
+    };
+    let n = input.len();
+    (0..n)
         .map(|i| {
             let head = (0..=i).rev().find(|&h| h == 0 || flags[h] != 0).unwrap();
-            match kind {
-                ScanKind::Inclusive => fold(input[head], &input[head + 1..=i]),
-                ScanKind::Exclusive => fold(Op::IDENTITY, &input[head..i]),
-                ScanKind::ExclusiveWithInit(init) => fold(init, &input[head..i]),
+            // The segment's last element.
+            let tail = (i + 1..n).find(|&h| flags[h] != 0).unwrap_or(n) - 1;
+            match (spec.direction, spec.kind) {
+                (Direction::Forward, ScanKind::Inclusive) => {
+                    fold(input[head], &input[head + 1..=i])
+                }
+                (Direction::Forward, ScanKind::Exclusive) => fold(Op::IDENTITY, &input[head..i]),
+                (Direction::Forward, ScanKind::ExclusiveWithInit(init)) => {
+                    fold(init, &input[head..i])
+                }
+                (_, ScanKind::Inclusive) => fold_right(&input[i..tail], input[tail]),
+                (_, ScanKind::Exclusive) => fold_right(&input[i + 1..=tail], Op::IDENTITY),
+                (_, ScanKind::ExclusiveWithInit(init)) => fold_right(&input[i + 1..=tail], init),
             }
         })
         .collect()

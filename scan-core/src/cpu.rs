@@ -19,6 +19,7 @@
 //! assert_eq!(cpu::par_inclusive_vec::<Sum>(&[1, 2, 3, 4]), [1, 3, 6, 10]);
 //! ```
 
+use crate::spec::ScanSpec;
 use crate::ScanOp;
 use rayon::prelude::*;
 
@@ -43,33 +44,56 @@ pub struct LengthMismatch {
     pub output: usize,
 }
 
-/// `a ∘ b` where `None` stands for "nothing in front".
-fn combine_opt<Op: ScanOp>(a: Option<Op::Element>, b: Op::Element) -> Op::Element {
-    match a {
-        Some(a) => Op::combine(a, b),
-        None => b,
+/// `x` joined to the running partial in scan order: `running ∘ x` going
+/// forward, `x ∘ running` in reverse (`None`: nothing yet).
+pub(crate) fn step<Op: ScanOp>(
+    reverse: bool,
+    running: Option<Op::Element>,
+    x: Op::Element,
+) -> Op::Element {
+    match running {
+        None => x,
+        Some(r) if reverse => Op::combine(x, r),
+        Some(r) => Op::combine(r, x),
     }
 }
 
-fn seed_of<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Option<Op::Element>) {
-    match kind {
+/// What a spec asks for: inclusive or not, the seed (`None`: nothing in
+/// front), and whether it runs in reverse.
+pub(crate) fn plan<E>(spec: ScanSpec<E>) -> (bool, Option<E>, bool) {
+    let reverse = spec.is_reverse();
+    let (inclusive, seed) = match spec.kind {
         ScanKind::Inclusive => (true, None),
         ScanKind::Exclusive => (false, None),
         ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
+    };
+    (inclusive, seed, reverse)
+}
+
+/// The `k`-th index of a scan of `len` elements in its order.
+#[inline]
+pub(crate) fn nth_index(reverse: bool, len: usize, k: usize) -> usize {
+    if reverse {
+        len - 1 - k
+    } else {
+        k
     }
 }
 
-/// Scans `input` into `output` with `seed` in front (`None`: nothing).
+/// Scans `input` into `output` (equal lengths) with `seed` in front of the
+/// scan order (`None`: nothing).
 fn scan_run<Op: ScanOp>(
     inclusive: bool,
     seed: Option<Op::Element>,
+    reverse: bool,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) {
     let mut running = seed;
-    for (x, out) in input.iter().zip(output.iter_mut()) {
-        let next = combine_opt::<Op>(running, *x);
-        *out = if inclusive {
+    for k in 0..input.len() {
+        let i = nth_index(reverse, input.len(), k);
+        let next = step::<Op>(reverse, running, input[i]);
+        output[i] = if inclusive {
             next
         } else {
             running.unwrap_or(Op::IDENTITY)
@@ -81,12 +105,14 @@ fn scan_run<Op: ScanOp>(
 fn scan_run_in_place<Op: ScanOp>(
     inclusive: bool,
     seed: Option<Op::Element>,
+    reverse: bool,
     data: &mut [Op::Element],
 ) {
     let mut running = seed;
-    for slot in data.iter_mut() {
-        let next = combine_opt::<Op>(running, *slot);
-        *slot = if inclusive {
+    for k in 0..data.len() {
+        let i = nth_index(reverse, data.len(), k);
+        let next = step::<Op>(reverse, running, data[i]);
+        data[i] = if inclusive {
             next
         } else {
             running.unwrap_or(Op::IDENTITY)
@@ -95,28 +121,33 @@ fn scan_run_in_place<Op: ScanOp>(
     }
 }
 
+/// A chunk's total, `chunk[0] ∘ … ∘ chunk[last]` (the same in either
+/// direction); `None` for an empty chunk.
 fn reduce<Op: ScanOp>(chunk: &[Op::Element]) -> Option<Op::Element> {
     chunk
         .iter()
-        .fold(None, |acc, x| Some(combine_opt::<Op>(acc, *x)))
+        .fold(None, |acc, x| Some(step::<Op>(false, acc, *x)))
 }
 
 /// Scans `input` into `output` sequentially.
+///
+/// `spec` is a [`ScanKind`] (a forward scan) or a [`ScanSpec`] (see
+/// [`Direction`](crate::Direction) for reverse scans).
 pub fn scan<Op: ScanOp>(
-    kind: ScanKind<Op::Element>,
+    spec: impl Into<ScanSpec<Op::Element>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
     check_lengths(input.len(), output.len())?;
-    let (inclusive, seed) = seed_of::<Op>(kind);
-    scan_run::<Op>(inclusive, seed, input, output);
+    let (inclusive, seed, reverse) = plan(spec.into());
+    scan_run::<Op>(inclusive, seed, reverse, input, output);
     Ok(())
 }
 
 /// Scans `data` in place sequentially.
-pub fn scan_in_place<Op: ScanOp>(kind: ScanKind<Op::Element>, data: &mut [Op::Element]) {
-    let (inclusive, seed) = seed_of::<Op>(kind);
-    scan_run_in_place::<Op>(inclusive, seed, data);
+pub fn scan_in_place<Op: ScanOp>(spec: impl Into<ScanSpec<Op::Element>>, data: &mut [Op::Element]) {
+    let (inclusive, seed, reverse) = plan(spec.into());
+    scan_run_in_place::<Op>(inclusive, seed, reverse, data);
 }
 
 fn check_lengths(input: usize, output: usize) -> Result<(), LengthMismatch> {
@@ -134,17 +165,20 @@ pub(crate) fn chunk_len(n: usize) -> usize {
     n.div_ceil(chunks).max(1 << 14)
 }
 
-/// Exclusive prefixes of the chunk totals, seeded with `seed`.
+/// What goes in front of each chunk in scan order: the chunk totals before
+/// it (after it, in reverse) behind `seed`.
 fn chunk_prefixes<Op: ScanOp>(
     seed: Option<Op::Element>,
+    reverse: bool,
     totals: &[Option<Op::Element>],
 ) -> Vec<Option<Op::Element>> {
-    let mut prefixes = Vec::with_capacity(totals.len());
+    let mut prefixes = vec![None; totals.len()];
     let mut running = seed;
-    for total in totals {
-        prefixes.push(running);
-        if let Some(t) = total {
-            running = Some(combine_opt::<Op>(running, *t));
+    for k in 0..totals.len() {
+        let c = nth_index(reverse, totals.len(), k);
+        prefixes[c] = running;
+        if let Some(t) = totals[c] {
+            running = Some(step::<Op>(reverse, running, t));
         }
     }
     prefixes
@@ -152,43 +186,46 @@ fn chunk_prefixes<Op: ScanOp>(
 
 /// Scans `input` into `output` on all cores.
 pub fn par_scan<Op: ScanOp>(
-    kind: ScanKind<Op::Element>,
+    spec: impl Into<ScanSpec<Op::Element>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
     check_lengths(input.len(), output.len())?;
-    let (inclusive, seed) = seed_of::<Op>(kind);
+    let (inclusive, seed, reverse) = plan(spec.into());
     let len = chunk_len(input.len());
     if input.len() <= len {
-        scan_run::<Op>(inclusive, seed, input, output);
+        scan_run::<Op>(inclusive, seed, reverse, input, output);
         return Ok(());
     }
     let totals: Vec<_> = input.par_chunks(len).map(reduce::<Op>).collect();
-    let prefixes = chunk_prefixes::<Op>(seed, &totals);
+    let prefixes = chunk_prefixes::<Op>(seed, reverse, &totals);
     input
         .par_chunks(len)
         .zip(output.par_chunks_mut(len))
         .zip(prefixes)
         .for_each(|((i, o), prefix)| {
-            scan_run::<Op>(inclusive, prefix, i, o);
+            scan_run::<Op>(inclusive, prefix, reverse, i, o);
         });
     Ok(())
 }
 
 /// Scans `data` in place on all cores.
-pub fn par_scan_in_place<Op: ScanOp>(kind: ScanKind<Op::Element>, data: &mut [Op::Element]) {
-    let (inclusive, seed) = seed_of::<Op>(kind);
+pub fn par_scan_in_place<Op: ScanOp>(
+    spec: impl Into<ScanSpec<Op::Element>>,
+    data: &mut [Op::Element],
+) {
+    let (inclusive, seed, reverse) = plan(spec.into());
     let len = chunk_len(data.len());
     if data.len() <= len {
-        scan_run_in_place::<Op>(inclusive, seed, data);
+        scan_run_in_place::<Op>(inclusive, seed, reverse, data);
         return;
     }
     let totals: Vec<_> = data.par_chunks(len).map(reduce::<Op>).collect();
-    let prefixes = chunk_prefixes::<Op>(seed, &totals);
+    let prefixes = chunk_prefixes::<Op>(seed, reverse, &totals);
     data.par_chunks_mut(len)
         .zip(prefixes)
         .for_each(|(chunk, prefix)| {
-            scan_run_in_place::<Op>(inclusive, prefix, chunk);
+            scan_run_in_place::<Op>(inclusive, prefix, reverse, chunk);
         });
 }
 

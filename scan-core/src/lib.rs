@@ -12,10 +12,12 @@ pub mod cpu;
 pub mod laws;
 pub mod segmented;
 pub mod semantics;
+pub mod spec;
 
 pub use associativity::{check_associativity, Counterexample};
 pub use cpu::{LengthMismatch, ScanKind};
 pub use laws::check_laws;
+pub use spec::{Direction, ScanSpec};
 
 /// A type that can be scanned on the GPU: plain data whose CUDA declaration
 /// matches its Rust layout.

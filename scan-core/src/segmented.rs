@@ -11,6 +11,11 @@
 //! * exclusive with `init`: `out[i] = init ∘ in[h] ∘ … ∘ in[i-1]`, `init` at
 //!   each head (every segment is seeded).
 //!
+//! In reverse ([`ScanSpec::reverse`]) every segment is scanned from its
+//! last element `t`: `out[i] = in[i] ∘ … ∘ in[t]` inclusive, `in[i+1] ∘ … ∘
+//! in[t]` exclusive (the identity at `t`), `in[i+1] ∘ … ∘ in[t] ∘ init` with
+//! `init` (`init` at `t`).
+//!
 //! Users with segment offsets (CSR row pointers) or keys build flags with
 //! [`heads_from_offsets`] and [`heads_from_keys`] (the GPU has the same
 //! builders).
@@ -29,7 +34,8 @@
 //! assert_eq!(out, [1, 3, 6, 4, 5, 11]);
 //! ```
 
-use crate::cpu::{LengthMismatch, ScanKind};
+use crate::cpu::{nth_index, plan, step, LengthMismatch};
+use crate::spec::ScanSpec;
 use crate::ScanOp;
 use rayon::prelude::*;
 
@@ -343,38 +349,39 @@ pub fn heads_from_keys<K: SegmentKey>(keys: &[K], format: FlagFormat) -> OwnedHe
     flags
 }
 
-fn seed_of<E>(kind: ScanKind<E>) -> (bool, Option<E>) {
-    match kind {
-        ScanKind::Inclusive => (true, None),
-        ScanKind::Exclusive => (false, None),
-        ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
+/// Whether element `i` of `n` starts a segment in scan order: its head
+/// going forward; in reverse, the segment's last element (the one before
+/// the next head, or the sequence's last).
+fn starts<'a>(heads: HeadFlags<'a>, reverse: bool, n: usize, i: usize) -> bool {
+    if reverse {
+        i + 1 == n || heads.is_head(i + 1)
+    } else {
+        heads.is_head(i)
     }
 }
 
-fn combine_opt<Op: ScanOp>(a: Option<Op::Element>, b: Op::Element) -> Op::Element {
-    match a {
-        Some(a) => Op::combine(a, b),
-        None => b,
-    }
-}
-
-/// Scans `data[k]` (element `offset + k` of the sequence) in place, starting
-/// with `carry` (the open segment's seeded partial, `None`: nothing).
+/// Scans `data[k]` (element `offset + k` of a sequence of `n`) in place,
+/// in scan order, starting with `carry` (the open segment's seeded partial,
+/// `None`: nothing).
+#[allow(clippy::too_many_arguments)]
 fn run<Op: ScanOp>(
     inclusive: bool,
     init: Option<Op::Element>,
+    reverse: bool,
     heads: HeadFlags<'_>,
+    n: usize,
     offset: usize,
     carry: Option<Op::Element>,
     data: &mut [Op::Element],
 ) {
     let mut running = carry;
-    for (k, slot) in data.iter_mut().enumerate() {
-        if heads.is_head(offset + k) {
+    for k in 0..data.len() {
+        let i = nth_index(reverse, data.len(), k);
+        if starts(heads, reverse, n, offset + i) {
             running = init;
         }
-        let next = combine_opt::<Op>(running, *slot);
-        *slot = if inclusive {
+        let next = step::<Op>(reverse, running, data[i]);
+        data[i] = if inclusive {
             next
         } else {
             running.unwrap_or(Op::IDENTITY)
@@ -383,29 +390,33 @@ fn run<Op: ScanOp>(
     }
 }
 
-/// A chunk's lifted total: whether it holds a head, and the seeded partial of
-/// its last segment (`None` for an empty chunk).
+/// A chunk's lifted total in scan order: whether a segment starts in it,
+/// and the seeded partial of its last segment in scan order (`None` for an
+/// empty chunk).
 fn chunk_total<Op: ScanOp>(
     init: Option<Op::Element>,
+    reverse: bool,
     heads: HeadFlags<'_>,
+    n: usize,
     offset: usize,
     chunk: &[Op::Element],
 ) -> (bool, Option<Op::Element>) {
     let mut has_head = false;
     let mut total = None;
-    for (k, x) in chunk.iter().enumerate() {
-        if heads.is_head(offset + k) {
+    for k in 0..chunk.len() {
+        let i = nth_index(reverse, chunk.len(), k);
+        if starts(heads, reverse, n, offset + i) {
             has_head = true;
             total = init;
         }
-        total = Some(combine_opt::<Op>(total, *x));
+        total = Some(step::<Op>(reverse, total, chunk[i]));
     }
     (has_head, total)
 }
 
 /// Sequential segmented scan of `input` into `output`.
 pub fn scan<Op: ScanOp>(
-    kind: ScanKind<Op::Element>,
+    spec: impl Into<ScanSpec<Op::Element>>,
     heads: HeadFlags<'_>,
     input: &[Op::Element],
     output: &mut [Op::Element],
@@ -419,26 +430,35 @@ pub fn scan<Op: ScanOp>(
     }
     heads.check_len(input.len())?;
     output.copy_from_slice(input);
-    let (inclusive, init) = seed_of(kind);
-    run::<Op>(inclusive, init, heads, 0, None, output);
+    let (inclusive, init, reverse) = plan(spec.into());
+    run::<Op>(
+        inclusive,
+        init,
+        reverse,
+        heads,
+        input.len(),
+        0,
+        None,
+        output,
+    );
     Ok(())
 }
 
 /// Sequential segmented scan of `data` in place.
 pub fn scan_in_place<Op: ScanOp>(
-    kind: ScanKind<Op::Element>,
+    spec: impl Into<ScanSpec<Op::Element>>,
     heads: HeadFlags<'_>,
     data: &mut [Op::Element],
 ) -> Result<(), FlagsLengthMismatch> {
     heads.check_len(data.len())?;
-    let (inclusive, init) = seed_of(kind);
-    run::<Op>(inclusive, init, heads, 0, None, data);
+    let (inclusive, init, reverse) = plan(spec.into());
+    run::<Op>(inclusive, init, reverse, heads, data.len(), 0, None, data);
     Ok(())
 }
 
 /// Segmented scan of `input` into `output` on all cores.
 pub fn par_scan<Op: ScanOp>(
-    kind: ScanKind<Op::Element>,
+    spec: impl Into<ScanSpec<Op::Element>>,
     heads: HeadFlags<'_>,
     input: &[Op::Element],
     output: &mut [Op::Element],
@@ -452,7 +472,7 @@ pub fn par_scan<Op: ScanOp>(
     }
     heads.check_len(input.len())?;
     output.par_iter_mut().zip(input).for_each(|(o, i)| *o = *i);
-    par_scan_in_place::<Op>(kind, heads, output)?;
+    par_scan_in_place::<Op>(spec, heads, output)?;
     Ok(())
 }
 
@@ -460,32 +480,37 @@ pub fn par_scan<Op: ScanOp>(
 /// operator lifted to (head, value) pairs, their exclusive scan, and a
 /// seeded rescan of every chunk (the GPU's structure).
 pub fn par_scan_in_place<Op: ScanOp>(
-    kind: ScanKind<Op::Element>,
+    spec: impl Into<ScanSpec<Op::Element>>,
     heads: HeadFlags<'_>,
     data: &mut [Op::Element],
 ) -> Result<(), FlagsLengthMismatch> {
     heads.check_len(data.len())?;
-    let (inclusive, init) = seed_of(kind);
-    let len = crate::cpu::chunk_len(data.len());
+    let (inclusive, init, reverse) = plan(spec.into());
+    let n = data.len();
+    let len = crate::cpu::chunk_len(n);
     let totals: Vec<_> = data
         .par_chunks(len)
         .enumerate()
-        .map(|(c, chunk)| chunk_total::<Op>(init, heads, c * len, chunk))
+        .map(|(c, chunk)| chunk_total::<Op>(init, reverse, heads, n, c * len, chunk))
         .collect();
-    // Exclusive scan of the lifted totals: (f1, v1) ⊕ (f2, v2) = (f1 | f2, f2 ? v2 : v1 ∘ v2).
-    let mut carries = Vec::with_capacity(totals.len());
+    // Exclusive scan of the lifted totals in scan order:
+    // (f1, v1) ⊕ (f2, v2) = (f1 | f2, f2 ? v2 : v1 ∘ v2).
+    let mut carries = vec![None; totals.len()];
     let mut running: Option<Op::Element> = None;
-    for (has_head, total) in totals {
-        carries.push(running);
-        running = match (has_head, total) {
+    for k in 0..totals.len() {
+        let c = nth_index(reverse, totals.len(), k);
+        carries[c] = running;
+        running = match totals[c] {
             (true, t) => t,
-            (false, Some(t)) => Some(combine_opt::<Op>(running, t)),
+            (false, Some(t)) => Some(step::<Op>(reverse, running, t)),
             (false, None) => running,
         };
     }
     data.par_chunks_mut(len)
         .zip(carries)
         .enumerate()
-        .for_each(|(c, (chunk, carry))| run::<Op>(inclusive, init, heads, c * len, carry, chunk));
+        .for_each(|(c, (chunk, carry))| {
+            run::<Op>(inclusive, init, reverse, heads, n, c * len, carry, chunk)
+        });
     Ok(())
 }
