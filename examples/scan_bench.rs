@@ -18,6 +18,10 @@
 //! elements within a tolerance given per case. Before timing, every output
 //! is checked against the CPU backend at the sampled elements.
 //!
+//! Reverse inclusive scans of `u32` sum and affine at 2^24 and 2^28 are
+//! timed beside the forward ones on the same input (the default path, and
+//! the single pass with look-back, which reverse scans take).
+//!
 //! A second table sweeps tile shapes of the single passes (`u32` sum,
 //! affine, and the pipelined pass against the look-back for the 24-byte
 //! struct) at 2^24 and 2^28; a third times `u32` sum and affine at 2^28
@@ -696,6 +700,61 @@ fn small_inputs(stream: &Arc<CudaStream>) {
     }
 }
 
+/// Reverse (suffix) scans against forward ones on the same input and
+/// scanner: the default forward scan, the forward single pass with
+/// look-back (the path reverse scans take), and the reverse inclusive
+/// scan, checked against the CPU at the sampled indices; prints one row
+/// and returns whether the output agreed.
+fn reverse_rows<Op: Case>(stream: &Arc<CudaStream>, log_n: u32) -> bool
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
+{
+    let n = 1usize << log_n;
+    let seed = SEED + Op::INDEX;
+    let host: Vec<Op::Element> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| Op::element(mix(seed, i)))
+        .collect();
+    let spec = ScanSpec::inclusive().reverse();
+    let mut expected = vec![Op::IDENTITY; n];
+    gpu_scan::cpu::par_scan::<Op>(spec, &host, &mut expected).unwrap();
+    let input = stream.clone_htod(&host).unwrap();
+    drop(host);
+    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+    scanner.scan(stream, spec, &input, &mut output).unwrap();
+    let ours = stream.clone_dtoh(&output).unwrap();
+    let ok = sample_indices(n)
+        .iter()
+        .all(|&i| Op::agree(&ours[i], &expected[i]));
+    drop((ours, expected));
+    let mut time = |path: ScanPath, spec: ScanSpec<Op::Element>| {
+        scanner.set_path(path);
+        time_ms(stream, || {
+            scanner.scan(stream, spec, &input, &mut output).unwrap()
+        }) as f64
+    };
+    let forward = time(ScanPath::Auto, ScanSpec::inclusive());
+    let forward_single = time(ScanPath::SinglePass, ScanSpec::inclusive());
+    let reverse = time(ScanPath::Auto, spec);
+    let copy_ms = {
+        let mut copy: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap()) as f64
+    };
+    let pct = |ms: f64| 100.0 * copy_ms / ms;
+    println!(
+        "{:<10} 2^{log_n:<3} {forward:>8.4} {:>5.1}%  {forward_single:>8.4} {:>5.1}%  {reverse:>8.4} {:>5.1}%  {:>6.3} {:>6.3}  {}",
+        Op::CUB_NAME,
+        pct(forward),
+        pct(forward_single),
+        pct(reverse),
+        reverse / forward,
+        reverse / forward_single,
+        if ok { "cpu ok" } else { "DIFFERS FROM CPU" }
+    );
+    ok
+}
+
 fn main() {
     let ctx = match open_device(0) {
         Ok(ctx) => ctx,
@@ -726,6 +785,18 @@ fn main() {
             rows.push(row);
         }
     }
+    println!(
+        "\nscan_bench: reverse inclusive scans (ms, % of copy; reverse over forward default and over forward single pass)"
+    );
+    println!(
+        "{:<10} {:<5} {:>8} {:>6}  {:>8} {:>6}  {:>8} {:>6}  {:>6} {:>6}  output",
+        "case", "n", "forward", "%copy", "fwd 1p", "%copy", "reverse", "%copy", "r/fwd", "r/1p"
+    );
+    let mut reverse_bad = 0;
+    for log_n in [24u32, 28] {
+        reverse_bad += usize::from(!reverse_rows::<SumU32>(&stream, log_n));
+        reverse_bad += usize::from(!reverse_rows::<Affine>(&stream, log_n));
+    }
     small_inputs(&stream);
     shape_sweep(&stream);
     println!(
@@ -746,10 +817,10 @@ fn main() {
         .filter(|r| r.same.starts_with("DIFFERS"))
         .count();
     println!(
-        "scan_bench: {} rows, {bad} with differing outputs",
+        "scan_bench: {} rows, {bad} with differing outputs; reverse rows: {reverse_bad} differing from the CPU",
         rows.len()
     );
-    if bad > 0 {
+    if bad + reverse_bad > 0 {
         std::process::exit(1);
     }
 }

@@ -1,5 +1,6 @@
 //! The segmented GPU suite: segmented inclusive, exclusive and exclusive
-//! with init, in both strategies and both flag formats, through the three
+//! with init, forward and in reverse (`GPU_SUITE_DIRECTIONS=forward` or
+//! `reverse` runs one), in both strategies and both flag formats, through the three
 //! paths (pipelined, look-back single pass, reduce-then-scan), for sums and
 //! non-commutative operators, over segment patterns (every element a head,
 //! one segment, random lengths of mean 2, 7, 1000 and 10^6, heads exactly
@@ -68,7 +69,33 @@ fn lengths<Op: ScanOp>(big: usize) -> Vec<usize> {
     v
 }
 
-const KINDS: [&str; 3] = ["inclusive", "exclusive", "exclusive+init"];
+/// The directions the suite runs: both, unless `GPU_SUITE_DIRECTIONS`
+/// says `forward` or `reverse`.
+fn suite_directions() -> Vec<Direction> {
+    match std::env::var("GPU_SUITE_DIRECTIONS").as_deref() {
+        Ok("forward") => vec![Direction::Forward],
+        Ok("reverse") => vec![Direction::Reverse],
+        _ => vec![Direction::Forward, Direction::Reverse],
+    }
+}
+
+/// Every kind in every direction the suite runs, named.
+fn specs<E: Copy>(init: E) -> Vec<(&'static str, ScanSpec<E>)> {
+    let kinds = [
+        ("inclusive", ScanKind::Inclusive),
+        ("exclusive", ScanKind::Exclusive),
+        ("exclusive+init", ScanKind::ExclusiveWithInit(init)),
+    ];
+    suite_directions()
+        .into_iter()
+        .flat_map(|d| {
+            kinds.iter().map(move |&(name, kind)| match d {
+                Direction::Reverse => (leak(format!("reverse {name}")), kind.reverse()),
+                _ => (name, ScanSpec::from(kind)),
+            })
+        })
+        .collect()
+}
 
 /// Every global path runs every case.
 const PATHS: [ScanPath; 3] = [
@@ -94,18 +121,15 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     scanner.prepare_segmented().expect("segmented program");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x2222));
-    let kinds = [
-        ScanKind::Inclusive,
-        ScanKind::Exclusive,
-        ScanKind::ExclusiveWithInit(init),
-    ];
+    let specs = specs(init);
     let first_row = rows.len();
+    let per = specs.len();
     let row_index =
-        |q: usize, s: usize, f: usize, k: usize| first_row + ((q * 2 + s) * 2 + f) * 3 + k;
+        |q: usize, s: usize, f: usize, k: usize| first_row + ((q * 2 + s) * 2 + f) * per + k;
     for path in PATHS {
         for strategy in SegmentedStrategy::ALL {
             for format in FlagFormat::ALL {
-                for kind in KINDS {
+                for (kind, _) in &specs {
                     rows.push(Row {
                         op: Op::NAME,
                         kind: leak(format!("{kind} {strategy:?} {format:?} [{path:?}]")),
@@ -128,7 +152,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
             let d_input = stream.clone_htod(&input).unwrap();
             let d_bytes = stream.clone_htod(&bytes).unwrap();
             let d_bits = stream.clone_htod(&bits).unwrap();
-            for (k, kind) in kinds.iter().enumerate() {
+            for (k, (name, kind)) in specs.iter().enumerate() {
                 let mut expected = vec![Op::IDENTITY; n];
                 cpu_segmented::par_scan::<Op>(
                     *kind,
@@ -138,6 +162,11 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 )
                 .unwrap();
                 for (q, s, strategy, f, format) in combinations() {
+                    // Reverse scans take the single pass on the pipelined
+                    // path; its longest inputs are left to the single-pass path.
+                    if kind.is_reverse() && PATHS[q] == ScanPath::Pipelined && n == big {
+                        continue;
+                    }
                     scanner.set_path(PATHS[q]);
                     scanner.set_segmented_strategy(strategy);
                     {
@@ -169,7 +198,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                         let what = format!(
                             "{} {}{}",
                             pattern.label(),
-                            KINDS[k],
+                            name,
                             if in_place { " in place" } else { "" }
                         );
                         compare::<Op>(&what, n, &got, &expected, &mut row.failures);
@@ -348,8 +377,9 @@ fn gpu_segmented_suite() {
         .and_then(|s| s.parse().ok())
         .unwrap_or((1usize << 22) + 7);
     println!(
-        "gpu_segmented: device {}, seed {seed} (GPU_SUITE_SEED={seed} replays), largest length {big}",
-        ctx.name().unwrap()
+        "gpu_segmented: device {}, seed {seed} (GPU_SUITE_SEED={seed} replays), largest length {big}, directions {:?}",
+        ctx.name().unwrap(),
+        suite_directions()
     );
     let stream = ctx.default_stream();
     let mut rows = Vec::new();

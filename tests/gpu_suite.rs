@@ -1,5 +1,6 @@
 //! The GPU suite: every kind (inclusive, exclusive, exclusive with init, and
-//! each in place) for every test operator, through the three paths (the
+//! each in place), forward and in reverse (`GPU_SUITE_DIRECTIONS=forward`
+//! or `reverse` runs one), for every test operator, through the three paths (the
 //! pipelined single pass, the single pass with decoupled look-back, and
 //! reduce-then-scan; the longest inputs through the default pipelined path
 //! only, which runs as the plain single pass where it cannot), over lengths at every boundary,
@@ -34,10 +35,45 @@ use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The directions the suite runs: both, unless `GPU_SUITE_DIRECTIONS`
+/// says `forward` or `reverse` (to split a run in two; the summary names
+/// the directions run).
+fn suite_directions() -> Vec<Direction> {
+    match std::env::var("GPU_SUITE_DIRECTIONS").as_deref() {
+        Ok("forward") => vec![Direction::Forward],
+        Ok("reverse") => vec![Direction::Reverse],
+        _ => vec![Direction::Forward, Direction::Reverse],
+    }
+}
+
+/// Every kind in every direction of `directions`, named.
+fn specs<E: Copy>(init: E, directions: &[Direction]) -> Vec<(&'static str, ScanSpec<E>)> {
+    let kinds = [
+        ("inclusive", ScanKind::Inclusive),
+        ("exclusive", ScanKind::Exclusive),
+        ("exclusive+init", ScanKind::ExclusiveWithInit(init)),
+    ];
+    directions
+        .iter()
+        .flat_map(|&d| {
+            kinds.iter().map(move |&(name, kind)| {
+                let spec = ScanSpec::from(kind).with_direction(d);
+                match d {
+                    Direction::Reverse => (leak(format!("reverse {name}")), spec),
+                    _ => (name, spec),
+                }
+            })
+        })
+        .collect()
+}
+
+/// Scans every length of `lengths` in every kind and direction (reverse
+/// scans only up to `reverse_up_to` elements) on `path`.
 fn run_op<Op: Case>(
     stream: &Arc<CudaStream>,
     path: ScanPath,
     lengths: &[usize],
+    reverse_up_to: usize,
     seed: u64,
     rows: &mut Vec<Row>,
 ) {
@@ -47,11 +83,8 @@ fn run_op<Op: Case>(
         let mut rng = Rng64::seed_from_u64(seed ^ 0x1111);
         Op::random(&mut rng)
     };
-    let kinds: [(&'static str, ScanKind<Op::Element>); 3] = [
-        ("inclusive", ScanKind::Inclusive),
-        ("exclusive", ScanKind::Exclusive),
-        ("exclusive+init", ScanKind::ExclusiveWithInit(init)),
-    ];
+    let directions = suite_directions();
+    let kinds = specs(init, &directions);
     let mut per_kind: Vec<Row> = kinds
         .iter()
         .flat_map(|(name, _)| {
@@ -76,6 +109,9 @@ fn run_op<Op: Case>(
             None
         };
         for (k, (_, kind)) in kinds.iter().enumerate() {
+            if kind.is_reverse() && n > reverse_up_to {
+                continue;
+            }
             let mut expected = vec![Op::IDENTITY; n];
             cpu::par_scan::<Op>(*kind, &input, &mut expected).unwrap();
             for in_place in [false, true] {
@@ -114,26 +150,35 @@ fn run_op<Op: Case>(
         // 16-byte aligned, so whole tiles take the element-wise loads and
         // stores instead of the vector ones.
         if (2..=1 << 21).contains(&n) {
-            let mut expected = vec![Op::IDENTITY; n - 1];
-            cpu::par_scan::<Op>(ScanKind::Inclusive, &input[1..], &mut expected).unwrap();
-            let src = d_input.as_ref().unwrap();
-            let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
-            poison(stream, &mut out);
-            let mut out_view = out.slice_mut(1..);
-            scanner
-                .inclusive(stream, &src.slice(1..), &mut out_view)
-                .unwrap();
-            let got = stream.clone_dtoh(&out.slice(1..)).unwrap();
-            let row = &mut per_kind[0];
-            row.lengths += 1;
-            row.elements += n - 1;
-            compare::<Op>(
-                "inclusive, misaligned views",
-                n - 1,
-                &got,
-                &expected,
-                &mut row.failures,
-            );
+            for (k, (_, kind)) in kinds.iter().enumerate() {
+                if kind.kind != ScanKind::Inclusive {
+                    continue;
+                }
+                let mut expected = vec![Op::IDENTITY; n - 1];
+                cpu::par_scan::<Op>(*kind, &input[1..], &mut expected).unwrap();
+                let src = d_input.as_ref().unwrap();
+                let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+                poison(stream, &mut out);
+                let mut out_view = out.slice_mut(1..);
+                scanner
+                    .scan(stream, *kind, &src.slice(1..), &mut out_view)
+                    .unwrap();
+                let got = stream.clone_dtoh(&out).unwrap();
+                let row = &mut per_kind[2 * k];
+                row.lengths += 1;
+                row.elements += n - 1;
+                if !poisoned(&got[..1]) {
+                    row.failures
+                        .push(format!("n={n}: a misaligned view's scan wrote before it"));
+                }
+                compare::<Op>(
+                    "misaligned views",
+                    n - 1,
+                    &got[1..],
+                    &expected,
+                    &mut row.failures,
+                );
+            }
         }
         // The out-of-place scans never wrote their input.
         if let Some(d) = &d_input {
@@ -184,7 +229,11 @@ fn run_op<Op: Case>(
         ] {
             let input = random_input::<Op>(n, seed ^ n as u64 ^ 0x5eed);
             let src = stream.clone_htod(&input).unwrap();
-            for kind in [ScanKind::Inclusive, ScanKind::ExclusiveWithInit(init)] {
+            let full_kinds = kinds.iter().map(|(_, spec)| *spec).filter(|spec| {
+                spec.kind == ScanKind::Inclusive
+                    || matches!(spec.kind, ScanKind::ExclusiveWithInit(_))
+            });
+            for kind in full_kinds {
                 let mut expected = vec![Op::IDENTITY; n];
                 cpu::par_scan::<Op>(kind, &input, &mut expected).unwrap();
                 let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
@@ -201,13 +250,13 @@ fn run_op<Op: Case>(
         per_kind.push(row);
     }
     // The in-memory cache: a second scanner of the same operator in the same
-    // context, scanning on the path the first used, compiles and loads
-    // nothing.
+    // context, scanning as the first did (first kind and direction, same
+    // path), compiles and loads nothing.
     let mut second = GpuScanner::<Op>::new(stream.context()).expect("second scanner");
     second.set_path(path);
     let n = lengths.iter().copied().max().unwrap_or(0);
     let mut data = stream.alloc_zeros::<Op::Element>(n).unwrap();
-    second.inclusive_in_place(stream, &mut data).unwrap();
+    second.scan_in_place(stream, kinds[0].1, &mut data).unwrap();
     let stats = second.program_stats();
     if stats.origin != gpu_scan::scan_runtime::ProgramOrigin::Memory || stats.kernels_loaded != 0 {
         per_kind[0].failures.push(format!(
@@ -215,12 +264,16 @@ fn run_op<Op: Case>(
         ));
     }
 
-    // A second scan of the same size allocates no scratch.
+    // A second scan of the same size and kind allocates no scratch.
     if let Some(&n) = lengths.iter().filter(|&&n| n > Op::tile_items()).max() {
         let mut data = stream.alloc_zeros::<Op::Element>(n).unwrap();
+        scanner
+            .scan_in_place(stream, kinds[0].1, &mut data)
+            .unwrap();
         let before = scanner.workspace_allocations();
-        scanner.inclusive_in_place(stream, &mut data).unwrap();
-        scanner.inclusive_in_place(stream, &mut data).unwrap();
+        scanner
+            .scan_in_place(stream, kinds[0].1, &mut data)
+            .unwrap();
         if scanner.workspace_allocations() != before {
             per_kind[0]
                 .failures
@@ -279,8 +332,9 @@ fn gpu_suite() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1usize << 28);
     println!(
-        "gpu_suite: device {}, seed {seed} (GPU_SUITE_SEED={seed} replays), largest length {big}",
-        ctx.name().unwrap()
+        "gpu_suite: device {}, seed {seed} (GPU_SUITE_SEED={seed} replays), largest length {big}, directions {:?}",
+        ctx.name().unwrap(),
+        suite_directions()
     );
     let stream = ctx.default_stream();
     let mut rows = Vec::new();
@@ -296,24 +350,82 @@ fn gpu_suite() {
             ScanPath::SinglePass => (1 << 24) + 3,
             _ => (1 << 21) + 5,
         };
-        run_op::<SumU32>(&stream, path, &lengths_for::<SumU32>(big), seed, &mut rows);
-        run_op::<MaxF32>(&stream, path, &lengths_for::<MaxF32>(big), seed, &mut rows);
-        run_op::<MinI64>(&stream, path, &lengths_for::<MinI64>(big), seed, &mut rows);
-        run_op::<Affine>(&stream, path, &lengths_for::<Affine>(big), seed, &mut rows);
-        run_op::<Stats>(&stream, path, &lengths_for::<Stats>(big), seed, &mut rows);
-        run_op::<Mat2>(&stream, path, &lengths_for::<Mat2>(big), seed, &mut rows);
+        // Reverse scans take the single pass on the pipelined path: its
+        // longest inputs are left to the single-pass path's lengths, but for
+        // the u8 input over 2^31 (64-bit indices mirrored).
+        let rev = match path {
+            ScanPath::Pipelined => (1 << 24) + 3,
+            _ => usize::MAX,
+        };
+        run_op::<SumU32>(
+            &stream,
+            path,
+            &lengths_for::<SumU32>(big),
+            rev,
+            seed,
+            &mut rows,
+        );
+        run_op::<MaxF32>(
+            &stream,
+            path,
+            &lengths_for::<MaxF32>(big),
+            rev,
+            seed,
+            &mut rows,
+        );
+        run_op::<MinI64>(
+            &stream,
+            path,
+            &lengths_for::<MinI64>(big),
+            rev,
+            seed,
+            &mut rows,
+        );
+        run_op::<Affine>(
+            &stream,
+            path,
+            &lengths_for::<Affine>(big),
+            rev,
+            seed,
+            &mut rows,
+        );
+        run_op::<Stats>(
+            &stream,
+            path,
+            &lengths_for::<Stats>(big),
+            rev,
+            seed,
+            &mut rows,
+        );
+        run_op::<Mat2>(
+            &stream,
+            path,
+            &lengths_for::<Mat2>(big),
+            rev,
+            seed,
+            &mut rows,
+        );
         run_op::<AffineU32>(
             &stream,
             path,
             &lengths_for::<AffineU32>(big),
+            rev,
             seed,
             &mut rows,
         );
-        run_op::<Latest>(&stream, path, &lengths_for::<Latest>(big), seed, &mut rows);
+        run_op::<Latest>(
+            &stream,
+            path,
+            &lengths_for::<Latest>(big),
+            rev,
+            seed,
+            &mut rows,
+        );
         run_op::<JoinSpans>(
             &stream,
             path,
             &lengths_for::<JoinSpans>(big),
+            rev,
             seed,
             &mut rows,
         );
@@ -321,15 +433,24 @@ fn gpu_suite() {
             &stream,
             path,
             &lengths_for::<SaturatingLanes>(big),
+            rev,
             seed,
             &mut rows,
         );
         // Two modules' `Pair`s in one element (distinct CUDA names).
-        run_op::<Pairs>(&stream, path, &lengths_for::<Pairs>(big), seed, &mut rows);
+        run_op::<Pairs>(
+            &stream,
+            path,
+            &lengths_for::<Pairs>(big),
+            rev,
+            seed,
+            &mut rows,
+        );
         run_op::<SumU32Small>(
             &stream,
             path,
             &lengths_for::<SumU32Small>(big.min(1 << 24)),
+            rev,
             seed,
             &mut rows,
         );
@@ -347,6 +468,7 @@ fn gpu_suite() {
             &stream,
             path,
             &[1, 33, SumU8::tile_items() + 1, last],
+            usize::MAX,
             seed,
             &mut rows,
         );

@@ -3,7 +3,8 @@
 //! embedded source) and assembles it with `ptxas -v`: a compile error, a
 //! missing kernel, a spill to local memory, or a tile size that differs
 //! between the Rust and CUDA sides fails the test. Programs compile in
-//! parallel on all cores.
+//! parallel on all cores. Reverse kernels (`KernelAbi::PlainReverse`,
+//! `SegmentedReverse`) are in every operator's segmented program.
 //!
 //! Needs `libnvrtc.so.13` on the library path and `ptxas` on `PATH` (or in
 //! `SCAN_PTXAS`); `scripts/test` installs both (pip packages
@@ -174,10 +175,21 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
     }
     // Per architecture and operator: the plain program, and the segmented
     // one (every kernel of `KernelAbi::all`: plain, element-wise, and the
-    // segmented kernels of both strategies); then the flag builders.
+    // segmented kernels of both strategies, forward and, but for the
+    // pipelined passes and the element-wise kernel, in reverse); then the
+    // flag builders.
     let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
+    let forward = Kernel::ALL.len() + 1 + segmented_kernels;
+    let pipelined = KernelAbi::all_forward()
+        .filter(|k| k.in_direction(gpu_scan::Direction::Reverse).is_none())
+        .count();
+    assert_eq!(
+        pipelined,
+        2 + 1 + 2 * 4,
+        "pipelined kernels and the element-wise one"
+    );
     let full_program = KernelAbi::all().count();
-    assert_eq!(full_program, Kernel::ALL.len() + 1 + segmented_kernels);
+    assert_eq!(full_program, 2 * forward - pipelined);
     // Per format, two offset widths and four key widths; two offset checks.
     let flag_builders = FlagFormat::ALL.len() * (2 + 4) + 2;
     let per_arch = (programs.len() - 1) * (Kernel::ALL.len() + full_program) + flag_builders;

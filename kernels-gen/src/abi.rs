@@ -18,8 +18,8 @@
 //! assert_eq!(abi.symbol("sum_u32"), "gpu_scan_sum_u32_reduce_tiles");
 //! ```
 
-use crate::params::{FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy};
-use crate::POLICY_NAMESPACE;
+use crate::params::{Direction, FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy};
+use crate::{POLICY_NAMESPACE, SYMBOL_PREFIX};
 
 /// What a kernel parameter is, which fixes its CUDA type (for element type
 /// `T`) and the host value passed for it.
@@ -190,6 +190,14 @@ pub enum KernelAbi {
     /// applied element-wise (`left`, `right`, `output`, `n`), a grid-stride
     /// loop of [`ELEMENTWISE_BLOCK_THREADS`]-thread blocks.
     CombinePairs,
+    /// A plain scan's kernel run in reverse ([`Direction::Reverse`]): the
+    /// same parameters, the template instantiated with
+    /// `gpu_scan::reversed<Op>` (`flipped<Op>` for the pass over tile
+    /// totals), see `direction.cuh`. Every plain kernel but the pipelined
+    /// ones has one.
+    PlainReverse(Kernel),
+    /// A segmented scan's kernel run in reverse, as [`KernelAbi::PlainReverse`].
+    SegmentedReverse(SegmentedKernel, SegmentedStrategy),
 }
 
 impl KernelAbi {
@@ -203,10 +211,10 @@ impl KernelAbi {
         KernelAbi::Segmented(kernel, strategy)
     }
 
-    /// Every kernel of a program: the plain ones, the element-wise one,
-    /// then (compiled only with [`crate::SEGMENTED_DEFINE`]) the segmented
-    /// ones of both strategies.
-    pub fn all() -> impl Iterator<Item = KernelAbi> {
+    /// Every forward kernel of a program: the plain ones, the element-wise
+    /// one, then (compiled only with [`crate::SEGMENTED_DEFINE`]) the
+    /// segmented ones of both strategies.
+    pub fn all_forward() -> impl Iterator<Item = KernelAbi> {
         Kernel::ALL
             .into_iter()
             .map(KernelAbi::Plain)
@@ -218,18 +226,88 @@ impl KernelAbi {
             }))
     }
 
-    /// The exported symbol in operator `op_name`'s program.
+    /// Every kernel of a program: [`KernelAbi::all_forward`], then the
+    /// reverse ones.
+    pub fn all() -> impl Iterator<Item = KernelAbi> {
+        Self::all_forward().chain(Self::all_forward().filter_map(KernelAbi::reversed))
+    }
+
+    /// This kernel run in `direction`: itself going forward; in reverse its
+    /// reverse kernel, `None` where there is none (the pipelined passes and
+    /// the element-wise kernel, which has no direction).
+    pub fn in_direction(self, direction: Direction) -> Option<KernelAbi> {
+        match direction {
+            Direction::Forward => Some(self.forward()),
+            Direction::Reverse => self.forward().reversed(),
+        }
+    }
+
+    /// The reverse kernel of a forward one ([`KernelAbi::in_direction`]).
+    fn reversed(self) -> Option<KernelAbi> {
+        match self {
+            KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
+            | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
+            | KernelAbi::CombinePairs => None,
+            KernelAbi::Plain(k) | KernelAbi::PlainReverse(k) => Some(KernelAbi::PlainReverse(k)),
+            KernelAbi::Segmented(k, s) | KernelAbi::SegmentedReverse(k, s) => {
+                Some(KernelAbi::SegmentedReverse(k, s))
+            }
+        }
+    }
+
+    /// The forward kernel this one runs in reverse, or itself.
+    pub fn forward(self) -> KernelAbi {
+        match self {
+            KernelAbi::PlainReverse(k) => KernelAbi::Plain(k),
+            KernelAbi::SegmentedReverse(k, s) => KernelAbi::Segmented(k, s),
+            forward => forward,
+        }
+    }
+
+    /// Which way the kernel scans.
+    pub fn direction(self) -> Direction {
+        match self {
+            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => Direction::Reverse,
+            _ => Direction::Forward,
+        }
+    }
+
+    /// The exported symbol in operator `op_name`'s program: a reverse
+    /// kernel's has `reverse_` after the operator's name.
     pub fn symbol(self, op_name: &str) -> String {
         match self {
             KernelAbi::Plain(k) => k.symbol(op_name),
             KernelAbi::Segmented(k, s) => k.symbol(op_name, s),
-            KernelAbi::CombinePairs => format!("gpu_scan_{op_name}_combine_pairs"),
+            KernelAbi::CombinePairs => format!("{SYMBOL_PREFIX}{op_name}_combine_pairs"),
+            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
+                let forward = self.forward().symbol(op_name);
+                let head = format!("{SYMBOL_PREFIX}{op_name}_");
+                format!("{head}reverse_{}", &forward[head.len()..])
+            }
         }
     }
 
-    /// The kernel's parameters, in order.
-    pub fn params(self) -> &'static [Param] {
+    /// The operator policy the kernel's template takes, for operator policy
+    /// `op`: `op` going forward; in reverse `gpu_scan::reversed<op>`, and
+    /// `gpu_scan::flipped<op>` for the passes over tile totals, which are
+    /// in scan order already (`direction.cuh`).
+    fn policy(self, op: &str) -> String {
         match self {
+            KernelAbi::PlainReverse(Kernel::ScanTileTotals)
+            | KernelAbi::SegmentedReverse(SegmentedKernel::ScanTileTotals, _) => {
+                format!("gpu_scan::flipped<{op}>")
+            }
+            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
+                format!("gpu_scan::reversed<{op}>")
+            }
+            _ => op.to_string(),
+        }
+    }
+
+    /// The kernel's parameters, in order (a reverse kernel's are its
+    /// forward kernel's).
+    pub fn params(self) -> &'static [Param] {
+        match self.forward() {
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => REDUCE_TILES,
                 Kernel::ScanTileTotals => SCAN_TILE_TOTALS,
@@ -248,6 +326,9 @@ impl KernelAbi {
                 SegmentedKernel::Pipelined { .. } => SEGMENTED_PIPELINED,
             },
             KernelAbi::CombinePairs => COMBINE_PAIRS,
+            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
+                unreachable!("forward() is a forward kernel")
+            }
         }
     }
 
@@ -256,7 +337,7 @@ impl KernelAbi {
         let single_pass = |min_blocks: &str| {
             format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, gpu_scan::Shape<{op}>::{min_blocks})")
         };
-        match self {
+        match self.forward() {
             KernelAbi::Plain(
                 Kernel::SinglePassInclusive
                 | Kernel::SinglePassExclusive
@@ -273,6 +354,12 @@ impl KernelAbi {
             KernelAbi::CombinePairs => {
                 format!("__launch_bounds__({ELEMENTWISE_BLOCK_THREADS})")
             }
+            // The reduce-then-scan passes in reverse: one block per SM as
+            // the floor, on sm_90 too, where ptxas's default spilled a
+            // segmented reverse tile scan of 24-byte elements.
+            _ if self.direction() == Direction::Reverse => {
+                format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, 1)")
+            }
             _ => format!("SCAN_BOUNDS(gpu_scan::Shape<{op}>::block_threads)"),
         }
     }
@@ -280,7 +367,8 @@ impl KernelAbi {
     /// The library template the wrapper instantiates and the call's
     /// arguments, for operator policy `op`. Plain kernels scan with the
     /// `no_segments` policy; segmented ones build a `head_flags` policy
-    /// from their flags, seed and `seeded` parameters.
+    /// from their flags, seed and `seeded` parameters. `op` is the policy
+    /// of [`KernelAbi::policy`], and `self` a forward kernel.
     fn call(self, op: &str) -> (String, String) {
         let mode = |inclusive: bool| {
             if inclusive {
@@ -385,6 +473,9 @@ impl KernelAbi {
                     pipelined(mode(inclusive), &seg, &value)
                 }
             },
+            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
+                unreachable!("call() takes the forward kernel")
+            }
         }
     }
 
@@ -399,10 +490,10 @@ impl KernelAbi {
             .map(|p| format!("{} {}", p.ty.cuda_type(t), p.name))
             .collect::<Vec<_>>()
             .join(", ");
-        let (template, args) = self.call(policy);
+        let (template, args) = self.forward().call(&self.policy(policy));
         format!(
             "extern \"C\" __global__ void {} {}({params}) {{\n  gpu_scan::{template}({args});\n}}\n",
-            self.bounds(policy),
+            self.bounds(&self.policy(policy)),
             self.symbol(op_name),
         )
     }
@@ -420,10 +511,10 @@ mod tests {
             assert!(symbol.starts_with("gpu_scan_op_"), "{symbol}");
         }
         assert_eq!(symbols.len(), KernelAbi::all().count());
-        assert_eq!(
-            symbols.len(),
-            Kernel::ALL.len() + 1 + 2 * SegmentedKernel::ALL.len()
-        );
+        // Reverse kernels for all but the pipelined ones and the element-wise one.
+        let forward = Kernel::ALL.len() + 1 + 2 * SegmentedKernel::ALL.len();
+        let pipelined = 2 + 2 * 4;
+        assert_eq!(symbols.len(), 2 * forward - 1 - pipelined);
     }
 
     #[test]

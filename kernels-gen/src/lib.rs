@@ -66,11 +66,11 @@ pub use params::{
     auto_block_threads, auto_items_per_thread, nvrtc_cubin_options, nvrtc_options,
     pipelined_items_per_thread, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
     pipelined_shared_bytes, pipelined_stages, pipelined_supported, pipelined_tile_items,
-    small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, Arch, FlagFormat,
-    GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel, SegmentedStrategy,
-    DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
-    PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT, SYMBOL_PREFIX,
-    TILE_STATUS_STRIDE,
+    small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, Arch, Direction,
+    FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel,
+    SegmentedStrategy, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD,
+    PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT,
+    SYMBOL_PREFIX, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -93,6 +93,7 @@ pub const PRELUDE: &str = include_str!("prelude.cuh");
 pub const LIBRARY: &str = concat!(
     include_str!("templates/launch.cuh"),
     "\n#ifndef GPU_SCAN_LIBRARY\n#define GPU_SCAN_LIBRARY\n",
+    include_str!("templates/direction.cuh"),
     include_str!("templates/shape.cuh"),
     include_str!("templates/warp.cuh"),
     include_str!("templates/block.cuh"),
@@ -122,7 +123,7 @@ pub fn program(
     let mut out = launch_state::launch_state_declaration();
     if kernels
         .iter()
-        .any(|k| matches!(k, abi::KernelAbi::Segmented(..)))
+        .any(|k| matches!(k.forward(), abi::KernelAbi::Segmented(..)))
     {
         let _ = writeln!(
             out,

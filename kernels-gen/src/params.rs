@@ -271,6 +271,22 @@ pub fn nvrtc_cubin_options(arch: Arch) -> Vec<String> {
     options
 }
 
+/// Which end of the sequence a scan starts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Direction {
+    /// Prefix scans: `out[i]` combines `in[0] … in[i]`.
+    #[default]
+    Forward,
+    /// Suffix scans: `out[i]` combines `in[i] … in[n-1]`, still in sequence
+    /// order (`in[i] ∘ in[i+1] ∘ …`), so non-commutative operators keep
+    /// their meaning. An exclusive reverse scan leaves out `in[i]`; its
+    /// initial value goes at the right end: `out[i] = in[i+1] ∘ … ∘ in[n-1]
+    /// ∘ init` and `out[n-1] = init`. Segmented, every segment is scanned
+    /// from its last element.
+    Reverse,
+}
+
 /// The kernels (`extern "C" __global__` entry points) of one operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {

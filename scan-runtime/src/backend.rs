@@ -5,7 +5,7 @@ use crate::gpu::{open_device, GpuScanner};
 use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented::{self, HeadFlags};
-use scan_core::{cpu, ScanKind, ScanOp};
+use scan_core::{cpu, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
 
 /// Where a [`Scanner`] runs.
@@ -162,18 +162,31 @@ where
         Ok(())
     }
 
-    /// A scan of any kind.
+    /// A scan of any kind and direction (`spec`: a [`ScanKind`] for a
+    /// forward scan, or a [`ScanSpec`]).
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// let mut scanner = Scanner::<Sum>::new();
+    /// let suffix_sums = scanner.scan(ScanSpec::inclusive().reverse(), &[1, 2, 3, 4]).unwrap();
+    /// assert_eq!(suffix_sums, [10, 9, 7, 4]);
+    /// ```
     pub fn scan(
         &mut self,
-        kind: ScanKind<Op::Element>,
+        spec: impl Into<ScanSpec<Op::Element>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         self.first_call_law_check(input)?;
+        let spec = spec.into();
         match &mut self.inner {
-            Inner::Gpu { scanner, stream } => scanner.scan_host(stream, kind, input),
+            Inner::Gpu { scanner, stream } => scanner.scan_host(stream, spec, input),
             Inner::Cpu { .. } => {
                 let mut out = input.to_vec();
-                cpu::par_scan_in_place::<Op>(kind, &mut out);
+                cpu::par_scan_in_place::<Op>(spec, &mut out);
                 Ok(out)
             }
         }
@@ -212,21 +225,25 @@ where
     /// let heads = HeadFlags::Bytes(&[1, 0, 1, 0, 0]);
     /// let out = scanner.segmented_scan(ScanKind::Exclusive, heads, &[1, 2, 3, 4, 5]).unwrap();
     /// assert_eq!(out, [0, 1, 0, 3, 7]);
+    /// // In reverse, each segment from its last element.
+    /// let out = scanner.segmented_scan(ScanKind::Exclusive.reverse(), heads, &[1, 2, 3, 4, 5]).unwrap();
+    /// assert_eq!(out, [2, 0, 9, 5, 0]);
     /// ```
     pub fn segmented_scan(
         &mut self,
-        kind: ScanKind<Op::Element>,
+        spec: impl Into<ScanSpec<Op::Element>>,
         heads: HeadFlags<'_>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         self.first_call_law_check(input)?;
+        let spec = spec.into();
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => {
-                scanner.segmented_scan_host(stream, kind, heads, input)
+                scanner.segmented_scan_host(stream, spec, heads, input)
             }
             Inner::Cpu { .. } => {
                 let mut out = input.to_vec();
-                segmented::par_scan_in_place::<Op>(kind, heads, &mut out)?;
+                segmented::par_scan_in_place::<Op>(spec, heads, &mut out)?;
                 Ok(out)
             }
         }

@@ -14,7 +14,7 @@ use cudarc::driver::{
 };
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{Arch, Kernel, SegmentedStrategy};
-use scan_core::{ScanKind, ScanOp};
+use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -550,11 +550,32 @@ where
         self.scan(stream, ScanKind::ExclusiveWithInit(init), input, output)
     }
 
-    /// Any kind, out of place.
+    /// Any scan out of place: `spec` is a [`ScanKind`] (a forward scan) or
+    /// a [`ScanSpec`] with a direction ([`Direction::Reverse`]: suffix
+    /// scans, `output[i] = input[i] ∘ … ∘ input[n-1]`).
+    ///
+    /// ```no_run
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::scan_runtime::open_device;
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// let ctx = open_device(0)?;
+    /// let stream = ctx.default_stream();
+    /// let input = stream.clone_htod(&[1u32, 2, 3, 4])?;
+    /// let mut out = stream.alloc_zeros::<u32>(4)?;
+    /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
+    /// scanner.scan(&stream, ScanSpec::inclusive().reverse(), &input, &mut out)?;
+    /// assert_eq!(stream.clone_dtoh(&out)?, [10, 9, 7, 4]);
+    /// scanner.scan(&stream, ScanKind::Exclusive, &input, &mut out)?;
+    /// assert_eq!(stream.clone_dtoh(&out)?, [0, 1, 3, 6]);
+    /// # Ok::<(), ScanError>(())
+    /// ```
     pub fn scan<I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        kind: ScanKind<Op::Element>,
+        spec: impl Into<ScanSpec<Op::Element>>,
         input: &I,
         output: &mut O,
     ) -> Result<()>
@@ -573,7 +594,7 @@ where
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        self.launch(stream, kind, src, dst, n)
+        self.launch(stream, spec.into(), src, dst, n)
     }
 
     /// Inclusive scan of `data` onto itself.
@@ -604,18 +625,18 @@ where
         self.scan_in_place(stream, ScanKind::ExclusiveWithInit(init), data)
     }
 
-    /// Any kind, in place.
+    /// Any scan in place (`spec` as for [`GpuScanner::scan`]).
     pub fn scan_in_place<D: DevicePtrMut<Op::Element>>(
         &mut self,
         stream: &Arc<CudaStream>,
-        kind: ScanKind<Op::Element>,
+        spec: impl Into<ScanSpec<Op::Element>>,
         data: &mut D,
     ) -> Result<()> {
         let n = data.len();
         self.prepare(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
-        self.launch(stream, kind, ptr, ptr, n)
+        self.launch(stream, spec.into(), ptr, ptr, n)
     }
 
     /// The operator applied element-wise: `output[i] = combine(left[i],
@@ -711,14 +732,14 @@ where
     pub fn scan_host(
         &mut self,
         stream: &Arc<CudaStream>,
-        kind: ScanKind<Op::Element>,
+        spec: impl Into<ScanSpec<Op::Element>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         if input.is_empty() {
             return Ok(Vec::new());
         }
         let mut data = stream.clone_htod(input)?;
-        self.scan_in_place(stream, kind, &mut data)?;
+        self.scan_in_place(stream, spec, &mut data)?;
         Ok(stream.clone_dtoh(&data)?)
     }
 
@@ -734,9 +755,11 @@ where
     }
 
     /// One launch of the single-pass kernel over `n` elements (more than one tile).
+    #[allow(clippy::too_many_arguments)]
     fn launch_single_pass(
         &mut self,
         stream: &Arc<CudaStream>,
+        direction: Direction,
         inclusive: bool,
         seed: Op::Element,
         src: u64,
@@ -745,12 +768,15 @@ where
     ) -> Result<()> {
         let (tiles, small) = self.single_pass_tiles(n);
         self.reserve_single_pass(tiles, stream)?;
-        let abi = KernelAbi::plain(match (small, inclusive) {
-            (false, true) => Kernel::SinglePassInclusive,
-            (false, false) => Kernel::SinglePassExclusive,
-            (true, true) => Kernel::SinglePassSmallInclusive,
-            (true, false) => Kernel::SinglePassSmallExclusive,
-        });
+        let abi = directed(
+            match (small, inclusive) {
+                (false, true) => Kernel::SinglePassInclusive,
+                (false, false) => Kernel::SinglePassExclusive,
+                (true, true) => Kernel::SinglePassSmallInclusive,
+                (true, false) => Kernel::SinglePassSmallExclusive,
+            },
+            direction,
+        );
         let kernel = self.kernel(abi)?;
         let scratch = self.workspace(stream).single_pass_args();
         let args = launch::single_pass(src, dst, &scratch, seed, n as u64, None);
@@ -806,10 +832,14 @@ where
     /// Enqueues the kernels. `src` and `dst` may be equal (in place): every
     /// tile reads all of its input before writing, and tile prefixes come
     /// from an earlier kernel.
+    /// A reverse scan runs the same kernels instantiated in reverse
+    /// (`KernelAbi::PlainReverse`); the pipelined pass runs forward only, so
+    /// reverse scans take the single pass with look-back on
+    /// [`ScanPath::Auto`] and [`ScanPath::Pipelined`].
     fn launch(
         &mut self,
         stream: &Arc<CudaStream>,
-        kind: ScanKind<Op::Element>,
+        spec: ScanSpec<Op::Element>,
         src: u64,
         dst: u64,
         n: usize,
@@ -817,16 +847,20 @@ where
         if n == 0 {
             return Ok(());
         }
-        let (inclusive, seed) = match kind {
+        let direction = spec.direction;
+        let (inclusive, seed) = match spec.kind {
             ScanKind::Inclusive => (true, Op::IDENTITY),
             ScanKind::Exclusive => (false, Op::IDENTITY),
             ScanKind::ExclusiveWithInit(init) => (false, init),
         };
-        let scan_tiles_abi = KernelAbi::plain(if inclusive {
-            Kernel::ScanTilesInclusive
-        } else {
-            Kernel::ScanTilesExclusive
-        });
+        let scan_tiles_abi = directed(
+            if inclusive {
+                Kernel::ScanTilesInclusive
+            } else {
+                Kernel::ScanTilesExclusive
+            },
+            direction,
+        );
         let tiles = n.div_ceil(Op::tile_items());
         let n64 = n as u64;
         let block = (Op::BLOCK_THREADS, 1, 1);
@@ -846,23 +880,29 @@ where
                 launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
             };
         }
-        if self.pipelined_wanted(n) && src % 16 == 0 && dst % 16 == 0 {
+        if direction == Direction::Forward
+            && self.pipelined_wanted(n)
+            && src % 16 == 0
+            && dst % 16 == 0
+        {
             let shared_bytes = layout::<Op>().pipelined_shared_bytes;
             if let Some(shape) = self.pipelined_shape(pipelined_abi(inclusive), shared_bytes)? {
                 return self.launch_pipelined(stream, shape, inclusive, seed, src, dst, n);
             }
         }
         if single_pass(self.path) {
-            return self.launch_single_pass(stream, inclusive, seed, src, dst, n);
+            return self.launch_single_pass(stream, direction, inclusive, seed, src, dst, n);
         }
-        let reduce_tiles = self.kernel(KernelAbi::plain(Kernel::ReduceTiles))?;
-        let scan_tile_totals = self.kernel(KernelAbi::plain(Kernel::ScanTileTotals))?;
+        let reduce_abi = directed(Kernel::ReduceTiles, direction);
+        let scan_totals_abi = directed(Kernel::ScanTileTotals, direction);
+        let reduce_tiles = self.kernel(reduce_abi)?;
+        let scan_tile_totals = self.kernel(scan_totals_abi)?;
         let scan_tiles = self.kernel(scan_tiles_abi)?;
         let totals = self.workspace(stream).tile_totals();
         let tiles64 = tiles as u64;
         let name = Op::NAME;
         let args = launch::reduce_tiles::<Op::Element>(src, totals, n64);
-        let abi = KernelAbi::plain(Kernel::ReduceTiles);
+        let abi = reduce_abi;
         // SAFETY: (const T* input, T* tile_totals, u64 n), checked against the ABI table;
         // the workspace holds >= tiles elements.
         unsafe {
@@ -876,7 +916,7 @@ where
             )
         }?;
         let args = launch::scan_tile_totals(totals, tiles64, seed);
-        let abi = KernelAbi::plain(Kernel::ScanTileTotals);
+        let abi = scan_totals_abi;
         // SAFETY: (T* tile_totals, u64 num_tiles, T seed), checked against the ABI table;
         // one block walks all totals.
         unsafe {
@@ -895,6 +935,14 @@ where
         let function = &scan_tiles.function;
         unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }
     }
+}
+
+/// The plain kernel `kernel` scanning in `direction`; not for the
+/// pipelined kernels, which run forward only.
+pub(crate) fn directed(kernel: Kernel, direction: Direction) -> KernelAbi {
+    KernelAbi::plain(kernel)
+        .in_direction(direction)
+        .expect("every plain kernel but the pipelined ones runs in reverse")
 }
 
 /// The plain pipelined kernel of a scan kind.

@@ -267,7 +267,8 @@ mod tests {
             prefixes: 3,
             launch: 4,
         };
-        match abi {
+        // A reverse kernel takes its forward kernel's arguments.
+        match abi.forward() {
             KernelAbi::CombinePairs => combine_pairs(1, 2, 3, 9),
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => reduce_tiles(1, 2, 3),
@@ -294,6 +295,7 @@ mod tests {
                     segmented_single_pass(1, 2, 3, &s, 7, true, 9, Some(4))
                 }
             },
+            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => unreachable!(),
         }
     }
 

@@ -17,7 +17,7 @@ use cudarc::driver::{
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{FlagFormat, SegmentedKernel, SegmentedStrategy};
 use scan_core::segmented::{FlagsLengthMismatch, InvalidOffsets, SegmentKey, SegmentOffset};
-use scan_core::{ScanKind, ScanOp};
+use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -235,12 +235,14 @@ where
         )
     }
 
-    /// A segmented scan of any kind, out of place. Lengths (output and
-    /// flags) are checked before anything is enqueued.
+    /// A segmented scan of any kind and direction, out of place (`spec` a
+    /// [`ScanKind`] or a [`ScanSpec`]; in reverse every segment is scanned
+    /// from its last element, see `scan_core::segmented`). Lengths (output
+    /// and flags) are checked before anything is enqueued.
     pub fn segmented_scan<I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        kind: ScanKind<Op::Element>,
+        spec: impl Into<ScanSpec<Op::Element>>,
         heads: DeviceHeadFlags<'_>,
         input: &I,
         output: &mut O,
@@ -261,14 +263,15 @@ where
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        self.launch_segmented(stream, kind, &heads, src, dst, n)
+        self.launch_segmented(stream, spec.into(), &heads, src, dst, n)
     }
 
-    /// A segmented scan of any kind of `data` onto itself.
+    /// A segmented scan of `data` onto itself (`spec` as for
+    /// [`GpuScanner::segmented_scan`]).
     pub fn segmented_scan_in_place<D: DevicePtrMut<Op::Element>>(
         &mut self,
         stream: &Arc<CudaStream>,
-        kind: ScanKind<Op::Element>,
+        spec: impl Into<ScanSpec<Op::Element>>,
         heads: DeviceHeadFlags<'_>,
         data: &mut D,
     ) -> Result<()> {
@@ -277,7 +280,7 @@ where
         self.prepare_segmented_scan(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
-        self.launch_segmented(stream, kind, &heads, ptr, ptr, n)
+        self.launch_segmented(stream, spec.into(), &heads, ptr, ptr, n)
     }
 
     /// Host convenience: uploads `input` and the flags, scans, downloads
@@ -285,7 +288,7 @@ where
     pub fn segmented_scan_host(
         &mut self,
         stream: &Arc<CudaStream>,
-        kind: ScanKind<Op::Element>,
+        spec: impl Into<ScanSpec<Op::Element>>,
         heads: scan_core::segmented::HeadFlags<'_>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
@@ -294,15 +297,16 @@ where
             return Ok(Vec::new());
         }
         let mut data = stream.clone_htod(input)?;
+        let spec = spec.into();
         match heads {
             scan_core::segmented::HeadFlags::Bytes(b) => {
                 let flags = stream.clone_htod(b)?;
-                self.segmented_scan_in_place(stream, kind, (&flags).into(), &mut data)?;
+                self.segmented_scan_in_place(stream, spec, (&flags).into(), &mut data)?;
             }
             scan_core::segmented::HeadFlags::Bits { words, len } => {
                 let flags = stream.clone_htod(words)?;
                 let flags = DeviceHeadFlags::bits(flags.as_view(), len);
-                self.segmented_scan_in_place(stream, kind, flags, &mut data)?;
+                self.segmented_scan_in_place(stream, spec, flags, &mut data)?;
             }
         }
         Ok(stream.clone_dtoh(&data)?)
@@ -334,10 +338,12 @@ where
     /// Enqueues the segmented kernels (the library templates with a `head_flags` segment source, `segments.cuh`): one launch for a
     /// single tile; else the single pass, or reduce, scan of the tile pairs,
     /// and rescan, as the [`ScanPath`] says.
+    /// In reverse, the same kernels instantiated in reverse, as for plain
+    /// scans (no pipelined pass).
     fn launch_segmented(
         &mut self,
         stream: &Arc<CudaStream>,
-        kind: ScanKind<Op::Element>,
+        spec: ScanSpec<Op::Element>,
         heads: &DeviceHeadFlags<'_>,
         src: u64,
         dst: u64,
@@ -346,7 +352,8 @@ where
         if n == 0 {
             return Ok(());
         }
-        let (inclusive, seed, seeded) = match kind {
+        let direction = spec.direction;
+        let (inclusive, seed, seeded) = match spec.kind {
             ScanKind::Inclusive => (true, Op::IDENTITY, false),
             ScanKind::Exclusive => (false, Op::IDENTITY, false),
             ScanKind::ExclusiveWithInit(init) => (false, init, true),
@@ -357,7 +364,11 @@ where
             DeviceHeadFlags::Bits { words, .. } => words.device_ptr(stream),
         };
         let strategy = self.strategy;
-        let abi = |k: SegmentedKernel| KernelAbi::segmented(k, strategy);
+        let abi = |k: SegmentedKernel| {
+            KernelAbi::segmented(k, strategy)
+                .in_direction(direction)
+                .expect("every segmented kernel but the pipelined ones runs in reverse")
+        };
         let scan_tiles_abi = abi(SegmentedKernel::ScanTiles { inclusive, format });
         let name = Op::NAME;
         let tiles = n.div_ceil(Op::tile_items());
@@ -377,8 +388,10 @@ where
                 launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(1))
             };
         }
-        let pipelined_abi = abi(SegmentedKernel::Pipelined { inclusive, format });
-        let pipelined_shape = if pipelined_wanted::<Op>(self.path(), n)
+        let pipelined_abi =
+            KernelAbi::segmented(SegmentedKernel::Pipelined { inclusive, format }, strategy);
+        let pipelined_shape = if direction == Direction::Forward
+            && pipelined_wanted::<Op>(self.path(), n)
             && src % 16 == 0
             && dst % 16 == 0
             && flags % 16 == 0

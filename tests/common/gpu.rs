@@ -196,13 +196,14 @@ pub fn still_poisoned<T: gpu_scan::scan_runtime::cudarc::driver::DeviceRepr>(
     stream: &Arc<CudaStream>,
     buf: &CudaSlice<T>,
 ) -> bool {
-    let host = stream.clone_dtoh(buf).expect("download");
+    poisoned(&stream.clone_dtoh(buf).expect("download"))
+}
+
+/// Whether every byte of `host` (downloaded elements) is still the poison.
+pub fn poisoned<T: gpu_scan::scan_runtime::cudarc::driver::DeviceRepr>(host: &[T]) -> bool {
     // SAFETY: the elements' bytes, as the device held them (plain data).
     let bytes = unsafe {
-        std::slice::from_raw_parts(
-            host.as_ptr().cast::<u8>(),
-            std::mem::size_of_val(host.as_slice()),
-        )
+        std::slice::from_raw_parts(host.as_ptr().cast::<u8>(), std::mem::size_of_val(host))
     };
     bytes.iter().all(|&b| b == 0xA5)
 }

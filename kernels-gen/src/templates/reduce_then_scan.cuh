@@ -5,6 +5,8 @@
 //    the partial of the segment open at its start (a plain scan's tile
 //    prefixes: the exclusive scan of the totals behind the seed).
 // 3. scan_tiles: each block scans its tile behind its prefix.
+// Block b takes scan tile b (span_of_tile: in reverse, the input's tile
+// counted from the end), so tile totals and prefixes are in scan order.
 // An input of at most one tile skips passes 1 and 2. Lengths and offsets are
 // 64-bit; input and output may be the same buffer (in-place scans).
 namespace gpu_scan {
@@ -14,11 +16,12 @@ __device__ __forceinline__ void reduce_tiles(const T* input, const Seg& seg, T* 
   __shared__ T staging[Shape<Op>::staging_items];
   __shared__ T warp_totals[Shape<Op>::warps + 1];
   __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
-  const unsigned long long base = (unsigned long long)blockIdx.x * Shape<Op>::items_per_tile;
-  const int valid = (int)(n - base < Shape<Op>::items_per_tile ? n - base : Shape<Op>::items_per_tile);
+  const tile_span span = span_of_tile<Op>(blockIdx.x, n, Shape<Op>::items_per_tile);
+  const unsigned long long base = span.base;
+  const int valid = span.valid;
   T items[Shape<Op>::items_per_thread];
   load_tile<Op>(input, base, valid, staging, items);
-  const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid);
+  const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
   bool prefix_flag, tile_flag;
   T tile_total;
   block_pair_exclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, Shape<Op>::items_per_thread>([&](int i) { return items[i]; }, heads, seg),
@@ -43,7 +46,7 @@ __device__ __forceinline__ void scan_tile_totals(T* tile_totals, const Seg& tile
     const int valid = (int)(num_tiles - base < Shape<Op>::items_per_tile ? num_tiles - base : Shape<Op>::items_per_tile);
     T items[Shape<Op>::items_per_thread];
     load_tile<Op>(tile_totals, base, valid, staging, items);
-    const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(tile_segments, base, valid);
+    const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(tile_segments, base, valid, num_tiles);
     bool chunk_flag;
     const T chunk_total = tile_scan<Op, scan_exclusive_carry, Seg>(items, heads, tile_segments, carry, warp_totals, warp_flags, chunk_flag);
     store_tile<Op>(tile_totals, base, valid, staging, items);
@@ -58,11 +61,12 @@ __device__ __forceinline__ void scan_tiles(const T* input, const Seg& seg, T* ou
   __shared__ T staging[Shape<Op>::staging_items];
   __shared__ T warp_totals[Shape<Op>::warps + 1];
   __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
-  const unsigned long long base = (unsigned long long)blockIdx.x * Shape<Op>::items_per_tile;
-  const int valid = (int)(n - base < Shape<Op>::items_per_tile ? n - base : Shape<Op>::items_per_tile);
+  const tile_span span = span_of_tile<Op>(blockIdx.x, n, Shape<Op>::items_per_tile);
+  const unsigned long long base = span.base;
+  const int valid = span.valid;
   T items[Shape<Op>::items_per_thread];
   load_tile<Op>(input, base, valid, staging, items);
-  const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid);
+  const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
   const T prefix = tile_prefixes != nullptr ? tile_prefixes[blockIdx.x] : seed;
   bool tile_flag;
   tile_scan<Op, Mode, Seg>(items, heads, seg, prefix, warp_totals, warp_flags, tile_flag);

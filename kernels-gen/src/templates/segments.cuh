@@ -28,6 +28,7 @@ namespace gpu_scan {
 
 struct no_segments {
   static constexpr bool segmented = false;
+  static constexpr bool mirrored = false;
 };
 
 #ifdef GPU_SCAN_SEGMENTED
@@ -35,6 +36,8 @@ template <class Op, int Format, int Strategy, bool WholeWords = true>
 struct head_flags {
   typedef typename Op::T T;
   static constexpr bool segmented = true;
+  // A reverse scan's flags: item k's head is its element's tail flag.
+  static constexpr bool mirrored = mirrored_memory<Op>::value;
   static constexpr int format = Format;
   static constexpr int strategy = Strategy;
   // Byte flags may be read four at a time where aligned (the one-block
@@ -61,12 +64,42 @@ __device__ __forceinline__ unsigned long long bit_window(const unsigned* words, 
 }
 
 // The head flags of this thread's blocked items of a tile of Items per
-// thread: bit i for element base + t·Items + i. Items past `valid` have
-// none; element 0 always has one.
+// thread, the tile's elements being [base, base + valid) of `n`: bit i for
+// item t·Items + i. Items past `valid` have none. Going forward, item k is
+// element base + k, and element 0 always has a head. Mirrored (a reverse
+// scan), item k is element e = base + valid - 1 - k, whose head in scan
+// order is its tail: e is the last element, or element e + 1 has a head.
 template <class Seg, int Items>
-__device__ __forceinline__ unsigned thread_heads(const Seg& seg, unsigned long long base, int valid) {
+__device__ __forceinline__ unsigned thread_heads(const Seg& seg, unsigned long long base, int valid, unsigned long long n) {
   if constexpr (!Seg::segmented) {
     return 0u;
+  } else if constexpr (Seg::mirrored) {
+    static_assert(Items <= 32, "a thread's head flags fit one word");
+    const int first = (int)threadIdx.x * Items;
+    if (first >= valid) return 0u;
+    const int count = valid - first < Items ? valid - first : Items;
+    // Item first + i is element top - i, and its tail flag element top - i + 1's
+    // head flag: the flags of elements low … top + 1 (low = top + 2 - count),
+    // but for element n (past the input): the last element is a tail without.
+    const unsigned long long top = base + (unsigned long long)(valid - 1 - first);
+    const bool last = top + 1 == n;
+    const unsigned long long low = top + 2 - (unsigned long long)count;
+    const int readable = last ? count - 1 : count;
+    unsigned heads = 0;
+    if constexpr (Seg::format == scan_flags_bytes) {
+      // Item first + i's tail flag is the byte of element top + 1 - i.
+      const unsigned char* next = (const unsigned char*)seg.flags + top + 1;
+#pragma unroll
+      for (int i = 0; i < Items; ++i) {
+        if (i < count && (i > 0 || !last) && next[-i] != 0) heads |= 1u << i;
+      }
+    } else if (readable > 0) {
+      // Bit b (element low + b) becomes bit count - 1 - b.
+      const unsigned window = (unsigned)bit_window((const unsigned*)seg.flags + (low >> 5), (unsigned)(low & 31u), readable);
+      heads = __brev(window) >> (32 - count);
+    }
+    if (last) heads |= 1u;
+    return heads;
   } else {
     static_assert(Items <= 32, "a thread's head flags fit one word");
     const int first = (int)threadIdx.x * Items;

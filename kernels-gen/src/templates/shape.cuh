@@ -27,10 +27,14 @@ struct Shape {
   // The single-pass status entries (scan_tile_status).
   static constexpr unsigned tile_status_bytes = L::tile_status_bytes;
   // Blocks per SM the single passes ask the register allocator for.
+  // A reverse scan's tiles (mirrored_memory) take a few more registers for
+  // their mirrored indices and spans.
+  static constexpr int mirror_overhead = mirrored_memory<Op>::value ? 4 : 0;
   static constexpr int single_pass_min_blocks =
-      scan_single_pass_min_blocks(block_threads, items_per_thread, sizeof(T), scan_single_pass_overhead(sizeof(T)));
-  static constexpr int segmented_single_pass_min_blocks =
-      scan_single_pass_min_blocks(block_threads, items_per_thread, sizeof(T), scan_segmented_single_pass_overhead(sizeof(T)));
+      scan_single_pass_min_blocks(block_threads, items_per_thread, sizeof(T), scan_single_pass_overhead(sizeof(T)) + mirror_overhead);
+  static constexpr int segmented_single_pass_min_blocks = scan_single_pass_min_blocks(
+      block_threads, items_per_thread, sizeof(T),
+      scan_segmented_single_pass_overhead(sizeof(T)) == 0 ? 0 : scan_segmented_single_pass_overhead(sizeof(T)) + mirror_overhead);
   // The pipelined single pass (sm_90 and newer): two squads of warps
   // (reduce, rescan) and a producer, a lookahead and a store warp.
   static constexpr int pipelined_block_threads = L::pipelined_block_threads;

@@ -108,11 +108,12 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   __shared__ T shared_prefix;
   const unsigned long long tile = scan_single_pass_take_tile(launch, (n + tile_items - 1) / tile_items);
   if (tile == scan_no_tile) return;
-  const unsigned long long base = tile * tile_items;
-  const int valid = (int)(n - base < tile_items ? n - base : tile_items);
+  const tile_span span = span_of_tile<Op>(tile, n, tile_items);
+  const unsigned long long base = span.base;
+  const int valid = span.valid;
   T items[Items];
   load_tile<Op>(input, base, valid, staging, items);
-  const unsigned heads = thread_heads<Seg, Items>(seg, base, valid);
+  const unsigned heads = thread_heads<Seg, Items>(seg, base, valid, n);
   scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
   bool tile_flag;
   tile_scan_with<Op, Mode, Seg>(
@@ -129,7 +130,15 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
       },
       // The staging buffer still holds the tile.
       [&](T (&again)[Items]) { read_items<Op>(staging, valid, again); });
-  store_tile<Op>(output, base, valid, staging, items);
+  if constexpr (mirrored_memory<Op>::value) {
+    // A reverse scan's span, computed again from the tile index in shared
+    // memory rather than kept in registers through the look-back (kept,
+    // the larger elements' kernels spilled a few bytes at their register cap).
+    const tile_span again = span_of_tile<Op>(scan_shared_tile, n, tile_items);
+    store_tile<Op>(output, again.base, again.valid, staging, items);
+  } else {
+    store_tile<Op>(output, base, valid, staging, items);
+  }
   if (tile == 0) scan_single_pass_sweep(status, launch, n, tile_items);
 }
 

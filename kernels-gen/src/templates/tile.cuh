@@ -12,6 +12,15 @@ namespace gpu_scan {
 // with it, consecutive threads land in different banks.
 __device__ __forceinline__ int staging_slot(int j) { return j + (j >> 5); }
 
+// How far apart the slots of a thread's consecutive striped elements are
+// when mirrored: items B apart (B threads, a multiple of 32) sit B + B/32
+// slots apart, so slot(x - i·B) = slot(x) - i·(B + B/32) for any x (the
+// shift rounds down for negative x too).
+template <class Op>
+constexpr int mirrored_slot_step() {
+  return Shape<Op>::block_threads + Shape<Op>::block_threads / 32;
+}
+
 // Whole tiles move as 16-byte vectors when a vector holds whole elements
 // and each thread's share is whole vectors.
 template <class Op, int Items, class T = typename Op::T>
@@ -29,7 +38,9 @@ __device__ __forceinline__ void read_items(const T* staging, int valid, T (&item
   }
 }
 
-// Moves elements [base, base + valid) of `input` into blocked registers.
+// Moves elements [base, base + valid) of `input` into blocked registers
+// (mirrored for a reverse scan: the element at base + m becomes item
+// item_of<Op>(m, valid)).
 // Global reads are "striped" (consecutive threads read consecutive elements,
 // so they coalesce) and rearranged through the shared `staging` buffer
 // (Items × Shape<Op>::block_threads elements plus padding). Elements past `valid`
@@ -42,6 +53,7 @@ __device__ __forceinline__ void load_tile(const T* input, unsigned long long bas
     if (valid == Items * Shape<Op>::block_threads && ((unsigned long long)(input + base) & 15u) == 0) {
       constexpr int per_vector = sizeof(T) <= 16 ? 16 / (int)sizeof(T) : 1;
       constexpr int vectors = Items / per_vector;
+      // A whole tile: items are mirrored about its constant length.
       const uint4* source = (const uint4*)(input + base);
       uint4 loaded[vectors];
 #pragma unroll
@@ -52,16 +64,20 @@ __device__ __forceinline__ void load_tile(const T* input, unsigned long long bas
         memcpy(elements, &loaded[v], 16);
         const int first = (v * Shape<Op>::block_threads + (int)threadIdx.x) * per_vector;
 #pragma unroll
-        for (int e = 0; e < per_vector; ++e) staging[staging_slot(first + e)] = elements[e];
+        for (int e = 0; e < per_vector; ++e) staging[staging_slot(item_of<Op>(first + e, Items * Shape<Op>::block_threads))] = elements[e];
       }
       vectors_done = true;
     }
   }
   if (!vectors_done) {
+    // Element j = i·B + t (B threads) is item item_of(j); mirrored, its slot
+    // falls by B + B/32 per i from thread t's first (B is a multiple of 32).
+    const int top = staging_slot(item_of<Op>((int)threadIdx.x, valid));
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
       const int j = i * Shape<Op>::block_threads + (int)threadIdx.x;
-      if (j < valid) staging[staging_slot(j)] = input[base + j];
+      const int slot = mirrored_memory<Op>::value ? top - i * mirrored_slot_step<Op>() : staging_slot(j);
+      if (j < valid) staging[slot] = input[base + j];
     }
   }
   __syncthreads();
@@ -70,7 +86,7 @@ __device__ __forceinline__ void load_tile(const T* input, unsigned long long bas
 }
 
 // The inverse of load_tile: blocked registers to elements
-// [base, base + valid) of `output`, written striped (16-byte vector stores
+// [base, base + valid) of `output` (mirrored as load_tile), written striped (16-byte vector stores
 // for a whole aligned tile).
 template <class Op, int Items, class T = typename Op::T>
 __device__ __forceinline__ void store_tile(T* output, unsigned long long base, int valid, T* staging, const T (&items)[Items]) {
@@ -88,7 +104,7 @@ __device__ __forceinline__ void store_tile(T* output, unsigned long long base, i
         T elements[per_vector];
         const int first = (v * Shape<Op>::block_threads + (int)threadIdx.x) * per_vector;
 #pragma unroll
-        for (int e = 0; e < per_vector; ++e) elements[e] = staging[staging_slot(first + e)];
+        for (int e = 0; e < per_vector; ++e) elements[e] = staging[staging_slot(item_of<Op>(first + e, Items * Shape<Op>::block_threads))];
         uint4 word;
         memcpy(&word, elements, 16);
         target[v * Shape<Op>::block_threads + (int)threadIdx.x] = word;
@@ -97,10 +113,12 @@ __device__ __forceinline__ void store_tile(T* output, unsigned long long base, i
     }
   }
   if (!vectors_done) {
+    const int top = staging_slot(item_of<Op>((int)threadIdx.x, valid));  // as in load_tile
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
       const int j = i * Shape<Op>::block_threads + (int)threadIdx.x;
-      if (j < valid) output[base + j] = staging[staging_slot(j)];
+      const int slot = mirrored_memory<Op>::value ? top - i * mirrored_slot_step<Op>() : staging_slot(j);
+      if (j < valid) output[base + j] = staging[slot];
     }
   }
   __syncthreads();
