@@ -176,20 +176,20 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
     // Per architecture and operator: the plain program, and the segmented
     // one (every kernel of `KernelAbi::all`: plain, element-wise, and the
     // segmented kernels of both strategies, forward and, but for the
-    // pipelined passes and the element-wise kernel, in reverse); then the
-    // flag builders.
+    // segmented pipelined passes and the element-wise kernel, in reverse);
+    // then the flag builders.
     let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
     let forward = Kernel::ALL.len() + 1 + segmented_kernels;
-    let pipelined = KernelAbi::all_forward()
+    let no_reverse = KernelAbi::all_forward()
         .filter(|k| k.in_direction(gpu_scan::Direction::Reverse).is_none())
         .count();
     assert_eq!(
-        pipelined,
-        2 + 1 + 2 * 4,
-        "pipelined kernels and the element-wise one"
+        no_reverse,
+        1 + 2 * 4,
+        "segmented pipelined kernels and the element-wise one"
     );
     let full_program = KernelAbi::all().count();
-    assert_eq!(full_program, 2 * forward - pipelined);
+    assert_eq!(full_program, 2 * forward - no_reverse);
     // Per format, two offset widths and four key widths; two offset checks.
     let flag_builders = FlagFormat::ALL.len() * (2 + 4) + 2;
     let per_arch = (programs.len() - 1) * (Kernel::ALL.len() + full_program) + flag_builders;

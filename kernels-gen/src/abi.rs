@@ -193,10 +193,10 @@ pub enum KernelAbi {
     /// A plain scan's kernel run in reverse ([`Direction::Reverse`]): the
     /// same parameters, the template instantiated with
     /// `gpu_scan::reversed<Op>` (`flipped<Op>` for the pass over tile
-    /// totals), see `direction.cuh`. Every plain kernel but the pipelined
-    /// ones has one.
+    /// totals), see `direction.cuh`. Every plain kernel has one.
     PlainReverse(Kernel),
-    /// A segmented scan's kernel run in reverse, as [`KernelAbi::PlainReverse`].
+    /// A segmented scan's kernel run in reverse, as [`KernelAbi::PlainReverse`];
+    /// every segmented kernel but the pipelined ones has one.
     SegmentedReverse(SegmentedKernel, SegmentedStrategy),
 }
 
@@ -233,8 +233,8 @@ impl KernelAbi {
     }
 
     /// This kernel run in `direction`: itself going forward; in reverse its
-    /// reverse kernel, `None` where there is none (the pipelined passes and
-    /// the element-wise kernel, which has no direction).
+    /// reverse kernel, `None` where there is none (the segmented pipelined
+    /// passes, and the element-wise kernel, which has no direction).
     pub fn in_direction(self, direction: Direction) -> Option<KernelAbi> {
         match direction {
             Direction::Forward => Some(self.forward()),
@@ -245,8 +245,8 @@ impl KernelAbi {
     /// The reverse kernel of a forward one ([`KernelAbi::in_direction`]).
     fn reversed(self) -> Option<KernelAbi> {
         match self {
-            KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
-            | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
+            KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
+            | KernelAbi::SegmentedReverse(SegmentedKernel::Pipelined { .. }, _)
             | KernelAbi::CombinePairs => None,
             KernelAbi::Plain(k) | KernelAbi::PlainReverse(k) => Some(KernelAbi::PlainReverse(k)),
             KernelAbi::Segmented(k, s) | KernelAbi::SegmentedReverse(k, s) => {
@@ -511,9 +511,10 @@ mod tests {
             assert!(symbol.starts_with("gpu_scan_op_"), "{symbol}");
         }
         assert_eq!(symbols.len(), KernelAbi::all().count());
-        // Reverse kernels for all but the pipelined ones and the element-wise one.
+        // Reverse kernels for all but the segmented pipelined ones and the
+        // element-wise one.
         let forward = Kernel::ALL.len() + 1 + 2 * SegmentedKernel::ALL.len();
-        let pipelined = 2 + 2 * 4;
+        let pipelined = 2 * 4;
         assert_eq!(symbols.len(), 2 * forward - 1 - pipelined);
     }
 

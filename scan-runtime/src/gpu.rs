@@ -807,6 +807,7 @@ where
         &mut self,
         stream: &Arc<CudaStream>,
         launch_shape: PipelinedLaunch,
+        direction: Direction,
         inclusive: bool,
         seed: Op::Element,
         src: u64,
@@ -815,7 +816,7 @@ where
     ) -> Result<()> {
         let tiles = n.div_ceil(pipelined_tile_items::<Op>());
         self.reserve_single_pass(tiles, stream)?;
-        let abi = pipelined_abi(inclusive);
+        let abi = pipelined_abi(inclusive, direction);
         let kernel = self.kernel(abi)?;
         let scratch = self.workspace(stream).single_pass_args();
         let args = launch::single_pass(src, dst, &scratch, seed, n as u64, Some(tiles as u64));
@@ -833,9 +834,7 @@ where
     /// tile reads all of its input before writing, and tile prefixes come
     /// from an earlier kernel.
     /// A reverse scan runs the same kernels instantiated in reverse
-    /// (`KernelAbi::PlainReverse`); the pipelined pass runs forward only, so
-    /// reverse scans take the single pass with look-back on
-    /// [`ScanPath::Auto`] and [`ScanPath::Pipelined`].
+    /// (`KernelAbi::PlainReverse`), on the same paths.
     fn launch(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -880,14 +879,12 @@ where
                 launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
             };
         }
-        if direction == Direction::Forward
-            && self.pipelined_wanted(n)
-            && src % 16 == 0
-            && dst % 16 == 0
-        {
+        if self.pipelined_wanted(n) && src % 16 == 0 && dst % 16 == 0 {
             let shared_bytes = layout::<Op>().pipelined_shared_bytes;
-            if let Some(shape) = self.pipelined_shape(pipelined_abi(inclusive), shared_bytes)? {
-                return self.launch_pipelined(stream, shape, inclusive, seed, src, dst, n);
+            let abi = pipelined_abi(inclusive, direction);
+            if let Some(shape) = self.pipelined_shape(abi, shared_bytes)? {
+                return self
+                    .launch_pipelined(stream, shape, direction, inclusive, seed, src, dst, n);
             }
         }
         if single_pass(self.path) {
@@ -937,19 +934,21 @@ where
     }
 }
 
-/// The plain kernel `kernel` scanning in `direction`; not for the
-/// pipelined kernels, which run forward only.
+/// The plain kernel `kernel` scanning in `direction`.
 pub(crate) fn directed(kernel: Kernel, direction: Direction) -> KernelAbi {
     KernelAbi::plain(kernel)
         .in_direction(direction)
-        .expect("every plain kernel but the pipelined ones runs in reverse")
+        .expect("every plain kernel runs in both directions")
 }
 
-/// The plain pipelined kernel of a scan kind.
-fn pipelined_abi(inclusive: bool) -> KernelAbi {
-    KernelAbi::plain(if inclusive {
-        Kernel::PipelinedInclusive
-    } else {
-        Kernel::PipelinedExclusive
-    })
+/// The plain pipelined kernel of a scan kind and direction.
+fn pipelined_abi(inclusive: bool, direction: Direction) -> KernelAbi {
+    directed(
+        if inclusive {
+            Kernel::PipelinedInclusive
+        } else {
+            Kernel::PipelinedExclusive
+        },
+        direction,
+    )
 }

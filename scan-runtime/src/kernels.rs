@@ -227,6 +227,20 @@ fn loaded_kernels() -> &'static Mutex<HashMap<KernelKey, Arc<LoadedKernel>>> {
     KERNELS.get_or_init(Default::default)
 }
 
+/// The dynamic shared memory kernel `abi` asks for where it is a pipelined
+/// pass (in either direction), else `None`.
+fn pipelined_dynamic_shared(abi: KernelAbi, layout: &Layout) -> Option<usize> {
+    match abi.forward() {
+        KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive) => {
+            Some(layout.pipelined_shared_bytes)
+        }
+        KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {
+            Some(layout.pipelined_segmented_shared_bytes)
+        }
+        _ => None,
+    }
+}
+
 /// Kernel `abi` of `Op` in `ctx`: from memory when a scanner of `Op` loaded
 /// it before, else compiled (or read from the disk cache) and loaded.
 pub(crate) fn load_kernel<Op: ScanOp>(
@@ -248,17 +262,9 @@ pub(crate) fn load_kernel<Op: ScanOp>(
     let (module, stats) = build_module(ctx, disk, target, Op::NAME, &source)?;
     let function = module.load_function(&abi.symbol(Op::NAME))?;
     let layout = layout::<Op>();
-    let pipelined = match abi {
-        KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive) => {
-            pipelined_launch(ctx, arch, layout.pipelined_shared_bytes, &function)?
-        }
-        KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => pipelined_launch(
-            ctx,
-            arch,
-            layout.pipelined_segmented_shared_bytes,
-            &function,
-        )?,
-        _ => None,
+    let pipelined = match pipelined_dynamic_shared(abi, &layout) {
+        Some(bytes) => pipelined_launch(ctx, arch, bytes, &function)?,
+        None => None,
     };
     let kernel = Arc::new(LoadedKernel {
         _module: module,
@@ -309,4 +315,45 @@ impl<Op: ScanOp> LayoutOf<Op> {
         Op::BLOCK_THREADS,
         Op::ITEMS_PER_THREAD,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_gen::{Direction, FlagFormat, SegmentedStrategy};
+
+    #[test]
+    fn pipelined_kernels_get_their_shared_memory_in_both_directions() {
+        let layout = Layout::new(4, 256, 16);
+        for inclusive in [Kernel::PipelinedInclusive, Kernel::PipelinedExclusive] {
+            for direction in [Direction::Forward, Direction::Reverse] {
+                let abi = KernelAbi::plain(inclusive).in_direction(direction).unwrap();
+                assert_eq!(
+                    pipelined_dynamic_shared(abi, &layout),
+                    Some(layout.pipelined_shared_bytes),
+                    "{abi:?}"
+                );
+            }
+        }
+        let segmented = KernelAbi::segmented(
+            SegmentedKernel::Pipelined {
+                inclusive: true,
+                format: FlagFormat::Bits,
+            },
+            SegmentedStrategy::ConditionalIndexing,
+        );
+        assert_eq!(
+            pipelined_dynamic_shared(segmented, &layout),
+            Some(layout.pipelined_segmented_shared_bytes)
+        );
+        for other in KernelAbi::all().filter(|k| {
+            !matches!(
+                k.forward(),
+                KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
+                    | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
+            )
+        }) {
+            assert_eq!(pipelined_dynamic_shared(other, &layout), None, "{other:?}");
+        }
+    }
 }

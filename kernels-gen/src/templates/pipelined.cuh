@@ -76,8 +76,10 @@ struct pipelined_shared {
 enum { stage_loaded = 0, stage_indexed = 1, stage_reduced = 2, stage_prefixed = 3, stage_rescanned = 4, stage_freed = 5 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// Where tile `tile` starts, how many elements it has, and how many of them
-// travel by bulk copy (the rest of a tail tile is read and written directly).
+// Where scan tile `tile` starts in memory, how many elements it has, and how
+// many of them travel by bulk copy (the rest of a tail tile is read and
+// written directly). In reverse (mirrored_memory) scan tile t is the input's
+// tile tiles-1-t, and its item k the stage's element item_slot(k).
 template <class Op>
 struct pipelined_extent {
   typedef typename Op::T T;
@@ -85,11 +87,21 @@ struct pipelined_extent {
   int valid;
   int bulk;
   __device__ __forceinline__ pipelined_extent(unsigned long long tile, unsigned long long n) {
-    base = tile * Shape<Op>::pipelined_items_per_tile;
-    valid = (int)(n - base < Shape<Op>::pipelined_items_per_tile ? n - base : Shape<Op>::pipelined_items_per_tile);
+    const tile_span span = span_of_tile<Op>(tile, n, Shape<Op>::pipelined_items_per_tile);
+    base = span.base;
+    valid = span.valid;
     bulk = valid / Shape<Op>::pipelined_bulk_granule * Shape<Op>::pipelined_bulk_granule;
   }
 };
+
+// The stage element holding a tile's item k. Mirrored about the whole
+// stage, not `valid`: a tail tile's identity padding (stage elements valid
+// and up) then comes first in scan order, in front of the real items, where
+// it changes nothing, and the squads index every tile alike.
+template <class Op>
+__device__ __forceinline__ int item_slot(int k) {
+  return mirrored_memory<Op>::value ? Shape<Op>::pipelined_items_per_tile - 1 - k : k;
+}
 
 // Reduce squad, before combining a tile: a tail tile's elements the bulk
 // copy left out come from global memory and the rest of the stage is padded
@@ -106,13 +118,15 @@ __device__ __forceinline__ void pipelined_pad_tail(T* tile, const T* input, cons
 
 // Rescan squad thread t, after rescanning: the few elements of a tail tile
 // the bulk store leaves out (fewer than 16 bytes' worth) that lie among its
-// items, written directly.
+// items (stage elements [lo, lo + items), mirrored in reverse), written
+// directly.
 template <class Op, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_store_tail(const T* tile, T* output, const pipelined_extent<Op>& extent, int t) {
   if (extent.bulk == extent.valid) return;
-  const int first = t * Shape<Op>::pipelined_items_per_thread;
-  const int end = first + Shape<Op>::pipelined_items_per_thread < extent.valid ? first + Shape<Op>::pipelined_items_per_thread : extent.valid;
-  for (int e = first > extent.bulk ? first : extent.bulk; e < end; ++e) output[extent.base + e] = tile[e];
+  constexpr int items = Shape<Op>::pipelined_items_per_thread;
+  const int lo = mirrored_memory<Op>::value ? Shape<Op>::pipelined_items_per_tile - (t + 1) * items : t * items;
+  const int end = lo + items < extent.valid ? lo + items : extent.valid;
+  for (int e = lo > extent.bulk ? lo : extent.bulk; e < end; ++e) output[extent.base + e] = tile[e];
 }
 
 // Tiles each lookahead lane polls per round (measured on the H200: 4 per
@@ -300,6 +314,9 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
 template <class Op, int Mode, class Seg, class T = typename Op::T>
 __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T* output, void* status, T* aggregates, T* prefixes,
                                                scan_launch_state* launch, const T seed, unsigned long long n, unsigned long long tiles) {
+  // Reverse scans take the pipelined pass without segments only: mirrored,
+  // a tail tile's padding would come before its first head.
+  static_assert(!(mirrored_memory<Op>::value && Seg::segmented), "no segmented reverse pipelined pass");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   typedef pipelined_shared<Op, Seg> Shared;
   if constexpr (Shared::supported) {
@@ -340,7 +357,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         const T* const tile_items = shared.tile(s);
         bool lane_flag = heads != 0ull;
         const T lane_total =
-            warp_pair_inclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, items>([&](int i) { return tile_items[first + i]; }, heads, seg), lane_flag);
+            warp_pair_inclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, items>([&](int i) { return tile_items[item_slot<Op>(first + i)]; }, heads, seg), lane_flag);
         shared.lane_totals(s)[threadIdx.x] = lane_total;
         if constexpr (Seg::segmented) {
           shared.heads(s)[threadIdx.x] = heads;
@@ -392,7 +409,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         const T running = before_flag ? before : Op::combine(shared.prefix(s), before);
         T* const tile_items = shared.tile(s);
         const int first = t * items;
-        thread_pair_rescan<Op, Mode, Seg, items>([&](int i) -> T& { return tile_items[first + i]; }, heads, running, seg);
+        thread_pair_rescan<Op, Mode, Seg, items>([&](int i) -> T& { return tile_items[item_slot<Op>(first + i)]; }, heads, running, seg);
         pipelined_store_tail<Op>(tile_items, output, pipelined_extent<Op>(tile, n), t);
         scan_fence_shared_for_bulk();
         scan_mbarrier_arrive(shared.barrier(stage_rescanned, s));
