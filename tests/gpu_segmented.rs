@@ -69,16 +69,6 @@ fn lengths<Op: ScanOp>(big: usize) -> Vec<usize> {
     v
 }
 
-/// The directions the suite runs: both, unless `GPU_SUITE_DIRECTIONS`
-/// says `forward` or `reverse`.
-fn suite_directions() -> Vec<Direction> {
-    match std::env::var("GPU_SUITE_DIRECTIONS").as_deref() {
-        Ok("forward") => vec![Direction::Forward],
-        Ok("reverse") => vec![Direction::Reverse],
-        _ => vec![Direction::Forward, Direction::Reverse],
-    }
-}
-
 /// Every kind in every direction the suite runs, named.
 fn specs<E: Copy>(init: E) -> Vec<(&'static str, ScanSpec<E>)> {
     let kinds = [

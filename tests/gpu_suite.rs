@@ -35,17 +35,6 @@ use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The directions the suite runs: both, unless `GPU_SUITE_DIRECTIONS`
-/// says `forward` or `reverse` (to split a run in two; the summary names
-/// the directions run).
-fn suite_directions() -> Vec<Direction> {
-    match std::env::var("GPU_SUITE_DIRECTIONS").as_deref() {
-        Ok("forward") => vec![Direction::Forward],
-        Ok("reverse") => vec![Direction::Reverse],
-        _ => vec![Direction::Forward, Direction::Reverse],
-    }
-}
-
 /// Every kind in every direction of `directions`, named.
 fn specs<E: Copy>(init: E, directions: &[Direction]) -> Vec<(&'static str, ScanSpec<E>)> {
     let kinds = [

@@ -274,3 +274,15 @@ pub fn print_rows(rows: &[Row]) -> usize {
     }
     failed
 }
+
+/// The directions the GPU suites run: both, unless `GPU_SUITE_DIRECTIONS`
+/// says `forward` or `reverse` (to split a run in two; the suites' summaries
+/// name the directions run).
+pub fn suite_directions() -> Vec<gpu_scan::Direction> {
+    use gpu_scan::Direction;
+    match std::env::var("GPU_SUITE_DIRECTIONS").as_deref() {
+        Ok("forward") => vec![Direction::Forward],
+        Ok("reverse") => vec![Direction::Reverse],
+        _ => vec![Direction::Forward, Direction::Reverse],
+    }
+}
