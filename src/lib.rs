@@ -90,6 +90,8 @@
 //! [`laws`]). [`check_associativity`] takes a sampler and an equality of
 //! your own.
 
+pub mod ops;
+
 pub use kernels_gen;
 pub use scan_core::{
     check_associativity, check_laws, cpu, laws, segmented, semantics, Counterexample, Direction,
