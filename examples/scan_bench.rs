@@ -20,7 +20,7 @@
 //!
 //! Reverse inclusive scans of `u32` sum and affine at 2^24 and 2^28 are
 //! timed beside the forward ones on the same input (the default path, and
-//! the single pass with look-back, which reverse scans take).
+//! the single pass with look-back for reference).
 //!
 //! A second table sweeps tile shapes of the single passes (`u32` sum,
 //! affine, and the pipelined pass against the look-back for the 24-byte
@@ -248,6 +248,18 @@ fn print_row(r: &Row) {
     );
 }
 
+/// `Op`'s `n` input elements, as `cub/scan_bench.cu` draws them.
+fn input_of<Op: Case>(n: usize) -> Vec<Op::Element>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
+{
+    let seed = SEED + Op::INDEX;
+    (0..n as u64)
+        .into_par_iter()
+        .map(|i| Op::element(mix(seed, i)))
+        .collect()
+}
+
 /// Uploads the input of `Op` at 2^log_n, checks the scan against the CPU at
 /// the sampled indices, times it and the copy, and compares with CUB.
 fn bench<Op: Case>(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row
@@ -255,11 +267,7 @@ where
     Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
 {
     let n = 1usize << log_n;
-    let seed = SEED + Op::INDEX;
-    let host: Vec<Op::Element> = (0..n as u64)
-        .into_par_iter()
-        .map(|i| Op::element(mix(seed, i)))
-        .collect();
+    let host = input_of::<Op>(n);
     let mut expected = vec![Op::IDENTITY; n];
     gpu_scan::cpu::par_scan::<Op>(ScanKind::Inclusive, &host, &mut expected).unwrap();
     let input = stream.clone_htod(&host).unwrap();
@@ -702,19 +710,15 @@ fn small_inputs(stream: &Arc<CudaStream>) {
 
 /// Reverse (suffix) scans against forward ones on the same input and
 /// scanner: the default forward scan, the forward single pass with
-/// look-back (the path reverse scans take), and the reverse inclusive
-/// scan, checked against the CPU at the sampled indices; prints one row
+/// look-back (for reference), and the reverse inclusive scan on the
+/// default path, checked against the CPU at the sampled indices; prints one row
 /// and returns whether the output agreed.
 fn reverse_rows<Op: Case>(stream: &Arc<CudaStream>, log_n: u32) -> bool
 where
     Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
 {
     let n = 1usize << log_n;
-    let seed = SEED + Op::INDEX;
-    let host: Vec<Op::Element> = (0..n as u64)
-        .into_par_iter()
-        .map(|i| Op::element(mix(seed, i)))
-        .collect();
+    let host = input_of::<Op>(n);
     let spec = ScanSpec::inclusive().reverse();
     let mut expected = vec![Op::IDENTITY; n];
     gpu_scan::cpu::par_scan::<Op>(spec, &host, &mut expected).unwrap();

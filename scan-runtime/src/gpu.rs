@@ -213,7 +213,9 @@ pub enum ScanPath {
     /// ones spill in its registers), 16-byte aligned input, output (and
     /// head flags); plain scans
     /// longer than [`GpuScanner::small_tile_limit`], segmented scans longer
-    /// than one tile. Anything else runs as [`ScanPath::SinglePass`].
+    /// than one tile (forward only; segmented reverse scans run as
+    /// [`ScanPath::SinglePass`]). Anything else runs as
+    /// [`ScanPath::SinglePass`].
     Pipelined,
     /// One kernel: every tile publishes its aggregate and then its inclusive
     /// prefix, and looks back over its predecessors' (decoupled look-back;
