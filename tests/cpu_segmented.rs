@@ -8,6 +8,9 @@
 //!   (the chunk-carry logic), for sums and non-commutative operators.
 //! * The flag builders agree with each other: offsets (with empty segments
 //!   and the closing `n`), keys, bytes and bits describe the same heads.
+//! * Rows of a fixed length are the segments of their head flags, in every
+//!   form; a row length of 0 or one that does not divide the length is a
+//!   typed error.
 //! * Bad flag lengths are typed errors that leave the output alone.
 
 mod common;
@@ -15,7 +18,8 @@ use common::ops::*;
 use common::segments::*;
 use gpu_scan::prelude::*;
 use gpu_scan::segmented::{
-    self, FlagFormat, HeadFlags, InvalidOffsets, OwnedHeadFlags, SegmentedError,
+    self, FlagFormat, HeadFlags, InvalidOffsets, OwnedHeadFlags, RowLengthMismatch, SegmentedError,
+    Segments,
 };
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -191,6 +195,102 @@ proptest! {
     }
 }
 
+/// The head flags of rows of `row_length` over `len` elements.
+fn row_flags(len: usize, row_length: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % row_length == 0) as u8).collect()
+}
+
+/// Rows scan as their head flags do, sequential and parallel, in and out
+/// of place: against the definition on short inputs, against the scan of
+/// the rows' flags (itself checked against the definition above) on long
+/// ones, where the definition's quadratic folds would take minutes.
+fn check_rows<Op: ScanOp>(rows: usize, row_length: usize, input: &[Op::Element], init: Op::Element)
+where
+    Op::Element: PartialEq + std::fmt::Debug,
+{
+    let flags = row_flags(input.len(), row_length);
+    for kind in kinds(init) {
+        let want = if input.len() <= 3000 {
+            definition::<Op>(kind, &flags, input)
+        } else {
+            let mut want = vec![Op::IDENTITY; input.len()];
+            segmented::scan::<Op>(kind, HeadFlags::Bytes(&flags), input, &mut want).unwrap();
+            want
+        };
+        let label = format!("{rows} rows of {row_length}, {kind:?}");
+        let mut out = vec![Op::IDENTITY; input.len()];
+        segmented::scan::<Op>(kind, Segments::rows(row_length), input, &mut out).unwrap();
+        assert!(out == want, "{label}: scan");
+        let mut out = vec![Op::IDENTITY; input.len()];
+        segmented::par_scan::<Op>(kind, Segments::rows(row_length), input, &mut out).unwrap();
+        assert!(out == want, "{label}: par_scan");
+        let mut data = input.to_vec();
+        segmented::par_scan_in_place::<Op>(kind, Segments::rows(row_length), &mut data).unwrap();
+        assert!(data == want, "{label}: par_scan_in_place");
+        let mut data = input.to_vec();
+        segmented::scan_in_place::<Op>(kind, Segments::rows(row_length), &mut data).unwrap();
+        assert!(data == want, "{label}: scan_in_place");
+    }
+}
+
+fn row_shapes() -> impl Strategy<Value = (usize, usize)> {
+    prop_oneof![
+        3 => (0usize..40, 1usize..70),
+        1 => (1usize..4, 20_000usize..70_000),
+        1 => (2_000usize..9_000, 1usize..20),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn rows_are_the_segments_of_their_head_flags((rows, row_length) in row_shapes(), seed: u64) {
+        let mut rng = Rng64::seed_from_u64(seed);
+        let len = rows * row_length;
+        let affine: Vec<AffineU32> = (0..len).map(|_| AffineU32 { a: rng.random(), b: rng.random() }).collect();
+        check_rows::<AffineU32>(rows, row_length, &affine, AffineU32 { a: 3, b: 7 });
+        let latest: Vec<Latest> = (0..len).map(|_| random_latest(&mut rng, 0.3)).collect();
+        check_rows::<Latest>(rows, row_length, &latest, Latest { valid: true, value: 5 });
+    }
+}
+
+#[test]
+fn bad_row_lengths_are_typed_errors_that_write_nothing() {
+    let input = [1u32, 2, 3, 4, 5, 6];
+    for (len, row_length) in [(6, 0), (6, 4), (6, 7), (0, 0)] {
+        let want = SegmentedError::Rows(RowLengthMismatch {
+            elements: len,
+            row_length,
+        });
+        let mut out = [99u32; 6];
+        let err = segmented::scan::<SumU32>(
+            ScanKind::Inclusive,
+            Segments::rows(row_length),
+            &input[..len],
+            &mut out[..len],
+        )
+        .unwrap_err();
+        assert_eq!(err, want);
+        assert!(
+            err.to_string()
+                .contains(&format!("rows of {row_length} elements")),
+            "{err}"
+        );
+        let err = segmented::par_scan_in_place::<SumU32>(
+            ScanKind::Exclusive,
+            Segments::rows(row_length),
+            &mut out[..len],
+        )
+        .unwrap_err();
+        assert_eq!(err, want);
+        assert_eq!(out, [99; 6]);
+    }
+    // No rows of an empty sequence but rows of any positive length.
+    let mut empty: [u32; 0] = [];
+    segmented::scan_in_place::<SumU32>(ScanKind::Inclusive, Segments::rows(5), &mut empty).unwrap();
+}
+
 #[test]
 fn closing_offsets_and_empty_segments() {
     // Segments [a b] [] [] [c] [d e f] [] over 6 elements.
@@ -285,6 +385,9 @@ fn bad_flag_lengths_are_errors_and_leave_the_output_alone() {
         &mut data,
     )
     .unwrap_err();
+    let SegmentedError::Flags(err) = err else {
+        panic!("expected a flags error, got {err:?}")
+    };
     assert_eq!((err.given, err.required), (1, 2));
     assert_eq!(
         err.to_string(),
@@ -300,6 +403,9 @@ fn bad_flag_lengths_are_errors_and_leave_the_output_alone() {
         &mut data,
     )
     .unwrap_err();
+    let SegmentedError::Flags(err) = err else {
+        panic!("expected a flags error, got {err:?}")
+    };
     assert_eq!((err.elements, err.flagged), (40, 33));
     assert_eq!(data, vec![7u32; 40]);
     let err = segmented::scan::<SumU32>(

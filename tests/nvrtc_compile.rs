@@ -185,8 +185,8 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
         .count();
     assert_eq!(
         no_reverse,
-        1 + 2 * 4,
-        "segmented pipelined kernels and the element-wise one"
+        1 + 2 * 6,
+        "segmented pipelined kernels (two kinds, three segment sources) and the element-wise one"
     );
     let full_program = KernelAbi::all().count();
     assert_eq!(full_program, 2 * forward - no_reverse);

@@ -132,7 +132,7 @@ fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
     let mut kernels = vec![KernelAbi::segmented(
         SegmentedKernel::SinglePass {
             inclusive: true,
-            format: FlagFormat::Bits,
+            source: FlagFormat::Bits.into(),
         },
         strategy,
     )];
@@ -146,7 +146,7 @@ fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
         kernels.push(KernelAbi::segmented(
             SegmentedKernel::Pipelined {
                 inclusive: true,
-                format: FlagFormat::Bits,
+                source: FlagFormat::Bits.into(),
             },
             strategy,
         ));

@@ -18,7 +18,9 @@
 //! assert_eq!(abi.symbol("sum_u32"), "gpu_scan_sum_u32_reduce_tiles");
 //! ```
 
-use crate::params::{Direction, FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy};
+use crate::params::{
+    Direction, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
+};
 use crate::{POLICY_NAMESPACE, SYMBOL_PREFIX};
 
 /// What a kernel parameter is, which fixes its CUDA type (for element type
@@ -33,6 +35,9 @@ pub enum ParamType {
     Element,
     /// `const void*`: head flags in a [`FlagFormat`] the kernel's name fixes.
     HeadFlags,
+    /// `unsigned long long`: the length of every segment
+    /// ([`SegmentSource::Rows`]), in place of [`ParamType::HeadFlags`].
+    RowLength,
     /// `const unsigned char*`: one byte per tile, read.
     TileFlagsIn,
     /// `unsigned char*`: one byte per tile, written.
@@ -56,6 +61,7 @@ impl ParamType {
             ParamType::ElementsOut => format!("{t}*"),
             ParamType::Element => format!("const {t}"),
             ParamType::HeadFlags => "const void*".into(),
+            ParamType::RowLength => "unsigned long long".into(),
             ParamType::TileFlagsIn => "const unsigned char*".into(),
             ParamType::TileFlagsOut => "unsigned char*".into(),
             ParamType::Status => "void*".into(),
@@ -305,9 +311,10 @@ impl KernelAbi {
     }
 
     /// The kernel's parameters, in order (a reverse kernel's are its
-    /// forward kernel's).
-    pub fn params(self) -> &'static [Param] {
-        match self.forward() {
+    /// forward kernel's). A segmented kernel over [`SegmentSource::Rows`]
+    /// takes `row_length` where the others take `flags`.
+    pub fn params(self) -> Vec<Param> {
+        let list = match self.forward() {
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => REDUCE_TILES,
                 Kernel::ScanTileTotals => SCAN_TILE_TOTALS,
@@ -329,6 +336,22 @@ impl KernelAbi {
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
                 unreachable!("forward() is a forward kernel")
             }
+        };
+        let rows = self.source() == Some(SegmentSource::Rows);
+        list.iter()
+            .map(|&p| match p.ty {
+                HeadFlags if rows => param("row_length", RowLength),
+                _ => p,
+            })
+            .collect()
+    }
+
+    /// Where a segmented kernel finds segment heads (`None` for plain
+    /// kernels and the segmented pass over tile totals).
+    pub fn source(self) -> Option<SegmentSource> {
+        match self.forward() {
+            KernelAbi::Segmented(k, _) => k.source(),
+            _ => None,
         }
     }
 
@@ -368,7 +391,8 @@ impl KernelAbi {
     /// arguments, for operator policy `op`. Plain kernels scan with the
     /// `no_segments` policy; segmented ones build a `head_flags` policy
     /// from their flags, seed and `seeded` parameters. `op` is the policy
-    /// of [`KernelAbi::policy`], and `self` a forward kernel.
+    /// of [`KernelAbi::policy`], and `self` a forward kernel. Segmented
+    /// kernels over rows build a `fixed_rows` policy from `row_length`.
     fn call(self, op: &str) -> (String, String) {
         let mode = |inclusive: bool| {
             if inclusive {
@@ -381,13 +405,22 @@ impl KernelAbi {
         let small_items = format!("gpu_scan::Shape<{op}>::small_items_per_thread");
         let plain = "gpu_scan::no_segments";
         let none = "gpu_scan::no_segments{}";
-        let heads = |s: SegmentedStrategy, f: FlagFormat| {
-            let policy = format!(
-                "gpu_scan::head_flags<{op}, {}, {}>",
-                f.cuda_name(),
-                s.cuda_name()
-            );
-            let value = format!("{policy}{{flags, seed, seeded != 0}}");
+        let heads = |s: SegmentedStrategy, source: SegmentSource| {
+            let (policy, heads) = match source {
+                SegmentSource::Flags(f) => (
+                    format!(
+                        "gpu_scan::head_flags<{op}, {}, {}>",
+                        f.cuda_name(),
+                        s.cuda_name()
+                    ),
+                    "flags",
+                ),
+                SegmentSource::Rows => (
+                    format!("gpu_scan::fixed_rows<{op}, {}>", s.cuda_name()),
+                    "row_length",
+                ),
+            };
+            let value = format!("{policy}{{{heads}, seed, seeded != 0}}");
             (policy, value)
         };
         let single_pass = |mode: &str, seg: &str, items: &str, value: &str| {
@@ -438,8 +471,8 @@ impl KernelAbi {
                 Kernel::PipelinedExclusive => pipelined(mode(false), plain, none),
             },
             KernelAbi::Segmented(k, s) => match k {
-                SegmentedKernel::ReduceTiles(f) => {
-                    let (seg, value) = heads(s, f);
+                SegmentedKernel::ReduceTiles(source) => {
+                    let (seg, value) = heads(s, source);
                     (
                         format!("reduce_tiles<{op}, {seg}>"),
                         format!("input, {value}, tile_totals, tile_flags, n"),
@@ -460,16 +493,16 @@ impl KernelAbi {
                         ),
                     )
                 }
-                SegmentedKernel::ScanTiles { inclusive, format } => {
-                    let (seg, value) = heads(s, format);
+                SegmentedKernel::ScanTiles { inclusive, source } => {
+                    let (seg, value) = heads(s, source);
                     scan_tiles(mode(inclusive), &seg, &value)
                 }
-                SegmentedKernel::SinglePass { inclusive, format } => {
-                    let (seg, value) = heads(s, format);
+                SegmentedKernel::SinglePass { inclusive, source } => {
+                    let (seg, value) = heads(s, source);
                     single_pass(mode(inclusive), &seg, &items, &value)
                 }
-                SegmentedKernel::Pipelined { inclusive, format } => {
-                    let (seg, value) = heads(s, format);
+                SegmentedKernel::Pipelined { inclusive, source } => {
+                    let (seg, value) = heads(s, source);
                     pipelined(mode(inclusive), &seg, &value)
                 }
             },
@@ -514,7 +547,7 @@ mod tests {
         // Reverse kernels for all but the segmented pipelined ones and the
         // element-wise one.
         let forward = Kernel::ALL.len() + 1 + 2 * SegmentedKernel::ALL.len();
-        let pipelined = 2 * 4;
+        let pipelined = 2 * 6;
         assert_eq!(symbols.len(), 2 * forward - 1 - pipelined);
     }
 
@@ -530,12 +563,54 @@ mod tests {
     }
 
     #[test]
+    fn rows_kernels_take_a_row_length_in_place_of_flags() {
+        let rows = SegmentedKernel::SinglePass {
+            inclusive: true,
+            source: SegmentSource::Rows,
+        };
+        let flags = SegmentedKernel::SinglePass {
+            inclusive: true,
+            source: SegmentSource::Flags(FlagFormat::Bits),
+        };
+        let s = SegmentedStrategy::ConditionalIndexing;
+        let (rows, flags) = (
+            KernelAbi::segmented(rows, s),
+            KernelAbi::segmented(flags, s),
+        );
+        let differ: Vec<_> = rows
+            .params()
+            .into_iter()
+            .zip(flags.params())
+            .filter(|(r, f)| r != f)
+            .collect();
+        assert_eq!(
+            differ,
+            [(param("row_length", RowLength), param("flags", HeadFlags))]
+        );
+        assert_eq!(rows.params().len(), flags.params().len());
+        let text = rows.wrapper("op");
+        assert!(text.contains("unsigned long long row_length"), "{text}");
+        assert!(
+            text.contains("gpu_scan::fixed_rows<gpu_scan_ops::op, scan_segmented_indexing>{row_length, seed, seeded != 0}"),
+            "{text}"
+        );
+        assert_eq!(
+            rows.symbol("op"),
+            "gpu_scan_op_segmented_indexing_single_pass_inclusive_rows"
+        );
+        assert_eq!(
+            rows.in_direction(Direction::Reverse).unwrap().symbol("op"),
+            "gpu_scan_op_reverse_segmented_indexing_single_pass_inclusive_rows"
+        );
+    }
+
+    #[test]
     fn every_wrapper_passes_each_of_its_parameters_on() {
         for kernel in KernelAbi::all() {
             let text = kernel.wrapper("op");
             let body = text.split_once("{\n").map(|(_, b)| b).unwrap_or_default();
             let args = body.split_once('(').map(|(_, a)| a).unwrap_or_default();
-            for p in kernel.params() {
+            for p in &kernel.params() {
                 let used = args
                     .split(|c: char| !(c.is_alphanumeric() || c == '_'))
                     .any(|word| word == p.name);

@@ -67,7 +67,7 @@ pub use params::{
     pipelined_items_per_thread, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
     pipelined_shared_bytes, pipelined_stages, pipelined_supported, pipelined_tile_items,
     small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, Arch, Direction,
-    FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentedKernel,
+    FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentSource, SegmentedKernel,
     SegmentedStrategy, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD,
     PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT,
     SYMBOL_PREFIX, TILE_STATUS_STRIDE,

@@ -593,6 +593,39 @@ impl FlagFormat {
     }
 }
 
+/// Where a segmented kernel finds its segments' heads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SegmentSource {
+    /// Head flags in memory, in this format (a `flags` parameter).
+    Flags(FlagFormat),
+    /// Rows of a fixed length (a `row_length` parameter): element `i`
+    /// starts a segment where `i % row_length == 0`. The heads are computed
+    /// in the tile; nothing but the elements is read.
+    Rows,
+}
+
+impl SegmentSource {
+    /// Every source: the two flag formats, then rows.
+    pub const ALL: [SegmentSource; 3] = [
+        SegmentSource::Flags(FlagFormat::Bytes),
+        SegmentSource::Flags(FlagFormat::Bits),
+        SegmentSource::Rows,
+    ];
+
+    pub(crate) fn suffix(self) -> &'static str {
+        match self {
+            SegmentSource::Flags(f) => f.suffix(),
+            SegmentSource::Rows => "rows",
+        }
+    }
+}
+
+impl From<FlagFormat> for SegmentSource {
+    fn from(format: FlagFormat) -> Self {
+        SegmentSource::Flags(format)
+    }
+}
+
 /// The two segmented-scan strategies of the chapter (section 1.5), which
 /// differ in how a warp keeps lanes from combining across a segment head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -632,13 +665,15 @@ impl SegmentedStrategy {
 
 /// The kernels of a program's segmented part: reduce-then-scan with a head
 /// flag per tile, and the single pass. Each exists once per
-/// [`SegmentedStrategy`].
+/// [`SegmentedStrategy`], and once per [`SegmentSource`] where it reads
+/// heads: the `const void* flags` parameter below is `u64 row_length` for
+/// [`SegmentSource::Rows`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SegmentedKernel {
     /// `(const T* input, const void* flags, T* tile_totals, u8* tile_flags,
     /// T seed, int seeded, u64 n)`: per tile, whether it holds a head and
     /// the (seeded) partial of its last segment.
-    ReduceTiles(FlagFormat),
+    ReduceTiles(SegmentSource),
     /// `(T* tile_totals, const u8* tile_flags, u64 num_tiles)`: one block
     /// turns the tile totals into the partial of the segment open at each
     /// tile's start.
@@ -649,8 +684,8 @@ pub enum SegmentedKernel {
     ScanTiles {
         /// Inclusive or exclusive.
         inclusive: bool,
-        /// The head flags' format.
-        format: FlagFormat,
+        /// Where the segments' heads come from.
+        source: SegmentSource,
     },
     /// `(const T* input, const void* flags, T* output, void* status,
     /// T* aggregates, T* prefixes, scan_launch_state* launch, T seed,
@@ -659,8 +694,8 @@ pub enum SegmentedKernel {
     SinglePass {
         /// Inclusive or exclusive.
         inclusive: bool,
-        /// The head flags' format.
-        format: FlagFormat,
+        /// Where the segments' heads come from.
+        source: SegmentSource,
     },
     /// `(const T* input, const void* flags, T* output, void* status,
     /// T* aggregates, T* prefixes, scan_launch_state* launch, T seed,
@@ -672,94 +707,137 @@ pub enum SegmentedKernel {
     Pipelined {
         /// Inclusive or exclusive.
         inclusive: bool,
-        /// The head flags' format.
-        format: FlagFormat,
+        /// Where the segments' heads come from.
+        source: SegmentSource,
     },
 }
 
 impl SegmentedKernel {
     /// Every segmented kernel of one strategy.
-    pub const ALL: [SegmentedKernel; 15] = [
-        SegmentedKernel::ReduceTiles(FlagFormat::Bytes),
-        SegmentedKernel::ReduceTiles(FlagFormat::Bits),
-        SegmentedKernel::ScanTileTotals,
-        SegmentedKernel::ScanTiles {
-            inclusive: true,
-            format: FlagFormat::Bytes,
-        },
-        SegmentedKernel::ScanTiles {
-            inclusive: true,
-            format: FlagFormat::Bits,
-        },
-        SegmentedKernel::ScanTiles {
-            inclusive: false,
-            format: FlagFormat::Bytes,
-        },
-        SegmentedKernel::ScanTiles {
-            inclusive: false,
-            format: FlagFormat::Bits,
-        },
-        SegmentedKernel::SinglePass {
-            inclusive: true,
-            format: FlagFormat::Bytes,
-        },
-        SegmentedKernel::SinglePass {
-            inclusive: true,
-            format: FlagFormat::Bits,
-        },
-        SegmentedKernel::SinglePass {
-            inclusive: false,
-            format: FlagFormat::Bytes,
-        },
-        SegmentedKernel::SinglePass {
-            inclusive: false,
-            format: FlagFormat::Bits,
-        },
-        SegmentedKernel::Pipelined {
-            inclusive: true,
-            format: FlagFormat::Bytes,
-        },
-        SegmentedKernel::Pipelined {
-            inclusive: true,
-            format: FlagFormat::Bits,
-        },
-        SegmentedKernel::Pipelined {
-            inclusive: false,
-            format: FlagFormat::Bytes,
-        },
-        SegmentedKernel::Pipelined {
-            inclusive: false,
-            format: FlagFormat::Bits,
-        },
-    ];
+    pub const ALL: [SegmentedKernel; 22] = {
+        const BYTES: SegmentSource = SegmentSource::Flags(FlagFormat::Bytes);
+        const BITS: SegmentSource = SegmentSource::Flags(FlagFormat::Bits);
+        const ROWS: SegmentSource = SegmentSource::Rows;
+        use SegmentedKernel::{Pipelined, ReduceTiles, ScanTileTotals, ScanTiles, SinglePass};
+        [
+            ReduceTiles(BYTES),
+            ReduceTiles(BITS),
+            ReduceTiles(ROWS),
+            ScanTileTotals,
+            ScanTiles {
+                inclusive: true,
+                source: BYTES,
+            },
+            ScanTiles {
+                inclusive: true,
+                source: BITS,
+            },
+            ScanTiles {
+                inclusive: true,
+                source: ROWS,
+            },
+            ScanTiles {
+                inclusive: false,
+                source: BYTES,
+            },
+            ScanTiles {
+                inclusive: false,
+                source: BITS,
+            },
+            ScanTiles {
+                inclusive: false,
+                source: ROWS,
+            },
+            SinglePass {
+                inclusive: true,
+                source: BYTES,
+            },
+            SinglePass {
+                inclusive: true,
+                source: BITS,
+            },
+            SinglePass {
+                inclusive: true,
+                source: ROWS,
+            },
+            SinglePass {
+                inclusive: false,
+                source: BYTES,
+            },
+            SinglePass {
+                inclusive: false,
+                source: BITS,
+            },
+            SinglePass {
+                inclusive: false,
+                source: ROWS,
+            },
+            Pipelined {
+                inclusive: true,
+                source: BYTES,
+            },
+            Pipelined {
+                inclusive: true,
+                source: BITS,
+            },
+            Pipelined {
+                inclusive: true,
+                source: ROWS,
+            },
+            Pipelined {
+                inclusive: false,
+                source: BYTES,
+            },
+            Pipelined {
+                inclusive: false,
+                source: BITS,
+            },
+            Pipelined {
+                inclusive: false,
+                source: ROWS,
+            },
+        ]
+    };
+
+    /// Where the kernel finds segment heads; `None` for the pass over tile
+    /// totals, which reads one flag byte per tile.
+    pub fn source(self) -> Option<SegmentSource> {
+        match self {
+            SegmentedKernel::ReduceTiles(source)
+            | SegmentedKernel::ScanTiles { source, .. }
+            | SegmentedKernel::SinglePass { source, .. }
+            | SegmentedKernel::Pipelined { source, .. } => Some(source),
+            SegmentedKernel::ScanTileTotals => None,
+        }
+    }
 
     /// The kernel's exported name in operator `op_name`'s program.
     pub fn symbol(self, op_name: &str, strategy: SegmentedStrategy) -> String {
         let s = strategy.suffix();
         match self {
-            SegmentedKernel::ReduceTiles(f) => {
+            SegmentedKernel::ReduceTiles(source) => {
                 format!(
                     "{SYMBOL_PREFIX}{op_name}_segmented_{s}_reduce_tiles_{}",
-                    f.suffix()
+                    source.suffix()
                 )
             }
             SegmentedKernel::ScanTileTotals => {
                 format!("{SYMBOL_PREFIX}{op_name}_segmented_{s}_scan_tile_totals")
             }
-            SegmentedKernel::ScanTiles { inclusive, format } => format!(
+            SegmentedKernel::ScanTiles { inclusive, source } => format!(
                 "{SYMBOL_PREFIX}{op_name}_segmented_{s}_scan_tiles_{}_{}",
                 if inclusive { "inclusive" } else { "exclusive" },
-                format.suffix()
+                source.suffix()
             ),
-            SegmentedKernel::SinglePass { inclusive, format } => format!(
+            SegmentedKernel::SinglePass { inclusive, source } => format!(
                 "{SYMBOL_PREFIX}{op_name}_segmented_{s}_single_pass_{}_{}",
                 if inclusive { "inclusive" } else { "exclusive" },
-                format.suffix()
+                source.suffix()
             ),
-            SegmentedKernel::Pipelined { inclusive, format } => format!(
+            SegmentedKernel::Pipelined { inclusive, source } => format!(
                 "{SYMBOL_PREFIX}{op_name}_segmented_{s}_pipelined_{}_{}",
                 if inclusive { "inclusive" } else { "exclusive" },
-                format.suffix()
+                source.suffix()
             ),
         }
     }

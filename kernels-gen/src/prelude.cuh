@@ -540,12 +540,13 @@ constexpr int scan_single_pass_min_blocks(int threads, int items, unsigned long 
 #define SCAN_BOUNDS(threads) __launch_bounds__(threads)
 #endif
 
-// Template arguments of the scans: how head flags are stored, how a warp
+// Template arguments of the scans: how head flags are stored (or that
+// segments are rows of a fixed length, with no flags), how a warp
 // stops at a head (segments.cuh), and what a scan writes at each element:
 // the inclusive partial, the exclusive one (the seed at heads), or the
 // lifted exclusive prefix (the partial before the element even at heads:
 // the carry into it; without heads the same as exclusive).
-enum scan_flag_format { scan_flags_bytes = 0, scan_flags_bits = 1 };
+enum scan_flag_format { scan_flags_bytes = 0, scan_flags_bits = 1, scan_fixed_rows = 2 };
 enum scan_segmented_strategy { scan_segmented_transform = 0, scan_segmented_indexing = 1 };
 enum scan_mode { scan_inclusive = 0, scan_exclusive = 1, scan_exclusive_carry = 2 };
 

@@ -16,9 +16,11 @@
 //! in[t]` exclusive (the identity at `t`), `in[i+1] ∘ … ∘ in[t] ∘ init` with
 //! `init` (`init` at `t`).
 //!
-//! Users with segment offsets (CSR row pointers) or keys build flags with
-//! [`heads_from_offsets`] and [`heads_from_keys`] (the GPU has the same
-//! builders).
+//! Segments are given as [`Segments`]: head flags, or rows of a fixed
+//! length ([`Segments::rows`]: a row-major matrix scanned along its rows,
+//! with no flags at all). Users with segment offsets (CSR row pointers) or
+//! keys build flags with [`heads_from_offsets`] and [`heads_from_keys`]
+//! (the GPU has the same builders).
 //!
 //! ```
 //! use gpu_scan::prelude::*;
@@ -113,6 +115,97 @@ impl<'a> HeadFlags<'a> {
     /// elements.
     pub fn check_len(&self, n: usize) -> Result<(), FlagsLengthMismatch> {
         FlagsLengthMismatch::check(self.format(), n, self.len(), self.units())
+    }
+}
+
+/// How a segmented scan's sequence is cut into segments: head flags (a
+/// [`HeadFlags`] converts into this), or rows of a fixed length.
+///
+/// ```
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::segmented::{self, Segments};
+///
+/// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+/// struct Sum;
+///
+/// // A 2 × 3 matrix, row-major, scanned along its rows.
+/// let mut out = vec![0; 6];
+/// segmented::scan::<Sum>(ScanKind::Inclusive, Segments::rows(3), &[1, 2, 3, 4, 5, 6], &mut out).unwrap();
+/// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum Segments<'a> {
+    /// Heads given as flags.
+    Flags(HeadFlags<'a>),
+    /// Segments of `row_length` elements each: element `i` starts one where
+    /// `i % row_length == 0`. The sequence's length must be a multiple of
+    /// `row_length`, which must not be 0.
+    Rows {
+        /// Elements per row.
+        row_length: usize,
+    },
+}
+
+impl<'a> Segments<'a> {
+    /// Rows of `row_length` elements each ([`Segments::Rows`]).
+    pub fn rows(row_length: usize) -> Self {
+        Segments::Rows { row_length }
+    }
+
+    /// Whether element `i` of a checked sequence starts a segment (element
+    /// 0 always does).
+    pub fn is_head(&self, i: usize) -> bool {
+        match self {
+            Segments::Flags(heads) => heads.is_head(i),
+            Segments::Rows { row_length } => i % row_length == 0,
+        }
+    }
+
+    /// Checks that the segments fit a sequence of `n` elements: flags of
+    /// its length, or rows that divide it.
+    pub fn check_len(&self, n: usize) -> Result<(), SegmentedError> {
+        match self {
+            Segments::Flags(heads) => Ok(heads.check_len(n)?),
+            Segments::Rows { row_length } => Ok(RowLengthMismatch::check(n, *row_length)?),
+        }
+    }
+}
+
+impl<'a> From<HeadFlags<'a>> for Segments<'a> {
+    fn from(heads: HeadFlags<'a>) -> Self {
+        Segments::Flags(heads)
+    }
+}
+
+impl<'a> From<&'a OwnedHeadFlags> for Segments<'a> {
+    fn from(heads: &'a OwnedHeadFlags) -> Self {
+        Segments::Flags(heads.as_flags())
+    }
+}
+
+/// Rows of a fixed length that do not fit the sequence: a length of 0, or
+/// one that does not divide the sequence's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("rows of {row_length} elements do not divide a sequence of {elements}: the row length must be at least 1 and divide the length")]
+pub struct RowLengthMismatch {
+    /// Elements in the sequence.
+    pub elements: usize,
+    /// The row length given.
+    pub row_length: usize,
+}
+
+impl RowLengthMismatch {
+    /// `Ok` when rows of `row_length` tile `elements` exactly.
+    pub fn check(elements: usize, row_length: usize) -> Result<(), Self> {
+        if row_length != 0 && elements % row_length == 0 {
+            Ok(())
+        } else {
+            Err(RowLengthMismatch {
+                elements,
+                row_length,
+            })
+        }
     }
 }
 
@@ -226,6 +319,9 @@ pub enum SegmentedError {
     /// The flags do not match the input's length.
     #[error(transparent)]
     Flags(#[from] FlagsLengthMismatch),
+    /// The row length does not divide the input's length.
+    #[error(transparent)]
+    Rows(#[from] RowLengthMismatch),
 }
 
 /// Integer types usable as segment offsets.
@@ -352,7 +448,7 @@ pub fn heads_from_keys<K: SegmentKey>(keys: &[K], format: FlagFormat) -> OwnedHe
 /// Whether element `i` of `n` starts a segment in scan order: its head
 /// going forward; in reverse, the segment's last element (the one before
 /// the next head, or the sequence's last).
-fn starts<'a>(heads: HeadFlags<'a>, reverse: bool, n: usize, i: usize) -> bool {
+fn starts(heads: Segments<'_>, reverse: bool, n: usize, i: usize) -> bool {
     if reverse {
         i + 1 == n || heads.is_head(i + 1)
     } else {
@@ -368,7 +464,7 @@ fn run<Op: ScanOp>(
     inclusive: bool,
     init: Option<Op::Element>,
     reverse: bool,
-    heads: HeadFlags<'_>,
+    heads: Segments<'_>,
     n: usize,
     offset: usize,
     carry: Option<Op::Element>,
@@ -396,7 +492,7 @@ fn run<Op: ScanOp>(
 fn chunk_total<Op: ScanOp>(
     init: Option<Op::Element>,
     reverse: bool,
-    heads: HeadFlags<'_>,
+    heads: Segments<'_>,
     n: usize,
     offset: usize,
     chunk: &[Op::Element],
@@ -415,9 +511,9 @@ fn chunk_total<Op: ScanOp>(
 }
 
 /// Sequential segmented scan of `input` into `output`.
-pub fn scan<Op: ScanOp>(
+pub fn scan<'a, Op: ScanOp>(
     spec: impl Into<ScanSpec<Op::Element>>,
-    heads: HeadFlags<'_>,
+    heads: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
@@ -428,6 +524,7 @@ pub fn scan<Op: ScanOp>(
         }
         .into());
     }
+    let heads = heads.into();
     heads.check_len(input.len())?;
     output.copy_from_slice(input);
     let (inclusive, init, reverse) = plan(spec.into());
@@ -445,11 +542,12 @@ pub fn scan<Op: ScanOp>(
 }
 
 /// Sequential segmented scan of `data` in place.
-pub fn scan_in_place<Op: ScanOp>(
+pub fn scan_in_place<'a, Op: ScanOp>(
     spec: impl Into<ScanSpec<Op::Element>>,
-    heads: HeadFlags<'_>,
+    heads: impl Into<Segments<'a>>,
     data: &mut [Op::Element],
-) -> Result<(), FlagsLengthMismatch> {
+) -> Result<(), SegmentedError> {
+    let heads = heads.into();
     heads.check_len(data.len())?;
     let (inclusive, init, reverse) = plan(spec.into());
     run::<Op>(inclusive, init, reverse, heads, data.len(), 0, None, data);
@@ -457,9 +555,9 @@ pub fn scan_in_place<Op: ScanOp>(
 }
 
 /// Segmented scan of `input` into `output` on all cores.
-pub fn par_scan<Op: ScanOp>(
+pub fn par_scan<'a, Op: ScanOp>(
     spec: impl Into<ScanSpec<Op::Element>>,
-    heads: HeadFlags<'_>,
+    heads: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
@@ -470,6 +568,7 @@ pub fn par_scan<Op: ScanOp>(
         }
         .into());
     }
+    let heads = heads.into();
     heads.check_len(input.len())?;
     output.par_iter_mut().zip(input).for_each(|(o, i)| *o = *i);
     par_scan_in_place::<Op>(spec, heads, output)?;
@@ -479,11 +578,12 @@ pub fn par_scan<Op: ScanOp>(
 /// Segmented scan of `data` in place on all cores: chunk totals of the
 /// operator lifted to (head, value) pairs, their exclusive scan, and a
 /// seeded rescan of every chunk (the GPU's structure).
-pub fn par_scan_in_place<Op: ScanOp>(
+pub fn par_scan_in_place<'a, Op: ScanOp>(
     spec: impl Into<ScanSpec<Op::Element>>,
-    heads: HeadFlags<'_>,
+    heads: impl Into<Segments<'a>>,
     data: &mut [Op::Element],
-) -> Result<(), FlagsLengthMismatch> {
+) -> Result<(), SegmentedError> {
+    let heads = heads.into();
     heads.check_len(data.len())?;
     let (inclusive, init, reverse) = plan(spec.into());
     let n = data.len();

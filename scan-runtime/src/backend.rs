@@ -4,7 +4,7 @@ use crate::error::{Result, ScanError};
 use crate::gpu::{open_device, GpuScanner};
 use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
-use scan_core::segmented::{self, HeadFlags};
+use scan_core::segmented::{self, Segments};
 use scan_core::{cpu, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
 
@@ -211,12 +211,12 @@ where
         self.scan(ScanKind::ExclusiveWithInit(init), input)
     }
 
-    /// A segmented scan of any kind: the scan restarts at every head (see
-    /// [`scan_core::segmented`]).
+    /// A segmented scan of any kind: the scan restarts at every head, given
+    /// as flags or as rows of a fixed length (see [`scan_core::segmented`]).
     ///
     /// ```
     /// use gpu_scan::prelude::*;
-    /// use gpu_scan::segmented::HeadFlags;
+    /// use gpu_scan::segmented::{HeadFlags, Segments};
     ///
     /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
     /// struct Sum;
@@ -228,15 +228,19 @@ where
     /// // In reverse, each segment from its last element.
     /// let out = scanner.segmented_scan(ScanKind::Exclusive.reverse(), heads, &[1, 2, 3, 4, 5]).unwrap();
     /// assert_eq!(out, [2, 0, 9, 5, 0]);
+    /// // Rows of a fixed length need no flags: a 2 × 3 matrix along its rows.
+    /// let out = scanner.segmented_scan(ScanKind::Inclusive, Segments::rows(3), &[1, 2, 3, 4, 5, 6]).unwrap();
+    /// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
     /// ```
-    pub fn segmented_scan(
+    pub fn segmented_scan<'a>(
         &mut self,
         spec: impl Into<ScanSpec<Op::Element>>,
-        heads: HeadFlags<'_>,
+        heads: impl Into<Segments<'a>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         self.first_call_law_check(input)?;
         let spec = spec.into();
+        let heads = heads.into();
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => {
                 scanner.segmented_scan_host(stream, spec, heads, input)

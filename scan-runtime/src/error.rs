@@ -74,6 +74,9 @@ pub enum ScanError {
     /// The head flags do not have the size the input needs.
     #[error(transparent)]
     FlagsLength(#[from] scan_core::segmented::FlagsLengthMismatch),
+    /// A row length of 0, or one that does not divide the input's length.
+    #[error(transparent)]
+    RowLength(#[from] scan_core::segmented::RowLengthMismatch),
     /// Segment offsets that are not row pointers (past the end, or
     /// decreasing): no flags were written.
     #[error(transparent)]
@@ -138,3 +141,17 @@ impl From<scan_core::LengthMismatch> for ScanError {
 
 /// `Result` with [`ScanError`].
 pub type Result<T, E = ScanError> = std::result::Result<T, E>;
+
+impl From<scan_core::segmented::SegmentedError> for ScanError {
+    fn from(e: scan_core::segmented::SegmentedError) -> Self {
+        use scan_core::segmented::SegmentedError;
+        match e {
+            SegmentedError::Length(m) => ScanError::LengthMismatch {
+                input: m.input,
+                output: m.output,
+            },
+            SegmentedError::Flags(m) => m.into(),
+            SegmentedError::Rows(m) => m.into(),
+        }
+    }
+}

@@ -338,7 +338,7 @@ mod tests {
         let segmented = KernelAbi::segmented(
             SegmentedKernel::Pipelined {
                 inclusive: true,
-                format: FlagFormat::Bits,
+                source: FlagFormat::Bits.into(),
             },
             SegmentedStrategy::ConditionalIndexing,
         );

@@ -21,6 +21,28 @@ pub(crate) enum KernelArg<E> {
     Flag(i32),
     /// A count or length.
     Count(u64),
+    /// The length of every segment ([`ParamType::RowLength`]).
+    RowLength(u64),
+}
+
+/// Where a segmented kernel's segment heads come from: the device address
+/// of head flags, or the length of rows (`SegmentSource::Rows` kernels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Heads {
+    /// Head flags at this device address.
+    Flags(u64),
+    /// Rows of this many elements.
+    Rows(u64),
+}
+
+impl Heads {
+    /// The argument for a kernel's `flags` or `row_length` parameter.
+    fn arg<E>(self) -> KernelArg<E> {
+        match self {
+            Heads::Flags(flags) => Ptr(HeadFlags, flags),
+            Heads::Rows(length) => KernelArg::RowLength(length),
+        }
+    }
 }
 
 impl<E> KernelArg<E> {
@@ -31,15 +53,17 @@ impl<E> KernelArg<E> {
             KernelArg::Element(_) => ParamType::Element,
             KernelArg::Flag(_) => ParamType::Flag,
             KernelArg::Count(_) => ParamType::Count,
+            KernelArg::RowLength(_) => ParamType::RowLength,
         }
     }
 
     /// Whether the value's kind can be passed for its parameter type.
     fn well_formed(&self) -> bool {
         match self {
-            KernelArg::Ptr(ty, _) => {
-                !matches!(ty, ParamType::Element | ParamType::Flag | ParamType::Count)
-            }
+            KernelArg::Ptr(ty, _) => !matches!(
+                ty,
+                ParamType::Element | ParamType::Flag | ParamType::Count | ParamType::RowLength
+            ),
             _ => true,
         }
     }
@@ -48,7 +72,7 @@ impl<E> KernelArg<E> {
 /// Checks `args` against `abi`'s parameter list: same length, same type at
 /// every position.
 pub(crate) fn check_args<E>(abi: KernelAbi, op: &'static str, args: &[KernelArg<E>]) -> Result<()> {
-    let params = abi.params();
+    let params = &abi.params();
     let mismatch = |detail: String| ScanError::KernelAbi {
         kernel: abi.symbol(op),
         detail,
@@ -96,7 +120,7 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
             KernelArg::Ptr(_, address) => builder.arg(address),
             KernelArg::Element(e) => builder.arg(e),
             KernelArg::Flag(f) => builder.arg(f),
-            KernelArg::Count(c) => builder.arg(c),
+            KernelArg::Count(c) | KernelArg::RowLength(c) => builder.arg(c),
         };
     }
     // SAFETY: the argument list matches the kernel's parameters (checked
@@ -174,10 +198,10 @@ pub(crate) fn single_pass<E>(
     args
 }
 
-/// Segmented `(input, flags, tile_totals, tile_flags, seed, seeded, n)`.
+/// Segmented `(input, flags | row_length, tile_totals, tile_flags, seed, seeded, n)`.
 pub(crate) fn segmented_reduce_tiles<E>(
     input: u64,
-    flags: u64,
+    heads: Heads,
     tile_totals: u64,
     tile_flags: u64,
     seed: E,
@@ -186,7 +210,7 @@ pub(crate) fn segmented_reduce_tiles<E>(
 ) -> Vec<KernelArg<E>> {
     vec![
         Ptr(ElementsIn, input),
-        Ptr(HeadFlags, flags),
+        heads.arg(),
         Ptr(ElementsOut, tile_totals),
         Ptr(TileFlagsOut, tile_flags),
         Element(seed),
@@ -208,11 +232,11 @@ pub(crate) fn segmented_scan_tile_totals<E>(
     ]
 }
 
-/// Segmented `(input, flags, output, tile_prefixes, seed, seeded, n)`.
+/// Segmented `(input, flags | row_length, output, tile_prefixes, seed, seeded, n)`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn segmented_scan_tiles<E>(
     input: u64,
-    flags: u64,
+    heads: Heads,
     output: u64,
     prefixes: u64,
     seed: E,
@@ -221,7 +245,7 @@ pub(crate) fn segmented_scan_tiles<E>(
 ) -> Vec<KernelArg<E>> {
     vec![
         Ptr(ElementsIn, input),
-        Ptr(HeadFlags, flags),
+        heads.arg(),
         Ptr(ElementsOut, output),
         Ptr(ElementsIn, prefixes),
         Element(seed),
@@ -230,12 +254,12 @@ pub(crate) fn segmented_scan_tiles<E>(
     ]
 }
 
-/// Segmented `(input, flags, output, scratch…, seed, seeded, n)`, and
+/// Segmented `(input, flags | row_length, output, scratch…, seed, seeded, n)`, and
 /// `tiles` for the pipelined pass.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn segmented_single_pass<E>(
     input: u64,
-    flags: u64,
+    heads: Heads,
     output: u64,
     s: &SinglePassArgs,
     seed: E,
@@ -245,7 +269,7 @@ pub(crate) fn segmented_single_pass<E>(
 ) -> Vec<KernelArg<E>> {
     let mut args = vec![
         Ptr(ElementsIn, input),
-        Ptr(HeadFlags, flags),
+        heads.arg(),
         Ptr(ElementsOut, output),
     ];
     args.extend(scratch(s));
@@ -257,7 +281,7 @@ pub(crate) fn segmented_single_pass<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kernels_gen::{Kernel, SegmentedKernel};
+    use kernels_gen::{Kernel, SegmentSource, SegmentedKernel};
 
     /// The argument list the runtime builds for `abi` (dummy values).
     fn built(abi: KernelAbi) -> Vec<KernelArg<u32>> {
@@ -266,6 +290,10 @@ mod tests {
             aggregates: 2,
             prefixes: 3,
             launch: 4,
+        };
+        let heads = match abi.source() {
+            Some(SegmentSource::Rows) => Heads::Rows(5),
+            _ => Heads::Flags(2),
         };
         // A reverse kernel takes its forward kernel's arguments.
         match abi.forward() {
@@ -285,14 +313,18 @@ mod tests {
                 }
             },
             KernelAbi::Segmented(k, _) => match k {
-                SegmentedKernel::ReduceTiles(_) => segmented_reduce_tiles(1, 2, 3, 4, 7, true, 9),
+                SegmentedKernel::ReduceTiles(_) => {
+                    segmented_reduce_tiles(1, heads, 3, 4, 7, true, 9)
+                }
                 SegmentedKernel::ScanTileTotals => segmented_scan_tile_totals(1, 2, 3),
-                SegmentedKernel::ScanTiles { .. } => segmented_scan_tiles(1, 2, 3, 4, 7, false, 9),
+                SegmentedKernel::ScanTiles { .. } => {
+                    segmented_scan_tiles(1, heads, 3, 4, 7, false, 9)
+                }
                 SegmentedKernel::SinglePass { .. } => {
-                    segmented_single_pass(1, 2, 3, &s, 7, true, 9, None)
+                    segmented_single_pass(1, heads, 3, &s, 7, true, 9, None)
                 }
                 SegmentedKernel::Pipelined { .. } => {
-                    segmented_single_pass(1, 2, 3, &s, 7, true, 9, Some(4))
+                    segmented_single_pass(1, heads, 3, &s, 7, true, 9, Some(4))
                 }
             },
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => unreachable!(),

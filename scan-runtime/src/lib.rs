@@ -34,4 +34,6 @@ pub use gpu::{
 };
 pub use kernels::{layout, program_source, ProgramOrigin, ProgramStats};
 pub use kernels_gen::{FlagFormat, SegmentedStrategy};
-pub use segmented::{DeviceHeadFlags, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags};
+pub use segmented::{
+    DeviceHeadFlags, DeviceSegments, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags,
+};

@@ -9,14 +9,17 @@ use crate::gpu::{
     GpuScanner, ScanPath,
 };
 use crate::kernels::{build_module, compile_target, layout, ProgramStats};
-use crate::launch;
+use crate::launch::{self, Heads};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
     DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use kernels_gen::abi::KernelAbi;
-use kernels_gen::{FlagFormat, SegmentedKernel, SegmentedStrategy};
-use scan_core::segmented::{FlagsLengthMismatch, InvalidOffsets, SegmentKey, SegmentOffset};
+use kernels_gen::{FlagFormat, SegmentSource, SegmentedKernel, SegmentedStrategy};
+use scan_core::segmented::{
+    FlagsLengthMismatch, HeadFlags, InvalidOffsets, RowLengthMismatch, SegmentKey, SegmentOffset,
+    Segments,
+};
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -90,6 +93,88 @@ impl<'a> From<&'a CudaSlice<u8>> for DeviceHeadFlags<'a> {
 impl<'a> From<CudaView<'a, u8>> for DeviceHeadFlags<'a> {
     fn from(bytes: CudaView<'a, u8>) -> Self {
         DeviceHeadFlags::Bytes(bytes)
+    }
+}
+
+/// How a GPU segmented scan's input is cut into segments: head flags in
+/// device memory (a [`DeviceHeadFlags`], a `&CudaSlice<u8>` or a byte view
+/// converts into this), or rows of a fixed length, which need no flags:
+/// the kernels compute the heads, so a row-major matrix is scanned along
+/// its rows at the speed of a plain scan.
+///
+/// ```no_run
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::scan_runtime::{open_device, DeviceSegments, GpuScanner};
+///
+/// #[scan_op(element = f32, identity = 0.0, op = |a, b| a + b)]
+/// struct Sum;
+///
+/// let ctx = open_device(0)?;
+/// let stream = ctx.default_stream();
+/// // 1024 rows of 16: cumsum along dim 1.
+/// let x = stream.clone_htod(&vec![1.0f32; 1024 * 16])?;
+/// let mut y = stream.alloc_zeros::<f32>(1024 * 16)?;
+/// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
+/// scanner.segmented_scan(&stream, ScanKind::Inclusive, DeviceSegments::rows(16), &x, &mut y)?;
+/// # Ok::<(), gpu_scan::prelude::ScanError>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DeviceSegments<'a> {
+    /// Heads given as flags in device memory.
+    Flags(DeviceHeadFlags<'a>),
+    /// Segments of `row_length` elements each (element `i` starts one
+    /// where `i % row_length == 0`); the input's length must be a multiple
+    /// of `row_length`, which must not be 0.
+    Rows {
+        /// Elements per row.
+        row_length: usize,
+    },
+}
+
+impl DeviceSegments<'_> {
+    /// Rows of `row_length` elements each ([`DeviceSegments::Rows`]).
+    pub fn rows(row_length: usize) -> Self {
+        DeviceSegments::Rows { row_length }
+    }
+
+    /// Where the kernels find the heads.
+    fn source(&self) -> SegmentSource {
+        match self {
+            DeviceSegments::Flags(heads) => SegmentSource::Flags(heads.format()),
+            DeviceSegments::Rows { .. } => SegmentSource::Rows,
+        }
+    }
+
+    fn check_len(&self, n: usize) -> Result<()> {
+        match self {
+            DeviceSegments::Flags(heads) => Ok(heads.check_len(n)?),
+            DeviceSegments::Rows { row_length } => Ok(RowLengthMismatch::check(n, *row_length)?),
+        }
+    }
+}
+
+impl<'a> From<DeviceHeadFlags<'a>> for DeviceSegments<'a> {
+    fn from(heads: DeviceHeadFlags<'a>) -> Self {
+        DeviceSegments::Flags(heads)
+    }
+}
+
+impl<'a> From<&'a CudaSlice<u8>> for DeviceSegments<'a> {
+    fn from(bytes: &'a CudaSlice<u8>) -> Self {
+        DeviceSegments::Flags(bytes.into())
+    }
+}
+
+impl<'a> From<CudaView<'a, u8>> for DeviceSegments<'a> {
+    fn from(bytes: CudaView<'a, u8>) -> Self {
+        DeviceSegments::Flags(bytes.into())
+    }
+}
+
+impl<'a> From<&'a OwnedDeviceHeadFlags> for DeviceSegments<'a> {
+    fn from(heads: &'a OwnedDeviceHeadFlags) -> Self {
+        DeviceSegments::Flags(heads.as_flags())
     }
 }
 
@@ -182,10 +267,10 @@ where
     /// assert_eq!(stream.clone_dtoh(&out)?, [1, 3, 3, 7, 12]);
     /// # Ok::<(), ScanError>(())
     /// ```
-    pub fn segmented_inclusive<I, O>(
+    pub fn segmented_inclusive<'a, I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        heads: DeviceHeadFlags<'_>,
+        segments: impl Into<DeviceSegments<'a>>,
         input: &I,
         output: &mut O,
     ) -> Result<()>
@@ -193,15 +278,15 @@ where
         I: DevicePtr<Op::Element>,
         O: DevicePtrMut<Op::Element>,
     {
-        self.segmented_scan(stream, ScanKind::Inclusive, heads, input, output)
+        self.segmented_scan(stream, ScanKind::Inclusive, segments, input, output)
     }
 
     /// Segmented exclusive scan: `output[i] = input[h] ∘ … ∘ input[i-1]`,
     /// the identity at every head.
-    pub fn segmented_exclusive<I, O>(
+    pub fn segmented_exclusive<'a, I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        heads: DeviceHeadFlags<'_>,
+        segments: impl Into<DeviceSegments<'a>>,
         input: &I,
         output: &mut O,
     ) -> Result<()>
@@ -209,15 +294,15 @@ where
         I: DevicePtr<Op::Element>,
         O: DevicePtrMut<Op::Element>,
     {
-        self.segmented_scan(stream, ScanKind::Exclusive, heads, input, output)
+        self.segmented_scan(stream, ScanKind::Exclusive, segments, input, output)
     }
 
     /// Segmented exclusive scan with every segment seeded by `init`:
     /// `output[i] = init ∘ input[h] ∘ … ∘ input[i-1]`, `init` at every head.
-    pub fn segmented_exclusive_with_init<I, O>(
+    pub fn segmented_exclusive_with_init<'a, I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        heads: DeviceHeadFlags<'_>,
+        segments: impl Into<DeviceSegments<'a>>,
         input: &I,
         output: &mut O,
         init: Op::Element,
@@ -229,7 +314,7 @@ where
         self.segmented_scan(
             stream,
             ScanKind::ExclusiveWithInit(init),
-            heads,
+            segments,
             input,
             output,
         )
@@ -239,11 +324,11 @@ where
     /// [`ScanKind`] or a [`ScanSpec`]; in reverse every segment is scanned
     /// from its last element, see `scan_core::segmented`). Lengths (output
     /// and flags) are checked before anything is enqueued.
-    pub fn segmented_scan<I, O>(
+    pub fn segmented_scan<'a, I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: impl Into<ScanSpec<Op::Element>>,
-        heads: DeviceHeadFlags<'_>,
+        segments: impl Into<DeviceSegments<'a>>,
         input: &I,
         output: &mut O,
     ) -> Result<()>
@@ -258,56 +343,65 @@ where
                 output: output.len(),
             });
         }
-        heads.check_len(n)?;
+        let segments = segments.into();
+        segments.check_len(n)?;
         self.prepare_segmented_scan(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        self.launch_segmented(stream, spec.into(), &heads, src, dst, n)
+        self.launch_segmented(stream, spec.into(), &segments, src, dst, n)
     }
 
     /// A segmented scan of `data` onto itself (`spec` as for
     /// [`GpuScanner::segmented_scan`]).
-    pub fn segmented_scan_in_place<D: DevicePtrMut<Op::Element>>(
+    pub fn segmented_scan_in_place<'a, D: DevicePtrMut<Op::Element>>(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: impl Into<ScanSpec<Op::Element>>,
-        heads: DeviceHeadFlags<'_>,
+        segments: impl Into<DeviceSegments<'a>>,
         data: &mut D,
     ) -> Result<()> {
         let n = data.len();
-        heads.check_len(n)?;
+        let segments = segments.into();
+        segments.check_len(n)?;
         self.prepare_segmented_scan(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
-        self.launch_segmented(stream, spec.into(), &heads, ptr, ptr, n)
+        self.launch_segmented(stream, spec.into(), &segments, ptr, ptr, n)
     }
 
-    /// Host convenience: uploads `input` and the flags, scans, downloads
-    /// (synchronising the stream).
-    pub fn segmented_scan_host(
+    /// Host convenience: uploads `input` (and the flags, where the segments
+    /// are flags), scans, downloads (synchronising the stream).
+    pub fn segmented_scan_host<'a>(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: impl Into<ScanSpec<Op::Element>>,
-        heads: scan_core::segmented::HeadFlags<'_>,
+        segments: impl Into<Segments<'a>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
-        heads.check_len(input.len())?;
+        let segments = segments.into();
+        let n = input.len();
+        segments.check_len(n)?;
         if input.is_empty() {
             return Ok(Vec::new());
         }
         let mut data = stream.clone_htod(input)?;
         let spec = spec.into();
-        match heads {
-            scan_core::segmented::HeadFlags::Bytes(b) => {
+        match segments {
+            Segments::Flags(HeadFlags::Bytes(b)) => {
                 let flags = stream.clone_htod(b)?;
-                self.segmented_scan_in_place(stream, spec, (&flags).into(), &mut data)?;
+                self.segmented_scan_in_place(stream, spec, &flags, &mut data)?;
             }
-            scan_core::segmented::HeadFlags::Bits { words, len } => {
+            Segments::Flags(HeadFlags::Bits { words, len }) => {
                 let flags = stream.clone_htod(words)?;
                 let flags = DeviceHeadFlags::bits(flags.as_view(), len);
                 self.segmented_scan_in_place(stream, spec, flags, &mut data)?;
             }
+            Segments::Rows { row_length } => {
+                let rows = DeviceSegments::rows(row_length);
+                self.segmented_scan_in_place(stream, spec, rows, &mut data)?;
+            }
+            _ => unreachable!("a segment source of scan-core without a GPU counterpart"),
         }
         Ok(stream.clone_dtoh(&data)?)
     }
@@ -344,7 +438,7 @@ where
         &mut self,
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element>,
-        heads: &DeviceHeadFlags<'_>,
+        segments: &DeviceSegments<'_>,
         src: u64,
         dst: u64,
         n: usize,
@@ -358,10 +452,17 @@ where
             ScanKind::Exclusive => (false, Op::IDENTITY, false),
             ScanKind::ExclusiveWithInit(init) => (false, init, true),
         };
-        let format = heads.format();
-        let (flags, _flags_sync) = match heads {
-            DeviceHeadFlags::Bytes(b) => b.device_ptr(stream),
-            DeviceHeadFlags::Bits { words, .. } => words.device_ptr(stream),
+        let source = segments.source();
+        let (heads, _flags_sync) = match segments {
+            DeviceSegments::Flags(DeviceHeadFlags::Bytes(b)) => {
+                let (flags, sync) = b.device_ptr(stream);
+                (Heads::Flags(flags), Some(sync))
+            }
+            DeviceSegments::Flags(DeviceHeadFlags::Bits { words, .. }) => {
+                let (flags, sync) = words.device_ptr(stream);
+                (Heads::Flags(flags), Some(sync))
+            }
+            DeviceSegments::Rows { row_length } => (Heads::Rows(*row_length as u64), None),
         };
         let strategy = self.strategy;
         let abi = |k: SegmentedKernel| {
@@ -369,7 +470,7 @@ where
                 .in_direction(direction)
                 .expect("every segmented kernel but the pipelined ones runs in reverse")
         };
-        let scan_tiles_abi = abi(SegmentedKernel::ScanTiles { inclusive, format });
+        let scan_tiles_abi = abi(SegmentedKernel::ScanTiles { inclusive, source });
         let name = Op::NAME;
         let tiles = n.div_ceil(Op::tile_items());
         let n64 = n as u64;
@@ -380,8 +481,8 @@ where
         };
         if tiles == 1 {
             let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
-            let args = launch::segmented_scan_tiles(src, flags, dst, 0, seed, seeded, n64);
-            // SAFETY: (const T* input, const void* flags, T* output, const T* tile_prefixes,
+            let args = launch::segmented_scan_tiles(src, heads, dst, 0, seed, seeded, n64);
+            // SAFETY: (const T* input, const void* flags or u64 row_length, T* output, const T* tile_prefixes,
             // T seed, int seeded, u64 n), checked against the ABI table; lengths were
             // checked; null prefixes select a single tile.
             return unsafe {
@@ -389,13 +490,15 @@ where
             };
         }
         let pipelined_abi =
-            KernelAbi::segmented(SegmentedKernel::Pipelined { inclusive, format }, strategy);
+            KernelAbi::segmented(SegmentedKernel::Pipelined { inclusive, source }, strategy);
         let pipelined_shape = if direction == Direction::Forward
             && pipelined_wanted::<Op>(self.path(), n)
             && src % 16 == 0
             && dst % 16 == 0
-            && flags % 16 == 0
-        {
+            && match heads {
+                Heads::Flags(flags) => flags % 16 == 0,
+                Heads::Rows(_) => true,
+            } {
             let shared_bytes = layout::<Op>().pipelined_segmented_shared_bytes;
             self.pipelined_shape(pipelined_abi, shared_bytes)?
         } else {
@@ -407,7 +510,7 @@ where
             let scratch = self.workspace(stream).single_pass_args();
             let args = launch::segmented_single_pass(
                 src,
-                flags,
+                heads,
                 dst,
                 &scratch,
                 seed,
@@ -415,10 +518,10 @@ where
                 n64,
                 Some(tiles as u64),
             );
-            // SAFETY: (const T* input, const void* flags, T* output, void* status,
+            // SAFETY: (const T* input, const void* flags or u64 row_length, T* output, void* status,
             // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
             // u64 n, u64 tiles), checked against the ABI table; lengths were checked;
-            // input, flags and output are 16-byte aligned; this stream's scratch holds
+            // input, output and flags (when given) are 16-byte aligned; this stream's scratch holds
             // >= tiles entries (prepare reserved the larger of both tilings) and a reset
             // launch state; the kernel was given its dynamic shared memory at load; every
             // block takes one index past the last tile.
@@ -435,12 +538,12 @@ where
             };
         }
         if single_pass(self.path()) {
-            let single_pass_abi = abi(SegmentedKernel::SinglePass { inclusive, format });
+            let single_pass_abi = abi(SegmentedKernel::SinglePass { inclusive, source });
             let single_pass = self.kernel(single_pass_abi)?;
             let scratch = self.workspace(stream).single_pass_args();
             let args =
-                launch::segmented_single_pass(src, flags, dst, &scratch, seed, seeded, n64, None);
-            // SAFETY: (const T* input, const void* flags, T* output, void* status,
+                launch::segmented_single_pass(src, heads, dst, &scratch, seed, seeded, n64, None);
+            // SAFETY: (const T* input, const void* flags or u64 row_length, T* output, void* status,
             // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
             // u64 n), checked against the ABI table; lengths were checked; this stream's
             // scratch holds >= tiles entries and a reset launch state; one block per tile.
@@ -449,7 +552,7 @@ where
                 launch::launch(stream, function, single_pass_abi, name, &args, grid(tiles))
             };
         }
-        let reduce_abi = abi(SegmentedKernel::ReduceTiles(format));
+        let reduce_abi = abi(SegmentedKernel::ReduceTiles(source));
         let scan_totals_abi = abi(SegmentedKernel::ScanTileTotals);
         let reduce = self.kernel(reduce_abi)?;
         let scan_totals = self.kernel(scan_totals_abi)?;
@@ -457,8 +560,8 @@ where
         let workspace = self.workspace(stream);
         let (totals, tile_flags) = (workspace.tile_totals(), workspace.tile_flags());
         let args =
-            launch::segmented_reduce_tiles(src, flags, totals, tile_flags, seed, seeded, n64);
-        // SAFETY: (const T* input, const void* flags, T* tile_totals, u8* tile_flags,
+            launch::segmented_reduce_tiles(src, heads, totals, tile_flags, seed, seeded, n64);
+        // SAFETY: (const T* input, const void* flags or u64 row_length, T* tile_totals, u8* tile_flags,
         // T seed, int seeded, u64 n), checked against the ABI table; both workspaces hold
         // >= tiles entries.
         unsafe {
@@ -477,7 +580,7 @@ where
         // the ABI table; one block walks them.
         let function = &scan_totals.function;
         unsafe { launch::launch(stream, function, scan_totals_abi, name, &args, grid(1)) }?;
-        let args = launch::segmented_scan_tiles(src, flags, dst, totals, seed, seeded, n64);
+        let args = launch::segmented_scan_tiles(src, heads, dst, totals, seed, seeded, n64);
         // SAFETY: as the single-tile launch, with `tiles` prefixes in the workspace.
         let function = &scan_tiles.function;
         unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }

@@ -307,7 +307,8 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
 // input, output (and bit flags) 16-byte aligned. With segments, head flags
 // given as bits come with a whole tile, in the producer's bulk loads;
 // otherwise (bytes, or the tail tile) the reduce squad reads each thread's
-// flags from global memory while the tile loads, and keeps them as a
+// flags from global memory while the tile loads (rows of a fixed length
+// compute them), and keeps them as a
 // 64-bit mask for the rescan. A tile holding a head publishes its last
 // segment's partial as a prefix, which the lookahead takes in place of
 // everything before it.
@@ -426,7 +427,9 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         }
       };
       const auto load_bits = [&](int s, const pipelined_extent<Op>& extent, unsigned long long* loaded) {
-        if constexpr (Seg::segmented) scan_bulk_load(shared.head_bits(s), (const unsigned char*)seg.flags + extent.base / 8, bits_bytes(extent), loaded);
+        if constexpr (Seg::segmented) {
+          if constexpr (Seg::format == scan_flags_bits) scan_bulk_load(shared.head_bits(s), (const unsigned char*)seg.flags + extent.base / 8, bits_bytes(extent), loaded);
+        }
       };
       if (lane == 0) pipelined_producer<Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {

@@ -10,7 +10,11 @@
 //    i % 32 of word i / 32). With `seeded`, `seed` goes in front of every
 //    segment; exclusive scans write `seed` at heads (the identity when not
 //    seeded). Nothing is in front of the input, whose element 0 is a head.
-// (Segments of a fixed row length or from keys are further sources.)
+//  * fixed_rows<Op, Strategy>: segments of row_length elements each (the
+//    rows of a row-major matrix), element e starting one where
+//    e % row_length == 0. The heads are arithmetic: nothing but the
+//    elements is read. Seeding as for head_flags.
+// (Segments from offsets or keys without flags are further sources.)
 //
 // Values are combined only within a segment and always in order, so the
 // operator never needs to be commutative. Above the element, the
@@ -50,7 +54,30 @@ struct head_flags {
   // The partial a segment starts with at its head `item`.
   __device__ __forceinline__ T start(const T& item) const { return seeded ? Op::combine(seed, item) : item; }
 };
+
+template <class Op, int Strategy>
+struct fixed_rows {
+  typedef typename Op::T T;
+  static constexpr bool segmented = true;
+  // In reverse, an item's head is its element's row's last element.
+  static constexpr bool mirrored = mirrored_memory<Op>::value;
+  static constexpr int format = scan_fixed_rows;
+  static constexpr int strategy = Strategy;
+  unsigned long long row_length;  // at least 1
+  T seed;
+  bool seeded;
+  __device__ __forceinline__ T start(const T& item) const { return seeded ? Op::combine(seed, item) : item; }
+};
 #endif
+
+// Bit k for every k < count with k ≡ first (mod period), first < period:
+// the row heads among `count` consecutive items when the first head is
+// item `first`.
+__device__ __forceinline__ unsigned long long periodic_bits(unsigned long long first, unsigned long long period, int count) {
+  unsigned long long bits = 0;
+  for (unsigned long long k = first; k < (unsigned long long)count; k += period) bits |= 1ull << k;
+  return bits;
+}
 
 // Bits [shift, shift + count) of words[0], words[1], words[2], bit 0 first
 // (shift below 32, count at most 64); words past the window are not read.
@@ -73,6 +100,23 @@ template <class Seg, int Items>
 __device__ __forceinline__ unsigned thread_heads(const Seg& seg, unsigned long long base, int valid, unsigned long long n) {
   if constexpr (!Seg::segmented) {
     return 0u;
+  } else if constexpr (Seg::format == scan_fixed_rows) {
+    static_assert(Items <= 32, "a thread's head flags fit one word");
+    const int first = (int)threadIdx.x * Items;
+    if (first >= valid) return 0u;
+    const int count = valid - first < Items ? valid - first : Items;
+    const unsigned long long length = seg.row_length;
+    if constexpr (Seg::mirrored) {
+      // Item k is element top - k, a head in scan order where it ends a row:
+      // (top - k + 1) % length == 0, k ≡ (top + 1) mod length (and the last
+      // element, which the host makes a row's end too).
+      const unsigned long long top = base + (unsigned long long)(valid - 1 - first);
+      return (unsigned)periodic_bits((top + 1) % length, length, count) | (top + 1 == n ? 1u : 0u);
+    } else {
+      // Item k is element e + k, a head where (e + k) % length == 0.
+      const unsigned long long phase = (base + (unsigned long long)first) % length;
+      return (unsigned)periodic_bits(phase == 0 ? 0 : length - phase, length, count);
+    }
   } else if constexpr (Seg::mirrored) {
     static_assert(Items <= 32, "a thread's head flags fit one word");
     const int first = (int)threadIdx.x * Items;
@@ -149,7 +193,10 @@ __device__ __forceinline__ unsigned long long span_heads(const Seg& seg, unsigne
     unsigned long long heads = 0;
     if (count > 0) {
       const unsigned long long at = base + first;
-      if constexpr (Seg::format == scan_flags_bytes) {
+      if constexpr (Seg::format == scan_fixed_rows) {
+        const unsigned long long phase = at % seg.row_length;
+        heads = periodic_bits(phase == 0 ? 0 : seg.row_length - phase, seg.row_length, count);
+      } else if constexpr (Seg::format == scan_flags_bytes) {
         const unsigned char* bytes = (const unsigned char*)seg.flags + at;
         for (int i = 0; i < count; ++i) heads |= (unsigned long long)(bytes[i] != 0) << i;
       } else {
