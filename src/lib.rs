@@ -94,8 +94,8 @@ pub mod ops;
 
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, check_laws, cpu, laws, segmented, semantics, Counterexample, Direction,
-    LengthMismatch, ScanElement, ScanKind, ScanOp, ScanSpec,
+    check_associativity, check_laws, columns, cpu, laws, segmented, semantics, Counterexample,
+    Direction, LengthMismatch, ScanElement, ScanKind, ScanOp, ScanSpec,
 };
 pub use scan_macros::scan_op;
 pub use scan_runtime;

@@ -123,19 +123,23 @@ fn operator(size: usize) -> (StructDesc, OpDesc) {
 
 /// The kernels whose code depends on the element's size, for elements of
 /// `size` bytes: the look-back single pass (status packing, registers), the
-/// segmented single pass (the largest static shared memory), and where the
+/// segmented single pass (the largest static shared memory), the column
+/// scan (32 partials per warp in static shared memory), and where the
 /// element can take them the plain and segmented pipelined passes (their
 /// shared-memory layouts, checked by `static_assert`s against the host's
 /// sizes).
 fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
     let strategy = SegmentedStrategy::ConditionalIndexing;
-    let mut kernels = vec![KernelAbi::segmented(
-        SegmentedKernel::SinglePass {
-            inclusive: true,
-            source: FlagFormat::Bits.into(),
-        },
-        strategy,
-    )];
+    let mut kernels = vec![
+        KernelAbi::segmented(
+            SegmentedKernel::SinglePass {
+                inclusive: true,
+                source: FlagFormat::Bits.into(),
+            },
+            strategy,
+        ),
+        KernelAbi::plain(Kernel::ColumnsInclusive),
+    ];
     // The plain look-back pass has the same look-back as the segmented one
     // and smaller tiles; it is compiled where spills are checked.
     if size <= SPILL_FREE_UP_TO {

@@ -125,6 +125,18 @@ const PIPELINED: &[Param] = &[
     param("n", Count),
     param("tiles", Count),
 ];
+const COLUMNS: &[Param] = &[
+    param("input", ElementsIn),
+    param("output", ElementsOut),
+    param("status", Status),
+    param("aggregates", ElementsOut),
+    param("prefixes", ElementsOut),
+    param("launch", LaunchState),
+    param("seed", Element),
+    param("rows", Count),
+    param("cols", Count),
+    param("walk", Flag),
+];
 const SEGMENTED_REDUCE_TILES: &[Param] = &[
     param("input", ElementsIn),
     param("flags", HeadFlags),
@@ -324,6 +336,7 @@ impl KernelAbi {
                 | Kernel::SinglePassSmallInclusive
                 | Kernel::SinglePassSmallExclusive => SINGLE_PASS,
                 Kernel::PipelinedInclusive | Kernel::PipelinedExclusive => PIPELINED,
+                Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => COLUMNS,
             },
             KernelAbi::Segmented(k, _) => match k {
                 SegmentedKernel::ReduceTiles(_) => SEGMENTED_REDUCE_TILES,
@@ -469,6 +482,14 @@ impl KernelAbi {
                 }
                 Kernel::PipelinedInclusive => pipelined(mode(true), plain, none),
                 Kernel::PipelinedExclusive => pipelined(mode(false), plain, none),
+                Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => (
+                    format!(
+                        "scan_columns<{op}, {}>",
+                        mode(k == Kernel::ColumnsInclusive)
+                    ),
+                    "input, output, status, aggregates, prefixes, launch, seed, rows, cols, walk"
+                        .to_string(),
+                ),
             },
             KernelAbi::Segmented(k, s) => match k {
                 SegmentedKernel::ReduceTiles(source) => {

@@ -19,10 +19,10 @@
 //! ```
 
 use crate::params::{
-    pipelined_flag_bits_bytes, pipelined_items_per_thread, pipelined_segmented_shared_bytes,
-    pipelined_segmented_stages, pipelined_shared_bytes, pipelined_stages, pipelined_supported,
-    pipelined_tile_bytes, small_items_per_thread, tile_status_bytes, PIPELINED_BLOCK_THREADS,
-    PIPELINED_SQUAD_WARPS,
+    column_items_per_thread, pipelined_flag_bits_bytes, pipelined_items_per_thread,
+    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
+    pipelined_stages, pipelined_supported, pipelined_tile_bytes, small_items_per_thread,
+    tile_status_bytes, PIPELINED_BLOCK_THREADS, PIPELINED_SQUAD_WARPS,
 };
 use std::fmt::Write;
 
@@ -37,6 +37,9 @@ pub struct Layout {
     pub items_per_thread: u32,
     /// Elements per thread of the single pass's small tiles.
     pub small_items_per_thread: u32,
+    /// Rows per thread of the column scans' tiles
+    /// ([`column_items_per_thread`]).
+    pub column_items_per_thread: u32,
     /// Bytes of a tile's status entry ([`tile_status_bytes`]).
     pub tile_status_bytes: usize,
     /// Threads per block of the pipelined pass.
@@ -68,6 +71,7 @@ impl Layout {
             block_threads,
             items_per_thread,
             small_items_per_thread: small_items_per_thread(items_per_thread),
+            column_items_per_thread: column_items_per_thread(element_size, items_per_thread),
             tile_status_bytes: tile_status_bytes(element_size),
             pipelined_block_threads: PIPELINED_BLOCK_THREADS,
             pipelined_squad_warps: PIPELINED_SQUAD_WARPS,
@@ -84,6 +88,12 @@ impl Layout {
     /// Elements per tile.
     pub const fn tile_items(&self) -> usize {
         self.block_threads as usize * self.items_per_thread as usize
+    }
+
+    /// Rows of a column scan's tile: its warps, one above the other, each
+    /// [`Layout::column_items_per_thread`] rows tall.
+    pub const fn column_tile_rows(&self) -> usize {
+        (self.block_threads / 32) as usize * self.column_items_per_thread as usize
     }
 
     /// Elements per small tile.
@@ -110,7 +120,7 @@ impl Layout {
              struct {} {{\n",
             layout_struct(op_name)
         );
-        let ints: [(&str, usize); 14] = [
+        let ints: [(&str, usize); 15] = [
             ("element_size", self.element_size),
             ("block_threads", self.block_threads as usize),
             ("items_per_thread", self.items_per_thread as usize),
@@ -119,6 +129,10 @@ impl Layout {
                 self.small_items_per_thread as usize,
             ),
             ("tile_status_bytes", self.tile_status_bytes),
+            (
+                "column_items_per_thread",
+                self.column_items_per_thread as usize,
+            ),
             (
                 "pipelined_block_threads",
                 self.pipelined_block_threads as usize,
@@ -173,6 +187,6 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 14);
+        assert_eq!(text.matches("static constexpr").count(), 15);
     }
 }

@@ -63,14 +63,15 @@ pub mod layout;
 mod params;
 
 pub use params::{
-    auto_block_threads, auto_items_per_thread, nvrtc_cubin_options, nvrtc_options,
-    pipelined_items_per_thread, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
-    pipelined_shared_bytes, pipelined_stages, pipelined_supported, pipelined_tile_items,
-    small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, Arch, Direction,
-    FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentSource, SegmentedKernel,
-    SegmentedStrategy, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD,
-    PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT,
-    SYMBOL_PREFIX, TILE_STATUS_STRIDE,
+    auto_block_threads, auto_items_per_thread, column_items_per_thread, columns_tiles,
+    nvrtc_cubin_options, nvrtc_options, pipelined_items_per_thread,
+    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
+    pipelined_stages, pipelined_supported, pipelined_tile_items, small_items_per_thread, tile_fits,
+    tile_shared_bytes, tile_status_bytes, Arch, Direction, FlagFormat, GenParams, InvalidParams,
+    ItemsPerThread, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy, COLUMNS_PER_TILE,
+    DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
+    PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT, SYMBOL_PREFIX,
+    TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -102,6 +103,7 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/reduce_then_scan.cuh"),
     include_str!("templates/single_pass.cuh"),
     include_str!("templates/pipelined.cuh"),
+    include_str!("templates/columns.cuh"),
     include_str!("templates/elementwise.cuh"),
     "#endif  // GPU_SCAN_LIBRARY\n",
 );

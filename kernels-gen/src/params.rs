@@ -325,11 +325,43 @@ pub enum Kernel {
     PipelinedInclusive,
     /// The pipelined single pass, exclusive (same parameters).
     PipelinedExclusive,
+    /// A row-major matrix scanned down its columns, inclusive: `(const T*
+    /// input, T* output, void* status, T* aggregates, T* prefixes,
+    /// scan_launch_state* launch, T seed, u64 rows, u64 cols, int walk)`,
+    /// the single pass with decoupled look-back over tiles of 32 columns ×
+    /// [`crate::layout::Layout::column_tile_rows`] rows (`columns.cuh`), one block per tile:
+    /// [`columns_tiles`] of them; with `walk` one block per strip of 32
+    /// columns instead, walking down the whole strip
+    /// (`cols.div_ceil(COLUMNS_PER_TILE)` blocks). `status` as for
+    /// [`Kernel::SinglePassInclusive`]; `aggregates` and `prefixes` hold 32
+    /// elements per tile ([`COLUMNS_PER_TILE`]), whatever the element size.
+    ColumnsInclusive,
+    /// The column scan, exclusive (same parameters).
+    ColumnsExclusive,
+}
+
+/// Rows per thread of a column scan's tile for elements of `element_size`
+/// bytes in tiles of `items_per_thread`: the tiles' items per thread
+/// (twice as many for 4-byte elements measured 5-15% slower on the H200
+/// for wide matrices: fewer blocks fit an SM).
+pub const fn column_items_per_thread(element_size: usize, items_per_thread: u32) -> u32 {
+    let _ = element_size;
+    items_per_thread
+}
+
+/// Columns of one column-scan tile ([`Kernel::ColumnsInclusive`]): a warp's
+/// lanes.
+pub const COLUMNS_PER_TILE: usize = 32;
+
+/// Tiles of a column scan of a `rows` × `cols` matrix in tiles of
+/// `tile_rows` rows (the block's warps × items per thread).
+pub const fn columns_tiles(rows: usize, cols: usize, tile_rows: usize) -> usize {
+    cols.div_ceil(COLUMNS_PER_TILE) * rows.div_ceil(tile_rows)
 }
 
 impl Kernel {
     /// Every kernel a program contains.
-    pub const ALL: [Kernel; 10] = [
+    pub const ALL: [Kernel; 12] = [
         Kernel::ReduceTiles,
         Kernel::ScanTileTotals,
         Kernel::ScanTilesInclusive,
@@ -340,6 +372,8 @@ impl Kernel {
         Kernel::SinglePassSmallExclusive,
         Kernel::PipelinedInclusive,
         Kernel::PipelinedExclusive,
+        Kernel::ColumnsInclusive,
+        Kernel::ColumnsExclusive,
     ];
 
     /// The suffix after the operator's name.
@@ -355,6 +389,8 @@ impl Kernel {
             Kernel::SinglePassSmallExclusive => "single_pass_small_exclusive",
             Kernel::PipelinedInclusive => "pipelined_inclusive",
             Kernel::PipelinedExclusive => "pipelined_exclusive",
+            Kernel::ColumnsInclusive => "columns_inclusive",
+            Kernel::ColumnsExclusive => "columns_exclusive",
         }
     }
 

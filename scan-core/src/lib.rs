@@ -7,6 +7,7 @@
 //! result and the backend on machines without a GPU.
 
 pub mod associativity;
+pub mod columns;
 pub mod const_str;
 pub mod cpu;
 pub mod laws;

@@ -252,6 +252,46 @@ where
             }
         }
     }
+
+    /// A row-major matrix of rows of `row_length` elements scanned down its
+    /// columns (see [`scan_core::columns`]; on the GPU,
+    /// [`GpuScanner::scan_columns`]).
+    ///
+    /// ```
+    /// use gpu_scan::ops::Sum;
+    /// use gpu_scan::prelude::*;
+    ///
+    /// let mut scanner = Scanner::<Sum<u32>>::new();
+    /// // A 3 × 2 matrix: cumsum along dim 0, then from the bottom.
+    /// let x = [1, 2, 3, 4, 5, 6];
+    /// assert_eq!(scanner.scan_columns(ScanKind::Inclusive, 2, &x).unwrap(), [1, 2, 4, 6, 9, 12]);
+    /// assert_eq!(scanner.scan_columns(ScanKind::Inclusive.reverse(), 2, &x).unwrap(), [9, 12, 8, 10, 5, 6]);
+    /// ```
+    pub fn scan_columns(
+        &mut self,
+        spec: impl Into<ScanSpec<Op::Element>>,
+        row_length: usize,
+        input: &[Op::Element],
+    ) -> Result<Vec<Op::Element>> {
+        self.first_call_law_check(input)?;
+        let spec = spec.into();
+        match &mut self.inner {
+            Inner::Gpu { scanner, stream } => {
+                scan_core::segmented::RowLengthMismatch::check(input.len(), row_length)?;
+                if input.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut data = stream.clone_htod(input)?;
+                scanner.scan_columns_in_place(stream, spec, row_length, &mut data)?;
+                Ok(stream.clone_dtoh(&data)?)
+            }
+            Inner::Cpu { .. } => {
+                let mut out = input.to_vec();
+                scan_core::columns::par_scan_in_place::<Op>(spec, row_length, &mut out)?;
+                Ok(out)
+            }
+        }
+    }
 }
 
 impl<Op: ScanOp> Default for Scanner<Op>

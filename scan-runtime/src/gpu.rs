@@ -184,10 +184,14 @@ pub struct GpuScanner<Op: ScanOp> {
     pub(crate) strategy: SegmentedStrategy,
     /// Scratch, one workspace per stream (keyed by [`stream_key`]).
     workspaces: HashMap<usize, Workspace<Op::Element>>,
-    workspace_allocations: usize,
+    pub(crate) workspace_allocations: usize,
     path: ScanPath,
     small_tile_limit: usize,
     pub(crate) law_check: LawCheck,
+    /// Column-scan blocks resident on the device at once (measured at the
+    /// first column scan): where a matrix has this many strips of 32
+    /// columns, each block walks down a whole strip (`columns.cuh`).
+    pub(crate) column_residency: Option<usize>,
     _op: PhantomData<Op>,
 }
 
@@ -313,6 +317,7 @@ where
             path: ScanPath::Auto,
             small_tile_limit: DEFAULT_SMALL_TILE_LIMIT,
             law_check: LawCheck::initial(),
+            column_residency: None,
             _op: PhantomData,
         })
     }

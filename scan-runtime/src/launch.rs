@@ -198,6 +198,22 @@ pub(crate) fn single_pass<E>(
     args
 }
 
+/// `(input, output, scratch…, seed, rows, cols, walk)` of the column scans.
+pub(crate) fn columns<E>(
+    input: u64,
+    output: u64,
+    s: &SinglePassArgs,
+    seed: E,
+    rows: u64,
+    cols: u64,
+    walk: bool,
+) -> Vec<KernelArg<E>> {
+    let mut args = vec![Ptr(ElementsIn, input), Ptr(ElementsOut, output)];
+    args.extend(scratch(s));
+    args.extend([Element(seed), Count(rows), Count(cols), Flag(walk as i32)]);
+    args
+}
+
 /// Segmented `(input, flags | row_length, tile_totals, tile_flags, seed, seeded, n)`.
 pub(crate) fn segmented_reduce_tiles<E>(
     input: u64,
@@ -310,6 +326,9 @@ mod tests {
                 | Kernel::SinglePassSmallExclusive => single_pass(1, 2, &s, 7, 9, None),
                 Kernel::PipelinedInclusive | Kernel::PipelinedExclusive => {
                     single_pass(1, 2, &s, 7, 9, Some(3))
+                }
+                Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => {
+                    columns(1, 2, &s, 7, 8, 9, true)
                 }
             },
             KernelAbi::Segmented(k, _) => match k {

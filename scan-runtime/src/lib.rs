@@ -14,6 +14,7 @@
 
 mod backend;
 pub mod cache;
+mod columns;
 mod error;
 mod gpu;
 pub mod jit;

@@ -53,7 +53,8 @@ impl<T> Scratch<T> {
 /// every [`kernels_gen::TILE_STATUS_STRIDE`] bytes
 /// ([`kernels_gen::tile_status_bytes`] used: the status word, with the value
 /// packed in for elements of at most 12 bytes), an aggregate and an
-/// inclusive prefix per tile when the value is not packed, and the launch
+/// inclusive prefix per tile when the value is not packed (32 per tile
+/// once a column scan ran: [`Workspace::reserve_columns`]), and the launch
 /// state ([`LaunchState`]) that every launch takes its tiles and epoch from.
 pub(crate) struct SinglePassScratch<T> {
     tiles: usize,
@@ -133,11 +134,41 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         stream: &Arc<CudaStream>,
         tiles: usize,
     ) -> Result<usize> {
-        if self.single_pass.as_ref().is_some_and(|s| s.tiles >= tiles) {
-            return Ok(0);
-        }
-        refuse_during_capture(stream, single_pass_bytes::<T>(tiles))?;
         let value_slots = if packs_values::<T>() { 1 } else { tiles };
+        self.reserve_status(stream, tiles, value_slots)
+    }
+
+    /// Makes the single-pass scratch cover a column scan of `tiles` tiles:
+    /// a status entry per tile, and [`kernels_gen::COLUMNS_PER_TILE`]
+    /// aggregates and prefixes per tile whatever the element's size.
+    /// Returns how many workspaces it allocated (0 or 1).
+    pub(crate) fn reserve_columns(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        tiles: usize,
+    ) -> Result<usize> {
+        self.reserve_status(stream, tiles, tiles * kernels_gen::COLUMNS_PER_TILE)
+    }
+
+    /// Makes the single-pass scratch hold `tiles` status entries and
+    /// `value_slots` aggregates and prefixes, keeping what it held before
+    /// when it grows (a column scan and a plain one on one stream then
+    /// alternate without reallocating).
+    fn reserve_status(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        tiles: usize,
+        value_slots: usize,
+    ) -> Result<usize> {
+        let (tiles, value_slots) = match &self.single_pass {
+            Some(s) if s.tiles >= tiles && s.aggregates.len >= value_slots => return Ok(0),
+            Some(s) => (tiles.max(s.tiles), value_slots.max(s.aggregates.len)),
+            None => (tiles, value_slots),
+        };
+        let bytes = tiles * kernels_gen::TILE_STATUS_STRIDE
+            + 2 * value_slots * std::mem::size_of::<T>()
+            + std::mem::size_of::<LaunchState>();
+        refuse_during_capture(stream, bytes)?;
         let launch = stream.clone_htod(&LaunchState::fresh(tiles as u64).to_words())?;
         // Fresh, zeroed status words belong to no epoch.
         self.single_pass = Some(SinglePassScratch {

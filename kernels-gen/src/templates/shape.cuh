@@ -19,6 +19,8 @@ struct Shape {
   static constexpr int items_per_thread = L::items_per_thread;
   static constexpr int items_per_tile = block_threads * items_per_thread;
   static constexpr int warps = block_threads / 32;
+  // The column scans' rows per thread (columns.cuh).
+  static constexpr int column_items_per_thread = L::column_items_per_thread;
   // Shared staging for a tile, with a padding slot after every 32 elements.
   static constexpr int staging_items = items_per_tile + items_per_tile / 32;
   // Small tiles of the single pass for short inputs.

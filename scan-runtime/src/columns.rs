@@ -1,0 +1,195 @@
+//! Column scans on the GPU: [`GpuScanner::scan_columns`], a row-major
+//! matrix scanned down its columns (`columns.cuh`).
+
+use crate::error::{Result, ScanError};
+use crate::gpu::{directed, GpuScanner, MAX_TILES};
+use crate::kernels::layout;
+use crate::launch;
+use cudarc::driver::{
+    CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
+};
+use kernels_gen::{columns_tiles, Kernel};
+use scan_core::segmented::RowLengthMismatch;
+use scan_core::{ScanKind, ScanOp, ScanSpec};
+use std::sync::Arc;
+
+impl<Op: ScanOp> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// Scans a row-major matrix of rows of `row_length` elements down its
+    /// columns (`torch.cumsum(x, dim=0)`): column `c` is `input[c],
+    /// input[row_length + c], …`, scanned with `spec` (in reverse from its
+    /// last row; an exclusive scan's initial value at the top of every
+    /// column, at the bottom in reverse). One pass reads the matrix once
+    /// and writes it once: each warp scans 32 adjacent columns with
+    /// coalesced loads, tiles of a column strip chained by decoupled
+    /// look-back. The CPU oracle is `scan_core::columns`.
+    ///
+    /// A row length of 0 or one that does not divide the length is
+    /// [`ScanError::RowLength`]; lengths are checked before anything is
+    /// enqueued.
+    ///
+    /// ```no_run
+    /// use gpu_scan::ops::Sum;
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::scan_runtime::open_device;
+    ///
+    /// let ctx = open_device(0)?;
+    /// let stream = ctx.default_stream();
+    /// // A 3 × 2 matrix, row-major.
+    /// let x = stream.clone_htod(&[1u32, 2, 3, 4, 5, 6])?;
+    /// let mut y = stream.alloc_zeros::<u32>(6)?;
+    /// let mut scanner = GpuScanner::<Sum<u32>>::new(&ctx)?;
+    /// scanner.scan_columns(&stream, ScanKind::Inclusive, 2, &x, &mut y)?;
+    /// assert_eq!(stream.clone_dtoh(&y)?, [1, 2, 4, 6, 9, 12]);
+    /// # Ok::<(), ScanError>(())
+    /// ```
+    pub fn scan_columns<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: impl Into<ScanSpec<Op::Element>>,
+        row_length: usize,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        let n = input.len();
+        if output.len() != n {
+            return Err(ScanError::LengthMismatch {
+                input: n,
+                output: output.len(),
+            });
+        }
+        let tiles = self.prepare_columns(n, row_length, stream)?;
+        let (src, _src_sync) = input.device_ptr(stream);
+        self.first_call_law_check(stream, src, n)?;
+        let (dst, _dst_sync) = output.device_ptr_mut(stream);
+        self.launch_columns(stream, spec.into(), row_length, tiles, src, dst, n)
+    }
+
+    /// [`GpuScanner::scan_columns`] of `data` onto itself.
+    pub fn scan_columns_in_place<D: DevicePtrMut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: impl Into<ScanSpec<Op::Element>>,
+        row_length: usize,
+        data: &mut D,
+    ) -> Result<()> {
+        let n = data.len();
+        let tiles = self.prepare_columns(n, row_length, stream)?;
+        let (ptr, _sync) = data.device_ptr_mut(stream);
+        self.first_call_law_check(stream, ptr, n)?;
+        self.launch_columns(stream, spec.into(), row_length, tiles, ptr, ptr, n)
+    }
+
+    /// Makes sure column scans of up to `n` elements in rows of
+    /// `row_length` on `stream` allocate nothing (call it before capturing
+    /// them into a CUDA graph).
+    pub fn reserve_columns(
+        &mut self,
+        n: usize,
+        row_length: usize,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        self.prepare_columns(n, row_length, stream).map(|_| ())
+    }
+
+    /// Checks the shape and reserves the scratch; returns the launch's tiles.
+    fn prepare_columns(
+        &mut self,
+        n: usize,
+        row_length: usize,
+        stream: &Arc<CudaStream>,
+    ) -> Result<usize> {
+        RowLengthMismatch::check(n, row_length)?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let tiles = columns_tiles(
+            n / row_length,
+            row_length,
+            layout::<Op>().column_tile_rows(),
+        );
+        if tiles > MAX_TILES {
+            return Err(ScanError::TooLong {
+                len: n,
+                max: MAX_TILES * Op::tile_items(),
+            });
+        }
+        self.workspace_allocations += self.workspace(stream).reserve_columns(stream, tiles)?;
+        Ok(tiles)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_columns(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element>,
+        row_length: usize,
+        tiles: usize,
+        src: u64,
+        dst: u64,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let (kernel, seed) = match spec.kind {
+            ScanKind::Inclusive => (Kernel::ColumnsInclusive, Op::IDENTITY),
+            ScanKind::Exclusive => (Kernel::ColumnsExclusive, Op::IDENTITY),
+            ScanKind::ExclusiveWithInit(init) => (Kernel::ColumnsExclusive, init),
+        };
+        let abi = directed(kernel, spec.direction);
+        let kernel = self.kernel(abi)?;
+        let resident = match self.column_residency {
+            Some(blocks) => blocks,
+            None => {
+                let per_sm = kernel
+                    .function
+                    .occupancy_max_active_blocks_per_multiprocessor(Op::BLOCK_THREADS, 0, None)?;
+                let sms = self.ctx.attribute(
+                    cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                )?;
+                let blocks = per_sm as usize * sms.max(1) as usize;
+                self.column_residency = Some(blocks);
+                blocks
+            }
+        };
+        let rows = n / row_length;
+        let strips = row_length.div_ceil(kernels_gen::COLUMNS_PER_TILE);
+        // Strips that fill at least half the device's resident blocks walk
+        // down their columns, one block each; fewer strips split their
+        // columns into tiles chained by look-back, which keeps the device
+        // full whatever the matrix's width.
+        let walk = 2 * strips >= resident;
+        let grid = if walk { strips } else { tiles };
+        let scratch = self.workspace(stream).single_pass_args();
+        let args = launch::columns(
+            src,
+            dst,
+            &scratch,
+            seed,
+            rows as u64,
+            row_length as u64,
+            walk,
+        );
+        let config = LaunchConfig {
+            grid_dim: (grid as u32, 1, 1),
+            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
+        // scan_launch_state* launch, T seed, u64 rows, u64 cols, int walk), checked
+        // against the ABI table; src and dst hold rows × cols = n elements (lengths and
+        // shape checked); this stream's scratch holds >= tiles status entries and 32
+        // aggregates and prefixes per tile (prepare_columns) and a reset launch state;
+        // one block per tile (per strip when walking), so the launch takes exactly the
+        // indices the kernel expects. In place is safe: every element is read and
+        // written by one thread, which reads its items first.
+        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
+    }
+}
