@@ -17,9 +17,8 @@
 //      (tiles chunk - 1, chunk - 2, … of the same strip, all 32 columns at
 //      once) to the nearest published inclusive prefix, and publishes its
 //      own prefixes;
-//   3. warp 0 turns the warps' partials into each warp's column prefix
-//      (the tile's prefix, then the warps above), and every thread rescans
-//      its items behind its own.
+//   3. every thread rescans its items behind its column's prefix and the
+//      partials of the warps above it.
 // Where the strips alone fill the GPU, each block instead walks down its
 // whole strip (`walk`), the columns' partials carried in registers from one
 // chunk to the next, and no block waits on another.
@@ -103,11 +102,14 @@ __device__ __forceinline__ void scan_columns(const T* input, T* output, void* st
   constexpr int warps = Shape<Op>::warps;
   constexpr int items = Shape<Op>::column_items_per_thread;
   constexpr int tile_rows = warps * items;
-  // Each warp's column partials, which warp 0 turns into each warp's
-  // column prefix (warps × 32 elements: within the 48 KiB of static shared
-  // memory for every element size, whose tiles have 128 threads past 179
-  // bytes).
+  // Each warp's column partials, and the tile's column prefixes, from
+  // which every warp computes its own. Where the prefixes would not fit the
+  // 48 KiB of static shared memory (elements of 150 to 179 bytes, in tiles
+  // of 256 threads), warp 0 instead turns the partials into each warp's
+  // prefix in place.
+  static constexpr bool prefix_slots = (warps + 1) * 32 * sizeof(T) + 64 <= 48 * 1024;
   __shared__ T partials[warps][32];
+  __shared__ T column_prefix[prefix_slots ? 32 : 1];
   const unsigned long long strips = (cols + 31) / 32;
   const unsigned long long chunks = (rows + tile_rows - 1) / tile_rows;
   // Walking, a block scans its strip's chunks one after the other with
@@ -151,16 +153,25 @@ __device__ __forceinline__ void scan_columns(const T* input, T* output, void* st
       } else {
         prefix = columns_look_back<Op>(tile, chunk, strips, total, seed, column_status<T>{status, aggregates, prefixes});
       }
-      // Warp w's partial becomes the column's partial before its rows.
-#pragma unroll
-      for (int w = 0; w < warps; ++w) {
-        const T p = partials[w][lane];
-        partials[w][lane] = prefix;
-        prefix = Op::combine(prefix, p);
+      if constexpr (prefix_slots) {
+        column_prefix[lane] = prefix;
+      } else {
+        // Warp w's partial becomes the column's partial before its rows.
+        for (int w = 0; w < warps; ++w) {
+          const T p = partials[w][lane];
+          partials[w][lane] = prefix;
+          prefix = Op::combine(prefix, p);
+        }
       }
     }
     __syncthreads();
-    T running = partials[warp][lane];
+    T running;
+    if constexpr (prefix_slots) {
+      running = column_prefix[lane];
+      for (int w = 0; w < (int)warp; ++w) running = Op::combine(running, partials[w][lane]);
+    } else {
+      running = partials[warp][lane];
+    }
     if (in_matrix) {
       T* const out = output + top * cols + col;
 #pragma unroll
