@@ -12,6 +12,7 @@
 
 mod common;
 use common::ops::*;
+use common::specs::*;
 use gpu_scan::columns;
 use gpu_scan::prelude::*;
 use gpu_scan::segmented::{RowLengthMismatch, SegmentedError};
@@ -20,20 +21,6 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 type Rng64 = rand::rngs::StdRng;
-
-/// Every kind, forward and in reverse.
-fn kinds<E: Copy>(init: E) -> Vec<ScanSpec<E>> {
-    let kinds = [
-        ScanKind::Inclusive,
-        ScanKind::Exclusive,
-        ScanKind::ExclusiveWithInit(init),
-    ];
-    kinds
-        .iter()
-        .map(|&k| ScanSpec::from(k))
-        .chain(kinds.iter().map(|&k| k.reverse()))
-        .collect()
-}
 
 /// The column scan built from 1-D scans of each column.
 fn by_columns<Op: ScanOp>(
@@ -58,7 +45,7 @@ fn check<Op: ScanOp>(rows: usize, cols: usize, input: &[Op::Element], init: Op::
 where
     Op::Element: PartialEq + std::fmt::Debug,
 {
-    for spec in kinds(init) {
+    for spec in all_specs(init) {
         let want = by_columns::<Op>(spec, cols, input);
         let label = format!("{rows} × {cols}, {spec:?}");
         let mut out = vec![Op::IDENTITY; input.len()];

@@ -13,6 +13,7 @@
 
 mod common;
 use common::ops::*;
+use common::specs::*;
 use gpu_scan::prelude::*;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -26,26 +27,12 @@ fn random_vec<T>(
     (0..len).map(|_| make(&mut rng)).collect()
 }
 
-/// Every kind, forward and in reverse.
-fn kinds<E: Copy>(init: E) -> Vec<ScanSpec<E>> {
-    let kinds = [
-        ScanKind::Inclusive,
-        ScanKind::Exclusive,
-        ScanKind::ExclusiveWithInit(init),
-    ];
-    kinds
-        .iter()
-        .map(|&k| ScanSpec::from(k))
-        .chain(kinds.iter().map(|&k| k.reverse()))
-        .collect()
-}
-
 /// Parallel == sequential, in place == out of place, for every kind.
 fn check_parallel_matches_sequential<Op: ScanOp>(input: &[Op::Element], init: Op::Element)
 where
     Op::Element: PartialEq + std::fmt::Debug,
 {
-    for kind in kinds(init) {
+    for kind in all_specs(init) {
         let mut seq = vec![Op::IDENTITY; input.len()];
         cpu::scan::<Op>(kind, input, &mut seq).unwrap();
         let mut par = vec![Op::IDENTITY; input.len()];
@@ -84,7 +71,7 @@ where
         xs.iter().rev().fold(tail, |acc, x| Op::combine(*x, acc))
     };
     let n = input.len();
-    for kind in kinds(init) {
+    for kind in all_specs(init) {
         let mut out = vec![Op::IDENTITY; n];
         cpu::scan::<Op>(kind, input, &mut out).unwrap();
         for i in 0..n {

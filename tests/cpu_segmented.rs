@@ -16,6 +16,7 @@
 mod common;
 use common::ops::*;
 use common::segments::*;
+use common::specs::*;
 use gpu_scan::prelude::*;
 use gpu_scan::segmented::{
     self, FlagFormat, HeadFlags, InvalidOffsets, OwnedHeadFlags, RowLengthMismatch, SegmentedError,
@@ -25,20 +26,6 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 type Rng64 = rand::rngs::StdRng;
-
-/// Every kind, forward and in reverse.
-fn kinds<E: Copy>(init: E) -> Vec<ScanSpec<E>> {
-    let kinds = [
-        ScanKind::Inclusive,
-        ScanKind::Exclusive,
-        ScanKind::ExclusiveWithInit(init),
-    ];
-    kinds
-        .iter()
-        .map(|&k| ScanSpec::from(k))
-        .chain(kinds.iter().map(|&k| k.reverse()))
-        .collect()
-}
 
 fn patterns() -> impl Strategy<Value = Pattern> {
     prop_oneof![
@@ -91,7 +78,7 @@ fn check_against_definition<Op: ScanOp>(flags: &[u8], input: &[Op::Element], ini
 where
     Op::Element: PartialEq + std::fmt::Debug,
 {
-    for kind in kinds(init) {
+    for kind in all_specs(init) {
         let mut out = vec![Op::IDENTITY; input.len()];
         segmented::scan::<Op>(kind, HeadFlags::Bytes(flags), input, &mut out).unwrap();
         assert_eq!(out, definition::<Op>(kind, flags, input), "{kind:?}");
@@ -108,7 +95,7 @@ fn check_forms_agree<Op: ScanOp>(
     Op::Element: PartialEq + std::fmt::Debug,
 {
     let bits = pack_bits(flags, rng);
-    for kind in kinds(init) {
+    for kind in all_specs(init) {
         let mut want = vec![Op::IDENTITY; input.len()];
         segmented::scan::<Op>(kind, HeadFlags::Bytes(flags), input, &mut want).unwrap();
         for heads in [HeadFlags::Bytes(flags), HeadFlags::bits(&bits, input.len())] {
@@ -209,7 +196,7 @@ where
     Op::Element: PartialEq + std::fmt::Debug,
 {
     let flags = row_flags(input.len(), row_length);
-    for kind in kinds(init) {
+    for kind in all_specs(init) {
         let want = if input.len() <= 3000 {
             definition::<Op>(kind, &flags, input)
         } else {

@@ -21,6 +21,7 @@
 mod common;
 use common::gpu::*;
 use common::ops::*;
+use common::specs::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
 use gpu_scan::scan_runtime::{DeviceSegments, ScanPath};
@@ -62,24 +63,6 @@ fn shapes<Op: ScanOp>(big: usize) -> Vec<(usize, usize)> {
     v
 }
 
-/// Every kind in every direction the suite runs, named.
-fn specs<E: Copy>(init: E) -> Vec<(&'static str, ScanSpec<E>)> {
-    let kinds = [
-        ("inclusive", ScanKind::Inclusive),
-        ("exclusive", ScanKind::Exclusive),
-        ("exclusive+init", ScanKind::ExclusiveWithInit(init)),
-    ];
-    suite_directions()
-        .into_iter()
-        .flat_map(|d| {
-            kinds.iter().map(move |&(name, kind)| match d {
-                Direction::Reverse => (leak(format!("reverse {name}")), kind.reverse()),
-                _ => (name, ScanSpec::from(kind)),
-            })
-        })
-        .collect()
-}
-
 const PATHS: [ScanPath; 3] = [
     ScanPath::Pipelined,
     ScanPath::SinglePass,
@@ -89,7 +72,7 @@ const PATHS: [ScanPath; 3] = [
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x4444));
-    let specs = specs(init);
+    let specs = named_specs(init, &suite_directions());
     let first_row = rows.len();
     for path in PATHS {
         for strategy in SegmentedStrategy::ALL {

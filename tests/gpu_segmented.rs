@@ -15,6 +15,7 @@ mod common;
 use common::gpu::*;
 use common::ops::*;
 use common::segments::*;
+use common::specs::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
 use gpu_scan::scan_runtime::{DeviceHeadFlags, FlagFormat, OwnedDeviceHeadFlags, ScanPath};
@@ -69,24 +70,6 @@ fn lengths<Op: ScanOp>(big: usize) -> Vec<usize> {
     v
 }
 
-/// Every kind in every direction the suite runs, named.
-fn specs<E: Copy>(init: E) -> Vec<(&'static str, ScanSpec<E>)> {
-    let kinds = [
-        ("inclusive", ScanKind::Inclusive),
-        ("exclusive", ScanKind::Exclusive),
-        ("exclusive+init", ScanKind::ExclusiveWithInit(init)),
-    ];
-    suite_directions()
-        .into_iter()
-        .flat_map(|d| {
-            kinds.iter().map(move |&(name, kind)| match d {
-                Direction::Reverse => (leak(format!("reverse {name}")), kind.reverse()),
-                _ => (name, ScanSpec::from(kind)),
-            })
-        })
-        .collect()
-}
-
 /// Every global path runs every case.
 const PATHS: [ScanPath; 3] = [
     ScanPath::Pipelined,
@@ -111,7 +94,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     scanner.prepare_segmented().expect("segmented program");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x2222));
-    let specs = specs(init);
+    let specs = named_specs(init, &suite_directions());
     let first_row = rows.len();
     let per = specs.len();
     let row_index =

@@ -28,33 +28,13 @@
 mod common;
 use common::gpu::*;
 use common::ops::*;
+use common::specs::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
 use gpu_scan::scan_runtime::{ScanPath, DEFAULT_SMALL_TILE_LIMIT};
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Every kind in every direction of `directions`, named.
-fn specs<E: Copy>(init: E, directions: &[Direction]) -> Vec<(&'static str, ScanSpec<E>)> {
-    let kinds = [
-        ("inclusive", ScanKind::Inclusive),
-        ("exclusive", ScanKind::Exclusive),
-        ("exclusive+init", ScanKind::ExclusiveWithInit(init)),
-    ];
-    directions
-        .iter()
-        .flat_map(|&d| {
-            kinds.iter().map(move |&(name, kind)| {
-                let spec = ScanSpec::from(kind).with_direction(d);
-                match d {
-                    Direction::Reverse => (leak(format!("reverse {name}")), spec),
-                    _ => (name, spec),
-                }
-            })
-        })
-        .collect()
-}
 
 /// Scans every length of `lengths` in every kind and direction (reverse
 /// scans only up to `reverse_up_to` elements) on `path`.
@@ -73,7 +53,7 @@ fn run_op<Op: Case>(
         Op::random(&mut rng)
     };
     let directions = suite_directions();
-    let kinds = specs(init, &directions);
+    let kinds = named_specs(init, &directions);
     let mut per_kind: Vec<Row> = kinds
         .iter()
         .flat_map(|(name, _)| {

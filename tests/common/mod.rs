@@ -6,3 +6,4 @@ pub mod nvrtc;
 pub mod ops;
 pub mod seed;
 pub mod segments;
+pub mod specs;
