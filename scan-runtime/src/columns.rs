@@ -23,8 +23,11 @@ where
     /// last row; an exclusive scan's initial value at the top of every
     /// column, at the bottom in reverse). One pass reads the matrix once
     /// and writes it once: each warp scans 32 adjacent columns with
-    /// coalesced loads, tiles of a column strip chained by decoupled
-    /// look-back. The CPU oracle is `scan_core::columns`.
+    /// coalesced loads. Where the matrix has enough strips of 32 columns
+    /// to fill half the device, each block walks down a whole strip;
+    /// otherwise the tiles of a strip are chained by decoupled look-back
+    /// (narrow matrices are therefore far slower than wide ones: see
+    /// BENCHMARKS.md). The CPU oracle is `scan_core::columns`.
     ///
     /// A row length of 0 or one that does not divide the length is
     /// [`ScanError::RowLength`]; lengths are checked before anything is
