@@ -1,7 +1,9 @@
 //! The scan benchmark: `u32` sum, `f32` max, the affine `{a, b: f32}`
-//! operator, a mixed three-field struct and a segmented `u32` sum (segments
-//! of mean length 1000, bit flags) at 2^16, 2^20, 2^24 and 2^28 elements,
-//! side by side with CUB on the same inputs.
+//! operator, a mixed three-field struct, a segmented `u32` sum (segments
+//! of mean length 1000, bit flags) and the same segments given by offsets,
+//! and power-law segments by offsets, at 2^16, 2^20, 2^24 and 2^28
+//! elements, side by side with CUB on the same inputs (its sum by key for
+//! the segments of mean 1000; none for the power law).
 //!
 //! `scan_bench [DIR]`: DIR holds what `cub/scan_bench.cu` wrote there in the
 //! same run (`cub-results.txt` and the sampled outputs); without it the CUB
@@ -30,7 +32,7 @@
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use gpu_scan::scan_runtime::{open_device, DeviceHeadFlags, ScanPath};
+use gpu_scan::scan_runtime::{open_device, DeviceHeadFlags, DeviceOffsets, ScanPath};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -405,6 +407,131 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
         cub_ms: cub.as_ref().map(|c| c.ms),
         // CUB reads keys instead of flags; measured against the same copy.
         cub_percent: cub.as_ref().map(|c| 100.0 * (bytes / c.ms) / copy_rate),
+        same,
+    }
+}
+
+/// Segments given by offsets (no flags in memory): the heads of the
+/// segmented case (mean length 1000; CUB's sum by key over the same
+/// segments is the comparator), or power-law lengths (P(length > l) ~
+/// l^-1.1, from 1 to the whole input: many short segments among a few of
+/// millions), u32 offsets. Percentages are of a copy of the values.
+fn bench_offsets(
+    stream: &Arc<CudaStream>,
+    cub_dir: Option<&str>,
+    log_n: u32,
+    power_law: bool,
+) -> Row {
+    let n = 1usize << log_n;
+    let seed = SEED + 4;
+    let values: Vec<u32> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| (mix(seed, i) >> 32) as u32)
+        .collect();
+    let offsets: Vec<u32> = if power_law {
+        let mut v = vec![0u32];
+        let mut at = 0usize;
+        let mut k = 0u64;
+        while at < n {
+            let u = ((mix(seed ^ 0x9e37, k) >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+            let length = (u.powf(-1.0 / 1.1) as usize).clamp(1, n);
+            at = (at + length).min(n);
+            v.push(at as u32);
+            k += 1;
+        }
+        v
+    } else {
+        // The segmented case's heads.
+        (0..n as u64)
+            .into_par_iter()
+            .filter(|&i| i == 0 || (mix(seed, i) as u32) % MEAN_SEGMENT == 0)
+            .map(|i| i as u32)
+            .chain(rayon::iter::once(n as u32))
+            .collect()
+    };
+    let heads =
+        gpu_scan::segmented::heads_from_offsets(&offsets, n, gpu_scan::segmented::FlagFormat::Bits)
+            .unwrap();
+    let mut expected = vec![0u32; n];
+    gpu_scan::segmented::par_scan::<SumU32>(
+        ScanKind::Inclusive,
+        heads.as_flags(),
+        &values,
+        &mut expected,
+    )
+    .unwrap();
+    drop(heads);
+    let d_values = stream.clone_htod(&values).unwrap();
+    let d_offsets = stream.clone_htod(&offsets).unwrap();
+    let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
+    let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+    scanner.prepare_segmented().unwrap();
+    let mut output = stream.alloc_zeros::<u32>(n).unwrap();
+    scanner
+        .segmented_inclusive(stream, &checked, &d_values, &mut output)
+        .unwrap();
+    let ours = stream.clone_dtoh(&output).unwrap();
+    let cpu_ok = ours == expected;
+    let ms = time_ms(stream, || {
+        scanner
+            .segmented_inclusive(stream, &checked, &d_values, &mut output)
+            .unwrap()
+    }) as f64;
+    let copy_ms = {
+        let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(&d_values, &mut copy).unwrap()) as f64
+    };
+    // The look-back single pass beside the default path, on one line.
+    scanner.set_path(ScanPath::SinglePass);
+    let single_pass_ms = time_ms(stream, || {
+        scanner
+            .segmented_inclusive(stream, &checked, &d_values, &mut output)
+            .unwrap()
+    }) as f64;
+    let single_pass_ok = stream.clone_dtoh(&output).unwrap() == expected;
+    println!(
+        "offsets {} 2^{log_n}: single pass {single_pass_ms:.4} ms, {:.1}% of copy{}",
+        if power_law { "power law" } else { "mean 1000" },
+        100.0 * copy_ms / single_pass_ms,
+        if single_pass_ok {
+            ""
+        } else {
+            ", DIFFERS FROM CPU"
+        }
+    );
+    let bytes = 8.0 * n as f64 + 4.0 * offsets.len() as f64;
+    let cub = if power_law {
+        None
+    } else {
+        cub_result::<u32>(cub_dir, "segmented-sum", log_n)
+    };
+    let same = match (&cub, cpu_ok) {
+        (_, false) => "DIFFERS FROM CPU",
+        (None, true) => "cpu ok, no CUB",
+        (Some(c), true) => {
+            let sampled = sample_indices(n)
+                .iter()
+                .zip(&c.samples)
+                .all(|(&i, &theirs)| ours[i] == theirs);
+            if sampled && checksum(&ours) == c.checksum {
+                "same as CUB"
+            } else {
+                "DIFFERS FROM CUB"
+            }
+        }
+    };
+    Row {
+        case: if power_law {
+            "offsets-power-law"
+        } else {
+            "offsets-sum"
+        },
+        log_n,
+        ms,
+        gbs: bytes / (ms * 1e6),
+        percent_of_copy: 100.0 * copy_ms / ms,
+        cub_ms: cub.as_ref().map(|c| c.ms),
+        cub_percent: cub.as_ref().map(|c| 100.0 * copy_ms / c.ms),
         same,
     }
 }
@@ -784,10 +911,17 @@ fn main() {
             bench::<Affine>(&stream, cub_dir, log_n),
             bench::<Stats>(&stream, cub_dir, log_n),
             bench_segmented(&stream, cub_dir, log_n),
+            bench_offsets(&stream, cub_dir, log_n, false),
+            bench_offsets(&stream, cub_dir, log_n, true),
         ] {
             print_row(&row);
             rows.push(row);
         }
+    }
+    // SCAN_BENCH_MAIN_ONLY=1: the main table alone (a short device call).
+    let main_only = std::env::var("SCAN_BENCH_MAIN_ONLY").is_ok_and(|v| v == "1");
+    if main_only {
+        return finish(&rows, 0);
     }
     println!(
         "\nscan_bench: reverse inclusive scans (ms, % of copy; reverse over forward default and over forward single pass)"
@@ -808,10 +942,24 @@ fn main() {
     );
     placement::<SumU32>(&stream, "u32 sum");
     placement::<Affine>(&stream, "affine");
+    finish(&rows, reverse_bad);
+}
+
+/// Prints the main table again, by case, last (run-all prints it in its
+/// summary), and exits with 1 where an output differed.
+fn finish(rows: &[Row], reverse_bad: usize) {
     // The main table again, by case, last (run-all prints it in its summary).
     println!("\nscan_bench summary");
     print_header();
-    for case in ["u32-sum", "f32-max", "affine", "stats", "segmented-sum"] {
+    for case in [
+        "u32-sum",
+        "f32-max",
+        "affine",
+        "stats",
+        "segmented-sum",
+        "offsets-sum",
+        "offsets-power-law",
+    ] {
         for r in rows.iter().filter(|r| r.case == case) {
             print_row(r);
         }

@@ -108,8 +108,8 @@ pub mod prelude {
         ScanKind, ScanOp, ScanSpec,
     };
     pub use scan_runtime::{
-        BackendKind, DeviceHeadFlags, DeviceSegments, GpuScanner, HeadFlagBuilder, ScanError,
-        Scanner, SegmentedStrategy,
+        BackendKind, DeviceHeadFlags, DeviceOffsets, DeviceSegments, GpuScanner, HeadFlagBuilder,
+        ScanError, Scanner, SegmentedStrategy,
     };
 }
 

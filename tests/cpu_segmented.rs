@@ -11,6 +11,9 @@
 //! * Rows of a fixed length are the segments of their head flags, in every
 //!   form; a row length of 0 or one that does not divide the length is a
 //!   typed error.
+//! * Segments given by offsets (`Segments::offsets`, both widths) are the
+//!   segments of the flags built from them; offsets that are not row
+//!   pointers are typed errors that write nothing.
 //! * Bad flag lengths are typed errors that leave the output alone.
 
 mod common;
@@ -309,6 +312,68 @@ fn closing_offsets_and_empty_segments() {
             len: 0
         })
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Segments given by offsets scan as the head flags built from them
+    /// (`heads_from_offsets`, checked above against keys and bytes), in
+    /// every form and both widths, with empty segments, the closing `n`,
+    /// and with or without the leading 0.
+    #[test]
+    fn offsets_are_the_segments_of_their_head_flags(len in lengths(), pattern in patterns(), seed: u64) {
+        let mut rng = Rng64::seed_from_u64(seed);
+        let mut offsets = offsets_of(&random_heads(len, pattern, &mut rng), &mut rng);
+        if rng.random_bool(0.5) {
+            let leading = offsets.iter().take_while(|&&o| o == 0).count();
+            offsets.drain(..leading);
+        }
+        let narrow: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+        let flags = segmented::heads_from_offsets(&offsets, len, FlagFormat::Bytes).unwrap();
+        let input: Vec<AffineU32> = (0..len).map(|_| AffineU32 { a: rng.random(), b: rng.random() }).collect();
+        for spec in all_specs(AffineU32 { a: 3, b: 7 }) {
+            let mut want = vec![AffineU32::IDENTITY; len];
+            segmented::scan::<AffineU32>(spec, flags.as_flags(), &input, &mut want).unwrap();
+            for segments in [Segments::offsets(&offsets[..]), Segments::offsets(&narrow[..])] {
+                let mut out = vec![AffineU32::IDENTITY; len];
+                segmented::scan::<AffineU32>(spec, segments, &input, &mut out).unwrap();
+                prop_assert!(out == want, "scan {spec:?}");
+                let mut out = vec![AffineU32::IDENTITY; len];
+                segmented::par_scan::<AffineU32>(spec, segments, &input, &mut out).unwrap();
+                prop_assert!(out == want, "par_scan {spec:?}");
+                let mut data = input.clone();
+                segmented::par_scan_in_place::<AffineU32>(spec, segments, &mut data).unwrap();
+                prop_assert!(data == want, "par_scan_in_place {spec:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_offsets_as_segments_are_typed_errors_that_write_nothing() {
+    let input = [1u32, 2, 3, 4, 5, 6];
+    let cases: [(&[u64], usize); 3] = [(&[0, 2, 6, 9], 6), (&[0, 4, 2, 6], 6), (&[0, 7], 6)];
+    for (offsets, len) in cases {
+        let want = SegmentedError::Offsets(InvalidOffsets::check(offsets, len).unwrap_err());
+        let mut out = [99u32; 6];
+        let err = segmented::scan::<SumU32>(
+            ScanKind::Inclusive,
+            Segments::offsets(offsets),
+            &input[..len],
+            &mut out[..len],
+        )
+        .unwrap_err();
+        assert_eq!(err, want);
+        let err = segmented::par_scan_in_place::<SumU32>(
+            ScanKind::Exclusive,
+            Segments::offsets(offsets),
+            &mut out[..len],
+        )
+        .unwrap_err();
+        assert_eq!(err, want);
+        assert_eq!(out, [99; 6]);
+    }
 }
 
 #[test]

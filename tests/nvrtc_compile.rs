@@ -16,7 +16,9 @@ mod common;
 use common::nvrtc::{assemble, compile_program, parse_ptxas, tools_available, KernelReport};
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::KernelAbi;
-use gpu_scan::kernels_gen::{self, Arch, FlagFormat, Kernel, SegmentedKernel, SegmentedStrategy};
+use gpu_scan::kernels_gen::{
+    self, Arch, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
+};
 use gpu_scan::ScanOp;
 use rayon::prelude::*;
 
@@ -64,6 +66,9 @@ fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
         }
     }
     symbols.extend([32, 64].map(kernels_gen::check_offsets_symbol));
+    for entry_bits in [32, 64] {
+        symbols.extend([32, 64].map(|b| kernels_gen::index_offsets_symbol(b, entry_bits)));
+    }
     let label = format!("segment_flags:{}", arch.sm_name());
     if let Some(ptx) = compile_program(
         &label,
@@ -185,13 +190,14 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
         .count();
     assert_eq!(
         no_reverse,
-        1 + 2 * 6,
-        "segmented pipelined kernels (two kinds, three segment sources) and the element-wise one"
+        1 + 2 * 2 * SegmentSource::ALL.len(),
+        "segmented pipelined kernels (two kinds, two strategies, every segment source) and the element-wise one"
     );
     let full_program = KernelAbi::all().count();
     assert_eq!(full_program, 2 * forward - no_reverse);
-    // Per format, two offset widths and four key widths; two offset checks.
-    let flag_builders = FlagFormat::ALL.len() * (2 + 4) + 2;
+    // Per format, two offset widths and four key widths; two offset checks
+    // and four offset indexes (two offset widths, two entry widths).
+    let flag_builders = FlagFormat::ALL.len() * (2 + 4) + 2 + 4;
     let per_arch = (programs.len() - 1) * (Kernel::ALL.len() + full_program) + flag_builders;
     let expected_kernels = Arch::CUDA_13.len() * per_arch;
     if archs.len() != Arch::CUDA_13.len() {

@@ -38,6 +38,11 @@ pub enum ParamType {
     /// `unsigned long long`: the length of every segment
     /// ([`SegmentSource::Rows`]), in place of [`ParamType::HeadFlags`].
     RowLength,
+    /// `scan_offsets`, by value: the address, count and width (4 or 8
+    /// bytes) of segment start offsets ([`SegmentSource::Offsets`]) and
+    /// the address and stride of their index, in place of
+    /// [`ParamType::HeadFlags`].
+    SegmentOffsets,
     /// `const unsigned char*`: one byte per tile, read.
     TileFlagsIn,
     /// `unsigned char*`: one byte per tile, written.
@@ -62,6 +67,7 @@ impl ParamType {
             ParamType::Element => format!("const {t}"),
             ParamType::HeadFlags => "const void*".into(),
             ParamType::RowLength => "unsigned long long".into(),
+            ParamType::SegmentOffsets => "scan_offsets".into(),
             ParamType::TileFlagsIn => "const unsigned char*".into(),
             ParamType::TileFlagsOut => "unsigned char*".into(),
             ParamType::Status => "void*".into(),
@@ -324,7 +330,8 @@ impl KernelAbi {
 
     /// The kernel's parameters, in order (a reverse kernel's are its
     /// forward kernel's). A segmented kernel over [`SegmentSource::Rows`]
-    /// takes `row_length` where the others take `flags`.
+    /// takes `row_length` where the others take `flags`, one over
+    /// [`SegmentSource::Offsets`] `offsets`.
     pub fn params(self) -> Vec<Param> {
         let list = match self.forward() {
             KernelAbi::Plain(k) => match k {
@@ -350,10 +357,11 @@ impl KernelAbi {
                 unreachable!("forward() is a forward kernel")
             }
         };
-        let rows = self.source() == Some(SegmentSource::Rows);
+        let source = self.source();
         list.iter()
-            .map(|&p| match p.ty {
-                HeadFlags if rows => param("row_length", RowLength),
+            .map(|&p| match (p.ty, source) {
+                (HeadFlags, Some(SegmentSource::Rows)) => param("row_length", RowLength),
+                (HeadFlags, Some(SegmentSource::Offsets)) => param("offsets", SegmentOffsets),
                 _ => p,
             })
             .collect()
@@ -390,10 +398,13 @@ impl KernelAbi {
             KernelAbi::CombinePairs => {
                 format!("__launch_bounds__({ELEMENTWISE_BLOCK_THREADS})")
             }
-            // The reduce-then-scan passes in reverse: one block per SM as
-            // the floor, on sm_90 too, where ptxas's default spilled a
-            // segmented reverse tile scan of 24-byte elements.
-            _ if self.direction() == Direction::Reverse => {
+            // The reduce-then-scan passes in reverse, and over offsets: one
+            // block per SM as the floor, on sm_90 too, where ptxas's default
+            // spilled a segmented reverse tile scan of 24-byte elements, and
+            // tile scans over offsets of 8- to 16-byte ones.
+            _ if self.direction() == Direction::Reverse
+                || self.source() == Some(SegmentSource::Offsets) =>
+            {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, 1)")
             }
             _ => format!("SCAN_BOUNDS(gpu_scan::Shape<{op}>::block_threads)"),
@@ -405,7 +416,8 @@ impl KernelAbi {
     /// `no_segments` policy; segmented ones build a `head_flags` policy
     /// from their flags, seed and `seeded` parameters. `op` is the policy
     /// of [`KernelAbi::policy`], and `self` a forward kernel. Segmented
-    /// kernels over rows build a `fixed_rows` policy from `row_length`.
+    /// kernels over rows build a `fixed_rows` policy from `row_length`, over
+    /// offsets a `segment_offsets` policy from `offsets`.
     fn call(self, op: &str) -> (String, String) {
         let mode = |inclusive: bool| {
             if inclusive {
@@ -431,6 +443,10 @@ impl KernelAbi {
                 SegmentSource::Rows => (
                     format!("gpu_scan::fixed_rows<{op}, {}>", s.cuda_name()),
                     "row_length",
+                ),
+                SegmentSource::Offsets => (
+                    format!("gpu_scan::segment_offsets<{op}, {}>", s.cuda_name()),
+                    "offsets",
                 ),
             };
             let value = format!("{policy}{{{heads}, seed, seeded != 0}}");
@@ -568,7 +584,7 @@ mod tests {
         // Reverse kernels for all but the segmented pipelined ones and the
         // element-wise one.
         let forward = Kernel::ALL.len() + 1 + 2 * SegmentedKernel::ALL.len();
-        let pipelined = 2 * 6;
+        let pipelined = 2 * 2 * SegmentSource::ALL.len();
         assert_eq!(symbols.len(), 2 * forward - 1 - pipelined);
     }
 
@@ -623,6 +639,68 @@ mod tests {
             rows.in_direction(Direction::Reverse).unwrap().symbol("op"),
             "gpu_scan_op_reverse_segmented_indexing_single_pass_inclusive_rows"
         );
+    }
+
+    #[test]
+    fn offsets_kernels_take_offsets_in_place_of_flags() {
+        let s = SegmentedStrategy::OperatorTransformation;
+        for inclusive in [true, false] {
+            let kernels = [
+                SegmentedKernel::ReduceTiles(SegmentSource::Offsets),
+                SegmentedKernel::ScanTiles {
+                    inclusive,
+                    source: SegmentSource::Offsets,
+                },
+                SegmentedKernel::SinglePass {
+                    inclusive,
+                    source: SegmentSource::Offsets,
+                },
+                SegmentedKernel::Pipelined {
+                    inclusive,
+                    source: SegmentSource::Offsets,
+                },
+            ];
+            for kernel in kernels {
+                let flags = match kernel {
+                    SegmentedKernel::ReduceTiles(_) => {
+                        SegmentedKernel::ReduceTiles(FlagFormat::Bytes.into())
+                    }
+                    SegmentedKernel::ScanTiles { inclusive, .. } => SegmentedKernel::ScanTiles {
+                        inclusive,
+                        source: FlagFormat::Bytes.into(),
+                    },
+                    SegmentedKernel::SinglePass { inclusive, .. } => SegmentedKernel::SinglePass {
+                        inclusive,
+                        source: FlagFormat::Bytes.into(),
+                    },
+                    _ => SegmentedKernel::Pipelined {
+                        inclusive,
+                        source: FlagFormat::Bytes.into(),
+                    },
+                };
+                let (offsets, flags) = (
+                    KernelAbi::segmented(kernel, s),
+                    KernelAbi::segmented(flags, s),
+                );
+                let differ: Vec<_> = offsets
+                    .params()
+                    .into_iter()
+                    .zip(flags.params())
+                    .filter(|(o, f)| o != f)
+                    .collect();
+                assert_eq!(
+                    differ,
+                    [(param("offsets", SegmentOffsets), param("flags", HeadFlags))]
+                );
+                let text = offsets.wrapper("op");
+                assert!(text.contains("scan_offsets offsets"), "{text}");
+                assert!(
+                    text.contains("gpu_scan::segment_offsets<gpu_scan_ops::op, scan_segmented_transform>{offsets, seed, seeded != 0}"),
+                    "{text}"
+                );
+                assert!(offsets.symbol("op").ends_with("_offsets"));
+            }
+        }
     }
 
     #[test]

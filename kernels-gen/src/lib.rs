@@ -164,6 +164,31 @@ pub fn check_offsets_symbol(offset_bits: u32) -> String {
     format!("scan_check_offsets{offset_bits}")
 }
 
+/// The kernel of [`SEGMENT_FLAGS_SOURCE`] that indexes checked
+/// `offset_bits`-bit offsets for the segmented scans over offsets, in
+/// `entry_bits`-bit entries (32 where the offsets' count fits, else 64):
+/// `(const uN* offsets, u64 count, u64 n, u64 shift, uM* index)` writes
+/// [`offsets_index_len`]`(n)` entries, entry `j` the first `r` with
+/// `offsets[r] >= j << shift` (`count` where none is), `shift` being
+/// [`OFFSETS_INDEX_SHIFT`].
+pub fn index_offsets_symbol(offset_bits: u32, entry_bits: u32) -> String {
+    format!("scan_index_offsets{offset_bits}_{entry_bits}")
+}
+
+/// The offsets index of the segmented scans over offsets has an entry
+/// every `1 << OFFSETS_INDEX_SHIFT` elements (32): a thread finds the
+/// offsets of its items between two entries, read with two independent
+/// loads, and reads the few offsets between them, none depending on
+/// another, where a search of all offsets would chain a dozen dependent
+/// loads. It costs 4 bytes per 32 elements (8 beyond 2^32 offsets).
+pub const OFFSETS_INDEX_SHIFT: u32 = 5;
+
+/// Entries of the offsets index for `n` elements: one per
+/// `1 << OFFSETS_INDEX_SHIFT` elements and one past the end.
+pub const fn offsets_index_len(n: usize) -> usize {
+    n.div_ceil(1 << OFFSETS_INDEX_SHIFT) + 1
+}
+
 /// The kernel of [`SEGMENT_FLAGS_SOURCE`] that marks heads where a key of
 /// `key_bits` bits (8, 16, 32 or 64) differs from the one before:
 /// `(const uN* keys, flags*, u64 n)`.

@@ -638,20 +638,29 @@ pub enum SegmentSource {
     /// starts a segment where `i % row_length == 0`. The heads are computed
     /// in the tile; nothing but the elements is read.
     Rows,
+    /// Segment start offsets, ascending (CSR row pointers: an `offsets`
+    /// parameter, a `scan_offsets` by value holding their address, count,
+    /// width of 4 or 8 bytes and index, see [`crate::index_offsets_symbol`]):
+    /// element `offsets[r]` starts a segment. Each thread finds the offsets
+    /// of its items between two index entries; no flags are read or
+    /// written.
+    Offsets,
 }
 
 impl SegmentSource {
-    /// Every source: the two flag formats, then rows.
-    pub const ALL: [SegmentSource; 3] = [
+    /// Every source: the two flag formats, rows, then offsets.
+    pub const ALL: [SegmentSource; 4] = [
         SegmentSource::Flags(FlagFormat::Bytes),
         SegmentSource::Flags(FlagFormat::Bits),
         SegmentSource::Rows,
+        SegmentSource::Offsets,
     ];
 
     pub(crate) fn suffix(self) -> &'static str {
         match self {
             SegmentSource::Flags(f) => f.suffix(),
             SegmentSource::Rows => "rows",
+            SegmentSource::Offsets => "offsets",
         }
     }
 }
@@ -749,90 +758,28 @@ pub enum SegmentedKernel {
 }
 
 impl SegmentedKernel {
-    /// Every segmented kernel of one strategy.
-    pub const ALL: [SegmentedKernel; 22] = {
-        const BYTES: SegmentSource = SegmentSource::Flags(FlagFormat::Bytes);
-        const BITS: SegmentSource = SegmentSource::Flags(FlagFormat::Bits);
-        const ROWS: SegmentSource = SegmentSource::Rows;
+    /// Every segmented kernel of one strategy: per source, the reduction
+    /// of tiles, the tile scans, the single passes and the pipelined ones
+    /// (inclusive, then exclusive), and once the pass over tile totals.
+    pub const ALL: [SegmentedKernel; 1 + 7 * SegmentSource::ALL.len()] = {
         use SegmentedKernel::{Pipelined, ReduceTiles, ScanTileTotals, ScanTiles, SinglePass};
-        [
-            ReduceTiles(BYTES),
-            ReduceTiles(BITS),
-            ReduceTiles(ROWS),
-            ScanTileTotals,
-            ScanTiles {
-                inclusive: true,
-                source: BYTES,
-            },
-            ScanTiles {
-                inclusive: true,
-                source: BITS,
-            },
-            ScanTiles {
-                inclusive: true,
-                source: ROWS,
-            },
-            ScanTiles {
-                inclusive: false,
-                source: BYTES,
-            },
-            ScanTiles {
-                inclusive: false,
-                source: BITS,
-            },
-            ScanTiles {
-                inclusive: false,
-                source: ROWS,
-            },
-            SinglePass {
-                inclusive: true,
-                source: BYTES,
-            },
-            SinglePass {
-                inclusive: true,
-                source: BITS,
-            },
-            SinglePass {
-                inclusive: true,
-                source: ROWS,
-            },
-            SinglePass {
-                inclusive: false,
-                source: BYTES,
-            },
-            SinglePass {
-                inclusive: false,
-                source: BITS,
-            },
-            SinglePass {
-                inclusive: false,
-                source: ROWS,
-            },
-            Pipelined {
-                inclusive: true,
-                source: BYTES,
-            },
-            Pipelined {
-                inclusive: true,
-                source: BITS,
-            },
-            Pipelined {
-                inclusive: true,
-                source: ROWS,
-            },
-            Pipelined {
-                inclusive: false,
-                source: BYTES,
-            },
-            Pipelined {
-                inclusive: false,
-                source: BITS,
-            },
-            Pipelined {
-                inclusive: false,
-                source: ROWS,
-            },
-        ]
+        let mut all = [ScanTileTotals; 1 + 7 * SegmentSource::ALL.len()];
+        let mut i = 0;
+        while i < SegmentSource::ALL.len() {
+            let source = SegmentSource::ALL[i];
+            let at = 1 + 7 * i;
+            all[at] = ReduceTiles(source);
+            let mut k = 0;
+            while k < 2 {
+                let inclusive = k == 0;
+                all[at + 1 + k] = ScanTiles { inclusive, source };
+                all[at + 3 + k] = SinglePass { inclusive, source };
+                all[at + 5 + k] = Pipelined { inclusive, source };
+                k += 1;
+            }
+            i += 1;
+        }
+        all
     };
 
     /// Where the kernel finds segment heads; `None` for the pass over tile

@@ -541,12 +541,27 @@ constexpr int scan_single_pass_min_blocks(int threads, int items, unsigned long 
 #endif
 
 // Template arguments of the scans: how head flags are stored (or that
-// segments are rows of a fixed length, with no flags), how a warp
+// segments are rows of a fixed length or given by offsets, with no flags),
+// how a warp
 // stops at a head (segments.cuh), and what a scan writes at each element:
 // the inclusive partial, the exclusive one (the seed at heads), or the
 // lifted exclusive prefix (the partial before the element even at heads:
 // the carry into it; without heads the same as exclusive).
-enum scan_flag_format { scan_flags_bytes = 0, scan_flags_bits = 1, scan_fixed_rows = 2 };
+enum scan_flag_format { scan_flags_bytes = 0, scan_flags_bits = 1, scan_fixed_rows = 2, scan_segment_offsets = 3 };
+
+// The segments' start offsets (CSR row pointers), a kernel parameter by
+// value: `count` offsets of `width` bytes (4 or 8), ascending, each at
+// most the input's length (the host checks this before any launch), and
+// their index (`scan_index_offsets`) of `index_width`-byte entries (4 or
+// 8): index[j] is the first offset at or after element j << index_shift.
+struct scan_offsets {
+  const void* offsets;
+  unsigned long long count;
+  unsigned long long width;
+  const void* index;
+  unsigned long long index_width;
+  unsigned long long index_shift;
+};
 enum scan_segmented_strategy { scan_segmented_transform = 0, scan_segmented_indexing = 1 };
 enum scan_mode { scan_inclusive = 0, scan_exclusive = 1, scan_exclusive_carry = 2 };
 

@@ -145,6 +145,54 @@ pub enum Segments<'a> {
         /// Elements per row.
         row_length: usize,
     },
+    /// Segments starting at these offsets (CSR row pointers): element
+    /// `offsets[r]` starts one. Offsets must not decrease and must be at
+    /// most the sequence's length; one equal to it (the closing entry,
+    /// trailing empty segments) starts nothing, repeated offsets (empty
+    /// segments) mark one head, and element 0 always starts a segment.
+    Offsets(SegmentOffsets<'a>),
+}
+
+/// Segment start offsets of either width ([`Segments::Offsets`]).
+#[derive(Clone, Copy, Debug)]
+pub enum SegmentOffsets<'a> {
+    /// `u32` offsets.
+    U32(&'a [u32]),
+    /// `u64` offsets.
+    U64(&'a [u64]),
+}
+
+impl<'a> From<&'a [u32]> for SegmentOffsets<'a> {
+    fn from(offsets: &'a [u32]) -> Self {
+        SegmentOffsets::U32(offsets)
+    }
+}
+
+impl<'a> From<&'a [u64]> for SegmentOffsets<'a> {
+    fn from(offsets: &'a [u64]) -> Self {
+        SegmentOffsets::U64(offsets)
+    }
+}
+
+impl SegmentOffsets<'_> {
+    /// Whether some offset equals `i` (a binary search).
+    fn contains(&self, i: usize) -> bool {
+        fn find<O: SegmentOffset>(offsets: &[O], i: u64) -> bool {
+            let r = offsets.partition_point(|o| o.to_u64() < i);
+            r < offsets.len() && offsets[r].to_u64() == i
+        }
+        match self {
+            SegmentOffsets::U32(o) => find(o, i as u64),
+            SegmentOffsets::U64(o) => find(o, i as u64),
+        }
+    }
+
+    fn check(&self, n: usize) -> Result<(), InvalidOffsets> {
+        match self {
+            SegmentOffsets::U32(o) => InvalidOffsets::check(o, n),
+            SegmentOffsets::U64(o) => InvalidOffsets::check(o, n),
+        }
+    }
 }
 
 impl<'a> Segments<'a> {
@@ -153,21 +201,44 @@ impl<'a> Segments<'a> {
         Segments::Rows { row_length }
     }
 
+    /// Segments starting at `offsets` ([`Segments::Offsets`]): a `&[u32]`
+    /// or a `&[u64]`.
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::segmented::{self, Segments};
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// // Row pointers of three rows of 2, 0 and 3 elements.
+    /// let row_ptr: &[u32] = &[0, 2, 2, 5];
+    /// let mut out = vec![0; 5];
+    /// segmented::scan::<Sum>(ScanKind::Inclusive, Segments::offsets(row_ptr), &[1, 2, 3, 4, 5], &mut out).unwrap();
+    /// assert_eq!(out, [1, 3, 3, 7, 12]);
+    /// ```
+    pub fn offsets(offsets: impl Into<SegmentOffsets<'a>>) -> Self {
+        Segments::Offsets(offsets.into())
+    }
+
     /// Whether element `i` of a checked sequence starts a segment (element
     /// 0 always does).
     pub fn is_head(&self, i: usize) -> bool {
         match self {
             Segments::Flags(heads) => heads.is_head(i),
             Segments::Rows { row_length } => i % row_length == 0,
+            Segments::Offsets(offsets) => i == 0 || offsets.contains(i),
         }
     }
 
     /// Checks that the segments fit a sequence of `n` elements: flags of
-    /// its length, or rows that divide it.
+    /// its length, rows that divide it, or offsets that are its row
+    /// pointers.
     pub fn check_len(&self, n: usize) -> Result<(), SegmentedError> {
         match self {
             Segments::Flags(heads) => Ok(heads.check_len(n)?),
             Segments::Rows { row_length } => Ok(RowLengthMismatch::check(n, *row_length)?),
+            Segments::Offsets(offsets) => Ok(offsets.check(n)?),
         }
     }
 }
@@ -322,6 +393,9 @@ pub enum SegmentedError {
     /// The row length does not divide the input's length.
     #[error(transparent)]
     Rows(#[from] RowLengthMismatch),
+    /// The segment offsets are not row pointers of the input.
+    #[error(transparent)]
+    Offsets(#[from] InvalidOffsets),
 }
 
 /// Integer types usable as segment offsets.
@@ -381,6 +455,17 @@ pub enum InvalidOffsets {
         value: u64,
         /// The offset before it.
         previous: u64,
+    },
+    /// Offsets checked for a sequence of another length (on the GPU,
+    /// offsets are checked once and then used for scans of that length).
+    #[error(
+        "segment offsets checked for a sequence of {checked} elements cannot cut one of {len}"
+    )]
+    CheckedForAnotherLength {
+        /// The length they were checked for.
+        checked: usize,
+        /// The length of the sequence scanned.
+        len: usize,
     },
 }
 

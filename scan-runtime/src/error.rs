@@ -152,6 +152,7 @@ impl From<scan_core::segmented::SegmentedError> for ScanError {
             },
             SegmentedError::Flags(m) => m.into(),
             SegmentedError::Rows(m) => m.into(),
+            SegmentedError::Offsets(m) => m.into(),
         }
     }
 }

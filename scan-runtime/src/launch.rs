@@ -23,7 +23,29 @@ pub(crate) enum KernelArg<E> {
     Count(u64),
     /// The length of every segment ([`ParamType::RowLength`]).
     RowLength(u64),
+    /// Segment start offsets ([`ParamType::SegmentOffsets`]).
+    Offsets(OffsetsArg),
 }
+
+/// The CUDA `scan_offsets` a kernel over offsets takes by value (the
+/// prelude declares it): the offsets' address, count and width in bytes,
+/// and their index's address, entry width and stride (a shift).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OffsetsArg {
+    pub(crate) address: u64,
+    pub(crate) count: u64,
+    pub(crate) width: u64,
+    pub(crate) index: u64,
+    pub(crate) index_width: u64,
+    pub(crate) index_shift: u64,
+}
+
+// SAFETY: `#[repr(C)]` with the field order, types and size (48 bytes, no
+// padding) of the CUDA struct `scan_offsets { const void*; unsigned long
+// long; unsigned long long; const void*; unsigned long long; unsigned long
+// long; }`.
+unsafe impl DeviceRepr for OffsetsArg {}
 
 /// Where a segmented kernel's segment heads come from: the device address
 /// of head flags, or the length of rows (`SegmentSource::Rows` kernels).
@@ -33,6 +55,8 @@ pub(crate) enum Heads {
     Flags(u64),
     /// Rows of this many elements.
     Rows(u64),
+    /// Segments starting at these offsets.
+    Offsets(OffsetsArg),
 }
 
 impl Heads {
@@ -41,6 +65,7 @@ impl Heads {
         match self {
             Heads::Flags(flags) => Ptr(HeadFlags, flags),
             Heads::Rows(length) => KernelArg::RowLength(length),
+            Heads::Offsets(offsets) => KernelArg::Offsets(offsets),
         }
     }
 }
@@ -54,6 +79,7 @@ impl<E> KernelArg<E> {
             KernelArg::Flag(_) => ParamType::Flag,
             KernelArg::Count(_) => ParamType::Count,
             KernelArg::RowLength(_) => ParamType::RowLength,
+            KernelArg::Offsets(_) => ParamType::SegmentOffsets,
         }
     }
 
@@ -62,7 +88,11 @@ impl<E> KernelArg<E> {
         match self {
             KernelArg::Ptr(ty, _) => !matches!(
                 ty,
-                ParamType::Element | ParamType::Flag | ParamType::Count | ParamType::RowLength
+                ParamType::Element
+                    | ParamType::Flag
+                    | ParamType::Count
+                    | ParamType::RowLength
+                    | ParamType::SegmentOffsets
             ),
             _ => true,
         }
@@ -121,6 +151,7 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
             KernelArg::Element(e) => builder.arg(e),
             KernelArg::Flag(f) => builder.arg(f),
             KernelArg::Count(c) | KernelArg::RowLength(c) => builder.arg(c),
+            KernelArg::Offsets(o) => builder.arg(o),
         };
     }
     // SAFETY: the argument list matches the kernel's parameters (checked
@@ -309,6 +340,14 @@ mod tests {
         };
         let heads = match abi.source() {
             Some(SegmentSource::Rows) => Heads::Rows(5),
+            Some(SegmentSource::Offsets) => Heads::Offsets(OffsetsArg {
+                address: 2,
+                count: 3,
+                width: 4,
+                index: 5,
+                index_width: 4,
+                index_shift: 5,
+            }),
             _ => Heads::Flags(2),
         };
         // A reverse kernel takes its forward kernel's arguments.

@@ -6,7 +6,8 @@
 //! * [`Scanner`]: host slices in, `Vec` out, on the GPU when usable and on
 //!   the CPU otherwise.
 //! * segmented scans: [`GpuScanner::segmented_scan`] and friends over
-//!   [`DeviceHeadFlags`], flags built by [`HeadFlagBuilder`].
+//!   [`DeviceHeadFlags`], flags built by [`HeadFlagBuilder`], rows of a
+//!   fixed length, or segment offsets ([`DeviceOffsets`]).
 //! * [`DiskCache`]: where compiled programs are kept between processes.
 //!
 //! Every failure is a [`ScanError`]; a missing `libcuda` or `libnvrtc` is
@@ -21,6 +22,7 @@ pub mod jit;
 mod kernels;
 mod launch;
 mod laws;
+mod offsets;
 mod segmented;
 mod workspace;
 
@@ -35,6 +37,7 @@ pub use gpu::{
 };
 pub use kernels::{layout, program_source, ProgramOrigin, ProgramStats};
 pub use kernels_gen::{FlagFormat, SegmentedStrategy};
+pub use offsets::{DeviceOffset, DeviceOffsets};
 pub use segmented::{
     DeviceHeadFlags, DeviceSegments, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags,
 };

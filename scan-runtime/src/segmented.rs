@@ -10,6 +10,7 @@ use crate::gpu::{
 };
 use crate::kernels::{build_module, compile_target, layout, ProgramStats};
 use crate::launch::{self, Heads};
+use crate::offsets::DeviceOffsets;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
     DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
@@ -18,7 +19,7 @@ use kernels_gen::abi::KernelAbi;
 use kernels_gen::{FlagFormat, SegmentSource, SegmentedKernel, SegmentedStrategy};
 use scan_core::segmented::{
     FlagsLengthMismatch, HeadFlags, InvalidOffsets, RowLengthMismatch, SegmentKey, SegmentOffset,
-    Segments,
+    SegmentOffsets, Segments,
 };
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::collections::HashMap;
@@ -98,9 +99,12 @@ impl<'a> From<CudaView<'a, u8>> for DeviceHeadFlags<'a> {
 
 /// How a GPU segmented scan's input is cut into segments: head flags in
 /// device memory (a [`DeviceHeadFlags`], a `&CudaSlice<u8>` or a byte view
-/// converts into this), or rows of a fixed length, which need no flags:
-/// the kernels compute the heads, so a row-major matrix is scanned along
-/// its rows at the speed of a plain scan.
+/// converts into this), rows of a fixed length, or segment start offsets
+/// ([`DeviceOffsets`] converts into this). Rows and offsets need no flags:
+/// the kernels compute the heads of each tile (from the index, or from the
+/// offsets that fall in it), so a row-major matrix is scanned along its
+/// rows, and a CSR matrix's values along theirs, at about the speed of a
+/// plain scan.
 ///
 /// ```no_run
 /// use gpu_scan::prelude::*;
@@ -130,6 +134,8 @@ pub enum DeviceSegments<'a> {
         /// Elements per row.
         row_length: usize,
     },
+    /// Segments starting at checked offsets.
+    Offsets(DeviceOffsets<'a>),
 }
 
 impl DeviceSegments<'_> {
@@ -143,6 +149,7 @@ impl DeviceSegments<'_> {
         match self {
             DeviceSegments::Flags(heads) => SegmentSource::Flags(heads.format()),
             DeviceSegments::Rows { .. } => SegmentSource::Rows,
+            DeviceSegments::Offsets(_) => SegmentSource::Offsets,
         }
     }
 
@@ -150,7 +157,20 @@ impl DeviceSegments<'_> {
         match self {
             DeviceSegments::Flags(heads) => Ok(heads.check_len(n)?),
             DeviceSegments::Rows { row_length } => Ok(RowLengthMismatch::check(n, *row_length)?),
+            DeviceSegments::Offsets(offsets) => Ok(offsets.check_len(n)?),
         }
+    }
+}
+
+impl<'a> From<DeviceOffsets<'a>> for DeviceSegments<'a> {
+    fn from(offsets: DeviceOffsets<'a>) -> Self {
+        DeviceSegments::Offsets(offsets)
+    }
+}
+
+impl<'a> From<&DeviceOffsets<'a>> for DeviceSegments<'a> {
+    fn from(offsets: &DeviceOffsets<'a>) -> Self {
+        DeviceSegments::Offsets(offsets.clone())
     }
 }
 
@@ -370,8 +390,9 @@ where
         self.launch_segmented(stream, spec.into(), &segments, ptr, ptr, n)
     }
 
-    /// Host convenience: uploads `input` (and the flags, where the segments
-    /// are flags), scans, downloads (synchronising the stream).
+    /// Host convenience: uploads `input` (and the flags or offsets, where
+    /// the segments are given so; offsets are checked on the device),
+    /// scans, downloads (synchronising the stream).
     pub fn segmented_scan_host<'a>(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -400,6 +421,16 @@ where
             Segments::Rows { row_length } => {
                 let rows = DeviceSegments::rows(row_length);
                 self.segmented_scan_in_place(stream, spec, rows, &mut data)?;
+            }
+            Segments::Offsets(SegmentOffsets::U32(o)) => {
+                let offsets = stream.clone_htod(o)?;
+                let offsets = DeviceOffsets::check(stream, offsets.as_view(), n)?;
+                self.segmented_scan_in_place(stream, spec, offsets, &mut data)?;
+            }
+            Segments::Offsets(SegmentOffsets::U64(o)) => {
+                let offsets = stream.clone_htod(o)?;
+                let offsets = DeviceOffsets::check(stream, offsets.as_view(), n)?;
+                self.segmented_scan_in_place(stream, spec, offsets, &mut data)?;
             }
             _ => unreachable!("a segment source of scan-core without a GPU counterpart"),
         }
@@ -453,16 +484,21 @@ where
             ScanKind::ExclusiveWithInit(init) => (false, init, true),
         };
         let source = segments.source();
-        let (heads, _flags_sync) = match segments {
+        // The guards order the flags' or offsets' use after their writes.
+        let (heads, _guards) = match segments {
             DeviceSegments::Flags(DeviceHeadFlags::Bytes(b)) => {
                 let (flags, sync) = b.device_ptr(stream);
-                (Heads::Flags(flags), Some(sync))
+                (Heads::Flags(flags), vec![sync])
             }
             DeviceSegments::Flags(DeviceHeadFlags::Bits { words, .. }) => {
                 let (flags, sync) = words.device_ptr(stream);
-                (Heads::Flags(flags), Some(sync))
+                (Heads::Flags(flags), vec![sync])
             }
-            DeviceSegments::Rows { row_length } => (Heads::Rows(*row_length as u64), None),
+            DeviceSegments::Rows { row_length } => (Heads::Rows(*row_length as u64), vec![]),
+            DeviceSegments::Offsets(offsets) => {
+                let (offsets, syncs) = offsets.arg(stream);
+                (Heads::Offsets(offsets), syncs.into())
+            }
         };
         let strategy = self.strategy;
         let abi = |k: SegmentedKernel| {
@@ -482,22 +518,37 @@ where
         if tiles == 1 {
             let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
             let args = launch::segmented_scan_tiles(src, heads, dst, 0, seed, seeded, n64);
-            // SAFETY: (const T* input, const void* flags or u64 row_length, T* output, const T* tile_prefixes,
+            // SAFETY: (const T* input, const void* flags, u64 row_length or scan_offsets offsets, T* output, const T* tile_prefixes,
             // T seed, int seeded, u64 n), checked against the ABI table; lengths were
-            // checked; null prefixes select a single tile.
+            // checked; null prefixes select a single tile; offsets (when given) are read
+            // below their count and were checked for n.
             return unsafe {
                 launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(1))
             };
         }
         let pipelined_abi =
             KernelAbi::segmented(SegmentedKernel::Pipelined { inclusive, source }, strategy);
+        // Offsets of short segments (on average) take the look-back pass
+        // unless the pipelined one is asked for: finding many heads per
+        // tile is latency its one reduce squad per block waits out tile
+        // after tile, where the look-back pass's many resident blocks hide
+        // it (BENCHMARKS.md: power-law lengths of mean ~10 at 2^28 ran at
+        // 31% of a copy pipelined, 63% in the look-back pass; mean 1000 at
+        // 80% and 74%).
+        let dense_offsets = match segments {
+            DeviceSegments::Offsets(offsets) => {
+                n < DENSE_OFFSETS_MEAN_LENGTH.saturating_mul(offsets.count())
+            }
+            _ => false,
+        };
         let pipelined_shape = if direction == Direction::Forward
             && pipelined_wanted::<Op>(self.path(), n)
+            && !(self.path() == ScanPath::Auto && dense_offsets)
             && src % 16 == 0
             && dst % 16 == 0
             && match heads {
                 Heads::Flags(flags) => flags % 16 == 0,
-                Heads::Rows(_) => true,
+                Heads::Rows(_) | Heads::Offsets(_) => true,
             } {
             let shared_bytes = layout::<Op>().pipelined_segmented_shared_bytes;
             self.pipelined_shape(pipelined_abi, shared_bytes)?
@@ -518,7 +569,7 @@ where
                 n64,
                 Some(tiles as u64),
             );
-            // SAFETY: (const T* input, const void* flags or u64 row_length, T* output, void* status,
+            // SAFETY: (const T* input, const void* flags, u64 row_length or scan_offsets offsets, T* output, void* status,
             // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
             // u64 n, u64 tiles), checked against the ABI table; lengths were checked;
             // input, output and flags (when given) are 16-byte aligned; this stream's scratch holds
@@ -543,7 +594,7 @@ where
             let scratch = self.workspace(stream).single_pass_args();
             let args =
                 launch::segmented_single_pass(src, heads, dst, &scratch, seed, seeded, n64, None);
-            // SAFETY: (const T* input, const void* flags or u64 row_length, T* output, void* status,
+            // SAFETY: (const T* input, const void* flags, u64 row_length or scan_offsets offsets, T* output, void* status,
             // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
             // u64 n), checked against the ABI table; lengths were checked; this stream's
             // scratch holds >= tiles entries and a reset launch state; one block per tile.
@@ -561,7 +612,7 @@ where
         let (totals, tile_flags) = (workspace.tile_totals(), workspace.tile_flags());
         let args =
             launch::segmented_reduce_tiles(src, heads, totals, tile_flags, seed, seeded, n64);
-        // SAFETY: (const T* input, const void* flags or u64 row_length, T* tile_totals, u8* tile_flags,
+        // SAFETY: (const T* input, const void* flags, u64 row_length or scan_offsets offsets, T* tile_totals, u8* tile_flags,
         // T seed, int seeded, u64 n), checked against the ABI table; both workspaces hold
         // >= tiles entries.
         unsafe {
@@ -586,6 +637,12 @@ where
         unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }
     }
 }
+
+/// Segments given by offsets shorter than this on average take the
+/// look-back single pass on [`ScanPath::Auto`], not the pipelined one. A
+/// point between the two measured (mean lengths ~10 and 1000), not a
+/// measured crossover.
+const DENSE_OFFSETS_MEAN_LENGTH: usize = 64;
 
 /// Builds segment head flags on the GPU from segment offsets (CSR row
 /// pointers) or from keys.
@@ -644,7 +701,9 @@ impl HeadFlagBuilder {
                 .into_iter()
                 .chain([8, 16, 32, 64].map(|b| kernels_gen::heads_from_keys_symbol(b, format)));
             let checks = [32, 64].map(kernels_gen::check_offsets_symbol);
-            for symbol in symbols.chain(checks) {
+            let indexes = [(32, 32), (32, 64), (64, 32), (64, 64)]
+                .map(|(offset, entry)| kernels_gen::index_offsets_symbol(offset, entry));
+            for symbol in symbols.chain(checks).chain(indexes) {
                 let f = module.load_function(&symbol)?;
                 functions.insert(symbol, f);
             }
@@ -775,7 +834,12 @@ impl HeadFlagBuilder {
     /// The first reason `offsets` are not row pointers of `n` elements, found
     /// on the device: the smallest index breaking a rule, then its offset
     /// (and the one before) read back.
-    fn check_offsets<O, P>(&self, stream: &Arc<CudaStream>, offsets: &P, n: usize) -> Result<()>
+    pub(crate) fn check_offsets<O, P>(
+        &self,
+        stream: &Arc<CudaStream>,
+        offsets: &P,
+        n: usize,
+    ) -> Result<()>
     where
         O: SegmentOffset + DeviceRepr,
         P: DevicePtr<O>,
@@ -843,6 +907,49 @@ impl HeadFlagBuilder {
             }
         }
         .into())
+    }
+
+    /// The index of checked `offsets` of `n` elements
+    /// ([`kernels_gen::index_offsets_symbol`]) in `E` entries (`u32` or
+    /// `u64`, wide enough for the offsets' count), enqueued on `stream`.
+    pub(crate) fn index_offsets<O, P, E>(
+        &self,
+        stream: &Arc<CudaStream>,
+        offsets: &P,
+        n: usize,
+    ) -> Result<CudaSlice<E>>
+    where
+        O: SegmentOffset + DeviceRepr,
+        P: DevicePtr<O>,
+        E: DeviceRepr,
+    {
+        let entries = kernels_gen::offsets_index_len(n);
+        // SAFETY: every entry is written by the kernel below before any read.
+        let mut index = unsafe { stream.alloc::<E>(entries) }?;
+        let symbol = kernels_gen::index_offsets_symbol(
+            8 * std::mem::size_of::<O>() as u32,
+            8 * std::mem::size_of::<E>() as u32,
+        );
+        let (offsets_ptr, _s1) = offsets.device_ptr(stream);
+        let (index_ptr, _s2) = index.device_ptr_mut(stream);
+        let (count, n64, shift) = (
+            offsets.len() as u64,
+            n as u64,
+            kernels_gen::OFFSETS_INDEX_SHIFT as u64,
+        );
+        let mut launch = stream.launch_builder(self.function(&symbol));
+        launch
+            .arg(&offsets_ptr)
+            .arg(&count)
+            .arg(&n64)
+            .arg(&shift)
+            .arg(&index_ptr);
+        // SAFETY: (const uN* offsets, u64 count, u64 n, u64 shift, uM* index); offsets
+        // are read below count, and the index has offsets_index_len(n) entries of E, the
+        // kernel's grid-stride bound and entry type (the symbol names both widths).
+        unsafe { launch.launch(builder_grid(entries)) }?;
+        drop((_s1, _s2));
+        Ok(index)
     }
 
     /// Writes flags from keys into your buffer (see

@@ -46,6 +46,31 @@ __device__ __forceinline__ void scan_check_offsets(const Offset* offsets, unsign
   }
 }
 
+// The index of checked offsets that the segmented scans over offsets read:
+// index[j] is the first r with offsets[r] >= j << shift (count where none
+// is), for j = 0 … ceil(n / 2^shift), as an Entry (32 bits where count
+// fits). The offsets of elements [a, b) then lie in
+// [index[a >> shift], index[((b - 1) >> shift) + 1]).
+template <class Offset, class Entry>
+__device__ __forceinline__ void scan_index_offsets(const Offset* offsets, unsigned long long count, unsigned long long n,
+                                                   unsigned long long shift, Entry* index) {
+  const unsigned long long entries = ((n + (1ull << shift) - 1) >> shift) + 1;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long j = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; j < entries; j += stride) {
+    const unsigned long long x = j << shift;
+    unsigned long long lo = 0, hi = count;
+    while (lo < hi) {
+      const unsigned long long mid = lo + (hi - lo) / 2;
+      if ((unsigned long long)offsets[mid] < x) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    index[j] = (Entry)lo;
+  }
+}
+
 // From keys, compared bit for bit as unsigned integers of the key's size:
 // element i starts a segment where keys[i] != keys[i - 1].
 template <class Key>
@@ -84,6 +109,14 @@ __device__ __forceinline__ void scan_heads_from_keys_bits(const Key* keys, unsig
   extern "C" __global__ void scan_check_offsets##BITS(const T* offsets, unsigned long long count, unsigned long long n,           \
                                                     unsigned long long* first_bad) {                                              \
     scan_check_offsets(offsets, count, n, first_bad);                                                                             \
+  }                                                                                                                               \
+  extern "C" __global__ void scan_index_offsets##BITS##_32(const T* offsets, unsigned long long count, unsigned long long n,      \
+                                                         unsigned long long shift, unsigned* index) {                             \
+    scan_index_offsets(offsets, count, n, shift, index);                                                                          \
+  }                                                                                                                               \
+  extern "C" __global__ void scan_index_offsets##BITS##_64(const T* offsets, unsigned long long count, unsigned long long n,      \
+                                                         unsigned long long shift, unsigned long long* index) {                   \
+    scan_index_offsets(offsets, count, n, shift, index);                                                                          \
   }
 SCAN_OFFSET_KERNELS(32, unsigned int)
 SCAN_OFFSET_KERNELS(64, unsigned long long)

@@ -14,7 +14,13 @@
 //    rows of a row-major matrix), element e starting one where
 //    e % row_length == 0. The heads are arithmetic: nothing but the
 //    elements is read. Seeding as for head_flags.
-// (Segments from offsets or keys without flags are further sources.)
+//  * segment_offsets<Op, Strategy>: segments given by their start offsets
+//    (CSR row pointers), element offsets[r] starting one. Each thread finds
+//    the offsets of its items (offsets_window) between two entries of the
+//    offsets' index: no flags are read or written, and the work follows
+//    the number of offsets, not the segments' lengths. Seeding as for
+//    head_flags.
+// (Segments from keys without flags are a further source.)
 //
 // Values are combined only within a segment and always in order, so the
 // operator never needs to be commutative. Above the element, the
@@ -68,7 +74,86 @@ struct fixed_rows {
   bool seeded;
   __device__ __forceinline__ T start(const T& item) const { return seeded ? Op::combine(seed, item) : item; }
 };
+
+template <class Op, int Strategy>
+struct segment_offsets {
+  typedef typename Op::T T;
+  static constexpr bool segmented = true;
+  // In reverse, an item's head is its element's segment's last element.
+  static constexpr bool mirrored = mirrored_memory<Op>::value;
+  static constexpr int format = scan_segment_offsets;
+  static constexpr int strategy = Strategy;
+  scan_offsets offsets;  // ascending, at most n (checked by the host)
+  T seed;
+  bool seeded;
+  __device__ __forceinline__ T start(const T& item) const { return seeded ? Op::combine(seed, item) : item; }
+};
 #endif
+
+// ---- Heads from offsets, found by each thread ----
+// Offset r of `o`.
+__device__ __forceinline__ unsigned long long offset_at(const scan_offsets& o, unsigned long long r) {
+  return o.width == 4 ? (unsigned long long)__ldg((const unsigned*)o.offsets + r) : __ldg((const unsigned long long*)o.offsets + r);
+}
+
+// The first r in [lo, hi) with offsets[r] >= x, searched by one lane.
+__device__ __forceinline__ unsigned long long lane_lower_bound(const scan_offsets& o, unsigned long long x, unsigned long long lo, unsigned long long hi) {
+  while (lo < hi) {
+    const unsigned long long mid = lo + (hi - lo) / 2;
+    if (offset_at(o, mid) < x) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// Entry j of the offsets' index.
+__device__ __forceinline__ unsigned long long index_at(const scan_offsets& o, unsigned long long j) {
+  return o.index_width == 4 ? (unsigned long long)__ldg((const unsigned*)o.index + j) : __ldg((const unsigned long long*)o.index + j);
+}
+
+// The head flags the offsets give elements start … start + count - 1
+// (count at most 64, possibly 0): bit i when some offset equals start + i.
+// The index bounds the window's offsets to those of the index strides it
+// touches: [lo, hi), known after two independent loads. A short run is
+// walked whole, its loads independent of each other (no chain of
+// dependent loads as in a search); a long one (dense heads, or runs of
+// empty segments) is searched for the window's first offset and walked
+// from there, repeats skipped by one more search. So a thread's work is
+// about the number of offsets near its window, whatever the segments'
+// lengths, and its latency two or three loads.
+// Mask: unsigned for windows of at most 32 elements (fewer registers),
+// unsigned long long for up to 64.
+template <class Mask>
+__device__ __forceinline__ Mask offsets_window(const scan_offsets& o, unsigned long long start, int count) {
+  Mask bits = 0;
+  if (count <= 0) return bits;
+  const unsigned long long end = start + (unsigned long long)count;
+  const unsigned long long lo = index_at(o, start >> o.index_shift);
+  const unsigned long long hi = index_at(o, ((end - 1) >> o.index_shift) + 1);
+  if (hi - lo <= 128) {
+    // Two loads in flight at a time (four made ptxas spill a few bytes in
+    // the single pass of the smallest tiles, at its register cap).
+#pragma unroll 2
+    for (unsigned long long r = lo; r < hi; ++r) {
+      // Offsets before the window wrap around to large distances.
+      const unsigned long long distance = offset_at(o, r) - start;
+      if (distance < (unsigned long long)count) bits |= (Mask)1 << (unsigned)distance;
+    }
+    return bits;
+  }
+  unsigned long long r = lane_lower_bound(o, start, lo, hi);
+  while (r < hi) {
+    const unsigned long long at = offset_at(o, r);
+    if (at >= end) break;
+    bits |= (Mask)1 << (unsigned)(at - start);
+    ++r;
+    if (r < hi && offset_at(o, r) == at) r = lane_lower_bound(o, at + 1, r, hi);
+  }
+  return bits;
+}
 
 // Bit k for every k < count with k ≡ first (mod period), first < period:
 // the row heads among `count` consecutive items when the first head is
@@ -90,6 +175,20 @@ __device__ __forceinline__ unsigned long long bit_window(const unsigned* words, 
   return count == 64 ? window : window & ((1ull << count) - 1ull);
 }
 
+// Whether the single pass finds a tile's heads before its elements load:
+// from offsets, whose loads then run with no items live in registers
+// (after the load they made ptxas spill at the single pass's register
+// cap). Flags are read after the elements, as in reduce-then-scan's
+// passes.
+template <class Seg>
+constexpr bool heads_before_load() {
+  if constexpr (Seg::segmented) {
+    return Seg::format == scan_segment_offsets;
+  } else {
+    return false;
+  }
+}
+
 // The head flags of this thread's blocked items of a tile of Items per
 // thread, the tile's elements being [base, base + valid) of `n`: bit i for
 // item t·Items + i. Items past `valid` have none. Going forward, item k is
@@ -100,6 +199,27 @@ template <class Seg, int Items>
 __device__ __forceinline__ unsigned thread_heads(const Seg& seg, unsigned long long base, int valid, unsigned long long n) {
   if constexpr (!Seg::segmented) {
     return 0u;
+  } else if constexpr (Seg::format == scan_segment_offsets) {
+    static_assert(Items <= 32, "a thread's head flags fit one word");
+    const int first = (int)threadIdx.x * Items;
+    const int count = first >= valid ? 0 : valid - first < Items ? valid - first : Items;
+    if constexpr (Seg::mirrored) {
+      // As for bit flags below: item first + i's head is element
+      // top + 1 - i's head flag, for elements low … top + 1 but element n.
+      const unsigned long long top = base + (unsigned long long)(valid - 1 - first);
+      const bool last = count > 0 && top + 1 == n;
+      const int readable = last ? count - 1 : count;
+      const unsigned long long low = count > 0 ? top + 2 - (unsigned long long)count : base;
+      const unsigned window = offsets_window<unsigned>(seg.offsets, low, readable);
+      unsigned heads = readable > 0 ? __brev(window) >> (32 - count) : 0u;
+      if (last) heads |= 1u;
+      return heads;
+    } else {
+      const unsigned long long start = base + (unsigned long long)first;
+      unsigned heads = offsets_window<unsigned>(seg.offsets, start, count);
+      if (count > 0 && start == 0) heads |= 1u;
+      return heads;
+    }
   } else if constexpr (Seg::format == scan_fixed_rows) {
     static_assert(Items <= 32, "a thread's head flags fit one word");
     const int first = (int)threadIdx.x * Items;
@@ -189,6 +309,11 @@ template <class Seg>
 __device__ __forceinline__ unsigned long long span_heads(const Seg& seg, unsigned long long base, int first, int count) {
   if constexpr (!Seg::segmented) {
     return 0ull;
+  } else if constexpr (Seg::format == scan_segment_offsets) {
+    const unsigned long long at = base + first;
+    unsigned long long heads = offsets_window<unsigned long long>(seg.offsets, at, count > 0 ? count : 0);
+    if (count > 0 && at == 0) heads |= 1ull;
+    return heads;
   } else {
     unsigned long long heads = 0;
     if (count > 0) {

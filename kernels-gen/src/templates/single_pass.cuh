@@ -111,9 +111,11 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   const tile_span span = span_of_tile<Op>(tile, n, tile_items);
   const unsigned long long base = span.base;
   const int valid = span.valid;
+  unsigned heads = 0;
+  if constexpr (heads_before_load<Seg>()) heads = thread_heads<Seg, Items>(seg, base, valid, n);
   T items[Items];
   load_tile<Op>(input, base, valid, staging, items);
-  const unsigned heads = thread_heads<Seg, Items>(seg, base, valid, n);
+  if constexpr (!heads_before_load<Seg>()) heads = thread_heads<Seg, Items>(seg, base, valid, n);
   scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
   bool tile_flag;
   tile_scan_with<Op, Mode, Seg>(

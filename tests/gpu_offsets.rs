@@ -1,0 +1,336 @@
+//! Segments given by offsets on the GPU (`DeviceOffsets`: CSR row pointers,
+//! `u32` and `u64`, the heads found in each tile, no flags in memory),
+//! inclusive, exclusive and exclusive with init, forward and in reverse
+//! (`GPU_SUITE_DIRECTIONS` runs one), in both segmented strategies,
+//! through the three paths (pipelined, look-back single pass,
+//! reduce-then-scan), for sums and non-commutative operators.
+//!
+//! Segment lengths: every element its own segment, one segment, geometric
+//! lengths of mean 7 and 1000, power-law lengths (a few segments of many
+//! tiles among many of a few elements), heads on every tile boundary, and
+//! runs of hundreds of empty segments (repeated offsets); offsets with and
+//! without the leading 0 and with the closing `n`. Lengths 0, 1, 31, 32,
+//! 33, a tile ± 1, many tiles ± 1 and a large one. Inputs are fresh random
+//! values (seed printed; GPU_SUITE_SEED replays); outputs are poisoned and
+//! have a poisoned guard band after them that must survive; every element
+//! is compared with the CPU backend over the same segments as head flags
+//! (`gpu_scan::segmented::heads_from_offsets`), under the tolerances
+//! justified in `tests/gpu_suite.rs`. Offsets that are not row pointers are
+//! refused by `DeviceOffsets::check` with the CPU's error, and offsets
+//! checked for another length by the scan, which writes nothing. Without a
+//! GPU it prints one line and passes.
+
+mod common;
+use common::gpu::*;
+use common::ops::*;
+use common::segments::*;
+use common::specs::*;
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
+use gpu_scan::scan_runtime::{DeviceOffsets, ScanPath};
+use gpu_scan::segmented::{self as cpu_segmented, FlagFormat, InvalidOffsets, Segments};
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Poisoned elements after every output; a scan that writes past its
+/// output shows there.
+const GUARD: usize = 64;
+
+/// How the offsets of a case are drawn.
+#[derive(Clone, Copy, Debug)]
+enum Lengths {
+    /// The heads of a flag pattern (`offsets_of`: with a few empty segments
+    /// and the closing n).
+    Flags(Pattern),
+    /// Power-law lengths: P(length > l) ~ l^-1.1, up to the whole input.
+    PowerLaw,
+    /// Segments of random length up to 5000 with runs of up to 400 empty
+    /// segments between them.
+    EmptyRuns,
+}
+
+impl Lengths {
+    fn label(&self) -> String {
+        match self {
+            Lengths::Flags(p) => p.label(),
+            Lengths::PowerLaw => "power law".into(),
+            Lengths::EmptyRuns => "runs of empty segments".into(),
+        }
+    }
+
+    fn offsets(&self, n: usize, rng: &mut Rng64) -> Vec<u64> {
+        let mut offsets = match *self {
+            Lengths::Flags(pattern) => offsets_of(&random_heads(n, pattern, rng), rng),
+            Lengths::PowerLaw => {
+                let mut v = vec![0u64];
+                let mut at = 0usize;
+                while at < n {
+                    let u: f64 = rng.random_range(1e-9..1.0);
+                    let length = (u.powf(-1.0 / 1.1) as usize).clamp(1, n);
+                    at = (at + length).min(n);
+                    v.push(at as u64);
+                }
+                v
+            }
+            Lengths::EmptyRuns => {
+                let mut v = vec![0u64];
+                let mut at = 0usize;
+                while at < n {
+                    for _ in 0..rng.random_range(0..400) {
+                        v.push(at as u64);
+                    }
+                    at = (at + rng.random_range(1..5000)).min(n);
+                    v.push(at as u64);
+                }
+                v
+            }
+        };
+        // Element 0 starts a segment with or without an offset for it.
+        if rng.random_bool(0.5) {
+            let leading = offsets.iter().take_while(|&&o| o == 0).count();
+            offsets.drain(..leading);
+        }
+        offsets
+    }
+}
+
+/// (length, segment lengths) pairs at every boundary.
+fn cases<Op: ScanOp>(big: usize) -> Vec<(usize, Lengths)> {
+    let t = Op::tile_items();
+    let geometric = |m| Lengths::Flags(Pattern::MeanLength(m));
+    vec![
+        (0, geometric(7.0)),
+        (1, geometric(7.0)),
+        (31, Lengths::Flags(Pattern::EveryElement)),
+        (32, geometric(7.0)),
+        (33, Lengths::Flags(Pattern::OneSegment)),
+        (t - 1, geometric(7.0)),
+        (t, Lengths::EmptyRuns),
+        (t + 1, geometric(1000.0)),
+        (3 * t + 17, Lengths::Flags(Pattern::EveryElement)),
+        (
+            129 * t - 1,
+            Lengths::Flags(Pattern::Stride {
+                stride: t,
+                extra_mean: 3000.0,
+            }),
+        ),
+        (129 * t + 1, Lengths::PowerLaw),
+        (200 * t + 3, Lengths::EmptyRuns),
+        (big, geometric(1000.0)),
+        (big + 5, Lengths::PowerLaw),
+        (big, Lengths::Flags(Pattern::OneSegment)),
+    ]
+}
+
+const PATHS: [ScanPath; 3] = [
+    ScanPath::Pipelined,
+    ScanPath::SinglePass,
+    ScanPath::ReduceThenScan,
+];
+
+fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
+    let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
+    let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x5555));
+    let specs = named_specs(init, &suite_directions());
+    let first_row = rows.len();
+    for path in PATHS {
+        for strategy in SegmentedStrategy::ALL {
+            rows.push(Row {
+                op: Op::NAME,
+                kind: leak(format!("offsets {strategy:?} [{path:?}]")),
+                lengths: 0,
+                elements: 0,
+                failures: Vec::new(),
+                seconds: 0.0,
+            });
+        }
+    }
+    for (c, &(n, lengths)) in cases::<Op>(big).iter().enumerate() {
+        let case_seed = seed ^ (n as u64).wrapping_mul(31) ^ (c as u64) << 56;
+        let mut rng = Rng64::seed_from_u64(case_seed ^ 0x77);
+        let input = random_input::<Op>(n, case_seed);
+        let offsets = lengths.offsets(n, &mut rng);
+        let heads = cpu_segmented::heads_from_offsets(&offsets, n, FlagFormat::Bits).unwrap();
+        let d_input = stream.clone_htod(&input).unwrap();
+        // Both widths where the offsets fit 32 bits, alternating by case.
+        let wide = c % 2 == 0;
+        let d_offsets64 = stream.clone_htod(&offsets).unwrap();
+        let narrow: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+        let d_offsets32 = stream.clone_htod(&narrow).unwrap();
+        let checked = if wide {
+            DeviceOffsets::check(stream, d_offsets64.as_view(), n)
+        } else {
+            DeviceOffsets::check(stream, d_offsets32.as_view(), n)
+        };
+        let checked = match checked {
+            Ok(c) => c,
+            Err(e) => {
+                rows[first_row]
+                    .failures
+                    .push(format!("n={n} {}: check refused: {e}", lengths.label()));
+                continue;
+            }
+        };
+        for (k, (name, spec)) in specs.iter().enumerate() {
+            let mut expected = vec![Op::IDENTITY; n];
+            cpu_segmented::par_scan::<Op>(
+                *spec,
+                Segments::Flags(heads.as_flags()),
+                &input,
+                &mut expected,
+            )
+            .unwrap();
+            for (q, path) in PATHS.into_iter().enumerate() {
+                for (s, strategy) in SegmentedStrategy::ALL.into_iter().enumerate() {
+                    scanner.set_path(path);
+                    scanner.set_segmented_strategy(strategy);
+                    let row = &mut rows[first_row + q * 2 + s];
+                    let start = Instant::now();
+                    let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
+                    poison(stream, &mut out);
+                    let in_place = (c + k + q + s) % 2 == 1;
+                    // The offsets checked once serve every scan.
+                    let segments = &checked;
+                    let result = if in_place {
+                        let mut view = out.slice_mut(..n);
+                        stream.memcpy_dtod(&d_input, &mut view).unwrap();
+                        scanner.segmented_scan_in_place(stream, *spec, segments, &mut view)
+                    } else {
+                        let mut view = out.slice_mut(..n);
+                        scanner.segmented_scan(stream, *spec, segments, &d_input, &mut view)
+                    };
+                    let got = stream.clone_dtoh(&out).unwrap();
+                    row.seconds += start.elapsed().as_secs_f64();
+                    row.lengths += 1;
+                    row.elements += n;
+                    let what = format!(
+                        "n={n} {} ({} offsets of {} bits) {name}{}",
+                        lengths.label(),
+                        offsets.len(),
+                        if wide { 64 } else { 32 },
+                        if in_place { " in place" } else { "" }
+                    );
+                    if let Err(e) = result {
+                        row.failures.push(format!("{what}: {e}"));
+                        continue;
+                    }
+                    compare::<Op>(&what, n, &got[..n], &expected, &mut row.failures);
+                    if !poisoned(&got[n..]) {
+                        row.failures.push(format!(
+                            "{what}: the guard band after the output was written"
+                        ));
+                    }
+                }
+            }
+        }
+        drop(checked);
+        if stream.clone_dtoh(&d_input).unwrap() != input {
+            rows[first_row]
+                .failures
+                .push(format!("n={n}: a scan modified its input"));
+        }
+    }
+    // Offsets checked for another length: refused, nothing written.
+    let n = 3 * Op::tile_items();
+    let data = stream.alloc_zeros::<Op::Element>(n).unwrap();
+    let row_ptr = stream.clone_htod(&[0u32, 5, 9]).unwrap();
+    for checked_for in [n - 1, n + 1] {
+        let offsets = DeviceOffsets::check(stream, row_ptr.as_view(), checked_for).unwrap();
+        let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+        poison(stream, &mut out);
+        let got = scanner.segmented_scan(stream, ScanKind::Inclusive, offsets, &data, &mut out);
+        let want = InvalidOffsets::CheckedForAnotherLength {
+            checked: checked_for,
+            len: n,
+        };
+        let refused = matches!(got, Err(ScanError::InvalidOffsets(e)) if e == want);
+        if !refused || !still_poisoned(stream, &out) {
+            rows[first_row].failures.push(format!(
+                "offsets checked for {checked_for} over {n} elements: {got:?}, output untouched: {}",
+                still_poisoned(stream, &out)
+            ));
+        }
+    }
+}
+
+/// Offsets that are not row pointers: `DeviceOffsets::check` gives the
+/// CPU's error, in both widths.
+fn bad_offsets(stream: &Arc<CudaStream>, rows: &mut Vec<Row>) {
+    let mut row = Row {
+        op: "-",
+        kind: "offsets refused by DeviceOffsets::check",
+        lengths: 0,
+        elements: 0,
+        failures: Vec::new(),
+        seconds: 0.0,
+    };
+    let bad: [(&[u64], usize); 4] = [
+        (&[0, 2, 6, 9], 6),
+        (&[0, 4, 2, 6], 6),
+        (&[1], 0),
+        (&[0, 5, 5, 4, 7, 7, 7, 7, 3, 100], 7),
+    ];
+    for (offsets, n) in bad {
+        let want = cpu_segmented::heads_from_offsets(offsets, n, FlagFormat::Bytes).unwrap_err();
+        let d64 = stream.clone_htod(offsets).unwrap();
+        let narrow: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+        let d32 = stream.clone_htod(&narrow).unwrap();
+        for (bits, got) in [
+            (
+                64,
+                DeviceOffsets::check(stream, d64.as_view(), n).map(|_| ()),
+            ),
+            (
+                32,
+                DeviceOffsets::check(stream, d32.as_view(), n).map(|_| ()),
+            ),
+        ] {
+            row.lengths += 1;
+            match got {
+                Err(ScanError::InvalidOffsets(e)) if e == want => {}
+                other => row.failures.push(format!(
+                    "offsets {offsets:?} for {n} elements ({bits} bits): {other:?} (want {want:?})"
+                )),
+            }
+        }
+    }
+    rows.push(row);
+}
+
+#[test]
+fn gpu_offsets_suite() {
+    let Some(ctx) = open_gpu("gpu_offsets") else {
+        return;
+    };
+    let seed = suite_seed();
+    let big = std::env::var("GPU_OFFSETS_BIG")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1usize << 22);
+    println!(
+        "gpu_offsets: device {}, seed {seed} (GPU_SUITE_SEED={seed} replays), largest length {big}, directions {:?}",
+        ctx.name().unwrap(),
+        suite_directions()
+    );
+    let stream = ctx.default_stream();
+    let mut rows = Vec::new();
+    bad_offsets(&stream, &mut rows);
+    run_op::<SumU32>(&stream, big, seed, &mut rows);
+    run_op::<AffineU32>(&stream, big, seed, &mut rows);
+    run_op::<Mat2>(&stream, big, seed, &mut rows);
+    run_op::<Latest>(&stream, big, seed, &mut rows);
+    run_op::<MaxF32>(&stream, big, seed, &mut rows);
+    run_op::<Affine>(&stream, big / 4, seed, &mut rows);
+    let failed = print_rows(&rows);
+    println!(
+        "gpu_offsets: {} rows, {} passed, {failed} failed (seed {seed})",
+        rows.len(),
+        rows.len() - failed
+    );
+    assert_eq!(
+        failed, 0,
+        "GPU offset scans differ from the CPU (seed {seed})"
+    );
+}
