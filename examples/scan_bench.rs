@@ -383,21 +383,7 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
     let bytes = 8.0 * n as f64 + n as f64 / 8.0;
     let copy_rate = 8.0 * n as f64 / copy_ms;
     let cub = cub_result::<u32>(cub_dir, "segmented-sum", log_n);
-    let same = match (&cub, cpu_ok) {
-        (_, false) => "DIFFERS FROM CPU",
-        (None, true) => "cpu ok, no CUB",
-        (Some(c), true) => {
-            let sampled = sample_indices(n)
-                .iter()
-                .zip(&c.samples)
-                .all(|(&i, &theirs)| ours[i] == theirs);
-            if sampled && checksum(&ours) == c.checksum {
-                "same as CUB"
-            } else {
-                "DIFFERS FROM CUB"
-            }
-        }
-    };
+    let same = verdict_u32(cub.as_ref(), cpu_ok, &ours);
     Row {
         case: "segmented-sum",
         log_n,
@@ -408,6 +394,26 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
         // CUB reads keys instead of flags; measured against the same copy.
         cub_percent: cub.as_ref().map(|c| 100.0 * (bytes / c.ms) / copy_rate),
         same,
+    }
+}
+
+/// The output column of a `u32` row: against the CPU, then CUB's sampled
+/// outputs and checksum.
+fn verdict_u32(cub: Option<&CubResult<u32>>, cpu_ok: bool, ours: &[u32]) -> &'static str {
+    match (cub, cpu_ok) {
+        (_, false) => "DIFFERS FROM CPU",
+        (None, true) => "cpu ok, no CUB",
+        (Some(c), true) => {
+            let sampled = sample_indices(ours.len())
+                .iter()
+                .zip(&c.samples)
+                .all(|(&i, &theirs)| ours[i] == theirs);
+            if sampled && checksum(ours) == c.checksum {
+                "same as CUB"
+            } else {
+                "DIFFERS FROM CUB"
+            }
+        }
     }
 }
 
@@ -505,21 +511,7 @@ fn bench_offsets(
     } else {
         cub_result::<u32>(cub_dir, "segmented-sum", log_n)
     };
-    let same = match (&cub, cpu_ok) {
-        (_, false) => "DIFFERS FROM CPU",
-        (None, true) => "cpu ok, no CUB",
-        (Some(c), true) => {
-            let sampled = sample_indices(n)
-                .iter()
-                .zip(&c.samples)
-                .all(|(&i, &theirs)| ours[i] == theirs);
-            if sampled && checksum(&ours) == c.checksum {
-                "same as CUB"
-            } else {
-                "DIFFERS FROM CUB"
-            }
-        }
-    };
+    let same = verdict_u32(cub.as_ref(), cpu_ok, &ours);
     Row {
         case: if power_law {
             "offsets-power-law"
