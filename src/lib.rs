@@ -99,6 +99,10 @@ pub use scan_core::{
 };
 pub use scan_macros::scan_op;
 pub use scan_runtime;
+/// The `cudarc` this crate was built with: use its `CudaContext`,
+/// `CudaStream` and `CudaSlice` for the buffers you pass, so the versions
+/// always match.
+pub use scan_runtime::cudarc;
 
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
 pub mod prelude {
