@@ -23,19 +23,15 @@
 mod common;
 use common::gpu::*;
 use common::ops::*;
+use common::segmented_paths::*;
 use common::segments::*;
 use common::specs::*;
 use gpu_scan::cudarc::driver::CudaStream;
 use gpu_scan::prelude::*;
-use gpu_scan::scan_runtime::{DeviceOffsets, ScanPath};
+use gpu_scan::scan_runtime::DeviceOffsets;
 use gpu_scan::segmented::{self as cpu_segmented, FlagFormat, InvalidOffsets, Segments};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
-use std::time::Instant;
-
-/// Poisoned elements after every output; a scan that writes past its
-/// output shows there.
-const GUARD: usize = 64;
 
 /// How the offsets of a case are drawn.
 #[derive(Clone, Copy, Debug)]
@@ -124,29 +120,11 @@ fn cases<Op: ScanOp>(big: usize) -> Vec<(usize, Lengths)> {
     ]
 }
 
-const PATHS: [ScanPath; 3] = [
-    ScanPath::Pipelined,
-    ScanPath::SinglePass,
-    ScanPath::ReduceThenScan,
-];
-
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x5555));
     let specs = named_specs(init, &suite_directions());
-    let first_row = rows.len();
-    for path in PATHS {
-        for strategy in SegmentedStrategy::ALL {
-            rows.push(Row {
-                op: Op::NAME,
-                kind: leak(format!("offsets {strategy:?} [{path:?}]")),
-                lengths: 0,
-                elements: 0,
-                failures: Vec::new(),
-                seconds: 0.0,
-            });
-        }
-    }
+    let first_row = path_rows::<Op>("offsets", rows);
     for (c, &(n, lengths)) in cases::<Op>(big).iter().enumerate() {
         let case_seed = seed ^ (n as u64).wrapping_mul(31) ^ (c as u64) << 56;
         let mut rng = Rng64::seed_from_u64(case_seed ^ 0x77);
@@ -182,48 +160,25 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 &mut expected,
             )
             .unwrap();
-            for (q, path) in PATHS.into_iter().enumerate() {
-                for (s, strategy) in SegmentedStrategy::ALL.into_iter().enumerate() {
-                    scanner.set_path(path);
-                    scanner.set_segmented_strategy(strategy);
-                    let row = &mut rows[first_row + q * 2 + s];
-                    let start = Instant::now();
-                    let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
-                    poison(stream, &mut out);
-                    let in_place = (c + k + q + s) % 2 == 1;
-                    // The offsets checked once serve every scan.
-                    let segments = &checked;
-                    let result = if in_place {
-                        let mut view = out.slice_mut(..n);
-                        stream.memcpy_dtod(&d_input, &mut view).unwrap();
-                        scanner.segmented_scan_in_place(stream, *spec, segments, &mut view)
-                    } else {
-                        let mut view = out.slice_mut(..n);
-                        scanner.segmented_scan(stream, *spec, segments, &d_input, &mut view)
-                    };
-                    let got = stream.clone_dtoh(&out).unwrap();
-                    row.seconds += start.elapsed().as_secs_f64();
-                    row.lengths += 1;
-                    row.elements += n;
-                    let what = format!(
-                        "n={n} {} ({} offsets of {} bits) {name}{}",
-                        lengths.label(),
-                        offsets.len(),
-                        if wide { 64 } else { 32 },
-                        if in_place { " in place" } else { "" }
-                    );
-                    if let Err(e) = result {
-                        row.failures.push(format!("{what}: {e}"));
-                        continue;
-                    }
-                    compare::<Op>(&what, n, &got[..n], &expected, &mut row.failures);
-                    if !poisoned(&got[n..]) {
-                        row.failures.push(format!(
-                            "{what}: the guard band after the output was written"
-                        ));
-                    }
-                }
-            }
+            let what = format!(
+                "n={n} {} ({} offsets of {} bits)",
+                lengths.label(),
+                offsets.len(),
+                if wide { 64 } else { 32 }
+            );
+            // The offsets checked once serve every scan.
+            scan_every_path(
+                &mut scanner,
+                stream,
+                rows,
+                first_row,
+                (name, *spec),
+                &what,
+                c + k,
+                &d_input,
+                &expected,
+                || DeviceSegments::from(&checked),
+            );
         }
         drop(checked);
         if stream.clone_dtoh(&d_input).unwrap() != input {

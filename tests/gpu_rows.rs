@@ -21,18 +21,14 @@
 mod common;
 use common::gpu::*;
 use common::ops::*;
+use common::segmented_paths::*;
 use common::specs::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
-use gpu_scan::scan_runtime::{DeviceSegments, ScanPath};
+use gpu_scan::scan_runtime::DeviceSegments;
 use gpu_scan::segmented::{self as cpu_segmented, RowLengthMismatch, Segments};
 use rand::SeedableRng;
 use std::sync::Arc;
-use std::time::Instant;
-
-/// Poisoned elements after every output; a scan that writes past its
-/// output shows there.
-const GUARD: usize = 64;
 
 /// (rows, row length) pairs at every boundary of rows against tiles, and
 /// `big` elements as rows of 16 and of 4096 and as one row.
@@ -63,29 +59,11 @@ fn shapes<Op: ScanOp>(big: usize) -> Vec<(usize, usize)> {
     v
 }
 
-const PATHS: [ScanPath; 3] = [
-    ScanPath::Pipelined,
-    ScanPath::SinglePass,
-    ScanPath::ReduceThenScan,
-];
-
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x4444));
     let specs = named_specs(init, &suite_directions());
-    let first_row = rows.len();
-    for path in PATHS {
-        for strategy in SegmentedStrategy::ALL {
-            rows.push(Row {
-                op: Op::NAME,
-                kind: leak(format!("rows {strategy:?} [{path:?}]")),
-                lengths: 0,
-                elements: 0,
-                failures: Vec::new(),
-                seconds: 0.0,
-            });
-        }
-    }
+    let first_row = path_rows::<Op>("rows", rows);
     for (c, &(count, row_length)) in shapes::<Op>(big).iter().enumerate() {
         let n = count * row_length;
         let case_seed = seed ^ (n as u64).wrapping_mul(31) ^ (c as u64) << 56;
@@ -95,44 +73,18 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
             let mut expected = vec![Op::IDENTITY; n];
             cpu_segmented::par_scan::<Op>(*spec, Segments::rows(row_length), &input, &mut expected)
                 .unwrap();
-            for (q, path) in PATHS.into_iter().enumerate() {
-                for (s, strategy) in SegmentedStrategy::ALL.into_iter().enumerate() {
-                    scanner.set_path(path);
-                    scanner.set_segmented_strategy(strategy);
-                    let row = &mut rows[first_row + q * 2 + s];
-                    let start = Instant::now();
-                    let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
-                    poison(stream, &mut out);
-                    let in_place = (c + k + q + s) % 2 == 1;
-                    let rows_of = DeviceSegments::rows(row_length);
-                    let result = if in_place {
-                        let mut view = out.slice_mut(..n);
-                        stream.memcpy_dtod(&d_input, &mut view).unwrap();
-                        scanner.segmented_scan_in_place(stream, *spec, rows_of, &mut view)
-                    } else {
-                        let mut view = out.slice_mut(..n);
-                        scanner.segmented_scan(stream, *spec, rows_of, &d_input, &mut view)
-                    };
-                    let got = stream.clone_dtoh(&out).unwrap();
-                    row.seconds += start.elapsed().as_secs_f64();
-                    row.lengths += 1;
-                    row.elements += n;
-                    let what = format!(
-                        "{count} rows of {row_length} {name}{}",
-                        if in_place { " in place" } else { "" }
-                    );
-                    if let Err(e) = result {
-                        row.failures.push(format!("{what}: {e}"));
-                        continue;
-                    }
-                    compare::<Op>(&what, n, &got[..n], &expected, &mut row.failures);
-                    if !poisoned(&got[n..]) {
-                        row.failures.push(format!(
-                            "{what}: the guard band after the output was written"
-                        ));
-                    }
-                }
-            }
+            scan_every_path(
+                &mut scanner,
+                stream,
+                rows,
+                first_row,
+                (name, *spec),
+                &format!("{count} rows of {row_length}"),
+                c + k,
+                &d_input,
+                &expected,
+                || DeviceSegments::rows(row_length),
+            );
         }
         if stream.clone_dtoh(&d_input).unwrap() != input {
             rows[first_row].failures.push(format!(

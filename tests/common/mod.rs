@@ -5,5 +5,6 @@ pub mod ir_interp;
 pub mod nvrtc;
 pub mod ops;
 pub mod seed;
+pub mod segmented_paths;
 pub mod segments;
 pub mod specs;
