@@ -99,6 +99,7 @@ pub use scan_core::{
 };
 pub use scan_macros::scan_op;
 pub use scan_runtime;
+pub use scan_runtime::{Arch, DeviceApi};
 /// The `cudarc` this crate was built with: use its `CudaContext`,
 /// `CudaStream` and `CudaSlice` for the buffers you pass, so the versions
 /// always match.

@@ -30,6 +30,17 @@ fn library() {
 
 /// Every kernel's wrapper, as printed from the ABI table, for one operator.
 #[test]
+fn device_api() {
+    // The device API's own templates (its warp and block scans are the
+    // library's, in the library's snapshot).
+    let own = kernels_gen::DEVICE_API
+        .split("#define GPU_SCAN_DEVICE_API\n")
+        .nth(1)
+        .expect("the device API's guard");
+    insta::assert_snapshot!("device_api", own);
+}
+
+#[test]
 fn kernel_wrappers() {
     use gpu_scan::kernels_gen::abi::KernelAbi;
     let wrappers: String = KernelAbi::all().map(|k| k.wrapper("sum_u32")).collect();

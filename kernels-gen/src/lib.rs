@@ -66,12 +66,12 @@ pub use params::{
     auto_block_threads, auto_items_per_thread, column_items_per_thread, columns_tiles,
     nvrtc_cubin_options, nvrtc_options, pipelined_items_per_thread,
     pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
-    pipelined_stages, pipelined_supported, pipelined_tile_items, small_items_per_thread, tile_fits,
-    tile_shared_bytes, tile_status_bytes, Arch, Direction, FlagFormat, GenParams, InvalidParams,
-    ItemsPerThread, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy, COLUMNS_PER_TILE,
-    DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
-    PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT, SYMBOL_PREFIX,
-    TILE_STATUS_STRIDE,
+    pipelined_stages, pipelined_supported, pipelined_tile_items, semantic_nvrtc_options,
+    small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, Arch, Direction,
+    FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentSource, SegmentedKernel,
+    SegmentedStrategy, COLUMNS_PER_TILE, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE,
+    MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE,
+    STATIC_SHARED_LIMIT, SYMBOL_PREFIX, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -82,6 +82,19 @@ use std::fmt::Write;
 /// casts, word-by-word warp shuffles, and the layout formulas of the tile
 /// status and the pipelined pass. Guarded, so it may appear twice.
 pub const PRELUDE: &str = include_str!("prelude.cuh");
+
+/// The warp- and block-level scans (`warp.cuh`, `block.cuh`), guarded:
+/// both the [`LIBRARY`] and the [`DEVICE_API`] hold them.
+macro_rules! block_level {
+    () => {
+        concat!(
+            "#ifndef GPU_SCAN_BLOCK_LEVEL\n#define GPU_SCAN_BLOCK_LEVEL\n",
+            include_str!("templates/warp.cuh"),
+            include_str!("templates/block.cuh"),
+            "#endif  // GPU_SCAN_BLOCK_LEVEL\n",
+        )
+    };
+}
 
 /// The scan library: operator-independent templates in namespace
 /// `gpu_scan`, parameterised by an operator policy (see `shape.cuh` for
@@ -96,8 +109,7 @@ pub const LIBRARY: &str = concat!(
     "\n#ifndef GPU_SCAN_LIBRARY\n#define GPU_SCAN_LIBRARY\n",
     include_str!("templates/direction.cuh"),
     include_str!("templates/shape.cuh"),
-    include_str!("templates/warp.cuh"),
-    include_str!("templates/block.cuh"),
+    block_level!(),
     include_str!("templates/segments.cuh"),
     include_str!("templates/tile.cuh"),
     include_str!("templates/reduce_then_scan.cuh"),
@@ -107,6 +119,34 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/elementwise.cuh"),
     "#endif  // GPU_SCAN_LIBRARY\n",
 );
+
+/// The device API for users' own kernels: the warp and block scans of the
+/// library and `gpu_scan::BlockScan<Op, BlockThreads>` (`device_api.cuh`:
+/// one value or several items per thread, inclusive or exclusive, chunks
+/// with a running prefix), guarded, so that it may appear with the
+/// [`LIBRARY`] or twice. [`device_api_source`] puts an operator in front.
+pub const DEVICE_API: &str = concat!(
+    block_level!(),
+    "#ifndef GPU_SCAN_DEVICE_API\n#define GPU_SCAN_DEVICE_API\n",
+    include_str!("templates/device_api.cuh"),
+    "#endif  // GPU_SCAN_DEVICE_API\n",
+);
+
+/// The device API of operator `op_name` (see [`DEVICE_API`]), whose part
+/// is `operator_part` as in [`program`], with tile shape `layout`: the
+/// [`PRELUDE`], the layout, the operator's policy (struct
+/// `gpu_scan_ops::<op_name>`, [`POLICY_NAMESPACE`]) and the device API,
+/// with no kernel. Users put it in front of their own kernels.
+pub fn device_api_source(op_name: &str, operator_part: &str, layout: &layout::Layout) -> String {
+    let guard = format!("GPU_SCAN_DEVICE_API_OP_{op_name}");
+    let mut out = String::from(PRELUDE);
+    let _ = writeln!(out, "#ifndef {guard}\n#define {guard}");
+    out.push_str(&layout.cuda_declaration(op_name));
+    out.push_str(operator_part);
+    let _ = writeln!(out, "#endif  // {guard}");
+    out.push_str(DEVICE_API);
+    out
+}
 
 /// The complete program of operator `op_name`, whose part (element
 /// declarations and policy: `ScanOp::CUDA_SOURCE`, [`operator_source`]

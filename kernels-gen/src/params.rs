@@ -250,14 +250,26 @@ pub const fn auto_items_per_thread(element_size: usize) -> u32 {
 /// use: the front end has less to parse (about 5% of a pipelined kernel's
 /// compile), and the CUBIN is byte for byte the same.
 pub fn nvrtc_options(arch: Arch) -> Vec<String> {
+    let mut options = semantic_nvrtc_options(arch);
+    options.extend([
+        "--device-as-default-execution-space".to_string(),
+        "--minimal".to_string(),
+    ]);
+    options
+}
+
+/// The NVRTC options generated source needs, for `arch`, and no others: the
+/// virtual architecture, C++17, and IEEE floating point (see
+/// [`nvrtc_options`]). Programs of the device API
+/// ([`device_api_source`](crate::device_api_source)) with users' own
+/// kernels compile with these.
+pub fn semantic_nvrtc_options(arch: Arch) -> Vec<String> {
     vec![
         format!("--gpu-architecture={}", arch.compute_name()),
         "--std=c++17".to_string(),
         "--ftz=false".to_string(),
         "--prec-div=true".to_string(),
         "--prec-sqrt=true".to_string(),
-        "--device-as-default-execution-space".to_string(),
-        "--minimal".to_string(),
     ]
 }
 

@@ -508,13 +508,13 @@ template <class T, int N> __device__ __forceinline__ void scan_assign(T (&to)[N]
 // 24-byte sum of three fields 56). Other architectures are not tuned
 // either: there every single pass asks for one block per SM, so ptxas
 // never caps registers below what a kernel needs.
-constexpr int scan_single_pass_overhead(unsigned long long element_size) {
+__host__ __device__ constexpr int scan_single_pass_overhead(unsigned long long element_size) {
   return element_size <= 4 ? 24 : element_size <= 8 ? 20 : element_size <= 12 ? 28 : 20;
 }
-constexpr int scan_segmented_single_pass_overhead(unsigned long long element_size) {
+__host__ __device__ constexpr int scan_segmented_single_pass_overhead(unsigned long long element_size) {
   return element_size <= 4 ? 24 : element_size <= 8 ? 32 : 0;
 }
-constexpr int scan_single_pass_min_blocks(int threads, int items, unsigned long long element_size, int overhead) {
+__host__ __device__ constexpr int scan_single_pass_min_blocks(int threads, int items, unsigned long long element_size, int overhead) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
   return 1;
 #else
@@ -668,7 +668,7 @@ template <class T> struct scan_tile_status<T, 4> {
 // Its shape and shared memory come with the program's layout (Shape<Op>);
 // what follows are the primitives.
 
-constexpr unsigned scan_round_up(unsigned long long x, unsigned long long to) { return (unsigned)((x + to - 1) / to * to); }
+__host__ __device__ constexpr unsigned scan_round_up(unsigned long long x, unsigned long long to) { return (unsigned)((x + to - 1) / to * to); }
 
 // The dynamic shared memory of every kernel that uses it.
 extern __shared__ __align__(128) unsigned char scan_dynamic_shared[];

@@ -8,6 +8,8 @@
 //! * segmented scans: [`GpuScanner::segmented_scan`] and friends over
 //!   [`DeviceHeadFlags`], flags built by [`HeadFlagBuilder`], rows of a
 //!   fixed length, or segment offsets ([`DeviceOffsets`]).
+//! * [`DeviceApi`]: the operator's warp and block scans as CUDA source, for
+//!   kernels you write and compile yourself.
 //! * [`DiskCache`]: where compiled programs are kept between processes.
 //!
 //! Every failure is a [`ScanError`]; a missing `libcuda` or `libnvrtc` is
@@ -16,6 +18,7 @@
 mod backend;
 pub mod cache;
 mod columns;
+mod device_api;
 mod error;
 mod gpu;
 pub mod jit;
@@ -29,6 +32,7 @@ mod workspace;
 pub use backend::{BackendKind, Scanner};
 pub use cache::{CacheEnvError, DiskCache};
 pub use cudarc;
+pub use device_api::DeviceApi;
 pub use error::{Result, ScanError};
 pub use gpu::{
     device_arch, driver_present, open_device, target_arch, GpuScanner, ScanPath,
@@ -36,7 +40,7 @@ pub use gpu::{
     TARGET_ARCH_ENV,
 };
 pub use kernels::{layout, program_source, ProgramOrigin, ProgramStats};
-pub use kernels_gen::{FlagFormat, SegmentedStrategy};
+pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
 pub use offsets::{DeviceOffset, DeviceOffsets};
 pub use segmented::{
     DeviceHeadFlags, DeviceSegments, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags,

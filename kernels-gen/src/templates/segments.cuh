@@ -387,7 +387,7 @@ __device__ __forceinline__ T block_pair_exclusive_scan(T value, bool flag, bool&
   if constexpr (!Seg::segmented) {
     prefix_flag = false;
     block_flag = false;
-    return block_exclusive_scan<Op>(value, warp_totals, block_total);
+    return block_exclusive_scan<Op, Shape<Op>::warps>(value, warp_totals, block_total);
   } else {
     const unsigned lane = threadIdx.x & 31u;
     const unsigned warp = threadIdx.x >> 5;

@@ -1,0 +1,110 @@
+//! An operator's warp- and block-level scans as CUDA source, for kernels
+//! you write and compile yourself ([`DeviceApi`]).
+
+use kernels_gen::{Arch, POLICY_NAMESPACE};
+use scan_core::ScanOp;
+
+/// The CUDA source of `Op`'s scans for your own kernels: put
+/// [`source`](Self::source) in front of your kernels in one NVRTC program,
+/// compile it with [`nvrtc_options`](Self::nvrtc_options) (the operator's
+/// Rust semantics depend on them), and call, in device code:
+///
+/// * `gpu_scan::warp_inclusive_scan<Op>(v)` and
+///   `gpu_scan::warp_exclusive_scan<Op>(v, total)`: across the 32 lanes of
+///   a warp (all of them call it), no shared memory;
+/// * `gpu_scan::BlockScan<Op, BlockThreads>`: across a one-dimensional
+///   block of `BlockThreads` threads (a multiple of 32 up to 1024), with
+///   [`block_shared_bytes`](Self::block_shared_bytes) of shared memory (its
+///   `TempStorage`): `inclusive(v, total)` and `exclusive(v, total)` for one
+///   value per thread; `inclusive(items, total)` and `exclusive(items,
+///   total)` for `Items` values per thread in the blocked order (thread `t`
+///   holds elements `t·Items … t·Items + Items − 1`); and
+///   `inclusive_chunk(items, running)` / `exclusive_chunk(items, running)`
+///   for loops over chunks of a longer sequence, `running` carrying
+///   everything before the chunk.
+///
+/// `Op` there is the operator's policy, [`policy`](Self::policy)
+/// (`gpu_scan_ops::<name>`), and its element type is `Op::T`: the layout of
+/// your Rust element, so a `CudaSlice<Element>` is a `T*` in the kernel.
+/// The operator combines `x ∘ y` with `x` the earlier element, exactly as
+/// on the CPU. Several operators' sources may go in one program, each once.
+/// Full reference: the comments of `device_api.cuh` in the source.
+///
+/// ```
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::DeviceApi;
+///
+/// #[scan_op(identity = Affine { a: 1.0, b: 0.0 },
+///           op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b })]
+/// #[repr(C)]
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Affine { a: f32, b: f32 }
+///
+/// let api = DeviceApi::of::<Affine>();
+/// assert_eq!(api.policy(), "gpu_scan_ops::affine");
+/// let program = format!(
+///     "{}\ntypedef {} Op;\n\
+///      extern \"C\" __global__ void scan_rows(const Op::T* in, Op::T* out) {{\n\
+///        typedef gpu_scan::BlockScan<Op, 128> Scan;\n\
+///        __shared__ Scan::TempStorage storage;\n\
+///        Op::T total;\n\
+///        const unsigned i = blockIdx.x * 128 + threadIdx.x;\n\
+///        out[i] = Scan(storage).inclusive(in[i], total);\n\
+///      }}\n",
+///     api.source(),
+///     api.policy()
+/// );
+/// assert_eq!(DeviceApi::block_shared_bytes::<Affine>(128), 5 * 8);
+/// // Compile `program` with cudarc's NVRTC and `DeviceApi::nvrtc_options(arch)`,
+/// // load it and launch `scan_rows` with 128 threads per block.
+/// # let _ = program;
+/// ```
+#[derive(Clone, Debug)]
+pub struct DeviceApi {
+    source: String,
+    policy: String,
+}
+
+impl DeviceApi {
+    /// The device API of operator `Op`.
+    pub fn of<Op: ScanOp>() -> Self {
+        DeviceApi {
+            source: kernels_gen::device_api_source(
+                Op::NAME,
+                Op::CUDA_SOURCE,
+                &crate::kernels::layout::<Op>(),
+            ),
+            policy: format!("{POLICY_NAMESPACE}::{}", Op::NAME),
+        }
+    }
+
+    /// The CUDA source to put in front of your kernels: the library's
+    /// prelude (Rust's integer and float semantics), the element's
+    /// declaration, the operator's policy and the warp and block scans.
+    /// Nothing in it is a kernel.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The C++ name of the operator's policy (`gpu_scan_ops::<name>`), the
+    /// `Op` of the templates.
+    pub fn policy(&self) -> &str {
+        &self.policy
+    }
+
+    /// NVRTC options for a program holding [`source`](Self::source), for
+    /// `arch`: its virtual architecture (PTX; change the first option to
+    /// `--gpu-architecture=sm_XX` for a CUBIN), C++17, and IEEE division,
+    /// square roots and denormals, which the operator's Rust semantics
+    /// need. Pass them as cudarc's `CompileOptions::options` and add your
+    /// own.
+    pub fn nvrtc_options(arch: Arch) -> Vec<String> {
+        kernels_gen::semantic_nvrtc_options(arch)
+    }
+
+    /// The shared memory `gpu_scan::BlockScan<Op, block_threads>` takes
+    /// (`sizeof(TempStorage)`): one element per warp and one more.
+    pub fn block_shared_bytes<Op: ScanOp>(block_threads: u32) -> usize {
+        (block_threads as usize / 32 + 1) * std::mem::size_of::<Op::Element>()
+    }
+}
