@@ -23,6 +23,14 @@
 //! assert!(<Affine as ScanOp>::CUDA_SOURCE.contains("struct affine {"));  // its CUDA policy
 //! ```
 //!
+//! ## Features
+//!
+//! `gpu` (on by default): the GPU backend, `GpuScanner`, `Scanner` (the GPU
+//! when usable, else the CPU), `DeviceApi`, and `cudarc`. With
+//! `default-features = false` the crate has no cudarc and no CUDA at run
+//! time: `#[scan_op]` and the CPU backend ([`cpu`], [`segmented`],
+//! [`columns`], [`check_laws`]) work alone.
+//!
 //! ## Writing an operator
 //!
 //! On a `#[repr(C)]` struct with `#[derive(Clone, Copy)]`, the struct is the
@@ -98,12 +106,15 @@ pub use scan_core::{
     Direction, LengthMismatch, ScanElement, ScanKind, ScanOp, ScanSpec,
 };
 pub use scan_macros::scan_op;
+#[cfg(feature = "gpu")]
 pub use scan_runtime;
-pub use scan_runtime::{Arch, DeviceApi};
 /// The `cudarc` this crate was built with: use its `CudaContext`,
 /// `CudaStream` and `CudaSlice` for the buffers you pass, so the versions
 /// always match.
+#[cfg(feature = "gpu")]
 pub use scan_runtime::cudarc;
+#[cfg(feature = "gpu")]
+pub use scan_runtime::{Arch, DeviceApi};
 
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
 pub mod prelude {
@@ -112,6 +123,7 @@ pub mod prelude {
         check_associativity, check_laws, cpu, scan_op, Counterexample, Direction, ScanElement,
         ScanKind, ScanOp, ScanSpec,
     };
+    #[cfg(feature = "gpu")]
     pub use scan_runtime::{
         BackendKind, DeviceHeadFlags, DeviceOffsets, DeviceSegments, GpuScanner, HeadFlagBuilder,
         ScanError, Scanner, SegmentedStrategy,
@@ -123,10 +135,37 @@ pub mod prelude {
 pub mod __private {
     pub use kernels_gen;
     pub use scan_core::{concat_const, const_str, laws, semantics, ScanElement, ScanOp};
+    #[cfg(feature = "gpu")]
     pub use scan_runtime::cudarc;
+
+    /// `#[scan_op]` on an element struct implements cudarc's `DeviceRepr`
+    /// and `ValidAsZeroBits` for it through this macro; without the `gpu`
+    /// feature there is no cudarc, and it expands to nothing.
+    pub use crate::__scan_device_repr as device_repr;
+}
+
+#[cfg(feature = "gpu")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __scan_device_repr {
+    ($element:ty) => {
+        // SAFETY: `#[scan_op]` accepted the struct: `#[repr(C)]`, `Copy`,
+        // its fields primitives, arrays of them or other such structs: plain
+        // data with the layout of the C struct the kernels read and write,
+        // and all-zero bits valid for each field.
+        unsafe impl $crate::__private::cudarc::driver::DeviceRepr for $element {}
+        unsafe impl $crate::__private::cudarc::driver::ValidAsZeroBits for $element {}
+    };
+}
+
+#[cfg(not(feature = "gpu"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __scan_device_repr {
+    ($element:ty) => {};
 }
 
 /// The README's example, compiled and run as a doctest.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "gpu"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -12,6 +12,7 @@
 //!   orders of positive terms are within n·u of the exact sum, Higham), and
 //!   float products of values in [0.999, 1.001] over at most 2^12 elements
 //!   within 2·n·u relative as well.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::{open_gpu, poison};

@@ -11,6 +11,7 @@
 //!   the CPU's scan of the same pieces. The operators are non-commutative
 //!   (integer affine maps and "keep the right one", bit for bit; 2×2 float
 //!   matrices within `Mat2`'s tolerance, see `tests/gpu_suite.rs`).
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 

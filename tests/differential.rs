@@ -15,6 +15,7 @@
 //!   (`Transcendental`'s tolerance says why).
 //!
 //! The seed is printed; `DIFFERENTIAL_SEED` replays a run.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 #[path = "common/differential.rs"]

@@ -24,6 +24,7 @@
 //! standing in for `== 0`, `(i8 as u32) as f64` converted as a signed byte,
 //! `x.abs() > -1.0` taken as true for NaN, and float arithmetic on two
 //! constants folded without rounding to `f32`.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 

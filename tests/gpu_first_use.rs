@@ -4,6 +4,7 @@
 //! instead of failing every later process. Each step runs in a fresh child
 //! process (this binary's ignored worker test), so that nothing comes from
 //! the in-memory cache.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::open_gpu;

@@ -18,6 +18,7 @@
 //!   equals that of an old, longer scan over other data is still right.
 //!
 //! `AffineU32` is not commutative and exact: results compare bit for bit.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::*;

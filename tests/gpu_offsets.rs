@@ -19,6 +19,7 @@
 //! refused by `DeviceOffsets::check` with the CPU's error, and offsets
 //! checked for another length by the scan, which writes nothing. Without a
 //! GPU it prints one line and passes.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::*;

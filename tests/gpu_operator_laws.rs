@@ -6,6 +6,7 @@
 //! next ordinary one is. The check is on by default in debug builds only;
 //! these tests turn it on with `set_law_checks(true)` so that the release
 //! builds the device runs use exercise it too.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::*;

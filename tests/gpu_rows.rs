@@ -17,6 +17,7 @@
 //! `tests/gpu_suite.rs`. A row length of 0 or one that does not divide the
 //! length is refused with `ScanError::RowLength` and writes nothing.
 //! Without a GPU it prints one line and passes.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::*;

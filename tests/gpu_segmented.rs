@@ -10,6 +10,7 @@
 //! backend (`gpu_scan::segmented`), under the tolerances justified in
 //! `tests/gpu_suite.rs`. Then the GPU flag builders are compared with the
 //! CPU ones. Without a GPU it prints one line and passes.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::*;

@@ -24,6 +24,7 @@
 //!   0, ±1), closed under products, so every result is exact and compared
 //!   bit for bit: the test is about order, which D4 exposes (it is not
 //!   commutative).
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::*;

@@ -11,6 +11,7 @@
 //! `nvidia-cuda-nvrtc==13.0.88`, `nvidia-cuda-nvcc==13.0.88`) and sets
 //! `SCAN_REQUIRE_NVRTC=1`, under which their absence is a failure. Without
 //! it, a plain `cargo test` skips with one line.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::nvrtc::{assemble, compile_program, parse_ptxas, tools_available, KernelReport};

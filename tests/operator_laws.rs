@@ -3,6 +3,7 @@
 //! check never rejects a good operator there), broken ones are caught with
 //! their values, and `Scanner` refuses the first call of a broken operator
 //! in debug builds without producing an answer.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::gpu::{random_input, Case};

@@ -4,6 +4,7 @@
 //!
 //! Tests that compile need libnvrtc (scripts/test provides it and sets
 //! SCAN_REQUIRE_NVRTC=1; without it they skip with one line).
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::ops::*;

@@ -3,6 +3,7 @@
 //! (its policy and kernel wrappers, tens of lines) has one snapshot per test
 //! operator; the prelude and the library of templates each have one, so a
 //! template change shows up once.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
 use common::ops::*;

@@ -194,9 +194,8 @@ fn element_impls(
                 #(#lanes)*
             }
         }
-        // SAFETY: plain data of primitive fields (see above); all-zero bits are valid for each.
-        unsafe impl #private::cudarc::driver::DeviceRepr for #ident {}
-        unsafe impl #private::cudarc::driver::ValidAsZeroBits for #ident {}
+        // cudarc's `DeviceRepr` and `ValidAsZeroBits` (with the `gpu` feature).
+        #private::device_repr!(#ident);
     }
 }
 

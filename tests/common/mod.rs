@@ -1,3 +1,4 @@
+#[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod host_cuda;
 pub mod ir_gen;
@@ -5,6 +6,7 @@ pub mod ir_interp;
 pub mod nvrtc;
 pub mod ops;
 pub mod seed;
+#[cfg(feature = "gpu")]
 pub mod segmented_paths;
 pub mod segments;
 pub mod specs;

@@ -2,8 +2,8 @@
 //! it with `ptxas -v`, and reading ptxas's per-function report.
 #![allow(dead_code)]
 
+use cudarc::nvrtc;
 use gpu_scan::kernels_gen::Arch;
-use gpu_scan::scan_runtime::cudarc::nvrtc;
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -1,5 +1,6 @@
 //! Seeds of the randomised tests: from an environment variable, to replay a
 //! run, or from the clock.
+#![allow(dead_code)] // unused where the GPU tests are left out
 
 /// The value of the variable `var` (which must then be a `u64`), or the
 /// clock's nanoseconds.
