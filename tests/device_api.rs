@@ -27,7 +27,8 @@ use std::sync::Arc;
 
 /// Test kernels over `Op`, the operator's policy (typedef'd by [`program`]).
 /// Each writes the inclusive and the exclusive scan of its pieces and each
-/// piece's total:
+/// piece's total, forward and, as `<name>_reverse`, from the end of each
+/// piece (suffix scans):
 /// * `warp_scans`: pieces of 32 (one warp each), one value per lane;
 /// * `block_values_1024`: pieces of 1024, `BlockScan<Op, 1024>`, one value
 ///   per thread (32 warps: warp 0 scans 32 warp totals);
@@ -35,16 +36,20 @@ use std::sync::Arc;
 ///   thread (an odd number of warps and of items);
 /// * `chunks_96x3`, `chunks_32x1`: one block per row of `row_length`
 ///   elements, looping over chunks of 288 (32) elements with a running
-///   prefix; the totals are the rows'.
+///   prefix (from the last chunk, in reverse); the totals are the rows'.
+///
+/// The inclusive and the exclusive scans use the same storage one after
+/// the other, and their totals are both checked.
 const TEST_KERNELS: &str = r#"
 typedef Op::T T;
 
-extern "C" __global__ void warp_scans(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long n) {
+template <bool Reverse>
+__device__ __forceinline__ void run_warp_scans(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long n) {
   const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
   const T v = i < n ? in[i] : Op::identity();
-  const T incl = gpu_scan::warp_inclusive_scan<Op>(v);
   T total;
-  const T excl = gpu_scan::warp_exclusive_scan<Op>(v, total);
+  const T incl = Reverse ? gpu_scan::warp_inclusive_reverse_scan<Op>(v) : gpu_scan::warp_inclusive_scan<Op>(v);
+  const T excl = Reverse ? gpu_scan::warp_exclusive_reverse_scan<Op>(v, total) : gpu_scan::warp_exclusive_scan<Op>(v, total);
   if (i < n) {
     inclusive[i] = incl;
     exclusive[i] = excl;
@@ -52,14 +57,15 @@ extern "C" __global__ void warp_scans(const T* in, T* inclusive, T* exclusive, T
   }
 }
 
-extern "C" __global__ void __launch_bounds__(1024) block_values_1024(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long n) {
+template <bool Reverse>
+__device__ __forceinline__ void run_block_values_1024(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long n) {
   typedef gpu_scan::BlockScan<Op, 1024> Scan;
   __shared__ Scan::TempStorage storage;
   const unsigned long long i = blockIdx.x * 1024ull + threadIdx.x;
   const T v = i < n ? in[i] : Op::identity();
   T total, total_again;
-  const T incl = Scan(storage).inclusive(v, total);
-  const T excl = Scan(storage).exclusive(v, total_again);  // the same storage, right after
+  const T incl = Reverse ? Scan(storage).inclusive_reverse(v, total) : Scan(storage).inclusive(v, total);
+  const T excl = Reverse ? Scan(storage).exclusive_reverse(v, total_again) : Scan(storage).exclusive(v, total_again);
   if (i < n) {
     inclusive[i] = incl;
     exclusive[i] = excl;
@@ -68,7 +74,8 @@ extern "C" __global__ void __launch_bounds__(1024) block_values_1024(const T* in
   if (threadIdx.x == 1023 && blockIdx.x * 1024ull < n) totals[gridDim.x + blockIdx.x] = total_again;
 }
 
-extern "C" __global__ void __launch_bounds__(160, 1) block_items_160x5(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long n) {
+template <bool Reverse>
+__device__ __forceinline__ void run_block_items_160x5(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long n) {
   typedef gpu_scan::BlockScan<Op, 160> Scan;
   __shared__ Scan::TempStorage storage;
   const unsigned long long first = blockIdx.x * 800ull + threadIdx.x * 5u;
@@ -76,8 +83,13 @@ extern "C" __global__ void __launch_bounds__(160, 1) block_items_160x5(const T* 
 #pragma unroll
   for (int k = 0; k < 5; ++k) incl[k] = excl[k] = first + k < n ? in[first + k] : Op::identity();
   T total, total_again;
-  Scan(storage).inclusive(incl, total);
-  Scan(storage).exclusive(excl, total_again);
+  if (Reverse) {
+    Scan(storage).inclusive_reverse(incl, total);
+    Scan(storage).exclusive_reverse(excl, total_again);
+  } else {
+    Scan(storage).inclusive(incl, total);
+    Scan(storage).exclusive(excl, total_again);
+  }
 #pragma unroll
   for (int k = 0; k < 5; ++k) {
     if (first + k < n) {
@@ -89,19 +101,27 @@ extern "C" __global__ void __launch_bounds__(160, 1) block_items_160x5(const T* 
   if (threadIdx.x == 159 && blockIdx.x * 800ull < n) totals[gridDim.x + blockIdx.x] = total_again;
 }
 
-template <int Threads, int Items>
+template <int Threads, int Items, bool Reverse>
 __device__ __forceinline__ void chunks(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long row_length) {
   typedef gpu_scan::BlockScan<Op, Threads> Scan;
   __shared__ typename Scan::TempStorage storage;
+  constexpr unsigned long long chunk = Threads * Items;
   const unsigned long long row = blockIdx.x * row_length;
+  const unsigned long long chunks = (row_length + chunk - 1) / chunk;
   T running_incl = Op::identity(), running_excl = Op::identity();
-  for (unsigned long long base = 0; base < row_length; base += Threads * Items) {
+  for (unsigned long long c = 0; c < chunks; ++c) {
+    const unsigned long long base = (Reverse ? chunks - 1 - c : c) * chunk;
     const unsigned long long first = base + threadIdx.x * Items;
     T incl[Items], excl[Items];
 #pragma unroll
     for (int k = 0; k < Items; ++k) incl[k] = excl[k] = first + k < row_length ? in[row + first + k] : Op::identity();
-    Scan(storage).inclusive_chunk(incl, running_incl);
-    Scan(storage).exclusive_chunk(excl, running_excl);
+    if (Reverse) {
+      Scan(storage).inclusive_reverse_chunk(incl, running_incl);
+      Scan(storage).exclusive_reverse_chunk(excl, running_excl);
+    } else {
+      Scan(storage).inclusive_chunk(incl, running_incl);
+      Scan(storage).exclusive_chunk(excl, running_excl);
+    }
 #pragma unroll
     for (int k = 0; k < Items; ++k) {
       if (first + k < row_length) {
@@ -114,15 +134,32 @@ __device__ __forceinline__ void chunks(const T* in, T* inclusive, T* exclusive, 
   if (threadIdx.x == Threads - 1) totals[gridDim.x + blockIdx.x] = running_excl;
 }
 
-extern "C" __global__ void __launch_bounds__(96) chunks_96x3(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long row_length) {
-  chunks<96, 3>(in, inclusive, exclusive, totals, row_length);
+template <bool Reverse>
+__device__ __forceinline__ void run_chunks_96x3(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long row_length) {
+  chunks<96, 3, Reverse>(in, inclusive, exclusive, totals, row_length);
+}
+template <bool Reverse>
+__device__ __forceinline__ void run_chunks_32x1(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long row_length) {
+  chunks<32, 1, Reverse>(in, inclusive, exclusive, totals, row_length);
 }
 
-extern "C" __global__ void __launch_bounds__(32) chunks_32x1(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long row_length) {
-  chunks<32, 1>(in, inclusive, exclusive, totals, row_length);
-}
+// Kernel `name` (forward) and `name_reverse`, each calling run_name.
+#define TEST_KERNEL(name, bounds)                                                                                   \
+  extern "C" __global__ void bounds name(const T* in, T* inclusive, T* exclusive, T* totals, unsigned long long n) { \
+    run_##name<false>(in, inclusive, exclusive, totals, n);                                                         \
+  }                                                                                                                 \
+  extern "C" __global__ void bounds name##_reverse(const T* in, T* inclusive, T* exclusive, T* totals,              \
+                                                   unsigned long long n) {                                          \
+    run_##name<true>(in, inclusive, exclusive, totals, n);                                                          \
+  }
+TEST_KERNEL(warp_scans, )
+TEST_KERNEL(block_values_1024, __launch_bounds__(1024))
+TEST_KERNEL(block_items_160x5, __launch_bounds__(160, 1))
+TEST_KERNEL(chunks_96x3, __launch_bounds__(96))
+TEST_KERNEL(chunks_32x1, __launch_bounds__(32))
 "#;
 
+/// The test kernels, each also as `<name>_reverse`.
 const KERNELS: [&str; 5] = [
     "warp_scans",
     "block_values_1024",
@@ -130,6 +167,14 @@ const KERNELS: [&str; 5] = [
     "chunks_96x3",
     "chunks_32x1",
 ];
+
+/// Every kernel's symbol, in both directions.
+fn symbols() -> Vec<String> {
+    KERNELS
+        .iter()
+        .flat_map(|k| [k.to_string(), format!("{k}_reverse")])
+        .collect()
+}
 
 /// `Op`'s device API, its policy typedef'd as `Op`, and the test kernels.
 fn program<Op: ScanOp>() -> String {
@@ -143,7 +188,7 @@ fn program<Op: ScanOp>() -> String {
 
 fn compile_for<Op: ScanOp>(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     let label = format!("device_api:{}:{}", Op::NAME, arch.sm_name());
-    let symbols: Vec<String> = KERNELS.iter().map(|k| k.to_string()).collect();
+    let symbols = symbols();
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
     if let Some(ptx) = compile_program(
         &label,
@@ -194,7 +239,7 @@ fn device_api_compiles_for_every_architecture_without_spills() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(kernels, Arch::CUDA_13.len() * ops.len() * KERNELS.len());
+    assert_eq!(kernels, Arch::CUDA_13.len() * ops.len() * 2 * KERNELS.len());
 }
 
 /// The example's kernel (`examples/selective_scan.rs`), for its program.
@@ -295,17 +340,33 @@ struct PieceScans<E> {
 }
 
 /// The CPU's inclusive and exclusive scans of `input` cut into pieces of
-/// `piece` elements (the last may be shorter), and the pieces' totals.
-fn piece_scans<Op: ScanOp>(input: &[Op::Element], piece: usize) -> PieceScans<Op::Element> {
-    let mut inclusive = Vec::with_capacity(input.len());
-    let mut exclusive = Vec::with_capacity(input.len());
+/// `piece` elements (the last may be shorter), from each piece's end where
+/// `reverse` (element i: x_i ∘ … ∘ x_last, or x_(i+1) ∘ … ∘ x_last), and the
+/// pieces' totals.
+fn piece_scans<Op: ScanOp>(
+    input: &[Op::Element],
+    piece: usize,
+    reverse: bool,
+) -> PieceScans<Op::Element> {
+    let mut inclusive = vec![Op::IDENTITY; input.len()];
+    let mut exclusive = vec![Op::IDENTITY; input.len()];
     let mut totals = Vec::new();
-    for chunk in input.chunks(piece.max(1)) {
+    for (c, chunk) in input.chunks(piece.max(1)).enumerate() {
+        let base = c * piece.max(1);
         let mut running = Op::IDENTITY;
-        for &x in chunk {
-            exclusive.push(running);
-            running = Op::combine(running, x);
-            inclusive.push(running);
+        let order: Box<dyn Iterator<Item = usize>> = if reverse {
+            Box::new((0..chunk.len()).rev())
+        } else {
+            Box::new(0..chunk.len())
+        };
+        for i in order {
+            exclusive[base + i] = running;
+            running = if reverse {
+                Op::combine(chunk[i], running)
+            } else {
+                Op::combine(running, chunk[i])
+            };
+            inclusive[base + i] = running;
         }
         totals.push(running);
     }
@@ -412,8 +473,13 @@ fn run_op<Op: Case>(ctx: &Arc<CudaContext>, seed: u64, failures: &mut Vec<String
     let module = ctx.load_module(ptx).expect("load the test module");
     let stream = ctx.default_stream();
     let mut cases = 0;
-    for launch in &LAUNCHES {
-        let function: CudaFunction = module.load_function(launch.kernel).expect("kernel");
+    for (launch, reverse) in LAUNCHES.iter().flat_map(|l| [(l, false), (l, true)]) {
+        let symbol = if reverse {
+            format!("{}_reverse", launch.kernel)
+        } else {
+            launch.kernel.to_string()
+        };
+        let function: CudaFunction = module.load_function(&symbol).expect("kernel");
         let shapes: Vec<(usize, usize)> = if launch.rows {
             ROWS.to_vec()
         } else {
@@ -432,7 +498,7 @@ fn run_op<Op: Case>(ctx: &Arc<CudaContext>, seed: u64, failures: &mut Vec<String
                 inclusive: want_incl,
                 exclusive: want_excl,
                 totals: mut want_totals,
-            } = piece_scans::<Op>(&input, piece);
+            } = piece_scans::<Op>(&input, piece, reverse);
             // Empty rows have a total too: the identity.
             want_totals.resize(blocks, Op::IDENTITY);
             // Exclusive totals go after the inclusive ones (but for the warp

@@ -471,6 +471,17 @@ template <class T> __device__ __forceinline__ T scan_shfl_up(const T& value, uns
   return result;
 }
 
+template <class T> __device__ __forceinline__ T scan_shfl_down(const T& value, unsigned delta) {
+  constexpr int words = (sizeof(T) + 3) / 4;
+  unsigned buffer[words] = {};
+  memcpy(buffer, &value, sizeof(T));
+#pragma unroll
+  for (int w = 0; w < words; ++w) buffer[w] = __shfl_down_sync(0xffffffffu, buffer[w], delta);
+  T result;
+  memcpy(&result, buffer, sizeof(T));
+  return result;
+}
+
 template <class T> __device__ __forceinline__ T scan_shfl_idx(const T& value, int source_lane) {
   constexpr int words = (sizeof(T) + 3) / 4;
   unsigned buffer[words] = {};

@@ -10,8 +10,10 @@ use scan_core::ScanOp;
 /// Rust semantics depend on them), and call, in device code:
 ///
 /// * `gpu_scan::warp_inclusive_scan<Op>(v)` and
-///   `gpu_scan::warp_exclusive_scan<Op>(v, total)`: across the 32 lanes of
-///   a warp (all of them call it), no shared memory;
+///   `gpu_scan::warp_exclusive_scan<Op>(v, total)`, and their reverse
+///   (suffix) twins `warp_inclusive_reverse_scan` and
+///   `warp_exclusive_reverse_scan`: across the 32 lanes of a warp (all of
+///   them call it), no shared memory;
 /// * `gpu_scan::BlockScan<Op, BlockThreads>`: across a one-dimensional
 ///   block of `BlockThreads` threads (a multiple of 32 up to 1024), with
 ///   [`block_shared_bytes`](Self::block_shared_bytes) of shared memory (its
@@ -21,7 +23,11 @@ use scan_core::ScanOp;
 ///   holds elements `t·Items … t·Items + Items − 1`); and
 ///   `inclusive_chunk(items, running)` / `exclusive_chunk(items, running)`
 ///   for loops over chunks of a longer sequence, `running` carrying
-///   everything before the chunk.
+///   everything before the chunk. Each has a reverse (suffix) twin,
+///   `…_reverse` (`inclusive_reverse_chunk` and `exclusive_reverse_chunk`
+///   for chunks walked from the end, `running` carrying everything after
+///   the chunk): element `k` gets `x_k ∘ … ∘ x_last`, the operator's order
+///   kept.
 ///
 /// `Op` there is the operator's policy, [`policy`](Self::policy)
 /// (`gpu_scan_ops::<name>`), and its element type is `Op::T`: the layout of
