@@ -460,37 +460,28 @@ template <class To, class From> __device__ __forceinline__ To scan_cast(From v) 
 
 // Warp shuffle of any trivially copyable type, one 32-bit word at a time;
 // elements whose size is not a multiple of 4 travel in a zero-padded buffer.
-template <class T> __device__ __forceinline__ T scan_shfl_up(const T& value, unsigned delta) {
+// `shuffle` moves one word (all 32 lanes call it).
+template <class T, class Shuffle> __device__ __forceinline__ T scan_shfl_words(const T& value, Shuffle shuffle) {
   constexpr int words = (sizeof(T) + 3) / 4;
   unsigned buffer[words] = {};
   memcpy(buffer, &value, sizeof(T));
 #pragma unroll
-  for (int w = 0; w < words; ++w) buffer[w] = __shfl_up_sync(0xffffffffu, buffer[w], delta);
+  for (int w = 0; w < words; ++w) buffer[w] = shuffle(buffer[w]);
   T result;
   memcpy(&result, buffer, sizeof(T));
   return result;
+}
+
+template <class T> __device__ __forceinline__ T scan_shfl_up(const T& value, unsigned delta) {
+  return scan_shfl_words(value, [delta](unsigned word) { return __shfl_up_sync(0xffffffffu, word, delta); });
 }
 
 template <class T> __device__ __forceinline__ T scan_shfl_down(const T& value, unsigned delta) {
-  constexpr int words = (sizeof(T) + 3) / 4;
-  unsigned buffer[words] = {};
-  memcpy(buffer, &value, sizeof(T));
-#pragma unroll
-  for (int w = 0; w < words; ++w) buffer[w] = __shfl_down_sync(0xffffffffu, buffer[w], delta);
-  T result;
-  memcpy(&result, buffer, sizeof(T));
-  return result;
+  return scan_shfl_words(value, [delta](unsigned word) { return __shfl_down_sync(0xffffffffu, word, delta); });
 }
 
 template <class T> __device__ __forceinline__ T scan_shfl_idx(const T& value, int source_lane) {
-  constexpr int words = (sizeof(T) + 3) / 4;
-  unsigned buffer[words] = {};
-  memcpy(buffer, &value, sizeof(T));
-#pragma unroll
-  for (int w = 0; w < words; ++w) buffer[w] = __shfl_sync(0xffffffffu, buffer[w], source_lane);
-  T result;
-  memcpy(&result, buffer, sizeof(T));
-  return result;
+  return scan_shfl_words(value, [source_lane](unsigned word) { return __shfl_sync(0xffffffffu, word, source_lane); });
 }
 
 // Stores one field into another; array fields are copied element by element
