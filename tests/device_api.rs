@@ -319,6 +319,63 @@ fn several_operators_share_one_program() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Two different operators with the same name, from two modules.
+mod first {
+    use gpu_scan::scan_op;
+    #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    pub struct Same;
+}
+mod second {
+    use gpu_scan::scan_op;
+    #[scan_op(element = u32, identity = 0, op = |a, b| a ^ b)]
+    pub struct Same;
+}
+
+#[test]
+fn two_operators_of_one_name_in_one_program_are_a_compile_error() {
+    if !tools_available() {
+        return;
+    }
+    assert_eq!(
+        <first::Same as ScanOp>::NAME,
+        <second::Same as ScanOp>::NAME
+    );
+    let kernel = "extern \"C\" __global__ void k(unsigned* a) { a[threadIdx.x] = gpu_scan::warp_inclusive_scan<gpu_scan_ops::same>(a[threadIdx.x]); }\n";
+    // One of them (twice) compiles; both do not, rather than one of them
+    // standing in for the other.
+    let once = format!(
+        "{}{}{kernel}",
+        DeviceApi::of::<first::Same>().source(),
+        DeviceApi::of::<first::Same>().source()
+    );
+    let both = format!(
+        "{}{}{kernel}",
+        DeviceApi::of::<first::Same>().source(),
+        DeviceApi::of::<second::Same>().source()
+    );
+    let mut failures = Vec::new();
+    let options = DeviceApi::nvrtc_options(Arch::SM_90);
+    compile_program(
+        "device_api:same_twice",
+        &once,
+        options.clone(),
+        &["k".to_string()],
+        &mut failures,
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    compile_program(
+        "device_api:same_names",
+        &both,
+        options,
+        &["k".to_string()],
+        &mut failures,
+    );
+    assert!(
+        failures.len() == 1 && failures[0].contains("has already been defined"),
+        "two operators named `same` must not compile: {failures:?}"
+    );
+}
+
 #[test]
 fn the_block_scan_storage_size_is_one_element_per_warp_and_one() {
     assert_eq!(DeviceApi::block_shared_bytes::<AffineU32>(256), 9 * 8);

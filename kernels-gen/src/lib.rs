@@ -138,11 +138,18 @@ pub const DEVICE_API: &str = concat!(
 /// `gpu_scan_ops::<op_name>`, [`POLICY_NAMESPACE`]) and the device API,
 /// with no kernel. Users put it in front of their own kernels.
 pub fn device_api_source(op_name: &str, operator_part: &str, layout: &layout::Layout) -> String {
-    let guard = format!("GPU_SCAN_DEVICE_API_OP_{op_name}");
+    use std::hash::{Hash, Hasher};
+    let declarations = layout.cuda_declaration(op_name) + operator_part;
+    // The guard names the text, not only the operator: the same operator's
+    // part twice is skipped, while two different operators of the same name
+    // (from two modules) are a redefinition NVRTC reports, never one of
+    // them silently standing in for the other.
+    let mut hasher = std::hash::DefaultHasher::new();
+    declarations.hash(&mut hasher);
+    let guard = format!("GPU_SCAN_DEVICE_API_OP_{op_name}_{:016x}", hasher.finish());
     let mut out = String::from(PRELUDE);
     let _ = writeln!(out, "#ifndef {guard}\n#define {guard}");
-    out.push_str(&layout.cuda_declaration(op_name));
-    out.push_str(operator_part);
+    out.push_str(&declarations);
     let _ = writeln!(out, "#endif  // {guard}");
     out.push_str(DEVICE_API);
     out

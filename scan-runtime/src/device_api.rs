@@ -33,7 +33,9 @@ use scan_core::ScanOp;
 /// (`gpu_scan_ops::<name>`), and its element type is `Op::T`: the layout of
 /// your Rust element, so a `CudaSlice<Element>` is a `T*` in the kernel.
 /// The operator combines `x ∘ y` with `x` the earlier element, exactly as
-/// on the CPU. Several operators' sources may go in one program, each once.
+/// on the CPU. Several operators' sources may go in one program, the same
+/// one more than once; two different operators of the same name (from two
+/// modules) in one program are a compile error there, so rename one.
 /// Full reference: the comments of `device_api.cuh` in the source.
 ///
 /// ```
