@@ -813,7 +813,7 @@ fn small_inputs(stream: &Arc<CudaStream>) {
             (
                 "default",
                 ScanPath::Auto,
-                gpu_scan::scan_runtime::DEFAULT_SMALL_TILE_LIMIT,
+                gpu_scan::Tuning::default().small_tile_limit,
             ),
         ] {
             scanner.set_path(path);

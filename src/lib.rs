@@ -114,7 +114,7 @@ pub use scan_runtime;
 #[cfg(feature = "gpu")]
 pub use scan_runtime::cudarc;
 #[cfg(feature = "gpu")]
-pub use scan_runtime::{Arch, DeviceApi};
+pub use scan_runtime::{Arch, DeviceApi, ScanPath, Tuning};
 
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
 pub mod prelude {

@@ -217,7 +217,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
             .failures
             .push("flags for n - 7 elements were taken for n, or the output was written".into());
     }
-    scanner.set_segmented_strategy(gpu_scan::scan_runtime::DEFAULT_SEGMENTED_STRATEGY);
+    scanner.set_segmented_strategy(gpu_scan::Tuning::default().segmented_strategy);
 }
 
 /// The GPU flag builders against the CPU ones, on every pattern, with

@@ -32,7 +32,8 @@ use common::ops::*;
 use common::specs::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
-use gpu_scan::scan_runtime::{ScanPath, DEFAULT_SMALL_TILE_LIMIT};
+use gpu_scan::scan_runtime::ScanPath;
+use gpu_scan::Tuning;
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
@@ -273,11 +274,11 @@ fn lengths_for<Op: ScanOp>(big: usize) -> Vec<usize> {
         t,
         t + 1,
         3 * t + 17,
-        // Small tiles (the single pass up to DEFAULT_SMALL_TILE_LIMIT): a
+        // Small tiles (the single pass up to the default small-tile limit): a
         // look-back window of 32 of them and one more, and the switch.
         33 * small + 1,
-        DEFAULT_SMALL_TILE_LIMIT,
-        DEFAULT_SMALL_TILE_LIMIT + 1,
+        Tuning::default().small_tile_limit,
+        Tuning::default().small_tile_limit + 1,
         1000 * t - 1,
         1000 * t + 1,
         1000 * p - 1,

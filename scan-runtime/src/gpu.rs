@@ -8,12 +8,13 @@ use crate::kernels::{
 };
 use crate::launch;
 use crate::laws::LawCheck;
+use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, Workspace};
 use cudarc::driver::{
     CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use kernels_gen::abi::KernelAbi;
-use kernels_gen::{Arch, Kernel, SegmentedStrategy};
+use kernels_gen::{Arch, Kernel};
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -181,12 +182,10 @@ pub struct GpuScanner<Op: ScanOp> {
     kernels: HashMap<KernelAbi, Arc<LoadedKernel>>,
     stats: ProgramStats,
     pub(crate) disk: DiskCache,
-    pub(crate) strategy: SegmentedStrategy,
     /// Scratch, one workspace per stream (keyed by [`stream_key`]).
     workspaces: HashMap<usize, Workspace<Op::Element>>,
     pub(crate) workspace_allocations: usize,
-    path: ScanPath,
-    small_tile_limit: usize,
+    pub(crate) tuning: Tuning,
     pub(crate) law_check: LawCheck,
     /// Column-scan blocks resident on the device at once (measured at the
     /// first column scan): where a matrix has this many strips of 32
@@ -197,11 +196,11 @@ pub struct GpuScanner<Op: ScanOp> {
 
 /// How a scan of more than one tile runs on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ScanPath {
     /// The path the library considers fastest for the input: the
-    /// pipelined single pass for inputs of at least
-    /// [`PIPELINED_AUTO_MIN_BYTES`] whose elements pack with their status
-    /// (at most 12 bytes), otherwise the single pass with look-back. Both
+    /// pipelined single pass for inputs of at least 2 MiB whose elements
+    /// pack with their status (at most 12 bytes), otherwise the single pass with look-back. Both
     /// single passes beat reduce-then-scan's three launches on the H200 at
     /// every size; BENCHMARKS.md has the numbers. Segmented scans over
     /// offsets of short segments (a segment per fewer than 64 elements on
@@ -232,22 +231,13 @@ pub enum ScanPath {
     ReduceThenScan,
 }
 
-/// Inputs of at most this many elements take the single pass over small
-/// tiles (a quarter of the items per thread) unless
-/// [`GpuScanner::set_small_tile_limit`] says otherwise. On the H200 (u32
-/// sum) small tiles gained a little at 2^14 (6.5 against 6.8 µs), nothing
-/// at 2^16 and lost above (7.7 against 7.0 µs at 2^17): short scans are
-/// bound by launch latency (a one-block scan of 4096 elements takes 5.5 µs
-/// and a 256 KiB copy 6.0 µs, timed the same way).
-pub const DEFAULT_SMALL_TILE_LIMIT: usize = 1 << 15;
-
 /// On [`ScanPath::Auto`], inputs of at least this many bytes take the
 /// pipelined single pass (where it can run); shorter ones the single pass
 /// with look-back. Measured on the H200 (`u32` sum, CUDA events around each
 /// call): the pipelined pass takes 7.8 µs at 2^14-2^16 elements against
 /// 7.1 µs, ties at 2^18 (8.1 against 8.0 µs) and wins from 2^20 on (9.2
 /// against 10.1 µs; 41 against 53 µs at 2^24).
-pub const PIPELINED_AUTO_MIN_BYTES: usize = 2 << 20;
+pub(crate) const PIPELINED_AUTO_MIN_BYTES: usize = 2 << 20;
 
 /// The concrete path for a scan of more than one tile.
 pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
@@ -292,9 +282,6 @@ pub(crate) fn single_pass_tiles_for<Op: ScanOp>(n: usize, path: ScanPath) -> usi
 /// Elements the pass over tile totals and the grid can handle (grid.x < 2^31).
 pub(crate) const MAX_TILES: usize = i32::MAX as usize;
 
-/// The segmented strategy a new scanner uses (the faster one on the H200).
-pub const DEFAULT_SEGMENTED_STRATEGY: SegmentedStrategy = SegmentedStrategy::ConditionalIndexing;
-
 impl<Op: ScanOp> GpuScanner<Op>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
@@ -313,11 +300,9 @@ where
             kernels: HashMap::new(),
             stats: ProgramStats::NONE,
             disk: disk.clone(),
-            strategy: DEFAULT_SEGMENTED_STRATEGY,
             workspaces: HashMap::new(),
             workspace_allocations: 0,
-            path: ScanPath::Auto,
-            small_tile_limit: DEFAULT_SMALL_TILE_LIMIT,
+            tuning: Tuning::default(),
             law_check: LawCheck::initial(),
             column_residency: None,
             _op: PhantomData,
@@ -372,16 +357,25 @@ where
         Ok(self.kernel(abi)?.pipelined)
     }
 
-    /// The path scans of more than one tile take (see [`ScanPath`]; new
-    /// scanners use [`ScanPath::Auto`]).
-    pub fn path(&self) -> ScanPath {
-        self.path
+    /// How this scanner runs its scans (new scanners: [`Tuning::default`]).
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
     }
 
-    /// Selects the path for scans of more than one tile. Both give the same
+    /// Changes how this scanner runs its scans. Every tuning gives the same
     /// results (bit for bit for exactly associative operators).
+    pub fn set_tuning(&mut self, tuning: Tuning) {
+        self.tuning = tuning;
+    }
+
+    /// The path scans of more than one tile take ([`Tuning::path`]).
+    pub fn path(&self) -> ScanPath {
+        self.tuning.path
+    }
+
+    /// Sets [`Tuning::path`].
     pub fn set_path(&mut self, path: ScanPath) {
-        self.path = path;
+        self.tuning.path = path;
     }
 
     /// Elements per tile (one block's share).
@@ -396,15 +390,15 @@ where
         small_tile_items::<Op>()
     }
 
-    /// The longest input (in elements) the single pass scans in small tiles.
+    /// The longest input the single pass scans in small tiles
+    /// ([`Tuning::small_tile_limit`]).
     pub fn small_tile_limit(&self) -> usize {
-        self.small_tile_limit
+        self.tuning.small_tile_limit
     }
 
-    /// Sets the longest input the single pass scans in small tiles (0: never).
-    /// New scanners use [`DEFAULT_SMALL_TILE_LIMIT`].
+    /// Sets [`Tuning::small_tile_limit`].
     pub fn set_small_tile_limit(&mut self, elements: usize) {
-        self.small_tile_limit = elements;
+        self.tuning.small_tile_limit = elements;
     }
 
     /// Scratch bytes a plain scan of `n` elements needs on `path` with the
@@ -420,7 +414,7 @@ where
             return 0;
         }
         if single_pass(path) {
-            let tiles = if n <= DEFAULT_SMALL_TILE_LIMIT {
+            let tiles = if n <= Tuning::default().small_tile_limit {
                 n.div_ceil(small_tile_items::<Op>())
             } else {
                 single_pass_tiles_for::<Op>(n, resolve_path(path))
@@ -444,11 +438,11 @@ where
         if tiles <= 1 {
             return Ok(());
         }
-        if single_pass(self.path) {
-            let tiles = if n <= self.small_tile_limit {
+        if single_pass(self.tuning.path) {
+            let tiles = if n <= self.tuning.small_tile_limit {
                 n.div_ceil(small_tile_items::<Op>())
             } else {
-                single_pass_tiles_for::<Op>(n, resolve_path(self.path))
+                single_pass_tiles_for::<Op>(n, resolve_path(self.tuning.path))
             };
             self.reserve_single_pass(tiles, stream)
         } else {
@@ -458,7 +452,7 @@ where
 
     /// Tiles of a single pass over `n` elements, and whether they are small.
     fn single_pass_tiles(&self, n: usize) -> (usize, bool) {
-        if n <= self.small_tile_limit {
+        if n <= self.tuning.small_tile_limit {
             (n.div_ceil(small_tile_items::<Op>()), true)
         } else {
             (n.div_ceil(Op::tile_items()), false)
@@ -807,7 +801,7 @@ where
     /// the pipelined single pass where it can: past the small-tile limit,
     /// as [`pipelined_wanted`] says.
     fn pipelined_wanted(&self, n: usize) -> bool {
-        n > self.small_tile_limit && pipelined_wanted::<Op>(self.path, n)
+        n > self.tuning.small_tile_limit && pipelined_wanted::<Op>(self.tuning.path, n)
     }
 
     /// One launch of the pipelined single pass over `n` elements.
@@ -896,7 +890,7 @@ where
                     .launch_pipelined(stream, shape, direction, inclusive, seed, src, dst, n);
             }
         }
-        if single_pass(self.path) {
+        if single_pass(self.tuning.path) {
             return self.launch_single_pass(stream, direction, inclusive, seed, src, dst, n);
         }
         let reduce_abi = directed(Kernel::ReduceTiles, direction);

@@ -27,6 +27,7 @@ mod launch;
 mod laws;
 mod offsets;
 mod segmented;
+mod tuning;
 mod workspace;
 
 pub use backend::{BackendKind, Scanner};
@@ -35,9 +36,7 @@ pub use cudarc;
 pub use device_api::DeviceApi;
 pub use error::{Result, ScanError};
 pub use gpu::{
-    device_arch, driver_present, open_device, target_arch, GpuScanner, ScanPath,
-    DEFAULT_SEGMENTED_STRATEGY, DEFAULT_SMALL_TILE_LIMIT, PIPELINED_AUTO_MIN_BYTES,
-    TARGET_ARCH_ENV,
+    device_arch, driver_present, open_device, target_arch, GpuScanner, ScanPath, TARGET_ARCH_ENV,
 };
 pub use kernels::{layout, program_source, ProgramOrigin, ProgramStats};
 pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
@@ -45,3 +44,4 @@ pub use offsets::{DeviceOffset, DeviceOffsets};
 pub use segmented::{
     DeviceHeadFlags, DeviceSegments, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags,
 };
+pub use tuning::Tuning;

@@ -228,16 +228,14 @@ impl<Op: ScanOp> GpuScanner<Op>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
-    /// The strategy segmented scans use (see [`SegmentedStrategy`]); new
-    /// scanners start with [`crate::DEFAULT_SEGMENTED_STRATEGY`].
+    /// The strategy segmented scans use ([`Tuning::segmented_strategy`](crate::Tuning::segmented_strategy)).
     pub fn segmented_strategy(&self) -> SegmentedStrategy {
-        self.strategy
+        self.tuning.segmented_strategy
     }
 
-    /// Selects the segmented strategy. Both give the same results (bit for
-    /// bit for exactly associative operators); they differ in speed.
+    /// Sets [`Tuning::segmented_strategy`](crate::Tuning::segmented_strategy).
     pub fn set_segmented_strategy(&mut self, strategy: SegmentedStrategy) {
-        self.strategy = strategy;
+        self.tuning.segmented_strategy = strategy;
     }
 
     /// Compiles (or finds in a cache) and loads every segmented kernel of
@@ -246,7 +244,7 @@ where
     pub fn prepare_segmented(&mut self) -> Result<ProgramStats> {
         let mut stats = ProgramStats::NONE;
         for kernel in SegmentedKernel::ALL {
-            let abi = KernelAbi::segmented(kernel, self.strategy);
+            let abi = KernelAbi::segmented(kernel, self.tuning.segmented_strategy);
             stats = stats.then(self.load(abi)?.1);
         }
         Ok(stats)
@@ -500,7 +498,7 @@ where
                 (Heads::Offsets(offsets), syncs.into())
             }
         };
-        let strategy = self.strategy;
+        let strategy = self.tuning.segmented_strategy;
         let abi = |k: SegmentedKernel| {
             KernelAbi::segmented(k, strategy)
                 .in_direction(direction)

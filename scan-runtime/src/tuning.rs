@@ -1,0 +1,73 @@
+//! How a [`GpuScanner`](crate::GpuScanner) chooses among its kernels:
+//! [`Tuning`].
+
+use crate::gpu::ScanPath;
+use kernels_gen::SegmentedStrategy;
+
+/// Inputs of at most this many elements take the single pass over small
+/// tiles (a quarter of the items per thread). On the H200 (u32 sum) small
+/// tiles gained a little at 2^14 (6.5 against 6.8 µs), nothing at 2^16 and
+/// lost above (7.7 against 7.0 µs at 2^17): short scans are bound by launch
+/// latency (a one-block scan of 4096 elements takes 5.5 µs and a 256 KiB
+/// copy 6.0 µs, timed the same way).
+const DEFAULT_SMALL_TILE_LIMIT: usize = 1 << 15;
+
+/// How a [`GpuScanner`](crate::GpuScanner) runs its scans. Every choice
+/// gives the same results (bit for bit for exactly associative operators);
+/// they differ in speed. [`Tuning::default`] holds the choices measured
+/// fastest on the H200 (BENCHMARKS.md); change them to measure or to work
+/// around a device.
+///
+/// ```
+/// use gpu_scan::scan_runtime::{ScanPath, Tuning};
+/// use gpu_scan::prelude::*;
+///
+/// let tuning = Tuning::default().with_path(ScanPath::SinglePass).with_small_tile_limit(0);
+/// assert_eq!(tuning.path, ScanPath::SinglePass);
+/// assert_eq!(Tuning::default().segmented_strategy, SegmentedStrategy::ConditionalIndexing);
+/// // scanner.set_tuning(tuning);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Tuning {
+    /// The path of scans longer than one tile ([`ScanPath::Auto`] by default).
+    pub path: ScanPath,
+    /// The longest input (in elements) the single pass scans in small tiles
+    /// (a quarter of the items per thread, so that a short input spreads
+    /// over more blocks); 0: never. Default 2^15.
+    pub small_tile_limit: usize,
+    /// How segmented scans carry segment heads through the tile (default
+    /// [`SegmentedStrategy::ConditionalIndexing`], the faster one on the
+    /// H200).
+    pub segmented_strategy: SegmentedStrategy,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            path: ScanPath::Auto,
+            small_tile_limit: DEFAULT_SMALL_TILE_LIMIT,
+            segmented_strategy: SegmentedStrategy::ConditionalIndexing,
+        }
+    }
+}
+
+impl Tuning {
+    /// This tuning with `path`.
+    pub fn with_path(mut self, path: ScanPath) -> Self {
+        self.path = path;
+        self
+    }
+
+    /// This tuning with `small_tile_limit`.
+    pub fn with_small_tile_limit(mut self, elements: usize) -> Self {
+        self.small_tile_limit = elements;
+        self
+    }
+
+    /// This tuning with `segmented_strategy`.
+    pub fn with_segmented_strategy(mut self, strategy: SegmentedStrategy) -> Self {
+        self.segmented_strategy = strategy;
+        self
+    }
+}
