@@ -528,6 +528,95 @@ fn bench_offsets(
     }
 }
 
+/// Where segments by offsets should leave the pipelined pass for the
+/// look-back single pass (`ScanPath::Auto` switches below a mean length of
+/// 64): `u32` sums at 2^26 and 2^28 over segments whose heads fall on each
+/// element with probability 1/mean, both paths timed and checked against
+/// the CPU. `SCAN_BENCH_OFFSETS_SWEEP=1` runs this alone.
+fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
+    println!(
+        "\nscan_bench: offsets crossover, u32 sum by u32 offsets (ms, % of a copy of the values; Auto picks the single pass below mean 320)"
+    );
+    println!(
+        "{:<5} {:>6} {:>10} {:>9} {:>6} {:>9} {:>6} {:>8}  output",
+        "n", "mean", "segments", "pipelined", "%copy", "1 pass", "%copy", "faster"
+    );
+    let mut all_ok = true;
+    for log_n in [26u32, 28] {
+        let n = 1usize << log_n;
+        let values: Vec<u32> = (0..n as u64)
+            .into_par_iter()
+            .map(|i| (mix(SEED + 7, i) >> 32) as u32)
+            .collect();
+        let d_values = stream.clone_htod(&values).unwrap();
+        let copy_ms = {
+            let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
+            time_ms(stream, || stream.memcpy_dtod(&d_values, &mut copy).unwrap()) as f64
+        };
+        let mut output = stream.alloc_zeros::<u32>(n).unwrap();
+        let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+        for mean in [2u32, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096] {
+            let offsets: Vec<u32> = (0..n as u64)
+                .into_par_iter()
+                .filter(|&i| i == 0 || (mix(SEED + 8, i) as u32) % mean == 0)
+                .map(|i| i as u32)
+                .chain(rayon::iter::once(n as u32))
+                .collect();
+            let heads = gpu_scan::segmented::heads_from_offsets(
+                &offsets,
+                n,
+                gpu_scan::segmented::FlagFormat::Bits,
+            )
+            .unwrap();
+            let mut expected = vec![0u32; n];
+            gpu_scan::segmented::par_scan::<SumU32>(
+                ScanKind::Inclusive,
+                heads.as_flags(),
+                &values,
+                &mut expected,
+            )
+            .unwrap();
+            drop(heads);
+            let d_offsets = stream.clone_htod(&offsets).unwrap();
+            let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
+            let mut timed = [0.0f64; 2];
+            let mut ok = true;
+            for (slot, path) in [ScanPath::Pipelined, ScanPath::SinglePass]
+                .into_iter()
+                .enumerate()
+            {
+                scanner.set_path(path);
+                timed[slot] = time_ms(stream, || {
+                    scanner
+                        .segmented_inclusive(stream, &checked, &d_values, &mut output)
+                        .unwrap()
+                }) as f64;
+                ok &= stream.clone_dtoh(&output).unwrap() == expected;
+            }
+            all_ok &= ok;
+            println!(
+                "2^{log_n:<3} {mean:>6} {:>10} {:>9.4} {:>5.1}% {:>9.4} {:>5.1}% {:>8}  {}",
+                offsets.len() - 1,
+                timed[0],
+                100.0 * copy_ms / timed[0],
+                timed[1],
+                100.0 * copy_ms / timed[1],
+                if timed[0] <= timed[1] {
+                    "pipelined"
+                } else {
+                    "1 pass"
+                },
+                if ok {
+                    "same as CPU"
+                } else {
+                    "DIFFERS FROM CPU"
+                }
+            );
+        }
+    }
+    all_ok
+}
+
 // Tile shapes for the look-back single pass in the sweep (its defaults are
 // 256 threads × 16 items for 4-byte and × 12 for 8-byte elements; the
 // default path, pipelined, has its own shape).
@@ -894,6 +983,10 @@ fn main() {
         ctx.name().unwrap(),
         cub_dir.unwrap_or("nowhere")
     );
+    if std::env::var("SCAN_BENCH_OFFSETS_SWEEP").is_ok_and(|v| v == "1") {
+        let ok = offsets_crossover(&stream);
+        std::process::exit(if ok { 0 } else { 1 });
+    }
     print_header();
     let mut rows = Vec::new();
     for log_n in [16u32, 20, 24, 28] {

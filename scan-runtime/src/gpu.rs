@@ -203,7 +203,7 @@ pub enum ScanPath {
     /// pack with their status (at most 12 bytes), otherwise the single pass with look-back. Both
     /// single passes beat reduce-then-scan's three launches on the H200 at
     /// every size; BENCHMARKS.md has the numbers. Segmented scans over
-    /// offsets of short segments (a segment per fewer than 64 elements on
+    /// offsets of short segments (a segment per fewer than 320 elements on
     /// average) take the look-back pass.
     Auto,
     /// The pipelined single pass, for Hopper (sm_90) and newer: persistent

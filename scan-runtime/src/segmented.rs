@@ -530,9 +530,7 @@ where
         // unless the pipelined one is asked for: finding many heads per
         // tile is latency its one reduce squad per block waits out tile
         // after tile, where the look-back pass's many resident blocks hide
-        // it (BENCHMARKS.md: power-law lengths of mean ~10 at 2^28 ran at
-        // 31% of a copy pipelined, 63% in the look-back pass; mean 1000 at
-        // 80% and 74%).
+        // it (see DENSE_OFFSETS_MEAN_LENGTH for where the passes cross).
         let dense_offsets = match segments {
             DeviceSegments::Offsets(offsets) => {
                 n < DENSE_OFFSETS_MEAN_LENGTH.saturating_mul(offsets.count())
@@ -637,10 +635,14 @@ where
 }
 
 /// Segments given by offsets shorter than this on average take the
-/// look-back single pass on [`ScanPath::Auto`], not the pipelined one. A
-/// point between the two measured (mean lengths ~10 and 1000), not a
-/// measured crossover.
-const DENSE_OFFSETS_MEAN_LENGTH: usize = 64;
+/// look-back single pass on [`ScanPath::Auto`], not the pipelined one.
+/// Measured on the H200 (`scan_bench` with `SCAN_BENCH_OFFSETS_SWEEP=1`,
+/// `u32` sums, heads with probability 1/mean): the look-back pass is faster
+/// up to mean 256 (73.1% of a copy against 71.4% at 2^28, and by more
+/// below: 55% against 16% at mean 2), the pipelined pass from mean 384
+/// (74.8% against 73.0%; 79.6% against 74.0% at 1024), at 2^26 and 2^28
+/// alike.
+const DENSE_OFFSETS_MEAN_LENGTH: usize = 320;
 
 /// Builds segment head flags on the GPU from segment offsets (CSR row
 /// pointers) or from keys.
