@@ -72,6 +72,7 @@ static inline unsigned long long __umul64hi(unsigned long long a, unsigned long 
 static inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
 static inline unsigned __shfl_sync(unsigned, unsigned v, int) { abort(); return v; }
 static inline unsigned __shfl_up_sync(unsigned, unsigned v, unsigned) { abort(); return v; }
+static inline unsigned __shfl_down_sync(unsigned, unsigned v, unsigned) { abort(); return v; }
 static inline void __threadfence() { abort(); }
 static inline size_t __cvta_generic_to_shared(const void*) { abort(); return 0; }
 "#;
