@@ -417,6 +417,31 @@ fn verdict_u32(cub: Option<&CubResult<u32>>, cpu_ok: bool, ours: &[u32]) -> &'st
     }
 }
 
+/// Segment offsets over `n` elements, a head on element `i` where
+/// `mix(seed, i) % mean == 0` (and on 0), closed by `n`: the segmented
+/// case's heads for `seed = SEED + 4` and `mean = MEAN_SEGMENT`.
+fn random_offsets(seed: u64, n: usize, mean: u32) -> Vec<u32> {
+    (0..n as u64)
+        .into_par_iter()
+        .filter(|&i| i == 0 || (mix(seed, i) as u32) % mean == 0)
+        .map(|i| i as u32)
+        .chain(rayon::iter::once(n as u32))
+        .collect()
+}
+
+/// The CPU's inclusive `u32` sum of `values` by segment `offsets`.
+fn sum_by_offsets(values: &[u32], offsets: &[u32]) -> Vec<u32> {
+    let mut expected = vec![0u32; values.len()];
+    gpu_scan::segmented::par_scan::<SumU32>(
+        ScanKind::Inclusive,
+        gpu_scan::segmented::Segments::offsets(offsets),
+        values,
+        &mut expected,
+    )
+    .unwrap();
+    expected
+}
+
 /// Segments given by offsets (no flags in memory): the heads of the
 /// segmented case (mean length 1000; CUB's sum by key over the same
 /// segments is the comparator), or power-law lengths (P(length > l) ~
@@ -448,25 +473,9 @@ fn bench_offsets(
         v
     } else {
         // The segmented case's heads.
-        (0..n as u64)
-            .into_par_iter()
-            .filter(|&i| i == 0 || (mix(seed, i) as u32) % MEAN_SEGMENT == 0)
-            .map(|i| i as u32)
-            .chain(rayon::iter::once(n as u32))
-            .collect()
+        random_offsets(seed, n, MEAN_SEGMENT)
     };
-    let heads =
-        gpu_scan::segmented::heads_from_offsets(&offsets, n, gpu_scan::segmented::FlagFormat::Bits)
-            .unwrap();
-    let mut expected = vec![0u32; n];
-    gpu_scan::segmented::par_scan::<SumU32>(
-        ScanKind::Inclusive,
-        heads.as_flags(),
-        &values,
-        &mut expected,
-    )
-    .unwrap();
-    drop(heads);
+    let expected = sum_by_offsets(&values, &offsets);
     let d_values = stream.clone_htod(&values).unwrap();
     let d_offsets = stream.clone_htod(&offsets).unwrap();
     let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
@@ -556,27 +565,8 @@ fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
         let mut output = stream.alloc_zeros::<u32>(n).unwrap();
         let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
         for mean in [2u32, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096] {
-            let offsets: Vec<u32> = (0..n as u64)
-                .into_par_iter()
-                .filter(|&i| i == 0 || (mix(SEED + 8, i) as u32) % mean == 0)
-                .map(|i| i as u32)
-                .chain(rayon::iter::once(n as u32))
-                .collect();
-            let heads = gpu_scan::segmented::heads_from_offsets(
-                &offsets,
-                n,
-                gpu_scan::segmented::FlagFormat::Bits,
-            )
-            .unwrap();
-            let mut expected = vec![0u32; n];
-            gpu_scan::segmented::par_scan::<SumU32>(
-                ScanKind::Inclusive,
-                heads.as_flags(),
-                &values,
-                &mut expected,
-            )
-            .unwrap();
-            drop(heads);
+            let offsets = random_offsets(SEED + 8, n, mean);
+            let expected = sum_by_offsets(&values, &offsets);
             let d_offsets = stream.clone_htod(&offsets).unwrap();
             let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
             let mut timed = [0.0f64; 2];
