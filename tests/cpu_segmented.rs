@@ -22,8 +22,8 @@ use common::segments::*;
 use common::specs::*;
 use gpu_scan::prelude::*;
 use gpu_scan::segmented::{
-    self, FlagFormat, HeadFlags, InvalidOffsets, OwnedHeadFlags, RowLengthMismatch, SegmentedError,
-    Segments,
+    self, FlagFormat, HeadFlags, InvalidOffsets, OwnedHeadFlags, RowLengthMismatch, SegmentKey,
+    SegmentedError, Segments,
 };
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -182,6 +182,85 @@ proptest! {
         prop_assert_eq!(segmented::heads_from_offsets(&offsets32, len, FlagFormat::Bytes), Ok(OwnedHeadFlags::Bytes(flags.clone())));
         prop_assert_eq!(segmented::heads_from_keys(&keys, FlagFormat::Bytes), OwnedHeadFlags::Bytes(flags));
         prop_assert_eq!(segmented::heads_from_keys(&keys, FlagFormat::Bits), packed);
+    }
+
+    #[test]
+    fn keys_scan_as_their_heads(len in lengths(), pattern in patterns(), seed: u64) {
+        let mut rng = Rng64::seed_from_u64(seed);
+        let flags = random_heads(len, pattern, &mut rng);
+        let keys = keys_of(&flags, &mut rng);
+        let affine: Vec<AffineU32> = (0..len).map(|_| AffineU32 { a: rng.random(), b: rng.random() }).collect();
+        let init = AffineU32 { a: 3, b: 2 };
+        // Keys of every width (cut from the same numbers, so narrower ones
+        // may merge segments: each is checked against its own heads), and
+        // against the definition over the flags themselves.
+        check_keys::<AffineU32, u32>(&keys, &affine, init, Some(&flags));
+        let narrow = |k: &u32| *k as u8;
+        check_keys::<AffineU32, u8>(&keys.iter().map(narrow).collect::<Vec<_>>(), &affine, init, None);
+        check_keys::<AffineU32, i16>(&keys.iter().map(|k| *k as i16).collect::<Vec<_>>(), &affine, init, None);
+        check_keys::<AffineU32, i64>(&keys.iter().map(|k| (*k as i64) << 32).collect::<Vec<_>>(), &affine, init, None);
+    }
+}
+
+/// Scans by `keys` equal scans by the keys' head flags (sequential and
+/// parallel, every kind and direction), and the definition over `flags`
+/// where given (the heads the keys were made from); keys of another
+/// length are refused.
+fn check_keys<Op: ScanOp, K: SegmentKey>(
+    keys: &[K],
+    input: &[Op::Element],
+    init: Op::Element,
+    flags: Option<&[u8]>,
+) where
+    Op::Element: PartialEq + std::fmt::Debug,
+{
+    let heads = segmented::heads_from_keys(keys, FlagFormat::Bytes);
+    for spec in all_specs(init) {
+        let mut want = vec![Op::IDENTITY; input.len()];
+        segmented::scan::<Op>(spec, heads.as_flags(), input, &mut want).unwrap();
+        if let Some(flags) = flags {
+            if input.len() <= 3000 {
+                assert_eq!(
+                    want,
+                    definition::<Op>(spec, flags, input),
+                    "{spec:?}: flags"
+                );
+            }
+        }
+        let mut out = vec![Op::IDENTITY; input.len()];
+        segmented::scan::<Op>(spec, Segments::keys(keys), input, &mut out).unwrap();
+        assert_eq!(
+            out,
+            want,
+            "{spec:?}: keys of {} bytes",
+            std::mem::size_of::<K>()
+        );
+        let mut out = vec![Op::IDENTITY; input.len()];
+        segmented::par_scan::<Op>(spec, Segments::keys(keys), input, &mut out).unwrap();
+        assert_eq!(
+            out,
+            want,
+            "{spec:?}: keys of {} bytes, parallel",
+            std::mem::size_of::<K>()
+        );
+    }
+    if !keys.is_empty() {
+        let mut out = vec![Op::IDENTITY; input.len()];
+        let err = segmented::scan::<Op>(
+            ScanKind::Inclusive,
+            Segments::keys(&keys[1..]),
+            input,
+            &mut out,
+        );
+        assert_eq!(
+            err,
+            Err(segmented::SegmentedError::Keys(
+                segmented::KeysLengthMismatch {
+                    keys: keys.len() - 1,
+                    elements: input.len()
+                }
+            ))
+        );
     }
 }
 

@@ -43,6 +43,10 @@ pub enum ParamType {
     /// the address and stride of their index, in place of
     /// [`ParamType::HeadFlags`].
     SegmentOffsets,
+    /// `scan_keys`, by value: the address and width (1, 2, 4 or 8 bytes)
+    /// of one key per element ([`SegmentSource::Keys`]), in place of
+    /// [`ParamType::HeadFlags`].
+    SegmentKeys,
     /// `const unsigned char*`: one byte per tile, read.
     TileFlagsIn,
     /// `unsigned char*`: one byte per tile, written.
@@ -68,6 +72,7 @@ impl ParamType {
             ParamType::HeadFlags => "const void*".into(),
             ParamType::RowLength => "unsigned long long".into(),
             ParamType::SegmentOffsets => "scan_offsets".into(),
+            ParamType::SegmentKeys => "scan_keys".into(),
             ParamType::TileFlagsIn => "const unsigned char*".into(),
             ParamType::TileFlagsOut => "unsigned char*".into(),
             ParamType::Status => "void*".into(),
@@ -331,7 +336,8 @@ impl KernelAbi {
     /// The kernel's parameters, in order (a reverse kernel's are its
     /// forward kernel's). A segmented kernel over [`SegmentSource::Rows`]
     /// takes `row_length` where the others take `flags`, one over
-    /// [`SegmentSource::Offsets`] `offsets`.
+    /// [`SegmentSource::Offsets`] `offsets`, one over
+    /// [`SegmentSource::Keys`] `keys`.
     pub fn params(self) -> Vec<Param> {
         let list = match self.forward() {
             KernelAbi::Plain(k) => match k {
@@ -362,6 +368,7 @@ impl KernelAbi {
             .map(|&p| match (p.ty, source) {
                 (HeadFlags, Some(SegmentSource::Rows)) => param("row_length", RowLength),
                 (HeadFlags, Some(SegmentSource::Offsets)) => param("offsets", SegmentOffsets),
+                (HeadFlags, Some(SegmentSource::Keys)) => param("keys", SegmentKeys),
                 _ => p,
             })
             .collect()
@@ -398,12 +405,16 @@ impl KernelAbi {
             KernelAbi::CombinePairs => {
                 format!("__launch_bounds__({ELEMENTWISE_BLOCK_THREADS})")
             }
-            // The reduce-then-scan passes in reverse, and over offsets: one
-            // block per SM as the floor, on sm_90 too, where ptxas's default
-            // spilled a segmented reverse tile scan of 24-byte elements, and
-            // tile scans over offsets of 8- to 16-byte ones.
+            // The reduce-then-scan passes in reverse, and over offsets or
+            // keys: one block per SM as the floor, on sm_90 too, where
+            // ptxas's default spilled a segmented reverse tile scan of
+            // 24-byte elements, tile scans over offsets of 8- to 16-byte
+            // ones, and tile scans by key of 1- to 16-byte ones.
             _ if self.direction() == Direction::Reverse
-                || self.source() == Some(SegmentSource::Offsets) =>
+                || matches!(
+                    self.source(),
+                    Some(SegmentSource::Offsets | SegmentSource::Keys)
+                ) =>
             {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, 1)")
             }
@@ -447,6 +458,10 @@ impl KernelAbi {
                 SegmentSource::Offsets => (
                     format!("gpu_scan::segment_offsets<{op}, {}>", s.cuda_name()),
                     "offsets",
+                ),
+                SegmentSource::Keys => (
+                    format!("gpu_scan::segment_keys<{op}, {}>", s.cuda_name()),
+                    "keys",
                 ),
             };
             let value = format!("{policy}{{{heads}, seed, seeded != 0}}");
@@ -699,6 +714,35 @@ mod tests {
                     "{text}"
                 );
                 assert!(offsets.symbol("op").ends_with("_offsets"));
+            }
+        }
+    }
+
+    #[test]
+    fn keys_kernels_take_keys_in_place_of_flags() {
+        for strategy in SegmentedStrategy::ALL {
+            for kernel in SegmentedKernel::ALL {
+                if kernel.source() != Some(SegmentSource::Keys) {
+                    continue;
+                }
+                let keys = KernelAbi::segmented(kernel, strategy);
+                let params = keys.params();
+                assert_eq!(
+                    params.iter().filter(|p| p.ty == SegmentKeys).count(),
+                    1,
+                    "{kernel:?}"
+                );
+                assert!(params.iter().all(|p| p.ty != HeadFlags), "{kernel:?}");
+                let text = keys.wrapper("op");
+                assert!(text.contains("scan_keys keys"), "{text}");
+                assert!(
+                    text.contains(&format!(
+                        "gpu_scan::segment_keys<gpu_scan_ops::op, {}>{{keys, seed, seeded != 0}}",
+                        strategy.cuda_name()
+                    )),
+                    "{text}"
+                );
+                assert!(keys.symbol("op").ends_with("_keys"));
             }
         }
     }

@@ -657,15 +657,22 @@ pub enum SegmentSource {
     /// of its items between two index entries; no flags are read or
     /// written.
     Offsets,
+    /// One key per element (a `keys` parameter, a `scan_keys` by value
+    /// holding their address and width of 1, 2, 4 or 8 bytes): element `i`
+    /// starts a segment where its key differs, bit for bit, from element
+    /// `i - 1`'s. Each thread compares the keys of its items and the one
+    /// before them; no flags are read or written.
+    Keys,
 }
 
 impl SegmentSource {
-    /// Every source: the two flag formats, rows, then offsets.
-    pub const ALL: [SegmentSource; 4] = [
+    /// Every source: the two flag formats, rows, offsets, then keys.
+    pub const ALL: [SegmentSource; 5] = [
         SegmentSource::Flags(FlagFormat::Bytes),
         SegmentSource::Flags(FlagFormat::Bits),
         SegmentSource::Rows,
         SegmentSource::Offsets,
+        SegmentSource::Keys,
     ];
 
     pub(crate) fn suffix(self) -> &'static str {
@@ -673,6 +680,7 @@ impl SegmentSource {
             SegmentSource::Flags(f) => f.suffix(),
             SegmentSource::Rows => "rows",
             SegmentSource::Offsets => "offsets",
+            SegmentSource::Keys => "keys",
         }
     }
 }

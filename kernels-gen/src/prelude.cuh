@@ -543,13 +543,13 @@ __host__ __device__ constexpr int scan_single_pass_min_blocks(int threads, int i
 #endif
 
 // Template arguments of the scans: how head flags are stored (or that
-// segments are rows of a fixed length or given by offsets, with no flags),
-// how a warp
+// segments are rows of a fixed length, or given by offsets or by keys, with
+// no flags), how a warp
 // stops at a head (segments.cuh), and what a scan writes at each element:
 // the inclusive partial, the exclusive one (the seed at heads), or the
 // lifted exclusive prefix (the partial before the element even at heads:
 // the carry into it; without heads the same as exclusive).
-enum scan_flag_format { scan_flags_bytes = 0, scan_flags_bits = 1, scan_fixed_rows = 2, scan_segment_offsets = 3 };
+enum scan_flag_format { scan_flags_bytes = 0, scan_flags_bits = 1, scan_fixed_rows = 2, scan_segment_offsets = 3, scan_segment_keys = 4 };
 
 // The segments' start offsets (CSR row pointers), a kernel parameter by
 // value: `count` offsets of `width` bytes (4 or 8), ascending, each at
@@ -563,6 +563,14 @@ struct scan_offsets {
   const void* index;
   unsigned long long index_width;
   unsigned long long index_shift;
+};
+
+// The segments' keys, a kernel parameter by value: one key per element of
+// `width` bytes (1, 2, 4 or 8), compared bit for bit; element i starts a
+// segment where its key differs from element i - 1's.
+struct scan_keys {
+  const void* keys;
+  unsigned long long width;
 };
 enum scan_segmented_strategy { scan_segmented_transform = 0, scan_segmented_indexing = 1 };
 enum scan_mode { scan_inclusive = 0, scan_exclusive = 1, scan_exclusive_carry = 2 };

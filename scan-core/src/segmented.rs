@@ -16,11 +16,12 @@
 //! in[t]` exclusive (the identity at `t`), `in[i+1] ∘ … ∘ in[t] ∘ init` with
 //! `init` (`init` at `t`).
 //!
-//! Segments are given as [`Segments`]: head flags, or rows of a fixed
-//! length ([`Segments::rows`]: a row-major matrix scanned along its rows,
-//! with no flags at all). Users with segment offsets (CSR row pointers) or
-//! keys build flags with [`heads_from_offsets`] and [`heads_from_keys`]
-//! (the GPU has the same builders).
+//! Segments are given as [`Segments`]: head flags, rows of a fixed length
+//! ([`Segments::rows`]: a row-major matrix scanned along its rows, with no
+//! flags at all), segment start offsets ([`Segments::offsets`], CSR row
+//! pointers) or one key per element ([`Segments::keys`], a scan by key).
+//! Flags can also be built from offsets and keys ([`heads_from_offsets`],
+//! [`heads_from_keys`]; the GPU has the same builders).
 //!
 //! ```
 //! use gpu_scan::prelude::*;
@@ -151,6 +152,96 @@ pub enum Segments<'a> {
     /// trailing empty segments) starts nothing, repeated offsets (empty
     /// segments) mark one head, and element 0 always starts a segment.
     Offsets(SegmentOffsets<'a>),
+    /// One key per element: element `i` starts a segment where its key
+    /// differs from element `i - 1`'s (a scan by key). There must be one
+    /// key per element.
+    Keys(SegmentKeys<'a>),
+}
+
+/// One key per element, of any [`SegmentKey`] type, borrowed
+/// ([`Segments::Keys`]): element `i` starts a segment where its key
+/// differs, bit for bit, from element `i - 1`'s.
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentKeys<'a> {
+    bytes: &'a [u8],
+    width: usize,
+}
+
+impl<'a> SegmentKeys<'a> {
+    /// The keys `keys`.
+    pub fn new<K: SegmentKey>(keys: &'a [K]) -> Self {
+        // SAFETY: a SegmentKey is plain data without padding, so every byte
+        // of the slice is initialised; the new slice covers the same bytes
+        // for the same lifetime.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(keys.as_ptr().cast::<u8>(), std::mem::size_of_val(keys))
+        };
+        SegmentKeys {
+            bytes,
+            width: std::mem::size_of::<K>(),
+        }
+    }
+
+    /// How many keys there are.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.width
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The size of one key in bytes: 1, 2, 4 or 8.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The keys' bytes, in memory order.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Whether element `i`'s key differs from element `i - 1`'s (element 0
+    /// always starts a segment).
+    fn is_head(&self, i: usize) -> bool {
+        let w = self.width;
+        i == 0 || self.bytes[i * w..(i + 1) * w] != self.bytes[(i - 1) * w..i * w]
+    }
+
+    fn check(&self, n: usize) -> Result<(), KeysLengthMismatch> {
+        if self.len() == n {
+            Ok(())
+        } else {
+            Err(KeysLengthMismatch {
+                keys: self.len(),
+                elements: n,
+            })
+        }
+    }
+}
+
+impl<'a, K: SegmentKey> From<&'a [K]> for SegmentKeys<'a> {
+    fn from(keys: &'a [K]) -> Self {
+        SegmentKeys::new(keys)
+    }
+}
+
+impl<'a, K: SegmentKey> From<&'a Vec<K>> for SegmentKeys<'a> {
+    fn from(keys: &'a Vec<K>) -> Self {
+        SegmentKeys::new(keys)
+    }
+}
+
+/// Segment keys of another number than the sequence's elements: a scan by
+/// key takes one key per element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{keys} segment keys for a sequence of {elements} elements: a scan by key takes one key per element")]
+pub struct KeysLengthMismatch {
+    /// Keys given.
+    pub keys: usize,
+    /// Elements in the sequence.
+    pub elements: usize,
 }
 
 /// Segment start offsets of either width ([`Segments::Offsets`]).
@@ -221,6 +312,26 @@ impl<'a> Segments<'a> {
         Segments::Offsets(offsets.into())
     }
 
+    /// Segments of equal consecutive keys ([`Segments::Keys`]): a slice of
+    /// any [`SegmentKey`] type, one key per element.
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::segmented::{self, Segments};
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// // Keys 7 7 2 2 2 7: segments [1 2] [3 4 5] [6].
+    /// let keys: &[i32] = &[7, 7, 2, 2, 2, 7];
+    /// let mut out = vec![0; 6];
+    /// segmented::scan::<Sum>(ScanKind::Inclusive, Segments::keys(keys), &[1, 2, 3, 4, 5, 6], &mut out).unwrap();
+    /// assert_eq!(out, [1, 3, 3, 7, 12, 6]);
+    /// ```
+    pub fn keys(keys: impl Into<SegmentKeys<'a>>) -> Self {
+        Segments::Keys(keys.into())
+    }
+
     /// Whether element `i` of a checked sequence starts a segment (element
     /// 0 always does).
     pub fn is_head(&self, i: usize) -> bool {
@@ -228,6 +339,7 @@ impl<'a> Segments<'a> {
             Segments::Flags(heads) => heads.is_head(i),
             Segments::Rows { row_length } => i % row_length == 0,
             Segments::Offsets(offsets) => i == 0 || offsets.contains(i),
+            Segments::Keys(keys) => keys.is_head(i),
         }
     }
 
@@ -239,6 +351,7 @@ impl<'a> Segments<'a> {
             Segments::Flags(heads) => Ok(heads.check_len(n)?),
             Segments::Rows { row_length } => Ok(RowLengthMismatch::check(n, *row_length)?),
             Segments::Offsets(offsets) => Ok(offsets.check(n)?),
+            Segments::Keys(keys) => Ok(keys.check(n)?),
         }
     }
 }
@@ -396,6 +509,9 @@ pub enum SegmentedError {
     /// The segment offsets are not row pointers of the input.
     #[error(transparent)]
     Offsets(#[from] InvalidOffsets),
+    /// The keys are not one per element.
+    #[error(transparent)]
+    Keys(#[from] KeysLengthMismatch),
 }
 
 /// Integer types usable as segment offsets.
@@ -420,8 +536,9 @@ impl SegmentOffset for u64 {
 /// wherever a key differs from the one before it).
 ///
 /// # Safety
-/// `Self` must be plain data of size 1, 2, 4 or 8 without padding, so that
-/// the GPU can compare its bits as an unsigned integer of that size.
+/// `Self` must be plain data of size 1, 2, 4 or 8 without padding, aligned
+/// to its size, so that the GPU can load and compare its bits as an
+/// unsigned integer of that size.
 pub unsafe trait SegmentKey: Copy + Eq + Send + Sync + 'static {}
 
 macro_rules! segment_keys {

@@ -212,7 +212,8 @@ where
     }
 
     /// A segmented scan of any kind: the scan restarts at every head, given
-    /// as flags or as rows of a fixed length (see [`scan_core::segmented`]).
+    /// as flags, rows of a fixed length, offsets or keys (see
+    /// [`scan_core::segmented`]).
     ///
     /// ```
     /// use gpu_scan::prelude::*;

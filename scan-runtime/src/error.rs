@@ -81,6 +81,9 @@ pub enum ScanError {
     /// decreasing): no flags were written.
     #[error(transparent)]
     InvalidOffsets(#[from] scan_core::segmented::InvalidOffsets),
+    /// Segment keys that are not one per element.
+    #[error(transparent)]
+    KeysLength(#[from] scan_core::segmented::KeysLengthMismatch),
     /// The input is longer than the kernels' grid can cover.
     #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
     TooLong {
@@ -153,6 +156,7 @@ impl From<scan_core::segmented::SegmentedError> for ScanError {
             SegmentedError::Flags(m) => m.into(),
             SegmentedError::Rows(m) => m.into(),
             SegmentedError::Offsets(m) => m.into(),
+            SegmentedError::Keys(m) => m.into(),
         }
     }
 }

@@ -25,6 +25,8 @@ pub(crate) enum KernelArg<E> {
     RowLength(u64),
     /// Segment start offsets ([`ParamType::SegmentOffsets`]).
     Offsets(OffsetsArg),
+    /// Segment keys ([`ParamType::SegmentKeys`]).
+    Keys(KeysArg),
 }
 
 /// The CUDA `scan_offsets` a kernel over offsets takes by value (the
@@ -47,8 +49,23 @@ pub(crate) struct OffsetsArg {
 // long; }`.
 unsafe impl DeviceRepr for OffsetsArg {}
 
+/// The CUDA `scan_keys` a kernel over keys takes by value (the prelude
+/// declares it): the keys' address and width in bytes (1, 2, 4 or 8).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeysArg {
+    pub(crate) address: u64,
+    pub(crate) width: u64,
+}
+
+// SAFETY: `#[repr(C)]` with the field order, types and size (16 bytes, no
+// padding) of the CUDA struct `scan_keys { const void*; unsigned long
+// long; }`.
+unsafe impl DeviceRepr for KeysArg {}
+
 /// Where a segmented kernel's segment heads come from: the device address
-/// of head flags, or the length of rows (`SegmentSource::Rows` kernels).
+/// of head flags, the length of rows (`SegmentSource::Rows` kernels),
+/// offsets or keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Heads {
     /// Head flags at this device address.
@@ -57,15 +74,19 @@ pub(crate) enum Heads {
     Rows(u64),
     /// Segments starting at these offsets.
     Offsets(OffsetsArg),
+    /// Segments of equal consecutive keys.
+    Keys(KeysArg),
 }
 
 impl Heads {
-    /// The argument for a kernel's `flags` or `row_length` parameter.
+    /// The argument for a kernel's `flags`, `row_length`, `offsets` or
+    /// `keys` parameter.
     fn arg<E>(self) -> KernelArg<E> {
         match self {
             Heads::Flags(flags) => Ptr(HeadFlags, flags),
             Heads::Rows(length) => KernelArg::RowLength(length),
             Heads::Offsets(offsets) => KernelArg::Offsets(offsets),
+            Heads::Keys(keys) => KernelArg::Keys(keys),
         }
     }
 }
@@ -80,6 +101,7 @@ impl<E> KernelArg<E> {
             KernelArg::Count(_) => ParamType::Count,
             KernelArg::RowLength(_) => ParamType::RowLength,
             KernelArg::Offsets(_) => ParamType::SegmentOffsets,
+            KernelArg::Keys(_) => ParamType::SegmentKeys,
         }
     }
 
@@ -93,6 +115,7 @@ impl<E> KernelArg<E> {
                     | ParamType::Count
                     | ParamType::RowLength
                     | ParamType::SegmentOffsets
+                    | ParamType::SegmentKeys
             ),
             _ => true,
         }
@@ -152,6 +175,7 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
             KernelArg::Flag(f) => builder.arg(f),
             KernelArg::Count(c) | KernelArg::RowLength(c) => builder.arg(c),
             KernelArg::Offsets(o) => builder.arg(o),
+            KernelArg::Keys(k) => builder.arg(k),
         };
     }
     // SAFETY: the argument list matches the kernel's parameters (checked
@@ -347,6 +371,10 @@ mod tests {
                 index: 5,
                 index_width: 4,
                 index_shift: 5,
+            }),
+            Some(SegmentSource::Keys) => Heads::Keys(KeysArg {
+                address: 2,
+                width: 4,
             }),
             _ => Heads::Flags(2),
         };

@@ -23,6 +23,7 @@ mod error;
 mod gpu;
 pub mod jit;
 mod kernels;
+mod keys;
 mod launch;
 mod laws;
 mod offsets;
@@ -40,6 +41,7 @@ pub use gpu::{
 };
 pub use kernels::{layout, program_source, ProgramOrigin, ProgramStats};
 pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
+pub use keys::{DeviceKeys, KeyView};
 pub use offsets::{DeviceOffset, DeviceOffsets};
 pub use segmented::{
     DeviceHeadFlags, DeviceSegments, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags,

@@ -9,6 +9,7 @@ use crate::gpu::{
     GpuScanner, ScanPath,
 };
 use crate::kernels::{build_module, compile_target, layout, ProgramStats};
+use crate::keys::{DeviceKeys, KeyView};
 use crate::launch::{self, Heads};
 use crate::offsets::DeviceOffsets;
 use cudarc::driver::{
@@ -136,12 +137,21 @@ pub enum DeviceSegments<'a> {
     },
     /// Segments starting at checked offsets.
     Offsets(DeviceOffsets<'a>),
+    /// Segments of equal consecutive keys (a scan by key).
+    Keys(DeviceKeys<'a>),
 }
 
-impl DeviceSegments<'_> {
+impl<'a> DeviceSegments<'a> {
     /// Rows of `row_length` elements each ([`DeviceSegments::Rows`]).
     pub fn rows(row_length: usize) -> Self {
         DeviceSegments::Rows { row_length }
+    }
+
+    /// Segments of equal consecutive keys ([`DeviceSegments::Keys`]), from
+    /// a `&CudaSlice<K>` or a `CudaView<K>` of any
+    /// [`SegmentKey`](scan_core::segmented::SegmentKey) type.
+    pub fn keys<K: SegmentKey + DeviceRepr>(keys: impl Into<KeyView<'a, K>>) -> Self {
+        DeviceSegments::Keys(DeviceKeys::new(keys))
     }
 
     /// Where the kernels find the heads.
@@ -150,6 +160,7 @@ impl DeviceSegments<'_> {
             DeviceSegments::Flags(heads) => SegmentSource::Flags(heads.format()),
             DeviceSegments::Rows { .. } => SegmentSource::Rows,
             DeviceSegments::Offsets(_) => SegmentSource::Offsets,
+            DeviceSegments::Keys(_) => SegmentSource::Keys,
         }
     }
 
@@ -158,6 +169,7 @@ impl DeviceSegments<'_> {
             DeviceSegments::Flags(heads) => Ok(heads.check_len(n)?),
             DeviceSegments::Rows { row_length } => Ok(RowLengthMismatch::check(n, *row_length)?),
             DeviceSegments::Offsets(offsets) => Ok(offsets.check_len(n)?),
+            DeviceSegments::Keys(keys) => Ok(keys.check_len(n)?),
         }
     }
 }
@@ -171,6 +183,18 @@ impl<'a> From<DeviceOffsets<'a>> for DeviceSegments<'a> {
 impl<'a> From<&DeviceOffsets<'a>> for DeviceSegments<'a> {
     fn from(offsets: &DeviceOffsets<'a>) -> Self {
         DeviceSegments::Offsets(offsets.clone())
+    }
+}
+
+impl<'a> From<DeviceKeys<'a>> for DeviceSegments<'a> {
+    fn from(keys: DeviceKeys<'a>) -> Self {
+        DeviceSegments::Keys(keys)
+    }
+}
+
+impl<'a> From<&DeviceKeys<'a>> for DeviceSegments<'a> {
+    fn from(keys: &DeviceKeys<'a>) -> Self {
+        DeviceSegments::Keys(keys.clone())
     }
 }
 
@@ -430,6 +454,19 @@ where
                 let offsets = DeviceOffsets::check(stream, offsets.as_view(), n)?;
                 self.segmented_scan_in_place(stream, spec, offsets, &mut data)?;
             }
+            Segments::Keys(keys) => {
+                // The keys' bytes, as keys of their width.
+                let bytes = stream.clone_htod(keys.as_bytes())?;
+                let keys = match keys.width() {
+                    1 => DeviceKeys::new(&bytes),
+                    // SAFETY: the bytes of `n` keys of the width, in a fresh
+                    // allocation (aligned for any width).
+                    2 => DeviceKeys::new(unsafe { bytes.transmute::<u16>(n) }.expect("n keys")),
+                    4 => DeviceKeys::new(unsafe { bytes.transmute::<u32>(n) }.expect("n keys")),
+                    _ => DeviceKeys::new(unsafe { bytes.transmute::<u64>(n) }.expect("n keys")),
+                };
+                self.segmented_scan_in_place(stream, spec, keys, &mut data)?;
+            }
             _ => unreachable!("a segment source of scan-core without a GPU counterpart"),
         }
         Ok(stream.clone_dtoh(&data)?)
@@ -497,6 +534,10 @@ where
                 let (offsets, syncs) = offsets.arg(stream);
                 (Heads::Offsets(offsets), syncs.into())
             }
+            DeviceSegments::Keys(keys) => {
+                let (keys, sync) = keys.arg(stream);
+                (Heads::Keys(keys), vec![sync])
+            }
         };
         let strategy = self.tuning.segmented_strategy;
         let abi = |k: SegmentedKernel| {
@@ -526,25 +567,29 @@ where
         }
         let pipelined_abi =
             KernelAbi::segmented(SegmentedKernel::Pipelined { inclusive, source }, strategy);
-        // Offsets of short segments (on average) take the look-back pass
-        // unless the pipelined one is asked for: finding many heads per
-        // tile is latency its one reduce squad per block waits out tile
-        // after tile, where the look-back pass's many resident blocks hide
-        // it (see DENSE_OFFSETS_MEAN_LENGTH for where the passes cross).
-        let dense_offsets = match segments {
+        // Offsets of short segments (on average), and keys, take the
+        // look-back pass unless the pipelined one is asked for: finding a
+        // tile's heads is latency (loads issued when the tile's turn comes,
+        // not ahead with its elements) that the pipelined pass's one
+        // reduce squad per block waits out tile after tile, where the
+        // look-back pass's many resident blocks hide it (see
+        // DENSE_OFFSETS_MEAN_LENGTH for where the passes cross for
+        // offsets; keys measured in BENCHMARKS.md).
+        let latency_bound_heads = match segments {
             DeviceSegments::Offsets(offsets) => {
                 n < DENSE_OFFSETS_MEAN_LENGTH.saturating_mul(offsets.count())
             }
+            DeviceSegments::Keys(_) => true,
             _ => false,
         };
         let pipelined_shape = if direction == Direction::Forward
             && pipelined_wanted::<Op>(self.path(), n)
-            && !(self.path() == ScanPath::Auto && dense_offsets)
+            && !(self.path() == ScanPath::Auto && latency_bound_heads)
             && src % 16 == 0
             && dst % 16 == 0
             && match heads {
                 Heads::Flags(flags) => flags % 16 == 0,
-                Heads::Rows(_) | Heads::Offsets(_) => true,
+                Heads::Rows(_) | Heads::Offsets(_) | Heads::Keys(_) => true,
             } {
             let shared_bytes = layout::<Op>().pipelined_segmented_shared_bytes;
             self.pipelined_shape(pipelined_abi, shared_bytes)?

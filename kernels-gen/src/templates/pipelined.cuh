@@ -308,8 +308,9 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
 // given as bits come with a whole tile, in the producer's bulk loads;
 // otherwise (bytes, or the tail tile) the reduce squad reads each thread's
 // flags from global memory while the tile loads (rows of a fixed length
-// compute them), and keeps them as a
-// 64-bit mask for the rescan. A tile holding a head publishes its last
+// compute them; with keys, the squad compares the tile's keys together
+// into the stage's head bits), and keeps them as a 64-bit mask for the
+// rescan. A tile holding a head publishes its last
 // segment's partial as a prefix, which the lookahead takes in place of
 // everything before it.
 template <class Op, int Mode, class Seg, class T = typename Op::T>
@@ -344,7 +345,15 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         if (tile >= tiles) break;
         const pipelined_extent<Op> extent(tile, n);
         unsigned long long heads = 0;
-        if constexpr (Seg::segmented) {
+        if constexpr (keyed<Seg>()) {
+          // The squad compares the tile's keys together (coalesced, while
+          // the tile loads) into the stage's head bits, then reads its own.
+          write_key_words<items, squad, false, items>(seg.keys, extent.base, extent.valid, n, shared.head_bits(s));
+          scan_named_barrier(1, squad);
+          const int count = extent.valid - first < items ? extent.valid - first : items;
+          if (count > 0) heads = bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), count);
+          scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);
+        } else if constexpr (Seg::segmented) {
           const bool bits_loaded = Seg::format == scan_flags_bits && extent.valid == Shape<Op>::pipelined_items_per_tile;
           if (!bits_loaded) heads = span_heads(seg, extent.base, first, extent.valid - first < items ? extent.valid - first : items);
           scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);

@@ -19,9 +19,11 @@ __device__ __forceinline__ void reduce_tiles(const T* input, const Seg& seg, T* 
   const tile_span span = span_of_tile<Op>(blockIdx.x, n, Shape<Op>::items_per_tile);
   const unsigned long long base = span.base;
   const int valid = span.valid;
+  unsigned heads = 0;
+  if constexpr (heads_before_load<Seg>()) heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
   T items[Shape<Op>::items_per_thread];
   load_tile<Op>(input, base, valid, staging, items);
-  const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
+  if constexpr (!heads_before_load<Seg>()) heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
   bool prefix_flag, tile_flag;
   T tile_total;
   block_pair_exclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, Shape<Op>::items_per_thread>([&](int i) { return items[i]; }, heads, seg),
@@ -64,9 +66,11 @@ __device__ __forceinline__ void scan_tiles(const T* input, const Seg& seg, T* ou
   const tile_span span = span_of_tile<Op>(blockIdx.x, n, Shape<Op>::items_per_tile);
   const unsigned long long base = span.base;
   const int valid = span.valid;
+  unsigned heads = 0;
+  if constexpr (heads_before_load<Seg>()) heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
   T items[Shape<Op>::items_per_thread];
   load_tile<Op>(input, base, valid, staging, items);
-  const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
+  if constexpr (!heads_before_load<Seg>()) heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
   const T prefix = tile_prefixes != nullptr ? tile_prefixes[blockIdx.x] : seed;
   bool tile_flag;
   tile_scan<Op, Mode, Seg>(items, heads, seg, prefix, warp_totals, warp_flags, tile_flag);

@@ -20,7 +20,10 @@
 //    offsets' index: no flags are read or written, and the work follows
 //    the number of offsets, not the segments' lengths. Seeding as for
 //    head_flags.
-// (Segments from keys without flags are a further source.)
+//  * segment_keys<Op, Strategy>: one key per element (a scan by key),
+//    element i starting a segment where keys[i] != keys[i - 1]. Each
+//    thread reads the keys of its items and the one before them: no flags
+//    are built, read or written. Seeding as for head_flags.
 //
 // Values are combined only within a segment and always in order, so the
 // operator never needs to be commutative. Above the element, the
@@ -84,6 +87,22 @@ struct segment_offsets {
   static constexpr int format = scan_segment_offsets;
   static constexpr int strategy = Strategy;
   scan_offsets offsets;  // ascending, at most n (checked by the host)
+  T seed;
+  bool seeded;
+  __device__ __forceinline__ T start(const T& item) const { return seeded ? Op::combine(seed, item) : item; }
+};
+
+template <class Op, int Strategy>
+struct segment_keys {
+  typedef typename Op::T T;
+  static constexpr bool segmented = true;
+  // In reverse, an item's head is its element's segment's last element.
+  static constexpr bool mirrored = mirrored_memory<Op>::value;
+  static constexpr int format = scan_segment_keys;
+  static constexpr int strategy = Strategy;
+  // The tiles' threads, which find a tile's heads together (tile_key_heads).
+  static constexpr int block_threads = Shape<Op>::block_threads;
+  scan_keys keys;  // n keys of 1, 2, 4 or 8 bytes (checked by the host)
   T seed;
   bool seeded;
   __device__ __forceinline__ T start(const T& item) const { return seeded ? Op::combine(seed, item) : item; }
@@ -175,15 +194,108 @@ __device__ __forceinline__ unsigned long long bit_window(const unsigned* words, 
   return count == 64 ? window : window & ((1ull << count) - 1ull);
 }
 
-// Whether the single pass finds a tile's heads before its elements load:
-// from offsets, whose loads then run with no items live in registers
+// ---- Heads from keys ----
+// A tile's heads, found by its threads together: element j of the tile
+// (j = i·B + t for B threads) is compared with its neighbour by thread t.
+// Both keys are loaded (the neighbour's from the same cache lines), with
+// no branch, so that every load of the unrolled loop can be in flight at
+// once and a warp's loads coalesce. A ballot packs each warp's 32 answers
+// into word j / 32 of `words` (bit j % 32): the tile's heads in element
+// order. Going forward, element e's head is e == 0 or
+// keys[e] != keys[e - 1]; mirrored (a reverse scan), the head in scan order
+// of element e is its tail: e == n - 1 or keys[e + 1] != keys[e].
+// Group: the items whose loads are in flight together (all of them where
+// one squad must cover the latency alone, as in the pipelined pass; a few
+// where other resident blocks hide it and registers are capped, as in the
+// single pass).
+template <class Key, int Items, int BlockThreads, bool Mirrored, int Group>
+__device__ __forceinline__ void tile_key_words(const Key* keys, unsigned long long base, int valid, unsigned long long n, unsigned* words) {
+#pragma unroll 1
+  for (int i0 = 0; i0 < Items; i0 += Group) {
+#pragma unroll
+    for (int g = 0; g < Group; ++g) {
+      const int i = i0 + g;
+      if (Items % Group != 0 && i >= Items) break;
+      const int j = i * BlockThreads + (int)threadIdx.x;
+      const bool in = j < valid;
+      // Elements past the tile read the tile's first key, and are no heads.
+      const unsigned long long e = in ? base + (unsigned long long)j : base;
+      const Key key = __ldg(keys + e);
+      bool head;
+      if constexpr (Mirrored) {
+        const Key next = __ldg(keys + (e + 1 < n ? e + 1 : e));
+        head = in && (e + 1 == n || next != key);
+      } else {
+        const Key previous = __ldg(keys + (e > 0 ? e - 1 : 0));
+        head = in && (e == 0 || previous != key);
+      }
+      const unsigned word = __ballot_sync(0xffffffffu, head);
+      if ((threadIdx.x & 31u) == 0u) words[i * (BlockThreads / 32) + (int)(threadIdx.x >> 5)] = word;
+    }
+  }
+}
+
+// tile_key_words for the keys' width (one branch, the same for the whole
+// grid); Threads threads call it.
+template <int Items, int Threads, bool Mirrored, int Group>
+__device__ __forceinline__ void write_key_words(const scan_keys& k, unsigned long long base, int valid, unsigned long long n, unsigned* words) {
+  switch (k.width) {
+    case 1:
+      tile_key_words<unsigned char, Items, Threads, Mirrored, Group>((const unsigned char*)k.keys, base, valid, n, words);
+      break;
+    case 2:
+      tile_key_words<unsigned short, Items, Threads, Mirrored, Group>((const unsigned short*)k.keys, base, valid, n, words);
+      break;
+    case 4:
+      tile_key_words<unsigned, Items, Threads, Mirrored, Group>((const unsigned*)k.keys, base, valid, n, words);
+      break;
+    default:
+      tile_key_words<unsigned long long, Items, Threads, Mirrored, Group>((const unsigned long long*)k.keys, base, valid, n, words);
+      break;
+  }
+}
+
+// The head flags of this thread's blocked items (as thread_heads), from
+// the tile's words. Every thread of the block calls it, once per block
+// (its shared words are written, a barrier passed, then read).
+template <class Seg, int Items>
+__device__ __forceinline__ unsigned tile_key_heads(const Seg& seg, unsigned long long base, int valid, unsigned long long n) {
+  static_assert(Items <= 32, "a thread's head flags fit one word");
+  __shared__ unsigned words[Items * Seg::block_threads / 32];
+  write_key_words<Items, Seg::block_threads, Seg::mirrored, (Items < 4 ? Items : 4)>(seg.keys, base, valid, n, words);
+  __syncthreads();
+  const int first = (int)threadIdx.x * Items;
+  const int count = first >= valid ? 0 : valid - first < Items ? valid - first : Items;
+  if (count == 0) return 0u;
+  if constexpr (Seg::mirrored) {
+    // Item first + k is tile element valid - 1 - first - k: the window of
+    // elements low … low + count - 1, reversed.
+    const int low = valid - first - count;
+    const unsigned window = (unsigned)bit_window(words + (low >> 5), (unsigned)(low & 31), count);
+    return __brev(window) >> (32 - count);
+  } else {
+    return (unsigned)bit_window(words + (first >> 5), (unsigned)(first & 31), count);
+  }
+}
+
+// Whether segments come from keys.
+template <class Seg>
+constexpr bool keyed() {
+  if constexpr (Seg::segmented) {
+    return Seg::format == scan_segment_keys;
+  } else {
+    return false;
+  }
+}
+
+// Whether a tile's heads are found before its elements load: from offsets
+// and from keys, whose loads then run with no items live in registers
 // (after the load they made ptxas spill at the single pass's register
-// cap). Flags are read after the elements, as in reduce-then-scan's
-// passes.
+// cap). Flags are read after the elements.
 template <class Seg>
 constexpr bool heads_before_load() {
   if constexpr (Seg::segmented) {
-    return Seg::format == scan_segment_offsets;
+    return Seg::format == scan_segment_offsets || Seg::format == scan_segment_keys;
   } else {
     return false;
   }
@@ -195,6 +307,8 @@ constexpr bool heads_before_load() {
 // element base + k, and element 0 always has a head. Mirrored (a reverse
 // scan), item k is element e = base + valid - 1 - k, whose head in scan
 // order is its tail: e is the last element, or element e + 1 has a head.
+// Keys are compared by the whole block at once (tile_key_heads): every
+// thread of the block calls this, once per block.
 template <class Seg, int Items>
 __device__ __forceinline__ unsigned thread_heads(const Seg& seg, unsigned long long base, int valid, unsigned long long n) {
   if constexpr (!Seg::segmented) {
@@ -220,6 +334,8 @@ __device__ __forceinline__ unsigned thread_heads(const Seg& seg, unsigned long l
       if (count > 0 && start == 0) heads |= 1u;
       return heads;
     }
+  } else if constexpr (Seg::format == scan_segment_keys) {
+    return tile_key_heads<Seg, Items>(seg, base, valid, n);
   } else if constexpr (Seg::format == scan_fixed_rows) {
     static_assert(Items <= 32, "a thread's head flags fit one word");
     const int first = (int)threadIdx.x * Items;
