@@ -1,9 +1,9 @@
 //! The scan benchmark: `u32` sum, `f32` max, the affine `{a, b: f32}`
 //! operator, a mixed three-field struct, a segmented `u32` sum (segments
-//! of mean length 1000, bit flags) and the same segments given by offsets,
-//! and power-law segments by offsets, at 2^16, 2^20, 2^24 and 2^28
-//! elements, side by side with CUB on the same inputs (its sum by key for
-//! the segments of mean 1000; none for the power law).
+//! of mean length 1000, bit flags), the same segments given by offsets and
+//! by `u32` keys, and power-law segments by offsets, at 2^16, 2^20, 2^24
+//! and 2^28 elements, side by side with CUB on the same inputs (its sum by
+//! key for the segments of mean 1000; none for the power law).
 //!
 //! `scan_bench [DIR]`: DIR holds what `cub/scan_bench.cu` wrote there in the
 //! same run (`cub-results.txt` and the sampled outputs); without it the CUB
@@ -32,7 +32,7 @@
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use gpu_scan::scan_runtime::{open_device, DeviceHeadFlags, DeviceOffsets, ScanPath};
+use gpu_scan::scan_runtime::{open_device, DeviceHeadFlags, DeviceKeys, DeviceOffsets, ScanPath};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -537,6 +537,95 @@ fn bench_offsets(
     }
 }
 
+/// Segments given by keys (no flags in memory): the segmented case's
+/// heads as `u32` segment numbers, the keys CUB's sum by key reads, which
+/// is the comparator on the same bytes (values in and out, keys in).
+/// Percentages are of a copy of the values.
+fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row {
+    let n = 1usize << log_n;
+    let seed = SEED + 4;
+    let (values, keys): (Vec<u32>, Vec<u32>) = {
+        let (values, heads): (Vec<u32>, Vec<u32>) = (0..n as u64)
+            .into_par_iter()
+            .map(|i| {
+                let x = mix(seed, i);
+                (
+                    (x >> 32) as u32,
+                    (i == 0 || (x as u32) % MEAN_SEGMENT == 0) as u32,
+                )
+            })
+            .unzip();
+        // CUB's keys: the inclusive sum of the heads.
+        let keys = heads
+            .iter()
+            .scan(0u32, |s, &h| {
+                *s = s.wrapping_add(h);
+                Some(*s)
+            })
+            .collect();
+        (values, keys)
+    };
+    let mut expected = vec![0u32; n];
+    gpu_scan::segmented::par_scan::<SumU32>(
+        ScanKind::Inclusive,
+        gpu_scan::segmented::Segments::keys(&keys),
+        &values,
+        &mut expected,
+    )
+    .unwrap();
+    let d_values = stream.clone_htod(&values).unwrap();
+    let d_keys = stream.clone_htod(&keys).unwrap();
+    let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+    scanner.prepare_segmented().unwrap();
+    let mut output = stream.alloc_zeros::<u32>(n).unwrap();
+    let keyed = || DeviceKeys::new(&d_keys);
+    scanner
+        .segmented_inclusive(stream, keyed(), &d_values, &mut output)
+        .unwrap();
+    let ours = stream.clone_dtoh(&output).unwrap();
+    let cpu_ok = ours == expected;
+    let ms = time_ms(stream, || {
+        scanner
+            .segmented_inclusive(stream, keyed(), &d_values, &mut output)
+            .unwrap()
+    }) as f64;
+    let copy_ms = {
+        let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(&d_values, &mut copy).unwrap()) as f64
+    };
+    // The other paths beside the default one (the look-back single pass),
+    // on one line.
+    let mut others = String::new();
+    for path in [ScanPath::Pipelined, ScanPath::ReduceThenScan] {
+        scanner.set_path(path);
+        let path_ms = time_ms(stream, || {
+            scanner
+                .segmented_inclusive(stream, keyed(), &d_values, &mut output)
+                .unwrap()
+        }) as f64;
+        let ok = stream.clone_dtoh(&output).unwrap() == expected;
+        others += &format!(
+            ", {path:?} {path_ms:.4} ms, {:.1}% of copy{}",
+            100.0 * copy_ms / path_ms,
+            if ok { "" } else { " DIFFERS FROM CPU" }
+        );
+    }
+    println!("keys 2^{log_n}: default {ms:.4} ms{others}");
+    let bytes = 12.0 * n as f64;
+    let cub = cub_result::<u32>(cub_dir, "segmented-sum", log_n);
+    let same = verdict_u32(cub.as_ref(), cpu_ok, &ours);
+    Row {
+        case: "keys-sum",
+        log_n,
+        ms,
+        gbs: bytes / (ms * 1e6),
+        percent_of_copy: 100.0 * copy_ms / ms,
+        cub_ms: cub.as_ref().map(|c| c.ms),
+        cub_percent: cub.as_ref().map(|c| 100.0 * copy_ms / c.ms),
+        same,
+    }
+}
+
 /// Where segments by offsets should leave the pipelined pass for the
 /// look-back single pass (`ScanPath::Auto` switches below a mean length of
 /// 64): `u32` sums at 2^26 and 2^28 over segments whose heads fall on each
@@ -988,6 +1077,7 @@ fn main() {
             bench_segmented(&stream, cub_dir, log_n),
             bench_offsets(&stream, cub_dir, log_n, false),
             bench_offsets(&stream, cub_dir, log_n, true),
+            bench_keys(&stream, cub_dir, log_n),
         ] {
             print_row(&row);
             rows.push(row);
@@ -1034,6 +1124,7 @@ fn finish(rows: &[Row], reverse_bad: usize) {
         "segmented-sum",
         "offsets-sum",
         "offsets-power-law",
+        "keys-sum",
     ] {
         for r in rows.iter().filter(|r| r.case == case) {
             print_row(r);
