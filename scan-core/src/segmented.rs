@@ -210,14 +210,7 @@ impl<'a> SegmentKeys<'a> {
     }
 
     fn check(&self, n: usize) -> Result<(), KeysLengthMismatch> {
-        if self.len() == n {
-            Ok(())
-        } else {
-            Err(KeysLengthMismatch {
-                keys: self.len(),
-                elements: n,
-            })
-        }
+        KeysLengthMismatch::check(self.len(), n)
     }
 }
 
@@ -242,6 +235,17 @@ pub struct KeysLengthMismatch {
     pub keys: usize,
     /// Elements in the sequence.
     pub elements: usize,
+}
+
+impl KeysLengthMismatch {
+    /// `Ok` when `keys` keys fit a sequence of `elements`: one per element.
+    pub fn check(keys: usize, elements: usize) -> Result<(), Self> {
+        if keys == elements {
+            Ok(())
+        } else {
+            Err(KeysLengthMismatch { keys, elements })
+        }
+    }
 }
 
 /// Segment start offsets of either width ([`Segments::Offsets`]).

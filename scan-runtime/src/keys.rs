@@ -71,14 +71,7 @@ impl<'a> DeviceKeys<'a> {
 
     /// Refuses keys that are not one per element of `n`.
     pub(crate) fn check_len(&self, n: usize) -> Result<(), KeysLengthMismatch> {
-        if self.len() == n {
-            Ok(())
-        } else {
-            Err(KeysLengthMismatch {
-                keys: self.len(),
-                elements: n,
-            })
-        }
+        KeysLengthMismatch::check(self.len(), n)
     }
 
     /// The kernels' `scan_keys` argument, and the guard that orders the
