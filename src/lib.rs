@@ -100,6 +100,9 @@
 
 pub mod ops;
 
+/// The CUDA generator behind the GPU backend, for the test suites and
+/// tools: not part of the API, and free to change in any release.
+#[doc(hidden)]
 pub use kernels_gen;
 pub use scan_core::{
     check_associativity, check_laws, columns, cpu, laws, segmented, semantics, Counterexample,

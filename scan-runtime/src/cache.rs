@@ -39,7 +39,9 @@ use std::sync::{Mutex, OnceLock};
 
 const MAGIC: &str = "gpu-scan-image v2";
 
-/// The identity of a compiled program.
+/// The identity of a compiled program (for the runtime and its tests: not
+/// part of the API).
+#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey(String);
 
@@ -132,6 +134,7 @@ impl DiskCache {
     }
 
     /// The file of `key`.
+    #[doc(hidden)]
     pub fn entry_path(&self, key: &CacheKey) -> Option<PathBuf> {
         self.dir
             .as_ref()
@@ -140,6 +143,7 @@ impl DiskCache {
 
     /// The cached image of `key`, if present and intact. A damaged entry is
     /// removed (and so rebuilt by the caller).
+    #[doc(hidden)]
     pub fn load(&self, key: &CacheKey) -> Option<Vec<u8>> {
         let path = self.entry_path(key)?;
         let bytes = std::fs::read(&path).ok()?;
@@ -154,6 +158,7 @@ impl DiskCache {
 
     /// Deletes the entry for `key`, if there is one (an image the driver
     /// refused to load).
+    #[doc(hidden)]
     pub fn remove(&self, key: &CacheKey) {
         if let Some(path) = self.entry_path(key) {
             let _ = std::fs::remove_file(path);
@@ -163,6 +168,7 @@ impl DiskCache {
     /// Stores `image` (a CUBIN or PTX) under `key`, atomically. A failure
     /// does not fail the scan (the cache is an optimisation); the first
     /// one in each directory is reported as a `tracing` warning.
+    #[doc(hidden)]
     pub fn store(&self, key: &CacheKey, image: &[u8]) {
         if let Err(e) = self.try_store(key, image) {
             let dir = self.dir.clone().unwrap_or_default();
@@ -183,6 +189,7 @@ impl DiskCache {
 
     /// [`DiskCache::store`], saying why it failed. Storing in a disabled
     /// cache succeeds (there is nothing to do).
+    #[doc(hidden)]
     pub fn try_store(&self, key: &CacheKey, image: &[u8]) -> std::io::Result<()> {
         let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry_path(key)) else {
             return Ok(());

@@ -214,8 +214,8 @@ pub enum ScanPath {
     /// prefix; a rescan squad and a store warp finish the tile. Loads keep
     /// going while tiles wait for their prefixes (after CCCL's
     /// warp-specialized scan). Elements whose size is a multiple of 4
-    /// bytes, at most [`kernels_gen::PIPELINED_MAX_ELEMENT_SIZE`] (wider
-    /// ones spill in its registers), 16-byte aligned input, output (and
+    /// bytes, at most 108 bytes (wider ones spill in its registers),
+    /// 16-byte aligned input, output (and
     /// head flags); plain scans
     /// longer than [`GpuScanner::small_tile_limit`], segmented scans longer
     /// than one tile (forward only; segmented reverse scans run as
@@ -403,10 +403,9 @@ where
 
     /// Scratch bytes a plain scan of `n` elements needs on `path` with the
     /// default small-tile limit: per tile, one element for reduce-then-scan;
-    /// for the single pass a status entry every
-    /// [`kernels_gen::TILE_STATUS_STRIDE`] bytes and, for elements over 12
-    /// bytes, two elements, plus the 16-byte launch state
-    /// ([`kernels_gen::launch_state::LaunchState`]). None for a single tile.
+    /// for the single pass a status entry every 64 bytes and, for elements
+    /// over 12 bytes, two elements, plus a 16-byte launch state. None for a
+    /// single tile.
     /// Each stream a scanner scans on has a workspace of its own.
     pub fn workspace_bytes(n: usize, path: ScanPath) -> usize {
         let tiles = n.div_ceil(Op::tile_items());

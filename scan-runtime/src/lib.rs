@@ -21,6 +21,9 @@ mod columns;
 mod device_api;
 mod error;
 mod gpu;
+/// NVRTC compilation and its caches, for the test suites and tools: not
+/// part of the API.
+#[doc(hidden)]
 pub mod jit;
 mod kernels;
 mod keys;
@@ -39,7 +42,9 @@ pub use error::{Result, ScanError};
 pub use gpu::{
     device_arch, driver_present, open_device, target_arch, GpuScanner, ScanPath, TARGET_ARCH_ENV,
 };
-pub use kernels::{layout, program_source, ProgramOrigin, ProgramStats};
+#[doc(hidden)]
+pub use kernels::{layout, program_source};
+pub use kernels::{ProgramOrigin, ProgramStats};
 pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
 pub use keys::{DeviceKeys, KeyView};
 pub use offsets::{DeviceOffset, DeviceOffsets};

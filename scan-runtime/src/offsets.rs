@@ -20,8 +20,8 @@ use std::sync::Arc;
 ///
 /// [`DeviceOffsets::check`] is the only way to make one: it checks the
 /// offsets on the device and waits for the verdict, once, and builds their
-/// index: one `u32` per 32 elements (`u64` beyond 2^32 offsets,
-/// [`kernels_gen::OFFSETS_INDEX_SHIFT`]), where a scan's threads find the
+/// index: one `u32` per 32 elements (`u64` beyond 2^32 offsets), where a
+/// scan's threads find the
 /// offsets of their elements without searching all of them. The value
 /// borrows the offsets, so they cannot change while it lives, and every
 /// scan through it runs without a check or a wait (it may be captured in
