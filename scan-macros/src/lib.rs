@@ -1,10 +1,10 @@
 //! The `#[scan_op]` attribute of `gpu-scan`.
 //!
-//! Phases, one module each: [`attr`] parses the attribute's arguments,
-//! [`ast`] reads and checks the annotated item, [`translate`] turns the
+//! Phases, one module each: `attr` parses the attribute's arguments,
+//! `ast` reads and checks the annotated item, `translate` turns the
 //! operator's Rust into the `kernels-gen` IR (reporting every construct
-//! outside the supported subset), [`rewrite`] gives the Rust side the same
-//! integer semantics as the CUDA side, and [`expand`] writes the trait
+//! outside the supported subset), `rewrite` gives the Rust side the same
+//! integer semantics as the CUDA side, and `expand` writes the trait
 //! implementations and the embedded CUDA program.
 //!
 //! Use it through the `gpu-scan` facade; its documentation lists the
