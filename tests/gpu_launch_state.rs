@@ -9,6 +9,8 @@
 //!   path, interleaved with ordinary scans on the same stream and
 //!   workspace; growing the workspace during a capture is a typed error
 //!   that leaves the output alone.
+//! * `segmented_scans_by_keys_and_offsets_replay_in_a_graph`: the same for
+//!   segmented scans by keys (new keys at every replay) and by offsets.
 //! * `two_streams_run_concurrently`: two scanners on two streams, and one
 //!   scanner alternating between them (one workspace per stream), with no
 //!   synchronisation between the scans.
@@ -26,7 +28,8 @@ use common::ops::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
-use gpu_scan::scan_runtime::ScanPath;
+use gpu_scan::scan_runtime::{DeviceKeys, DeviceOffsets, ScanPath};
+use gpu_scan::segmented::{self, Segments};
 use std::sync::Arc;
 
 const PATHS: [ScanPath; 3] = [
@@ -145,6 +148,110 @@ fn graph_capture_replays_on_changing_inputs() {
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
     println!(
         "graph_capture_replays_on_changing_inputs: 3 paths x 2 lengths x 12 replays match the CPU"
+    );
+}
+
+/// Segmented scans by keys and by offsets captured in a graph replay on
+/// changing values and keys (the keys are read where they lie at each
+/// replay; the offsets were checked before the capture), through every path,
+/// in both directions.
+#[test]
+fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
+    let Some(ctx) = open_gpu("segmented_scans_by_keys_and_offsets_replay_in_a_graph") else {
+        return;
+    };
+    let seed = suite_seed();
+    println!("segmented_scans_by_keys_and_offsets_replay_in_a_graph: seed {seed}");
+    let stream = ctx.per_thread_stream();
+    let mut failures = Vec::new();
+    let n = (1usize << 21) + 5;
+    let row_ptr: Vec<u32> = (0..n as u32).step_by(777).collect();
+    let d_row_ptr = stream.clone_htod(&row_ptr).unwrap();
+    let offsets = DeviceOffsets::check(&stream, d_row_ptr.as_view(), n).unwrap();
+    for path in PATHS {
+        let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
+        scanner.set_path(path);
+        scanner.reserve_segmented(n, &stream).unwrap();
+        let mut input = stream.alloc_zeros::<AffineU32>(n).unwrap();
+        let mut keys = stream.alloc_zeros::<u16>(n).unwrap();
+        let mut by_keys = stream.alloc_zeros::<AffineU32>(n).unwrap();
+        let mut by_offsets = stream.alloc_zeros::<AffineU32>(n).unwrap();
+        let reverse = ScanSpec::exclusive().reverse();
+        stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        scanner
+            .segmented_scan(
+                &stream,
+                ScanKind::Inclusive,
+                DeviceKeys::new(&keys),
+                &input,
+                &mut by_keys,
+            )
+            .unwrap();
+        scanner
+            .segmented_scan(&stream, reverse, &offsets, &input, &mut by_offsets)
+            .unwrap();
+        let graph = stream
+            .end_capture(CUgraphInstantiate_flags(0))
+            .unwrap()
+            .expect("a graph");
+        for replay in 0..6u64 {
+            let replay_seed = seed ^ replay ^ (path as u64) << 40;
+            let data = random_input::<AffineU32>(n, replay_seed);
+            // Runs of random length up to 2 × replay + 1 (every element its
+            // own segment at replay 0).
+            let mut rng = <Rng64 as rand::SeedableRng>::seed_from_u64(replay_seed);
+            let host_keys: Vec<u16> = {
+                let mut key = 0u16;
+                (0..n)
+                    .map(|_| {
+                        if rand::Rng::random_range(&mut rng, 0..=2 * replay) == 0 {
+                            key = key.wrapping_add(1);
+                        }
+                        key
+                    })
+                    .collect()
+            };
+            stream.memcpy_htod(&data, &mut input).unwrap();
+            stream.memcpy_htod(&host_keys, &mut keys).unwrap();
+            poison(&stream, &mut by_keys);
+            poison(&stream, &mut by_offsets);
+            graph.launch().unwrap();
+            let mut want = vec![AffineU32::IDENTITY; n];
+            segmented::par_scan::<AffineU32>(
+                ScanKind::Inclusive,
+                Segments::keys(&host_keys),
+                &data,
+                &mut want,
+            )
+            .unwrap();
+            check::<AffineU32>(
+                &format!("{path:?} replay {replay} by keys"),
+                &stream,
+                &by_keys,
+                &want,
+                &mut failures,
+            );
+            segmented::par_scan::<AffineU32>(
+                reverse,
+                Segments::offsets(&row_ptr[..]),
+                &data,
+                &mut want,
+            )
+            .unwrap();
+            check::<AffineU32>(
+                &format!("{path:?} replay {replay} by offsets, reverse exclusive"),
+                &stream,
+                &by_offsets,
+                &want,
+                &mut failures,
+            );
+        }
+    }
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+    println!(
+        "segmented_scans_by_keys_and_offsets_replay_in_a_graph: 3 paths x 6 replays match the CPU"
     );
 }
 
