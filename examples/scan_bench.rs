@@ -322,17 +322,24 @@ where
     }
 }
 
-/// The segmented case: u32 sum with bit flags, against CUB's sum by key.
-fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row {
-    let n = 1usize << log_n;
+/// The segmented case's `n` values and heads (as `cub/scan_bench.cu`
+/// draws them): a head on each element with probability 1/MEAN_SEGMENT,
+/// and on element 0.
+fn segmented_case(n: usize) -> (Vec<u32>, Vec<bool>) {
     let seed = SEED + 4;
-    let (values, heads): (Vec<u32>, Vec<bool>) = (0..n as u64)
+    (0..n as u64)
         .into_par_iter()
         .map(|i| {
             let x = mix(seed, i);
             ((x >> 32) as u32, i == 0 || (x as u32) % MEAN_SEGMENT == 0)
         })
-        .unzip();
+        .unzip()
+}
+
+/// The segmented case: u32 sum with bit flags, against CUB's sum by key.
+fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row {
+    let n = 1usize << log_n;
+    let (values, heads) = segmented_case(n);
     let bits: Vec<u32> = heads
         .par_chunks(32)
         .map(|c| {
@@ -543,28 +550,16 @@ fn bench_offsets(
 /// Percentages are of a copy of the values.
 fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row {
     let n = 1usize << log_n;
-    let seed = SEED + 4;
-    let (values, keys): (Vec<u32>, Vec<u32>) = {
-        let (values, heads): (Vec<u32>, Vec<u32>) = (0..n as u64)
-            .into_par_iter()
-            .map(|i| {
-                let x = mix(seed, i);
-                (
-                    (x >> 32) as u32,
-                    (i == 0 || (x as u32) % MEAN_SEGMENT == 0) as u32,
-                )
-            })
-            .unzip();
-        // CUB's keys: the inclusive sum of the heads.
-        let keys = heads
-            .iter()
-            .scan(0u32, |s, &h| {
-                *s = s.wrapping_add(h);
-                Some(*s)
-            })
-            .collect();
-        (values, keys)
-    };
+    let (values, heads) = segmented_case(n);
+    // CUB's keys: the inclusive sum of the heads.
+    let keys: Vec<u32> = heads
+        .iter()
+        .scan(0u32, |s, &h| {
+            *s = s.wrapping_add(h as u32);
+            Some(*s)
+        })
+        .collect();
+    drop(heads);
     let mut expected = vec![0u32; n];
     gpu_scan::segmented::par_scan::<SumU32>(
         ScanKind::Inclusive,

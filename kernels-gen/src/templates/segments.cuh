@@ -423,6 +423,7 @@ __device__ __forceinline__ unsigned thread_heads(const Seg& seg, unsigned long l
 // one (the pipelined pass's items, in shared memory).
 template <class Seg>
 __device__ __forceinline__ unsigned long long span_heads(const Seg& seg, unsigned long long base, int first, int count) {
+  static_assert(!keyed<Seg>(), "the pipelined pass finds keys' heads by squad (write_key_words)");
   if constexpr (!Seg::segmented) {
     return 0ull;
   } else if constexpr (Seg::format == scan_segment_offsets) {
