@@ -24,6 +24,12 @@
 //! timed beside the forward ones on the same input (the default path, and
 //! the single pass with look-back for reference).
 //!
+//! Carry-outs (`SCAN_BENCH_CARRY=1` runs this table alone): exclusive
+//! scans of `u32` sum and affine, and the segmented case by bit flags, at
+//! 2^16 to 2^28, each on the default path and the look-back single pass,
+//! timed with and without a carry-out slot, alternately (three medians of
+//! each, the smallest kept), with the carry-out checked against the CPU.
+//!
 //! A second table sweeps tile shapes of the single passes (`u32` sum,
 //! affine, and the pipelined pass against the look-back for the 24-byte
 //! struct) at 2^24 and 2^28; a third times `u32` sum and affine at 2^28
@@ -1041,6 +1047,163 @@ where
     ok
 }
 
+/// One carry-out row: the scan `run(with_carry)` timed without and with a
+/// carry-out, alternately, three medians of 25 calls each, the smallest
+/// of each kept (the two differ by a launch parameter and one write, so
+/// drift between them would otherwise dominate).
+fn carry_row(
+    stream: &Arc<CudaStream>,
+    label: &str,
+    log_n: u32,
+    copy_ms: f64,
+    ok: bool,
+    mut run: impl FnMut(bool),
+) {
+    let (mut without, mut with) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..3 {
+        without = without.min(time_ms(stream, || run(false)) as f64);
+        with = with.min(time_ms(stream, || run(true)) as f64);
+    }
+    println!(
+        "{label:<26} 2^{log_n:<3} {without:>9.4} {:>5.1}% {with:>9.4} {:>5.1}% {:>7.4}  {}",
+        100.0 * copy_ms / without,
+        100.0 * copy_ms / with,
+        with / without,
+        if ok {
+            "carry ok"
+        } else {
+            "CARRY DIFFERS FROM CPU"
+        }
+    );
+}
+
+/// Exclusive scans of `Op` with and without a carry-out (see [`carry_row`]).
+fn carry_rows_plain<Op: Case>(stream: &Arc<CudaStream>, log_n: u32) -> bool
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
+{
+    let n = 1usize << log_n;
+    let host = input_of::<Op>(n);
+    let mut want = Op::IDENTITY;
+    let mut expected = vec![Op::IDENTITY; n];
+    let spec = ScanSpec::exclusive();
+    gpu_scan::cpu::par_scan::<Op>(spec.carry_out(&mut want), &host, &mut expected).unwrap();
+    drop(expected);
+    let input = stream.clone_htod(&host).unwrap();
+    drop(host);
+    let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+    let mut slot: CudaSlice<Op::Element> = stream.alloc_zeros(1).unwrap();
+    let copy_ms = {
+        let mut copy: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap()) as f64
+    };
+    let mut all_ok = true;
+    for path in [ScanPath::Auto, ScanPath::SinglePass] {
+        let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+        scanner.set_path(path);
+        scanner
+            .scan(stream, spec.carry_out(&mut slot), &input, &mut output)
+            .unwrap();
+        let ok = Op::agree(&stream.clone_dtoh(&slot).unwrap()[0], &want);
+        all_ok &= ok;
+        let label = format!("{} excl. [{path:?}]", Op::CUB_NAME);
+        carry_row(stream, &label, log_n, copy_ms, ok, |with_carry| {
+            if with_carry {
+                scanner.scan(stream, spec.carry_out(&mut slot), &input, &mut output)
+            } else {
+                scanner.scan(stream, spec, &input, &mut output)
+            }
+            .unwrap()
+        });
+    }
+    all_ok
+}
+
+/// The segmented case by bit flags, exclusive, with and without a carry-out.
+fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
+    let n = 1usize << log_n;
+    let (values, heads) = segmented_case(n);
+    let bits: Vec<u32> = heads
+        .par_chunks(32)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .fold(0u32, |w, (i, &h)| w | (h as u32) << i)
+        })
+        .collect();
+    drop(heads);
+    let spec = ScanSpec::exclusive();
+    let mut want = 0u32;
+    let mut expected = vec![0u32; n];
+    gpu_scan::segmented::par_scan::<SumU32>(
+        spec.carry_out(&mut want),
+        gpu_scan::segmented::HeadFlags::bits(&bits, n),
+        &values,
+        &mut expected,
+    )
+    .unwrap();
+    drop(expected);
+    let d_values = stream.clone_htod(&values).unwrap();
+    let d_bits = stream.clone_htod(&bits).unwrap();
+    let flags = || DeviceHeadFlags::bits(d_bits.as_view(), n);
+    let mut output = stream.alloc_zeros::<u32>(n).unwrap();
+    let mut slot = stream.alloc_zeros::<u32>(1).unwrap();
+    let copy_ms = {
+        let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(&d_values, &mut copy).unwrap()) as f64
+    };
+    let mut all_ok = true;
+    for path in [ScanPath::Auto, ScanPath::SinglePass] {
+        let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+        scanner.set_path(path);
+        scanner
+            .segmented_scan(
+                stream,
+                spec.carry_out(&mut slot),
+                flags(),
+                &d_values,
+                &mut output,
+            )
+            .unwrap();
+        let ok = stream.clone_dtoh(&slot).unwrap()[0] == want;
+        all_ok &= ok;
+        let label = format!("segmented excl. [{path:?}]");
+        carry_row(stream, &label, log_n, copy_ms, ok, |with_carry| {
+            if with_carry {
+                scanner.segmented_scan(
+                    stream,
+                    spec.carry_out(&mut slot),
+                    flags(),
+                    &d_values,
+                    &mut output,
+                )
+            } else {
+                scanner.segmented_scan(stream, spec, flags(), &d_values, &mut output)
+            }
+            .unwrap()
+        });
+    }
+    all_ok
+}
+
+/// The carry-out table; returns how many cases' carry-outs differed.
+fn carry_table(stream: &Arc<CudaStream>) -> usize {
+    println!(
+        "\nscan_bench: carry-out, exclusive scans timed without and with a carry-out slot (ms, % of copy, with/without)"
+    );
+    println!(
+        "{:<26} {:<5} {:>9} {:>6} {:>9} {:>6} {:>7}  output",
+        "case", "n", "without", "%copy", "with", "%copy", "ratio"
+    );
+    let mut bad = 0;
+    for log_n in [16u32, 20, 24, 28] {
+        bad += usize::from(!carry_rows_plain::<SumU32>(stream, log_n));
+        bad += usize::from(!carry_rows_plain::<Affine>(stream, log_n));
+        bad += usize::from(!carry_rows_segmented(stream, log_n));
+    }
+    bad
+}
+
 fn main() {
     let ctx = match open_device(0) {
         Ok(ctx) => ctx,
@@ -1060,6 +1223,10 @@ fn main() {
     if std::env::var("SCAN_BENCH_OFFSETS_SWEEP").is_ok_and(|v| v == "1") {
         let ok = offsets_crossover(&stream);
         std::process::exit(if ok { 0 } else { 1 });
+    }
+    if std::env::var("SCAN_BENCH_CARRY").is_ok_and(|v| v == "1") {
+        let bad = carry_table(&stream);
+        std::process::exit(if bad == 0 { 0 } else { 1 });
     }
     print_header();
     let mut rows = Vec::new();
@@ -1095,6 +1262,7 @@ fn main() {
         reverse_bad += usize::from(!reverse_rows::<SumU32>(&stream, log_n));
         reverse_bad += usize::from(!reverse_rows::<Affine>(&stream, log_n));
     }
+    reverse_bad += carry_table(&stream);
     small_inputs(&stream);
     shape_sweep(&stream);
     println!(
@@ -1130,7 +1298,7 @@ fn finish(rows: &[Row], reverse_bad: usize) {
         .filter(|r| r.same.starts_with("DIFFERS"))
         .count();
     println!(
-        "scan_bench: {} rows, {bad} with differing outputs; reverse rows: {reverse_bad} differing from the CPU",
+        "scan_bench: {} rows, {bad} with differing outputs; reverse and carry-out rows: {reverse_bad} differing from the CPU",
         rows.len()
     );
     if bad + reverse_bad > 0 {

@@ -34,27 +34,38 @@ where
 {
     for kind in all_specs(init) {
         let mut seq = vec![Op::IDENTITY; input.len()];
-        cpu::scan::<Op>(kind, input, &mut seq).unwrap();
+        let mut seq_carry = init;
+        cpu::scan::<Op>(kind.carry_out(&mut seq_carry), input, &mut seq).unwrap();
         let mut par = vec![Op::IDENTITY; input.len()];
-        cpu::par_scan::<Op>(kind, input, &mut par).unwrap();
+        let mut carry = init;
+        cpu::par_scan::<Op>(kind.carry_out(&mut carry), input, &mut par).unwrap();
         assert!(
-            seq == par,
+            seq == par && carry == seq_carry,
             "{kind:?}: parallel scan differs from sequential (n = {})",
             input.len()
         );
         let mut in_place = input.to_vec();
-        cpu::par_scan_in_place::<Op>(kind, &mut in_place);
+        let mut carry = init;
+        cpu::par_scan_in_place::<Op>(kind.carry_out(&mut carry), &mut in_place);
         assert!(
-            in_place == seq,
+            in_place == seq && carry == seq_carry,
             "{kind:?}: parallel in-place scan differs (n = {})",
             input.len()
         );
         let mut in_place = input.to_vec();
-        cpu::scan_in_place::<Op>(kind, &mut in_place);
+        let mut carry = init;
+        cpu::scan_in_place::<Op>(kind.carry_out(&mut carry), &mut in_place);
         assert!(
-            in_place == seq,
+            in_place == seq && carry == seq_carry,
             "{kind:?}: sequential in-place scan differs (n = {})",
             input.len()
+        );
+        // Without a carry-out slot the outputs are the same.
+        let mut plain = vec![Op::IDENTITY; input.len()];
+        cpu::par_scan::<Op>(kind, input, &mut plain).unwrap();
+        assert!(
+            plain == seq,
+            "{kind:?}: a carry-out slot changed the outputs"
         );
     }
 }
@@ -73,7 +84,18 @@ where
     let n = input.len();
     for kind in all_specs(init) {
         let mut out = vec![Op::IDENTITY; n];
-        cpu::scan::<Op>(kind, input, &mut out).unwrap();
+        let mut carry = init;
+        cpu::scan::<Op>(kind.carry_out(&mut carry), input, &mut out).unwrap();
+        // The carry-out: every element behind the seed, in scan order.
+        let seed = match kind.kind {
+            ScanKind::ExclusiveWithInit(init) => init,
+            _ => Op::IDENTITY,
+        };
+        let want_carry = match kind.direction {
+            Direction::Forward => fold(seed, input),
+            _ => fold_right(input, seed),
+        };
+        assert_eq!(carry, want_carry, "{kind:?} carry-out");
         for i in 0..n {
             let expected = match (kind.direction, kind.kind) {
                 (Direction::Forward, ScanKind::Inclusive) => fold(input[0], &input[1..=i]),
@@ -85,6 +107,45 @@ where
             };
             assert_eq!(out[i], expected, "{kind:?} at {i}");
         }
+    }
+}
+
+/// A sequence scanned in two chunks, the first's carry-out the second's
+/// `init`, equals the sequence scanned at once, and the second's carry-out
+/// equals the whole scan's (in reverse, the chunk at the end goes first).
+fn check_chunks_chain<Op: ScanOp>(input: &[Op::Element], split: usize, init: Op::Element)
+where
+    Op::Element: PartialEq + std::fmt::Debug,
+{
+    let split = split.min(input.len());
+    for direction in [Direction::Forward, Direction::Reverse] {
+        let whole_spec = ScanSpec::exclusive_with_init(init).with_direction(direction);
+        let mut whole = vec![Op::IDENTITY; input.len()];
+        let mut whole_carry = Op::IDENTITY;
+        cpu::scan::<Op>(whole_spec.carry_out(&mut whole_carry), input, &mut whole).unwrap();
+        let (first, second) = match direction {
+            Direction::Forward => (0..split, split..input.len()),
+            _ => (split..input.len(), 0..split),
+        };
+        let mut chunked = vec![Op::IDENTITY; input.len()];
+        let mut carry = Op::IDENTITY;
+        let spec = whole_spec.carry_out(&mut carry);
+        cpu::scan::<Op>(spec, &input[first.clone()], &mut chunked[first]).unwrap();
+        let spec = ScanSpec::exclusive_with_init(carry).with_direction(direction);
+        cpu::par_scan::<Op>(
+            spec.carry_out(&mut carry),
+            &input[second.clone()],
+            &mut chunked[second],
+        )
+        .unwrap();
+        assert!(
+            chunked == whole,
+            "{direction:?}: chunks chained by carry-outs differ (split {split})"
+        );
+        assert_eq!(
+            carry, whole_carry,
+            "{direction:?}: the last chunk's carry-out (split {split})"
+        );
     }
 }
 
@@ -123,6 +184,14 @@ proptest! {
         check_parallel_matches_sequential::<JoinSpans>(&random_vec(len, seed, joined), joined(&mut rand::rngs::StdRng::seed_from_u64(seed)));
         check_parallel_matches_sequential::<SaturatingLanes>(&random_vec(len, seed, |r| r.random::<u32>() & 0x0fff_0fff), 0x10);
         check_parallel_matches_sequential::<SumU8>(&random_vec(len, seed, |r| r.random()), 200);
+    }
+
+    #[test]
+    fn chunks_chain_by_their_carry_outs(len in lengths(), split in any::<prop::sample::Index>(), seed in any::<u64>()) {
+        let split = split.index(len + 1);
+        check_chunks_chain::<AffineU32>(&random_vec(len, seed, affine_u32), split, AffineU32 { a: 7, b: 2 });
+        check_chunks_chain::<Latest>(&random_vec(len, seed, latest), split, Latest { valid: true, value: 9 });
+        check_chunks_chain::<SumU8>(&random_vec(len, seed, |r| r.random()), split, 250);
     }
 
     #[test]

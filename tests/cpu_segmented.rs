@@ -77,14 +77,50 @@ fn definition<Op: ScanOp>(
         .collect()
 }
 
+/// The carry-out's definition: the last segment's partial in scan order
+/// (from the last head forward; in reverse, from element 0 to the first
+/// segment's last element), behind the seed; the seed for no elements.
+fn carry_definition<Op: ScanOp>(
+    spec: ScanSpec<Op::Element>,
+    flags: &[u8],
+    input: &[Op::Element],
+) -> Op::Element {
+    let seed = match spec.kind {
+        ScanKind::ExclusiveWithInit(init) => init,
+        _ => Op::IDENTITY,
+    };
+    let n = input.len();
+    let segment = match spec.direction {
+        Direction::Forward => {
+            let head = (0..n).rev().find(|&h| h == 0 || flags[h] != 0).unwrap_or(n);
+            &input[head..]
+        }
+        _ => &input[..(1..n).find(|&h| flags[h] != 0).unwrap_or(n)],
+    };
+    match spec.direction {
+        Direction::Forward => segment.iter().fold(seed, |acc, x| Op::combine(acc, *x)),
+        _ => segment
+            .iter()
+            .rev()
+            .fold(seed, |acc, x| Op::combine(*x, acc)),
+    }
+}
+
 fn check_against_definition<Op: ScanOp>(flags: &[u8], input: &[Op::Element], init: Op::Element)
 where
     Op::Element: PartialEq + std::fmt::Debug,
 {
     for kind in all_specs(init) {
         let mut out = vec![Op::IDENTITY; input.len()];
-        segmented::scan::<Op>(kind, HeadFlags::Bytes(flags), input, &mut out).unwrap();
+        let mut carry = init;
+        let spec = kind.carry_out(&mut carry);
+        segmented::scan::<Op>(spec, HeadFlags::Bytes(flags), input, &mut out).unwrap();
         assert_eq!(out, definition::<Op>(kind, flags, input), "{kind:?}");
+        assert_eq!(
+            carry,
+            carry_definition::<Op>(kind, flags, input),
+            "{kind:?} carry-out"
+        );
     }
 }
 
@@ -100,26 +136,33 @@ fn check_forms_agree<Op: ScanOp>(
     let bits = pack_bits(flags, rng);
     for kind in all_specs(init) {
         let mut want = vec![Op::IDENTITY; input.len()];
-        segmented::scan::<Op>(kind, HeadFlags::Bytes(flags), input, &mut want).unwrap();
+        let mut want_carry = Op::IDENTITY;
+        let spec = kind.carry_out(&mut want_carry);
+        segmented::scan::<Op>(spec, HeadFlags::Bytes(flags), input, &mut want).unwrap();
         for heads in [HeadFlags::Bytes(flags), HeadFlags::bits(&bits, input.len())] {
             let mut out = vec![Op::IDENTITY; input.len()];
-            segmented::par_scan::<Op>(kind, heads, input, &mut out).unwrap();
+            let mut carry = init;
+            let spec = kind.carry_out(&mut carry);
+            segmented::par_scan::<Op>(spec, heads, input, &mut out).unwrap();
             assert!(
-                out == want,
+                out == want && carry == want_carry,
                 "{kind:?} {:?}: par_scan differs",
                 heads.format()
             );
             let mut data = input.to_vec();
-            segmented::par_scan_in_place::<Op>(kind, heads, &mut data).unwrap();
+            let mut carry = init;
+            let spec = kind.carry_out(&mut carry);
+            segmented::par_scan_in_place::<Op>(spec, heads, &mut data).unwrap();
             assert!(
-                data == want,
+                data == want && carry == want_carry,
                 "{kind:?} {:?}: par_scan_in_place differs",
                 heads.format()
             );
             let mut data = input.to_vec();
-            segmented::scan_in_place::<Op>(kind, heads, &mut data).unwrap();
+            let mut carry = init;
+            segmented::scan_in_place::<Op>(kind.carry_out(&mut carry), heads, &mut data).unwrap();
             assert!(
-                data == want,
+                data == want && carry == want_carry,
                 "{kind:?} {:?}: scan_in_place differs",
                 heads.format()
             );

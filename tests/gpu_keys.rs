@@ -179,7 +179,14 @@ fn run_case<Op: Case, K: Key>(
     let segments = (1..n).filter(|&i| keys[i] != keys[i - 1]).count() + (n > 0) as usize;
     for (k, (name, spec)) in specs.iter().enumerate() {
         let mut expected = vec![Op::IDENTITY; n];
-        cpu_segmented::par_scan::<Op>(*spec, Segments::keys(&keys), &input, &mut expected).unwrap();
+        let mut expected_carry = Op::IDENTITY;
+        cpu_segmented::par_scan::<Op>(
+            spec.carry_out(&mut expected_carry),
+            Segments::keys(&keys),
+            &input,
+            &mut expected,
+        )
+        .unwrap();
         let what = format!(
             "n={n} {} ({segments} segments, {} keys)",
             pattern.label(),
@@ -194,7 +201,7 @@ fn run_case<Op: Case, K: Key>(
             &what,
             c + k,
             &d_input,
-            &expected,
+            (&expected, expected_carry),
             || DeviceSegments::keys(&d_keys),
         );
     }

@@ -10,7 +10,8 @@
 //!   workspace; growing the workspace during a capture is a typed error
 //!   that leaves the output alone.
 //! * `segmented_scans_by_keys_and_offsets_replay_in_a_graph`: the same for
-//!   segmented scans by keys (new keys at every replay) and by offsets.
+//!   segmented scans by keys (new keys at every replay) and by offsets,
+//!   each writing a carry-out slot that is checked at every replay.
 //! * `two_streams_run_concurrently`: two scanners on two streams, and one
 //!   scanner alternating between them (one workspace per stream), with no
 //!   synchronisation between the scans.
@@ -176,6 +177,8 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
         let mut keys = stream.alloc_zeros::<u16>(n).unwrap();
         let mut by_keys = stream.alloc_zeros::<AffineU32>(n).unwrap();
         let mut by_offsets = stream.alloc_zeros::<AffineU32>(n).unwrap();
+        // Carry-outs: the last segment's partial of each scan.
+        let mut carries = stream.alloc_zeros::<AffineU32>(2).unwrap();
         let reverse = ScanSpec::exclusive().reverse();
         stream
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
@@ -183,14 +186,20 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
         scanner
             .segmented_scan(
                 &stream,
-                ScanKind::Inclusive,
+                ScanSpec::inclusive().carry_out(&mut carries.slice_mut(0..1)),
                 DeviceKeys::new(&keys),
                 &input,
                 &mut by_keys,
             )
             .unwrap();
         scanner
-            .segmented_scan(&stream, reverse, &offsets, &input, &mut by_offsets)
+            .segmented_scan(
+                &stream,
+                reverse.carry_out(&mut carries.slice_mut(1..2)),
+                &offsets,
+                &input,
+                &mut by_offsets,
+            )
             .unwrap();
         let graph = stream
             .end_capture(CUgraphInstantiate_flags(0))
@@ -217,10 +226,12 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
             stream.memcpy_htod(&host_keys, &mut keys).unwrap();
             poison(&stream, &mut by_keys);
             poison(&stream, &mut by_offsets);
+            poison(&stream, &mut carries);
             graph.launch().unwrap();
             let mut want = vec![AffineU32::IDENTITY; n];
+            let mut want_carries = [AffineU32::IDENTITY; 2];
             segmented::par_scan::<AffineU32>(
-                ScanKind::Inclusive,
+                ScanSpec::inclusive().carry_out(&mut want_carries[0]),
                 Segments::keys(&host_keys),
                 &data,
                 &mut want,
@@ -234,7 +245,7 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
                 &mut failures,
             );
             segmented::par_scan::<AffineU32>(
-                reverse,
+                reverse.carry_out(&mut want_carries[1]),
                 Segments::offsets(&row_ptr[..]),
                 &data,
                 &mut want,
@@ -247,11 +258,18 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
                 &want,
                 &mut failures,
             );
+            check::<AffineU32>(
+                &format!("{path:?} replay {replay} carry-outs (keys, offsets)"),
+                &stream,
+                &carries,
+                &want_carries,
+                &mut failures,
+            );
         }
     }
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
     println!(
-        "segmented_scans_by_keys_and_offsets_replay_in_a_graph: 3 paths x 6 replays match the CPU"
+        "segmented_scans_by_keys_and_offsets_replay_in_a_graph: 3 paths x 6 replays match the CPU, carry-outs included"
     );
 }
 

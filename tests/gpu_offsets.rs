@@ -154,8 +154,9 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
         };
         for (k, (name, spec)) in specs.iter().enumerate() {
             let mut expected = vec![Op::IDENTITY; n];
+            let mut expected_carry = Op::IDENTITY;
             cpu_segmented::par_scan::<Op>(
-                *spec,
+                spec.carry_out(&mut expected_carry),
                 Segments::Flags(heads.as_flags()),
                 &input,
                 &mut expected,
@@ -177,7 +178,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 &what,
                 c + k,
                 &d_input,
-                &expected,
+                (&expected, expected_carry),
                 || DeviceSegments::from(&checked),
             );
         }

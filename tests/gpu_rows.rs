@@ -72,8 +72,14 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
         let d_input = stream.clone_htod(&input).unwrap();
         for (k, (name, spec)) in specs.iter().enumerate() {
             let mut expected = vec![Op::IDENTITY; n];
-            cpu_segmented::par_scan::<Op>(*spec, Segments::rows(row_length), &input, &mut expected)
-                .unwrap();
+            let mut expected_carry = Op::IDENTITY;
+            cpu_segmented::par_scan::<Op>(
+                spec.carry_out(&mut expected_carry),
+                Segments::rows(row_length),
+                &input,
+                &mut expected,
+            )
+            .unwrap();
             scan_every_path(
                 &mut scanner,
                 stream,
@@ -83,7 +89,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 &format!("{count} rows of {row_length}"),
                 c + k,
                 &d_input,
-                &expected,
+                (&expected, expected_carry),
                 || DeviceSegments::rows(row_length),
             );
         }

@@ -112,6 +112,7 @@ const SCAN_TILES: &[Param] = &[
     param("input", ElementsIn),
     param("output", ElementsOut),
     param("tile_prefixes", ElementsIn),
+    param("carry_out", ElementsOut),
     param("seed", Element),
     param("n", Count),
 ];
@@ -122,6 +123,7 @@ const SINGLE_PASS: &[Param] = &[
     param("aggregates", ElementsOut),
     param("prefixes", ElementsOut),
     param("launch", LaunchState),
+    param("carry_out", ElementsOut),
     param("seed", Element),
     param("n", Count),
 ];
@@ -132,6 +134,7 @@ const PIPELINED: &[Param] = &[
     param("aggregates", ElementsOut),
     param("prefixes", ElementsOut),
     param("launch", LaunchState),
+    param("carry_out", ElementsOut),
     param("seed", Element),
     param("n", Count),
     param("tiles", Count),
@@ -167,6 +170,7 @@ const SEGMENTED_SCAN_TILES: &[Param] = &[
     param("flags", HeadFlags),
     param("output", ElementsOut),
     param("tile_prefixes", ElementsIn),
+    param("carry_out", ElementsOut),
     param("seed", Element),
     param("seeded", Flag),
     param("n", Count),
@@ -179,6 +183,7 @@ const SEGMENTED_SINGLE_PASS: &[Param] = &[
     param("aggregates", ElementsOut),
     param("prefixes", ElementsOut),
     param("launch", LaunchState),
+    param("carry_out", ElementsOut),
     param("seed", Element),
     param("seeded", Flag),
     param("n", Count),
@@ -191,6 +196,7 @@ const SEGMENTED_PIPELINED: &[Param] = &[
     param("aggregates", ElementsOut),
     param("prefixes", ElementsOut),
     param("launch", LaunchState),
+    param("carry_out", ElementsOut),
     param("seed", Element),
     param("seeded", Flag),
     param("n", Count),
@@ -405,15 +411,16 @@ impl KernelAbi {
             KernelAbi::CombinePairs => {
                 format!("__launch_bounds__({ELEMENTWISE_BLOCK_THREADS})")
             }
-            // The reduce-then-scan passes in reverse, and over offsets or
-            // keys: one block per SM as the floor, on sm_90 too, where
-            // ptxas's default spilled a segmented reverse tile scan of
-            // 24-byte elements, tile scans over offsets of 8- to 16-byte
-            // ones, and tile scans by key of 1- to 16-byte ones.
+            // The reduce-then-scan passes in reverse, and over rows,
+            // offsets or keys: one block per SM as the floor, on sm_90 too,
+            // where ptxas's default spilled a segmented reverse tile scan
+            // of 24-byte elements, tile scans over offsets of 8- to 16-byte
+            // ones, tile scans by key of 1- to 16-byte ones, and (with the
+            // carry-out) tile scans by rows of 12-byte ones.
             _ if self.direction() == Direction::Reverse
                 || matches!(
                     self.source(),
-                    Some(SegmentSource::Offsets | SegmentSource::Keys)
+                    Some(SegmentSource::Rows | SegmentSource::Offsets | SegmentSource::Keys)
                 ) =>
             {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, 1)")
@@ -470,21 +477,21 @@ impl KernelAbi {
         let single_pass = |mode: &str, seg: &str, items: &str, value: &str| {
             (
                 format!("scan_single_pass<{op}, {mode}, {seg}, {items}>"),
-                format!("input, {value}, output, status, aggregates, prefixes, launch, seed, n"),
+                format!("input, {value}, output, status, aggregates, prefixes, launch, carry_out, seed, n"),
             )
         };
         let pipelined = |mode: &str, seg: &str, value: &str| {
             (
                 format!("scan_pipelined<{op}, {mode}, {seg}>"),
                 format!(
-                    "input, {value}, output, status, aggregates, prefixes, launch, seed, n, tiles"
+                    "input, {value}, output, status, aggregates, prefixes, launch, carry_out, seed, n, tiles"
                 ),
             )
         };
         let scan_tiles = |mode: &str, seg: &str, value: &str| {
             (
                 format!("scan_tiles<{op}, {mode}, {seg}>"),
-                format!("input, {value}, output, tile_prefixes, seed, n"),
+                format!("input, {value}, output, tile_prefixes, carry_out, seed, n"),
             )
         };
         match self {

@@ -95,7 +95,7 @@ pub fn scan_in_place<Op: ScanOp>(
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
     check(data.len(), data.len(), row_length)?;
-    let (inclusive, seed, reverse) = plan(spec.into());
+    let (inclusive, seed, reverse) = plan(&spec.into());
     let mut running = vec![seed; row_length];
     run::<Op>(inclusive, reverse, row_length, &mut running, data);
     Ok(())
@@ -122,7 +122,7 @@ pub fn par_scan_in_place<Op: ScanOp>(
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
     check(data.len(), data.len(), row_length)?;
-    let (inclusive, seed, reverse) = plan(spec.into());
+    let (inclusive, seed, reverse) = plan(&spec.into());
     let cols = row_length;
     let rows = data.len() / cols;
     // Bands of about 2^16 elements, at least one row each.

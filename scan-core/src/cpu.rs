@@ -19,7 +19,7 @@
 //! assert_eq!(cpu::par_inclusive_vec::<Sum>(&[1, 2, 3, 4]), [1, 3, 6, 10]);
 //! ```
 
-use crate::spec::ScanSpec;
+use crate::spec::{HostCarryOut, IntoScanSpec, ScanSpec};
 use crate::ScanOp;
 use rayon::prelude::*;
 
@@ -60,7 +60,7 @@ pub(crate) fn step<Op: ScanOp>(
 
 /// What a spec asks for: inclusive or not, the seed (`None`: nothing in
 /// front), and whether it runs in reverse.
-pub(crate) fn plan<E>(spec: ScanSpec<E>) -> (bool, Option<E>, bool) {
+pub(crate) fn plan<E: Copy, C>(spec: &ScanSpec<E, C>) -> (bool, Option<E>, bool) {
     let reverse = spec.is_reverse();
     let (inclusive, seed) = match spec.kind {
         ScanKind::Inclusive => (true, None),
@@ -68,6 +68,12 @@ pub(crate) fn plan<E>(spec: ScanSpec<E>) -> (bool, Option<E>, bool) {
         ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
     };
     (inclusive, seed, reverse)
+}
+
+/// The carry-out of a scan whose running partial ended at `running`
+/// (`None`: nothing, the identity).
+pub(crate) fn carry_of<Op: ScanOp>(running: Option<Op::Element>) -> Op::Element {
+    running.unwrap_or(Op::IDENTITY)
 }
 
 /// The `k`-th index of a scan of `len` elements in its order.
@@ -81,14 +87,14 @@ pub(crate) fn nth_index(reverse: bool, len: usize, k: usize) -> usize {
 }
 
 /// Scans `input` into `output` (equal lengths) with `seed` in front of the
-/// scan order (`None`: nothing).
+/// scan order (`None`: nothing); returns the carry-out.
 fn scan_run<Op: ScanOp>(
     inclusive: bool,
     seed: Option<Op::Element>,
     reverse: bool,
     input: &[Op::Element],
     output: &mut [Op::Element],
-) {
+) -> Op::Element {
     let mut running = seed;
     for k in 0..input.len() {
         let i = nth_index(reverse, input.len(), k);
@@ -100,14 +106,16 @@ fn scan_run<Op: ScanOp>(
         };
         running = Some(next);
     }
+    carry_of::<Op>(running)
 }
 
+/// [`scan_run`] of `data` onto itself.
 fn scan_run_in_place<Op: ScanOp>(
     inclusive: bool,
     seed: Option<Op::Element>,
     reverse: bool,
     data: &mut [Op::Element],
-) {
+) -> Op::Element {
     let mut running = seed;
     for k in 0..data.len() {
         let i = nth_index(reverse, data.len(), k);
@@ -119,6 +127,7 @@ fn scan_run_in_place<Op: ScanOp>(
         };
         running = Some(next);
     }
+    carry_of::<Op>(running)
 }
 
 /// A chunk's total, `chunk[0] ∘ … ∘ chunk[last]` (the same in either
@@ -132,22 +141,31 @@ fn reduce<Op: ScanOp>(chunk: &[Op::Element]) -> Option<Op::Element> {
 /// Scans `input` into `output` sequentially.
 ///
 /// `spec` is a [`ScanKind`] (a forward scan) or a [`ScanSpec`] (see
-/// [`Direction`](crate::Direction) for reverse scans).
+/// [`Direction`](crate::Direction) for reverse scans, and
+/// [`ScanSpec::carry_out`]). On a length error nothing is written, the
+/// carry-out slot included.
 pub fn scan<Op: ScanOp>(
-    spec: impl Into<ScanSpec<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
     check_lengths(input.len(), output.len())?;
-    let (inclusive, seed, reverse) = plan(spec.into());
-    scan_run::<Op>(inclusive, seed, reverse, input, output);
+    let spec = spec.into_spec();
+    let (inclusive, seed, reverse) = plan(&spec);
+    let carry = scan_run::<Op>(inclusive, seed, reverse, input, output);
+    spec.carry_out.put(carry);
     Ok(())
 }
 
 /// Scans `data` in place sequentially.
-pub fn scan_in_place<Op: ScanOp>(spec: impl Into<ScanSpec<Op::Element>>, data: &mut [Op::Element]) {
-    let (inclusive, seed, reverse) = plan(spec.into());
-    scan_run_in_place::<Op>(inclusive, seed, reverse, data);
+pub fn scan_in_place<Op: ScanOp>(
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    data: &mut [Op::Element],
+) {
+    let spec = spec.into_spec();
+    let (inclusive, seed, reverse) = plan(&spec);
+    let carry = scan_run_in_place::<Op>(inclusive, seed, reverse, data);
+    spec.carry_out.put(carry);
 }
 
 fn check_lengths(input: usize, output: usize) -> Result<(), LengthMismatch> {
@@ -166,12 +184,13 @@ pub(crate) fn chunk_len(n: usize) -> usize {
 }
 
 /// What goes in front of each chunk in scan order: the chunk totals before
-/// it (after it, in reverse) behind `seed`.
+/// it (after it, in reverse) behind `seed`; and the carry-out, everything
+/// behind `seed`.
 fn chunk_prefixes<Op: ScanOp>(
     seed: Option<Op::Element>,
     reverse: bool,
     totals: &[Option<Op::Element>],
-) -> Vec<Option<Op::Element>> {
+) -> (Vec<Option<Op::Element>>, Op::Element) {
     let mut prefixes = vec![None; totals.len()];
     let mut running = seed;
     for k in 0..totals.len() {
@@ -181,24 +200,26 @@ fn chunk_prefixes<Op: ScanOp>(
             running = Some(step::<Op>(reverse, running, t));
         }
     }
-    prefixes
+    (prefixes, carry_of::<Op>(running))
 }
 
 /// Scans `input` into `output` on all cores.
 pub fn par_scan<Op: ScanOp>(
-    spec: impl Into<ScanSpec<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
     check_lengths(input.len(), output.len())?;
-    let (inclusive, seed, reverse) = plan(spec.into());
+    let spec = spec.into_spec();
+    let (inclusive, seed, reverse) = plan(&spec);
     let len = chunk_len(input.len());
     if input.len() <= len {
-        scan_run::<Op>(inclusive, seed, reverse, input, output);
+        let carry = scan_run::<Op>(inclusive, seed, reverse, input, output);
+        spec.carry_out.put(carry);
         return Ok(());
     }
     let totals: Vec<_> = input.par_chunks(len).map(reduce::<Op>).collect();
-    let prefixes = chunk_prefixes::<Op>(seed, reverse, &totals);
+    let (prefixes, carry) = chunk_prefixes::<Op>(seed, reverse, &totals);
     input
         .par_chunks(len)
         .zip(output.par_chunks_mut(len))
@@ -206,27 +227,31 @@ pub fn par_scan<Op: ScanOp>(
         .for_each(|((i, o), prefix)| {
             scan_run::<Op>(inclusive, prefix, reverse, i, o);
         });
+    spec.carry_out.put(carry);
     Ok(())
 }
 
 /// Scans `data` in place on all cores.
 pub fn par_scan_in_place<Op: ScanOp>(
-    spec: impl Into<ScanSpec<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
     data: &mut [Op::Element],
 ) {
-    let (inclusive, seed, reverse) = plan(spec.into());
+    let spec = spec.into_spec();
+    let (inclusive, seed, reverse) = plan(&spec);
     let len = chunk_len(data.len());
     if data.len() <= len {
-        scan_run_in_place::<Op>(inclusive, seed, reverse, data);
+        let carry = scan_run_in_place::<Op>(inclusive, seed, reverse, data);
+        spec.carry_out.put(carry);
         return;
     }
     let totals: Vec<_> = data.par_chunks(len).map(reduce::<Op>).collect();
-    let prefixes = chunk_prefixes::<Op>(seed, reverse, &totals);
+    let (prefixes, carry) = chunk_prefixes::<Op>(seed, reverse, &totals);
     data.par_chunks_mut(len)
         .zip(prefixes)
         .for_each(|(chunk, prefix)| {
             scan_run_in_place::<Op>(inclusive, prefix, reverse, chunk);
         });
+    spec.carry_out.put(carry);
 }
 
 macro_rules! forms {

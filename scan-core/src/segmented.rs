@@ -38,7 +38,7 @@
 //! ```
 
 use crate::cpu::{nth_index, plan, step, LengthMismatch};
-use crate::spec::ScanSpec;
+use crate::spec::{HostCarryOut, IntoScanSpec};
 use crate::ScanOp;
 use rayon::prelude::*;
 
@@ -664,7 +664,7 @@ fn starts(heads: Segments<'_>, reverse: bool, n: usize, i: usize) -> bool {
 
 /// Scans `data[k]` (element `offset + k` of a sequence of `n`) in place,
 /// in scan order, starting with `carry` (the open segment's seeded partial,
-/// `None`: nothing).
+/// `None`: nothing); returns the partial open at the end (`None`: nothing).
 #[allow(clippy::too_many_arguments)]
 fn run<Op: ScanOp>(
     inclusive: bool,
@@ -675,7 +675,7 @@ fn run<Op: ScanOp>(
     offset: usize,
     carry: Option<Op::Element>,
     data: &mut [Op::Element],
-) {
+) -> Option<Op::Element> {
     let mut running = carry;
     for k in 0..data.len() {
         let i = nth_index(reverse, data.len(), k);
@@ -690,6 +690,16 @@ fn run<Op: ScanOp>(
         };
         running = Some(next);
     }
+    running
+}
+
+/// The carry-out of a segmented scan whose last segment's partial is
+/// `open` (`None` for an empty input: the seed).
+fn segmented_carry<Op: ScanOp>(
+    open: Option<Op::Element>,
+    init: Option<Op::Element>,
+) -> Op::Element {
+    crate::cpu::carry_of::<Op>(open.or(init))
 }
 
 /// A chunk's lifted total in scan order: whether a segment starts in it,
@@ -716,9 +726,11 @@ fn chunk_total<Op: ScanOp>(
     (has_head, total)
 }
 
-/// Sequential segmented scan of `input` into `output`.
+/// Sequential segmented scan of `input` into `output`. `spec` may carry a
+/// carry-out slot ([`ScanSpec::carry_out`]): it receives the last
+/// segment's partial in scan order. On an error nothing is written.
 pub fn scan<'a, Op: ScanOp>(
-    spec: impl Into<ScanSpec<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
     heads: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
@@ -733,8 +745,9 @@ pub fn scan<'a, Op: ScanOp>(
     let heads = heads.into();
     heads.check_len(input.len())?;
     output.copy_from_slice(input);
-    let (inclusive, init, reverse) = plan(spec.into());
-    run::<Op>(
+    let spec = spec.into_spec();
+    let (inclusive, init, reverse) = plan(&spec);
+    let open = run::<Op>(
         inclusive,
         init,
         reverse,
@@ -744,25 +757,28 @@ pub fn scan<'a, Op: ScanOp>(
         None,
         output,
     );
+    spec.carry_out.put(segmented_carry::<Op>(open, init));
     Ok(())
 }
 
 /// Sequential segmented scan of `data` in place.
 pub fn scan_in_place<'a, Op: ScanOp>(
-    spec: impl Into<ScanSpec<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
     heads: impl Into<Segments<'a>>,
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
     let heads = heads.into();
     heads.check_len(data.len())?;
-    let (inclusive, init, reverse) = plan(spec.into());
-    run::<Op>(inclusive, init, reverse, heads, data.len(), 0, None, data);
+    let spec = spec.into_spec();
+    let (inclusive, init, reverse) = plan(&spec);
+    let open = run::<Op>(inclusive, init, reverse, heads, data.len(), 0, None, data);
+    spec.carry_out.put(segmented_carry::<Op>(open, init));
     Ok(())
 }
 
 /// Segmented scan of `input` into `output` on all cores.
 pub fn par_scan<'a, Op: ScanOp>(
-    spec: impl Into<ScanSpec<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
     heads: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
@@ -785,13 +801,14 @@ pub fn par_scan<'a, Op: ScanOp>(
 /// operator lifted to (head, value) pairs, their exclusive scan, and a
 /// seeded rescan of every chunk (the GPU's structure).
 pub fn par_scan_in_place<'a, Op: ScanOp>(
-    spec: impl Into<ScanSpec<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
     heads: impl Into<Segments<'a>>,
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
     let heads = heads.into();
     heads.check_len(data.len())?;
-    let (inclusive, init, reverse) = plan(spec.into());
+    let spec = spec.into_spec();
+    let (inclusive, init, reverse) = plan(&spec);
     let n = data.len();
     let len = crate::cpu::chunk_len(n);
     let totals: Vec<_> = data
@@ -816,7 +833,8 @@ pub fn par_scan_in_place<'a, Op: ScanOp>(
         .zip(carries)
         .enumerate()
         .for_each(|(c, (chunk, carry))| {
-            run::<Op>(inclusive, init, reverse, heads, n, c * len, carry, chunk)
+            run::<Op>(inclusive, init, reverse, heads, n, c * len, carry, chunk);
         });
+    spec.carry_out.put(segmented_carry::<Op>(running, init));
     Ok(())
 }

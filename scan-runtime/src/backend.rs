@@ -5,7 +5,7 @@ use crate::gpu::{open_device, GpuScanner};
 use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented::{self, Segments};
-use scan_core::{cpu, ScanKind, ScanOp, ScanSpec};
+use scan_core::{cpu, HostCarryOut, IntoScanSpec, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
 
 /// Where a [`Scanner`] runs.
@@ -163,7 +163,8 @@ where
     }
 
     /// A scan of any kind and direction (`spec`: a [`ScanKind`] for a
-    /// forward scan, or a [`ScanSpec`]).
+    /// forward scan, or a [`ScanSpec`], with a `&mut` carry-out slot where
+    /// one is wanted, see [`ScanSpec::carry_out`]).
     ///
     /// ```
     /// use gpu_scan::prelude::*;
@@ -174,14 +175,17 @@ where
     /// let mut scanner = Scanner::<Sum>::new();
     /// let suffix_sums = scanner.scan(ScanSpec::inclusive().reverse(), &[1, 2, 3, 4]).unwrap();
     /// assert_eq!(suffix_sums, [10, 9, 7, 4]);
+    /// let mut total = 0;
+    /// let offsets = scanner.scan(ScanSpec::exclusive().carry_out(&mut total), &[3, 1, 2]).unwrap();
+    /// assert_eq!((offsets, total), (vec![0, 3, 4], 6));
     /// ```
     pub fn scan(
         &mut self,
-        spec: impl Into<ScanSpec<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         self.first_call_law_check(input)?;
-        let spec = spec.into();
+        let spec = spec.into_spec();
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => scanner.scan_host(stream, spec, input),
             Inner::Cpu { .. } => {
@@ -235,12 +239,12 @@ where
     /// ```
     pub fn segmented_scan<'a>(
         &mut self,
-        spec: impl Into<ScanSpec<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
         heads: impl Into<Segments<'a>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         self.first_call_law_check(input)?;
-        let spec = spec.into();
+        let spec = spec.into_spec();
         let heads = heads.into();
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => {

@@ -84,6 +84,12 @@ pub enum ScanError {
     /// Segment keys that are not one per element.
     #[error(transparent)]
     KeysLength(#[from] scan_core::segmented::KeysLengthMismatch),
+    /// A carry-out slot that is not one element long.
+    #[error("the carry-out slot has {len} elements: a scan writes its carry-out to a one-element buffer")]
+    CarryOutLength {
+        /// The slot's length.
+        len: usize,
+    },
     /// The input is longer than the kernels' grid can cover.
     #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
     TooLong {

@@ -1,6 +1,7 @@
 //! Scans on a CUDA device: [`GpuScanner`].
 
 use crate::cache::DiskCache;
+use crate::carry::DeviceCarryOut;
 use crate::error::{Result, ScanError};
 use crate::jit;
 use crate::kernels::{
@@ -11,11 +12,12 @@ use crate::laws::LawCheck;
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, Workspace};
 use cudarc::driver::{
-    CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
+    CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
+    ValidAsZeroBits,
 };
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{Arch, Kernel};
-use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
+use scan_core::{Direction, HostCarryOut, IntoScanSpec, ScanKind, ScanOp, ScanSpec};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -554,7 +556,10 @@ where
 
     /// Any scan out of place: `spec` is a [`ScanKind`] (a forward scan) or
     /// a [`ScanSpec`] with a direction ([`Direction::Reverse`]: suffix
-    /// scans, `output[i] = input[i] ∘ … ∘ input[n-1]`).
+    /// scans, `output[i] = input[i] ∘ … ∘ input[n-1]`) and optionally a
+    /// carry-out slot ([`ScanSpec::carry_out`], a one-element device
+    /// buffer, see [`DeviceCarryOut`]), which receives the seed combined
+    /// with every element, written on the stream by the scan's last kernel.
     ///
     /// ```no_run
     /// use gpu_scan::prelude::*;
@@ -577,7 +582,7 @@ where
     pub fn scan<I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>>,
         input: &I,
         output: &mut O,
     ) -> Result<()>
@@ -592,11 +597,14 @@ where
                 output: output.len(),
             });
         }
+        let (spec, mut carry_out) = spec.into_spec().split_carry_out();
+        carry_out.check()?;
         self.prepare(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        self.launch(stream, spec.into(), src, dst, n)
+        let (carry, _carry_sync) = carry_out.slot(stream);
+        self.launch(stream, spec, src, dst, n, carry)
     }
 
     /// Inclusive scan of `data` onto itself.
@@ -631,14 +639,17 @@ where
     pub fn scan_in_place<D: DevicePtrMut<Op::Element>>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>>,
         data: &mut D,
     ) -> Result<()> {
         let n = data.len();
+        let (spec, mut carry_out) = spec.into_spec().split_carry_out();
+        carry_out.check()?;
         self.prepare(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
-        self.launch(stream, spec.into(), ptr, ptr, n)
+        let (carry, _carry_sync) = carry_out.slot(stream);
+        self.launch(stream, spec, ptr, ptr, n, carry)
     }
 
     /// The operator applied element-wise: `output[i] = combine(left[i],
@@ -730,18 +741,24 @@ where
     }
 
     /// Host convenience: copies `input` to the device, scans, copies back
-    /// (synchronising the stream).
+    /// (synchronising the stream). A carry-out slot in `spec` is a `&mut`
+    /// of the element, as for the CPU backend.
     pub fn scan_host(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
+        let (spec, carry_out) = spec.into_spec().split_carry_out();
         if input.is_empty() {
+            // Nothing to move: the carry-out is the seed.
+            scan_core::cpu::scan::<Op>(spec.carry_out(carry_out), &[], &mut [])?;
             return Ok(Vec::new());
         }
         let mut data = stream.clone_htod(input)?;
-        self.scan_in_place(stream, spec, &mut data)?;
+        let mut slot = stream.alloc_zeros::<Op::Element>(1)?;
+        self.scan_in_place(stream, spec.carry_out(&mut slot), &mut data)?;
+        put_carry(stream, &slot, carry_out)?;
         Ok(stream.clone_dtoh(&data)?)
     }
 
@@ -767,6 +784,7 @@ where
         src: u64,
         dst: u64,
         n: usize,
+        carry: u64,
     ) -> Result<()> {
         let (tiles, small) = self.single_pass_tiles(n);
         self.reserve_single_pass(tiles, stream)?;
@@ -781,15 +799,16 @@ where
         );
         let kernel = self.kernel(abi)?;
         let scratch = self.workspace(stream).single_pass_args();
-        let args = launch::single_pass(src, dst, &scratch, seed, n as u64, None);
+        let args = launch::single_pass(src, dst, &scratch, carry, seed, n as u64, None);
         let config = LaunchConfig {
             grid_dim: (tiles as u32, 1, 1),
             block_dim: (Op::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
-        // scan_launch_state* launch, T seed, u64 n), checked against the ABI table; src
-        // and dst hold n elements; this stream's scratch holds >= tiles status entries of
+        // scan_launch_state* launch, T* carry_out, T seed, u64 n), checked against the ABI
+        // table; src and dst hold n elements; carry is null or one element;
+        // this stream's scratch holds >= tiles status entries of
         // the kernel's tile size (value arrays only when the status cannot hold the value)
         // and a launch state that the previous launch on this stream left reset; one block
         // per tile, so the launch takes exactly `tiles` indices.
@@ -815,17 +834,26 @@ where
         src: u64,
         dst: u64,
         n: usize,
+        carry: u64,
     ) -> Result<()> {
         let tiles = n.div_ceil(pipelined_tile_items::<Op>());
         self.reserve_single_pass(tiles, stream)?;
         let abi = pipelined_abi(inclusive, direction);
         let kernel = self.kernel(abi)?;
         let scratch = self.workspace(stream).single_pass_args();
-        let args = launch::single_pass(src, dst, &scratch, seed, n as u64, Some(tiles as u64));
+        let args = launch::single_pass(
+            src,
+            dst,
+            &scratch,
+            carry,
+            seed,
+            n as u64,
+            Some(tiles as u64),
+        );
         // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
-        // scan_launch_state* launch, T seed, u64 n, u64 tiles), checked against the ABI
-        // table; src and dst hold n elements and are 16-byte aligned (checked by the
-        // caller); this stream's scratch holds >= tiles entries and a reset launch state;
+        // scan_launch_state* launch, T* carry_out, T seed, u64 n, u64 tiles), checked
+        // against the ABI table; src and dst hold n elements and are 16-byte aligned
+        // (checked by the caller); carry is null or one element; this stream's scratch holds >= tiles entries and a reset launch state;
         // the kernel was given its dynamic shared memory at load; every block takes one
         // index past the last tile, which the state's reset counts on.
         let config = launch_shape.config(tiles);
@@ -836,7 +864,9 @@ where
     /// tile reads all of its input before writing, and tile prefixes come
     /// from an earlier kernel.
     /// A reverse scan runs the same kernels instantiated in reverse
-    /// (`KernelAbi::PlainReverse`), on the same paths.
+    /// (`KernelAbi::PlainReverse`), on the same paths. `carry` is the
+    /// carry-out slot's address (0: none); the last tile in scan order
+    /// writes it.
     fn launch(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -844,16 +874,17 @@ where
         src: u64,
         dst: u64,
         n: usize,
+        carry: u64,
     ) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
         let direction = spec.direction;
         let (inclusive, seed) = match spec.kind {
             ScanKind::Inclusive => (true, Op::IDENTITY),
             ScanKind::Exclusive => (false, Op::IDENTITY),
             ScanKind::ExclusiveWithInit(init) => (false, init),
         };
+        if n == 0 {
+            return self.launch_empty_carry(stream, seed, carry);
+        }
         let scan_tiles_abi = directed(
             if inclusive {
                 Kernel::ScanTilesInclusive
@@ -873,10 +904,10 @@ where
         if tiles == 1 {
             // One tile: a single launch, seeded directly.
             let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
-            let args = launch::scan_tiles(src, dst, 0, seed, n64);
-            // SAFETY: (const T* input, T* output, const T* tile_prefixes, T seed, u64 n),
-            // checked against the ABI table; src/dst hold n elements; a null prefix array
-            // selects the seed.
+            let args = launch::scan_tiles(src, dst, 0, carry, seed, n64);
+            // SAFETY: (const T* input, T* output, const T* tile_prefixes, T* carry_out,
+            // T seed, u64 n), checked against the ABI table; src/dst hold n elements; a
+            // null prefix array selects the seed; carry is null or one element.
             return unsafe {
                 launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
             };
@@ -885,12 +916,13 @@ where
             let shared_bytes = layout::<Op>().pipelined_shared_bytes;
             let abi = pipelined_abi(inclusive, direction);
             if let Some(shape) = self.pipelined_shape(abi, shared_bytes)? {
-                return self
-                    .launch_pipelined(stream, shape, direction, inclusive, seed, src, dst, n);
+                return self.launch_pipelined(
+                    stream, shape, direction, inclusive, seed, src, dst, n, carry,
+                );
             }
         }
         if single_pass(self.tuning.path) {
-            return self.launch_single_pass(stream, direction, inclusive, seed, src, dst, n);
+            return self.launch_single_pass(stream, direction, inclusive, seed, src, dst, n, carry);
         }
         let reduce_abi = directed(Kernel::ReduceTiles, direction);
         let scan_totals_abi = directed(Kernel::ScanTileTotals, direction);
@@ -928,12 +960,60 @@ where
                 grid(1),
             )
         }?;
-        let args = launch::scan_tiles(src, dst, totals, seed, n64);
-        // SAFETY: (const T* input, T* output, const T* tile_prefixes, T seed, u64 n),
-        // checked against the ABI table; prefixes hold `tiles` elements.
+        let args = launch::scan_tiles(src, dst, totals, carry, seed, n64);
+        // SAFETY: (const T* input, T* output, const T* tile_prefixes, T* carry_out,
+        // T seed, u64 n), checked against the ABI table; prefixes hold `tiles`
+        // elements; carry is null or one element.
         let function = &scan_tiles.function;
         unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }
     }
+}
+
+impl<Op: ScanOp> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// The carry-out of a scan of nothing, `seed`, written to the slot at
+    /// `carry` (nothing when 0) on the stream: the one-tile kernel over no
+    /// elements, whose tile total is the identity, writes `seed` behind
+    /// it. Plain and segmented scans alike (no segment is open).
+    pub(crate) fn launch_empty_carry(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        seed: Op::Element,
+        carry: u64,
+    ) -> Result<()> {
+        if carry == 0 {
+            return Ok(());
+        }
+        let abi = KernelAbi::plain(Kernel::ScanTilesExclusive);
+        let function = &self.kernel(abi)?.function;
+        let args = launch::scan_tiles(0, 0, 0, carry, seed, 0);
+        let config = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: (const T* input, T* output, const T* tile_prefixes, T* carry_out,
+        // T seed, u64 n), checked against the ABI table; n = 0, so the kernel reads
+        // and writes no element (null input and output), and a null prefix array
+        // selects the seed; carry holds one element.
+        unsafe { launch::launch(stream, function, abi, Op::NAME, &args, config) }
+    }
+}
+
+/// Copies the carry-out from its device `slot` into the host's `carry_out`
+/// where one is asked for (synchronising the stream).
+pub(crate) fn put_carry<E: DeviceRepr, C: HostCarryOut<E>>(
+    stream: &Arc<CudaStream>,
+    slot: &CudaSlice<E>,
+    carry_out: C,
+) -> Result<()> {
+    if C::WANTED {
+        let carry = stream.clone_dtoh(slot)?.into_iter().next();
+        carry_out.put(carry.expect("a one-element slot"));
+    }
+    Ok(())
 }
 
 /// The plain kernel `kernel` scanning in `direction`.

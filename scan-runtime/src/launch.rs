@@ -220,11 +220,13 @@ pub(crate) fn scan_tile_totals<E>(tile_totals: u64, tiles: u64, seed: E) -> Vec<
     vec![Ptr(ElementsOut, tile_totals), Count(tiles), Element(seed)]
 }
 
-/// `(input, output, tile_prefixes, seed, n)`; prefixes 0 for a single tile.
+/// `(input, output, tile_prefixes, carry_out, seed, n)`; prefixes 0 for a
+/// single tile, `carry_out` 0 for none.
 pub(crate) fn scan_tiles<E>(
     input: u64,
     output: u64,
     prefixes: u64,
+    carry_out: u64,
     seed: E,
     n: u64,
 ) -> Vec<KernelArg<E>> {
@@ -232,23 +234,26 @@ pub(crate) fn scan_tiles<E>(
         Ptr(ElementsIn, input),
         Ptr(ElementsOut, output),
         Ptr(ElementsIn, prefixes),
+        Ptr(ElementsOut, carry_out),
         Element(seed),
         Count(n),
     ]
 }
 
-/// `(input, output, scratch…, seed, n)`, and `tiles` for the pipelined pass.
+/// `(input, output, scratch…, carry_out, seed, n)`, and `tiles` for the
+/// pipelined pass; `carry_out` 0 for none.
 pub(crate) fn single_pass<E>(
     input: u64,
     output: u64,
     s: &SinglePassArgs,
+    carry_out: u64,
     seed: E,
     n: u64,
     pipelined_tiles: Option<u64>,
 ) -> Vec<KernelArg<E>> {
     let mut args = vec![Ptr(ElementsIn, input), Ptr(ElementsOut, output)];
     args.extend(scratch(s));
-    args.extend([Element(seed), Count(n)]);
+    args.extend([Ptr(ElementsOut, carry_out), Element(seed), Count(n)]);
     args.extend(pipelined_tiles.map(Count));
     args
 }
@@ -303,13 +308,15 @@ pub(crate) fn segmented_scan_tile_totals<E>(
     ]
 }
 
-/// Segmented `(input, flags | row_length, output, tile_prefixes, seed, seeded, n)`.
+/// Segmented `(input, heads, output, tile_prefixes, carry_out, seed,
+/// seeded, n)`; `carry_out` 0 for none.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn segmented_scan_tiles<E>(
     input: u64,
     heads: Heads,
     output: u64,
     prefixes: u64,
+    carry_out: u64,
     seed: E,
     seeded: bool,
     n: u64,
@@ -319,20 +326,22 @@ pub(crate) fn segmented_scan_tiles<E>(
         heads.arg(),
         Ptr(ElementsOut, output),
         Ptr(ElementsIn, prefixes),
+        Ptr(ElementsOut, carry_out),
         Element(seed),
         Flag(seeded as i32),
         Count(n),
     ]
 }
 
-/// Segmented `(input, flags | row_length, output, scratch…, seed, seeded, n)`, and
-/// `tiles` for the pipelined pass.
+/// Segmented `(input, heads, output, scratch…, carry_out, seed, seeded,
+/// n)`, and `tiles` for the pipelined pass; `carry_out` 0 for none.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn segmented_single_pass<E>(
     input: u64,
     heads: Heads,
     output: u64,
     s: &SinglePassArgs,
+    carry_out: u64,
     seed: E,
     seeded: bool,
     n: u64,
@@ -344,7 +353,12 @@ pub(crate) fn segmented_single_pass<E>(
         Ptr(ElementsOut, output),
     ];
     args.extend(scratch(s));
-    args.extend([Element(seed), Flag(seeded as i32), Count(n)]);
+    args.extend([
+        Ptr(ElementsOut, carry_out),
+        Element(seed),
+        Flag(seeded as i32),
+        Count(n),
+    ]);
     args.extend(pipelined_tiles.map(Count));
     args
 }
@@ -385,14 +399,14 @@ mod tests {
                 Kernel::ReduceTiles => reduce_tiles(1, 2, 3),
                 Kernel::ScanTileTotals => scan_tile_totals(1, 2, 7),
                 Kernel::ScanTilesInclusive | Kernel::ScanTilesExclusive => {
-                    scan_tiles(1, 2, 0, 7, 9)
+                    scan_tiles(1, 2, 0, 5, 7, 9)
                 }
                 Kernel::SinglePassInclusive
                 | Kernel::SinglePassExclusive
                 | Kernel::SinglePassSmallInclusive
-                | Kernel::SinglePassSmallExclusive => single_pass(1, 2, &s, 7, 9, None),
+                | Kernel::SinglePassSmallExclusive => single_pass(1, 2, &s, 5, 7, 9, None),
                 Kernel::PipelinedInclusive | Kernel::PipelinedExclusive => {
-                    single_pass(1, 2, &s, 7, 9, Some(3))
+                    single_pass(1, 2, &s, 5, 7, 9, Some(3))
                 }
                 Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => {
                     columns(1, 2, &s, 7, 8, 9, true)
@@ -404,13 +418,13 @@ mod tests {
                 }
                 SegmentedKernel::ScanTileTotals => segmented_scan_tile_totals(1, 2, 3),
                 SegmentedKernel::ScanTiles { .. } => {
-                    segmented_scan_tiles(1, heads, 3, 4, 7, false, 9)
+                    segmented_scan_tiles(1, heads, 3, 4, 5, 7, false, 9)
                 }
                 SegmentedKernel::SinglePass { .. } => {
-                    segmented_single_pass(1, heads, 3, &s, 7, true, 9, None)
+                    segmented_single_pass(1, heads, 3, &s, 5, 7, true, 9, None)
                 }
                 SegmentedKernel::Pipelined { .. } => {
-                    segmented_single_pass(1, heads, 3, &s, 7, true, 9, Some(4))
+                    segmented_single_pass(1, heads, 3, &s, 5, 7, true, 9, Some(4))
                 }
             },
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => unreachable!(),
@@ -427,11 +441,11 @@ mod tests {
     #[test]
     fn a_drifted_argument_list_is_refused() {
         let abi = KernelAbi::plain(Kernel::ScanTilesInclusive);
-        let mut args = scan_tiles::<u32>(1, 2, 0, 7, 9);
-        args.swap(3, 4);
+        let mut args = scan_tiles::<u32>(1, 2, 0, 5, 7, 9);
+        args.swap(4, 5);
         let err = check_args(abi, "sum", &args).unwrap_err().to_string();
         assert!(err.contains("gpu_scan_sum_scan_tiles_inclusive"), "{err}");
-        assert!(err.contains("argument 3"), "{err}");
+        assert!(err.contains("argument 4"), "{err}");
         args.pop();
         assert!(check_args(abi, "sum", &args).is_err());
         // A count passed as a pointer is refused even where a count is due.

@@ -17,6 +17,7 @@
 
 mod backend;
 pub mod cache;
+mod carry;
 mod columns;
 mod device_api;
 mod error;
@@ -36,6 +37,7 @@ mod workspace;
 
 pub use backend::{BackendKind, Scanner};
 pub use cache::{CacheEnvError, DiskCache};
+pub use carry::DeviceCarryOut;
 pub use cudarc;
 pub use device_api::DeviceApi;
 pub use error::{Result, ScanError};

@@ -3,10 +3,11 @@
 //! ([`HeadFlagBuilder`]).
 
 use crate::cache::DiskCache;
+use crate::carry::DeviceCarryOut;
 use crate::error::{Result, ScanError};
 use crate::gpu::{
-    pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
-    GpuScanner, ScanPath,
+    pipelined_tile_items, pipelined_wanted, put_carry, resolve_path, single_pass,
+    single_pass_tiles_for, GpuScanner, ScanPath,
 };
 use crate::kernels::{build_module, compile_target, layout, ProgramStats};
 use crate::keys::{DeviceKeys, KeyView};
@@ -22,7 +23,7 @@ use scan_core::segmented::{
     FlagsLengthMismatch, HeadFlags, InvalidOffsets, RowLengthMismatch, SegmentKey, SegmentOffset,
     SegmentOffsets, Segments,
 };
-use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
+use scan_core::{Direction, HostCarryOut, IntoScanSpec, ScanKind, ScanOp, ScanSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -364,12 +365,14 @@ where
 
     /// A segmented scan of any kind and direction, out of place (`spec` a
     /// [`ScanKind`] or a [`ScanSpec`]; in reverse every segment is scanned
-    /// from its last element, see `scan_core::segmented`). Lengths (output
-    /// and flags) are checked before anything is enqueued.
+    /// from its last element, see `scan_core::segmented`). A carry-out slot
+    /// in the spec ([`ScanSpec::carry_out`]) receives the last segment's
+    /// partial in scan order. Lengths (output, flags, carry-out slot) are
+    /// checked before anything is enqueued.
     pub fn segmented_scan<'a, I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>>,
         segments: impl Into<DeviceSegments<'a>>,
         input: &I,
         output: &mut O,
@@ -387,11 +390,14 @@ where
         }
         let segments = segments.into();
         segments.check_len(n)?;
+        let (spec, mut carry_out) = spec.into_spec().split_carry_out();
+        carry_out.check()?;
         self.prepare_segmented_scan(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        self.launch_segmented(stream, spec.into(), &segments, src, dst, n)
+        let (carry, _carry_sync) = carry_out.slot(stream);
+        self.launch_segmented(stream, spec, &segments, src, dst, n, carry)
     }
 
     /// A segmented scan of `data` onto itself (`spec` as for
@@ -399,37 +405,45 @@ where
     pub fn segmented_scan_in_place<'a, D: DevicePtrMut<Op::Element>>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>>,
         segments: impl Into<DeviceSegments<'a>>,
         data: &mut D,
     ) -> Result<()> {
         let n = data.len();
         let segments = segments.into();
         segments.check_len(n)?;
+        let (spec, mut carry_out) = spec.into_spec().split_carry_out();
+        carry_out.check()?;
         self.prepare_segmented_scan(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
-        self.launch_segmented(stream, spec.into(), &segments, ptr, ptr, n)
+        let (carry, _carry_sync) = carry_out.slot(stream);
+        self.launch_segmented(stream, spec, &segments, ptr, ptr, n, carry)
     }
 
     /// Host convenience: uploads `input` (and the flags or offsets, where
     /// the segments are given so; offsets are checked on the device),
-    /// scans, downloads (synchronising the stream).
+    /// scans, downloads (synchronising the stream). A carry-out slot in
+    /// `spec` is a `&mut` of the element, as for the CPU backend.
     pub fn segmented_scan_host<'a>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
         segments: impl Into<Segments<'a>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         let segments = segments.into();
         let n = input.len();
         segments.check_len(n)?;
+        let (spec, carry_out) = spec.into_spec().split_carry_out();
         if input.is_empty() {
+            // Nothing to move: the carry-out is the seed.
+            scan_core::segmented::scan::<Op>(spec.carry_out(carry_out), segments, &[], &mut [])?;
             return Ok(Vec::new());
         }
         let mut data = stream.clone_htod(input)?;
-        let spec = spec.into();
+        let mut slot = stream.alloc_zeros::<Op::Element>(1)?;
+        let spec = spec.carry_out(&mut slot);
         match segments {
             Segments::Flags(HeadFlags::Bytes(b)) => {
                 let flags = stream.clone_htod(b)?;
@@ -469,6 +483,7 @@ where
             }
             _ => unreachable!("a segment source of scan-core without a GPU counterpart"),
         }
+        put_carry(stream, &slot, carry_out)?;
         Ok(stream.clone_dtoh(&data)?)
     }
 
@@ -499,7 +514,9 @@ where
     /// single tile; else the single pass, or reduce, scan of the tile pairs,
     /// and rescan, as the [`ScanPath`] says.
     /// In reverse, the same kernels instantiated in reverse, as for plain
-    /// scans (no pipelined pass).
+    /// scans (no pipelined pass). `carry` is the carry-out slot's address
+    /// (0: none); the last tile in scan order writes it.
+    #[allow(clippy::too_many_arguments)]
     fn launch_segmented(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -508,16 +525,17 @@ where
         src: u64,
         dst: u64,
         n: usize,
+        carry: u64,
     ) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
         let direction = spec.direction;
         let (inclusive, seed, seeded) = match spec.kind {
             ScanKind::Inclusive => (true, Op::IDENTITY, false),
             ScanKind::Exclusive => (false, Op::IDENTITY, false),
             ScanKind::ExclusiveWithInit(init) => (false, init, true),
         };
+        if n == 0 {
+            return self.launch_empty_carry(stream, seed, carry);
+        }
         let source = segments.source();
         // The guards order the flags' or offsets' use after their writes.
         let (heads, _guards) = match segments {
@@ -556,11 +574,12 @@ where
         };
         if tiles == 1 {
             let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
-            let args = launch::segmented_scan_tiles(src, heads, dst, 0, seed, seeded, n64);
-            // SAFETY: (const T* input, const void* flags, u64 row_length or scan_offsets offsets, T* output, const T* tile_prefixes,
+            let args = launch::segmented_scan_tiles(src, heads, dst, 0, carry, seed, seeded, n64);
+            // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
+            // offsets or scan_keys keys, T* output, const T* tile_prefixes, T* carry_out,
             // T seed, int seeded, u64 n), checked against the ABI table; lengths were
             // checked; null prefixes select a single tile; offsets (when given) are read
-            // below their count and were checked for n.
+            // below their count and were checked for n; carry is null or one element.
             return unsafe {
                 launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(1))
             };
@@ -605,14 +624,17 @@ where
                 heads,
                 dst,
                 &scratch,
+                carry,
                 seed,
                 seeded,
                 n64,
                 Some(tiles as u64),
             );
-            // SAFETY: (const T* input, const void* flags, u64 row_length or scan_offsets offsets, T* output, void* status,
-            // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
+            // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
+            // offsets or scan_keys keys, T* output, void* status, T* aggregates,
+            // T* prefixes, scan_launch_state* launch, T* carry_out, T seed, int seeded,
             // u64 n, u64 tiles), checked against the ABI table; lengths were checked;
+            // carry is null or one element;
             // input, output and flags (when given) are 16-byte aligned; this stream's scratch holds
             // >= tiles entries (prepare reserved the larger of both tilings) and a reset
             // launch state; the kernel was given its dynamic shared memory at load; every
@@ -633,12 +655,15 @@ where
             let single_pass_abi = abi(SegmentedKernel::SinglePass { inclusive, source });
             let single_pass = self.kernel(single_pass_abi)?;
             let scratch = self.workspace(stream).single_pass_args();
-            let args =
-                launch::segmented_single_pass(src, heads, dst, &scratch, seed, seeded, n64, None);
-            // SAFETY: (const T* input, const void* flags, u64 row_length or scan_offsets offsets, T* output, void* status,
-            // T* aggregates, T* prefixes, scan_launch_state* launch, T seed, int seeded,
-            // u64 n), checked against the ABI table; lengths were checked; this stream's
-            // scratch holds >= tiles entries and a reset launch state; one block per tile.
+            let args = launch::segmented_single_pass(
+                src, heads, dst, &scratch, carry, seed, seeded, n64, None,
+            );
+            // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
+            // offsets or scan_keys keys, T* output, void* status, T* aggregates,
+            // T* prefixes, scan_launch_state* launch, T* carry_out, T seed, int seeded,
+            // u64 n), checked against the ABI table; lengths were checked; carry is null
+            // or one element; this stream's scratch holds >= tiles entries and a reset
+            // launch state; one block per tile.
             let function = &single_pass.function;
             return unsafe {
                 launch::launch(stream, function, single_pass_abi, name, &args, grid(tiles))
@@ -672,7 +697,7 @@ where
         // the ABI table; one block walks them.
         let function = &scan_totals.function;
         unsafe { launch::launch(stream, function, scan_totals_abi, name, &args, grid(1)) }?;
-        let args = launch::segmented_scan_tiles(src, heads, dst, totals, seed, seeded, n64);
+        let args = launch::segmented_scan_tiles(src, heads, dst, totals, carry, seed, seeded, n64);
         // SAFETY: as the single-tile launch, with `tiles` prefixes in the workspace.
         let function = &scan_tiles.function;
         unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }

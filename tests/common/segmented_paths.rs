@@ -1,7 +1,8 @@
 //! One segmented scan through every path and strategy, for the GPU suites
-//! whose segments are not flags (`gpu_rows`, `gpu_offsets`): result rows
-//! per path × strategy, and the scan itself with a poisoned output, a
-//! guard band after it, in place or not, compared with the CPU.
+//! whose segments are not flags (`gpu_rows`, `gpu_offsets`, `gpu_keys`)
+//! and `gpu_carry`: result rows per path × strategy, and the scan itself
+//! with a poisoned output, a guard band after it, in place or not, with a
+//! carry-out or not, compared with the CPU.
 
 #![allow(dead_code)] // each test binary uses a different part
 
@@ -15,6 +16,28 @@ use std::time::Instant;
 /// Poisoned elements after every output; a scan that writes past its
 /// output shows there.
 pub const GUARD: usize = 64;
+
+/// Checks a carry-out slot of three elements, the carry-out in the middle
+/// (all three poisoned before the scan): the middle one is `want` where
+/// the scan had a carry-out and still poisoned where not, and its
+/// neighbours are untouched either way.
+pub fn check_carry<Op: Case>(
+    what: &str,
+    with_carry: bool,
+    slot: &[Op::Element],
+    want: &Op::Element,
+    failures: &mut Vec<String>,
+) {
+    if !poisoned(&slot[..1]) || !poisoned(&slot[2..]) {
+        failures.push(format!("{what}: a write next to the carry-out slot"));
+    }
+    if with_carry && !Op::close(&slot[1], want) {
+        failures.push(format!("{what}: carry-out gpu {:?} cpu {want:?}", slot[1]));
+    }
+    if !with_carry && !poisoned(&slot[1..2]) {
+        failures.push(format!("{what}: a carry-out written without a slot"));
+    }
+}
 
 /// The three global paths.
 pub const PATHS: [ScanPath; 3] = [
@@ -44,7 +67,10 @@ pub fn path_rows<Op: ScanOp>(label: &str, rows: &mut Vec<Row>) -> usize {
 
 /// Scans `d_input` (n elements) with `spec` over `segments()` on every
 /// path and strategy into a poisoned output with a guard band, in place
-/// where `(parity + path + strategy)` is odd, and compares with `expected`;
+/// where `(parity + path + strategy)` is odd, with a carry-out where
+/// `(parity / 2 + path + strategy)` is even (into the middle element of
+/// three poisoned ones, whose neighbours must survive), and compares with
+/// `expected` and `expected_carry` (the CPU's carry-out of the same spec);
 /// failures go to the rows from `first_row` (see [`path_rows`]), named
 /// `what` and the spec's `name`.
 #[allow(clippy::too_many_arguments)]
@@ -57,7 +83,7 @@ pub fn scan_every_path<'a, Op: Case>(
     what: &str,
     parity: usize,
     d_input: &CudaSlice<Op::Element>,
-    expected: &[Op::Element],
+    (expected, expected_carry): (&[Op::Element], Op::Element),
     segments: impl Fn() -> DeviceSegments<'a>,
 ) {
     let n = expected.len();
@@ -70,24 +96,58 @@ pub fn scan_every_path<'a, Op: Case>(
             let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
             poison(stream, &mut out);
             let in_place = (parity + q + s) % 2 == 1;
-            let result = if in_place {
-                let mut view = out.slice_mut(..n);
-                stream.memcpy_dtod(d_input, &mut view).unwrap();
-                scanner.segmented_scan_in_place(stream, spec, segments(), &mut view)
-            } else {
-                let mut view = out.slice_mut(..n);
-                scanner.segmented_scan(stream, spec, segments(), d_input, &mut view)
-            };
+            let with_carry = (parity / 2 + q + s) % 2 == 0;
+            let mut slot = unsafe { stream.alloc::<Op::Element>(3) }.unwrap();
+            poison(stream, &mut slot);
+            let mut view = out.slice_mut(..n);
+            let mut carry = slot.slice_mut(1..2);
+            let result = match (in_place, with_carry) {
+                (true, _) => stream.memcpy_dtod(d_input, &mut view).map_err(Into::into),
+                _ => Ok(()),
+            }
+            .and_then(|()| match (in_place, with_carry) {
+                (true, true) => scanner.segmented_scan_in_place(
+                    stream,
+                    spec.carry_out(&mut carry),
+                    segments(),
+                    &mut view,
+                ),
+                (true, false) => {
+                    scanner.segmented_scan_in_place(stream, spec, segments(), &mut view)
+                }
+                (false, true) => scanner.segmented_scan(
+                    stream,
+                    spec.carry_out(&mut carry),
+                    segments(),
+                    d_input,
+                    &mut view,
+                ),
+                (false, false) => {
+                    scanner.segmented_scan(stream, spec, segments(), d_input, &mut view)
+                }
+            });
             let got = stream.clone_dtoh(&out).unwrap();
+            let got_slot = stream.clone_dtoh(&slot).unwrap();
             row.seconds += start.elapsed().as_secs_f64();
             row.lengths += 1;
             row.elements += n;
-            let what = format!("{what} {name}{}", if in_place { " in place" } else { "" });
+            let what = format!(
+                "{what} {name}{}{}",
+                if in_place { " in place" } else { "" },
+                if with_carry { " with carry-out" } else { "" }
+            );
             if let Err(e) = result {
                 row.failures.push(format!("{what}: {e}"));
                 continue;
             }
             compare::<Op>(&what, n, &got[..n], expected, &mut row.failures);
+            check_carry::<Op>(
+                &what,
+                with_carry,
+                &got_slot,
+                &expected_carry,
+                &mut row.failures,
+            );
             if !poisoned(&got[n..]) {
                 row.failures.push(format!(
                     "{what}: the guard band after the output was written"

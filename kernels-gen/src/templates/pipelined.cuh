@@ -262,9 +262,12 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
 
 // Lookahead warp: for each of this block's tiles in turn, `advance(next,
 // running, tile)` extends the running prefix (from `running`, over tiles
-// [0, next)) up to the tile, and lane 0 hands it to the rescan squad.
+// [0, next)) up to the tile, and lane 0 hands it to the rescan squad. The
+// block of the last tile then extends it over that tile too (its reduce
+// squad publishes it without waiting on anyone) for the carry-out, unless
+// `carry_out` is null.
 template <class Op, class Shared, class Advance, class T = typename Op::T>
-__device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, unsigned long long tiles, T running, Advance advance) {
+__device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, unsigned long long tiles, T running, T* carry_out, Advance advance) {
   unsigned long long next = 0;
   for (int k = 0;; ++k) {
     const int s = k % Shared::stages;
@@ -275,6 +278,10 @@ __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, u
     if ((threadIdx.x & 31u) == 0) {
       shared.prefix(s) = running;
       scan_mbarrier_arrive(shared.barrier(stage_prefixed, s));
+    }
+    if (tile == tiles - 1 && carry_out != nullptr) {
+      advance(next, running, tiles);
+      if ((threadIdx.x & 31u) == 0) *carry_out = running;
     }
     __syncwarp();
   }
@@ -315,7 +322,7 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
 // everything before it.
 template <class Op, int Mode, class Seg, class T = typename Op::T>
 __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T* output, void* status, T* aggregates, T* prefixes,
-                                               scan_launch_state* launch, const T seed, unsigned long long n, unsigned long long tiles) {
+                                               scan_launch_state* launch, T* carry_out, const T seed, unsigned long long n, unsigned long long tiles) {
   // Reverse scans take the pipelined pass without segments only: mirrored,
   // a tail tile's padding would come before its first head.
   static_assert(!(mirrored_memory<Op>::value && Seg::segmented), "no segmented reverse pipelined pass");
@@ -445,7 +452,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
       // Lookahead: the running prefix through this block's tiles, in order,
       // from the seed (with segments, tile 0 holds a head, element 0, so
       // what precedes it never matters).
-      pipelined_lookahead_warp<Op>(shared, tiles, Seg::segmented ? Op::identity() : seed, [&](unsigned long long& next, T& running, unsigned long long tile) {
+      pipelined_lookahead_warp<Op>(shared, tiles, Seg::segmented ? Op::identity() : seed, carry_out, [&](unsigned long long& next, T& running, unsigned long long tile) {
         pipelined_lookahead<Op, Seg>(tile_status, scan_shared_epoch, next, running, tile);
       });
     } else if (lane == 0) {

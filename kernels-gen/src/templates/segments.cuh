@@ -545,6 +545,20 @@ __device__ __forceinline__ T block_pair_exclusive_scan(T value, bool flag, bool&
   }
 }
 
+// The block's pair that block_pair_exclusive_scan left in `warp_totals`
+// and `warp_flags` (they keep it until written again): read back where
+// keeping it in registers would cost more than the shared-memory load.
+template <class Op, class Seg, class T = typename Op::T>
+__device__ __forceinline__ T block_pair_total(const T* warp_totals, const bool* warp_flags, bool& block_flag) {
+  if constexpr (!Seg::segmented) {
+    block_flag = false;
+    return warp_totals[Shape<Op>::warps];
+  } else {
+    block_flag = warp_flags[Shape<Op>::warps - 1];
+    return warp_totals[Shape<Op>::warps - 1];
+  }
+}
+
 // (total_flag, total) ⊕= (flag, value): for no_segments, total ∘= value.
 template <class Op, class Seg, class T = typename Op::T>
 __device__ __forceinline__ void pair_accumulate(T& total, bool& total_flag, const T& value, bool flag) {

@@ -152,6 +152,16 @@ __device__ __forceinline__ T tile_scan_with(T (&items)[Items], unsigned heads, c
   return tile_total;
 }
 
+// The scan's carry-out, from its last tile in scan order: the tile's pair
+// (tile_total, tile_flag) behind `tile_prefix`, which is the partial open
+// at the scan's end (a plain scan's seed and every element; with segments,
+// the last segment's partial). Thread 0 writes it to `carry_out`, unless
+// that is null (no carry-out asked for).
+template <class Op, class T = typename Op::T>
+__device__ __forceinline__ void write_carry_out(T* carry_out, const T& tile_prefix, const T& tile_total, bool tile_flag) {
+  if (carry_out != nullptr && threadIdx.x == 0) *carry_out = tile_flag ? tile_total : Op::combine(tile_prefix, tile_total);
+}
+
 // tile_scan_with a known `tile_prefix` in front of the tile.
 template <class Op, int Mode, class Seg, int Items, class T = typename Op::T>
 __device__ __forceinline__ T tile_scan(T (&items)[Items], unsigned heads, const Seg& seg, const T tile_prefix, T* warp_totals, bool* warp_flags,
