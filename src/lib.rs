@@ -106,8 +106,8 @@ pub mod ops;
 pub use kernels_gen;
 pub use scan_core::{
     check_associativity, check_laws, columns, cpu, laws, segmented, semantics, Counterexample,
-    Direction, HostCarryOut, IntoScanSpec, LengthMismatch, NoCarryOut, ScanElement, ScanKind,
-    ScanOp, ScanSpec,
+    Direction, HostCarryOut, HostSegments, IntoScanSpec, LengthMismatch, NoCarryOut, NoSegments,
+    ScanElement, ScanKind, ScanOp, ScanSpec, SegmentedBy,
 };
 pub use scan_macros::scan_op;
 #[cfg(feature = "gpu")]
@@ -118,7 +118,7 @@ pub use scan_runtime;
 #[cfg(feature = "gpu")]
 pub use scan_runtime::cudarc;
 #[cfg(feature = "gpu")]
-pub use scan_runtime::{Arch, DeviceApi, DeviceCarryOut, ScanPath, Tuning};
+pub use scan_runtime::{Arch, DeviceApi, DeviceCarryOut, DeviceSegmentsSpec, ScanPath, Tuning};
 
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
 pub mod prelude {

@@ -15,6 +15,8 @@
 //!   segments of the flags built from them; offsets that are not row
 //!   pointers are typed errors that write nothing.
 //! * Bad flag lengths are typed errors that leave the output alone.
+//! * The one verb (`Scanner::scan`, segments and carry-out slot in the
+//!   spec) equals the segmented functions for every segment source.
 
 mod common;
 use common::ops::*;
@@ -591,4 +593,47 @@ fn bad_flag_lengths_are_errors_and_leave_the_output_alone() {
     .unwrap_err();
     assert!(matches!(err, SegmentedError::Length(_)));
     assert_eq!(out, [99; 5]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// The one verb (`Scanner::scan` on the CPU, segments and carry-out
+    /// slot in the spec) equals `segmented::scan` with the segments as an
+    /// argument, for flags, rows, offsets and keys, every kind and
+    /// direction, outputs and carry-out; a spec without segments equals
+    /// `cpu::scan`.
+    #[cfg(feature = "gpu")]
+    #[test]
+    fn the_one_verb_takes_segments_and_carry_out_in_its_spec(len in lengths(), pattern in patterns(), seed: u64) {
+        let mut rng = Rng64::seed_from_u64(seed);
+        let flags = random_heads(len, pattern, &mut rng);
+        let offsets = offsets_of(&flags, &mut rng);
+        let keys = keys_of(&flags, &mut rng);
+        let row_length = (1..=len.max(1)).rev().find(|r| len % r == 0 && *r <= 37).unwrap_or(1);
+        let input: Vec<AffineU32> = (0..len).map(|_| AffineU32 { a: rng.random(), b: rng.random() }).collect();
+        let mut scanner = Scanner::<AffineU32>::cpu();
+        for spec in all_specs(AffineU32 { a: 5, b: 9 }) {
+            let sources = [
+                Segments::Flags(HeadFlags::Bytes(&flags)),
+                Segments::rows(row_length),
+                Segments::offsets(&offsets[..]),
+                Segments::keys(&keys),
+            ];
+            for segments in sources {
+                let mut want = vec![AffineU32::IDENTITY; len];
+                let mut want_carry = AffineU32::IDENTITY;
+                segmented::scan::<AffineU32>(spec.carry_out(&mut want_carry), segments, &input, &mut want).unwrap();
+                let mut carry = AffineU32 { a: 1, b: 1 };
+                let out = scanner.scan(spec.segments(segments).carry_out(&mut carry), &input).unwrap();
+                prop_assert!(out == want && carry == want_carry, "{spec:?} over {segments:?}");
+            }
+            let mut want = vec![AffineU32::IDENTITY; len];
+            let mut want_carry = AffineU32::IDENTITY;
+            cpu::scan::<AffineU32>(spec.carry_out(&mut want_carry), &input, &mut want).unwrap();
+            let mut carry = AffineU32 { a: 1, b: 1 };
+            let out = scanner.scan(spec.carry_out(&mut carry), &input).unwrap();
+            prop_assert!(out == want && carry == want_carry, "{spec:?} without segments");
+        }
+    }
 }

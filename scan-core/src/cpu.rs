@@ -19,7 +19,7 @@
 //! assert_eq!(cpu::par_inclusive_vec::<Sum>(&[1, 2, 3, 4]), [1, 3, 6, 10]);
 //! ```
 
-use crate::spec::{HostCarryOut, IntoScanSpec, ScanSpec};
+use crate::spec::{HostCarryOut, IntoScanSpec, NoSegments, ScanSpec};
 use crate::ScanOp;
 use rayon::prelude::*;
 
@@ -145,7 +145,7 @@ fn reduce<Op: ScanOp>(chunk: &[Op::Element]) -> Option<Op::Element> {
 /// [`ScanSpec::carry_out`]). On a length error nothing is written, the
 /// carry-out slot included.
 pub fn scan<Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
@@ -159,7 +159,7 @@ pub fn scan<Op: ScanOp>(
 
 /// Scans `data` in place sequentially.
 pub fn scan_in_place<Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
     data: &mut [Op::Element],
 ) {
     let spec = spec.into_spec();
@@ -205,7 +205,7 @@ fn chunk_prefixes<Op: ScanOp>(
 
 /// Scans `input` into `output` on all cores.
 pub fn par_scan<Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
@@ -233,7 +233,7 @@ pub fn par_scan<Op: ScanOp>(
 
 /// Scans `data` in place on all cores.
 pub fn par_scan_in_place<Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
     data: &mut [Op::Element],
 ) {
     let spec = spec.into_spec();

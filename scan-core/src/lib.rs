@@ -18,7 +18,10 @@ pub mod spec;
 pub use associativity::{check_associativity, Counterexample};
 pub use cpu::{LengthMismatch, ScanKind};
 pub use laws::check_laws;
-pub use spec::{Direction, HostCarryOut, IntoScanSpec, NoCarryOut, ScanSpec};
+pub use spec::{
+    Direction, HostCarryOut, HostSegments, IntoScanSpec, NoCarryOut, NoSegments, ScanSpec,
+    SegmentedBy,
+};
 
 /// A type that can be scanned on the GPU: plain data whose CUDA declaration
 /// matches its Rust layout.

@@ -11,7 +11,7 @@
 //! * exclusive with `init`: `out[i] = init ∘ in[h] ∘ … ∘ in[i-1]`, `init` at
 //!   each head (every segment is seeded).
 //!
-//! In reverse ([`ScanSpec::reverse`]) every segment is scanned from its
+//! In reverse ([`ScanSpec::reverse`](crate::ScanSpec::reverse)) every segment is scanned from its
 //! last element `t`: `out[i] = in[i] ∘ … ∘ in[t]` inclusive, `in[i+1] ∘ … ∘
 //! in[t]` exclusive (the identity at `t`), `in[i+1] ∘ … ∘ in[t] ∘ init` with
 //! `init` (`init` at `t`).
@@ -38,7 +38,7 @@
 //! ```
 
 use crate::cpu::{nth_index, plan, step, LengthMismatch};
-use crate::spec::{HostCarryOut, IntoScanSpec};
+use crate::spec::{HostCarryOut, IntoScanSpec, NoSegments};
 use crate::ScanOp;
 use rayon::prelude::*;
 
@@ -727,10 +727,10 @@ fn chunk_total<Op: ScanOp>(
 }
 
 /// Sequential segmented scan of `input` into `output`. `spec` may carry a
-/// carry-out slot ([`ScanSpec::carry_out`]): it receives the last
+/// carry-out slot ([`ScanSpec::carry_out`](crate::ScanSpec::carry_out)): it receives the last
 /// segment's partial in scan order. On an error nothing is written.
 pub fn scan<'a, Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
     heads: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
@@ -763,7 +763,7 @@ pub fn scan<'a, Op: ScanOp>(
 
 /// Sequential segmented scan of `data` in place.
 pub fn scan_in_place<'a, Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
     heads: impl Into<Segments<'a>>,
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
@@ -778,7 +778,7 @@ pub fn scan_in_place<'a, Op: ScanOp>(
 
 /// Segmented scan of `input` into `output` on all cores.
 pub fn par_scan<'a, Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
     heads: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
@@ -801,7 +801,7 @@ pub fn par_scan<'a, Op: ScanOp>(
 /// operator lifted to (head, value) pairs, their exclusive scan, and a
 /// seeded rescan of every chunk (the GPU's structure).
 pub fn par_scan_in_place<'a, Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
     heads: impl Into<Segments<'a>>,
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {

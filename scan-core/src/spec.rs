@@ -1,8 +1,10 @@
-//! What a scan computes: its [`ScanKind`], its [`Direction`] and where its
-//! carry-out goes, together a [`ScanSpec`]. Every scan entry point (CPU,
-//! GPU, plain, segmented) takes `impl Into<ScanSpec<E, C>>`, so a bare
-//! [`ScanKind`] still reads as a forward scan of that kind with no
-//! carry-out.
+//! What a scan computes: its [`ScanKind`], its [`Direction`], its segments
+//! and where its carry-out goes, together a [`ScanSpec`]. Every scan entry
+//! point (CPU, GPU, plain, segmented) takes an [`IntoScanSpec`], so a bare
+//! [`ScanKind`] still reads as a forward scan of that kind over the whole
+//! input with no carry-out. `Scanner::scan` and `GpuScanner::scan` take
+//! every combination in one spec; the CPU functions of [`cpu`](crate::cpu)
+//! and [`segmented`](crate::segmented) take segments as an argument.
 //!
 //! ```
 //! use gpu_scan::prelude::*;
@@ -50,10 +52,13 @@
 //! ```
 
 use crate::cpu::ScanKind;
+use crate::segmented::Segments;
 pub use kernels_gen::Direction;
 
-/// A scan's kind, direction and carry-out slot (`C`: [`NoCarryOut`], or
-/// where the backend writes the carry-out, see the [module docs](self)).
+/// A scan's kind, direction, carry-out slot (`C`: [`NoCarryOut`], or where
+/// the backend writes the carry-out, see the [module docs](self)) and
+/// segments (`S`: [`NoSegments`], or [`SegmentedBy`] what
+/// [`ScanSpec::segments`] was given).
 ///
 /// Build one from a [`ScanKind`] (`ScanKind::Inclusive.into()`, or pass the
 /// kind itself where `impl Into<ScanSpec>` is taken) or with the
@@ -69,7 +74,7 @@ pub use kernels_gen::Direction;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ScanSpec<E, C = NoCarryOut> {
+pub struct ScanSpec<E, C = NoCarryOut, S = NoSegments> {
     /// Inclusive, exclusive, or exclusive from an initial value.
     pub kind: ScanKind<E>,
     /// Forward (prefix) or reverse (suffix).
@@ -77,11 +82,44 @@ pub struct ScanSpec<E, C = NoCarryOut> {
     /// Where the carry-out goes: [`NoCarryOut`], a `&mut E` on the CPU, a
     /// one-element device buffer on the GPU.
     pub carry_out: C,
+    /// How the input is cut into segments, each scanned on its own:
+    /// [`NoSegments`], or [`SegmentedBy`] flags, rows, offsets or keys.
+    pub segments: S,
 }
 
 /// A scan without a carry-out (a [`ScanSpec`]'s default slot).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NoCarryOut;
+
+/// A scan of the whole input as one sequence (a [`ScanSpec`]'s default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NoSegments;
+
+/// The segments [`ScanSpec::segments`] was given, in whatever form the
+/// backend takes them: on the CPU anything that converts into
+/// [`Segments`] (head flags, [`Segments::rows`], offsets, keys), on the
+/// GPU anything that converts into a `DeviceSegments`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SegmentedBy<T>(pub T);
+
+/// A spec's segments for a host-slice scan (`Scanner::scan`): none, or
+/// the [`Segments`] they convert into.
+pub trait HostSegments<'a> {
+    /// The segments, `None` for a scan of the whole input.
+    fn into_segments(self) -> Option<Segments<'a>>;
+}
+
+impl<'a> HostSegments<'a> for NoSegments {
+    fn into_segments(self) -> Option<Segments<'a>> {
+        None
+    }
+}
+
+impl<'a, T: Into<Segments<'a>>> HostSegments<'a> for SegmentedBy<T> {
+    fn into_segments(self) -> Option<Segments<'a>> {
+        Some(self.0.into())
+    }
+}
 
 /// Where a CPU scan writes its carry-out: nowhere ([`NoCarryOut`]) or a
 /// `&mut E` ([`ScanSpec::carry_out`]).
@@ -113,6 +151,7 @@ impl<E> ScanSpec<E> {
             kind,
             direction: Direction::Forward,
             carry_out: NoCarryOut,
+            segments: NoSegments,
         }
     }
 
@@ -132,7 +171,7 @@ impl<E> ScanSpec<E> {
     }
 }
 
-impl<E, C> ScanSpec<E, C> {
+impl<E, C, S> ScanSpec<E, C, S> {
     /// The same scan, writing its carry-out (see the [module docs](self))
     /// to `slot`: a `&mut E` for the CPU backend, a one-element device
     /// buffer (`&mut CudaSlice<E>` or `&mut CudaViewMut<E>`) for the GPU.
@@ -152,22 +191,63 @@ impl<E, C> ScanSpec<E, C> {
     /// };
     /// assert_eq!((suffixes, total), ([60, 20, 5, 1], 120));
     /// ```
-    pub fn carry_out<S>(self, slot: S) -> ScanSpec<E, S> {
+    pub fn carry_out<T>(self, slot: T) -> ScanSpec<E, T, S> {
         ScanSpec {
             kind: self.kind,
             direction: self.direction,
             carry_out: slot,
+            segments: self.segments,
+        }
+    }
+
+    /// The same scan over segments, each scanned on its own: head flags,
+    /// rows of a fixed length, offsets or keys (see
+    /// [`segmented`](crate::segmented)), given as the backend takes them
+    /// (on the GPU, device buffers). In reverse each segment is scanned
+    /// from its last element; a carry-out is the last segment's partial.
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::segmented::Segments;
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// // Two rows of three, summed along each row; the last row's total.
+    /// let mut last_row = 0;
+    /// let spec = ScanSpec::inclusive().segments(Segments::rows(3)).carry_out(&mut last_row);
+    /// let out = Scanner::<Sum>::cpu().scan(spec, &[1, 2, 3, 4, 5, 6]).unwrap();
+    /// assert_eq!((out, last_row), (vec![1, 3, 6, 4, 9, 15], 15));
+    /// ```
+    pub fn segments<T>(self, segments: T) -> ScanSpec<E, C, SegmentedBy<T>> {
+        ScanSpec {
+            kind: self.kind,
+            direction: self.direction,
+            carry_out: self.carry_out,
+            segments: SegmentedBy(segments),
         }
     }
 
     /// The spec without its carry-out slot, and the slot.
-    pub fn split_carry_out(self) -> (ScanSpec<E>, C) {
+    pub fn split_carry_out(self) -> (ScanSpec<E, NoCarryOut, S>, C) {
         let spec = ScanSpec {
             kind: self.kind,
             direction: self.direction,
             carry_out: NoCarryOut,
+            segments: self.segments,
         };
         (spec, self.carry_out)
+    }
+
+    /// The spec without its segments, and the segments.
+    pub fn split_segments(self) -> (ScanSpec<E, C>, S) {
+        let spec = ScanSpec {
+            kind: self.kind,
+            direction: self.direction,
+            carry_out: self.carry_out,
+            segments: NoSegments,
+        };
+        (spec, self.segments)
     }
 
     /// The same scan from the other end (see [`Direction::Reverse`]).
@@ -188,25 +268,32 @@ impl<E, C> ScanSpec<E, C> {
 }
 
 /// What a scan entry point takes as its spec: a [`ScanKind`] (a forward
-/// scan without carry-out) or a [`ScanSpec`]. The carry-out slot's type is
-/// an associated type, so entry points keep one generic parameter (the
-/// operator) and `cpu::scan::<Op>(…)` still names it alone.
+/// scan of the whole input without carry-out) or a [`ScanSpec`]. The
+/// carry-out slot's and the segments' types are associated types, so entry
+/// points keep one generic parameter (the operator) and
+/// `cpu::scan::<Op>(…)` still names it alone; an entry point that takes no
+/// segments asks for `Segments = NoSegments`, so a segmented spec passed
+/// there is a compile error, never segments ignored.
 pub trait IntoScanSpec<E> {
     /// Where the carry-out goes ([`NoCarryOut`] for none).
     type Carry;
+    /// The segments ([`NoSegments`] for none).
+    type Segments;
     /// The spec.
-    fn into_spec(self) -> ScanSpec<E, Self::Carry>;
+    fn into_spec(self) -> ScanSpec<E, Self::Carry, Self::Segments>;
 }
 
-impl<E, C> IntoScanSpec<E> for ScanSpec<E, C> {
+impl<E, C, S> IntoScanSpec<E> for ScanSpec<E, C, S> {
     type Carry = C;
-    fn into_spec(self) -> ScanSpec<E, C> {
+    type Segments = S;
+    fn into_spec(self) -> ScanSpec<E, C, S> {
         self
     }
 }
 
 impl<E> IntoScanSpec<E> for ScanKind<E> {
     type Carry = NoCarryOut;
+    type Segments = NoSegments;
     fn into_spec(self) -> ScanSpec<E> {
         ScanSpec::new(self)
     }

@@ -5,7 +5,9 @@ use crate::gpu::{open_device, GpuScanner};
 use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented::{self, Segments};
-use scan_core::{cpu, HostCarryOut, IntoScanSpec, ScanKind, ScanOp, ScanSpec};
+use scan_core::{
+    cpu, HostCarryOut, HostSegments, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec,
+};
 use std::sync::Arc;
 
 /// Where a [`Scanner`] runs.
@@ -162,9 +164,12 @@ where
         Ok(())
     }
 
-    /// A scan of any kind and direction (`spec`: a [`ScanKind`] for a
-    /// forward scan, or a [`ScanSpec`], with a `&mut` carry-out slot where
-    /// one is wanted, see [`ScanSpec::carry_out`]).
+    /// Any scan, the library's one verb on host slices (`spec`: a
+    /// [`ScanKind`] for a forward scan, or a [`ScanSpec`] with a
+    /// direction, optionally segments, see [`ScanSpec::segments`], and a
+    /// `&mut` carry-out slot where one is wanted, see
+    /// [`ScanSpec::carry_out`]). On the CPU this is the oracle of every
+    /// GPU combination.
     ///
     /// ```
     /// use gpu_scan::prelude::*;
@@ -179,18 +184,31 @@ where
     /// let offsets = scanner.scan(ScanSpec::exclusive().carry_out(&mut total), &[3, 1, 2]).unwrap();
     /// assert_eq!((offsets, total), (vec![0, 3, 4], 6));
     /// ```
-    pub fn scan(
+    pub fn scan<'a>(
         &mut self,
-        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+        spec: impl IntoScanSpec<
+            Op::Element,
+            Carry: HostCarryOut<Op::Element>,
+            Segments: HostSegments<'a>,
+        >,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         self.first_call_law_check(input)?;
-        let spec = spec.into_spec();
-        match &mut self.inner {
-            Inner::Gpu { scanner, stream } => scanner.scan_host(stream, spec, input),
-            Inner::Cpu { .. } => {
+        let (spec, segments) = spec.into_spec().split_segments();
+        let segments = segments.into_segments();
+        match (&mut self.inner, segments) {
+            (Inner::Gpu { scanner, stream }, None) => scanner.scan_host(stream, spec, input),
+            (Inner::Gpu { scanner, stream }, Some(segments)) => {
+                scanner.scan_host(stream, spec.segments(segments), input)
+            }
+            (Inner::Cpu { .. }, None) => {
                 let mut out = input.to_vec();
                 cpu::par_scan_in_place::<Op>(spec, &mut out);
+                Ok(out)
+            }
+            (Inner::Cpu { .. }, Some(segments)) => {
+                let mut out = input.to_vec();
+                segmented::par_scan_in_place::<Op>(spec, segments, &mut out)?;
                 Ok(out)
             }
         }
@@ -217,7 +235,8 @@ where
 
     /// A segmented scan of any kind: the scan restarts at every head, given
     /// as flags, rows of a fixed length, offsets or keys (see
-    /// [`scan_core::segmented`]).
+    /// [`scan_core::segmented`]); [`Scanner::scan`] with
+    /// `spec.segments(heads)`.
     ///
     /// ```
     /// use gpu_scan::prelude::*;
@@ -239,23 +258,11 @@ where
     /// ```
     pub fn segmented_scan<'a>(
         &mut self,
-        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
         heads: impl Into<Segments<'a>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
-        self.first_call_law_check(input)?;
-        let spec = spec.into_spec();
-        let heads = heads.into();
-        match &mut self.inner {
-            Inner::Gpu { scanner, stream } => {
-                scanner.segmented_scan_host(stream, spec, heads, input)
-            }
-            Inner::Cpu { .. } => {
-                let mut out = input.to_vec();
-                segmented::par_scan_in_place::<Op>(spec, heads, &mut out)?;
-                Ok(out)
-            }
-        }
+        self.scan(spec.into_spec().segments(heads.into()), input)
     }
 
     /// A row-major matrix of rows of `row_length` elements scanned down its

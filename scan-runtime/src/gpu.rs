@@ -9,6 +9,7 @@ use crate::kernels::{
 };
 use crate::launch;
 use crate::laws::LawCheck;
+use crate::segmented::DeviceSegmentsSpec;
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, Workspace};
 use cudarc::driver::{
@@ -17,7 +18,7 @@ use cudarc::driver::{
 };
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{Arch, Kernel};
-use scan_core::{Direction, HostCarryOut, IntoScanSpec, ScanKind, ScanOp, ScanSpec};
+use scan_core::{Direction, HostCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -554,12 +555,17 @@ where
         self.scan(stream, ScanKind::ExclusiveWithInit(init), input, output)
     }
 
-    /// Any scan out of place: `spec` is a [`ScanKind`] (a forward scan) or
-    /// a [`ScanSpec`] with a direction ([`Direction::Reverse`]: suffix
-    /// scans, `output[i] = input[i] ∘ … ∘ input[n-1]`) and optionally a
-    /// carry-out slot ([`ScanSpec::carry_out`], a one-element device
-    /// buffer, see [`DeviceCarryOut`]), which receives the seed combined
-    /// with every element, written on the stream by the scan's last kernel.
+    /// Any scan out of place, the library's one verb: `spec` is a
+    /// [`ScanKind`] (a forward scan) or a [`ScanSpec`] with a direction
+    /// ([`Direction::Reverse`]: suffix scans, `output[i] = input[i] ∘ … ∘
+    /// input[n-1]`), optionally segments ([`ScanSpec::segments`]: head
+    /// flags, rows, offsets or keys in device memory, see
+    /// [`DeviceSegments`](crate::DeviceSegments)) and optionally a carry-out slot
+    /// ([`ScanSpec::carry_out`], a one-element device buffer, see
+    /// [`DeviceCarryOut`]), which receives the seed combined with every
+    /// element (with segments, the last segment's partial), written on the
+    /// stream by the scan's last kernel. Lengths (output, segments, slot)
+    /// are checked before anything is enqueued.
     ///
     /// ```no_run
     /// use gpu_scan::prelude::*;
@@ -577,12 +583,23 @@ where
     /// assert_eq!(stream.clone_dtoh(&out)?, [10, 9, 7, 4]);
     /// scanner.scan(&stream, ScanKind::Exclusive, &input, &mut out)?;
     /// assert_eq!(stream.clone_dtoh(&out)?, [0, 1, 3, 6]);
+    /// // Segments [1 2] [3 4] by head flags, and the last one's total.
+    /// let heads = stream.clone_htod(&[1u8, 0, 1, 0])?;
+    /// let mut total = stream.alloc_zeros::<u32>(1)?;
+    /// let spec = ScanSpec::inclusive().segments(&heads).carry_out(&mut total);
+    /// scanner.scan(&stream, spec, &input, &mut out)?;
+    /// assert_eq!(stream.clone_dtoh(&out)?, [1, 3, 3, 7]);
+    /// assert_eq!(stream.clone_dtoh(&total)?, [7]);
     /// # Ok::<(), ScanError>(())
     /// ```
-    pub fn scan<I, O>(
+    pub fn scan<'a, I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>>,
+        spec: impl IntoScanSpec<
+            Op::Element,
+            Carry: DeviceCarryOut<Op::Element>,
+            Segments: DeviceSegmentsSpec<'a>,
+        >,
         input: &I,
         output: &mut O,
     ) -> Result<()>
@@ -590,6 +607,10 @@ where
         I: DevicePtr<Op::Element>,
         O: DevicePtrMut<Op::Element>,
     {
+        let (spec, segments) = spec.into_spec().split_segments();
+        if let Some(segments) = segments.into_device_segments() {
+            return self.scan_segments(stream, spec, segments, input, output);
+        }
         let n = input.len();
         if output.len() != n {
             return Err(ScanError::LengthMismatch {
@@ -597,7 +618,7 @@ where
                 output: output.len(),
             });
         }
-        let (spec, mut carry_out) = spec.into_spec().split_carry_out();
+        let (spec, mut carry_out) = spec.split_carry_out();
         carry_out.check()?;
         self.prepare(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
@@ -636,14 +657,22 @@ where
     }
 
     /// Any scan in place (`spec` as for [`GpuScanner::scan`]).
-    pub fn scan_in_place<D: DevicePtrMut<Op::Element>>(
+    pub fn scan_in_place<'a, D: DevicePtrMut<Op::Element>>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>>,
+        spec: impl IntoScanSpec<
+            Op::Element,
+            Carry: DeviceCarryOut<Op::Element>,
+            Segments: DeviceSegmentsSpec<'a>,
+        >,
         data: &mut D,
     ) -> Result<()> {
+        let (spec, segments) = spec.into_spec().split_segments();
+        if let Some(segments) = segments.into_device_segments() {
+            return self.scan_segments_in_place(stream, spec, segments, data);
+        }
         let n = data.len();
-        let (spec, mut carry_out) = spec.into_spec().split_carry_out();
+        let (spec, mut carry_out) = spec.split_carry_out();
         carry_out.check()?;
         self.prepare(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
@@ -740,16 +769,25 @@ where
         unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
     }
 
-    /// Host convenience: copies `input` to the device, scans, copies back
-    /// (synchronising the stream). A carry-out slot in `spec` is a `&mut`
-    /// of the element, as for the CPU backend.
-    pub fn scan_host(
+    /// Host convenience: copies `input` (and segments given in `spec`:
+    /// flags, offsets, keys, as the CPU backend takes them) to the device,
+    /// scans, copies back (synchronising the stream). A carry-out slot in
+    /// `spec` is a `&mut` of the element, as for the CPU backend.
+    pub fn scan_host<'a>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+        spec: impl IntoScanSpec<
+            Op::Element,
+            Carry: HostCarryOut<Op::Element>,
+            Segments: HostSegments<'a>,
+        >,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
-        let (spec, carry_out) = spec.into_spec().split_carry_out();
+        let (spec, segments) = spec.into_spec().split_segments();
+        if let Some(segments) = segments.into_segments() {
+            return self.scan_segments_host(stream, spec, segments, input);
+        }
+        let (spec, carry_out) = spec.split_carry_out();
         if input.is_empty() {
             // Nothing to move: the carry-out is the seed.
             scan_core::cpu::scan::<Op>(spec.carry_out(carry_out), &[], &mut [])?;

@@ -51,6 +51,7 @@ pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
 pub use keys::{DeviceKeys, KeyView};
 pub use offsets::{DeviceOffset, DeviceOffsets};
 pub use segmented::{
-    DeviceHeadFlags, DeviceSegments, FlagWord, HeadFlagBuilder, OwnedDeviceHeadFlags,
+    DeviceHeadFlags, DeviceSegments, DeviceSegmentsSpec, FlagWord, HeadFlagBuilder,
+    OwnedDeviceHeadFlags,
 };
 pub use tuning::Tuning;

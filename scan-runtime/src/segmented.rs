@@ -23,7 +23,9 @@ use scan_core::segmented::{
     FlagsLengthMismatch, HeadFlags, InvalidOffsets, RowLengthMismatch, SegmentKey, SegmentOffset,
     SegmentOffsets, Segments,
 };
-use scan_core::{Direction, HostCarryOut, IntoScanSpec, ScanKind, ScanOp, ScanSpec};
+use scan_core::{
+    Direction, HostCarryOut, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec, SegmentedBy,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -249,6 +251,26 @@ impl OwnedDeviceHeadFlags {
     }
 }
 
+/// A spec's segments for a GPU scan ([`ScanSpec::segments`]): none
+/// ([`NoSegments`]), or anything that converts into [`DeviceSegments`]
+/// (head flags, rows, checked offsets, keys).
+pub trait DeviceSegmentsSpec<'a> {
+    /// The segments, `None` for a scan of the whole input.
+    fn into_device_segments(self) -> Option<DeviceSegments<'a>>;
+}
+
+impl<'a> DeviceSegmentsSpec<'a> for NoSegments {
+    fn into_device_segments(self) -> Option<DeviceSegments<'a>> {
+        None
+    }
+}
+
+impl<'a, T: Into<DeviceSegments<'a>>> DeviceSegmentsSpec<'a> for SegmentedBy<T> {
+    fn into_device_segments(self) -> Option<DeviceSegments<'a>> {
+        Some(self.0.into())
+    }
+}
+
 impl<Op: ScanOp> GpuScanner<Op>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
@@ -363,7 +385,8 @@ where
         )
     }
 
-    /// A segmented scan of any kind and direction, out of place (`spec` a
+    /// A segmented scan of any kind and direction, out of place:
+    /// [`GpuScanner::scan`] with `spec.segments(segments)` (`spec` a
     /// [`ScanKind`] or a [`ScanSpec`]; in reverse every segment is scanned
     /// from its last element, see `scan_core::segmented`). A carry-out slot
     /// in the spec ([`ScanSpec::carry_out`]) receives the last segment's
@@ -372,8 +395,25 @@ where
     pub fn segmented_scan<'a, I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>, Segments = NoSegments>,
         segments: impl Into<DeviceSegments<'a>>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        self.scan(stream, spec.into_spec().segments(segments), input, output)
+    }
+
+    /// [`GpuScanner::scan`] over segments: the spec without its segments,
+    /// and the segments.
+    pub(crate) fn scan_segments<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element, impl DeviceCarryOut<Op::Element>>,
+        segments: DeviceSegments<'_>,
         input: &I,
         output: &mut O,
     ) -> Result<()>
@@ -388,9 +428,8 @@ where
                 output: output.len(),
             });
         }
-        let segments = segments.into();
         segments.check_len(n)?;
-        let (spec, mut carry_out) = spec.into_spec().split_carry_out();
+        let (spec, mut carry_out) = spec.split_carry_out();
         carry_out.check()?;
         self.prepare_segmented_scan(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
@@ -401,18 +440,29 @@ where
     }
 
     /// A segmented scan of `data` onto itself (`spec` as for
-    /// [`GpuScanner::segmented_scan`]).
+    /// [`GpuScanner::segmented_scan`]): [`GpuScanner::scan_in_place`] with
+    /// `spec.segments(segments)`.
     pub fn segmented_scan_in_place<'a, D: DevicePtrMut<Op::Element>>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>, Segments = NoSegments>,
         segments: impl Into<DeviceSegments<'a>>,
         data: &mut D,
     ) -> Result<()> {
+        self.scan_in_place(stream, spec.into_spec().segments(segments), data)
+    }
+
+    /// [`GpuScanner::scan_in_place`] over segments.
+    pub(crate) fn scan_segments_in_place<D: DevicePtrMut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element, impl DeviceCarryOut<Op::Element>>,
+        segments: DeviceSegments<'_>,
+        data: &mut D,
+    ) -> Result<()> {
         let n = data.len();
-        let segments = segments.into();
         segments.check_len(n)?;
-        let (spec, mut carry_out) = spec.into_spec().split_carry_out();
+        let (spec, mut carry_out) = spec.split_carry_out();
         carry_out.check()?;
         self.prepare_segmented_scan(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
@@ -421,21 +471,31 @@ where
         self.launch_segmented(stream, spec, &segments, ptr, ptr, n, carry)
     }
 
-    /// Host convenience: uploads `input` (and the flags or offsets, where
-    /// the segments are given so; offsets are checked on the device),
-    /// scans, downloads (synchronising the stream). A carry-out slot in
-    /// `spec` is a `&mut` of the element, as for the CPU backend.
+    /// Host convenience: [`GpuScanner::scan_host`] with
+    /// `spec.segments(segments)`.
     pub fn segmented_scan_host<'a>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>>,
+        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
         segments: impl Into<Segments<'a>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
-        let segments = segments.into();
+        self.scan_host(stream, spec.into_spec().segments(segments), input)
+    }
+
+    /// [`GpuScanner::scan_host`] over segments: uploads `input` and the
+    /// flags, offsets or keys (offsets are checked on the device), scans,
+    /// downloads (synchronising the stream).
+    pub(crate) fn scan_segments_host(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element, impl HostCarryOut<Op::Element>>,
+        segments: Segments<'_>,
+        input: &[Op::Element],
+    ) -> Result<Vec<Op::Element>> {
         let n = input.len();
         segments.check_len(n)?;
-        let (spec, carry_out) = spec.into_spec().split_carry_out();
+        let (spec, carry_out) = spec.split_carry_out();
         if input.is_empty() {
             // Nothing to move: the carry-out is the seed.
             scan_core::segmented::scan::<Op>(spec.carry_out(carry_out), segments, &[], &mut [])?;

@@ -105,20 +105,20 @@ pub fn scan_every_path<'a, Op: Case>(
                 (true, _) => stream.memcpy_dtod(d_input, &mut view).map_err(Into::into),
                 _ => Ok(()),
             }
+            // Scans with a carry-out go through the one verb (segments and
+            // slot in the spec), the others through the named conveniences.
             .and_then(|()| match (in_place, with_carry) {
-                (true, true) => scanner.segmented_scan_in_place(
+                (true, true) => scanner.scan_in_place(
                     stream,
-                    spec.carry_out(&mut carry),
-                    segments(),
+                    spec.segments(segments()).carry_out(&mut carry),
                     &mut view,
                 ),
                 (true, false) => {
                     scanner.segmented_scan_in_place(stream, spec, segments(), &mut view)
                 }
-                (false, true) => scanner.segmented_scan(
+                (false, true) => scanner.scan(
                     stream,
-                    spec.carry_out(&mut carry),
-                    segments(),
+                    spec.carry_out(&mut carry).segments(segments()),
                     d_input,
                     &mut view,
                 ),
