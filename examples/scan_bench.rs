@@ -342,18 +342,23 @@ fn segmented_case(n: usize) -> (Vec<u32>, Vec<bool>) {
         .unzip()
 }
 
-/// The segmented case: u32 sum with bit flags, against CUB's sum by key.
-fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row {
-    let n = 1usize << log_n;
-    let (values, heads) = segmented_case(n);
-    let bits: Vec<u32> = heads
+/// Heads as packed bits, element i at bit i % 32 of word i / 32.
+fn pack_heads(heads: &[bool]) -> Vec<u32> {
+    heads
         .par_chunks(32)
         .map(|c| {
             c.iter()
                 .enumerate()
                 .fold(0u32, |w, (i, &h)| w | (h as u32) << i)
         })
-        .collect();
+        .collect()
+}
+
+/// The segmented case: u32 sum with bit flags, against CUB's sum by key.
+fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Row {
+    let n = 1usize << log_n;
+    let (values, heads) = segmented_case(n);
+    let bits = pack_heads(&heads);
     drop(heads);
     let mut expected = vec![0u32; n];
     gpu_scan::segmented::par_scan::<SumU32>(
@@ -1123,14 +1128,7 @@ where
 fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
     let n = 1usize << log_n;
     let (values, heads) = segmented_case(n);
-    let bits: Vec<u32> = heads
-        .par_chunks(32)
-        .map(|c| {
-            c.iter()
-                .enumerate()
-                .fold(0u32, |w, (i, &h)| w | (h as u32) << i)
-        })
-        .collect();
+    let bits = pack_heads(&heads);
     drop(heads);
     let spec = ScanSpec::exclusive();
     let mut want = 0u32;
