@@ -1,7 +1,8 @@
 //! # gpu-scan
 //!
-//! Generic prefix scans (inclusive, exclusive, exclusive from an initial
-//! value) for any associative operator you write once in plain Rust. The
+//! Generic prefix scans (inclusive and exclusive, each optionally from an
+//! initial value; forward or reverse; plain or segmented; with a
+//! carry-out) for any associative operator you write once in plain Rust. The
 //! `#[scan_op]` attribute checks the operator, translates it to CUDA C and
 //! embeds a CUDA program with warp-, block- and global-level scans in your
 //! binary; the same operator runs on the CPU ([`cpu`]), so every GPU result

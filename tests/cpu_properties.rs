@@ -88,7 +88,7 @@ where
         cpu::scan::<Op>(kind.carry_out(&mut carry), input, &mut out).unwrap();
         // The carry-out: every element behind the seed, in scan order.
         let seed = match kind.kind {
-            ScanKind::ExclusiveWithInit(init) => init,
+            ScanKind::ExclusiveWithInit(init) | ScanKind::InclusiveWithInit(init) => init,
             _ => Op::IDENTITY,
         };
         let want_carry = match kind.direction {
@@ -101,7 +101,9 @@ where
                 (Direction::Forward, ScanKind::Inclusive) => fold(input[0], &input[1..=i]),
                 (Direction::Forward, ScanKind::Exclusive) => fold(Op::IDENTITY, &input[..i]),
                 (Direction::Forward, ScanKind::ExclusiveWithInit(init)) => fold(init, &input[..i]),
+                (Direction::Forward, ScanKind::InclusiveWithInit(init)) => fold(init, &input[..=i]),
                 (_, ScanKind::Inclusive) => fold_right(&input[i..n - 1], input[n - 1]),
+                (_, ScanKind::InclusiveWithInit(init)) => fold_right(&input[i..], init),
                 (_, ScanKind::Exclusive) => fold_right(&input[i + 1..], Op::IDENTITY),
                 (_, ScanKind::ExclusiveWithInit(init)) => fold_right(&input[i + 1..], init),
             };
@@ -118,8 +120,14 @@ where
     Op::Element: PartialEq + std::fmt::Debug,
 {
     let split = split.min(input.len());
-    for direction in [Direction::Forward, Direction::Reverse] {
-        let whole_spec = ScanSpec::exclusive_with_init(init).with_direction(direction);
+    type Seeded<E> = fn(E) -> ScanSpec<E>;
+    let seeded: [Seeded<Op::Element>; 2] =
+        [ScanSpec::exclusive_with_init, ScanSpec::inclusive_with_init];
+    for (direction, seeded) in [Direction::Forward, Direction::Reverse]
+        .into_iter()
+        .flat_map(|d| seeded.map(|s| (d, s)))
+    {
+        let whole_spec = seeded(init).with_direction(direction);
         let mut whole = vec![Op::IDENTITY; input.len()];
         let mut whole_carry = Op::IDENTITY;
         cpu::scan::<Op>(whole_spec.carry_out(&mut whole_carry), input, &mut whole).unwrap();
@@ -131,7 +139,7 @@ where
         let mut carry = Op::IDENTITY;
         let spec = whole_spec.carry_out(&mut carry);
         cpu::scan::<Op>(spec, &input[first.clone()], &mut chunked[first]).unwrap();
-        let spec = ScanSpec::exclusive_with_init(carry).with_direction(direction);
+        let spec = seeded(carry).with_direction(direction);
         cpu::par_scan::<Op>(
             spec.carry_out(&mut carry),
             &input[second.clone()],

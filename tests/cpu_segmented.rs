@@ -71,7 +71,11 @@ fn definition<Op: ScanOp>(
                 (Direction::Forward, ScanKind::ExclusiveWithInit(init)) => {
                     fold(init, &input[head..i])
                 }
+                (Direction::Forward, ScanKind::InclusiveWithInit(init)) => {
+                    fold(init, &input[head..=i])
+                }
                 (_, ScanKind::Inclusive) => fold_right(&input[i..tail], input[tail]),
+                (_, ScanKind::InclusiveWithInit(init)) => fold_right(&input[i..=tail], init),
                 (_, ScanKind::Exclusive) => fold_right(&input[i + 1..=tail], Op::IDENTITY),
                 (_, ScanKind::ExclusiveWithInit(init)) => fold_right(&input[i + 1..=tail], init),
             }
@@ -88,7 +92,7 @@ fn carry_definition<Op: ScanOp>(
     input: &[Op::Element],
 ) -> Op::Element {
     let seed = match spec.kind {
-        ScanKind::ExclusiveWithInit(init) => init,
+        ScanKind::ExclusiveWithInit(init) | ScanKind::InclusiveWithInit(init) => init,
         _ => Op::IDENTITY,
     };
     let n = input.len();

@@ -3,8 +3,10 @@
 //! plain scan's seed and every element; a segmented scan's last segment's
 //! partial) to a one-element device slot.
 //!
-//! Plain scans: inclusive, exclusive and exclusive with init, forward and
-//! in reverse (`GPU_SUITE_DIRECTIONS` runs one), in place and not, through
+//! Plain scans: inclusive, exclusive, and each from an initial value (the
+//! carry-in of a chained chunk; the other GPU suites run the first three),
+//! forward and in reverse (`GPU_SUITE_DIRECTIONS` runs one), in place and
+//! not, through
 //! every path (pipelined, look-back single pass in small and full-size
 //! tiles, reduce-then-scan, and `Auto`), over lengths 0, 1, 31, 32, 33, a
 //! tile ± 1, a pipelined tile ± 1, many tiles ± 1 and a large one, for a
@@ -122,7 +124,7 @@ fn plain_scan<Op: Case>(
 
 fn run_plain<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x2222));
-    let specs = named_specs(init, &suite_directions());
+    let specs = every_named_spec(init, &suite_directions());
     for (path, full_tiles) in PLAIN_PATHS {
         let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
         scanner.set_path(path);
@@ -177,7 +179,7 @@ fn run_plain<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
 fn run_flags<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x3333));
-    let specs = named_specs(init, &suite_directions());
+    let specs = every_named_spec(init, &suite_directions());
     let first_row = path_rows::<Op>("flags", rows);
     let t = Op::tile_items();
     let cases = [

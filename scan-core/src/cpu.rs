@@ -32,6 +32,10 @@ pub enum ScanKind<E> {
     Exclusive,
     /// `out[i] = init ∘ in[0] ∘ … ∘ in[i-1]`, `out[0] = init`
     ExclusiveWithInit(E),
+    /// `out[i] = init ∘ in[0] ∘ … ∘ in[i]`: the inclusive scan behind
+    /// `init`, as the next chunk of a sequence scanned in chunks takes the
+    /// previous chunk's carry-out (CUB's `InclusiveScanInit`)
+    InclusiveWithInit(E),
 }
 
 /// The output slice's length differs from the input's.
@@ -66,6 +70,7 @@ pub(crate) fn plan<E: Copy, C>(spec: &ScanSpec<E, C>) -> (bool, Option<E>, bool)
         ScanKind::Inclusive => (true, None),
         ScanKind::Exclusive => (false, None),
         ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
+        ScanKind::InclusiveWithInit(init) => (true, Some(init)),
     };
     (inclusive, seed, reverse)
 }
@@ -277,7 +282,9 @@ forms! {
     ("sequential inclusive scan", inclusive, inclusive_in_place, inclusive_vec, scan, scan_in_place, ScanKind::Inclusive),
     ("sequential exclusive scan", exclusive, exclusive_in_place, exclusive_vec, scan, scan_in_place, ScanKind::Exclusive),
     ("sequential exclusive scan seeded with `init`", exclusive_with_init, exclusive_with_init_in_place, exclusive_with_init_vec, scan, scan_in_place, ScanKind::ExclusiveWithInit(init), init),
+    ("sequential inclusive scan seeded with `init`", inclusive_with_init, inclusive_with_init_in_place, inclusive_with_init_vec, scan, scan_in_place, ScanKind::InclusiveWithInit(init), init),
     ("parallel inclusive scan", par_inclusive, par_inclusive_in_place, par_inclusive_vec, par_scan, par_scan_in_place, ScanKind::Inclusive),
     ("parallel exclusive scan", par_exclusive, par_exclusive_in_place, par_exclusive_vec, par_scan, par_scan_in_place, ScanKind::Exclusive),
     ("parallel exclusive scan seeded with `init`", par_exclusive_with_init, par_exclusive_with_init_in_place, par_exclusive_with_init_vec, par_scan, par_scan_in_place, ScanKind::ExclusiveWithInit(init), init),
+    ("parallel inclusive scan seeded with `init`", par_inclusive_with_init, par_inclusive_with_init_in_place, par_inclusive_with_init_vec, par_scan, par_scan_in_place, ScanKind::InclusiveWithInit(init), init),
 }

@@ -25,9 +25,10 @@
 //!
 //! The **carry-out** is what the scan would carry into one more element
 //! after its last (in scan order): the exclusive scan's value for that
-//! element. For a plain scan that is the seed (an
-//! [`ExclusiveWithInit`](ScanKind::ExclusiveWithInit) scan's `init`, or
-//! the identity) combined with every element; for a segmented scan, the
+//! element. For a plain scan that is the seed (the `init` of an
+//! [`ExclusiveWithInit`](ScanKind::ExclusiveWithInit) or
+//! [`InclusiveWithInit`](ScanKind::InclusiveWithInit) scan, or the
+//! identity) combined with every element; for a segmented scan, the
 //! last segment's partial in scan order (behind `init` where there is
 //! one). An empty input's carry-out is the seed. It is the count behind a
 //! compaction's exclusive sum, and the carry-in of the next chunk of a
@@ -47,8 +48,8 @@
 //! // The second half of [1, 2, 3, 4, 5, 6], behind the first half's carry.
 //! let (mut first, mut second, mut carry) = ([0; 3], [0; 3], 0);
 //! cpu::scan::<Sum>(ScanSpec::inclusive().carry_out(&mut carry), &[1, 2, 3], &mut first).unwrap();
-//! cpu::scan::<Sum>(ScanSpec::exclusive_with_init(carry), &[4, 5, 6], &mut second).unwrap();
-//! assert_eq!((first, second), ([1, 3, 6], [6, 10, 15]));
+//! cpu::scan::<Sum>(ScanSpec::inclusive_with_init(carry), &[4, 5, 6], &mut second).unwrap();
+//! assert_eq!((first, second), ([1, 3, 6], [10, 15, 21]));
 //! ```
 
 use crate::cpu::ScanKind;
@@ -168,6 +169,12 @@ impl<E> ScanSpec<E> {
     /// A forward exclusive scan from `init`.
     pub const fn exclusive_with_init(init: E) -> Self {
         Self::new(ScanKind::ExclusiveWithInit(init))
+    }
+
+    /// A forward inclusive scan behind `init` (with segments, `init` in
+    /// front of every segment).
+    pub const fn inclusive_with_init(init: E) -> Self {
+        Self::new(ScanKind::InclusiveWithInit(init))
     }
 }
 

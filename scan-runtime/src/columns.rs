@@ -145,6 +145,7 @@ where
             ScanKind::Inclusive => (Kernel::ColumnsInclusive, Op::IDENTITY),
             ScanKind::Exclusive => (Kernel::ColumnsExclusive, Op::IDENTITY),
             ScanKind::ExclusiveWithInit(init) => (Kernel::ColumnsExclusive, init),
+            ScanKind::InclusiveWithInit(init) => (Kernel::ColumnsInclusive, init),
         };
         let abi = directed(kernel, spec.direction);
         let kernel = self.kernel(abi)?;

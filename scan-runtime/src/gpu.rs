@@ -919,6 +919,7 @@ where
             ScanKind::Inclusive => (true, Op::IDENTITY),
             ScanKind::Exclusive => (false, Op::IDENTITY),
             ScanKind::ExclusiveWithInit(init) => (false, init),
+            ScanKind::InclusiveWithInit(init) => (true, init),
         };
         if n == 0 {
             return self.launch_empty_carry(stream, seed, carry);

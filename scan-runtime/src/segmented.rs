@@ -592,6 +592,7 @@ where
             ScanKind::Inclusive => (true, Op::IDENTITY, false),
             ScanKind::Exclusive => (false, Op::IDENTITY, false),
             ScanKind::ExclusiveWithInit(init) => (false, init, true),
+            ScanKind::InclusiveWithInit(init) => (true, init, true),
         };
         if n == 0 {
             return self.launch_empty_carry(stream, seed, carry);
