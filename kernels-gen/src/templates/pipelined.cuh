@@ -269,21 +269,29 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
 template <class Op, class Shared, class Advance, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, unsigned long long tiles, T running, T* carry_out, Advance advance) {
   unsigned long long next = 0;
+  // One call of `advance` per round (a second one, inlined, made ptxas
+  // spill the wide elements' kernels): a round extends the prefix to the
+  // next tile, or, after the last tile, over it for the carry-out.
+  bool owe_carry = false;
   for (int k = 0;; ++k) {
     const int s = k % Shared::stages;
-    scan_mbarrier_wait(shared.barrier(stage_indexed, s), (unsigned)(k / Shared::stages) & 1u);
-    const unsigned long long tile = shared.tile_index(s);
-    if (tile >= tiles) return;
-    advance(next, running, tile);
+    unsigned long long target = tiles;
+    if (!owe_carry) {
+      scan_mbarrier_wait(shared.barrier(stage_indexed, s), (unsigned)(k / Shared::stages) & 1u);
+      target = shared.tile_index(s);
+      if (target >= tiles) return;
+    }
+    advance(next, running, target);
+    if (owe_carry) {
+      if ((threadIdx.x & 31u) == 0) *carry_out = running;
+      return;
+    }
     if ((threadIdx.x & 31u) == 0) {
       shared.prefix(s) = running;
       scan_mbarrier_arrive(shared.barrier(stage_prefixed, s));
     }
-    if (tile == tiles - 1 && carry_out != nullptr) {
-      advance(next, running, tiles);
-      if ((threadIdx.x & 31u) == 0) *carry_out = running;
-    }
     __syncwarp();
+    owe_carry = target == tiles - 1 && carry_out != nullptr;
   }
 }
 

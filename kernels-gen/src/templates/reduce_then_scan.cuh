@@ -56,17 +56,6 @@ __device__ __forceinline__ void scan_tile_totals(T* tile_totals, const Seg& tile
   }
 }
 
-// The last tile's carry-out (write_carry_out, from thread 0), its pair read
-// back from where block_pair_exclusive_scan left it once the tile is
-// stored: out of line, so that the tile scan never holds it in registers
-// (inlined, ptxas spilled a few tile scans at their register cap on sm_90).
-template <class Op, class Seg, class T = typename Op::T>
-__device__ __noinline__ void write_tile_carry_out(T* carry_out, const T* tile_prefixes, const T seed, const T* warp_totals, const bool* warp_flags) {
-  bool flag;
-  const T total = block_pair_total<Op, Seg>(warp_totals, warp_flags, flag);
-  write_carry_out<Op>(carry_out, tile_prefixes != nullptr ? tile_prefixes[blockIdx.x] : seed, total, flag);
-}
-
 // Scans tile blockIdx.x behind tile_prefixes[blockIdx.x]; with
 // tile_prefixes == nullptr the input is a single tile behind `seed`. The
 // last block writes the carry-out (unless `carry_out` is null).
@@ -88,7 +77,8 @@ __device__ __forceinline__ void scan_tiles(const T* input, const Seg& seg, T* ou
   bool tile_flag;
   tile_scan<Op, Mode, Seg>(items, heads, seg, prefix, warp_totals, warp_flags, tile_flag);
   store_tile<Op>(output, base, valid, staging, items);
-  if (carry_out != nullptr && blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) write_tile_carry_out<Op, Seg>(carry_out, tile_prefixes, seed, warp_totals, warp_flags);
+  if (carry_out != nullptr && blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)
+    write_block_carry_out<Op, Seg>(carry_out, tile_prefixes != nullptr ? tile_prefixes[blockIdx.x] : seed, warp_totals, warp_flags);
 }
 
 }  // namespace gpu_scan

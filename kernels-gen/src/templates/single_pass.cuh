@@ -106,8 +106,7 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   __shared__ T warp_totals[Shape<Op>::warps + 1];
   __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
   __shared__ T shared_prefix;
-  const unsigned long long tiles = (n + tile_items - 1) / tile_items;
-  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
+  const unsigned long long tile = scan_single_pass_take_tile(launch, (n + tile_items - 1) / tile_items);
   if (tile == scan_no_tile) return;
   const tile_span span = span_of_tile<Op>(tile, n, tile_items);
   const unsigned long long base = span.base;
@@ -122,17 +121,14 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   tile_scan_with<Op, Mode, Seg>(
       items, heads, seg, warp_totals, warp_flags, tile_flag,
       [&](const T& tile_total, bool has_head) {
-        T before;
         if constexpr (Seg::segmented) {
           // In warp 0: whether the tile's first element (thread 0's first item) is a head.
           const bool first_is_head = (__shfl_sync(0xffffffffu, heads, 0) & 1u) != 0;
-          before = single_pass_prefix<Op>(tile, tile_total, has_head, tile_total, !first_is_head, Op::identity(), tile_status, &shared_prefix);
+          return single_pass_prefix<Op>(tile, tile_total, has_head, tile_total, !first_is_head, Op::identity(), tile_status, &shared_prefix);
         } else {
           // Tile 0's inclusive prefix holds the seed, so every later tile gets it.
-          before = single_pass_prefix<Op>(tile, tile_total, tile == 0, Op::combine(seed, tile_total), tile != 0, seed, tile_status, &shared_prefix);
+          return single_pass_prefix<Op>(tile, tile_total, tile == 0, Op::combine(seed, tile_total), tile != 0, seed, tile_status, &shared_prefix);
         }
-        if (tile == tiles - 1) write_carry_out<Op>(carry_out, before, tile_total, Seg::segmented && has_head);
-        return before;
       },
       // The staging buffer still holds the tile.
       [&](T (&again)[Items]) { read_items<Op>(staging, valid, again); });
@@ -146,6 +142,11 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
     store_tile<Op>(output, base, valid, staging, items);
   }
   if (tile == 0) scan_single_pass_sweep(status, launch, n, tile_items);
+  // The last tile's carry-out, from its prefix and pair still in shared
+  // memory and its index in scan_shared_tile: last, so that nothing stays
+  // live across the call (before the sweep, a reverse single pass spilled).
+  if (carry_out != nullptr && threadIdx.x == 0 && scan_shared_tile == (n + tile_items - 1) / tile_items - 1)
+    write_block_carry_out<Op, Seg>(carry_out, shared_prefix, warp_totals, warp_flags);
 }
 
 }  // namespace gpu_scan

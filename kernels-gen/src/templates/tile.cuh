@@ -162,6 +162,18 @@ __device__ __forceinline__ void write_carry_out(T* carry_out, const T& tile_pref
   if (carry_out != nullptr && threadIdx.x == 0) *carry_out = tile_flag ? tile_total : Op::combine(tile_prefix, tile_total);
 }
 
+// The last tile's carry-out (write_carry_out, from thread 0) behind
+// `tile_prefix`, its pair read back from where block_pair_exclusive_scan
+// left it, once the tile is stored: out of line, so that the tile scan
+// never holds it in registers (inlined, ptxas spilled tile scans and wide
+// elements' single passes at their register caps).
+template <class Op, class Seg, class T = typename Op::T>
+__device__ __noinline__ void write_block_carry_out(T* carry_out, const T tile_prefix, const T* warp_totals, const bool* warp_flags) {
+  bool flag;
+  const T total = block_pair_total<Op, Seg>(warp_totals, warp_flags, flag);
+  write_carry_out<Op>(carry_out, tile_prefix, total, flag);
+}
+
 // tile_scan_with a known `tile_prefix` in front of the tile.
 template <class Op, int Mode, class Seg, int Items, class T = typename Op::T>
 __device__ __forceinline__ T tile_scan(T (&items)[Items], unsigned heads, const Seg& seg, const T tile_prefix, T* warp_totals, bool* warp_flags,
