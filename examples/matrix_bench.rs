@@ -130,7 +130,7 @@ where
     drop(host);
     let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
     let mut scratch: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
-    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let mut scanner = timing::bench_scanner::<Op>(stream);
     run(
         &mut scanner,
         stream,

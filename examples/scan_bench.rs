@@ -280,7 +280,7 @@ where
     gpu_scan::cpu::par_scan::<Op>(ScanKind::Inclusive, &host, &mut expected).unwrap();
     let input = stream.clone_htod(&host).unwrap();
     drop(host);
-    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let mut scanner = timing::bench_scanner::<Op>(stream);
     let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
     scanner.inclusive(stream, &input, &mut output).unwrap();
     let ours = stream.clone_dtoh(&output).unwrap();
@@ -370,7 +370,7 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
     .unwrap();
     let d_values = stream.clone_htod(&values).unwrap();
     let d_bits = stream.clone_htod(&bits).unwrap();
-    let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+    let mut scanner = timing::bench_scanner::<SumU32>(stream);
     scanner.prepare_segmented().unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     scanner
@@ -497,7 +497,7 @@ fn bench_offsets(
     let d_values = stream.clone_htod(&values).unwrap();
     let d_offsets = stream.clone_htod(&offsets).unwrap();
     let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
-    let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+    let mut scanner = timing::bench_scanner::<SumU32>(stream);
     scanner.prepare_segmented().unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     scanner
@@ -581,7 +581,7 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
     .unwrap();
     let d_values = stream.clone_htod(&values).unwrap();
     let d_keys = stream.clone_htod(&keys).unwrap();
-    let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+    let mut scanner = timing::bench_scanner::<SumU32>(stream);
     scanner.prepare_segmented().unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     let keyed = || DeviceKeys::new(&d_keys);
@@ -658,7 +658,7 @@ fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
             time_ms(stream, || stream.memcpy_dtod(&d_values, &mut copy).unwrap()) as f64
         };
         let mut output = stream.alloc_zeros::<u32>(n).unwrap();
-        let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+        let mut scanner = timing::bench_scanner::<SumU32>(stream);
         for mean in [2u32, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096] {
             let offsets = random_offsets(SEED + 8, n, mean);
             let expected = sum_by_offsets(&values, &offsets);
@@ -735,7 +735,7 @@ fn sweep<Op: ScanOp>(
 ) where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
-    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let mut scanner = timing::bench_scanner::<Op>(stream);
     scanner.set_path(path);
     let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(input.len()).unwrap();
     let ms = time_ms(stream, || {
@@ -937,7 +937,7 @@ where
     let copy_ms = time_ms(stream, || {
         stream.memcpy_dtod(&inputs[0], &mut outputs[0]).unwrap()
     }) as f64;
-    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let mut scanner = timing::bench_scanner::<Op>(stream);
     let mut times = Vec::new();
     for input in &inputs {
         for output in outputs.iter_mut() {
@@ -948,7 +948,7 @@ where
     // Three more scanners, alive together: their scratch (tile status) lies
     // in three other places.
     let mut scanners: Vec<GpuScanner<Op>> = (0..3)
-        .map(|_| GpuScanner::<Op>::new(stream.context()).unwrap())
+        .map(|_| timing::bench_scanner::<Op>(stream))
         .collect();
     for scanner in scanners.iter_mut() {
         times.push(time_ms(stream, || {
@@ -977,7 +977,7 @@ fn small_inputs(stream: &Arc<CudaStream>) {
         let words: Vec<u32> = (0..n as u64).map(|i| (mix(SEED, i) >> 32) as u32).collect();
         let input = stream.clone_htod(&words).unwrap();
         let mut output = stream.alloc_zeros::<u32>(n).unwrap();
-        let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+        let mut scanner = timing::bench_scanner::<SumU32>(stream);
         let mut line = format!("2^{log_n}:");
         for (label, path, small) in [
             ("small tiles", ScanPath::SinglePass, usize::MAX),
@@ -1017,7 +1017,7 @@ where
     gpu_scan::cpu::par_scan::<Op>(spec, &host, &mut expected).unwrap();
     let input = stream.clone_htod(&host).unwrap();
     drop(host);
-    let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+    let mut scanner = timing::bench_scanner::<Op>(stream);
     let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
     scanner.scan(stream, spec, &input, &mut output).unwrap();
     let ours = stream.clone_dtoh(&output).unwrap();
@@ -1104,7 +1104,7 @@ where
     };
     let mut all_ok = true;
     for path in [ScanPath::Auto, ScanPath::SinglePass] {
-        let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+        let mut scanner = timing::bench_scanner::<Op>(stream);
         scanner.set_path(path);
         scanner
             .scan(stream, spec.carry_out(&mut slot), &input, &mut output)
@@ -1152,7 +1152,7 @@ fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
     };
     let mut all_ok = true;
     for path in [ScanPath::Auto, ScanPath::SinglePass] {
-        let mut scanner = GpuScanner::<SumU32>::new(stream.context()).unwrap();
+        let mut scanner = timing::bench_scanner::<SumU32>(stream);
         scanner.set_path(path);
         scanner
             .segmented_scan(

@@ -8,7 +8,8 @@
 //! forward and in reverse (`GPU_SUITE_DIRECTIONS` runs one), in place and
 //! not, through
 //! every path (pipelined, look-back single pass in small and full-size
-//! tiles, reduce-then-scan, and `Auto`), over lengths 0, 1, 31, 32, 33, a
+//! tiles, reduce-then-scan, and `Auto`; also small tiles at every length,
+//! the interim kernel of background compiles), over lengths 0, 1, 31, 32, 33, a
 //! tile ± 1, a pipelined tile ± 1, many tiles ± 1 and a large one, for a
 //! sum and non-commutative operators (affine maps, 2×2 matrices,
 //! keep-latest), each scan with and without a carry-out (the outputs must
@@ -40,12 +41,25 @@ use std::time::Instant;
 
 /// The paths of the plain scans: the three, `Auto`, and the look-back
 /// single pass in full-size tiles (`small tiles off`).
-const PLAIN_PATHS: [(ScanPath, bool); 5] = [
-    (ScanPath::Auto, false),
-    (ScanPath::Pipelined, false),
-    (ScanPath::SinglePass, false),
-    (ScanPath::SinglePass, true),
-    (ScanPath::ReduceThenScan, false),
+/// Which tiles a single pass takes.
+#[derive(Clone, Copy, PartialEq)]
+enum Tiles {
+    /// Small up to the default small-tile limit, full-size past it.
+    Default,
+    /// Full-size at every length.
+    Full,
+    /// Small at every length: the interim kernel a scan on `Auto` runs
+    /// while its own compiles in the background.
+    Small,
+}
+
+const PLAIN_PATHS: [(ScanPath, Tiles); 6] = [
+    (ScanPath::Auto, Tiles::Default),
+    (ScanPath::Pipelined, Tiles::Default),
+    (ScanPath::SinglePass, Tiles::Default),
+    (ScanPath::SinglePass, Tiles::Full),
+    (ScanPath::SinglePass, Tiles::Small),
+    (ScanPath::ReduceThenScan, Tiles::Default),
 ];
 
 /// Lengths at every boundary of the tilings.
@@ -125,17 +139,23 @@ fn plain_scan<Op: Case>(
 fn run_plain<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x2222));
     let specs = every_named_spec(init, &suite_directions());
-    for (path, full_tiles) in PLAIN_PATHS {
+    for (path, tiles) in PLAIN_PATHS {
         let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
         scanner.set_path(path);
-        if full_tiles {
-            scanner.set_small_tile_limit(0);
+        match tiles {
+            Tiles::Default => {}
+            Tiles::Full => scanner.set_small_tile_limit(0),
+            Tiles::Small => scanner.set_small_tile_limit(usize::MAX),
         }
         let mut row = Row {
             op: Op::NAME,
             kind: leak(format!(
                 "plain [{path:?}{}]",
-                if full_tiles { ", full tiles" } else { "" }
+                match tiles {
+                    Tiles::Default => "",
+                    Tiles::Full => ", full tiles",
+                    Tiles::Small => ", small tiles (background compiles' interim)",
+                }
             )),
             lengths: 0,
             elements: 0,

@@ -1,7 +1,10 @@
 //! First use on the GPU: a scan compiles only the kernel it needs, as a
 //! CUBIN for the device, kept in the disk cache; a cache entry the driver
 //! refuses to load (checksum intact, image broken) is deleted and rebuilt
-//! instead of failing every later process. Each step runs in a fresh child
+//! instead of failing every later process. A scan whose preferred kernel is
+//! not compiled yet runs on an interim kernel (small tiles) while the
+//! preferred one compiles in the background, then takes it; with background
+//! compiles off it waits for it. Each step runs in a fresh child
 //! process (this binary's ignored worker test), so that nothing comes from
 //! the in-memory cache.
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
@@ -9,47 +12,93 @@
 mod common;
 use common::gpu::open_gpu;
 use common::ops::*;
+use gpu_scan::kernels_gen::abi::KernelAbi;
+use gpu_scan::kernels_gen::Kernel;
 use gpu_scan::scan_runtime::{GpuScanner, ProgramOrigin};
+use gpu_scan::ScanOp;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const CACHE_ENV: &str = "GPU_FIRST_USE_CACHE";
 
-/// Worker: one scanner, one single-tile inclusive `u32` sum, checked
-/// against the CPU; prints how its kernels were obtained.
+/// The worker's input length (default 1000: one tile).
+const LENGTH_ENV: &str = "GPU_FIRST_USE_LENGTH";
+/// Set: the worker's scanner waits for every kernel it prefers
+/// (`Tuning::background_compile` off).
+const WAIT_ENV: &str = "GPU_FIRST_USE_WAIT";
+
+/// Worker: one scanner, an inclusive `u32` sum of `GPU_FIRST_USE_LENGTH`
+/// elements checked against the CPU; prints how its kernels were obtained
+/// and which it holds, then waits for background compiles, scans again
+/// (checked), and prints the kernels it holds then.
 #[test]
-#[ignore = "worker process of first_use_compiles_one_kernel_and_rebuilds_a_refused_entry"]
+#[ignore = "worker process of the first-use tests"]
 fn first_use_worker() {
     let Some(ctx) = open_gpu("first_use_worker") else {
         return;
     };
     std::env::var_os(CACHE_ENV).expect("run by the first-use test");
+    let n: usize = std::env::var(LENGTH_ENV).map_or(1000, |v| v.parse().unwrap());
     let stream = ctx.default_stream();
-    let host: Vec<u32> = (0..1000u32)
+    let host: Vec<u32> = (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
+    let expected = gpu_scan::cpu::inclusive_vec::<SumU32>(&host);
     let input = stream.clone_htod(&host).unwrap();
     let mut output = stream.alloc_zeros::<u32>(host.len()).unwrap();
     let disk = gpu_scan::scan_runtime::DiskCache::at(std::env::var_os(CACHE_ENV).unwrap());
     let mut scanner = GpuScanner::<SumU32>::with_disk_cache(&ctx, &disk).unwrap();
+    if std::env::var_os(WAIT_ENV).is_some() {
+        scanner.set_tuning(scanner.tuning().with_background_compile(false));
+    }
     scanner.inclusive(&stream, &input, &mut output).unwrap();
-    let got = stream.clone_dtoh(&output).unwrap();
-    assert_eq!(got, gpu_scan::cpu::inclusive_vec::<SumU32>(&host));
+    assert!(
+        stream.clone_dtoh(&output).unwrap() == expected,
+        "the first scan"
+    );
     let stats = scanner.program_stats();
+    let first = scanner.kernel_symbols_for_tests().join(",");
+    scanner.wait_for_background_compiles();
+    stream.memset_zeros(&mut output).unwrap();
+    scanner.inclusive(&stream, &input, &mut output).unwrap();
+    assert!(
+        stream.clone_dtoh(&output).unwrap() == expected,
+        "the scan after the wait"
+    );
     println!(
-        "first-use: origin={:?} kernels={}",
-        stats.origin, stats.kernels_loaded
+        "first-use: origin={:?} kernels={} first={first} settled={}",
+        stats.origin,
+        stats.kernels_loaded,
+        scanner.kernel_symbols_for_tests().join(",")
     );
 }
 
-fn run_worker(cache: &Path) -> (ProgramOrigin, usize) {
-    let out = Command::new(std::env::current_exe().unwrap())
+/// What a worker reported.
+#[derive(Debug, PartialEq)]
+struct Report {
+    origin: ProgramOrigin,
+    /// Kernels its first scan compiled or read from disk.
+    kernels: usize,
+    /// The kernels the scanner held after its first scan.
+    first: Vec<String>,
+    /// ... and after waiting for background compiles and scanning again.
+    settled: Vec<String>,
+}
+
+fn run_worker_with(cache: &Path, length: usize, wait: bool) -> Report {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args(["--exact", "first_use_worker", "--ignored", "--nocapture"])
         .env(CACHE_ENV, cache)
-        .env("GPU_REQUIRED", "1")
-        .output()
-        .unwrap();
+        .env(LENGTH_ENV, length.to_string())
+        .env("GPU_REQUIRED", "1");
+    if wait {
+        command.env(WAIT_ENV, "1");
+    } else {
+        command.env_remove(WAIT_ENV);
+    }
+    let out = command.output().unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "worker failed:\n{text}");
@@ -57,18 +106,29 @@ fn run_worker(cache: &Path) -> (ProgramOrigin, usize) {
         .lines()
         .find_map(|l| l.strip_prefix("first-use: "))
         .unwrap_or_else(|| panic!("no report in:\n{text}"));
-    let origin = match line.split_whitespace().next() {
-        Some("origin=Compiled") => ProgramOrigin::Compiled,
-        Some("origin=DiskCache") => ProgramOrigin::DiskCache,
-        Some("origin=Memory") => ProgramOrigin::Memory,
+    let field = |name: &str| {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    let origin = match field("origin") {
+        "Compiled" => ProgramOrigin::Compiled,
+        "DiskCache" => ProgramOrigin::DiskCache,
+        "Memory" => ProgramOrigin::Memory,
         other => panic!("bad report {other:?}"),
     };
-    let kernels = line
-        .split("kernels=")
-        .nth(1)
-        .and_then(|k| k.trim().parse().ok())
-        .expect("a kernel count");
-    (origin, kernels)
+    let list = |v: &str| v.split(',').map(String::from).collect();
+    Report {
+        origin,
+        kernels: field("kernels").parse().expect("a kernel count"),
+        first: list(field("first")),
+        settled: list(field("settled")),
+    }
+}
+
+fn run_worker(cache: &Path) -> (ProgramOrigin, usize) {
+    let report = run_worker_with(cache, 1000, false);
+    (report.origin, report.kernels)
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {
@@ -115,4 +175,85 @@ fn first_use_compiles_one_kernel_and_rebuilds_a_refused_entry() {
     );
     assert_eq!(run_worker(&dir), (ProgramOrigin::DiskCache, 1));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The symbol of plain kernel `kernel` of the worker's operator.
+fn symbol(kernel: Kernel) -> String {
+    KernelAbi::plain(kernel).symbol(<SumU32 as ScanOp>::NAME)
+}
+
+/// A fresh cache directory of this process, named `name`.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("first-use-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
+    let Some(ctx) = open_gpu("gpu_first_use background") else {
+        return;
+    };
+    // Lengths that prefer the pipelined pass (16 MiB) where the device has
+    // it, and one that prefers the look-back pass in full tiles (past the
+    // small-tile limit, under the pipelined pass's 2 MiB).
+    let pipelined_here = gpu_scan::scan_runtime::target_arch(&ctx)
+        .unwrap()
+        .has_bulk_copies();
+    let long = (1usize << 22) + 5;
+    let mid = (1usize << 17) + 3;
+    let small = symbol(Kernel::SinglePassSmallInclusive);
+    let preferred_long = symbol(if pipelined_here {
+        Kernel::PipelinedInclusive
+    } else {
+        Kernel::SinglePassInclusive
+    });
+    for (n, preferred) in [
+        (long, preferred_long),
+        (mid, symbol(Kernel::SinglePassInclusive)),
+    ] {
+        // An empty cache: the first scan runs on the small tiles' kernel and
+        // compiles only that one in the foreground; the preferred kernel is
+        // loaded after the wait and taken by the next scan (both checked
+        // against the CPU by the worker); both land in the disk cache.
+        let dir = fresh_dir(&format!("background-{n}"));
+        let cold = run_worker_with(&dir, n, false);
+        assert_eq!(
+            (cold.origin, cold.kernels),
+            (ProgramOrigin::Compiled, 1),
+            "n={n}: {cold:?}"
+        );
+        assert_eq!(cold.first, vec![small.clone()], "n={n}: {cold:?}");
+        let mut both = vec![small.clone(), preferred.clone()];
+        both.sort();
+        assert_eq!(cold.settled, both, "n={n}: {cold:?}");
+        assert_eq!(entries(&dir).len(), 2, "n={n}: both kernels cached");
+
+        // The next process finds the preferred kernel on disk and takes it
+        // at once.
+        let warm = run_worker_with(&dir, n, false);
+        assert_eq!(
+            (warm.origin, warm.kernels),
+            (ProgramOrigin::DiskCache, 1),
+            "n={n}: {warm:?}"
+        );
+        assert_eq!(warm.first, vec![preferred.clone()], "n={n}: {warm:?}");
+        assert_eq!(warm.settled, vec![preferred.clone()], "n={n}: {warm:?}");
+
+        // Background compiles off: the first scan waits for the preferred
+        // kernel, and compiles nothing else.
+        let waited_dir = fresh_dir(&format!("waited-{n}"));
+        let waited = run_worker_with(&waited_dir, n, true);
+        assert_eq!(
+            (waited.origin, waited.kernels),
+            (ProgramOrigin::Compiled, 1),
+            "n={n}: {waited:?}"
+        );
+        assert_eq!(waited.first, vec![preferred.clone()], "n={n}: {waited:?}");
+        assert_eq!(entries(&waited_dir).len(), 1, "n={n}");
+        for d in [dir, waited_dir] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }

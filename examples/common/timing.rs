@@ -33,3 +33,20 @@ pub fn time_ms(stream: &Arc<CudaStream>, mut f: impl FnMut()) -> f32 {
         .collect();
     median(samples)
 }
+
+/// A scanner for timing: background compiles off
+/// ([`Tuning::background_compile`](gpu_scan::Tuning::background_compile)),
+/// so that the first call, a warm-up, waits for the kernel a scan prefers
+/// and every timed call runs it.
+#[allow(dead_code)] // not every benchmark uses it
+pub fn bench_scanner<Op: gpu_scan::ScanOp>(
+    stream: &Arc<CudaStream>,
+) -> gpu_scan::prelude::GpuScanner<Op>
+where
+    Op::Element: gpu_scan::scan_runtime::cudarc::driver::DeviceRepr
+        + gpu_scan::scan_runtime::cudarc::driver::ValidAsZeroBits,
+{
+    let mut scanner = gpu_scan::prelude::GpuScanner::<Op>::new(stream.context()).unwrap();
+    scanner.set_tuning(scanner.tuning().with_background_compile(false));
+    scanner
+}

@@ -5,13 +5,15 @@ use crate::carry::DeviceCarryOut;
 use crate::error::{Result, ScanError};
 use crate::jit;
 use crate::kernels::{
-    compile_target, layout, load_kernel, LoadedKernel, PipelinedLaunch, ProgramStats,
+    compile_target, kernel_without_compiling, layout, load_kernel, wait_for_compiles, Availability,
+    ColdKernel, LoadedKernel, PipelinedLaunch, ProgramStats,
 };
 use crate::launch;
 use crate::laws::LawCheck;
 use crate::segmented::DeviceSegmentsSpec;
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, Workspace};
+use cudarc::driver::sys::CUstreamCaptureStatus;
 use cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
     ValidAsZeroBits,
@@ -126,6 +128,15 @@ pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
 /// it. Scans are enqueued on the stream you pass and return without
 /// waiting, like any cudarc launch.
 ///
+/// **First use.** On [`ScanPath::Auto`] a scan whose fastest kernel has
+/// not been compiled yet (in this process, or on disk by an earlier one)
+/// does not wait for it: it runs on a kernel that compiles in about half
+/// the time (the single pass over small tiles), and the fastest kernel
+/// compiles on another thread meanwhile; scans take it from the first one
+/// after it is loaded. The results are the same either way. Turn it off
+/// with [`Tuning::background_compile`], or wait for those compiles with
+/// [`GpuScanner::wait_for_background_compiles`] (before timing scans, say).
+///
 /// **Paths.** An input of one tile is scanned by one block in one launch.
 /// Longer inputs take the single pass with decoupled look-back or
 /// reduce-then-scan, by size by default ([`ScanPath`], [`GpuScanner::set_path`]).
@@ -183,6 +194,9 @@ pub struct GpuScanner<Op: ScanOp> {
     pub(crate) arch: Arch,
     /// The kernels this scanner has used, by ABI entry.
     kernels: HashMap<KernelAbi, Arc<LoadedKernel>>,
+    /// Kernels a scan found cold, whose background compiles start after
+    /// its launch.
+    cold: Vec<ColdKernel>,
     stats: ProgramStats,
     pub(crate) disk: DiskCache,
     /// Scratch, one workspace per stream (keyed by [`stream_key`]).
@@ -241,6 +255,18 @@ pub enum ScanPath {
 /// 7.1 µs, ties at 2^18 (8.1 against 8.0 µs) and wins from 2^20 on (9.2
 /// against 10.1 µs; 41 against 53 µs at 2^24).
 pub(crate) const PIPELINED_AUTO_MIN_BYTES: usize = 2 << 20;
+
+/// Whether a scan may take the pipelined single pass now
+/// ([`GpuScanner::pipelined_shape`]).
+pub(crate) enum PipelinedShape {
+    /// Its kernel is loaded, and launches so.
+    Ready(PipelinedLaunch),
+    /// Its kernel is compiling in the background: take a kernel that
+    /// compiles faster meanwhile.
+    Compiling,
+    /// It cannot run here: take the single pass with look-back.
+    CannotRun,
+}
 
 /// The concrete path for a scan of more than one tile.
 pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
@@ -301,6 +327,7 @@ where
             ctx: ctx.clone(),
             arch,
             kernels: HashMap::new(),
+            cold: Vec::new(),
             stats: ProgramStats::NONE,
             disk: disk.clone(),
             workspaces: HashMap::new(),
@@ -345,19 +372,108 @@ where
         Ok((kernel, stats))
     }
 
-    /// How pipelined kernel `abi` launches here, compiling it if needed;
-    /// `None` (and nothing compiled) where it cannot run: a program
-    /// architecture without bulk copies, an element it does not take, or a
-    /// device without the shared memory it needs.
+    /// Kernel `abi` if this scan may have it now. With background compiles
+    /// on ([`Tuning::background_compile`], [`ScanPath::Auto`], `stream` not
+    /// being captured), a kernel that would need an NVRTC compile is noted
+    /// instead, to compile on another thread once the scan is launched
+    /// ([`GpuScanner::start_background_compiles`]), and this says `None`:
+    /// the scan takes a kernel that compiles faster. Otherwise it is loaded
+    /// as [`GpuScanner::kernel`] does.
+    pub(crate) fn kernel_if_ready(
+        &mut self,
+        abi: KernelAbi,
+        stream: &CudaStream,
+    ) -> Result<Option<Arc<LoadedKernel>>> {
+        if let Some(k) = self.kernels.get(&abi) {
+            return Ok(Some(k.clone()));
+        }
+        if !(self.tuning.background_compile
+            && self.tuning.path == ScanPath::Auto
+            && stream.capture_status()? == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+        {
+            return self.kernel(abi).map(Some);
+        }
+        Ok(
+            match kernel_without_compiling::<Op>(&self.ctx, &self.disk, abi)? {
+                Availability::Ready(kernel, stats) => {
+                    self.stats = self.stats.then(stats);
+                    self.kernels.insert(abi, kernel.clone());
+                    Some(kernel)
+                }
+                Availability::Compiling => None,
+                Availability::Cold(cold) => {
+                    self.cold.push(cold);
+                    None
+                }
+            },
+        )
+    }
+
+    /// Starts the background compiles of the kernels this scan found cold
+    /// ([`GpuScanner::kernel_if_ready`]). A scan calls it after its launch,
+    /// so that its interim kernel's compile, which it waits for, does not
+    /// share the machine with them.
+    pub(crate) fn start_background_compiles(&mut self) -> Result<()> {
+        for cold in std::mem::take(&mut self.cold) {
+            cold.compile_in_background::<Op>(&self.ctx, &self.disk)?;
+        }
+        Ok(())
+    }
+
+    /// [`GpuScanner::start_background_compiles`] after `launched`, a scan's
+    /// launch: its error first.
+    pub(crate) fn then_start_background_compiles(&mut self, launched: Result<()>) -> Result<()> {
+        let started = self.start_background_compiles();
+        launched.and(started)
+    }
+
+    /// Waits until every kernel of this scanner's operator that is
+    /// compiling in the background (see [`Tuning::background_compile`]) is
+    /// loaded, so that the next scans take the kernels they prefer: call it
+    /// before timing scans, say. A compile that failed there is done again
+    /// by the next scan that needs the kernel, which returns its error.
+    ///
+    /// ```no_run
+    /// use gpu_scan::prelude::*;
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// let ctx = gpu_scan::scan_runtime::open_device(0)?;
+    /// let stream = ctx.default_stream();
+    /// let input = stream.alloc_zeros::<u32>(1 << 24)?;
+    /// let mut output = stream.alloc_zeros::<u32>(1 << 24)?;
+    /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
+    /// scanner.inclusive(&stream, &input, &mut output)?; // may run an interim kernel
+    /// scanner.wait_for_background_compiles();
+    /// scanner.inclusive(&stream, &input, &mut output)?; // the fastest one
+    /// # Ok::<(), ScanError>(())
+    /// ```
+    pub fn wait_for_background_compiles(&self) {
+        wait_for_compiles::<Op>(&self.ctx);
+    }
+
+    /// How pipelined kernel `abi` launches here, compiling it if needed
+    /// (in the background where [`GpuScanner::kernel_if_ready`] does);
+    /// [`PipelinedShape::CannotRun`] (and nothing compiled) where it cannot
+    /// run: a program architecture without bulk copies, an element it does
+    /// not take, or a device without the shared memory it needs.
     pub(crate) fn pipelined_shape(
         &mut self,
         abi: KernelAbi,
         shared_bytes: usize,
-    ) -> Result<Option<PipelinedLaunch>> {
+        stream: &CudaStream,
+    ) -> Result<PipelinedShape> {
         if !self.arch.has_bulk_copies() || shared_bytes == 0 {
-            return Ok(None);
+            return Ok(PipelinedShape::CannotRun);
         }
-        Ok(self.kernel(abi)?.pipelined)
+        Ok(match self.kernel_if_ready(abi, stream)? {
+            Some(kernel) => match kernel.pipelined {
+                Some(shape) => PipelinedShape::Ready(shape),
+                None => PipelinedShape::CannotRun,
+            },
+            None => PipelinedShape::Compiling,
+        })
     }
 
     /// How this scanner runs its scans (new scanners: [`Tuning::default`]).
@@ -489,6 +605,15 @@ where
         stream: &Arc<CudaStream>,
     ) -> Result<Option<kernels_gen::launch_state::LaunchState>> {
         self.workspace(stream).read_launch_state(stream)
+    }
+
+    /// The symbols of the kernels this scanner has used, sorted. For tests
+    /// of which kernels a scan takes.
+    #[doc(hidden)]
+    pub fn kernel_symbols_for_tests(&self) -> Vec<String> {
+        let mut symbols: Vec<String> = self.kernels.keys().map(|k| k.symbol(Op::NAME)).collect();
+        symbols.sort();
+        symbols
     }
 
     /// Sets the epoch the next single pass on `stream` uses (synchronises
@@ -625,7 +750,8 @@ where
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
         let (carry, _carry_sync) = carry_out.slot(stream);
-        self.launch(stream, spec, src, dst, n, carry)
+        let launched = self.launch(stream, spec, src, dst, n, carry);
+        self.then_start_background_compiles(launched)
     }
 
     /// Inclusive scan of `data` onto itself.
@@ -678,7 +804,8 @@ where
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
         let (carry, _carry_sync) = carry_out.slot(stream);
-        self.launch(stream, spec, ptr, ptr, n, carry)
+        let launched = self.launch(stream, spec, ptr, ptr, n, carry);
+        self.then_start_background_compiles(launched)
     }
 
     /// The operator applied element-wise: `output[i] = combine(left[i],
@@ -823,8 +950,23 @@ where
         dst: u64,
         n: usize,
         carry: u64,
+        interim: bool,
     ) -> Result<()> {
-        let (tiles, small) = self.single_pass_tiles(n);
+        let (mut tiles, mut small) = self.single_pass_tiles(n);
+        let full_tiles_abi = directed(
+            if inclusive {
+                Kernel::SinglePassInclusive
+            } else {
+                Kernel::SinglePassExclusive
+            },
+            direction,
+        );
+        if !small && (interim || self.kernel_if_ready(full_tiles_abi, stream)?.is_none()) {
+            // The kernel this scan prefers is compiling in the background:
+            // meanwhile small tiles, whose kernel compiles in about half
+            // the time (a quarter of the items per thread to unroll).
+            (tiles, small) = (n.div_ceil(small_tile_items::<Op>()), true);
+        }
         self.reserve_single_pass(tiles, stream)?;
         let abi = directed(
             match (small, inclusive) {
@@ -951,17 +1093,24 @@ where
                 launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
             };
         }
+        let mut interim = false;
         if self.pipelined_wanted(n) && src % 16 == 0 && dst % 16 == 0 {
             let shared_bytes = layout::<Op>().pipelined_shared_bytes;
             let abi = pipelined_abi(inclusive, direction);
-            if let Some(shape) = self.pipelined_shape(abi, shared_bytes)? {
-                return self.launch_pipelined(
-                    stream, shape, direction, inclusive, seed, src, dst, n, carry,
-                );
+            match self.pipelined_shape(abi, shared_bytes, stream)? {
+                PipelinedShape::Ready(shape) => {
+                    return self.launch_pipelined(
+                        stream, shape, direction, inclusive, seed, src, dst, n, carry,
+                    );
+                }
+                PipelinedShape::Compiling => interim = true,
+                PipelinedShape::CannotRun => {}
             }
         }
         if single_pass(self.tuning.path) {
-            return self.launch_single_pass(stream, direction, inclusive, seed, src, dst, n, carry);
+            return self.launch_single_pass(
+                stream, direction, inclusive, seed, src, dst, n, carry, interim,
+            );
         }
         let reduce_abi = directed(Kernel::ReduceTiles, direction);
         let scan_totals_abi = directed(Kernel::ScanTileTotals, direction);

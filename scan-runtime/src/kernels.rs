@@ -3,7 +3,8 @@
 //! device's architecture, through the disk cache, loaded once per context
 //! and kept in memory for every scanner of the operator.
 
-use crate::cache::DiskCache;
+use crate::background::{Job, Jobs};
+use crate::cache::{CacheKey, DiskCache};
 use crate::error::Result;
 use crate::gpu::{device_arch, driver_version, target_arch};
 use crate::jit;
@@ -163,6 +164,15 @@ pub(crate) fn compile_target(ctx: &CudaContext) -> Result<(Arch, bool)> {
     Ok((newest, false))
 }
 
+/// The NVRTC options of a program for `target` ([`compile_target`]).
+fn compile_options((arch, cubin): (Arch, bool)) -> Vec<String> {
+    if cubin {
+        kernels_gen::nvrtc_cubin_options(arch)
+    } else {
+        kernels_gen::nvrtc_options(arch)
+    }
+}
+
 /// Compiles `source` for `target` ([`compile_target`]; through the disk
 /// cache) and loads it in `ctx`. An image from the disk cache that the
 /// driver refuses to load is deleted and compiled anew, so a bad entry
@@ -174,12 +184,8 @@ pub(crate) fn build_module(
     name: &'static str,
     source: &str,
 ) -> Result<(Arc<CudaModule>, ProgramStats)> {
-    let (arch, cubin) = target;
-    let options = if cubin {
-        kernels_gen::nvrtc_cubin_options(arch)
-    } else {
-        kernels_gen::nvrtc_options(arch)
-    };
+    let arch = target.0;
+    let options = compile_options(target);
     let driver = driver_version();
     let start = Instant::now();
     let mut compiled = jit::compile(name, source, options.clone(), arch, driver, disk)?;
@@ -242,28 +248,149 @@ fn pipelined_dynamic_shared(abi: KernelAbi, layout: &Layout) -> Option<usize> {
 }
 
 /// Kernel `abi` of `Op` in `ctx`: from memory when a scanner of `Op` loaded
-/// it before, else compiled (or read from the disk cache) and loaded.
+/// it before, else compiled (or read from the disk cache) and loaded. A
+/// compile of it already running in the background is waited for, not
+/// repeated.
 pub(crate) fn load_kernel<Op: ScanOp>(
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
     abi: KernelAbi,
 ) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
     let target = compile_target(ctx)?;
-    let arch = target.0;
-    let key = (ctx.cu_ctx() as usize, TypeId::of::<Op>(), abi, arch);
-    if let Some(k) = loaded_kernels()
-        .lock()
-        .expect("kernel cache poisoned")
-        .get(&key)
-    {
-        return Ok((k.clone(), ProgramStats::NONE));
+    let key = kernel_key::<Op>(ctx, abi, target.0);
+    compiles().wait(|k| *k == key);
+    compiles().forget(&key);
+    if let Some(k) = loaded(&key) {
+        return Ok((k, ProgramStats::NONE));
+    }
+    load_new_kernel::<Op>(ctx, disk, target, key, &program_source::<Op>(&[abi]))
+}
+
+/// Whether a kernel can be had without an NVRTC compile
+/// ([`kernel_without_compiling`]).
+pub(crate) enum Availability {
+    /// Loaded (from memory, or from the disk cache just now).
+    Ready(Arc<LoadedKernel>, ProgramStats),
+    /// Compiling in the background already.
+    Compiling,
+    /// It needs a compile, not started: [`ColdKernel::compile_in_background`].
+    Cold(ColdKernel),
+}
+
+/// A kernel that needs an NVRTC compile, and what the compile takes.
+pub(crate) struct ColdKernel {
+    target: (Arch, bool),
+    key: KernelKey,
+    source: String,
+}
+
+impl ColdKernel {
+    /// Compiles and loads the kernel on another thread (unless its compile
+    /// is running already); where no thread can be started, here.
+    pub(crate) fn compile_in_background<Op: ScanOp>(
+        self,
+        ctx: &Arc<CudaContext>,
+        disk: &DiskCache,
+    ) -> Result<()> {
+        let ColdKernel {
+            target,
+            key,
+            source,
+        } = self;
+        let (job_ctx, job_disk, job_source) = (ctx.clone(), disk.clone(), source.clone());
+        let started = compiles().start(key, move || {
+            load_new_kernel::<Op>(&job_ctx, &job_disk, target, key, &job_source).map(|_| ())
+        });
+        if started || compiles().state(&key).is_some() || loaded(&key).is_some() {
+            return Ok(());
+        }
+        load_new_kernel::<Op>(ctx, disk, target, key, &source).map(|_| ())
+    }
+}
+
+/// Kernel `abi` of `Op`, if it can be had without an NVRTC compile (from
+/// memory, or from the disk cache and loaded now); otherwise whether its
+/// compile is running in the background, or what it takes to start one.
+/// A compile that failed in the background is done again here, so its
+/// error reaches the caller.
+pub(crate) fn kernel_without_compiling<Op: ScanOp>(
+    ctx: &Arc<CudaContext>,
+    disk: &DiskCache,
+    abi: KernelAbi,
+) -> Result<Availability> {
+    let target = compile_target(ctx)?;
+    let key = kernel_key::<Op>(ctx, abi, target.0);
+    if let Some(k) = loaded(&key) {
+        return Ok(Availability::Ready(k, ProgramStats::NONE));
+    }
+    match compiles().state(&key) {
+        Some(Job::Running) => return Ok(Availability::Compiling),
+        Some(Job::Failed) => {
+            let (kernel, stats) = load_kernel::<Op>(ctx, disk, abi)?;
+            return Ok(Availability::Ready(kernel, stats));
+        }
+        None => {}
     }
     let source = program_source::<Op>(&[abi]);
-    let (module, stats) = build_module(ctx, disk, target, Op::NAME, &source)?;
+    let on_disk = disk
+        .entry_path(&cache_key(target, &source))
+        .is_some_and(|path| path.exists());
+    if on_disk || !jit::nvrtc_present() {
+        let (kernel, stats) = load_new_kernel::<Op>(ctx, disk, target, key, &source)?;
+        return Ok(Availability::Ready(kernel, stats));
+    }
+    Ok(Availability::Cold(ColdKernel {
+        target,
+        key,
+        source,
+    }))
+}
+
+/// Waits for every kernel of `Op` in `ctx` compiling in the background.
+pub(crate) fn wait_for_compiles<Op: ScanOp>(ctx: &CudaContext) {
+    let (context, op) = (ctx.cu_ctx() as usize, TypeId::of::<Op>());
+    compiles().wait(|k| k.0 == context && k.1 == op);
+}
+
+fn kernel_key<Op: ScanOp>(ctx: &CudaContext, abi: KernelAbi, arch: Arch) -> KernelKey {
+    (ctx.cu_ctx() as usize, TypeId::of::<Op>(), abi, arch)
+}
+
+fn loaded(key: &KernelKey) -> Option<Arc<LoadedKernel>> {
+    loaded_kernels()
+        .lock()
+        .expect("kernel cache poisoned")
+        .get(key)
+        .cloned()
+}
+
+/// Kernels compiling on other threads (background compiles).
+fn compiles() -> &'static Jobs<KernelKey> {
+    static COMPILES: OnceLock<Jobs<KernelKey>> = OnceLock::new();
+    COMPILES.get_or_init(Jobs::new)
+}
+
+/// The disk cache's key of `source` compiled for `target`, as
+/// [`build_module`] looks it up.
+fn cache_key(target: (Arch, bool), source: &str) -> CacheKey {
+    CacheKey::new(source, &compile_options(target), target.0, driver_version())
+}
+
+/// Compiles (or reads from the disk cache) and loads the kernel of `key`
+/// from `source`, the program of its one kernel, and keeps it in memory.
+fn load_new_kernel<Op: ScanOp>(
+    ctx: &Arc<CudaContext>,
+    disk: &DiskCache,
+    target: (Arch, bool),
+    key: KernelKey,
+    source: &str,
+) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
+    let abi = key.2;
+    let (module, stats) = build_module(ctx, disk, target, Op::NAME, source)?;
     let function = module.load_function(&abi.symbol(Op::NAME))?;
     let layout = layout::<Op>();
     let pipelined = match pipelined_dynamic_shared(abi, &layout) {
-        Some(bytes) => pipelined_launch(ctx, arch, bytes, &function)?,
+        Some(bytes) => pipelined_launch(ctx, target.0, bytes, &function)?,
         None => None,
     };
     let kernel = Arc::new(LoadedKernel {

@@ -16,6 +16,7 @@
 //! detected before cudarc would panic.
 
 mod backend;
+mod background;
 pub mod cache;
 mod carry;
 mod columns;

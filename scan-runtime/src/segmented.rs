@@ -7,7 +7,7 @@ use crate::carry::DeviceCarryOut;
 use crate::error::{Result, ScanError};
 use crate::gpu::{
     pipelined_tile_items, pipelined_wanted, put_carry, resolve_path, single_pass,
-    single_pass_tiles_for, GpuScanner, ScanPath,
+    single_pass_tiles_for, GpuScanner, PipelinedShape, ScanPath,
 };
 use crate::kernels::{build_module, compile_target, layout, ProgramStats};
 use crate::keys::{DeviceKeys, KeyView};
@@ -436,7 +436,8 @@ where
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
         let (carry, _carry_sync) = carry_out.slot(stream);
-        self.launch_segmented(stream, spec, &segments, src, dst, n, carry)
+        let launched = self.launch_segmented(stream, spec, &segments, src, dst, n, carry);
+        self.then_start_background_compiles(launched)
     }
 
     /// A segmented scan of `data` onto itself (`spec` as for
@@ -468,7 +469,8 @@ where
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
         let (carry, _carry_sync) = carry_out.slot(stream);
-        self.launch_segmented(stream, spec, &segments, ptr, ptr, n, carry)
+        let launched = self.launch_segmented(stream, spec, &segments, ptr, ptr, n, carry);
+        self.then_start_background_compiles(launched)
     }
 
     /// Host convenience: [`GpuScanner::scan_host`] with
@@ -672,7 +674,10 @@ where
                 Heads::Rows(_) | Heads::Offsets(_) | Heads::Keys(_) => true,
             } {
             let shared_bytes = layout::<Op>().pipelined_segmented_shared_bytes;
-            self.pipelined_shape(pipelined_abi, shared_bytes)?
+            match self.pipelined_shape(pipelined_abi, shared_bytes, stream)? {
+                PipelinedShape::Ready(shape) => Some(shape),
+                PipelinedShape::Compiling | PipelinedShape::CannotRun => None,
+            }
         } else {
             None
         };

@@ -24,6 +24,8 @@ const DEFAULT_SMALL_TILE_LIMIT: usize = 1 << 15;
 ///
 /// let tuning = Tuning::default().with_path(ScanPath::SinglePass).with_small_tile_limit(0);
 /// assert_eq!(tuning.path, ScanPath::SinglePass);
+/// assert!(Tuning::default().background_compile);
+/// assert!(!Tuning::default().with_background_compile(false).background_compile);
 /// assert_eq!(Tuning::default().segmented_strategy, SegmentedStrategy::ConditionalIndexing);
 /// // scanner.set_tuning(tuning);
 /// ```
@@ -40,6 +42,21 @@ pub struct Tuning {
     /// [`SegmentedStrategy::ConditionalIndexing`], the faster one on the
     /// H200).
     pub segmented_strategy: SegmentedStrategy,
+    /// On [`ScanPath::Auto`], whether a scan whose fastest kernel has not
+    /// been compiled yet (in this process or the disk cache) runs at once
+    /// on a kernel that compiles in about half the time (the single pass
+    /// over small tiles, or the segmented single pass with look-back) while
+    /// the fastest one compiles on another thread; later scans take it as
+    /// soon as it is loaded. Default `true`: a first scan in a fresh
+    /// process then waits for about half the compile (BENCHMARKS.md), and
+    /// a process that scans for longer runs at full speed a fraction of a
+    /// second later. `false`: every scan waits for the kernel it prefers.
+    /// Either way the results are the same, and scans on a stream being
+    /// captured into a CUDA graph always wait (a graph keeps the kernels
+    /// it was captured with).
+    /// [`GpuScanner::wait_for_background_compiles`](crate::GpuScanner::wait_for_background_compiles)
+    /// waits for the ones running, before timing, say.
+    pub background_compile: bool,
 }
 
 impl Default for Tuning {
@@ -48,6 +65,7 @@ impl Default for Tuning {
             path: ScanPath::Auto,
             small_tile_limit: DEFAULT_SMALL_TILE_LIMIT,
             segmented_strategy: SegmentedStrategy::ConditionalIndexing,
+            background_compile: true,
         }
     }
 }
@@ -62,6 +80,12 @@ impl Tuning {
     /// This tuning with `small_tile_limit`.
     pub fn with_small_tile_limit(mut self, elements: usize) -> Self {
         self.small_tile_limit = elements;
+        self
+    }
+
+    /// This tuning with `background_compile`.
+    pub fn with_background_compile(mut self, background_compile: bool) -> Self {
+        self.background_compile = background_compile;
         self
     }
 
