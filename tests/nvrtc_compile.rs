@@ -83,6 +83,55 @@ fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     (reports, failures)
 }
 
+/// An operator a declarative macro generates: its array length, literal
+/// indices and repeat count arrive in `macro_rules!`'s invisible groups.
+macro_rules! lanes_affine {
+    ($name:ident, $k:literal, [$($i:literal)*]) => {
+        #[gpu_scan::scan_op(
+            identity = $name { a: 1, b: [0; $k] },
+            op = |x, y| $name {
+                a: x.a.wrapping_mul(y.a),
+                b: [$(y.a.wrapping_mul(x.b[$i]).wrapping_add(y.b[$i])),*],
+            }
+        )]
+        /// Affine maps of a vector, wrapping.
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name {
+            a: u32,
+            b: [u32; $k],
+        }
+    };
+}
+lanes_affine!(MacroLanes3, 3, [0 1 2]);
+
+#[test]
+fn an_operator_from_a_declarative_macro_compiles() {
+    if !tools_available() {
+        return;
+    }
+    let arch = Arch::SM_90;
+    let kernels = [KernelAbi::plain(Kernel::SinglePassInclusive)];
+    let source = gpu_scan::scan_runtime::program_source::<MacroLanes3>(&kernels);
+    let symbols: Vec<String> = kernels
+        .iter()
+        .map(|k| k.symbol(MacroLanes3::NAME))
+        .collect();
+    let mut failures = Vec::new();
+    let mut reports = Vec::new();
+    if let Some(ptx) = compile_program(
+        "macro_lanes3",
+        &source,
+        kernels_gen::nvrtc_options(arch),
+        &symbols,
+        &mut failures,
+    ) {
+        assemble("macro_lanes3", arch, &ptx, &mut reports, &mut failures);
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(reports.len(), 1);
+}
+
 #[test]
 fn the_ptxas_report_is_read_per_function() {
     // An entry that spills, followed by a callee that does not: the spill

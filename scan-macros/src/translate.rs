@@ -214,13 +214,7 @@ impl<'e> Translator<'e> {
             }
             syn::Expr::Index(i) => {
                 let base = self.expr(&i.expr);
-                let index = match &*i.index {
-                    syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Int(n),
-                        ..
-                    }) => n.base10_parse::<u64>().ok(),
-                    _ => None,
-                };
+                let index = crate::ast::int_literal::<u64>(&i.index);
                 if index.is_none() {
                     self.errors.push(&i.index, "array indices must be integer literals, so that they are checked at compile time");
                 }
@@ -267,13 +261,7 @@ impl<'e> Translator<'e> {
             }
             syn::Expr::Repeat(r) => {
                 let value = self.expr(&r.expr);
-                let len = match &*r.len {
-                    syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Int(n),
-                        ..
-                    }) => n.base10_parse::<u64>().ok(),
-                    _ => None,
-                };
+                let len = crate::ast::int_literal::<u64>(&r.len);
                 if len.is_none() {
                     self.errors
                         .push(&r.len, "array lengths must be integer literals");
