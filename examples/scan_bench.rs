@@ -24,6 +24,10 @@
 //! timed beside the forward ones on the same input (the default path, and
 //! the single pass with look-back for reference).
 //!
+//! Wide elements (`SCAN_BENCH_WIDE=1` runs this table alone): affine maps
+//! of a vector, 4 to 256 bytes, beside `cub/wide_bench.cu`; `=paths` times
+//! each path at 2^24 and 2^26 instead, `=all` both (`bench/wide.rs`).
+//!
 //! Carry-outs (`SCAN_BENCH_CARRY=1` runs this table alone): exclusive
 //! scans of `u32` sum and affine, and the segmented case by bit flags, at
 //! 2^16 to 2^28, each on the default path and the look-back single pass,
@@ -44,6 +48,8 @@ use std::sync::Arc;
 
 #[path = "common/timing.rs"]
 mod timing;
+#[path = "bench/wide.rs"]
+mod wide;
 use timing::time_ms;
 
 /// The generator shared with `cub/scan_bench.cu`: element i's 64 random bits.
@@ -1224,6 +1230,18 @@ fn main() {
     }
     if std::env::var("SCAN_BENCH_CARRY").is_ok_and(|v| v == "1") {
         let bad = carry_table(&stream);
+        std::process::exit(if bad == 0 { 0 } else { 1 });
+    }
+    if std::env::var("SCAN_BENCH_WIDE").is_ok_and(|v| ["1", "paths", "all"].contains(&v.as_str())) {
+        let rows = wide::sweep(&stream, cub_dir);
+        let bad = rows
+            .iter()
+            .filter(|r| r.same.starts_with("DIFFERS"))
+            .count();
+        println!(
+            "scan_bench: {} wide rows, {bad} with differing outputs",
+            rows.len()
+        );
         std::process::exit(if bad == 0 { 0 } else { 1 });
     }
     print_header();

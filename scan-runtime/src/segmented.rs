@@ -665,7 +665,7 @@ where
             _ => false,
         };
         let pipelined_shape = if direction == Direction::Forward
-            && pipelined_wanted::<Op>(self.path(), n)
+            && pipelined_wanted::<Op>(self.path(), n, true)
             && !(self.path() == ScanPath::Auto && latency_bound_heads)
             && src % 16 == 0
             && dst % 16 == 0

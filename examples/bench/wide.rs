@@ -1,0 +1,199 @@
+//! The wide-element sweep of `scan_bench` (`SCAN_BENCH_WIDE=1`, issue 16):
+//! inclusive scans of elements of 4 to 256 bytes, each the composition of
+//! affine maps of a vector, `v -> a·v + b` with `b` a vector of lanes and
+//! `a` one lane, in wrapping integer arithmetic: `(a, b)` then `(c, d)` is
+//! `(a·c, c·b + d)`. Associative, not commutative, and exact, so outputs
+//! compare bit for bit with the CPU's and CUB's (`cub/wide_bench.cu`, the
+//! same operators and inputs). Each size runs at 2^24 elements and at the
+//! largest power of two up to 2^28 whose buffers fit 8 GiB each.
+
+use super::{bench, input_of, print_header, print_row, timing, Case, Row};
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::ScanPath;
+use std::sync::Arc;
+
+/// Lane `j` of `b` from element i's random bits `x` (as `cub/wide_bench.cu`).
+fn lane_bits(x: u64, j: u32) -> u32 {
+    ((x >> (j % 32)) as u32) ^ j.wrapping_mul(0x9e37_79b9)
+}
+
+/// One operator per size: `$name` over `$lane` with `$k` lanes of `b`
+/// (their indices listed, for the operator's array literal), the CUB case
+/// `$cub`, and its generator index.
+macro_rules! vec_affine {
+    ($($name:ident: $lane:ident, $k:literal, [$($i:literal)*], $cub:literal, $index:literal;)*) => {$(
+        #[scan_op(
+            identity = $name { a: 1, b: [$(0 * $i),*] },
+            op = |x, y| $name {
+                a: x.a.wrapping_mul(y.a),
+                b: [$(y.a.wrapping_mul(x.b[$i]).wrapping_add(y.b[$i])),*],
+            }
+        )]
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name {
+            a: $lane,
+            b: [$lane; $k],
+        }
+
+        impl Case for $name {
+            const CUB_NAME: &'static str = $cub;
+            const INDEX: u64 = $index;
+            // An odd `a`: products of odd numbers stay odd, so long prefixes
+            // never collapse to the zero map.
+            fn element(x: u64) -> $name {
+                $name {
+                    a: (x as $lane) | 1,
+                    b: [$(lane_bits(x, $i) as $lane),*],
+                }
+            }
+            fn agree(x: &$name, y: &$name) -> bool {
+                x == y
+            }
+        }
+    )*};
+}
+
+vec_affine! {
+    Wide4: u16, 1, [0], "wide-4", 104;
+    Wide8: u32, 1, [0], "wide-8", 108;
+    Wide12: u32, 2, [0 1], "wide-12", 112;
+    Wide16: u32, 3, [0 1 2], "wide-16", 116;
+    Wide24: u32, 5, [0 1 2 3 4], "wide-24", 124;
+    Wide32: u32, 7, [0 1 2 3 4 5 6], "wide-32", 132;
+    Wide48: u32, 11, [0 1 2 3 4 5 6 7 8 9 10], "wide-48", 148;
+    Wide64: u32, 15, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14], "wide-64", 164;
+    Wide72: u32, 17, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16], "wide-72", 172;
+    Wide96: u32, 23, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22], "wide-96", 196;
+    Wide128: u32, 31, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30], "wide-128", 228;
+    Wide28: u32, 6, [0 1 2 3 4 5], "wide-28", 128;
+    Wide40: u32, 9, [0 1 2 3 4 5 6 7 8], "wide-40", 140;
+    Wide56: u32, 13, [0 1 2 3 4 5 6 7 8 9 10 11 12], "wide-56", 156;
+    Wide80: u32, 19, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18], "wide-80", 180;
+    Wide88: u32, 21, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20], "wide-88", 188;
+    Wide104: u32, 25, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24], "wide-104", 204;
+    Wide108: u32, 26, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25], "wide-108", 208;
+    Wide256: u32, 63, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62], "wide-256", 356;
+}
+
+/// The sizes' log2 lengths: 2^24, and the largest power of two up to 2^28
+/// whose buffers take at most 8 GiB each.
+fn lengths(size: usize) -> Vec<u32> {
+    let largest = (0..=28u32)
+        .rev()
+        .find(|&l| (size << l) <= 8 << 30)
+        .expect("2^0 fits");
+    let mut v = vec![24.min(largest), largest];
+    v.dedup();
+    v
+}
+
+/// Runs the sweep; returns the rows (printed as they come).
+pub fn sweep(stream: &Arc<CudaStream>, cub_dir: Option<&str>) -> Vec<Row> {
+    println!("\nscan_bench: wide elements (affine maps of a vector, inclusive, ScanPath::Auto)");
+    print_header();
+    let mut rows = Vec::new();
+    let mut run = |row: Row| {
+        print_row(&row);
+        rows.push(row);
+    };
+    macro_rules! each {
+        ($($op:ident),*) => {$(
+            for log_n in lengths(std::mem::size_of::<<$op as ScanOp>::Element>()) {
+                run(bench::<$op>(stream, cub_dir, log_n));
+            }
+        )*};
+    }
+    // SCAN_BENCH_WIDE=1: this table; =paths: the table by path; =all: both.
+    let mode = std::env::var("SCAN_BENCH_WIDE").unwrap_or_default();
+    if mode != "paths" {
+        each!(
+            Wide4, Wide8, Wide12, Wide16, Wide24, Wide32, Wide48, Wide64, Wide72, Wide96, Wide128,
+            Wide256
+        );
+    }
+    if mode != "paths" && mode != "all" {
+        return rows;
+    }
+    println!("\nscan_bench: wide elements by path at 2^24 and 2^26 (ms, % of copy; every output checked against the CPU)");
+    println!(
+        "{:<14} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}  output",
+        "case", "pipelined", "%copy", "look-back", "%copy", "rts", "%copy"
+    );
+    macro_rules! by_path {
+        ($log_n:ident; $($op:ident),*) => {$(
+            if !paths::<$op>(stream, $log_n) {
+                rows.push(Row { same: "DIFFERS FROM CPU", ..failure_row($op::CUB_NAME) });
+            }
+        )*};
+    }
+    for log_n in [24, 26] {
+        by_path!(
+            log_n;
+            Wide16, Wide24, Wide28, Wide32, Wide40, Wide48, Wide56, Wide64, Wide72, Wide80, Wide88,
+            Wide96, Wide104, Wide108, Wide128
+        );
+    }
+    rows
+}
+
+/// A row that only carries a failure of `case`.
+fn failure_row(case: &'static str) -> Row {
+    Row {
+        case,
+        log_n: 0,
+        ms: 0.0,
+        gbs: 0.0,
+        percent_of_copy: 0.0,
+        cub_ms: None,
+        cub_percent: None,
+        same: "",
+    }
+}
+
+/// Times `Op`'s inclusive scan at 2^log_n on each explicit path (the
+/// pipelined pass runs as the look-back pass where it cannot), each output
+/// checked against the CPU whole; prints a line, says whether all agreed.
+fn paths<Op: Case>(stream: &Arc<CudaStream>, log_n: u32) -> bool
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync + PartialEq,
+{
+    let n = 1usize << log_n;
+    let host = input_of::<Op>(n);
+    let mut expected = vec![Op::IDENTITY; n];
+    gpu_scan::cpu::par_scan::<Op>(ScanKind::Inclusive, &host, &mut expected).unwrap();
+    let input = stream.clone_htod(&host).unwrap();
+    let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+    let copy_ms = {
+        let mut copy: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
+        timing::time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap()) as f64
+    };
+    let mut ok = true;
+    let mut line = format!("{:<14}", format!("{} 2^{log_n}", Op::CUB_NAME));
+    for path in [
+        ScanPath::Pipelined,
+        ScanPath::SinglePass,
+        ScanPath::ReduceThenScan,
+    ] {
+        let mut scanner = timing::bench_scanner::<Op>(stream);
+        scanner.set_path(path);
+        stream.memset_zeros(&mut output).unwrap();
+        scanner.inclusive(stream, &input, &mut output).unwrap();
+        let same = stream.clone_dtoh(&output).unwrap() == expected;
+        ok &= same;
+        let ms = timing::time_ms(stream, || {
+            scanner.inclusive(stream, &input, &mut output).unwrap()
+        }) as f64;
+        line += &format!(" {ms:>9.4} {:>5.1}%", 100.0 * copy_ms / ms);
+    }
+    println!("{line}  {}", if ok { "cpu ok" } else { "DIFFERS FROM CPU" });
+    ok
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<Wide4>() == 4);
+    assert!(std::mem::size_of::<Wide12>() == 12);
+    assert!(std::mem::size_of::<Wide72>() == 72);
+    assert!(std::mem::size_of::<Wide256>() == 256);
+};
