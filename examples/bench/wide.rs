@@ -100,7 +100,7 @@ pub fn sweep(stream: &Arc<CudaStream>, cub_dir: Option<&str>) -> Vec<Row> {
     };
     macro_rules! each {
         ($($op:ident),*) => {$(
-            for log_n in lengths(std::mem::size_of::<<$op as ScanOp>::Element>()) {
+            for log_n in lengths(std::mem::size_of::<<$op as ScanOp>::Element>()).into_iter().filter(|_| chosen($op::CUB_NAME)) {
                 run(bench::<$op>(stream, cub_dir, log_n));
             }
         )*};
@@ -116,19 +116,25 @@ pub fn sweep(stream: &Arc<CudaStream>, cub_dir: Option<&str>) -> Vec<Row> {
     if mode != "paths" && mode != "all" {
         return rows;
     }
-    println!("\nscan_bench: wide elements by path at 2^24 and 2^26 (ms, % of copy; every output checked against the CPU)");
+    println!(
+        "\nscan_bench: wide elements by path (ms, % of copy; every output checked against the CPU)"
+    );
     println!(
         "{:<14} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}  output",
         "case", "pipelined", "%copy", "look-back", "%copy", "rts", "%copy"
     );
     macro_rules! by_path {
         ($log_n:ident; $($op:ident),*) => {$(
-            if !paths::<$op>(stream, $log_n) {
+            if chosen($op::CUB_NAME) && !paths::<$op>(stream, $log_n) {
                 rows.push(Row { same: "DIFFERS FROM CPU", ..failure_row($op::CUB_NAME) });
             }
         )*};
     }
-    for log_n in [24, 26] {
+    // SCAN_BENCH_WIDE_LOG2=24 narrows the lengths.
+    let lengths: Vec<u32> = std::env::var("SCAN_BENCH_WIDE_LOG2").map_or(vec![24, 26], |v| {
+        v.split(',').filter_map(|l| l.parse().ok()).collect()
+    });
+    for log_n in lengths {
         by_path!(
             log_n;
             Wide16, Wide24, Wide28, Wide32, Wide40, Wide48, Wide56, Wide64, Wide72, Wide80, Wide88,
@@ -136,6 +142,12 @@ pub fn sweep(stream: &Arc<CudaStream>, cub_dir: Option<&str>) -> Vec<Row> {
         );
     }
     rows
+}
+
+/// Whether case `name` runs: `SCAN_BENCH_WIDE_ONLY=wide-16,wide-72` runs
+/// those alone (to profile one kernel, say).
+fn chosen(name: &str) -> bool {
+    std::env::var("SCAN_BENCH_WIDE_ONLY").map_or(true, |only| only.split(',').any(|o| o == name))
 }
 
 /// A row that only carries a failure of `case`.

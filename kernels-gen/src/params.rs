@@ -438,10 +438,13 @@ pub const fn small_items_per_thread(items_per_thread: u32) -> u32 {
 pub const TILE_STATUS_STRIDE: usize = 64;
 
 /// Bytes of one tile's entry in the single-pass status array for an element of
-/// `element_size` bytes (the prelude's `scan_tile_status_bytes`): 8 when
+/// `element_size` bytes (the prelude's `scan_tile_status`): 8 when
 /// the element packs with its 4-byte status word into one 64-bit word, 16
-/// when it packs into a 128-bit word, else 4 (a status word alone, with
-/// values in separate aggregate and prefix arrays).
+/// when it packs into a 128-bit word; 32, 48 or 64 for elements of 13 to
+/// [`CHUNKED_STATUS_MAX_ELEMENT_SIZE`] bytes, spread over two to four
+/// 128-bit chunks that each carry a copy of the status word and 12 bytes of
+/// the value; else 4 (a status word alone, with values in separate
+/// aggregate and prefix arrays, read after a fence).
 ///
 /// Each entry starts its own [`TILE_STATUS_STRIDE`] bytes of the array.
 pub const fn tile_status_bytes(element_size: usize) -> usize {
@@ -449,9 +452,22 @@ pub const fn tile_status_bytes(element_size: usize) -> usize {
         8
     } else if element_size <= 12 {
         16
+    } else if element_size <= CHUNKED_STATUS_MAX_ELEMENT_SIZE {
+        16 * element_size.div_ceil(12)
     } else {
         4
     }
+}
+
+/// The widest element whose tile status goes in 128-bit chunks
+/// ([`tile_status_bytes`]): four chunks fill a [`TILE_STATUS_STRIDE`].
+pub const CHUNKED_STATUS_MAX_ELEMENT_SIZE: usize = 48;
+
+/// Whether a tile's status entry carries its value ([`tile_status_bytes`]
+/// other than 4): no aggregate and prefix arrays, and a poll reads the
+/// value with the status in one round trip.
+pub const fn status_carries_value(element_size: usize) -> bool {
+    tile_status_bytes(element_size) != 4
 }
 
 /// Threads per block of the pipelined single pass ([`Kernel::PipelinedInclusive`]):
@@ -990,8 +1006,12 @@ mod tests {
         assert_eq!(tile_status_bytes(4), 8);
         assert_eq!(tile_status_bytes(5), 16);
         assert_eq!(tile_status_bytes(12), 16);
-        assert_eq!(tile_status_bytes(13), 4);
-        assert_eq!(tile_status_bytes(24), 4);
+        assert_eq!(tile_status_bytes(13), 32);
+        assert_eq!(tile_status_bytes(24), 32);
+        assert_eq!(tile_status_bytes(25), 48);
+        assert_eq!(tile_status_bytes(48), 64);
+        assert_eq!(tile_status_bytes(49), 4);
+        assert!(tile_status_bytes(CHUNKED_STATUS_MAX_ELEMENT_SIZE) <= TILE_STATUS_STRIDE);
         assert_eq!(small_items_per_thread(16), 4);
         assert_eq!(small_items_per_thread(5), 1);
         assert_eq!(small_items_per_thread(1), 1);

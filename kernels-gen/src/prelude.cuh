@@ -586,6 +586,8 @@ enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_ti
 //  * 8: elements of at most 4 bytes share one 64-bit word with the status;
 //  * 16: elements of at most 12 bytes share one 128-bit word (ld/st .b128,
 //    one memory operation since PTX 8.3);
+//  * 32, 48, 64: elements of 13 to 48 bytes take two to four 128-bit
+//    chunks, each a copy of the status word and 12 bytes of the value;
 //  * 4: larger elements keep the status word alone, with their values in
 //    separate aggregate and prefix arrays.
 // A packed word is read and written as a whole, so a reader that sees the
@@ -642,6 +644,63 @@ template <class T> struct scan_tile_status<T, 16> {
     return (unsigned)lo;
   }
   __device__ __forceinline__ void fetch(unsigned long long, unsigned, bool, T&) const {}
+};
+
+// Elements of 13 to 48 bytes: Chunks 128-bit chunks, each written as a
+// whole and each carrying the status word. A poll reads them all at once
+// (one round trip, no fence, as for the packed words); chunks of different
+// publishes (a tile's aggregate overwritten by its prefix as they are read,
+// or an earlier scan's) have different status words, and such an entry
+// reads as not ready until the writer's last chunk lands. Equal words mean
+// one publish: a tile publishes each state once per scan, and the launch
+// sweep (launch.cuh) zeroes every chunk's word of unused entries long
+// before an epoch comes back, so no chunk left from an earlier lap of the
+// epochs can match a new one.
+template <class T, unsigned Chunks> struct scan_tile_status_chunks {
+  static_assert(sizeof(T) <= 12 * Chunks && 16 * Chunks <= scan_tile_status_stride, "the chunks hold the value, within the entry");
+  unsigned long long* words;
+  __device__ __forceinline__ scan_tile_status_chunks(void* status, T*, T*) : words((unsigned long long*)status) {}
+  __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
+    unsigned w[3 * Chunks] = {};
+    memcpy(w, &value, sizeof(T));
+    unsigned long long* const entry = words + tile * (scan_tile_status_stride / 8);
+#pragma unroll
+    for (unsigned c = 0; c < Chunks; ++c) {
+      const unsigned long long lo = ((unsigned long long)w[3 * c] << 32) | status;
+      const unsigned long long hi = ((unsigned long long)w[3 * c + 2] << 32) | w[3 * c + 1];
+      asm volatile("{\n  .reg .b128 w;\n  mov.b128 w, {%1, %2};\n  st.relaxed.gpu.global.b128 [%0], w;\n}" : : "l"(entry + 2 * c), "l"(lo), "l"(hi) : "memory");
+    }
+  }
+  // The status word when every chunk carries the same one, else 0 (not ready).
+  __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
+    unsigned w[3 * Chunks];
+    unsigned status[Chunks];
+    const unsigned long long* const entry = words + tile * (scan_tile_status_stride / 8);
+#pragma unroll
+    for (unsigned c = 0; c < Chunks; ++c) {
+      unsigned long long lo, hi;
+      asm volatile("{\n  .reg .b128 w;\n  ld.relaxed.gpu.global.b128 w, [%2];\n  mov.b128 {%0, %1}, w;\n}" : "=l"(lo), "=l"(hi) : "l"(entry + 2 * c) : "memory");
+      status[c] = (unsigned)lo;
+      w[3 * c] = (unsigned)(lo >> 32);
+      w[3 * c + 1] = (unsigned)hi;
+      w[3 * c + 2] = (unsigned)(hi >> 32);
+    }
+    memcpy(&value, w, sizeof(T));
+    bool same = true;
+#pragma unroll
+    for (unsigned c = 1; c < Chunks; ++c) same = same && status[c] == status[0];
+    return same ? status[0] : 0u;
+  }
+  __device__ __forceinline__ void fetch(unsigned long long, unsigned, bool, T&) const {}
+};
+template <class T> struct scan_tile_status<T, 32> : scan_tile_status_chunks<T, 2> {
+  using scan_tile_status_chunks<T, 2>::scan_tile_status_chunks;
+};
+template <class T> struct scan_tile_status<T, 48> : scan_tile_status_chunks<T, 3> {
+  using scan_tile_status_chunks<T, 3>::scan_tile_status_chunks;
+};
+template <class T> struct scan_tile_status<T, 64> : scan_tile_status_chunks<T, 4> {
+  using scan_tile_status_chunks<T, 4>::scan_tile_status_chunks;
 };
 
 template <class T> struct scan_tile_status<T, 4> {

@@ -216,12 +216,11 @@ pub struct GpuScanner<Op: ScanOp> {
 #[non_exhaustive]
 pub enum ScanPath {
     /// The path the library considers fastest for the input: the
-    /// pipelined single pass for inputs of at least 2 MiB whose elements
-    /// pack with their status (at most 12 bytes) or, in plain scans, are
-    /// of 28 to 80 bytes; otherwise the single pass with look-back. The
-    /// single passes beat reduce-then-scan's three launches on the H200 at
-    /// every size but for 16-byte elements, where reduce-then-scan is 4-9%
-    /// faster; BENCHMARKS.md has the numbers. Segmented scans over
+    /// pipelined single pass for inputs of at least 2 MiB of elements of
+    /// at most 12 bytes, and for plain scans of elements of up to 80 bytes;
+    /// otherwise the single pass with look-back. The single passes beat
+    /// reduce-then-scan's three launches on the H200 at every size;
+    /// BENCHMARKS.md has the numbers. Segmented scans over
     /// offsets of short segments (a segment per fewer than 320 elements on
     /// average) take the look-back pass.
     Auto,
@@ -278,23 +277,24 @@ pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
     }
 }
 
-/// Element sizes (bytes) whose plain scans take the pipelined single pass
-/// on [`ScanPath::Auto`] although their values do not pack with their tile
-/// status. Measured on the H200 (`SCAN_BENCH_WIDE=paths scan_bench`:
-/// affine maps of vectors of `u32` lanes, 2^24 and 2^26 elements) against
-/// the look-back pass: the pipelined pass is 1.4-2.3× faster from 28 to 80
-/// bytes (45% against 32% of a copy at 28, 28% against 12.5% at 72), and
-/// slower at 16 and 24 (41% against 55%, 39% against 47%) and at 88 and 96
-/// bytes (11% against 12%), where its registers run out.
-pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> = 28..=80;
+/// Element sizes (bytes) past 12 whose plain scans take the pipelined
+/// single pass on [`ScanPath::Auto`]. Measured on the H200
+/// (`SCAN_BENCH_WIDE=paths scan_bench`: affine maps of vectors of `u32`
+/// lanes, 2^24 elements) against the look-back pass: with tile status in
+/// 128-bit chunks (13 to 48 bytes) the pipelined pass runs at 68-87% of a
+/// copy against 18-71%, and from 52 to 80 bytes, with values beside the
+/// status, at 21-28% against 11-13%; at 88 and 96 bytes it is slower (11%
+/// against 12%), where it has one item per thread and its registers run
+/// out.
+pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> = 13..=80;
 
 /// Whether a scan of `n` elements (more than one tile; plain or segmented)
 /// on `path` should take the pipelined single pass where it can: always on
 /// [`ScanPath::Pipelined`]; on [`ScanPath::Auto`] only where it was
 /// measured faster: inputs of at least [`PIPELINED_AUTO_MIN_BYTES`], of
-/// elements that pack with their status (at most 12 bytes) or, for plain
-/// scans, of [`PIPELINED_AUTO_WIDE_SIZES`] (segmented scans of those were
-/// not measured, and keep the look-back pass).
+/// elements of at most 12 bytes or, for plain scans, of
+/// [`PIPELINED_AUTO_WIDE_SIZES`] (segmented scans of those were not
+/// measured, and keep the look-back pass).
 pub(crate) fn pipelined_wanted<Op: ScanOp>(path: ScanPath, n: usize, segmented: bool) -> bool {
     pipelined_wanted_for(std::mem::size_of::<Op::Element>(), path, n, segmented)
 }
@@ -305,8 +305,7 @@ fn pipelined_wanted_for(size: usize, path: ScanPath, n: usize, segmented: bool) 
         ScanPath::Pipelined => true,
         ScanPath::Auto => {
             n * size >= PIPELINED_AUTO_MIN_BYTES
-                && (kernels_gen::tile_status_bytes(size) != 4
-                    || (!segmented && PIPELINED_AUTO_WIDE_SIZES.contains(&size)))
+                && (size <= 12 || (!segmented && PIPELINED_AUTO_WIDE_SIZES.contains(&size)))
         }
         _ => false,
     }
@@ -1255,12 +1254,12 @@ mod tests {
         for size in [1, 4, 8, 12] {
             assert!(auto(size, false) && auto(size, true), "{size}");
         }
-        // 16 and 24 bytes: the look-back pass; 28 to 80 bytes: the
-        // pipelined pass in plain scans only; past 80: the look-back pass.
-        for size in [16, 24, 84, 88, 96, 108, 256] {
+        // 13 to 80 bytes: the pipelined pass in plain scans only; past 80:
+        // the look-back pass.
+        for size in [84, 88, 96, 108, 256] {
             assert!(!auto(size, false), "{size}");
         }
-        for size in [28, 32, 48, 72, 80] {
+        for size in [13, 16, 24, 28, 32, 48, 72, 80] {
             assert!(auto(size, false) && !auto(size, true), "{size}");
         }
         // Short inputs never; explicit paths as asked.

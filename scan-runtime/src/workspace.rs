@@ -239,7 +239,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
 /// Whether elements `T` travel in their tile's status entry (else in the
 /// aggregate and prefix arrays).
 fn packs_values<T>() -> bool {
-    kernels_gen::tile_status_bytes(std::mem::size_of::<T>()) != 4
+    kernels_gen::status_carries_value(std::mem::size_of::<T>())
 }
 
 /// Bytes of single-pass scratch for `tiles` tiles of elements `T`.

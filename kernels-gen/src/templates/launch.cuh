@@ -36,7 +36,7 @@ __device__ __forceinline__ scan_ticket scan_launch_take(scan_launch_state* state
 
 // This epoch's sweep window: scan_sweep_entries entries from epoch ·
 // scan_sweep_entries (modulo the capacity), around the array. Entries
-// `first`, `first + step`, … of the window get a zero status word (epoch 0
+// `first`, `first + step`, … of the window get zero status words (epoch 0
 // belongs to no launch) unless one of this launch's `tiles` uses them;
 // nothing in this launch reads them. Consecutive epochs' windows follow
 // each other, so every entry is visited within capacity / scan_sweep_entries
@@ -47,7 +47,13 @@ __device__ __forceinline__ void scan_launch_sweep(void* status, const scan_launc
   for (int i = first; i < scan_sweep_entries; i += step) {
     unsigned long long entry = start + (unsigned)i;
     while (entry >= capacity) entry -= capacity;
-    if (entry >= tiles) *(unsigned*)((unsigned char*)status + entry * scan_tile_status_stride) = 0u;
+    // Every 16-byte chunk's status word: wide elements' entries carry one
+    // in each chunk (scan_tile_status_chunks).
+    if (entry >= tiles) {
+#pragma unroll
+      for (unsigned chunk = 0; chunk < scan_tile_status_stride; chunk += 16)
+        *(unsigned*)((unsigned char*)status + entry * scan_tile_status_stride + chunk) = 0u;
+    }
   }
 }
 
