@@ -13,40 +13,18 @@ use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, 
 use gpu_scan::scan_runtime::ScanPath;
 use std::sync::Arc;
 
-/// Lane `j` of `b` from element i's random bits `x` (as `cub/wide_bench.cu`).
-fn lane_bits(x: u64, j: u32) -> u32 {
-    ((x >> (j % 32)) as u32) ^ j.wrapping_mul(0x9e37_79b9)
-}
+#[path = "../common/wide_ops.rs"]
+mod wide_ops;
+pub use wide_ops::*;
 
-/// One operator per size: `$name` over `$lane` with `$k` lanes of `b`
-/// (their indices listed, for the operator's array literal), the CUB case
-/// `$cub`, and its generator index.
-macro_rules! vec_affine {
-    ($($name:ident: $lane:ident, $k:literal, [$($i:literal)*], $cub:literal, $index:literal;)*) => {$(
-        #[scan_op(
-            identity = $name { a: 1, b: [$(0 * $i),*] },
-            op = |x, y| $name {
-                a: x.a.wrapping_mul(y.a),
-                b: [$(y.a.wrapping_mul(x.b[$i]).wrapping_add(y.b[$i])),*],
-            }
-        )]
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug, PartialEq)]
-        pub struct $name {
-            a: $lane,
-            b: [$lane; $k],
-        }
-
+/// The benchmark's view of the shared operators.
+macro_rules! bench_cases {
+    ($($name:ident),*) => {$(
         impl Case for $name {
-            const CUB_NAME: &'static str = $cub;
-            const INDEX: u64 = $index;
-            // An odd `a`: products of odd numbers stay odd, so long prefixes
-            // never collapse to the zero map.
+            const CUB_NAME: &'static str = $name::CUB_NAME;
+            const INDEX: u64 = $name::INDEX;
             fn element(x: u64) -> $name {
-                $name {
-                    a: (x as $lane) | 1,
-                    b: [$(lane_bits(x, $i) as $lane),*],
-                }
+                $name::from_bits(x)
             }
             fn agree(x: &$name, y: &$name) -> bool {
                 x == y
@@ -55,27 +33,10 @@ macro_rules! vec_affine {
     )*};
 }
 
-vec_affine! {
-    Wide4: u16, 1, [0], "wide-4", 104;
-    Wide8: u32, 1, [0], "wide-8", 108;
-    Wide12: u32, 2, [0 1], "wide-12", 112;
-    Wide16: u32, 3, [0 1 2], "wide-16", 116;
-    Wide24: u32, 5, [0 1 2 3 4], "wide-24", 124;
-    Wide32: u32, 7, [0 1 2 3 4 5 6], "wide-32", 132;
-    Wide48: u32, 11, [0 1 2 3 4 5 6 7 8 9 10], "wide-48", 148;
-    Wide64: u32, 15, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14], "wide-64", 164;
-    Wide72: u32, 17, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16], "wide-72", 172;
-    Wide96: u32, 23, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22], "wide-96", 196;
-    Wide128: u32, 31, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30], "wide-128", 228;
-    Wide28: u32, 6, [0 1 2 3 4 5], "wide-28", 128;
-    Wide40: u32, 9, [0 1 2 3 4 5 6 7 8], "wide-40", 140;
-    Wide56: u32, 13, [0 1 2 3 4 5 6 7 8 9 10 11 12], "wide-56", 156;
-    Wide80: u32, 19, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18], "wide-80", 180;
-    Wide88: u32, 21, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20], "wide-88", 188;
-    Wide104: u32, 25, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24], "wide-104", 204;
-    Wide108: u32, 26, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25], "wide-108", 208;
-    Wide256: u32, 63, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62], "wide-256", 356;
-}
+bench_cases!(
+    Wide4, Wide8, Wide12, Wide16, Wide24, Wide28, Wide32, Wide40, Wide48, Wide56, Wide64, Wide72,
+    Wide80, Wide88, Wide96, Wide104, Wide108, Wide128, Wide256
+);
 
 /// The sizes' log2 lengths: 2^24, and the largest power of two up to 2^28
 /// whose buffers take at most 8 GiB each.
@@ -202,10 +163,3 @@ where
     println!("{line}  {}", if ok { "cpu ok" } else { "DIFFERS FROM CPU" });
     ok
 }
-
-const _: () = {
-    assert!(std::mem::size_of::<Wide4>() == 4);
-    assert!(std::mem::size_of::<Wide12>() == 12);
-    assert!(std::mem::size_of::<Wide72>() == 72);
-    assert!(std::mem::size_of::<Wide256>() == 256);
-};

@@ -1,0 +1,156 @@
+//! Wide elements on the GPU (issue 16): the affine maps of vectors of
+//! `examples/common/wide_ops.rs` (non-commutative, exact) from 16 to 256
+//! bytes, whose tile status takes every form (128-bit chunks from 13 to 48
+//! bytes, a status word with separate values past that), through every
+//! path (`Auto`, the pipelined pass where it takes the size, the look-back
+//! single pass, reduce-then-scan), inclusive, exclusive and exclusive from
+//! an initial value, forward and in reverse (`GPU_SUITE_DIRECTIONS` runs
+//! one), out of place with a poisoned guard band after the output and in
+//! place, over lengths 0, 1, 31, 32, 33, a tile ± 1, a pipelined tile ± 1,
+//! 33 tiles + 1 and a long input, on fresh random inputs (seed printed;
+//! GPU_SUITE_SEED replays), every element compared with the CPU bit for
+//! bit. Without a GPU it prints one line and passes.
+#![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
+
+mod common;
+#[path = "../examples/common/wide_ops.rs"]
+mod wide_ops;
+
+use common::gpu::*;
+use common::specs::named_specs;
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
+use gpu_scan::scan_runtime::ScanPath;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+use std::time::Instant;
+use wide_ops::*;
+
+/// Elements after each output that must stay poisoned.
+const GUARD: usize = 7;
+
+macro_rules! random_cases {
+    ($($name:ident),*) => {$(
+        impl Case for $name {
+            fn random(rng: &mut Rng64) -> $name {
+                $name::from_bits(rng.random())
+            }
+        }
+    )*};
+}
+random_cases!(Wide16, Wide24, Wide48, Wide72, Wide96, Wide256);
+
+/// Lengths at every boundary of `Op`'s tilings, the longest about 16 MiB.
+fn lengths<Op: ScanOp>() -> Vec<usize> {
+    let size = std::mem::size_of::<Op::Element>();
+    let t = Op::tile_items();
+    let p = gpu_scan::kernels_gen::pipelined_tile_items(size);
+    let mut v = vec![0, 1, 31, 32, 33, t - 1, t, t + 1, 33 * t + 1];
+    if gpu_scan::kernels_gen::pipelined_supported(size) {
+        v.extend([p - 1, p + 1, 5 * p + 3]);
+    }
+    v.push((16 << 20) / size + 3);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
+    let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x3333));
+    let specs = named_specs(init, &suite_directions());
+    for path in [
+        ScanPath::Auto,
+        ScanPath::Pipelined,
+        ScanPath::SinglePass,
+        ScanPath::ReduceThenScan,
+    ] {
+        let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
+        scanner.set_path(path);
+        let mut row = Row {
+            op: Op::NAME,
+            kind: leak(format!(
+                "{} bytes [{path:?}]",
+                std::mem::size_of::<Op::Element>()
+            )),
+            lengths: 0,
+            elements: 0,
+            failures: Vec::new(),
+            seconds: 0.0,
+        };
+        let start = Instant::now();
+        for (c, &n) in lengths::<Op>().iter().enumerate() {
+            let input = random_input::<Op>(n, seed ^ (n as u64).wrapping_mul(131) ^ c as u64);
+            let d_input = stream.clone_htod(&input).unwrap();
+            for (k, &(name, spec)) in specs.iter().enumerate() {
+                let mut expected = vec![Op::IDENTITY; n];
+                gpu_scan::cpu::par_scan::<Op>(spec, &input, &mut expected).unwrap();
+                // SAFETY: poisoned at once, every element then read back.
+                let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
+                poison(stream, &mut out);
+                let in_place = (c + k) % 2 == 1;
+                if in_place {
+                    let mut view = out.slice_mut(0..n);
+                    stream.memcpy_htod(&input, &mut view).unwrap();
+                    scanner.scan_in_place(stream, spec, &mut view).unwrap();
+                } else {
+                    let mut view = out.slice_mut(0..n);
+                    scanner.scan(stream, spec, &d_input, &mut view).unwrap();
+                }
+                let got = stream.clone_dtoh(&out).unwrap();
+                let what = format!("{name}{}", if in_place { " in place" } else { "" });
+                compare::<Op>(&what, n, &got[..n], &expected, &mut row.failures);
+                if !poisoned(&got[n..]) {
+                    row.failures
+                        .push(format!("{what} n={n}: the guard band was written"));
+                }
+                row.lengths += 1;
+                row.elements += n;
+            }
+            if stream.clone_dtoh(&d_input).unwrap() != input {
+                row.failures
+                    .push(format!("n={n}: an out-of-place scan modified its input"));
+            }
+        }
+        row.seconds = start.elapsed().as_secs_f64();
+        println!(
+            "{} {}: {} scans, {} failures, {:.1} s",
+            row.op,
+            row.kind,
+            row.lengths,
+            row.failures.len(),
+            row.seconds
+        );
+        rows.push(row);
+    }
+}
+
+#[test]
+fn gpu_wide_suite() {
+    let Some(ctx) = open_gpu("gpu_wide") else {
+        return;
+    };
+    let seed = suite_seed();
+    println!(
+        "gpu_wide: device {}, seed {seed} (GPU_SUITE_SEED={seed} replays), directions {:?}",
+        ctx.name().unwrap(),
+        suite_directions()
+    );
+    let stream = ctx.default_stream();
+    let mut rows = Vec::new();
+    run_op::<Wide16>(&stream, seed, &mut rows);
+    run_op::<Wide24>(&stream, seed, &mut rows);
+    run_op::<Wide48>(&stream, seed, &mut rows);
+    run_op::<Wide72>(&stream, seed, &mut rows);
+    run_op::<Wide96>(&stream, seed, &mut rows);
+    run_op::<Wide256>(&stream, seed, &mut rows);
+    let failed = print_rows(&rows);
+    println!(
+        "gpu_wide: {} rows, {} passed, {failed} failed (seed {seed})",
+        rows.len(),
+        rows.len() - failed
+    );
+    assert_eq!(
+        failed, 0,
+        "wide GPU scans differ from the CPU (seed {seed})"
+    );
+}
