@@ -83,27 +83,11 @@ fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     (reports, failures)
 }
 
-/// An operator a declarative macro generates: its array length, literal
-/// indices and repeat count arrive in `macro_rules!`'s invisible groups.
-macro_rules! lanes_affine {
-    ($name:ident, $k:literal, [$($i:literal)*]) => {
-        #[gpu_scan::scan_op(
-            identity = $name { a: 1, b: [0; $k] },
-            op = |x, y| $name {
-                a: x.a.wrapping_mul(y.a),
-                b: [$(y.a.wrapping_mul(x.b[$i]).wrapping_add(y.b[$i])),*],
-            }
-        )]
-        /// Affine maps of a vector, wrapping.
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug, PartialEq)]
-        pub struct $name {
-            a: u32,
-            b: [u32; $k],
-        }
-    };
-}
-lanes_affine!(MacroLanes3, 3, [0 1 2]);
+/// Operators a declarative macro generates (`examples/common/wide_ops.rs`):
+/// their array lengths and literal indices arrive in `macro_rules!`'s
+/// invisible groups.
+#[path = "../examples/common/wide_ops.rs"]
+mod wide_ops;
 
 #[test]
 fn an_operator_from_a_declarative_macro_compiles() {
@@ -112,10 +96,10 @@ fn an_operator_from_a_declarative_macro_compiles() {
     }
     let arch = Arch::SM_90;
     let kernels = [KernelAbi::plain(Kernel::SinglePassInclusive)];
-    let source = gpu_scan::scan_runtime::program_source::<MacroLanes3>(&kernels);
+    let source = gpu_scan::scan_runtime::program_source::<wide_ops::Wide24>(&kernels);
     let symbols: Vec<String> = kernels
         .iter()
-        .map(|k| k.symbol(MacroLanes3::NAME))
+        .map(|k| k.symbol(<wide_ops::Wide24 as ScanOp>::NAME))
         .collect();
     let mut failures = Vec::new();
     let mut reports = Vec::new();

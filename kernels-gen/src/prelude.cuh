@@ -501,7 +501,9 @@ template <class T, int N> __device__ __forceinline__ void scan_assign(T (&to)[N]
 // overheads 16, 20, 24, 28, …): plain scans 24 for elements of at most 4
 // bytes, 20 up to 8 bytes (16 fitted the test operators, not the built-in
 // u64 product or f64 sum, min, max and product, which spilled 16-24 bytes
-// at 40 registers), 28 up to 12 and 20 above; segmented ones 24 up to
+// at 40 registers), 28 up to 12, 20 up to 20 and 28 above (21 to 24
+// bytes: the two status chunks a look-back lane polls made the 24-byte
+// `stats` spill 8 bytes at 5 blocks per SM with 20); segmented ones 24 up to
 // 4 bytes and 32 up to 8. For 4-byte elements in 256 × 16 tiles that is 40 registers and 6
 // blocks per SM for both. Segmented scans of larger elements ask for no
 // particular occupancy (overhead 0 here means "one block"): how many
@@ -511,7 +513,7 @@ template <class T, int N> __device__ __forceinline__ void scan_assign(T (&to)[N]
 // either: there every single pass asks for one block per SM, so ptxas
 // never caps registers below what a kernel needs.
 __host__ __device__ constexpr int scan_single_pass_overhead(unsigned long long element_size) {
-  return element_size <= 4 ? 24 : element_size <= 8 ? 20 : element_size <= 12 ? 28 : 20;
+  return element_size <= 4 ? 24 : element_size <= 8 ? 20 : element_size <= 12 ? 28 : element_size <= 20 ? 20 : 28;
 }
 __host__ __device__ constexpr int scan_segmented_single_pass_overhead(unsigned long long element_size) {
   return element_size <= 4 ? 24 : element_size <= 8 ? 32 : 0;
