@@ -659,7 +659,10 @@ template <class T> struct scan_tile_status<T, 16> {
 // before an epoch comes back, so no chunk left from an earlier lap of the
 // epochs can match a new one.
 template <class T, unsigned Chunks> struct scan_tile_status_chunks {
-  static_assert(sizeof(T) <= 12 * Chunks && 16 * Chunks <= scan_tile_status_stride, "the chunks hold the value, within the entry");
+  // (That the chunks fit an entry's stride is checked in Rust, where
+  // tile_status_bytes is chosen: the device API includes this prelude
+  // without the launch state that declares the stride.)
+  static_assert(sizeof(T) <= 12 * Chunks, "the chunks hold the value");
   unsigned long long* words;
   __device__ __forceinline__ scan_tile_status_chunks(void* status, T*, T*) : words((unsigned long long*)status) {}
   __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
