@@ -34,6 +34,12 @@
 //! timed with and without a carry-out slot, alternately (three medians of
 //! each, the smallest kept), with the carry-out checked against the CPU.
 //!
+//! `SCAN_BENCH_MAIN_ONLY=1` prints the main table alone, and
+//! `SCAN_BENCH_LOG2=16,20` restricts it to those sizes. `SCAN_BENCH_HOST=1`
+//! adds, for each plain case, where a call's time goes: microseconds per
+//! call on the host (enqueueing alone) and per call with 100 calls queued
+//! back to back (the GPU's own time where the host keeps ahead).
+//!
 //! A second table sweeps tile shapes of the single passes (`u32` sum,
 //! affine, and the pipelined pass against the look-back for the 24-byte
 //! struct) at 2^24 and 2^28; a third times `u32` sum and affine at 2^28
@@ -296,6 +302,15 @@ where
     let ms = time_ms(stream, || {
         scanner.inclusive(stream, &input, &mut output).unwrap()
     }) as f64;
+    if std::env::var("SCAN_BENCH_HOST").is_ok_and(|v| v == "1") {
+        let (host_us, queued_us) = timing::host_and_stream_us(stream, || {
+            scanner.inclusive(stream, &input, &mut output).unwrap()
+        });
+        println!(
+            "host {} 2^{log_n}: {host_us:.2} us per call on the host, {queued_us:.2} us per call queued",
+            Op::CUB_NAME
+        );
+    }
     let copy_ms = {
         let mut copy: CudaSlice<Op::Element> = stream.alloc_zeros(n).unwrap();
         time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap()) as f64
@@ -1246,7 +1261,17 @@ fn main() {
     }
     print_header();
     let mut rows = Vec::new();
-    for log_n in [16u32, 20, 24, 28] {
+    // SCAN_BENCH_LOG2=16,20: the main table at these sizes only.
+    let sizes: Vec<u32> = std::env::var("SCAN_BENCH_LOG2").map_or(vec![16, 20, 24, 28], |v| {
+        v.split(',')
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .expect("SCAN_BENCH_LOG2: comma-separated log2 sizes")
+            })
+            .collect()
+    });
+    for log_n in sizes {
         for row in [
             bench::<SumU32>(&stream, cub_dir, log_n),
             bench::<MaxF32>(&stream, cub_dir, log_n),

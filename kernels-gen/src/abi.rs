@@ -345,6 +345,12 @@ impl KernelAbi {
     /// [`SegmentSource::Offsets`] `offsets`, one over
     /// [`SegmentSource::Keys`] `keys`.
     pub fn params(self) -> Vec<Param> {
+        self.param_list().collect()
+    }
+
+    /// [`KernelAbi::params`] without collecting them (what every launch
+    /// checks its arguments against, with no allocation).
+    pub fn param_list(self) -> impl ExactSizeIterator<Item = Param> {
         let list = match self.forward() {
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => REDUCE_TILES,
@@ -370,14 +376,12 @@ impl KernelAbi {
             }
         };
         let source = self.source();
-        list.iter()
-            .map(|&p| match (p.ty, source) {
-                (HeadFlags, Some(SegmentSource::Rows)) => param("row_length", RowLength),
-                (HeadFlags, Some(SegmentSource::Offsets)) => param("offsets", SegmentOffsets),
-                (HeadFlags, Some(SegmentSource::Keys)) => param("keys", SegmentKeys),
-                _ => p,
-            })
-            .collect()
+        list.iter().map(move |&p| match (p.ty, source) {
+            (HeadFlags, Some(SegmentSource::Rows)) => param("row_length", RowLength),
+            (HeadFlags, Some(SegmentSource::Offsets)) => param("offsets", SegmentOffsets),
+            (HeadFlags, Some(SegmentSource::Keys)) => param("keys", SegmentKeys),
+            _ => p,
+        })
     }
 
     /// Where a segmented kernel finds segment heads (`None` for plain

@@ -12,7 +12,7 @@ use crate::launch;
 use crate::laws::LawCheck;
 use crate::segmented::DeviceSegmentsSpec;
 use crate::tuning::Tuning;
-use crate::workspace::{single_pass_bytes, stream_key, Workspace};
+use crate::workspace::{single_pass_bytes, stream_key, SinglePassArgs, Workspace};
 use cudarc::driver::sys::CUstreamCaptureStatus;
 use cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
@@ -261,7 +261,7 @@ pub(crate) const PIPELINED_AUTO_MIN_BYTES: usize = 2 << 20;
 /// ([`GpuScanner::pipelined_shape`]).
 pub(crate) enum PipelinedShape {
     /// Its kernel is loaded, and launches so.
-    Ready(PipelinedLaunch),
+    Ready(Arc<LoadedKernel>, PipelinedLaunch),
     /// Its kernel is compiling in the background: take a kernel that
     /// compiles faster meanwhile.
     Compiling,
@@ -488,7 +488,7 @@ where
         }
         Ok(match self.kernel_if_ready(abi, stream)? {
             Some(kernel) => match kernel.pipelined {
-                Some(shape) => PipelinedShape::Ready(shape),
+                Some(shape) => PipelinedShape::Ready(kernel, shape),
                 None => PipelinedShape::CannotRun,
             },
             None => PipelinedShape::Compiling,
@@ -581,7 +581,7 @@ where
             } else {
                 single_pass_tiles_for::<Op>(n, resolve_path(self.tuning.path))
             };
-            self.reserve_single_pass(tiles, stream)
+            self.reserve_single_pass(tiles, stream).map(|_| ())
         } else {
             self.reserve_tile_totals(tiles, false, stream)
         }
@@ -647,13 +647,15 @@ where
     }
 
     /// Makes sure `stream`'s single-pass scratch covers `tiles` tiles.
+    /// Returns the scratch's addresses for the launch.
     pub(crate) fn reserve_single_pass(
         &mut self,
         tiles: usize,
         stream: &Arc<CudaStream>,
-    ) -> Result<()> {
-        self.workspace_allocations += self.workspace(stream).reserve_single_pass(stream, tiles)?;
-        Ok(())
+    ) -> Result<SinglePassArgs> {
+        let workspace = self.workspaces.entry(stream_key(stream)).or_default();
+        self.workspace_allocations += workspace.reserve_single_pass(stream, tiles)?;
+        Ok(workspace.single_pass_args())
     }
 
     /// Inclusive scan: `output[i] = input[0] ∘ … ∘ input[i]`.
@@ -986,7 +988,7 @@ where
             // the time (a quarter of the items per thread to unroll).
             (tiles, small) = (n.div_ceil(small_tile_items::<Op>()), true);
         }
-        self.reserve_single_pass(tiles, stream)?;
+        let scratch = self.reserve_single_pass(tiles, stream)?;
         let abi = directed(
             match (small, inclusive) {
                 (false, true) => Kernel::SinglePassInclusive,
@@ -997,7 +999,6 @@ where
             direction,
         );
         let kernel = self.kernel(abi)?;
-        let scratch = self.workspace(stream).single_pass_args();
         let args = launch::single_pass(src, dst, &scratch, carry, seed, n as u64, None);
         let config = LaunchConfig {
             grid_dim: (tiles as u32, 1, 1),
@@ -1026,6 +1027,7 @@ where
     fn launch_pipelined(
         &mut self,
         stream: &Arc<CudaStream>,
+        kernel: &LoadedKernel,
         launch_shape: PipelinedLaunch,
         direction: Direction,
         inclusive: bool,
@@ -1036,10 +1038,8 @@ where
         carry: u64,
     ) -> Result<()> {
         let tiles = n.div_ceil(pipelined_tile_items::<Op>());
-        self.reserve_single_pass(tiles, stream)?;
+        let scratch = self.reserve_single_pass(tiles, stream)?;
         let abi = pipelined_abi(inclusive, direction);
-        let kernel = self.kernel(abi)?;
-        let scratch = self.workspace(stream).single_pass_args();
         let args = launch::single_pass(
             src,
             dst,
@@ -1117,9 +1117,9 @@ where
             let shared_bytes = layout::<Op>().pipelined_shared_bytes;
             let abi = pipelined_abi(inclusive, direction);
             match self.pipelined_shape(abi, shared_bytes, stream)? {
-                PipelinedShape::Ready(shape) => {
+                PipelinedShape::Ready(kernel, shape) => {
                     return self.launch_pipelined(
-                        stream, shape, direction, inclusive, seed, src, dst, n, carry,
+                        stream, &kernel, shape, direction, inclusive, seed, src, dst, n, carry,
                     );
                 }
                 PipelinedShape::Compiling => interim = true,

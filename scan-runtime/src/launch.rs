@@ -125,7 +125,7 @@ impl<E> KernelArg<E> {
 /// Checks `args` against `abi`'s parameter list: same length, same type at
 /// every position.
 pub(crate) fn check_args<E>(abi: KernelAbi, op: &'static str, args: &[KernelArg<E>]) -> Result<()> {
-    let params = &abi.params();
+    let params = abi.param_list();
     let mismatch = |detail: String| ScanError::KernelAbi {
         kernel: abi.symbol(op),
         detail,
@@ -137,7 +137,7 @@ pub(crate) fn check_args<E>(abi: KernelAbi, op: &'static str, args: &[KernelArg<
             params.len()
         )));
     }
-    for (i, (param, arg)) in params.iter().zip(args).enumerate() {
+    for (i, (param, arg)) in params.zip(args).enumerate() {
         if param.ty != arg.param_type() || !arg.well_formed() {
             return Err(mismatch(format!(
                 "argument {i} is {:?}, parameter `{}` is {:?}",
@@ -186,6 +186,17 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
 
 use KernelArg::{Count, Element, Flag, Ptr};
 use ParamType::{ElementsIn, ElementsOut, HeadFlags, TileFlagsIn, TileFlagsOut};
+
+/// The most arguments a kernel of the ABI table takes.
+const MOST_ARGS: usize = 12;
+
+/// An argument list starting with `first`, with room for every argument it
+/// gets after them (one allocation per launch).
+fn args_for_extending<E, const N: usize>(first: [KernelArg<E>; N]) -> Vec<KernelArg<E>> {
+    let mut args = Vec::with_capacity(MOST_ARGS);
+    args.extend(first);
+    args
+}
 
 fn scratch<E>(s: &SinglePassArgs) -> [KernelArg<E>; 4] {
     [
@@ -251,7 +262,7 @@ pub(crate) fn single_pass<E>(
     n: u64,
     pipelined_tiles: Option<u64>,
 ) -> Vec<KernelArg<E>> {
-    let mut args = vec![Ptr(ElementsIn, input), Ptr(ElementsOut, output)];
+    let mut args = args_for_extending([Ptr(ElementsIn, input), Ptr(ElementsOut, output)]);
     args.extend(scratch(s));
     args.extend([Ptr(ElementsOut, carry_out), Element(seed), Count(n)]);
     args.extend(pipelined_tiles.map(Count));
@@ -268,7 +279,7 @@ pub(crate) fn columns<E>(
     cols: u64,
     walk: bool,
 ) -> Vec<KernelArg<E>> {
-    let mut args = vec![Ptr(ElementsIn, input), Ptr(ElementsOut, output)];
+    let mut args = args_for_extending([Ptr(ElementsIn, input), Ptr(ElementsOut, output)]);
     args.extend(scratch(s));
     args.extend([Element(seed), Count(rows), Count(cols), Flag(walk as i32)]);
     args
@@ -347,11 +358,11 @@ pub(crate) fn segmented_single_pass<E>(
     n: u64,
     pipelined_tiles: Option<u64>,
 ) -> Vec<KernelArg<E>> {
-    let mut args = vec![
+    let mut args = args_for_extending([
         Ptr(ElementsIn, input),
         heads.arg(),
         Ptr(ElementsOut, output),
-    ];
+    ]);
     args.extend(scratch(s));
     args.extend([
         Ptr(ElementsOut, carry_out),
@@ -435,6 +446,10 @@ mod tests {
     fn every_builder_matches_the_abi_table() {
         for abi in KernelAbi::all() {
             check_args(abi, "op", &built(abi)).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                abi.param_list().len() <= MOST_ARGS,
+                "{abi:?}: raise MOST_ARGS"
+            );
         }
     }
 

@@ -564,10 +564,12 @@ where
         }
         if single_pass(self.path()) {
             // Segmented single passes use the full tiles, or the pipelined ones.
-            return self.reserve_single_pass(
-                single_pass_tiles_for::<Op>(n, resolve_path(self.path())),
-                stream,
-            );
+            return self
+                .reserve_single_pass(
+                    single_pass_tiles_for::<Op>(n, resolve_path(self.path())),
+                    stream,
+                )
+                .map(|_| ());
         }
         self.reserve_tile_totals(tiles, true, stream)
     }
@@ -675,14 +677,13 @@ where
             } {
             let shared_bytes = layout::<Op>().pipelined_segmented_shared_bytes;
             match self.pipelined_shape(pipelined_abi, shared_bytes, stream)? {
-                PipelinedShape::Ready(shape) => Some(shape),
+                PipelinedShape::Ready(kernel, shape) => Some((kernel, shape)),
                 PipelinedShape::Compiling | PipelinedShape::CannotRun => None,
             }
         } else {
             None
         };
-        if let Some(shape) = pipelined_shape {
-            let pipelined = self.kernel(pipelined_abi)?;
+        if let Some((pipelined, shape)) = pipelined_shape {
             let tiles = n.div_ceil(pipelined_tile_items::<Op>());
             let scratch = self.workspace(stream).single_pass_args();
             let args = launch::segmented_single_pass(
