@@ -7,8 +7,6 @@
 //! is checked against it by a test, and the CUDA declaration
 //! ([`launch_state_declaration`]) is printed from it.
 
-use crate::params::TILE_STATUS_STRIDE;
-
 /// The launch state as the host initialises it (`#[repr(C)]`, the layout of
 /// the CUDA `scan_launch_state`).
 ///
@@ -84,8 +82,8 @@ pub const MAX_EPOCH: u32 = (1 << 30) - 1;
 /// the epoch of the launch reading it.
 pub const SWEEP_ENTRIES: u32 = 32;
 
-/// The CUDA declaration of [`LaunchState`], the constants above and the
-/// status stride ([`TILE_STATUS_STRIDE`]), behind an include guard.
+/// The CUDA declaration of [`LaunchState`] and the constants above, behind
+/// an include guard.
 pub fn launch_state_declaration() -> String {
     let mut out = String::from(
         "#ifndef GPU_SCAN_LAUNCH_STATE\n#define GPU_SCAN_LAUNCH_STATE\n\
@@ -102,9 +100,7 @@ pub fn launch_state_declaration() -> String {
     ));
     out.push_str(&format!(
         "constexpr unsigned scan_max_epoch = {MAX_EPOCH}u;\n\
-         constexpr int scan_sweep_entries = {SWEEP_ENTRIES};\n\
-         // Bytes between the status entries of consecutive tiles (kernels_gen::TILE_STATUS_STRIDE).\n\
-         constexpr unsigned scan_tile_status_stride = {TILE_STATUS_STRIDE}u;\n#endif\n"
+         constexpr int scan_sweep_entries = {SWEEP_ENTRIES};\n#endif\n"
     ));
     out
 }

@@ -22,7 +22,7 @@ use crate::params::{
     column_items_per_thread, pipelined_flag_bits_bytes, pipelined_items_per_thread,
     pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
     pipelined_stages, pipelined_supported, pipelined_tile_bytes, small_items_per_thread,
-    tile_status_bytes, PIPELINED_BLOCK_THREADS, PIPELINED_SQUAD_WARPS,
+    tile_status_bytes, tile_status_stride, PIPELINED_BLOCK_THREADS, PIPELINED_SQUAD_WARPS,
 };
 use std::fmt::Write;
 
@@ -42,6 +42,9 @@ pub struct Layout {
     pub column_items_per_thread: u32,
     /// Bytes of a tile's status entry ([`tile_status_bytes`]).
     pub tile_status_bytes: usize,
+    /// Bytes between consecutive tiles' status entries
+    /// ([`tile_status_stride`]).
+    pub tile_status_stride: usize,
     /// Threads per block of the pipelined pass.
     pub pipelined_block_threads: u32,
     /// Warps in each of the pipelined pass's two squads.
@@ -73,6 +76,7 @@ impl Layout {
             small_items_per_thread: small_items_per_thread(items_per_thread),
             column_items_per_thread: column_items_per_thread(element_size, items_per_thread),
             tile_status_bytes: tile_status_bytes(element_size),
+            tile_status_stride: tile_status_stride(element_size),
             pipelined_block_threads: PIPELINED_BLOCK_THREADS,
             pipelined_squad_warps: PIPELINED_SQUAD_WARPS,
             pipelined_items_per_thread: pipelined_items_per_thread(element_size),
@@ -120,7 +124,7 @@ impl Layout {
              struct {} {{\n",
             layout_struct(op_name)
         );
-        let ints: [(&str, usize); 15] = [
+        let ints: [(&str, usize); 16] = [
             ("element_size", self.element_size),
             ("block_threads", self.block_threads as usize),
             ("items_per_thread", self.items_per_thread as usize),
@@ -129,6 +133,7 @@ impl Layout {
                 self.small_items_per_thread as usize,
             ),
             ("tile_status_bytes", self.tile_status_bytes),
+            ("tile_status_stride", self.tile_status_stride),
             (
                 "column_items_per_thread",
                 self.column_items_per_thread as usize,
@@ -183,10 +188,11 @@ mod tests {
             "items_per_thread = 8u;",
             "small_items_per_thread = 2u;",
             "tile_status_bytes = 16u;",
+            "tile_status_stride = 64u;",
             "pipelined_block_threads = 352u;",
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 15);
+        assert_eq!(text.matches("static constexpr").count(), 16);
     }
 }

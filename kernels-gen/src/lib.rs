@@ -67,12 +67,11 @@ pub use params::{
     nvrtc_cubin_options, nvrtc_options, pipelined_items_per_thread,
     pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
     pipelined_stages, pipelined_supported, pipelined_tile_items, semantic_nvrtc_options,
-    small_items_per_thread, status_carries_value, tile_fits, tile_shared_bytes, tile_status_bytes,
+    small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, tile_status_stride,
     Arch, Direction, FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentSource,
-    SegmentedKernel, SegmentedStrategy, CHUNKED_STATUS_MAX_ELEMENT_SIZE, COLUMNS_PER_TILE,
-    DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS,
-    PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT, SYMBOL_PREFIX,
-    TILE_STATUS_STRIDE,
+    SegmentedKernel, SegmentedStrategy, COLUMNS_PER_TILE, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE,
+    MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE,
+    STATIC_SHARED_LIMIT, SYMBOL_PREFIX, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};

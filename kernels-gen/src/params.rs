@@ -430,44 +430,41 @@ pub const fn small_items_per_thread(items_per_thread: u32) -> u32 {
     }
 }
 
-/// Bytes between the status entries of consecutive tiles (the prelude's
-/// `scan_tile_status_stride`), so the status array holds this many bytes per
-/// tile. Waiting tiles poll their newest predecessors' entries; spread out,
-/// those fall in more cache lines and L2 slices instead of queuing on a few
-/// hot lines.
+/// The fewest bytes between the status entries of consecutive tiles
+/// ([`tile_status_stride`]). Waiting tiles poll their newest predecessors'
+/// entries; spread out, those fall in more cache lines and L2 slices instead
+/// of queuing on a few hot lines.
 pub const TILE_STATUS_STRIDE: usize = 64;
+
+/// Bytes between the status entries of consecutive tiles for an element of
+/// `element_size` bytes (the layout's `tile_status_stride`), so the status
+/// array holds this many bytes per tile: [`TILE_STATUS_STRIDE`], or the
+/// entry ([`tile_status_bytes`]) rounded up to a multiple of it.
+pub const fn tile_status_stride(element_size: usize) -> usize {
+    let bytes = tile_status_bytes(element_size);
+    if bytes <= TILE_STATUS_STRIDE {
+        TILE_STATUS_STRIDE
+    } else {
+        round_up(bytes, TILE_STATUS_STRIDE)
+    }
+}
 
 /// Bytes of one tile's entry in the single-pass status array for an element of
 /// `element_size` bytes (the prelude's `scan_tile_status`): 8 when
 /// the element packs with its 4-byte status word into one 64-bit word, 16
-/// when it packs into a 128-bit word; 32, 48 or 64 for elements of 13 to
-/// [`CHUNKED_STATUS_MAX_ELEMENT_SIZE`] bytes, spread over two to four
-/// 128-bit chunks that each carry a copy of the status word and 12 bytes of
-/// the value; else 4 (a status word alone, with values in separate
-/// aggregate and prefix arrays, read after a fence).
+/// when it packs into a 128-bit word, and for larger elements a 128-bit
+/// chunk per 12 bytes of the value, each carrying a copy of the status word
+/// (a poll reads the value with the status in one round trip, no fence).
 ///
-/// Each entry starts its own [`TILE_STATUS_STRIDE`] bytes of the array.
+/// Each entry starts its own [`tile_status_stride`] bytes of the array.
 pub const fn tile_status_bytes(element_size: usize) -> usize {
     if element_size <= 4 {
         8
     } else if element_size <= 12 {
         16
-    } else if element_size <= CHUNKED_STATUS_MAX_ELEMENT_SIZE {
-        16 * element_size.div_ceil(12)
     } else {
-        4
+        16 * element_size.div_ceil(12)
     }
-}
-
-/// The widest element whose tile status goes in 128-bit chunks
-/// ([`tile_status_bytes`]): four chunks fill a [`TILE_STATUS_STRIDE`].
-pub const CHUNKED_STATUS_MAX_ELEMENT_SIZE: usize = 48;
-
-/// Whether a tile's status entry carries its value ([`tile_status_bytes`]
-/// other than 4): no aggregate and prefix arrays, and a poll reads the
-/// value with the status in one round trip.
-pub const fn status_carries_value(element_size: usize) -> bool {
-    tile_status_bytes(element_size) != 4
 }
 
 /// Threads per block of the pipelined single pass ([`Kernel::PipelinedInclusive`]):
@@ -1010,8 +1007,27 @@ mod tests {
         assert_eq!(tile_status_bytes(24), 32);
         assert_eq!(tile_status_bytes(25), 48);
         assert_eq!(tile_status_bytes(48), 64);
-        assert_eq!(tile_status_bytes(49), 4);
-        assert!(tile_status_bytes(CHUNKED_STATUS_MAX_ELEMENT_SIZE) <= TILE_STATUS_STRIDE);
+        assert_eq!(tile_status_bytes(49), 80);
+        assert_eq!(tile_status_bytes(72), 96);
+        assert_eq!(tile_status_bytes(256), 352);
+        // Entries 64 bytes apart, wider ones a multiple of 64 apart.
+        assert_eq!(tile_status_stride(1), 64);
+        assert_eq!(tile_status_stride(48), 64);
+        assert_eq!(tile_status_stride(49), 128);
+        assert_eq!(tile_status_stride(96), 128);
+        assert_eq!(tile_status_stride(97), 192);
+        assert_eq!(tile_status_stride(256), 384);
+        for size in 1..=256 {
+            let (bytes, stride) = (tile_status_bytes(size), tile_status_stride(size));
+            assert!(
+                bytes <= stride && stride % TILE_STATUS_STRIDE == 0,
+                "{size}"
+            );
+            assert!(
+                bytes <= 16 || 12 * (bytes / 16) >= size,
+                "{size}: the chunks hold it"
+            );
+        }
         assert_eq!(small_items_per_thread(16), 4);
         assert_eq!(small_items_per_thread(5), 1);
         assert_eq!(small_items_per_thread(1), 1);

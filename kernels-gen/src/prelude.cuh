@@ -588,69 +588,25 @@ enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_ti
 //  * 8: elements of at most 4 bytes share one 64-bit word with the status;
 //  * 16: elements of at most 12 bytes share one 128-bit word (ld/st .b128,
 //    one memory operation since PTX 8.3);
-//  * 32, 48, 64: elements of 13 to 48 bytes take two to four 128-bit
-//    chunks, each a copy of the status word and 12 bytes of the value;
-//  * 4: larger elements keep the status word alone, with their values in
-//    separate aggregate and prefix arrays.
+//  * 32 and up: larger elements take a 128-bit chunk per 12 bytes, each a
+//    copy of the status word and 12 bytes of the value.
 // A packed word is read and written as a whole, so a reader that sees the
-// state sees the value that came with it: no fences, one load per poll.
+// state sees the value that came with it: no fences, one round trip per
+// poll.
 //
-// Each tile's entry sits at the start of its own scan_tile_status_stride
-// bytes (kernels_gen::TILE_STATUS_STRIDE, declared with the launch state).
-// Every waiting tile polls the entries of its most recent predecessors, so
-// packed densely the newest entries are a few hot 128-byte lines that every
-// look-back and publish queues on; spread out, they fall in more lines and
-// L2 slices. In a stand-alone u32 sum on the H200 (2^28 elements, 8 blocks
-// per SM, experiments/single_pass_status.cu) entries 64 bytes apart took the
-// single pass from 66% to 78% of copy speed (32 bytes: 77%, 128: 78%, 256:
-// 77%).
-template <class T, unsigned Bytes> struct scan_tile_status;
-
-template <class T> struct scan_tile_status<T, 8> {
-  unsigned long long* words;
-  __device__ __forceinline__ scan_tile_status(void* status, T*, T*) : words((unsigned long long*)status) {}
-  __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
-    unsigned bits = 0;
-    memcpy(&bits, &value, sizeof(T));
-    const unsigned long long word = ((unsigned long long)bits << 32) | status;
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" : : "l"(words + tile * (scan_tile_status_stride / 8)), "l"(word) : "memory");
-  }
-  // The status word of `tile`; `value` receives the value published with it.
-  __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
-    unsigned long long word;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(word) : "l"(words + tile * (scan_tile_status_stride / 8)) : "memory");
-    const unsigned bits = (unsigned)(word >> 32);
-    memcpy(&value, &bits, sizeof(T));
-    return (unsigned)word;
-  }
-  // Called by the whole warp once the polled tiles it needs are ready: the
-  // values came with the status words.
-  __device__ __forceinline__ void fetch(unsigned long long, unsigned, bool, T&) const {}
-};
-
-template <class T> struct scan_tile_status<T, 16> {
-  unsigned long long* words;  // the first two of each entry
-  __device__ __forceinline__ scan_tile_status(void* status, T*, T*) : words((unsigned long long*)status) {}
-  __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
-    unsigned w[4] = {status, 0u, 0u, 0u};
-    memcpy(w + 1, &value, sizeof(T));
-    const unsigned long long lo = ((unsigned long long)w[1] << 32) | w[0];
-    const unsigned long long hi = ((unsigned long long)w[3] << 32) | w[2];
-    asm volatile("{\n  .reg .b128 w;\n  mov.b128 w, {%1, %2};\n  st.relaxed.gpu.global.b128 [%0], w;\n}" : : "l"(words + tile * (scan_tile_status_stride / 8)), "l"(lo), "l"(hi) : "memory");
-  }
-  __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
-    unsigned long long lo, hi;
-    asm volatile("{\n  .reg .b128 w;\n  ld.relaxed.gpu.global.b128 w, [%2];\n  mov.b128 {%0, %1}, w;\n}" : "=l"(lo), "=l"(hi) : "l"(words + tile * (scan_tile_status_stride / 8)) : "memory");
-    const unsigned w[3] = {(unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32)};
-    memcpy(&value, w, sizeof(T));
-    return (unsigned)lo;
-  }
-  __device__ __forceinline__ void fetch(unsigned long long, unsigned, bool, T&) const {}
-};
-
-// Elements of 13 to 48 bytes: Chunks 128-bit chunks, each written as a
-// whole and each carrying the status word. A poll reads them all at once
-// (one round trip, no fence, as for the packed words); chunks of different
+// Tile t's entry starts Stride bytes after tile t - 1's
+// (kernels_gen::tile_status_stride, the layout's tile_status_stride: 64
+// bytes, or the entry rounded up to a multiple of 64). Every waiting tile
+// polls the entries of its most recent predecessors, so packed densely the
+// newest entries are a few hot 128-byte lines that every look-back and
+// publish queues on; spread out, they fall in more lines and L2 slices. In
+// a stand-alone u32 sum on the H200 (2^28 elements, 8 blocks per SM,
+// experiments/single_pass_status.cu) entries 64 bytes apart took the single
+// pass from 66% to 78% of copy speed (32 bytes: 77%, 128: 78%, 256: 77%).
+//
+// Elements over 12 bytes: Chunks 128-bit chunks, each written as a whole
+// and each carrying the status word. A poll reads them all at once (one
+// round trip, no fence, as for the packed words); chunks of different
 // publishes (a tile's aggregate overwritten by its prefix as they are read,
 // or an earlier scan's) have different status words, and such an entry
 // reads as not ready until the writer's last chunk lands. Equal words mean
@@ -658,79 +614,80 @@ template <class T> struct scan_tile_status<T, 16> {
 // sweep (launch.cuh) zeroes every chunk's word of unused entries long
 // before an epoch comes back, so no chunk left from an earlier lap of the
 // epochs can match a new one.
-template <class T, unsigned Chunks> struct scan_tile_status_chunks {
-  // (That the chunks fit an entry's stride is checked in Rust, where
-  // tile_status_bytes is chosen: the device API includes this prelude
-  // without the launch state that declares the stride.)
-  static_assert(sizeof(T) <= 12 * Chunks, "the chunks hold the value");
+template <class T, unsigned Bytes, unsigned Stride> struct scan_tile_status {
+  static constexpr unsigned chunks = Bytes / 16;
+  static_assert(Bytes % 16 == 0 && sizeof(T) <= 12 * chunks, "the chunks hold the value");
+  static_assert(Stride % 16 == 0 && Stride >= Bytes, "the entry fits its stride");
   unsigned long long* words;
-  __device__ __forceinline__ scan_tile_status_chunks(void* status, T*, T*) : words((unsigned long long*)status) {}
+  __device__ __forceinline__ scan_tile_status(void* status) : words((unsigned long long*)status) {}
   __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
-    unsigned w[3 * Chunks] = {};
+    unsigned w[3 * chunks] = {};
     memcpy(w, &value, sizeof(T));
-    unsigned long long* const entry = words + tile * (scan_tile_status_stride / 8);
+    unsigned long long* const entry = words + tile * (Stride / 8);
 #pragma unroll
-    for (unsigned c = 0; c < Chunks; ++c) {
+    for (unsigned c = 0; c < chunks; ++c) {
       const unsigned long long lo = ((unsigned long long)w[3 * c] << 32) | status;
       const unsigned long long hi = ((unsigned long long)w[3 * c + 2] << 32) | w[3 * c + 1];
       asm volatile("{\n  .reg .b128 w;\n  mov.b128 w, {%1, %2};\n  st.relaxed.gpu.global.b128 [%0], w;\n}" : : "l"(entry + 2 * c), "l"(lo), "l"(hi) : "memory");
     }
   }
-  // The status word when every chunk carries the same one, else 0 (not ready).
+  // The status word when every chunk carries the same one, else 0 (not
+  // ready); `value` receives the value the chunks hold.
   __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
-    unsigned w[3 * Chunks];
-    unsigned status[Chunks];
-    const unsigned long long* const entry = words + tile * (scan_tile_status_stride / 8);
+    unsigned w[3 * chunks];
+    unsigned first = 0;
+    bool same = true;
+    const unsigned long long* const entry = words + tile * (Stride / 8);
 #pragma unroll
-    for (unsigned c = 0; c < Chunks; ++c) {
+    for (unsigned c = 0; c < chunks; ++c) {
       unsigned long long lo, hi;
       asm volatile("{\n  .reg .b128 w;\n  ld.relaxed.gpu.global.b128 w, [%2];\n  mov.b128 {%0, %1}, w;\n}" : "=l"(lo), "=l"(hi) : "l"(entry + 2 * c) : "memory");
-      status[c] = (unsigned)lo;
+      if (c == 0) first = (unsigned)lo;
+      same = same && (unsigned)lo == first;
       w[3 * c] = (unsigned)(lo >> 32);
       w[3 * c + 1] = (unsigned)hi;
       w[3 * c + 2] = (unsigned)(hi >> 32);
     }
     memcpy(&value, w, sizeof(T));
-    bool same = true;
-#pragma unroll
-    for (unsigned c = 1; c < Chunks; ++c) same = same && status[c] == status[0];
-    return same ? status[0] : 0u;
+    return same ? first : 0u;
   }
-  __device__ __forceinline__ void fetch(unsigned long long, unsigned, bool, T&) const {}
-};
-template <class T> struct scan_tile_status<T, 32> : scan_tile_status_chunks<T, 2> {
-  using scan_tile_status_chunks<T, 2>::scan_tile_status_chunks;
-};
-template <class T> struct scan_tile_status<T, 48> : scan_tile_status_chunks<T, 3> {
-  using scan_tile_status_chunks<T, 3>::scan_tile_status_chunks;
-};
-template <class T> struct scan_tile_status<T, 64> : scan_tile_status_chunks<T, 4> {
-  using scan_tile_status_chunks<T, 4>::scan_tile_status_chunks;
 };
 
-template <class T> struct scan_tile_status<T, 4> {
-  unsigned* status_words;
-  T* aggregates;
-  T* prefixes;
-  __device__ __forceinline__ scan_tile_status(void* status, T* aggregates_, T* prefixes_)
-      : status_words((unsigned*)status), aggregates(aggregates_), prefixes(prefixes_) {}
-  // The value first, then the status word with release semantics.
+template <class T, unsigned Stride> struct scan_tile_status<T, 8, Stride> {
+  unsigned long long* words;
+  __device__ __forceinline__ scan_tile_status(void* status) : words((unsigned long long*)status) {}
   __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
-    ((status & 3u) == scan_tile_prefix ? prefixes : aggregates)[tile] = value;
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" : : "l"(status_words + tile * (scan_tile_status_stride / 4)), "r"(status) : "memory");
+    unsigned bits = 0;
+    memcpy(&bits, &value, sizeof(T));
+    const unsigned long long word = ((unsigned long long)bits << 32) | status;
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" : : "l"(words + tile * (Stride / 8)), "l"(word) : "memory");
   }
-  __device__ __forceinline__ unsigned poll(unsigned long long tile, T&) const {
-    unsigned word;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(word) : "l"(status_words + tile * (scan_tile_status_stride / 4)) : "memory");
-    return word;
+  // The status word of `tile`; `value` receives the value published with it.
+  __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
+    unsigned long long word;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(word) : "l"(words + tile * (Stride / 8)) : "memory");
+    const unsigned bits = (unsigned)(word >> 32);
+    memcpy(&value, &bits, sizeof(T));
+    return (unsigned)word;
   }
-  // The relaxed polls saw the release stores; one fence makes the values
-  // written before them visible (the acquire pattern), then each lane reads
-  // the value its state names (lanes whose tile is `used`).
-  __device__ __forceinline__ void fetch(unsigned long long tile, unsigned state, bool used, T& value) const {
-    __threadfence();
-    const T* values = state == scan_tile_prefix ? prefixes : aggregates;
-    if (used) value = values[tile];
+};
+
+template <class T, unsigned Stride> struct scan_tile_status<T, 16, Stride> {
+  unsigned long long* words;  // the first two of each entry
+  __device__ __forceinline__ scan_tile_status(void* status) : words((unsigned long long*)status) {}
+  __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
+    unsigned w[4] = {status, 0u, 0u, 0u};
+    memcpy(w + 1, &value, sizeof(T));
+    const unsigned long long lo = ((unsigned long long)w[1] << 32) | w[0];
+    const unsigned long long hi = ((unsigned long long)w[3] << 32) | w[2];
+    asm volatile("{\n  .reg .b128 w;\n  mov.b128 w, {%1, %2};\n  st.relaxed.gpu.global.b128 [%0], w;\n}" : : "l"(words + tile * (Stride / 8)), "l"(lo), "l"(hi) : "memory");
+  }
+  __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
+    unsigned long long lo, hi;
+    asm volatile("{\n  .reg .b128 w;\n  ld.relaxed.gpu.global.b128 w, [%2];\n  mov.b128 {%0, %1}, w;\n}" : "=l"(lo), "=l"(hi) : "l"(words + tile * (Stride / 8)) : "memory");
+    const unsigned w[3] = {(unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32)};
+    memcpy(&value, w, sizeof(T));
+    return (unsigned)lo;
   }
 };
 

@@ -541,9 +541,10 @@ where
 
     /// Scratch bytes a plain scan of `n` elements needs on `path` with the
     /// default small-tile limit: per tile, one element for reduce-then-scan;
-    /// for the single pass a status entry every 64 bytes and, for elements
-    /// over 12 bytes, two elements, plus a 16-byte launch state. None for a
-    /// single tile.
+    /// for the single pass a status entry every 64 bytes (elements over 48
+    /// bytes: every multiple of 64 that holds a 16-byte chunk per 12 bytes),
+    /// plus two elements and a 16-byte launch state. None for a single
+    /// tile.
     /// Each stream a scanner scans on has a workspace of its own.
     pub fn workspace_bytes(n: usize, path: ScanPath) -> usize {
         let tiles = n.div_ceil(Op::tile_items());

@@ -50,12 +50,12 @@ impl<T> Scratch<T> {
 }
 
 /// The single-pass scans' scratch for up to `tiles` tiles: a status entry
-/// every [`kernels_gen::TILE_STATUS_STRIDE`] bytes
-/// ([`kernels_gen::tile_status_bytes`] used: the status word, with the value
-/// packed in for elements of at most 12 bytes), an aggregate and an
-/// inclusive prefix per tile when the value is not packed (32 per tile
-/// once a column scan ran: [`Workspace::reserve_columns`]), and the launch
-/// state ([`LaunchState`]) that every launch takes its tiles and epoch from.
+/// every [`kernels_gen::tile_status_stride`] bytes
+/// ([`kernels_gen::tile_status_bytes`] used: the status word with the
+/// value), column aggregates and inclusive prefixes (32 per tile once a
+/// column scan ran: [`Workspace::reserve_columns`]; one slot otherwise), and
+/// the launch state ([`LaunchState`]) that every launch takes its tiles and
+/// epoch from.
 pub(crate) struct SinglePassScratch<T> {
     tiles: usize,
     status: Scratch<u8>,
@@ -134,8 +134,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         stream: &Arc<CudaStream>,
         tiles: usize,
     ) -> Result<usize> {
-        let value_slots = if packs_values::<T>() { 1 } else { tiles };
-        self.reserve_status(stream, tiles, value_slots)
+        self.reserve_status(stream, tiles, 1)
     }
 
     /// Makes the single-pass scratch cover a column scan of `tiles` tiles:
@@ -165,7 +164,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
             Some(s) => (tiles.max(s.tiles), value_slots.max(s.aggregates.len)),
             None => (tiles, value_slots),
         };
-        let bytes = tiles * kernels_gen::TILE_STATUS_STRIDE
+        let bytes = tiles * status_stride::<T>()
             + 2 * value_slots * std::mem::size_of::<T>()
             + std::mem::size_of::<LaunchState>();
         refuse_during_capture(stream, bytes)?;
@@ -173,7 +172,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         // Fresh, zeroed status words belong to no epoch.
         self.single_pass = Some(SinglePassScratch {
             tiles,
-            status: Scratch::zeroed(stream, tiles * kernels_gen::TILE_STATUS_STRIDE)?,
+            status: Scratch::zeroed(stream, tiles * status_stride::<T>())?,
             aggregates: Scratch::zeroed(stream, value_slots)?,
             prefixes: Scratch::zeroed(stream, value_slots)?,
             launch: Scratch::new(stream, launch),
@@ -236,18 +235,13 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
     }
 }
 
-/// Whether elements `T` travel in their tile's status entry (else in the
-/// aggregate and prefix arrays).
-fn packs_values<T>() -> bool {
-    kernels_gen::status_carries_value(std::mem::size_of::<T>())
+/// Bytes between tiles' status entries for elements `T`.
+fn status_stride<T>() -> usize {
+    kernels_gen::tile_status_stride(std::mem::size_of::<T>())
 }
 
-/// Bytes of single-pass scratch for `tiles` tiles of elements `T`.
+/// Bytes of single-pass scratch for `tiles` tiles of elements `T` (status
+/// entries, one aggregate and one prefix slot, the launch state).
 pub(crate) fn single_pass_bytes<T>(tiles: usize) -> usize {
-    let values = if packs_values::<T>() {
-        0
-    } else {
-        2 * tiles * std::mem::size_of::<T>()
-    };
-    tiles * kernels_gen::TILE_STATUS_STRIDE + values + std::mem::size_of::<LaunchState>()
+    tiles * status_stride::<T>() + 2 * std::mem::size_of::<T>() + std::mem::size_of::<LaunchState>()
 }

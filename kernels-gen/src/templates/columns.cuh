@@ -37,10 +37,11 @@ namespace gpu_scan {
 template <class T>
 struct column_status {
   void* status;
+  unsigned stride;  // bytes between tiles' words (the layout's tile_status_stride)
   T* aggregates;
   T* prefixes;
   __device__ __forceinline__ unsigned* word(unsigned long long tile) const {
-    return (unsigned*)((unsigned char*)status + tile * scan_tile_status_stride);
+    return (unsigned*)((unsigned char*)status + tile * stride);
   }
   // Called by all 32 lanes of a warp: lane l's column value, then the word.
   __device__ __forceinline__ void publish(unsigned long long tile, unsigned state_word, const T& value) const {
@@ -151,7 +152,7 @@ __device__ __forceinline__ void scan_columns(const T* input, T* output, void* st
       if (walk) {
         carry = Op::combine(carry, total);
       } else {
-        prefix = columns_look_back<Op>(tile, chunk, strips, total, seed, column_status<T>{status, aggregates, prefixes});
+        prefix = columns_look_back<Op>(tile, chunk, strips, total, seed, column_status<T>{status, Shape<Op>::tile_status_stride, aggregates, prefixes});
       }
       if constexpr (prefix_slots) {
         column_prefix[lane] = prefix;
@@ -186,7 +187,7 @@ __device__ __forceinline__ void scan_columns(const T* input, T* output, void* st
     // The next chunk overwrites the partials.
     if (walk) __syncthreads();
   }
-  if (tile == 0) scan_launch_sweep(status, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, tiles);
+  if (tile == 0) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, tiles);
 }
 
 }  // namespace gpu_scan

@@ -130,26 +130,29 @@ __device__ __forceinline__ void pipelined_store_tail(const T* tile, T* output, c
 }
 
 // Tiles each lookahead lane polls per round (measured on the H200: 4 per
-// lane ran the u32 sum at 94% of copy speed, 2 at 81%, 1 at 62%).
-constexpr int lookahead_per_lane = 4;
+// lane ran the u32 sum at 94% of copy speed, 2 at 81%, 1 at 62%). Elements
+// over 96 bytes poll 2: four values of theirs and the chunks of a poll
+// made ptxas spill at the pipelined kernels' register cap (168, sm_90).
+template <class T>
+constexpr int lookahead_tiles_per_lane() { return sizeof(T) > 96 ? 2 : 4; }
 
 // One round of a lookahead warp's polling (both pipelined kernels): lane l
-// reads the status (and, where it is packed there, the value) of the four
-// consecutive tiles next + 4l … next + 4l + 3 below `target`; the warp then
+// reads the status and value of its per_lane consecutive tiles next +
+// per_lane·l … below `target` (four: next + 4l … next + 4l + 3); the warp then
 // finds the run of ready tiles from `next` on, which ends in the first lane
 // with fewer than all of its tiles ready. A tile published after the poll
 // waits for the next round.
 template <class Op>
 struct lookahead_round {
   typedef typename Op::T T;
-  T values[lookahead_per_lane];
-  unsigned states[lookahead_per_lane];
+  static constexpr int per_lane = lookahead_tiles_per_lane<T>();
+  T values[per_lane];
+  unsigned states[per_lane];
   unsigned long long first;  // this lane's first tile
   unsigned count;            // the warp's run of ready tiles
   int used;                  // how many of the run are this lane's
   template <class Status>
   __device__ __forceinline__ lookahead_round(const Status& status, unsigned epoch, unsigned long long next, unsigned long long target) {
-    constexpr int per_lane = lookahead_per_lane;
     const unsigned lane = threadIdx.x & 31u;
     first = next + per_lane * lane;
 #pragma unroll
@@ -184,8 +187,7 @@ __device__ __forceinline__ void pipelined_lookahead(const Status& status, unsign
     T share = Op::identity();
     bool share_flag = false;
 #pragma unroll
-    for (int r = 0; r < lookahead_per_lane; ++r) {
-      status.fetch(round.first + r, round.states[r], r < round.used, round.values[r]);
+    for (int r = 0; r < lookahead_round<Op>::per_lane; ++r) {
       if (r < round.used) {
         const bool head = Seg::segmented && round.states[r] == scan_tile_prefix;
         share = head || r == 0 ? round.values[r] : Op::combine(share, round.values[r]);
@@ -238,7 +240,7 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, s), (unsigned)(k / Shared::stages - 1) & 1u);
     const scan_ticket ticket = scan_launch_take(launch, last_index);
     if (k == 0) scan_shared_epoch = ticket.epoch;
-    if (ticket.index == last_index) scan_launch_sweep(status, launch, ticket.epoch, 0, 1, tiles);
+    if (ticket.index == last_index) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, ticket.epoch, 0, 1, tiles);
     const unsigned long long taken = ticket.index;
     const unsigned long long tile = taken < tiles ? taken : tiles;
     shared.tile_index(s) = tile;
@@ -344,7 +346,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
     pipelined_init_barriers<Op>(shared);
-    scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
+    scan_tile_status<T, Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride> tile_status(status);
     if (warp < Shape<Op>::pipelined_squad_warps) {
       // Reduce squad: thread pairs, their warp-inclusive scans (for the
       // rescan squad), the warps' pairs, and the tile's, published at once:

@@ -28,6 +28,7 @@ struct Shape {
   static constexpr int small_items_per_tile = block_threads * small_items_per_thread;
   // The single-pass status entries (scan_tile_status).
   static constexpr unsigned tile_status_bytes = L::tile_status_bytes;
+  static constexpr unsigned tile_status_stride = L::tile_status_stride;
   // Blocks per SM the single passes ask the register allocator for.
   // A reverse scan's tiles (mirrored_memory) take a few more registers for
   // their mirrored indices and spans.

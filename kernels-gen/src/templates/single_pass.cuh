@@ -49,7 +49,6 @@ __device__ __noinline__ T decoupled_look_back(unsigned long long tile, const Sta
     const unsigned needed = 0xffffffffu << start;
     if ((ready_lanes & needed) == needed) {
       const bool used = lane >= start && p >= 0;
-      status.fetch(polled_tile, state, used, value);
       value = used ? value : Op::identity();
       const T window = scan_shfl_idx(warp_inclusive_scan<Op>(value), 31);
       exclusive = have ? Op::combine(window, exclusive) : window;
@@ -116,7 +115,7 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   T items[Items];
   load_tile<Op>(input, base, valid, staging, items);
   if constexpr (!heads_before_load<Seg>()) heads = thread_heads<Seg, Items>(seg, base, valid, n);
-  scan_tile_status<T, Shape<Op>::tile_status_bytes> tile_status(status, aggregates, prefixes);
+  scan_tile_status<T, Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride> tile_status(status);
   bool tile_flag;
   tile_scan_with<Op, Mode, Seg>(
       items, heads, seg, warp_totals, warp_flags, tile_flag,
@@ -141,7 +140,7 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   } else {
     store_tile<Op>(output, base, valid, staging, items);
   }
-  if (tile == 0) scan_single_pass_sweep(status, launch, n, tile_items);
+  if (tile == 0) scan_single_pass_sweep(status, Shape<Op>::tile_status_stride, launch, n, tile_items);
   // The last tile's carry-out, from its prefix and pair still in shared
   // memory and its index in scan_shared_tile: last, so that nothing stays
   // live across the call (before the sweep, a reverse single pass spilled).
