@@ -477,15 +477,31 @@ const PIPELINED_STAGE_BUDGET: usize = 200 * 1024;
 const PIPELINED_MAX_STAGES: usize = 6;
 
 /// Items per thread of the pipelined single pass for an element of
-/// `element_size` bytes: about 252 bytes per thread, odd (threads reading
-/// their own consecutive items from shared memory then hit distinct banks).
-/// 63 for 4-byte elements: a 31.5 KiB tile, which with 6 stages per SM ran
-/// a stand-alone `u32` sum at 96.5% of copy speed on the H200 (2^28).
+/// `element_size` bytes, odd (threads reading their own consecutive items
+/// from shared memory then hit distinct banks): up to 48 bytes, about 252
+/// bytes per thread (63 for 4-byte elements: a 31.5 KiB tile, which with 6
+/// stages per SM ran a stand-alone `u32` sum at 96.5% of copy speed on the
+/// H200, 2^28); wider elements, tiles of about 48 KiB, at least 3 items.
+/// A tile's lookahead costs about the same whatever its size, so wide
+/// elements need long tiles to hide it: on an H100 (2^24, `scan_bench`
+/// `SCAN_BENCH_WIDE=paths`), 56- and 64-byte affine maps ran at 68.5% and
+/// 63.7% of copy speed in tiles of 252 bytes per thread (3 items) and at
+/// 88.6% and 83.6% in 48 KiB tiles (5 items); 88- to 108-byte ones at
+/// 28-34% with one item and 74-83% with 3.
 pub const fn pipelined_items_per_thread(element_size: usize) -> u32 {
     if element_size == 0 || element_size >= 252 {
         return 1;
     }
-    let items = (252 / element_size) as u32;
+    let items = if element_size > 48 {
+        (48 * 1024 / (32 * PIPELINED_SQUAD_WARPS as usize * element_size)) as u32
+    } else {
+        (252 / element_size) as u32
+    };
+    let items = if items < 3 && element_size <= PIPELINED_MAX_ELEMENT_SIZE {
+        3
+    } else {
+        items
+    };
     if items % 2 == 1 {
         items
     } else {
@@ -536,10 +552,10 @@ pub const fn pipelined_stages(element_size: usize) -> usize {
 
 /// The widest element the pipelined single pass takes. Its 352 threads get
 /// at most 168 registers each (64 Ki registers per SM, one block), and
-/// wider elements spill there (ptxas 13.0: from 112 bytes on sm_100 and
-/// sm_120, from 116 bytes on sm_90, `tests/nvrtc_sizes.rs`); they take the
-/// look-back single pass instead.
-pub const PIPELINED_MAX_ELEMENT_SIZE: usize = 108;
+/// wider elements spill there (ptxas 13.0, 3 items per thread: 160 bytes
+/// on sm_120, `tests/nvrtc_sizes.rs`); they take the look-back single pass
+/// instead.
+pub const PIPELINED_MAX_ELEMENT_SIZE: usize = 156;
 
 /// Whether elements of `element_size` bytes can take the pipelined single
 /// pass: its bulk copies move whole 16-byte units, which whole tiles of

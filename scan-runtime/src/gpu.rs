@@ -278,15 +278,15 @@ pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
 }
 
 /// Element sizes (bytes) past 12 whose plain scans take the pipelined
-/// single pass on [`ScanPath::Auto`]. Measured on the H200
+/// single pass on [`ScanPath::Auto`]: up to 128, as far as it was
+/// measured (it takes up to 156: those keep the look-back pass). Measured
 /// (`SCAN_BENCH_WIDE=paths scan_bench`: affine maps of vectors of `u32`
-/// lanes, 2^24 elements) against the look-back pass: with tile status in
-/// 128-bit chunks (13 to 48 bytes) the pipelined pass runs at 68-87% of a
-/// copy against 18-71%, and from 52 to 80 bytes, with values beside the
-/// status, at 21-28% against 11-13%; at 88 and 96 bytes it is slower (11%
-/// against 12%), where it has one item per thread and its registers run
-/// out.
-pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> = 13..=80;
+/// lanes, 2^24 elements) against the look-back pass: on the H200, with
+/// tile status in 128-bit chunks, 68-87% of a copy against 18-71% from 13
+/// to 48 bytes; on an H100, with the long tiles of
+/// `kernels_gen::pipelined_items_per_thread`, 74-89% against 14-17% from
+/// 56 to 108 bytes, and 45% against 11% at 128.
+pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> = 13..=128;
 
 /// Whether a scan of `n` elements (more than one tile; plain or segmented)
 /// on `path` should take the pipelined single pass where it can: always on
@@ -1255,12 +1255,12 @@ mod tests {
         for size in [1, 4, 8, 12] {
             assert!(auto(size, false) && auto(size, true), "{size}");
         }
-        // 13 to 80 bytes: the pipelined pass in plain scans only; past 80:
-        // the look-back pass.
-        for size in [84, 88, 96, 108, 256] {
+        // 13 to 128 bytes: the pipelined pass in plain scans only; past
+        // 128: the look-back pass.
+        for size in [132, 156, 192, 256] {
             assert!(!auto(size, false), "{size}");
         }
-        for size in [13, 16, 24, 28, 32, 48, 72, 80] {
+        for size in [13, 16, 24, 28, 32, 48, 72, 80, 96, 108, 128] {
             assert!(auto(size, false) && !auto(size, true), "{size}");
         }
         // Short inputs never; explicit paths as asked.

@@ -131,10 +131,11 @@ __device__ __forceinline__ void pipelined_store_tail(const T* tile, T* output, c
 
 // Tiles each lookahead lane polls per round (measured on the H200: 4 per
 // lane ran the u32 sum at 94% of copy speed, 2 at 81%, 1 at 62%). Elements
-// over 96 bytes poll 2: four values of theirs and the chunks of a poll
-// made ptxas spill at the pipelined kernels' register cap (168, sm_90).
+// over 88 bytes poll 2: four values of theirs and the chunks of a poll
+// made ptxas spill at the pipelined kernels' register cap (168: over 96
+// bytes on sm_90, 92 and 96 on sm_100 and sm_120).
 template <class T>
-constexpr int lookahead_tiles_per_lane() { return sizeof(T) > 96 ? 2 : 4; }
+constexpr int lookahead_tiles_per_lane() { return sizeof(T) > 88 ? 2 : 4; }
 
 // One round of a lookahead warp's polling (both pipelined kernels): lane l
 // reads the status and value of its per_lane consecutive tiles next +
