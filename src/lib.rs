@@ -43,8 +43,13 @@
 //! operator's `element`. `block_threads = N` and `items_per_thread = N` set
 //! the tile shape (default: both chosen from the element size, 256 threads
 //! up to 179-byte elements). Elements are 1 to 256 bytes
-//! (`kernels_gen::MAX_ELEMENT_SIZE`), and a tile must fit in a block's 48 KiB
-//! of static shared memory; both are checked when your crate compiles.
+//! (`kernels_gen::MAX_ELEMENT_SIZE`) whose fields take at most 112
+//! registers (`kernels_gen::MAX_ELEMENT_REGISTERS`: one per field of up to
+//! 4 bytes, `u8` and `bool` included, two per 8-byte field; so up to 112
+//! bytes of bytes, 224 of half-words), and a tile must fit in a block's 48
+//! KiB of static shared memory; all three are checked when your crate
+//! compiles. Elements of many small fields are held packed in 32-bit words
+//! on the GPU (`kernels_gen::packed_element`).
 //!
 //! Element fields: `u8 u16 u32 u64 i8 i16 i32 i64 f32 f64 bool`, arrays of
 //! those (`[f32; 4]`), and other annotated structs.

@@ -99,6 +99,18 @@ impl Prim {
         }
     }
 
+    /// The 32-bit registers a value of this type takes in a kernel once
+    /// the compiler has split an element into its fields: one for every
+    /// type of up to 4 bytes (a byte too), two for 8-byte ones. Summed over
+    /// an element's fields, it decides how the kernels hold the element
+    /// ([`crate::packed_element`]).
+    pub const fn registers(self) -> usize {
+        match self {
+            Prim::U64 | Prim::I64 | Prim::F64 => 2,
+            _ => 1,
+        }
+    }
+
     /// `f32` or `f64`.
     pub fn is_float(self) -> bool {
         matches!(self, Prim::F32 | Prim::F64)
@@ -142,6 +154,19 @@ pub struct StructDesc {
     pub name: String,
     /// Fields in declaration order (the order fixes the `repr(C)` layout).
     pub fields: Vec<FieldDesc>,
+}
+
+impl FieldType {
+    /// The registers a value of this field takes ([`Prim::registers`] for
+    /// each of its scalars), or `None` for a nested struct, whose count
+    /// its own `ScanElement::REGISTERS` holds.
+    pub fn registers(&self) -> Option<usize> {
+        match self {
+            FieldType::Prim(p) => Some(p.registers()),
+            FieldType::Array(p, n) => Some(p.registers() * n),
+            FieldType::Struct(_) => None,
+        }
+    }
 }
 
 /// A literal as written in the source.

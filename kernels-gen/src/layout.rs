@@ -11,7 +11,7 @@
 //! ```
 //! use kernels_gen::layout::Layout;
 //!
-//! let layout = Layout::new(4, 256, 16);
+//! let layout = Layout::new(4, 1, 256, 16);
 //! assert_eq!(layout.tile_items(), 4096);
 //! assert_eq!(layout.tile_status_bytes, 8);
 //! assert!(layout.pipelined_supported());
@@ -19,7 +19,7 @@
 //! ```
 
 use crate::params::{
-    column_items_per_thread, pipelined_flag_bits_bytes, pipelined_items_per_thread,
+    column_items_per_thread, packed_element, pipelined_flag_bits_bytes, pipelined_items_per_thread,
     pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
     pipelined_stages, pipelined_supported, pipelined_tile_bytes, small_items_per_thread,
     tile_status_bytes, tile_status_stride, PIPELINED_BLOCK_THREADS, PIPELINED_SQUAD_WARPS,
@@ -31,6 +31,9 @@ use std::fmt::Write;
 pub struct Layout {
     /// `sizeof` the element.
     pub element_size: usize,
+    /// Whether the kernels hold the element as its bytes in 32-bit words
+    /// ([`packed_element`]).
+    pub packed_element: bool,
     /// Threads per block of the tile kernels.
     pub block_threads: u32,
     /// Elements per thread of a tile.
@@ -66,11 +69,19 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The layout for elements of `element_size` bytes in tiles of
+    /// The layout for elements of `element_size` bytes whose fields take
+    /// `element_registers` registers (`ScanElement::REGISTERS`,
+    /// [`crate::ir::Prim::registers`] summed over the fields) in tiles of
     /// `block_threads` × `items_per_thread`.
-    pub const fn new(element_size: usize, block_threads: u32, items_per_thread: u32) -> Layout {
+    pub const fn new(
+        element_size: usize,
+        element_registers: usize,
+        block_threads: u32,
+        items_per_thread: u32,
+    ) -> Layout {
         Layout {
             element_size,
+            packed_element: packed_element(element_size, element_registers),
             block_threads,
             items_per_thread,
             small_items_per_thread: small_items_per_thread(items_per_thread),
@@ -163,6 +174,11 @@ impl Layout {
         for (name, value) in ints {
             let _ = writeln!(out, "  static constexpr unsigned {name} = {value}u;");
         }
+        let _ = writeln!(
+            out,
+            "  static constexpr bool packed_element = {};",
+            self.packed_element
+        );
         out.push_str("};\n");
         out
     }
@@ -179,7 +195,7 @@ mod tests {
 
     #[test]
     fn the_declaration_carries_every_field() {
-        let layout = Layout::new(12, 256, 8);
+        let layout = Layout::new(12, 3, 256, 8);
         let text = layout.cuda_declaration("op");
         assert!(text.contains("struct gpu_scan_layout_op {"));
         for needle in [
@@ -190,9 +206,12 @@ mod tests {
             "tile_status_bytes = 16u;",
             "tile_status_stride = 64u;",
             "pipelined_block_threads = 352u;",
+            "packed_element = false;",
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 16);
+        assert_eq!(text.matches("static constexpr").count(), 17);
+        let bytes = Layout::new(201, 201, 128, 1).cuda_declaration("op");
+        assert!(bytes.contains("packed_element = true;"), "{bytes}");
     }
 }

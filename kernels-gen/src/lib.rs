@@ -45,7 +45,7 @@
 //! let cuda = operator_source(&op, &GenParams::default()).unwrap();
 //! assert!(cuda.contains("scan_add(x, y)"));
 //! // The library, the layout and the kernels come when the program is put together.
-//! let layout = kernels_gen::layout::Layout::new(4, 256, 16);
+//! let layout = kernels_gen::layout::Layout::new(4, 1, 256, 16);
 //! let kernels = [kernels_gen::abi::KernelAbi::plain(Kernel::ScanTilesInclusive)];
 //! let program = kernels_gen::program("sum_u32", &cuda, &layout, &kernels);
 //! assert!(program.contains("namespace gpu_scan {"));
@@ -64,14 +64,15 @@ mod params;
 
 pub use params::{
     auto_block_threads, auto_items_per_thread, column_items_per_thread, columns_tiles,
-    nvrtc_cubin_options, nvrtc_options, pipelined_items_per_thread,
+    nvrtc_cubin_options, nvrtc_options, packed_element, pipelined_items_per_thread,
     pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
     pipelined_stages, pipelined_supported, pipelined_tile_items, semantic_nvrtc_options,
     small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, tile_status_stride,
     Arch, Direction, FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentSource,
-    SegmentedKernel, SegmentedStrategy, COLUMNS_PER_TILE, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_SIZE,
-    MAX_ITEMS_PER_THREAD, PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE,
-    STATIC_SHARED_LIMIT, SYMBOL_PREFIX, TILE_STATUS_STRIDE,
+    SegmentedKernel, SegmentedStrategy, COLUMNS_PER_TILE, DEFAULT_BLOCK_THREADS,
+    MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PACKED_ELEMENT_MIN_REGISTERS,
+    PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT,
+    SYMBOL_PREFIX, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};
@@ -368,17 +369,34 @@ pub fn operator_source_parts(op: &OpDesc, params: &GenParams) -> Result<Vec<Part
     out.text(&format!(
         "namespace {POLICY_NAMESPACE} {{\nstruct {name} {{\n  typedef "
     ));
-    match &op.element {
-        ElementType::Prim(p) => out.text(p.cuda_name()),
-        ElementType::Struct(_) => out.part(Part::Element),
-    }
-    out.text(&format!(" T;\n  typedef T {ELEMENT_TYPEDEF};\n"));
+    let held = match &op.element {
+        ElementType::Prim(p) => {
+            out.text(p.cuda_name());
+            out.text(&format!(" T;\n  typedef T {ELEMENT_TYPEDEF};\n"));
+            false
+        }
+        ElementType::Struct(_) => {
+            out.part(Part::Element);
+            out.text(&format!(" {ELEMENT_TYPEDEF};\n"));
+            true
+        }
+    };
     out.text("  // Tile shape and sizes: this program's layout, computed in Rust.\n");
     out.text(&format!(
         "  typedef ::{} layout;\n",
         layout::layout_struct(name)
     ));
-    let (functions, named) = operator_functions(op);
+    if held {
+        // A struct is held as the layout says: its fields, or its bytes in
+        // words (packed_element); identity() and combine() convert.
+        out.text(&format!(
+            "  // Values as the kernels hold them: the element, or its bytes in 32-bit words\n  \
+             // (layout::packed_element, see scan_held).\n  \
+             typedef scan_held<{ELEMENT_TYPEDEF}, layout::packed_element> held;\n  \
+             typedef held::type T;\n"
+        ));
+    }
+    let (functions, named) = operator_functions(op, held);
     for path in named {
         out.text("  typedef ");
         out.part(Part::Named(path.clone()));
@@ -394,8 +412,17 @@ pub fn operator_source_parts(op: &OpDesc, params: &GenParams) -> Result<Vec<Part
 const ELEMENT_TYPEDEF: &str = "scan_element_t";
 
 /// The policy's `identity()` and `combine(x, y)`, translated from Rust, and
-/// the paths of the structs other than the element that they name.
-fn operator_functions(op: &OpDesc) -> (String, Vec<String>) {
+/// the paths of the structs other than the element that they name. With
+/// `held`, the translations are `identity_element()` and
+/// `combine_elements(x, y)`, on the element's fields, and `identity()` and
+/// `combine(x, y)` take and give values as the kernels hold them (`T`,
+/// through `held`).
+fn operator_functions(op: &OpDesc, held: bool) -> (String, Vec<String>) {
+    let (identity_fn, combine_fn) = if held {
+        ("identity_element", "combine_elements")
+    } else {
+        ("identity", "combine")
+    };
     let t = ELEMENT_TYPEDEF;
     let mut printer = ExprPrinter::new(t);
     let (hint, element) = match op.element {
@@ -413,7 +440,10 @@ fn operator_functions(op: &OpDesc) -> (String, Vec<String>) {
         out,
         "  // The identity element: identity ∘ v == v ∘ identity == v."
     );
-    let _ = writeln!(out, "  static __device__ __forceinline__ {t} identity() {{");
+    let _ = writeln!(
+        out,
+        "  static __device__ __forceinline__ {t} {identity_fn}() {{"
+    );
     let mut text = String::new();
     result_statements(&mut printer, &identity, t, &hint, &mut text);
     for line in text.lines() {
@@ -427,7 +457,7 @@ fn operator_functions(op: &OpDesc) -> (String, Vec<String>) {
     );
     let _ = writeln!(
         out,
-        "  static __device__ __forceinline__ {t} combine(const {t} {x}, const {t} {y}) {{"
+        "  static __device__ __forceinline__ {t} {combine_fn}(const {t} {x}, const {t} {y}) {{"
     );
     text.clear();
     for (var, value) in &body.lets {
@@ -439,6 +469,14 @@ fn operator_functions(op: &OpDesc) -> (String, Vec<String>) {
         let _ = writeln!(out, "  {line}");
     }
     out.push_str("  }\n");
+    if held {
+        out.push_str(
+            "  // The same on values as the kernels hold them.\n  \
+             static __device__ __forceinline__ T identity() { return held::hold(identity_element()); }\n  \
+             static __device__ __forceinline__ T combine(const T x, const T y) {\n    \
+             return held::hold(combine_elements(held::fields(x), held::fields(y)));\n  }\n",
+        );
+    }
     let named = printer.named_structs().map(str::to_string).collect();
     (out, named)
 }

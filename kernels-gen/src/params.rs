@@ -182,6 +182,47 @@ impl GenParams {
 /// this compiles and runs (`tests/nvrtc_compile.rs` compiles them all).
 pub const MAX_ELEMENT_SIZE: usize = 256;
 
+/// The most registers an element's fields may take
+/// ([`crate::ir::Prim::registers`] summed: one per field of up to 4 bytes, a
+/// `u8` or `bool` too, two per 8-byte field); `#[scan_op]` rejects an
+/// element past it. Within it every kernel compiles without spilling for
+/// every element size on every architecture (`tests/nvrtc_sizes.rs`): up to
+/// 112 bytes of bytes, 224 of half-words, and 256 of 4- or 8-byte fields.
+/// Past it, elements of bytes of 161 bytes and more, and of half-words of
+/// 234 and more, spilled in the column scan and the single pass's
+/// carry-out even held packed (ptxas 13.0): their copies through memory
+/// move a byte or half-word at a time.
+pub const MAX_ELEMENT_REGISTERS: usize = 112;
+
+/// The most registers an element may take split into its fields
+/// ([`crate::ir::Prim::registers`] summed) and still be held that way:
+/// past it, and past the words its bytes fill, [`packed_element`] holds.
+pub const PACKED_ELEMENT_MIN_REGISTERS: usize = 33;
+
+/// Whether the kernels hold an element of `element_size` bytes whose
+/// fields take `element_registers` registers as its bytes in 32-bit words
+/// (the prelude's `scan_packed`), unpacking it only inside `combine`:
+/// where its fields take more registers than its words would, and at
+/// least [`PACKED_ELEMENT_MIN_REGISTERS`]. Elements of many bytes,
+/// half-words or bools are held so: split into fields, a 200-byte struct of
+/// bytes took 200 registers per value, and the look-back kernels, which
+/// keep several values, spilled kilobytes at every such size past about
+/// 115 bytes (ptxas 13.0, `tests/nvrtc_sizes.rs`; from 89 bytes on
+/// sm_100 and sm_120). Smaller ones keep their fields, which costs no
+/// extracting and inserting in `combine`.
+///
+/// ```
+/// use kernels_gen::packed_element;
+///
+/// assert!(packed_element(201, 201)); // [u8; 201]
+/// assert!(!packed_element(256, 64)); // [u32; 64]
+/// assert!(!packed_element(24, 24)); // [u8; 24]: few registers either way
+/// ```
+pub const fn packed_element(element_size: usize, element_registers: usize) -> bool {
+    element_registers >= PACKED_ELEMENT_MIN_REGISTERS
+        && element_registers > element_size.div_ceil(4)
+}
+
 /// Threads per block of the tile kernels unless an operator or the element
 /// size asks for fewer.
 pub const DEFAULT_BLOCK_THREADS: u32 = 256;

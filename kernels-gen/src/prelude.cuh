@@ -484,6 +484,47 @@ template <class T> __device__ __forceinline__ T scan_shfl_idx(const T& value, in
   return scan_shfl_words(value, [source_lane](unsigned word) { return __shfl_sync(0xffffffffu, word, source_lane); });
 }
 
+// How the kernels hold an element between combines. Split into its fields,
+// a value takes a register per field of up to 4 bytes: an element of many
+// bytes, half-words or bools takes several times the registers its size
+// needs (a struct of 200 bytes, 200 of them, for each of the several values
+// a look-back keeps), and spills. Where the layout says so (its
+// packed_element, kernels_gen::packed_element), the operator's policy
+// holds such an element as its bytes in 32-bit words, scan_packed<E>, and
+// takes it apart only inside combine: its T is scan_held<E, true>::type.
+// scan_packed has E's size and alignment, so it is E's bytes in memory
+// too; kernels move it as they move any T.
+#pragma pack(push, 1)
+template <unsigned Words, unsigned Tail> struct scan_packed_bytes {
+  unsigned words[Words];
+  unsigned char tail[Tail];
+};
+template <unsigned Words> struct scan_packed_bytes<Words, 0> {
+  unsigned words[Words];
+};
+#pragma pack(pop)
+template <class E> struct alignas(alignof(E)) scan_packed : scan_packed_bytes<sizeof(E) / 4, sizeof(E) % 4> {};
+
+template <class E, bool Packed> struct scan_held {
+  typedef E type;
+  static __device__ __forceinline__ E hold(const E& value) { return value; }
+  static __device__ __forceinline__ E fields(const E& held) { return held; }
+};
+template <class E> struct scan_held<E, true> {
+  typedef scan_packed<E> type;
+  static_assert(sizeof(type) == sizeof(E) && alignof(type) == alignof(E), "a packed element is the element's bytes");
+  static __device__ __forceinline__ type hold(const E& value) {
+    type held;
+    memcpy(&held, &value, sizeof(E));
+    return held;
+  }
+  static __device__ __forceinline__ E fields(const type& held) {
+    E value;
+    memcpy(&value, &held, sizeof(E));
+    return value;
+  }
+};
+
 // Stores one field into another; array fields are copied element by element
 // (C++ arrays cannot be assigned).
 template <class T> __device__ __forceinline__ void scan_assign(T& to, const T& from) { to = from; }

@@ -41,6 +41,13 @@ pub unsafe trait ScanElement: Copy + Send + Sync + 'static {
     /// CUDA declarations the type needs (its struct and nested structs,
     /// each behind an include guard); empty for primitives.
     const CUDA_DECL: &'static str;
+    /// The 32-bit registers a value takes in a kernel split into its
+    /// fields: one per scalar of up to 4 bytes (a `u8` or `bool` too), two
+    /// per 8-byte one. An element whose fields take many more registers
+    /// than its bytes fill words is held packed in words on the GPU
+    /// (`kernels_gen::packed_element`). `#[scan_op]` sums it over the
+    /// fields.
+    const REGISTERS: usize;
 
     /// Calls `visit` with each scalar of the value in field order (array
     /// elements in index order, nested structs depth first; padding is not
@@ -56,6 +63,7 @@ macro_rules! primitive_elements {
             unsafe impl ScanElement for $rust {
                 const CUDA_TYPE: &'static str = $cuda;
                 const CUDA_DECL: &'static str = "";
+                const REGISTERS: usize = ::core::mem::size_of::<$rust>().div_ceil(4);
                 fn for_each_lane(&self, visit: &mut dyn FnMut(laws::Lane)) {
                     let lane: fn($rust) -> laws::Lane = $lane;
                     visit(lane(*self))

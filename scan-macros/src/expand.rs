@@ -163,6 +163,16 @@ fn element_impls(
     let nested_decls = nested
         .iter()
         .map(|p| quote!(<#p as #private::ScanElement>::CUDA_DECL));
+    // The fields' registers: primitives and arrays counted here, nested
+    // structs by their own impls (in field order, as `nested` is).
+    let mut nested_paths = nested.iter();
+    let registers = desc.fields.iter().map(|field| match field.ty.registers() {
+        Some(r) => quote!(#r),
+        None => {
+            let p = nested_paths.next().expect("a path for every nested struct");
+            quote!(<#p as #private::ScanElement>::REGISTERS)
+        }
+    });
     let lanes = desc.fields.iter().map(|field| {
         let name = quote::format_ident!("{}", field.name);
         match field.ty {
@@ -190,6 +200,7 @@ fn element_impls(
                 #private::concat_const!(#name, "_", #private::const_str::utf8(&HASH))
             };
             const CUDA_DECL: &'static str = #private::concat_const!(#(#nested_decls,)* #(#own_decl),*);
+            const REGISTERS: usize = 0 #(+ #registers)*;
             fn for_each_lane(&self, visit: &mut dyn ::core::ops::FnMut(#private::laws::Lane)) {
                 #(#lanes)*
             }
@@ -484,6 +495,10 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
         "#[scan_op] elements are 1 to {} bytes: this element is larger",
         kernels_gen::MAX_ELEMENT_SIZE
     );
+    let registers_message = format!(
+        "#[scan_op] elements take at most {} registers in a kernel, one per field of up to 4 bytes (a u8, i8, u16, i16 or bool too) and two per 8-byte field: this element's fields take more. Group small fields into wider ones (a [u8; 200] as [u32; 50])",
+        kernels_gen::MAX_ELEMENT_REGISTERS
+    );
     let tile_message = format!(
         "a tile of this operator's elements (block_threads × items_per_thread of them) needs more than the {} bytes of static shared memory a block has: lower `block_threads` or `items_per_thread`",
         kernels_gen::STATIC_SHARED_LIMIT
@@ -492,6 +507,10 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
         const _: () = {
             let size = ::core::mem::size_of::<#element_ty>();
             ::core::assert!(size <= #private::kernels_gen::MAX_ELEMENT_SIZE, #size_message);
+            ::core::assert!(
+                <#element_ty as #private::ScanElement>::REGISTERS <= #private::kernels_gen::MAX_ELEMENT_REGISTERS,
+                #registers_message
+            );
             ::core::assert!(
                 #private::kernels_gen::tile_fits(
                     size,

@@ -32,6 +32,12 @@ use scan_core::ScanOp;
 /// `Op` there is the operator's policy, [`policy`](Self::policy)
 /// (`gpu_scan_ops::<name>`), and its element type is `Op::T`: the layout of
 /// your Rust element, so a `CudaSlice<Element>` is a `T*` in the kernel.
+/// For a struct, `Op::scan_element_t` is the struct with its fields, and
+/// `Op::T` is how kernels hold it: the same struct, except for elements of
+/// many bytes, half-words or bools (`kernels_gen::packed_element`), which
+/// are held as their bytes in 32-bit words; `Op::held::fields(v)` and
+/// `Op::held::hold(e)` convert either way (for the same struct, they do
+/// nothing).
 /// The operator combines `x ∘ y` with `x` the earlier element, exactly as
 /// on the CPU. Several operators' sources may go in one program, the same
 /// one more than once; two different operators of the same name (from two

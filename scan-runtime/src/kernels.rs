@@ -439,6 +439,7 @@ struct LayoutOf<Op>(std::marker::PhantomData<Op>);
 impl<Op: ScanOp> LayoutOf<Op> {
     const LAYOUT: Layout = Layout::new(
         std::mem::size_of::<Op::Element>(),
+        <Op::Element as scan_core::ScanElement>::REGISTERS,
         Op::BLOCK_THREADS,
         Op::ITEMS_PER_THREAD,
     );
@@ -451,7 +452,7 @@ mod tests {
 
     #[test]
     fn pipelined_kernels_get_their_shared_memory_in_both_directions() {
-        let layout = Layout::new(4, 256, 16);
+        let layout = Layout::new(4, 1, 256, 16);
         for inclusive in [Kernel::PipelinedInclusive, Kernel::PipelinedExclusive] {
             for direction in [Direction::Forward, Direction::Reverse] {
                 let abi = KernelAbi::plain(inclusive).in_direction(direction).unwrap();
