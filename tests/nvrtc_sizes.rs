@@ -1,12 +1,16 @@
 //! Every element size `#[scan_op]` accepts, 1 to `MAX_ELEMENT_SIZE` (256)
 //! bytes, compiles with NVRTC 13.0 and assembles with ptxas for every
-//! architecture CUDA 13 supports (up to [`SPILL_FREE_UP_TO`] bytes, 88 on Blackwell, without
-//! spills), in the tile shape the macro would choose for it
-//! (`auto_items_per_thread`, `auto_block_threads`) and its layout
-//! (`Layout`). Each size is an element struct of lanes of the widest
-//! primitive dividing it (so alignments 1, 2, 4 and 8 all occur), built
-//! into the kernels whose code depends on the element's size (see
-//! [`size_dependent_kernels`]). The other kernels are compiled for the
+//! architecture CUDA 13 supports without a spill, in the tile shape the
+//! macro would choose for it (`auto_items_per_thread`,
+//! `auto_block_threads`) and its layout (`Layout`, packed in words where
+//! `packed_element` says). Each size is an element struct of lanes of the
+//! widest primitive dividing it (so alignments 1, 2, 4 and 8 all occur),
+//! the layout with the fewest registers an element of that size can have:
+//! where even it takes more than `MAX_ELEMENT_REGISTERS`, the macro rejects
+//! every element of that size (odd sizes past 112 bytes, and sizes of two
+//! more than a multiple of 4 past 224), and the test checks that it would.
+//! Each is built into the kernels whose code depends on the element's size
+//! (see [`size_dependent_kernels`]). The other kernels are compiled for the
 //! test operators by `nvrtc_compile.rs`.
 //!
 //! Needs NVRTC and ptxas like `nvrtc_compile.rs` (`scripts/test` installs
@@ -22,32 +26,9 @@ use gpu_scan::kernels_gen::ir::{
 use gpu_scan::kernels_gen::layout::Layout;
 use gpu_scan::kernels_gen::{
     self, auto_block_threads, auto_items_per_thread, Arch, FlagFormat, GenParams, Kernel,
-    SegmentedKernel, SegmentedStrategy, MAX_ELEMENT_SIZE,
+    SegmentedKernel, SegmentedStrategy, MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE,
 };
 use rayon::prelude::*;
-
-/// The largest element whose kernels must not spill on every
-/// architecture. Larger elements do not fit the register-resident tiles (a
-/// 123-byte element's look-back holds several whole values in 255
-/// registers): they compile and run, spilling, until wide elements get a
-/// layout of their own; their spills are reported, not failed.
-const SPILL_FREE_UP_TO: usize = 112;
-
-/// Sizes, all past [`SPILL_FREE_UP_TO`], whose column-scan kernel is
-/// compiled (see [`size_dependent_kernels`]).
-const COLUMNS_WIDE_SIZES: [usize; 6] = [113, 149, 150, 179, 180, 256];
-
-/// The largest element whose kernels must not spill on `arch`:
-/// [`SPILL_FREE_UP_TO`], but on Blackwell (sm_100, sm_120) elements of
-/// 89 to 111 bytes made of single bytes (odd sizes here) spill in the
-/// look-back (ptxas 13.0 keeps each byte in a register of its own there).
-fn spill_free_up_to(arch: Arch) -> usize {
-    if arch >= Arch::SM_100 {
-        88
-    } else {
-        SPILL_FREE_UP_TO
-    }
-}
 
 /// The lane type of the element of `size` bytes: the widest unsigned
 /// integer dividing it.
@@ -126,37 +107,25 @@ fn operator(size: usize) -> (StructDesc, OpDesc) {
 }
 
 /// The kernels whose code depends on the element's size, for elements of
-/// `size` bytes: the look-back single pass (status packing, registers), the
-/// segmented single pass (the largest static shared memory), the column
-/// scan (32 partials per warp in static shared memory; at a few wide
-/// sizes), and where the
-/// element can take them the plain and segmented pipelined passes (their
-/// shared-memory layouts, checked by `static_assert`s against the host's
-/// sizes).
+/// `size` bytes: the look-back single pass, plain and segmented (status
+/// packing, registers; the segmented one has the largest static shared
+/// memory), the column scan (32 partials per warp in static shared
+/// memory), and where the element can take them the plain and segmented
+/// pipelined passes (their shared-memory layouts, checked by
+/// `static_assert`s against the host's sizes).
 fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
     let strategy = SegmentedStrategy::ConditionalIndexing;
-    let mut kernels = vec![KernelAbi::segmented(
-        SegmentedKernel::SinglePass {
-            inclusive: true,
-            source: FlagFormat::Bits.into(),
-        },
-        strategy,
-    )];
-    // The column scan at the edges of its static shared memory (the
-    // largest of each tile shape, whose prefixes share the partials' slots
-    // from 150 bytes) and the largest: it compiles for every size, but its
-    // look-back spills from 20-byte elements of odd lanes on (CI at
-    // 4ff9060), so its spills are only reported here, where they are for
-    // every kernel past SPILL_FREE_UP_TO; the test operators' column
-    // kernels must not spill (nvrtc_compile).
-    if COLUMNS_WIDE_SIZES.contains(&size) {
-        kernels.push(KernelAbi::plain(Kernel::ColumnsInclusive));
-    }
-    // The plain look-back pass has the same look-back as the segmented one
-    // and smaller tiles; it is compiled where spills are checked.
-    if size <= SPILL_FREE_UP_TO {
-        kernels.push(KernelAbi::plain(Kernel::SinglePassInclusive));
-    }
+    let mut kernels = vec![
+        KernelAbi::segmented(
+            SegmentedKernel::SinglePass {
+                inclusive: true,
+                source: FlagFormat::Bits.into(),
+            },
+            strategy,
+        ),
+        KernelAbi::plain(Kernel::SinglePassInclusive),
+        KernelAbi::plain(Kernel::ColumnsInclusive),
+    ];
     if kernels_gen::pipelined_supported(size) {
         kernels.push(KernelAbi::plain(Kernel::PipelinedInclusive));
         kernels.push(KernelAbi::segmented(
@@ -170,6 +139,14 @@ fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
     kernels
 }
 
+/// The registers of the element [`operator`] builds for `size` bytes: the
+/// fewest any element of that size can take (its alignment bounds the
+/// widest field).
+fn registers(size: usize) -> usize {
+    let (prim, bytes) = lane(size);
+    prim.registers() * (size / bytes)
+}
+
 /// One program holding the operators of `sizes`, each in the tile shape
 /// the macro would give it, and the symbols of its kernels.
 fn program(sizes: &[usize]) -> (String, Vec<String>) {
@@ -178,7 +155,13 @@ fn program(sizes: &[usize]) -> (String, Vec<String>) {
     for (k, &size) in sizes.iter().enumerate() {
         let (element, op) = operator(size);
         let items = auto_items_per_thread(size);
-        let layout = Layout::new(size, auto_block_threads(size, items), items);
+        let fields: usize = element
+            .fields
+            .iter()
+            .map(|f| f.ty.registers().expect("lanes of a primitive"))
+            .sum();
+        assert_eq!(fields, registers(size));
+        let layout = Layout::new(size, fields, auto_block_threads(size, items), items);
         let part = kernels_gen::struct_declaration(&element)
             + &kernels_gen::operator_source(&op, &GenParams::default()).expect("valid parameters");
         let kernels = size_dependent_kernels(size);
@@ -229,13 +212,29 @@ fn selection() -> (Vec<Arch>, Vec<usize>, Vec<String>) {
 }
 
 #[test]
-fn every_element_size_compiles_for_every_architecture_and_small_ones_do_not_spill() {
+fn sizes_past_the_register_limit_are_the_ones_no_element_can_have() {
+    // Odd sizes need byte fields (alignment 1), sizes of 2 more than a
+    // multiple of 4 half-words at most; with 4-byte fields every size up
+    // to 256 fits the limit.
+    for size in 1..=MAX_ELEMENT_SIZE {
+        let over = registers(size) > MAX_ELEMENT_REGISTERS;
+        let expected = (size % 2 == 1 && size > 112) || (size % 4 == 2 && size > 224);
+        assert_eq!(over, expected, "{size}");
+    }
+}
+
+#[test]
+fn every_element_size_compiles_for_every_architecture_without_spills() {
     if !tools_available() {
         return;
     }
-    let (archs, sizes, narrowed) = selection();
-    // Smaller chunks for larger elements, whose code is longer (and
-    // spills above SPILL_FREE_UP_TO, which makes ptxas slower still); every
+    let (archs, selected, narrowed) = selection();
+    // Sizes no element #[scan_op] accepts can have are not compiled.
+    let sizes: Vec<usize> = selected
+        .into_iter()
+        .filter(|&s| registers(s) <= MAX_ELEMENT_REGISTERS)
+        .collect();
+    // Smaller chunks for larger elements, whose code is longer; every
     // chunk for every architecture, the widest first so that the last jobs
     // are short ones and both cores stay busy to the end.
     let mut chunks: Vec<&[usize]> = Vec::new();
@@ -243,7 +242,7 @@ fn every_element_size_compiles_for_every_architecture_and_small_ones_do_not_spil
     while !rest.is_empty() {
         let take = match rest[0] {
             0..=64 => 16,
-            65..=SPILL_FREE_UP_TO => 8,
+            65..=112 => 8,
             _ => 4,
         }
         .min(rest.len());
@@ -278,37 +277,15 @@ fn every_element_size_compiles_for_every_architecture_and_small_ones_do_not_spil
         .collect();
     let mut failures = narrowed;
     let mut kernels = 0;
-    let mut wide_spills = Vec::new();
     for (reports, f) in results {
         failures.extend(f);
         for r in reports {
             kernels += usize::from(!r.kernel.contains(" (called by "));
-            if r.spill_bytes == 0 {
-                continue;
-            }
-            // The entry's name (a callee's row names its caller last) is
-            // gpu_scan_e<size>_…
-            let entry = r.kernel.rsplit("called by ").next().unwrap_or(&r.kernel);
-            let size: usize = entry
-                .strip_prefix(kernels_gen::SYMBOL_PREFIX)
-                .and_then(|s| s.strip_prefix('e'))
-                .and_then(|s| s.split('_').next())
-                .and_then(|s| s.parse().ok())
-                .expect("kernels of this test are named gpu_scan_e<size>_…");
-            let row = format!(
-                "{}: {} spills {} bytes ({} registers)",
-                r.program, r.kernel, r.spill_bytes, r.registers
-            );
-            let arch = r
-                .program
-                .rsplit(':')
-                .next()
-                .and_then(Arch::parse)
-                .expect("programs of this test are labelled sizes_…:sm_XX");
-            if size > spill_free_up_to(arch) {
-                wide_spills.push(row);
-            } else {
-                failures.push(row);
+            if r.spill_bytes > 0 {
+                failures.push(format!(
+                    "{}: {} spills {} bytes ({} registers)",
+                    r.program, r.kernel, r.spill_bytes, r.registers
+                ));
             }
         }
     }
@@ -322,14 +299,11 @@ fn every_element_size_compiles_for_every_architecture_and_small_ones_do_not_spil
             "ptxas reported {kernels} kernels, expected {expected}"
         ));
     }
-    for row in &wide_spills {
-        println!("wide element spill (reported, not failed): {row}");
-    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let names: Vec<String> = archs.iter().map(|a| a.sm_name()).collect();
     println!(
-        "nvrtc_sizes: {kernels} kernels for elements of 1 to {MAX_ELEMENT_SIZE} bytes ({}) compiled with NVRTC and ptxas; no spills up to {SPILL_FREE_UP_TO} bytes (88 on sm_100, sm_120), {} spilling functions above",
+        "nvrtc_sizes: {kernels} kernels for the {} element sizes of 1 to {MAX_ELEMENT_SIZE} bytes #[scan_op] accepts ({}) compiled with NVRTC and ptxas, no spills",
+        sizes.len(),
         names.join(" "),
-        wide_spills.len()
     );
 }

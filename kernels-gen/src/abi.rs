@@ -415,6 +415,11 @@ impl KernelAbi {
             KernelAbi::CombinePairs => {
                 format!("__launch_bounds__({ELEMENTWISE_BLOCK_THREADS})")
             }
+            KernelAbi::Plain(Kernel::ColumnsInclusive | Kernel::ColumnsExclusive)
+                if self.direction() == Direction::Forward =>
+            {
+                single_pass("column_min_blocks")
+            }
             // The reduce-then-scan passes in reverse, and over rows,
             // offsets or keys: one block per SM as the floor, on sm_90 too,
             // where ptxas's default spilled a segmented reverse tile scan

@@ -72,17 +72,14 @@ struct column_status {
   }
 };
 
-// Warp 0's steps 2 for tile `tile` (chunk `chunk` of strip `strip` of
-// `strips`): returns lane l's column's exclusive prefix (the seed in front).
-// Out of line, as the single pass's look-back.
+// Warp 0's steps 2 for tile `tile` (chunk `chunk` > 0 of strip `strip` of
+// `strips`): returns lane l's column's exclusive prefix. Out of line, as
+// the single pass's look-back. The tile's total is published first and
+// read back for its inclusive prefix at the end, so it holds no registers
+// while the look-back runs (wide elements spilled when it did).
 template <class Op, class T = typename Op::T>
-__device__ __noinline__ T columns_look_back(unsigned long long tile, unsigned long long chunk, unsigned long long strips, const T total,
-                                            const T seed, column_status<T> status) {
+__device__ __forceinline__ T columns_look_back(unsigned long long tile, unsigned long long strips, const T total, column_status<T> status) {
   const unsigned epoch = scan_shared_epoch;
-  if (chunk == 0) {
-    status.publish(tile, (epoch << 2) | scan_tile_prefix, Op::combine(seed, total));
-    return seed;
-  }
   status.publish(tile, (epoch << 2) | scan_tile_aggregate, total);
   // Back along the strip, nearest tile first: each value goes in front.
   T exclusive;
@@ -93,31 +90,40 @@ __device__ __noinline__ T columns_look_back(unsigned long long tile, unsigned lo
     exclusive = first ? value : Op::combine(value, exclusive);
     if (state == scan_tile_prefix) break;
   }
-  status.publish(tile, (epoch << 2) | scan_tile_prefix, Op::combine(exclusive, total));
+  status.publish(tile, (epoch << 2) | scan_tile_prefix, Op::combine(exclusive, status.aggregates[tile * 32 + (threadIdx.x & 31u)]));
   return exclusive;
 }
 
-template <class Op, int Mode, class T = typename Op::T>
-__device__ __forceinline__ void scan_columns(const T* input, T* output, void* status, T* aggregates, T* prefixes, scan_launch_state* launch,
-                                             const T seed, unsigned long long rows, unsigned long long cols, int walk) {
+// One tile's rows of 32 columns (a chunk of a strip), or with Walk every
+// chunk of the strip in turn: fold, the columns' prefixes, rescan. Walking,
+// warp 0 carries the columns' partials from chunk to chunk in registers;
+// looking back, nothing crosses chunks (the two are separate
+// instantiations, so that the carry holds no registers while the
+// look-back runs: wide elements spilled when it did).
+// A column tile's shared memory: each warp's column partials, and the
+// tile's column prefixes, from which every warp computes its own. Where
+// the prefixes would not fit the 48 KiB of static shared memory (elements
+// of 150 to 179 bytes, in tiles of 256 threads), warp 0 instead turns the
+// partials into each warp's prefix in place.
+template <class Op, class T = typename Op::T>
+struct columns_shared {
+  static constexpr int warps = Shape<Op>::warps;
+  static constexpr bool prefix_slots = (warps + 1) * 32 * sizeof(T) + 64 <= 48 * 1024;
+  T partials[warps][32];
+  T column_prefix[prefix_slots ? 32 : 1];
+};
+
+template <class Op, int Mode, bool Walk, class T = typename Op::T>
+__device__ __forceinline__ void columns_chunks(columns_shared<Op>& shared, const T* input, T* output, void* status, T* aggregates,
+                                               T* prefixes, const T seed, unsigned long long rows, unsigned long long cols,
+                                               unsigned long long tile, unsigned long long strips) {
   constexpr int warps = Shape<Op>::warps;
   constexpr int items = Shape<Op>::column_items_per_thread;
   constexpr int tile_rows = warps * items;
-  // Each warp's column partials, and the tile's column prefixes, from
-  // which every warp computes its own. Where the prefixes would not fit the
-  // 48 KiB of static shared memory (elements of 150 to 179 bytes, in tiles
-  // of 256 threads), warp 0 instead turns the partials into each warp's
-  // prefix in place.
-  static constexpr bool prefix_slots = (warps + 1) * 32 * sizeof(T) + 64 <= 48 * 1024;
-  __shared__ T partials[warps][32];
-  __shared__ T column_prefix[prefix_slots ? 32 : 1];
-  const unsigned long long strips = (cols + 31) / 32;
+  constexpr bool prefix_slots = columns_shared<Op>::prefix_slots;
+  T (&partials)[warps][32] = shared.partials;
+  T* const column_prefix = shared.column_prefix;
   const unsigned long long chunks = (rows + tile_rows - 1) / tile_rows;
-  // Walking, a block scans its strip's chunks one after the other with
-  // the carry in registers, and nothing waits on another block.
-  const unsigned long long tiles = strips * (walk ? 1 : chunks);
-  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
-  if (tile == scan_no_tile) return;
   const unsigned long long band = tile / strips;
   const unsigned long long strip = tile - band * strips;
   const unsigned lane = threadIdx.x & 31u;
@@ -127,21 +133,30 @@ __device__ __forceinline__ void scan_columns(const T* input, T* output, void* st
   // Row k of scan order is memory row k (rows - 1 - k in reverse), so
   // consecutive scan rows are `step` elements apart.
   const long long step = mirrored_memory<Op>::value ? -(long long)cols : (long long)cols;
+  // A thread keeps its items in registers from the fold to the rescan
+  // where they take up to 128 bytes; wider ones it reads again for the
+  // rescan (from L2: its block read them moments before), so that the
+  // look-back's values have the registers (elements of 256 bytes spilled).
+  constexpr bool keep_items = sizeof(T) * items <= 128;
   T carry = seed;  // warp 0, walking: the column's partial before the chunk
-  const unsigned long long end = walk ? chunks : band + 1;
-  for (unsigned long long chunk = walk ? 0 : band; chunk < end; ++chunk) {
+  const unsigned long long end = Walk ? chunks : band + 1;
+  for (unsigned long long chunk = Walk ? 0 : band; chunk < end; ++chunk) {
     // This thread's first scan row, and how many of its items exist; item
     // i is at at[i · step].
     const unsigned long long first = chunk * tile_rows + (unsigned long long)warp * items;
     const int valid = first >= rows ? 0 : rows - first < (unsigned long long)items ? (int)(rows - first) : items;
     const unsigned long long top = mirrored_memory<Op>::value ? rows - 1 - (first < rows ? first : 0) : first;
     const T* at = input + top * cols + col;
-    T x[items];
+    const auto item = [&](int i) -> T { return in_matrix && i < valid ? at[i * step] : Op::identity(); };
+    T x[keep_items ? items : 1];
+    T partial = item(0);
+    if constexpr (keep_items) x[0] = partial;
 #pragma unroll
-    for (int i = 0; i < items; ++i) x[i] = in_matrix && i < valid ? at[i * step] : Op::identity();
-    T partial = x[0];
-#pragma unroll
-    for (int i = 1; i < items; ++i) partial = Op::combine(partial, x[i]);
+    for (int i = 1; i < items; ++i) {
+      const T next = item(i);
+      if constexpr (keep_items) x[i] = next;
+      partial = Op::combine(partial, next);
+    }
     partials[warp][lane] = partial;
     __syncthreads();
     if (warp == 0) {
@@ -149,10 +164,15 @@ __device__ __forceinline__ void scan_columns(const T* input, T* output, void* st
 #pragma unroll
       for (int w = 1; w < warps; ++w) total = Op::combine(total, partials[w][lane]);
       T prefix = carry;
-      if (walk) {
+      if constexpr (Walk) {
         carry = Op::combine(carry, total);
       } else {
-        prefix = columns_look_back<Op>(tile, chunk, strips, total, seed, column_status<T>{status, Shape<Op>::tile_status_stride, aggregates, prefixes});
+        const column_status<T> tile_status{status, Shape<Op>::tile_status_stride, aggregates, prefixes};
+        if (chunk == 0) {
+          tile_status.publish(tile, (scan_shared_epoch << 2) | scan_tile_prefix, Op::combine(seed, total));
+        } else {
+          prefix = columns_look_back<Op>(tile, strips, total, tile_status);
+        }
       }
       if constexpr (prefix_slots) {
         column_prefix[lane] = prefix;
@@ -178,14 +198,38 @@ __device__ __forceinline__ void scan_columns(const T* input, T* output, void* st
 #pragma unroll
       for (int i = 0; i < items; ++i) {
         if (i < valid) {
-          const T next = Op::combine(running, x[i]);
+          T next;
+          if constexpr (keep_items) {
+            next = Op::combine(running, x[i]);
+          } else {
+            next = Op::combine(running, item(i));
+          }
           out[i * step] = Mode == scan_inclusive ? next : running;
           running = next;
         }
       }
     }
     // The next chunk overwrites the partials.
-    if (walk) __syncthreads();
+    if (Walk) __syncthreads();
+  }
+}
+
+template <class Op, int Mode, class T = typename Op::T>
+__device__ __forceinline__ void scan_columns(const T* input, T* output, void* status, T* aggregates, T* prefixes, scan_launch_state* launch,
+                                             const T seed, unsigned long long rows, unsigned long long cols, int walk) {
+  constexpr int tile_rows = Shape<Op>::warps * Shape<Op>::column_items_per_thread;
+  const unsigned long long strips = (cols + 31) / 32;
+  const unsigned long long chunks = (rows + tile_rows - 1) / tile_rows;
+  // Walking, a block scans its strip's chunks one after the other with
+  // the carry in registers, and nothing waits on another block.
+  const unsigned long long tiles = strips * (walk ? 1 : chunks);
+  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
+  if (tile == scan_no_tile) return;
+  __shared__ columns_shared<Op> shared;
+  if (walk) {
+    columns_chunks<Op, Mode, true>(shared, input, output, status, aggregates, prefixes, seed, rows, cols, tile, strips);
+  } else {
+    columns_chunks<Op, Mode, false>(shared, input, output, status, aggregates, prefixes, seed, rows, cols, tile, strips);
   }
   if (tile == 0) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, tiles);
 }

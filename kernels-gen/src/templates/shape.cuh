@@ -38,6 +38,15 @@ struct Shape {
   static constexpr int segmented_single_pass_min_blocks = scan_single_pass_min_blocks(
       block_threads, items_per_thread, sizeof(T),
       scan_segmented_single_pass_overhead(sizeof(T)) == 0 ? 0 : scan_segmented_single_pass_overhead(sizeof(T)) + mirror_overhead);
+  // Blocks per SM the column scans ask ptxas to fit: one, as every kernel
+  // without an occupancy target outside sm_90 (SCAN_BOUNDS); on sm_90 too
+  // for elements over 128 bytes, whose default (0: none asked) capped a
+  // 172-byte element's kernel at 128 registers and spilled.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+  static constexpr int column_min_blocks = 1;
+#else
+  static constexpr int column_min_blocks = sizeof(T) > 128 ? 1 : 0;
+#endif
   // The pipelined single pass (sm_90 and newer): two squads of warps
   // (reduce, rescan) and a producer, a lookahead and a store warp.
   static constexpr int pipelined_block_threads = L::pipelined_block_threads;
