@@ -2,7 +2,10 @@
 //! (`GpuScanner::scan_columns`, `torch.cumsum(x, dim=0)`), inclusive,
 //! exclusive and exclusive with init, forward and in reverse
 //! (`GPU_SUITE_DIRECTIONS` runs one), for sums and non-commutative
-//! operators of 1 to 24 bytes.
+//! operators of 1 to 24 bytes, and two wide ones: 256-byte affine maps of
+//! `u32` lanes and 172-byte ones of half-words (held packed in words, in tiles
+//! whose warps' prefixes replace their partials in place), whose threads
+//! read their items again for the rescan.
 //!
 //! Shapes hit every boundary of the column kernel's tiles (32 columns by
 //! warps × items rows): one column and one row, 31/32/33 columns, a tile's
@@ -22,6 +25,8 @@
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
+#[path = "../examples/common/wide_ops.rs"]
+mod wide_ops;
 use common::gpu::*;
 use common::ops::*;
 use common::specs::*;
@@ -31,6 +36,18 @@ use gpu_scan::segmented::RowLengthMismatch;
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
+
+macro_rules! random_wide_cases {
+    ($($name:ident),*) => {$(
+        impl Case for $name {
+            fn random(rng: &mut Rng64) -> $name {
+                $name::from_bits(rand::Rng::random(rng))
+            }
+        }
+    )*};
+}
+use wide_ops::{Half172, Wide256};
+random_wide_cases!(Wide256, Half172);
 
 /// Poisoned elements after every output; a scan that writes past its
 /// output shows there.
@@ -60,6 +77,9 @@ fn shapes<Op: ScanOp>(big: usize) -> Vec<(usize, usize)> {
 }
 
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
+    if !suite_runs_op(Op::NAME) {
+        return;
+    }
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x5555));
     let specs = named_specs(init, &suite_directions());
@@ -166,11 +186,14 @@ fn gpu_columns_suite() {
     run_op::<MaxF32>(&stream, big, seed, &mut rows);
     run_op::<Affine>(&stream, big / 4, seed, &mut rows);
     run_op::<Stats>(&stream, big / 4, seed, &mut rows);
+    run_op::<Wide256>(&stream, big / 32, seed, &mut rows);
+    run_op::<Half172>(&stream, big / 32, seed, &mut rows);
     let failed = print_rows(&rows);
     println!(
-        "gpu_columns: {} rows, {} passed, {failed} failed (seed {seed})",
+        "gpu_columns: {} rows, {} passed, {failed} failed (seed {seed}{})",
         rows.len(),
-        rows.len() - failed
+        rows.len() - failed,
+        suite_ops_note()
     );
     assert_eq!(
         failed, 0,

@@ -1,7 +1,8 @@
 //! Wide elements on the GPU (issue 16): the affine maps of vectors of
 //! `examples/common/wide_ops.rs` (non-commutative, exact) from 16 to 256
-//! bytes, whose tile status takes every form (128-bit chunks from 13 to 48
-//! bytes, a status word with separate values past that), through every
+//! bytes, whose tile status is 128-bit chunks, with pipelined tiles of 3 to
+//! 21 items per thread, and three of bytes and half-words (41, 109 and 122
+//! bytes) that the kernels hold packed in words, through every
 //! path (`Auto`, the pipelined pass where it takes the size, the look-back
 //! single pass, reduce-then-scan), inclusive, exclusive and exclusive from
 //! an initial value, forward and in reverse (`GPU_SUITE_DIRECTIONS` runs
@@ -38,7 +39,9 @@ macro_rules! random_cases {
         }
     )*};
 }
-random_cases!(Wide16, Wide24, Wide48, Wide72, Wide96, Wide256);
+random_cases!(
+    Wide16, Wide24, Wide48, Wide64, Wide72, Wide96, Wide128, Wide256, Bytes41, Bytes109, Half122
+);
 
 /// Lengths at every boundary of `Op`'s tilings, the longest about 16 MiB.
 fn lengths<Op: ScanOp>() -> Vec<usize> {
@@ -56,6 +59,9 @@ fn lengths<Op: ScanOp>() -> Vec<usize> {
 }
 
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
+    if !suite_runs_op(Op::NAME) {
+        return;
+    }
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x3333));
     let specs = named_specs(init, &suite_directions());
     for path in [
@@ -140,14 +146,20 @@ fn gpu_wide_suite() {
     run_op::<Wide16>(&stream, seed, &mut rows);
     run_op::<Wide24>(&stream, seed, &mut rows);
     run_op::<Wide48>(&stream, seed, &mut rows);
+    run_op::<Wide64>(&stream, seed, &mut rows);
     run_op::<Wide72>(&stream, seed, &mut rows);
     run_op::<Wide96>(&stream, seed, &mut rows);
+    run_op::<Wide128>(&stream, seed, &mut rows);
     run_op::<Wide256>(&stream, seed, &mut rows);
+    run_op::<Bytes41>(&stream, seed, &mut rows);
+    run_op::<Half122>(&stream, seed, &mut rows);
+    run_op::<Bytes109>(&stream, seed, &mut rows);
     let failed = print_rows(&rows);
     println!(
-        "gpu_wide: {} rows, {} passed, {failed} failed (seed {seed})",
+        "gpu_wide: {} rows, {} passed, {failed} failed (seed {seed}{})",
         rows.len(),
-        rows.len() - failed
+        rows.len() - failed,
+        suite_ops_note()
     );
     assert_eq!(
         failed, 0,

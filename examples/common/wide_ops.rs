@@ -2,7 +2,9 @@
 //! vector, `v -> a·v + b` with `b` a vector of lanes and `a` one lane, in
 //! wrapping integer arithmetic: `(a, b)` then `(c, d)` is `(a·c, c·b + d)`.
 //! Associative, not commutative, and exact (outputs compare bit for bit),
-//! 4 to 256 bytes. `cub/wide_bench.cu` has the same operators and
+//! 4 to 256 bytes. `Bytes41`, `Bytes109`, `Half122` and `Half172` have lanes of `u8`
+//! and `u16`: their fields take more registers than their bytes fill words,
+//! so the kernels hold them packed (`kernels_gen::packed_element`). `cub/wide_bench.cu` has the same operators and
 //! generator. Shared by `examples/bench/wide.rs` and `tests/gpu_wide.rs`.
 #![allow(dead_code)] // each user takes the sizes it needs
 
@@ -69,6 +71,10 @@ vec_affine! {
     Wide88: u32, 21, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20], "wide-88", 188;
     Wide104: u32, 25, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24], "wide-104", 204;
     Wide108: u32, 26, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25], "wide-108", 208;
+    Bytes41: u8, 40, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39], "bytes-41", 441;
+    Half122: u16, 60, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59], "half-122", 522;
+    Half172: u16, 85, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84], "half-172", 572;
+    Bytes109: u8, 108, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107], "bytes-109", 509;
     Wide256: u32, 63, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62], "wide-256", 356;
 }
 
@@ -77,4 +83,8 @@ const _: () = {
     assert!(std::mem::size_of::<Wide12>() == 12);
     assert!(std::mem::size_of::<Wide72>() == 72);
     assert!(std::mem::size_of::<Wide256>() == 256);
+    assert!(std::mem::size_of::<Bytes41>() == 41);
+    assert!(std::mem::size_of::<Half122>() == 122);
+    assert!(std::mem::size_of::<Bytes109>() == 109);
+    assert!(std::mem::size_of::<Half172>() == 172);
 };

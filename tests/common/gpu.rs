@@ -278,6 +278,20 @@ pub fn print_rows(rows: &[Row]) -> usize {
 /// The directions the GPU suites run: both, unless `GPU_SUITE_DIRECTIONS`
 /// says `forward` or `reverse` (to split a run in two; the suites' summaries
 /// name the directions run).
+/// Whether operator `name` runs: all of them, unless `GPU_SUITE_OPS=a,b`
+/// names the ones to run (for a short device call). A suite that skips
+/// operators says so in its summary line.
+pub fn suite_runs_op(name: &str) -> bool {
+    std::env::var("GPU_SUITE_OPS").map_or(true, |only| only.split(',').any(|o| o.trim() == name))
+}
+
+/// What a summary line says of `GPU_SUITE_OPS`: nothing when every
+/// operator ran.
+pub fn suite_ops_note() -> String {
+    std::env::var("GPU_SUITE_OPS")
+        .map_or(String::new(), |only| format!(", only GPU_SUITE_OPS={only}"))
+}
+
 pub fn suite_directions() -> Vec<gpu_scan::Direction> {
     use gpu_scan::Direction;
     match std::env::var("GPU_SUITE_DIRECTIONS").as_deref() {
