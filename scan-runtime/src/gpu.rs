@@ -232,7 +232,7 @@ pub enum ScanPath {
     /// prefix; a rescan squad and a store warp finish the tile. Loads keep
     /// going while tiles wait for their prefixes (after CCCL's
     /// warp-specialized scan). Elements whose size is a multiple of 4
-    /// bytes, at most 108 bytes (wider ones spill in its registers),
+    /// bytes, at most 156 bytes (wider ones spill in its registers),
     /// 16-byte aligned input, output (and
     /// head flags); plain scans
     /// longer than [`GpuScanner::small_tile_limit`], segmented scans longer
