@@ -19,10 +19,11 @@
 //! ```
 
 use crate::params::{
-    column_items_per_thread, packed_element, pipelined_flag_bits_bytes, pipelined_items_per_thread,
-    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
-    pipelined_stages, pipelined_supported, pipelined_tile_bytes, small_items_per_thread,
-    tile_status_bytes, tile_status_stride, PIPELINED_BLOCK_THREADS, PIPELINED_SQUAD_WARPS,
+    column_items_per_thread, column_one_block_per_sm, packed_element, pipelined_flag_bits_bytes,
+    pipelined_items_per_thread, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
+    pipelined_shared_bytes, pipelined_stages, pipelined_supported, pipelined_tile_bytes,
+    small_items_per_thread, tile_status_bytes, tile_status_stride, PIPELINED_BLOCK_THREADS,
+    PIPELINED_SQUAD_WARPS,
 };
 use std::fmt::Write;
 
@@ -43,6 +44,9 @@ pub struct Layout {
     /// Rows per thread of the column scans' tiles
     /// ([`column_items_per_thread`]).
     pub column_items_per_thread: u32,
+    /// Whether the column scans ask for one block per SM on sm_90 too
+    /// ([`column_one_block_per_sm`]).
+    pub column_one_block_per_sm: bool,
     /// Bytes of a tile's status entry ([`tile_status_bytes`]).
     pub tile_status_bytes: usize,
     /// Bytes between consecutive tiles' status entries
@@ -86,6 +90,7 @@ impl Layout {
             items_per_thread,
             small_items_per_thread: small_items_per_thread(items_per_thread),
             column_items_per_thread: column_items_per_thread(element_size, items_per_thread),
+            column_one_block_per_sm: column_one_block_per_sm(element_size, element_registers),
             tile_status_bytes: tile_status_bytes(element_size),
             tile_status_stride: tile_status_stride(element_size),
             pipelined_block_threads: PIPELINED_BLOCK_THREADS,
@@ -174,11 +179,13 @@ impl Layout {
         for (name, value) in ints {
             let _ = writeln!(out, "  static constexpr unsigned {name} = {value}u;");
         }
-        let _ = writeln!(
-            out,
-            "  static constexpr bool packed_element = {};",
-            self.packed_element
-        );
+        let bools = [
+            ("packed_element", self.packed_element),
+            ("column_one_block_per_sm", self.column_one_block_per_sm),
+        ];
+        for (name, value) in bools {
+            let _ = writeln!(out, "  static constexpr bool {name} = {value};");
+        }
         out.push_str("};\n");
         out
     }
@@ -207,11 +214,13 @@ mod tests {
             "tile_status_stride = 64u;",
             "pipelined_block_threads = 352u;",
             "packed_element = false;",
+            "column_one_block_per_sm = false;",
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 17);
+        assert_eq!(text.matches("static constexpr").count(), 18);
         let bytes = Layout::new(201, 201, 128, 1).cuda_declaration("op");
         assert!(bytes.contains("packed_element = true;"), "{bytes}");
+        assert!(bytes.contains("column_one_block_per_sm = true;"), "{bytes}");
     }
 }

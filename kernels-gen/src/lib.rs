@@ -63,8 +63,8 @@ pub mod layout;
 mod params;
 
 pub use params::{
-    auto_block_threads, auto_items_per_thread, column_items_per_thread, columns_tiles,
-    nvrtc_cubin_options, nvrtc_options, packed_element, pipelined_items_per_thread,
+    auto_block_threads, auto_items_per_thread, column_items_per_thread, column_one_block_per_sm,
+    columns_tiles, nvrtc_cubin_options, nvrtc_options, packed_element, pipelined_items_per_thread,
     pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
     pipelined_stages, pipelined_supported, pipelined_tile_items, semantic_nvrtc_options,
     small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, tile_status_stride,

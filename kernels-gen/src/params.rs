@@ -223,6 +223,27 @@ pub const fn packed_element(element_size: usize, element_registers: usize) -> bo
         && element_registers > element_size.div_ceil(4)
 }
 
+/// Whether the column scans ask ptxas to fit one block per SM on sm_90
+/// (every other architecture always asks for one: `SCAN_BOUNDS`): for
+/// elements over 128 bytes, and for elements whose fields take more
+/// registers than their bytes fill words (structs of bytes or half-words).
+/// Without it ptxas 13.0 picks its own register budget on sm_90, which
+/// capped a 172-byte element's column scan at 128 registers and a 14-byte
+/// one of seven `u16`s at 80, and both spilled (`tests/nvrtc_sizes.rs`);
+/// elements of whole words keep the default, which takes fewer registers
+/// (a `u32` column scan: 58 against 64).
+///
+/// ```
+/// use kernels_gen::column_one_block_per_sm;
+///
+/// assert!(column_one_block_per_sm(14, 7)); // [u16; 7]
+/// assert!(column_one_block_per_sm(172, 43)); // [u32; 43]
+/// assert!(!column_one_block_per_sm(16, 4)); // [u32; 4]
+/// ```
+pub const fn column_one_block_per_sm(element_size: usize, element_registers: usize) -> bool {
+    element_size > 128 || element_registers > element_size.div_ceil(4)
+}
+
 /// Threads per block of the tile kernels unless an operator or the element
 /// size asks for fewer.
 pub const DEFAULT_BLOCK_THREADS: u32 = 256;

@@ -39,13 +39,14 @@ struct Shape {
       block_threads, items_per_thread, sizeof(T),
       scan_segmented_single_pass_overhead(sizeof(T)) == 0 ? 0 : scan_segmented_single_pass_overhead(sizeof(T)) + mirror_overhead);
   // Blocks per SM the column scans ask ptxas to fit: one, as every kernel
-  // without an occupancy target outside sm_90 (SCAN_BOUNDS); on sm_90 too
-  // for elements over 128 bytes, whose default (0: none asked) capped a
-  // 172-byte element's kernel at 128 registers and spilled.
+  // without an occupancy target outside sm_90 (SCAN_BOUNDS); on sm_90 where
+  // the layout says (kernels_gen::column_one_block_per_sm: large elements
+  // and those of byte or half-word fields, which spilled under ptxas's
+  // default), else none (0: ptxas's default).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
   static constexpr int column_min_blocks = 1;
 #else
-  static constexpr int column_min_blocks = sizeof(T) > 128 ? 1 : 0;
+  static constexpr int column_min_blocks = L::column_one_block_per_sm ? 1 : 0;
 #endif
   // The pipelined single pass (sm_90 and newer): two squads of warps
   // (reduce, rescan) and a producer, a lookahead and a store warp.
