@@ -1,10 +1,14 @@
-//! Compiles every generated program with the real NVRTC 13.0 for every
-//! architecture CUDA 13 supports (`Arch::CUDA_13`: sm_75 to sm_120, one
+//! Compiles every generated program with the real NVRTC 13.0 for the
+//! architectures CUDA 13 supports (`Arch::CUDA_13`: sm_75 to sm_120, one
 //! embedded source) and assembles it with `ptxas -v`: a compile error, a
 //! missing kernel, a spill to local memory, or a tile size that differs
-//! between the Rust and CUDA sides fails the test. Programs compile in
-//! parallel on all cores. Reverse kernels (`KernelAbi::PlainReverse`,
-//! `SegmentedReverse`) are in every operator's segmented program.
+//! between the Rust and CUDA sides fails the test. Every test operator's
+//! plain program and the flag builders go to every architecture; its
+//! segmented program (every kernel: plain, element-wise, segmented of both
+//! strategies and every segment source, forward and reverse) to sm_90 and
+//! to one other architecture by rotation, or with `SCAN_NVRTC_FULL=1` to
+//! all of them (`common::nvrtc::Coverage` says why). Programs compile in
+//! parallel on all cores.
 //!
 //! Needs `libnvrtc.so.13` on the library path and `ptxas` on `PATH` (or in
 //! `SCAN_PTXAS`); `scripts/test` installs both (pip packages
@@ -14,7 +18,9 @@
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
-use common::nvrtc::{assemble, compile_program, parse_ptxas, tools_available, KernelReport};
+use common::nvrtc::{
+    assemble, compile_program, parse_ptxas, tools_available, Coverage, KernelReport,
+};
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::KernelAbi;
 use gpu_scan::kernels_gen::{
@@ -23,35 +29,29 @@ use gpu_scan::kernels_gen::{
 use gpu_scan::ScanOp;
 use rayon::prelude::*;
 
-/// Compiles `Op`'s program for `arch` twice, as the runtime does: the plain
-/// scans, and with the segmented part switched on; collects ptxas's
-/// per-kernel report.
-fn compile<Op: ScanOp>(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
+/// Compiles one of `Op`'s two programs for `arch`, as the runtime builds
+/// them: the plain scans, or (`segmented`) every kernel, which switches on
+/// the library's segmented part; collects ptxas's per-kernel report.
+fn compile<Op: ScanOp>(arch: Arch, segmented: bool) -> (Vec<KernelReport>, Vec<String>) {
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
-    let (reports_out, failures_out) = (&mut reports, &mut failures);
-    compile_into::<Op>(arch, reports_out, failures_out);
-    (reports, failures)
-}
-
-fn compile_into<Op: ScanOp>(
-    arch: Arch,
-    reports: &mut Vec<KernelReport>,
-    failures: &mut Vec<String>,
-) {
-    let plain: Vec<KernelAbi> = Kernel::ALL.into_iter().map(KernelAbi::plain).collect();
-    let segmented: Vec<KernelAbi> = KernelAbi::all().collect();
+    let (variant, kernels): (&str, Vec<KernelAbi>) = if segmented {
+        ("segmented", KernelAbi::all().collect())
+    } else {
+        (
+            "plain",
+            Kernel::ALL.into_iter().map(KernelAbi::plain).collect(),
+        )
+    };
     // The same options for both: a program with segmented kernels switches
     // on the library's segmented part itself.
-    for (variant, kernels) in [("plain", plain), ("segmented", segmented)] {
-        let options = kernels_gen::nvrtc_options(arch);
-        let label = format!("{}:{variant}:{}", Op::NAME, arch.sm_name());
-        let source = gpu_scan::scan_runtime::program_source::<Op>(&kernels);
-        let symbols: Vec<String> = kernels.iter().map(|k| k.symbol(Op::NAME)).collect();
-        let Some(ptx) = compile_program(&label, &source, options, &symbols, failures) else {
-            continue;
-        };
-        assemble(&label, arch, &ptx, reports, failures);
+    let options = kernels_gen::nvrtc_options(arch);
+    let label = format!("{}:{variant}:{}", Op::NAME, arch.sm_name());
+    let source = gpu_scan::scan_runtime::program_source::<Op>(&kernels);
+    let symbols: Vec<String> = kernels.iter().map(|k| k.symbol(Op::NAME)).collect();
+    if let Some(ptx) = compile_program(&label, &source, options, &symbols, &mut failures) {
+        assemble(&label, arch, &ptx, &mut reports, &mut failures);
     }
+    (reports, failures)
 }
 
 /// The operator-independent program that builds head flags.
@@ -150,30 +150,38 @@ ptxas info    : Function properties for _Z6calleev
     );
 }
 
-type Job = fn(Arch) -> (Vec<KernelReport>, Vec<String>);
+type Job = fn(Arch, bool) -> (Vec<KernelReport>, Vec<String>);
+
+/// The test operators. Under [`Coverage::Rotation`] operator `i`'s
+/// segmented program (every kernel) is compiled for sm_90 and for the
+/// `i % 6`-th other architecture (sm_75, sm_80, sm_86, sm_89, sm_100,
+/// sm_120), so that each takes some of the operators with the most
+/// registers (Stats, Mat2 to the Blackwell parts, whose pipelined passes
+/// sm_75 to sm_89 do not compile); the plain programs go to every
+/// architecture.
+const OPERATORS: [Job; 14] = [
+    compile::<SumU8>,
+    compile::<Affine>,
+    compile::<Latest>,
+    compile::<JoinSpans>,
+    compile::<Stats>,
+    compile::<Mat2>,
+    compile::<SumU32>,
+    compile::<MaxF32>,
+    compile::<MinI64>,
+    compile::<AffineU32>,
+    compile::<Pairs>,
+    compile::<SaturatingLanes>,
+    compile::<SumU32Small>,
+    compile::<Scan>,
+];
 
 #[test]
-fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
+fn every_generated_kernel_compiles_without_spills() {
     if !tools_available() {
         return;
     }
-    let programs: [Job; 15] = [
-        compile::<SumU32>,
-        compile::<MaxF32>,
-        compile::<MinI64>,
-        compile::<Affine>,
-        compile::<Stats>,
-        compile::<Mat2>,
-        compile::<AffineU32>,
-        compile::<Latest>,
-        compile::<SumU8>,
-        compile::<JoinSpans>,
-        compile::<SumU32Small>,
-        compile::<SaturatingLanes>,
-        compile::<Scan>,
-        compile::<Pairs>,
-        compile_flag_builders,
-    ];
+    let coverage = Coverage::from_env();
     // SCAN_NVRTC_ARCHS=sm_80,sm_90 narrows the run while iterating (the
     // test then fails, so that a narrowed run never passes for a full one).
     let only: Option<Vec<Arch>> = std::env::var("SCAN_NVRTC_ARCHS")
@@ -183,12 +191,38 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
         .into_iter()
         .filter(|a| only.as_ref().is_none_or(|o| o.contains(a)))
         .collect();
-    let jobs: Vec<(Job, Arch)> = archs
+    // The segmented programs first (the longest), then the plain ones and
+    // the flag builders, so that both cores stay busy to the end.
+    enum Program {
+        Operator(Job, bool),
+        FlagBuilders,
+    }
+    let mut jobs: Vec<(Program, Arch)> = Vec::new();
+    for &arch in &archs {
+        for (i, &job) in OPERATORS.iter().enumerate() {
+            if coverage.covers(arch, i) {
+                jobs.push((Program::Operator(job, true), arch));
+            }
+        }
+    }
+    let segmented_programs = jobs.len();
+    for &arch in &archs {
+        jobs.extend(
+            OPERATORS
+                .iter()
+                .map(|&job| (Program::Operator(job, false), arch)),
+        );
+        jobs.push((Program::FlagBuilders, arch));
+    }
+    // par_bridge hands the jobs out in this order, one at a time.
+    let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
         .iter()
-        .flat_map(|&arch| programs.iter().map(move |&job| (job, arch)))
+        .par_bridge()
+        .map(|(program, arch)| match program {
+            Program::Operator(job, segmented) => job(*arch, *segmented),
+            Program::FlagBuilders => compile_flag_builders(*arch),
+        })
         .collect();
-    let results: Vec<(Vec<KernelReport>, Vec<String>)> =
-        jobs.par_iter().map(|(job, arch)| job(*arch)).collect();
     let mut reports = Vec::new();
     let mut failures = Vec::new();
     for (r, f) in results {
@@ -232,8 +266,20 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
     // Per format, two offset widths and four key widths; two offset checks
     // and four offset indexes (two offset widths, two entry widths).
     let flag_builders = FlagFormat::ALL.len() * (2 + 4) + 2 + 4;
-    let per_arch = (programs.len() - 1) * (Kernel::ALL.len() + full_program) + flag_builders;
-    let expected_kernels = Arch::CUDA_13.len() * per_arch;
+    let expected_kernels = segmented_programs * full_program
+        + archs.len() * (OPERATORS.len() * Kernel::ALL.len() + flag_builders);
+    // Every operator's segmented program is compiled for at least two
+    // architectures, sm_90 among them, and every architecture compiles
+    // some operator's.
+    if only.is_none() {
+        for arch in Arch::CUDA_13 {
+            assert!((0..OPERATORS.len()).any(|i| coverage.covers(arch, i)));
+        }
+        for i in 0..OPERATORS.len() {
+            let archs = Arch::CUDA_13.iter().filter(|&&a| coverage.covers(a, i));
+            assert!(archs.count() >= 2);
+        }
+    }
     if archs.len() != Arch::CUDA_13.len() {
         failures.push(format!(
             "SCAN_NVRTC_ARCHS narrowed the run to {} architectures",
@@ -244,18 +290,17 @@ fn every_generated_kernel_compiles_for_every_architecture_without_spills() {
         .iter()
         .filter(|r| !r.kernel.contains(" (called by "))
         .count();
-    if entries != expected_kernels && failures.is_empty() {
+    if entries != expected_kernels {
         failures.push(format!(
             "ptxas reported {entries} kernels, expected {expected_kernels}"
         ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    let archs: Vec<String> = Arch::CUDA_13.iter().map(|a| a.sm_name()).collect();
     println!(
-        "nvrtc_compile: {} kernels of {} programs ({} operators, plain and segmented, and the flag builders, for {}) compiled with NVRTC and ptxas, no spills",
-        reports.len(),
-        (2 * (programs.len() - 1) + 1) * Arch::CUDA_13.len(),
-        programs.len() - 1,
-        archs.join(" ")
+        "nvrtc_compile: {} kernels of {} programs compiled with NVRTC and ptxas, no spills: the {} operators' plain programs and the flag builders for every architecture, their segmented programs (every kernel) for {}",
+        entries,
+        jobs.len(),
+        OPERATORS.len(),
+        coverage.describe(),
     );
 }

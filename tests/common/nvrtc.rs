@@ -7,6 +7,63 @@ use gpu_scan::kernels_gen::Arch;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// How much of the kernel × architecture matrix the compile tests cover.
+///
+/// NVRTC and ptxas take about half a second per kernel, on one core: every
+/// kernel of every test operator for every architecture, and every element
+/// size for every architecture, is about three hours of CPU, past what CI
+/// on two cores can spend. So by default ([`Coverage::Rotation`]) every
+/// kernel is compiled for sm_90 (the architecture whose launch bounds ask
+/// for occupancy, so the one that spills first), and each of the other six
+/// architectures takes every kernel for a share of the operators or sizes
+/// (the same share on every run), with the operator-independent parts (the
+/// plain programs, the flag builders) on every architecture.
+/// `SCAN_NVRTC_FULL=1` ([`Coverage::Full`]) compiles the whole matrix
+/// (`scripts/test-kernels-full`; run it before landing a change to the
+/// templates, the layout or the launch bounds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coverage {
+    /// Every kernel for sm_90, a fixed share for each other architecture.
+    Rotation,
+    /// Every kernel for every architecture.
+    Full,
+}
+
+impl Coverage {
+    /// The coverage `SCAN_NVRTC_FULL` asks for.
+    pub fn from_env() -> Coverage {
+        match std::env::var("SCAN_NVRTC_FULL") {
+            Ok(v) if v == "1" => Coverage::Full,
+            _ => Coverage::Rotation,
+        }
+    }
+
+    /// Whether item `index` of a list (an operator, an element size) is
+    /// compiled for `arch`: always for sm_90 and under [`Coverage::Full`];
+    /// otherwise for the one architecture of the other six that the item's
+    /// `share` (its index, or a size's half) falls to.
+    pub fn covers(self, arch: Arch, share: usize) -> bool {
+        if self == Coverage::Full || arch == Arch::SM_90 {
+            return true;
+        }
+        let others: Vec<Arch> = Arch::CUDA_13
+            .into_iter()
+            .filter(|&a| a != Arch::SM_90)
+            .collect();
+        others[share % others.len()] == arch
+    }
+
+    /// A line for the test's summary.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Coverage::Full => "every architecture (SCAN_NVRTC_FULL=1)",
+            Coverage::Rotation => {
+                "sm_90, and a share for each other architecture (SCAN_NVRTC_FULL=1: all)"
+            }
+        }
+    }
+}
+
 /// One function's line of ptxas's report.
 pub struct KernelReport {
     pub program: String,
