@@ -18,7 +18,7 @@
 //! assert_eq!(abi.symbol("sum_u32"), "gpu_scan_sum_u32_reduce_tiles");
 //! ```
 
-use crate::params::{
+use crate::kernel_kinds::{
     Direction, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
 };
 use crate::{POLICY_NAMESPACE, SYMBOL_PREFIX};

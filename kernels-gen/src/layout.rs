@@ -19,10 +19,12 @@
 //! ```
 
 use crate::params::{
-    column_items_per_thread, column_one_block_per_sm, packed_element, pipelined_flag_bits_bytes,
-    pipelined_items_per_thread, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
-    pipelined_shared_bytes, pipelined_stages, pipelined_supported, pipelined_tile_bytes,
-    small_items_per_thread, tile_status_bytes, tile_status_stride, PIPELINED_BLOCK_THREADS,
+    column_items_per_thread, column_one_block_per_sm, packed_element, small_items_per_thread,
+};
+use crate::single_pass_sizes::{
+    pipelined_flag_bits_bytes, pipelined_items_per_thread, pipelined_segmented_shared_bytes,
+    pipelined_segmented_stages, pipelined_shared_bytes, pipelined_stages, pipelined_supported,
+    pipelined_tile_bytes, tile_status_bytes, tile_status_stride, PIPELINED_BLOCK_THREADS,
     PIPELINED_SQUAD_WARPS,
 };
 use std::fmt::Write;

@@ -60,19 +60,28 @@ pub mod infer;
 pub mod ir;
 pub mod launch_state;
 pub mod layout;
-mod params;
 
+mod arch;
+mod kernel_kinds;
+mod params;
+mod single_pass_sizes;
+
+pub use arch::{nvrtc_cubin_options, nvrtc_options, semantic_nvrtc_options, Arch};
+pub use kernel_kinds::{
+    Direction, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
+    SEGMENTED_DEFINE, SYMBOL_PREFIX,
+};
 pub use params::{
     auto_block_threads, auto_items_per_thread, column_items_per_thread, column_one_block_per_sm,
-    columns_tiles, nvrtc_cubin_options, nvrtc_options, packed_element, pipelined_items_per_thread,
-    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
-    pipelined_stages, pipelined_supported, pipelined_tile_items, semantic_nvrtc_options,
-    small_items_per_thread, tile_fits, tile_shared_bytes, tile_status_bytes, tile_status_stride,
-    Arch, Direction, FlagFormat, GenParams, InvalidParams, ItemsPerThread, Kernel, SegmentSource,
-    SegmentedKernel, SegmentedStrategy, COLUMNS_PER_TILE, DEFAULT_BLOCK_THREADS,
-    MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PACKED_ELEMENT_MIN_REGISTERS,
-    PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE, SEGMENTED_DEFINE, STATIC_SHARED_LIMIT,
-    SYMBOL_PREFIX, TILE_STATUS_STRIDE,
+    columns_tiles, packed_element, small_items_per_thread, tile_fits, tile_shared_bytes, GenParams,
+    InvalidParams, ItemsPerThread, COLUMNS_PER_TILE, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_REGISTERS,
+    MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PACKED_ELEMENT_MIN_REGISTERS, STATIC_SHARED_LIMIT,
+};
+pub use single_pass_sizes::{
+    pipelined_items_per_thread, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
+    pipelined_shared_bytes, pipelined_stages, pipelined_supported, pipelined_tile_items,
+    tile_status_bytes, tile_status_stride, PIPELINED_BLOCK_THREADS, PIPELINED_MAX_ELEMENT_SIZE,
+    TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};

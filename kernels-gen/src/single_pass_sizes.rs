@@ -1,0 +1,283 @@
+//! Sizes of the single passes' scratch: the look-back status entries and
+//! the pipelined pass's shared-memory stages, per element size. The
+//! layout ([`crate::layout::Layout`]) carries them into the program.
+
+/// The fewest bytes between the status entries of consecutive tiles
+/// ([`tile_status_stride`]). Waiting tiles poll their newest predecessors'
+/// entries; spread out, those fall in more cache lines and L2 slices instead
+/// of queuing on a few hot lines.
+pub const TILE_STATUS_STRIDE: usize = 64;
+
+/// Bytes between the status entries of consecutive tiles for an element of
+/// `element_size` bytes (the layout's `tile_status_stride`), so the status
+/// array holds this many bytes per tile: [`TILE_STATUS_STRIDE`], or the
+/// entry ([`tile_status_bytes`]) rounded up to a multiple of it.
+pub const fn tile_status_stride(element_size: usize) -> usize {
+    let bytes = tile_status_bytes(element_size);
+    if bytes <= TILE_STATUS_STRIDE {
+        TILE_STATUS_STRIDE
+    } else {
+        round_up(bytes, TILE_STATUS_STRIDE)
+    }
+}
+
+/// Bytes of one tile's entry in the single-pass status array for an element of
+/// `element_size` bytes (the prelude's `scan_tile_status`): 8 when
+/// the element packs with its 4-byte status word into one 64-bit word, 16
+/// when it packs into a 128-bit word, and for larger elements a 128-bit
+/// chunk per 12 bytes of the value, each carrying a copy of the status word
+/// (a poll reads the value with the status in one round trip, no fence).
+///
+/// Each entry starts its own [`tile_status_stride`] bytes of the array.
+pub const fn tile_status_bytes(element_size: usize) -> usize {
+    if element_size <= 4 {
+        8
+    } else if element_size <= 12 {
+        16
+    } else {
+        16 * element_size.div_ceil(12)
+    }
+}
+
+/// Threads per block of the pipelined single pass ([`Kernel::PipelinedInclusive`](crate::Kernel::PipelinedInclusive)):
+/// two squads of 4 warps (reduce, rescan) and a producer, a lookahead and a
+/// store warp. The prelude's `scan_pipelined_block_threads`.
+pub const PIPELINED_BLOCK_THREADS: u32 = 32 * (2 * PIPELINED_SQUAD_WARPS + 3);
+/// Warps in each of the pipelined pass's two compute squads (reduce, rescan).
+pub const PIPELINED_SQUAD_WARPS: u32 = 4;
+const PIPELINED_STAGE_BUDGET: usize = 200 * 1024;
+const PIPELINED_MAX_STAGES: usize = 6;
+
+/// Items per thread of the pipelined single pass for an element of
+/// `element_size` bytes, odd (threads reading their own consecutive items
+/// from shared memory then hit distinct banks): up to 48 bytes, about 252
+/// bytes per thread (63 for 4-byte elements: a 31.5 KiB tile, which with 6
+/// stages per SM ran a stand-alone `u32` sum at 96.5% of copy speed on the
+/// H200, 2^28); wider elements, tiles of about 48 KiB, at least 3 items.
+/// A tile's lookahead costs about the same whatever its size, so wide
+/// elements need long tiles to hide it: on an H100 (2^24, `scan_bench`
+/// `SCAN_BENCH_WIDE=paths`), 56- and 64-byte affine maps ran at 68.5% and
+/// 63.7% of copy speed in tiles of 252 bytes per thread (3 items) and at
+/// 88.6% and 83.6% in 48 KiB tiles (5 items); 88- to 108-byte ones at
+/// 28-34% with one item and 74-83% with 3.
+pub const fn pipelined_items_per_thread(element_size: usize) -> u32 {
+    if element_size == 0 || element_size >= 252 {
+        return 1;
+    }
+    let items = if element_size > 48 {
+        (48 * 1024 / (32 * PIPELINED_SQUAD_WARPS as usize * element_size)) as u32
+    } else {
+        (252 / element_size) as u32
+    };
+    let items = if items < 3 && element_size <= PIPELINED_MAX_ELEMENT_SIZE {
+        3
+    } else {
+        items
+    };
+    if items % 2 == 1 {
+        items
+    } else {
+        items - 1
+    }
+}
+
+/// Elements per tile of the pipelined single pass.
+pub const fn pipelined_tile_items(element_size: usize) -> usize {
+    (32 * PIPELINED_SQUAD_WARPS * pipelined_items_per_thread(element_size)) as usize
+}
+
+const fn round_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+/// Bytes of a pipelined stage's tile: a 128-byte multiple, so that every
+/// stage's tile starts where bulk copies want it.
+pub const fn pipelined_tile_bytes(element_size: usize) -> usize {
+    round_up(pipelined_tile_items(element_size) * element_size, 128)
+}
+
+/// Shared-memory bytes of one pipeline stage: the tile, then the reduce
+/// squad's totals and the tile prefix (a 16-byte multiple), and 64 bytes
+/// for six barriers, the tile's index and the padding that puts the values
+/// after all stages' barriers and indices at a 16-byte boundary (with an
+/// odd number of stages they end 8 bytes short of one).
+const fn pipelined_stage_bytes(element_size: usize) -> usize {
+    let squad = (32 * PIPELINED_SQUAD_WARPS) as usize;
+    pipelined_tile_bytes(element_size)
+        + round_up(
+            (squad + PIPELINED_SQUAD_WARPS as usize + 1) * element_size,
+            16,
+        )
+        + 64
+}
+
+/// Tiles in flight per block of the pipelined single pass: as many stages
+/// as 200 KiB of shared memory hold, at most 6.
+pub const fn pipelined_stages(element_size: usize) -> usize {
+    let stages = PIPELINED_STAGE_BUDGET / pipelined_stage_bytes(element_size);
+    if stages > PIPELINED_MAX_STAGES {
+        PIPELINED_MAX_STAGES
+    } else {
+        stages
+    }
+}
+
+/// The widest element the pipelined single pass takes. Its 352 threads get
+/// at most 168 registers each (64 Ki registers per SM, one block), and
+/// wider elements spill there (ptxas 13.0, 3 items per thread: 160 bytes
+/// on sm_120, `tests/nvrtc_sizes.rs`); they take the look-back single pass
+/// instead.
+pub const PIPELINED_MAX_ELEMENT_SIZE: usize = 156;
+
+/// Whether elements of `element_size` bytes can take the pipelined single
+/// pass: its bulk copies move whole 16-byte units, which whole tiles of
+/// elements of a multiple of 4 bytes always are, two stages must fit, and
+/// the element is at most [`PIPELINED_MAX_ELEMENT_SIZE`] bytes.
+pub const fn pipelined_supported(element_size: usize) -> bool {
+    element_size % 4 == 0
+        && element_size > 0
+        && element_size <= PIPELINED_MAX_ELEMENT_SIZE
+        && pipelined_stages(element_size) >= 2
+}
+
+/// Dynamic shared memory of one pipelined block (0 when unsupported): the
+/// prelude's `scan_pipelined_shared_bytes`.
+pub const fn pipelined_shared_bytes(element_size: usize) -> usize {
+    if pipelined_supported(element_size) {
+        pipelined_stages(element_size) * pipelined_stage_bytes(element_size)
+    } else {
+        0
+    }
+}
+
+/// Shared memory the segmented pipelined stages may take: more than the
+/// plain pass's (one block per SM has 227 KiB), enough for 6 stages of
+/// elements of 4 to 12 bytes with their head flags.
+const PIPELINED_SEGMENTED_STAGE_BUDGET: usize = 212 * 1024;
+
+/// Bytes of a pipelined tile's head flags as bits (16-byte multiple: the
+/// producer bulk-loads them with the tile).
+pub const fn pipelined_flag_bits_bytes(element_size: usize) -> usize {
+    round_up(pipelined_tile_items(element_size) / 8, 16)
+}
+
+/// One segmented pipelined stage: the plain stage, plus each reduce
+/// thread's 64-bit head mask, the flags of the threads' and warps' pairs,
+/// and the tile's head flags as bits.
+const fn pipelined_segmented_stage_bytes(element_size: usize) -> usize {
+    pipelined_stage_bytes(element_size)
+        + 32 * PIPELINED_SQUAD_WARPS as usize * 9
+        + 16
+        + pipelined_flag_bits_bytes(element_size)
+}
+
+/// Tiles in flight per block of the segmented pipelined single pass (its
+/// stages also hold head flags): the prelude's
+/// `scan_pipelined_segmented_stages`.
+pub const fn pipelined_segmented_stages(element_size: usize) -> usize {
+    let stages = PIPELINED_SEGMENTED_STAGE_BUDGET / pipelined_segmented_stage_bytes(element_size);
+    if stages > PIPELINED_MAX_STAGES {
+        PIPELINED_MAX_STAGES
+    } else {
+        stages
+    }
+}
+
+/// Whether elements of `element_size` bytes can take the segmented
+/// pipelined single pass ([`pipelined_supported`], with its larger stages).
+pub const fn pipelined_segmented_supported(element_size: usize) -> bool {
+    pipelined_supported(element_size) && pipelined_segmented_stages(element_size) >= 2
+}
+
+/// Dynamic shared memory of one segmented pipelined block (0 when
+/// unsupported): the prelude's `scan_pipelined_segmented_shared_bytes`.
+pub const fn pipelined_segmented_shared_bytes(element_size: usize) -> usize {
+    if pipelined_segmented_supported(element_size) {
+        pipelined_segmented_stages(element_size) * pipelined_segmented_stage_bytes(element_size)
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelined_shapes_fill_shared_memory_with_odd_item_counts() {
+        assert_eq!(pipelined_items_per_thread(4), 63);
+        assert_eq!(pipelined_items_per_thread(8), 31);
+        assert_eq!(pipelined_items_per_thread(16), 15);
+        assert_eq!(pipelined_items_per_thread(24), 9);
+        assert_eq!(pipelined_items_per_thread(1000), 1);
+        assert_eq!(pipelined_tile_items(4), 128 * 63);
+        assert_eq!(pipelined_stages(4), 6);
+        // 6 × (31.5 KiB tile + 133 × 4 rounded to 16 + 64 bytes of barriers,
+        // index and padding)
+        assert_eq!(pipelined_shared_bytes(4), 6 * (32256 + 544 + 64));
+        for size in (4..=512).step_by(4) {
+            let bytes = pipelined_shared_bytes(size);
+            assert!(bytes <= 227 * 1024, "{size}: {bytes}");
+            assert_eq!(pipelined_supported(size), bytes > 0, "{size}");
+            assert_eq!(pipelined_items_per_thread(size) % 2, 1, "{size}");
+        }
+        assert!(!pipelined_supported(2));
+        assert!(!pipelined_supported(6));
+        assert!(pipelined_supported(24));
+        assert!(pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE));
+        assert!(!pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE + 4));
+        assert_eq!(PIPELINED_BLOCK_THREADS, 352);
+        // The segmented pass's stages also hold 128 head masks and flags,
+        // and the tile's head bits (1008 bytes for 4-byte elements), in a
+        // larger budget that keeps 6 stages from 4 to 12 bytes.
+        assert_eq!(pipelined_segmented_stages(4), 6);
+        assert_eq!(pipelined_segmented_stages(12), 6);
+        assert_eq!(
+            pipelined_segmented_shared_bytes(4),
+            6 * (32256 + 544 + 64 + 128 * 9 + 16 + 1008)
+        );
+        for size in (4..=512).step_by(4) {
+            let bytes = pipelined_segmented_shared_bytes(size);
+            assert!(bytes <= 227 * 1024, "{size}: {bytes}");
+            // The host sizes segmented scratch by the plain pass's tiles.
+            assert!(
+                !pipelined_segmented_supported(size) || pipelined_supported(size),
+                "{size}"
+            );
+            assert_eq!(pipelined_segmented_supported(size), bytes > 0, "{size}");
+        }
+    }
+
+    #[test]
+    fn status_packs_elements_up_to_twelve_bytes() {
+        assert_eq!(tile_status_bytes(1), 8);
+        assert_eq!(tile_status_bytes(4), 8);
+        assert_eq!(tile_status_bytes(5), 16);
+        assert_eq!(tile_status_bytes(12), 16);
+        assert_eq!(tile_status_bytes(13), 32);
+        assert_eq!(tile_status_bytes(24), 32);
+        assert_eq!(tile_status_bytes(25), 48);
+        assert_eq!(tile_status_bytes(48), 64);
+        assert_eq!(tile_status_bytes(49), 80);
+        assert_eq!(tile_status_bytes(72), 96);
+        assert_eq!(tile_status_bytes(256), 352);
+        // Entries 64 bytes apart, wider ones a multiple of 64 apart.
+        assert_eq!(tile_status_stride(1), 64);
+        assert_eq!(tile_status_stride(48), 64);
+        assert_eq!(tile_status_stride(49), 128);
+        assert_eq!(tile_status_stride(96), 128);
+        assert_eq!(tile_status_stride(97), 192);
+        assert_eq!(tile_status_stride(256), 384);
+        for size in 1..=256 {
+            let (bytes, stride) = (tile_status_bytes(size), tile_status_stride(size));
+            assert!(
+                bytes <= stride && stride % TILE_STATUS_STRIDE == 0,
+                "{size}"
+            );
+            assert!(
+                bytes <= 16 || 12 * (bytes / 16) >= size,
+                "{size}: the chunks hold it"
+            );
+        }
+    }
+}
