@@ -1,7 +1,8 @@
 //! Choosing between the GPU and the CPU: [`Scanner`].
 
+use crate::device::open_device;
 use crate::error::{Result, ScanError};
-use crate::gpu::{open_device, GpuScanner};
+use crate::gpu::GpuScanner;
 use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented::{self, Segments};

@@ -2,9 +2,10 @@
 //! matrix scanned down its columns (`columns.cuh`).
 
 use crate::error::{Result, ScanError};
-use crate::gpu::{directed, GpuScanner, MAX_TILES};
+use crate::gpu::{directed, GpuScanner};
 use crate::kernels::layout;
 use crate::launch;
+use crate::path::MAX_TILES;
 use cudarc::driver::{
     CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };

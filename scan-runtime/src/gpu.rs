@@ -3,13 +3,16 @@
 use crate::cache::DiskCache;
 use crate::carry::DeviceCarryOut;
 use crate::error::{Result, ScanError};
-use crate::jit;
 use crate::kernels::{
     compile_target, kernel_without_compiling, layout, load_kernel, wait_for_compiles, Availability,
     ColdKernel, LoadedKernel, PipelinedLaunch, ProgramStats,
 };
 use crate::launch;
 use crate::laws::LawCheck;
+use crate::path::{
+    pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
+    small_tile_items, ScanPath, MAX_TILES,
+};
 use crate::segmented::DeviceSegmentsSpec;
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, SinglePassArgs, Workspace};
@@ -24,100 +27,6 @@ use scan_core::{Direction, HostCarryOut, HostSegments, IntoScanSpec, ScanKind, S
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
-
-/// Whether the CUDA driver library can be loaded: probed once per process
-/// (a probe loads and unloads the library, about a millisecond).
-pub fn driver_present() -> bool {
-    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // SAFETY: only tries to load the shared library.
-    *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
-}
-
-/// Opens device `ordinal`, with a typed error (never a panic) when there is
-/// no driver, no NVRTC or no such device.
-pub fn open_device(ordinal: usize) -> Result<Arc<CudaContext>> {
-    if !driver_present() {
-        return Err(ScanError::NoDriver);
-    }
-    if !jit::nvrtc_present() {
-        return Err(ScanError::NoNvrtc);
-    }
-    cudarc::driver::result::init()?;
-    let count = cudarc::driver::result::device::get_count()?;
-    if count <= 0 || ordinal >= count as usize {
-        return Err(ScanError::NoDevice);
-    }
-    Ok(CudaContext::new(ordinal)?)
-}
-
-/// The architecture to generate for on `ctx`'s device.
-pub fn device_arch(ctx: &CudaContext) -> Result<Arch> {
-    let (major, minor) = ctx.compute_capability()?;
-    let arch = Arch {
-        major: major as u32,
-        minor: minor as u32,
-    };
-    if arch < Arch::MIN_SUPPORTED {
-        return Err(ScanError::UnsupportedDevice {
-            device: ctx.name()?,
-            major,
-            minor,
-        });
-    }
-    Ok(arch)
-}
-
-/// The environment variable that overrides the architecture programs are
-/// compiled for (`sm_80`, `compute_80`, `80` or `8.0`).
-pub const TARGET_ARCH_ENV: &str = "GPU_SCAN_TARGET_ARCH";
-
-/// The architecture programs are compiled for on `ctx`'s device: the
-/// device's own, or an older one named by [`TARGET_ARCH_ENV`]
-/// (`GPU_SCAN_TARGET_ARCH=compute_80`). An older target makes NVRTC emit
-/// that architecture's PTX, which the driver compiles for the device: the
-/// program then uses only what that architecture has (no pipelined single
-/// pass before sm_90), as it would on such a GPU. This is how the GPU tests
-/// exercise the code paths of older GPUs on a newer one.
-///
-/// A target newer than the device, older than [`Arch::MIN_SUPPORTED`], or
-/// not an architecture is [`ScanError::BadTargetArch`].
-pub fn target_arch(ctx: &CudaContext) -> Result<Arch> {
-    let device = device_arch(ctx)?;
-    let Some(text) = std::env::var_os(TARGET_ARCH_ENV) else {
-        return Ok(device);
-    };
-    let text = text.to_string_lossy().into_owned();
-    match Arch::parse(&text) {
-        Some(arch) if arch >= Arch::MIN_SUPPORTED && arch <= device => Ok(arch),
-        _ => Err(ScanError::BadTargetArch {
-            value: text,
-            device: device.sm_name(),
-        }),
-    }
-}
-
-pub(crate) fn driver_version() -> i32 {
-    let mut v = 0;
-    // SAFETY: the driver is loaded (a context exists); writes one int.
-    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
-    v
-}
-
-/// Elements per tile of the pipelined single pass (0 where the element
-/// cannot take it).
-pub(crate) fn pipelined_tile_items<Op: ScanOp>() -> usize {
-    let layout = layout::<Op>();
-    if layout.pipelined_supported() {
-        layout.pipelined_tile_items()
-    } else {
-        0
-    }
-}
-
-/// Elements per small tile (the single pass over short inputs).
-pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
-    layout::<Op>().small_tile_items()
-}
 
 /// Scans with operator `Op` on one CUDA context.
 ///
@@ -190,7 +99,7 @@ pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
 /// anything is enqueued.
 pub struct GpuScanner<Op: ScanOp> {
     pub(crate) ctx: Arc<CudaContext>,
-    /// The architecture kernels are compiled for (see [`target_arch`]).
+    /// The architecture kernels are compiled for (see [`target_arch`](crate::target_arch)).
     pub(crate) arch: Arch,
     /// The kernels this scanner has used, by ABI entry.
     kernels: HashMap<KernelAbi, Arc<LoadedKernel>>,
@@ -211,52 +120,6 @@ pub struct GpuScanner<Op: ScanOp> {
     _op: PhantomData<Op>,
 }
 
-/// How a scan of more than one tile runs on the device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ScanPath {
-    /// The path the library considers fastest for the input: the
-    /// pipelined single pass for inputs of at least 2 MiB of elements of
-    /// at most 12 bytes, and for plain scans of elements of up to 80 bytes;
-    /// otherwise the single pass with look-back. The single passes beat
-    /// reduce-then-scan's three launches on the H200 at every size;
-    /// BENCHMARKS.md has the numbers. Segmented scans over
-    /// offsets of short segments (a segment per fewer than 320 elements on
-    /// average) take the look-back pass.
-    Auto,
-    /// The pipelined single pass, for Hopper (sm_90) and newer: persistent
-    /// blocks whose warps take roles. A producer warp loads tiles into a
-    /// pipeline of shared-memory stages with bulk copies (TMA); a reduce
-    /// squad publishes each tile's aggregate as soon as it lands; a
-    /// lookahead warp sums its predecessors' aggregates into the tile's
-    /// prefix; a rescan squad and a store warp finish the tile. Loads keep
-    /// going while tiles wait for their prefixes (after CCCL's
-    /// warp-specialized scan). Elements whose size is a multiple of 4
-    /// bytes, at most 156 bytes (wider ones spill in its registers),
-    /// 16-byte aligned input, output (and
-    /// head flags); plain scans
-    /// longer than [`GpuScanner::small_tile_limit`], segmented scans longer
-    /// than one tile (forward only; segmented reverse scans run as
-    /// [`ScanPath::SinglePass`]). Anything else runs as
-    /// [`ScanPath::SinglePass`].
-    Pipelined,
-    /// One kernel: every tile publishes its aggregate and then its inclusive
-    /// prefix, and looks back over its predecessors' (decoupled look-back;
-    /// Merrill & Garland 2016). Reads and writes each element once.
-    SinglePass,
-    /// Three kernels: tile totals, a scan of the totals, a seeded rescan
-    /// (chapter 1.4.4). Reads the input twice.
-    ReduceThenScan,
-}
-
-/// On [`ScanPath::Auto`], inputs of at least this many bytes take the
-/// pipelined single pass (where it can run); shorter ones the single pass
-/// with look-back. Measured on the H200 (`u32` sum, CUDA events around each
-/// call): the pipelined pass takes 7.8 µs at 2^14-2^16 elements against
-/// 7.1 µs, ties at 2^18 (8.1 against 8.0 µs) and wins from 2^20 on (9.2
-/// against 10.1 µs; 41 against 53 µs at 2^24).
-pub(crate) const PIPELINED_AUTO_MIN_BYTES: usize = 2 << 20;
-
 /// Whether a scan may take the pipelined single pass now
 /// ([`GpuScanner::pipelined_shape`]).
 pub(crate) enum PipelinedShape {
@@ -268,67 +131,6 @@ pub(crate) enum PipelinedShape {
     /// It cannot run here: take the single pass with look-back.
     CannotRun,
 }
-
-/// The concrete path for a scan of more than one tile.
-pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
-    match path {
-        ScanPath::Auto => ScanPath::Pipelined,
-        concrete => concrete,
-    }
-}
-
-/// Element sizes (bytes) past 12 whose plain scans take the pipelined
-/// single pass on [`ScanPath::Auto`]: up to 128, as far as it was
-/// measured (it takes up to 156: those keep the look-back pass). Measured
-/// (`SCAN_BENCH_WIDE=paths scan_bench`: affine maps of vectors of `u32`
-/// lanes, 2^24 elements) against the look-back pass: on the H200, with
-/// tile status in 128-bit chunks, 68-87% of a copy against 18-71% from 13
-/// to 48 bytes; on an H100, with the long tiles of
-/// `kernels_gen::pipelined_items_per_thread`, 74-89% against 14-17% from
-/// 56 to 108 bytes, and 45% against 11% at 128.
-pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> = 13..=128;
-
-/// Whether a scan of `n` elements (more than one tile; plain or segmented)
-/// on `path` should take the pipelined single pass where it can: always on
-/// [`ScanPath::Pipelined`]; on [`ScanPath::Auto`] only where it was
-/// measured faster: inputs of at least [`PIPELINED_AUTO_MIN_BYTES`], of
-/// elements of at most 12 bytes or, for plain scans, of
-/// [`PIPELINED_AUTO_WIDE_SIZES`] (segmented scans of those were not
-/// measured, and keep the look-back pass).
-pub(crate) fn pipelined_wanted<Op: ScanOp>(path: ScanPath, n: usize, segmented: bool) -> bool {
-    pipelined_wanted_for(std::mem::size_of::<Op::Element>(), path, n, segmented)
-}
-
-/// [`pipelined_wanted`] for elements of `size` bytes.
-fn pipelined_wanted_for(size: usize, path: ScanPath, n: usize, segmented: bool) -> bool {
-    match path {
-        ScanPath::Pipelined => true,
-        ScanPath::Auto => {
-            n * size >= PIPELINED_AUTO_MIN_BYTES
-                && (size <= 12 || (!segmented && PIPELINED_AUTO_WIDE_SIZES.contains(&size)))
-        }
-        _ => false,
-    }
-}
-
-/// Whether `path` scans in a single pass (either kind).
-pub(crate) fn single_pass(path: ScanPath) -> bool {
-    resolve_path(path) != ScanPath::ReduceThenScan
-}
-
-/// Status entries a single pass over `n` elements (in full-size tiles) may
-/// need on `path`: the pipelined tiles are larger, but a scan that cannot
-/// take them falls back to the others.
-pub(crate) fn single_pass_tiles_for<Op: ScanOp>(n: usize, path: ScanPath) -> usize {
-    let tiles = n.div_ceil(Op::tile_items());
-    match pipelined_tile_items::<Op>() {
-        t if t > 0 && path == ScanPath::Pipelined => tiles.max(n.div_ceil(t)),
-        _ => tiles,
-    }
-}
-
-/// Elements the pass over tile totals and the grid can handle (grid.x < 2^31).
-pub(crate) const MAX_TILES: usize = i32::MAX as usize;
 
 impl<Op: ScanOp> GpuScanner<Op>
 where
@@ -1241,31 +1043,4 @@ fn pipelined_abi(inclusive: bool, direction: Direction) -> KernelAbi {
         },
         direction,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn auto_takes_the_pipelined_pass_where_it_was_measured_faster() {
-        let big = 1 << 26;
-        let auto = |size, segmented| pipelined_wanted_for(size, ScanPath::Auto, big, segmented);
-        // Values that pack with their status, plain and segmented.
-        for size in [1, 4, 8, 12] {
-            assert!(auto(size, false) && auto(size, true), "{size}");
-        }
-        // 13 to 128 bytes: the pipelined pass in plain scans only; past
-        // 128: the look-back pass.
-        for size in [132, 156, 192, 256] {
-            assert!(!auto(size, false), "{size}");
-        }
-        for size in [13, 16, 24, 28, 32, 48, 72, 80, 96, 108, 128] {
-            assert!(auto(size, false) && !auto(size, true), "{size}");
-        }
-        // Short inputs never; explicit paths as asked.
-        assert!(!pipelined_wanted_for(4, ScanPath::Auto, 1 << 10, false));
-        assert!(pipelined_wanted_for(256, ScanPath::Pipelined, 1, true));
-        assert!(!pipelined_wanted_for(4, ScanPath::SinglePass, big, false));
-    }
 }

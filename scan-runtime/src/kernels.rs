@@ -5,8 +5,8 @@
 
 use crate::background::{Job, Jobs};
 use crate::cache::{CacheKey, DiskCache};
+use crate::device::{device_arch, driver_version, target_arch};
 use crate::error::Result;
-use crate::gpu::{device_arch, driver_version, target_arch};
 use crate::jit;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, LaunchConfig};
 use kernels_gen::abi::KernelAbi;

@@ -20,6 +20,7 @@ mod background;
 pub mod cache;
 mod carry;
 mod columns;
+mod device;
 mod device_api;
 mod error;
 mod gpu;
@@ -32,6 +33,7 @@ mod keys;
 mod launch;
 mod laws;
 mod offsets;
+mod path;
 mod segmented;
 mod tuning;
 mod workspace;
@@ -40,17 +42,17 @@ pub use backend::{BackendKind, Scanner};
 pub use cache::{CacheEnvError, DiskCache};
 pub use carry::DeviceCarryOut;
 pub use cudarc;
+pub use device::{device_arch, driver_present, open_device, target_arch, TARGET_ARCH_ENV};
 pub use device_api::DeviceApi;
 pub use error::{Result, ScanError};
-pub use gpu::{
-    device_arch, driver_present, open_device, target_arch, GpuScanner, ScanPath, TARGET_ARCH_ENV,
-};
+pub use gpu::GpuScanner;
 #[doc(hidden)]
 pub use kernels::{layout, program_source};
 pub use kernels::{ProgramOrigin, ProgramStats};
 pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
 pub use keys::{DeviceKeys, KeyView};
 pub use offsets::{DeviceOffset, DeviceOffsets};
+pub use path::ScanPath;
 pub use segmented::{
     DeviceHeadFlags, DeviceSegments, DeviceSegmentsSpec, FlagWord, HeadFlagBuilder,
     OwnedDeviceHeadFlags,

@@ -5,14 +5,15 @@
 use crate::cache::DiskCache;
 use crate::carry::DeviceCarryOut;
 use crate::error::{Result, ScanError};
-use crate::gpu::{
-    pipelined_tile_items, pipelined_wanted, put_carry, resolve_path, single_pass,
-    single_pass_tiles_for, GpuScanner, PipelinedShape, ScanPath,
-};
+use crate::gpu::{put_carry, GpuScanner, PipelinedShape};
 use crate::kernels::{build_module, compile_target, layout, ProgramStats};
 use crate::keys::{DeviceKeys, KeyView};
 use crate::launch::{self, Heads};
 use crate::offsets::DeviceOffsets;
+use crate::path::{
+    pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
+    ScanPath,
+};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
     DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,

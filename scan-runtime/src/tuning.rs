@@ -1,7 +1,7 @@
 //! How a [`GpuScanner`](crate::GpuScanner) chooses among its kernels:
 //! [`Tuning`].
 
-use crate::gpu::ScanPath;
+use crate::path::ScanPath;
 use kernels_gen::SegmentedStrategy;
 
 /// Inputs of at most this many elements take the single pass over small
