@@ -43,7 +43,7 @@ impl Coverage {
     /// otherwise for the one architecture of the other six that the item's
     /// `share` (its index, or a size's half) falls to.
     pub fn covers(self, arch: Arch, share: usize) -> bool {
-        if self == Coverage::Full || arch == Arch::SM_90 {
+        if self.covers_all(arch) {
             return true;
         }
         let others: Vec<Arch> = Arch::CUDA_13
@@ -51,6 +51,12 @@ impl Coverage {
             .filter(|&a| a != Arch::SM_90)
             .collect();
         others[share % others.len()] == arch
+    }
+
+    /// Whether everything is compiled for `arch`: sm_90, or every
+    /// architecture under [`Coverage::Full`].
+    pub fn covers_all(self, arch: Arch) -> bool {
+        self == Coverage::Full || arch == Arch::SM_90
     }
 
     /// A line for the test's summary.
