@@ -13,7 +13,7 @@ use crate::path::{
     pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
     small_tile_items, ScanPath, MAX_TILES,
 };
-use crate::segmented::DeviceSegmentsSpec;
+use crate::segments::DeviceSegmentsSpec;
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, SinglePassArgs, Workspace};
 use cudarc::driver::sys::CUstreamCaptureStatus;

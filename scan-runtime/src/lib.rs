@@ -23,6 +23,7 @@ mod columns;
 mod device;
 mod device_api;
 mod error;
+mod flag_builder;
 mod gpu;
 /// NVRTC compilation and its caches, for the test suites and tools: not
 /// part of the API.
@@ -35,6 +36,7 @@ mod laws;
 mod offsets;
 mod path;
 mod segmented;
+mod segments;
 mod tuning;
 mod workspace;
 
@@ -45,6 +47,7 @@ pub use cudarc;
 pub use device::{device_arch, driver_present, open_device, target_arch, TARGET_ARCH_ENV};
 pub use device_api::DeviceApi;
 pub use error::{Result, ScanError};
+pub use flag_builder::{FlagWord, HeadFlagBuilder};
 pub use gpu::GpuScanner;
 #[doc(hidden)]
 pub use kernels::{layout, program_source};
@@ -53,8 +56,5 @@ pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
 pub use keys::{DeviceKeys, KeyView};
 pub use offsets::{DeviceOffset, DeviceOffsets};
 pub use path::ScanPath;
-pub use segmented::{
-    DeviceHeadFlags, DeviceSegments, DeviceSegmentsSpec, FlagWord, HeadFlagBuilder,
-    OwnedDeviceHeadFlags,
-};
+pub use segments::{DeviceHeadFlags, DeviceSegments, DeviceSegmentsSpec, OwnedDeviceHeadFlags};
 pub use tuning::Tuning;

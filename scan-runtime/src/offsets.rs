@@ -4,8 +4,8 @@
 //! written.
 
 use crate::error::Result;
+use crate::flag_builder::HeadFlagBuilder;
 use crate::launch::OffsetsArg;
-use crate::segmented::HeadFlagBuilder;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr, SyncOnDrop};
 use scan_core::segmented::{InvalidOffsets, SegmentOffset};
 use std::sync::Arc;

@@ -1,0 +1,254 @@
+//! Segments on the device, as a segmented scan takes them: head flags
+//! ([`DeviceHeadFlags`]), fixed-length rows, offsets and keys
+//! ([`DeviceSegments`]), and how a scan spec names them
+//! ([`DeviceSegmentsSpec`]).
+
+use crate::error::Result;
+use crate::keys::{DeviceKeys, KeyView};
+use crate::offsets::DeviceOffsets;
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
+use kernels_gen::{FlagFormat, SegmentSource};
+use scan_core::segmented::{FlagsLengthMismatch, RowLengthMismatch, SegmentKey};
+use scan_core::{NoSegments, SegmentedBy};
+
+/// Segment head flags in device memory, borrowed: one byte per element
+/// (non-zero marks a head) or bits packed into `u32` words (element `i` is
+/// bit `i % 32` of word `i / 32`). Element 0 always starts a segment.
+///
+/// Build them from `CudaSlice`s or views with `From`, or with a
+/// [`HeadFlagBuilder`](crate::HeadFlagBuilder) from segment offsets or keys.
+#[derive(Debug)]
+pub enum DeviceHeadFlags<'a> {
+    /// One byte per element.
+    Bytes(CudaView<'a, u8>),
+    /// Packed bits: the words, and the number of elements they describe
+    /// (the words of 33 elements and of 40 look alike).
+    Bits {
+        /// `ceil(len / 32)` words; bits past `len` are ignored.
+        words: CudaView<'a, u32>,
+        /// The number of elements the flags describe.
+        len: usize,
+    },
+}
+
+impl<'a> DeviceHeadFlags<'a> {
+    /// Packed flags for `len` elements in `words` (`slice.as_view()`).
+    pub fn bits(words: CudaView<'a, u32>, len: usize) -> Self {
+        DeviceHeadFlags::Bits { words, len }
+    }
+
+    /// The storage format.
+    pub fn format(&self) -> FlagFormat {
+        match self {
+            DeviceHeadFlags::Bytes(_) => FlagFormat::Bytes,
+            DeviceHeadFlags::Bits { .. } => FlagFormat::Bits,
+        }
+    }
+
+    /// Storage units (bytes or words).
+    pub fn units(&self) -> usize {
+        match self {
+            DeviceHeadFlags::Bytes(b) => b.len(),
+            DeviceHeadFlags::Bits { words, .. } => words.len(),
+        }
+    }
+
+    /// The number of elements the flags describe.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceHeadFlags::Bytes(b) => b.len(),
+            DeviceHeadFlags::Bits { len, .. } => *len,
+        }
+    }
+
+    /// Whether the flags describe no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn check_len(&self, n: usize) -> Result<(), FlagsLengthMismatch> {
+        FlagsLengthMismatch::check(self.format(), n, self.len(), self.units())
+    }
+}
+
+impl<'a> From<&'a CudaSlice<u8>> for DeviceHeadFlags<'a> {
+    fn from(bytes: &'a CudaSlice<u8>) -> Self {
+        DeviceHeadFlags::Bytes(bytes.as_view())
+    }
+}
+
+impl<'a> From<CudaView<'a, u8>> for DeviceHeadFlags<'a> {
+    fn from(bytes: CudaView<'a, u8>) -> Self {
+        DeviceHeadFlags::Bytes(bytes)
+    }
+}
+
+/// How a GPU segmented scan's input is cut into segments: head flags in
+/// device memory (a [`DeviceHeadFlags`], a `&CudaSlice<u8>` or a byte view
+/// converts into this), rows of a fixed length, or segment start offsets
+/// ([`DeviceOffsets`] converts into this). Rows and offsets need no flags:
+/// the kernels compute the heads of each tile (from the index, or from the
+/// offsets that fall in it), so a row-major matrix is scanned along its
+/// rows, and a CSR matrix's values along theirs, at about the speed of a
+/// plain scan.
+///
+/// ```no_run
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::scan_runtime::{open_device, DeviceSegments, GpuScanner};
+///
+/// #[scan_op(element = f32, identity = 0.0, op = |a, b| a + b)]
+/// struct Sum;
+///
+/// let ctx = open_device(0)?;
+/// let stream = ctx.default_stream();
+/// // 1024 rows of 16: cumsum along dim 1.
+/// let x = stream.clone_htod(&vec![1.0f32; 1024 * 16])?;
+/// let mut y = stream.alloc_zeros::<f32>(1024 * 16)?;
+/// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
+/// scanner.segmented_scan(&stream, ScanKind::Inclusive, DeviceSegments::rows(16), &x, &mut y)?;
+/// # Ok::<(), gpu_scan::prelude::ScanError>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DeviceSegments<'a> {
+    /// Heads given as flags in device memory.
+    Flags(DeviceHeadFlags<'a>),
+    /// Segments of `row_length` elements each (element `i` starts one
+    /// where `i % row_length == 0`); the input's length must be a multiple
+    /// of `row_length`, which must not be 0.
+    Rows {
+        /// Elements per row.
+        row_length: usize,
+    },
+    /// Segments starting at checked offsets.
+    Offsets(DeviceOffsets<'a>),
+    /// Segments of equal consecutive keys (a scan by key).
+    Keys(DeviceKeys<'a>),
+}
+
+impl<'a> DeviceSegments<'a> {
+    /// Rows of `row_length` elements each ([`DeviceSegments::Rows`]).
+    pub fn rows(row_length: usize) -> Self {
+        DeviceSegments::Rows { row_length }
+    }
+
+    /// Segments of equal consecutive keys ([`DeviceSegments::Keys`]), from
+    /// a `&CudaSlice<K>` or a `CudaView<K>` of any
+    /// [`SegmentKey`](scan_core::segmented::SegmentKey) type.
+    pub fn keys<K: SegmentKey + DeviceRepr>(keys: impl Into<KeyView<'a, K>>) -> Self {
+        DeviceSegments::Keys(DeviceKeys::new(keys))
+    }
+
+    /// Where the kernels find the heads.
+    pub(crate) fn source(&self) -> SegmentSource {
+        match self {
+            DeviceSegments::Flags(heads) => SegmentSource::Flags(heads.format()),
+            DeviceSegments::Rows { .. } => SegmentSource::Rows,
+            DeviceSegments::Offsets(_) => SegmentSource::Offsets,
+            DeviceSegments::Keys(_) => SegmentSource::Keys,
+        }
+    }
+
+    pub(crate) fn check_len(&self, n: usize) -> Result<()> {
+        match self {
+            DeviceSegments::Flags(heads) => Ok(heads.check_len(n)?),
+            DeviceSegments::Rows { row_length } => Ok(RowLengthMismatch::check(n, *row_length)?),
+            DeviceSegments::Offsets(offsets) => Ok(offsets.check_len(n)?),
+            DeviceSegments::Keys(keys) => Ok(keys.check_len(n)?),
+        }
+    }
+}
+
+impl<'a> From<DeviceOffsets<'a>> for DeviceSegments<'a> {
+    fn from(offsets: DeviceOffsets<'a>) -> Self {
+        DeviceSegments::Offsets(offsets)
+    }
+}
+
+impl<'a> From<&DeviceOffsets<'a>> for DeviceSegments<'a> {
+    fn from(offsets: &DeviceOffsets<'a>) -> Self {
+        DeviceSegments::Offsets(offsets.clone())
+    }
+}
+
+impl<'a> From<DeviceKeys<'a>> for DeviceSegments<'a> {
+    fn from(keys: DeviceKeys<'a>) -> Self {
+        DeviceSegments::Keys(keys)
+    }
+}
+
+impl<'a> From<&DeviceKeys<'a>> for DeviceSegments<'a> {
+    fn from(keys: &DeviceKeys<'a>) -> Self {
+        DeviceSegments::Keys(keys.clone())
+    }
+}
+
+impl<'a> From<DeviceHeadFlags<'a>> for DeviceSegments<'a> {
+    fn from(heads: DeviceHeadFlags<'a>) -> Self {
+        DeviceSegments::Flags(heads)
+    }
+}
+
+impl<'a> From<&'a CudaSlice<u8>> for DeviceSegments<'a> {
+    fn from(bytes: &'a CudaSlice<u8>) -> Self {
+        DeviceSegments::Flags(bytes.into())
+    }
+}
+
+impl<'a> From<CudaView<'a, u8>> for DeviceSegments<'a> {
+    fn from(bytes: CudaView<'a, u8>) -> Self {
+        DeviceSegments::Flags(bytes.into())
+    }
+}
+
+impl<'a> From<&'a OwnedDeviceHeadFlags> for DeviceSegments<'a> {
+    fn from(heads: &'a OwnedDeviceHeadFlags) -> Self {
+        DeviceSegments::Flags(heads.as_flags())
+    }
+}
+
+/// Owned head flags in device memory, as [`HeadFlagBuilder`](crate::HeadFlagBuilder) returns them.
+#[derive(Debug)]
+pub enum OwnedDeviceHeadFlags {
+    /// One byte per element.
+    Bytes(CudaSlice<u8>),
+    /// Packed bits.
+    Bits {
+        /// `ceil(len / 32)` words.
+        words: CudaSlice<u32>,
+        /// The number of elements the flags describe.
+        len: usize,
+    },
+}
+
+impl OwnedDeviceHeadFlags {
+    /// Borrows the flags for a scan.
+    pub fn as_flags(&self) -> DeviceHeadFlags<'_> {
+        match self {
+            OwnedDeviceHeadFlags::Bytes(b) => b.into(),
+            OwnedDeviceHeadFlags::Bits { words, len } => {
+                DeviceHeadFlags::bits(words.as_view(), *len)
+            }
+        }
+    }
+}
+
+/// A spec's segments for a GPU scan ([`ScanSpec::segments`](scan_core::ScanSpec::segments)): none
+/// ([`NoSegments`]), or anything that converts into [`DeviceSegments`]
+/// (head flags, rows, checked offsets, keys).
+pub trait DeviceSegmentsSpec<'a> {
+    /// The segments, `None` for a scan of the whole input.
+    fn into_device_segments(self) -> Option<DeviceSegments<'a>>;
+}
+
+impl<'a> DeviceSegmentsSpec<'a> for NoSegments {
+    fn into_device_segments(self) -> Option<DeviceSegments<'a>> {
+        None
+    }
+}
+
+impl<'a, T: Into<DeviceSegments<'a>>> DeviceSegmentsSpec<'a> for SegmentedBy<T> {
+    fn into_device_segments(self) -> Option<DeviceSegments<'a>> {
+        Some(self.0.into())
+    }
+}
