@@ -4,7 +4,9 @@
 //! instead of failing every later process. A scan whose preferred kernel is
 //! not compiled yet runs on an interim kernel (small tiles) while the
 //! preferred one compiles in the background, then takes it; with background
-//! compiles off it waits for it. Each step runs in a fresh child
+//! compiles off it waits for it. A process that ends while a background
+//! compile runs exits cleanly, the compile finished and cached (dropping
+//! the scanner waits for it). Each step runs in a fresh child
 //! process (this binary's ignored worker test), so that nothing comes from
 //! the in-memory cache.
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
@@ -24,14 +26,28 @@ const CACHE_ENV: &str = "GPU_FIRST_USE_CACHE";
 
 /// The worker's input length (default 1000: one tile).
 const LENGTH_ENV: &str = "GPU_FIRST_USE_LENGTH";
-/// Set: the worker's scanner waits for every kernel it prefers
-/// (`Tuning::background_compile` off).
-const WAIT_ENV: &str = "GPU_FIRST_USE_WAIT";
+/// How the worker goes on after its first scan ([`Mode`]).
+const MODE_ENV: &str = "GPU_FIRST_USE_MODE";
+
+/// What a worker does around its first scan.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    /// Background compiles on; after the first scan, wait for them and
+    /// scan again.
+    Background,
+    /// Background compiles off: the first scan waits for every kernel it
+    /// prefers (`Tuning::background_compile`).
+    Wait,
+    /// Background compiles on; the process ends right after the first
+    /// scan, its background compile still running.
+    Exit,
+}
 
 /// Worker: one scanner, an inclusive `u32` sum of `GPU_FIRST_USE_LENGTH`
 /// elements checked against the CPU; prints how its kernels were obtained
-/// and which it holds, then waits for background compiles, scans again
-/// (checked), and prints the kernels it holds then.
+/// and which it holds, then (unless its mode is `Exit`) waits for
+/// background compiles, scans again (checked), and prints the kernels it
+/// holds then.
 #[test]
 #[ignore = "worker process of the first-use tests"]
 fn first_use_worker() {
@@ -49,7 +65,8 @@ fn first_use_worker() {
     let mut output = stream.alloc_zeros::<u32>(host.len()).unwrap();
     let disk = gpu_scan::scan_runtime::DiskCache::at(std::env::var_os(CACHE_ENV).unwrap());
     let mut scanner = GpuScanner::<SumU32>::with_disk_cache(&ctx, &disk).unwrap();
-    if std::env::var_os(WAIT_ENV).is_some() {
+    let mode = std::env::var(MODE_ENV).expect("run by the first-use test");
+    if mode == "Wait" {
         scanner.set_tuning(scanner.tuning().with_background_compile(false));
     }
     scanner.inclusive(&stream, &input, &mut output).unwrap();
@@ -59,6 +76,15 @@ fn first_use_worker() {
     );
     let stats = scanner.program_stats();
     let first = scanner.kernel_symbols_for_tests().join(",");
+    if mode == "Exit" {
+        // Ends the process at once: the scanner's drop waits for the
+        // background compile its first scan started.
+        println!(
+            "first-use: origin={:?} kernels={} first={first} settled=-",
+            stats.origin, stats.kernels_loaded
+        );
+        return;
+    }
     scanner.wait_for_background_compiles();
     stream.memset_zeros(&mut output).unwrap();
     scanner.inclusive(&stream, &input, &mut output).unwrap();
@@ -86,18 +112,14 @@ struct Report {
     settled: Vec<String>,
 }
 
-fn run_worker_with(cache: &Path, length: usize, wait: bool) -> Report {
+fn run_worker_with(cache: &Path, length: usize, mode: Mode) -> Report {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
         .args(["--exact", "first_use_worker", "--ignored", "--nocapture"])
         .env(CACHE_ENV, cache)
         .env(LENGTH_ENV, length.to_string())
+        .env(MODE_ENV, format!("{mode:?}"))
         .env("GPU_REQUIRED", "1");
-    if wait {
-        command.env(WAIT_ENV, "1");
-    } else {
-        command.env_remove(WAIT_ENV);
-    }
     let out = command.output().unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
@@ -127,7 +149,7 @@ fn run_worker_with(cache: &Path, length: usize, wait: bool) -> Report {
 }
 
 fn run_worker(cache: &Path) -> (ProgramOrigin, usize) {
-    let report = run_worker_with(cache, 1000, false);
+    let report = run_worker_with(cache, 1000, Mode::Background);
     (report.origin, report.kernels)
 }
 
@@ -218,7 +240,7 @@ fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
         // loaded after the wait and taken by the next scan (both checked
         // against the CPU by the worker); both land in the disk cache.
         let dir = fresh_dir(&format!("background-{n}"));
-        let cold = run_worker_with(&dir, n, false);
+        let cold = run_worker_with(&dir, n, Mode::Background);
         assert_eq!(
             (cold.origin, cold.kernels),
             (ProgramOrigin::Compiled, 1),
@@ -232,7 +254,7 @@ fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
 
         // The next process finds the preferred kernel on disk and takes it
         // at once.
-        let warm = run_worker_with(&dir, n, false);
+        let warm = run_worker_with(&dir, n, Mode::Background);
         assert_eq!(
             (warm.origin, warm.kernels),
             (ProgramOrigin::DiskCache, 1),
@@ -244,7 +266,7 @@ fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
         // Background compiles off: the first scan waits for the preferred
         // kernel, and compiles nothing else.
         let waited_dir = fresh_dir(&format!("waited-{n}"));
-        let waited = run_worker_with(&waited_dir, n, true);
+        let waited = run_worker_with(&waited_dir, n, Mode::Wait);
         assert_eq!(
             (waited.origin, waited.kernels),
             (ProgramOrigin::Compiled, 1),
@@ -256,4 +278,40 @@ fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
             let _ = std::fs::remove_dir_all(d);
         }
     }
+}
+
+/// A program that ends while a background compile runs (its only scan
+/// done, the scanner dropped as `main` returns) exits with success, and the
+/// compile it started finished first: the preferred kernel is in the disk
+/// cache for the next process. Before scanners waited on drop, such a
+/// process exited with NVRTC still running on the compile thread, leaving
+/// only the interim kernel cached (and the quickstart example, which ends
+/// so, reported a failing exit status on an H200; it passes since).
+#[test]
+fn a_process_that_ends_during_a_background_compile_exits_cleanly() {
+    let Some(ctx) = open_gpu("gpu_first_use exit") else {
+        return;
+    };
+    let pipelined_here = gpu_scan::scan_runtime::target_arch(&ctx)
+        .unwrap()
+        .has_bulk_copies();
+    let n = (1usize << 22) + 5;
+    let dir = fresh_dir("exit");
+    let report = run_worker_with(&dir, n, Mode::Exit);
+    assert_eq!(
+        report.first,
+        vec![symbol(Kernel::SinglePassSmallInclusive)],
+        "{report:?}"
+    );
+    assert_eq!(
+        entries(&dir).len(),
+        2,
+        "the interim kernel and the preferred one ({}) cached",
+        symbol(if pipelined_here {
+            Kernel::PipelinedInclusive
+        } else {
+            Kernel::SinglePassInclusive
+        })
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }

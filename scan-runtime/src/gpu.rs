@@ -45,6 +45,9 @@ use std::sync::Arc;
 /// after it is loaded. The results are the same either way. Turn it off
 /// with [`Tuning::background_compile`], or wait for those compiles with
 /// [`GpuScanner::wait_for_background_compiles`] (before timing scans, say).
+/// Dropping a scanner waits for the background compiles of its operator,
+/// so that a program never exits while NVRTC runs on another thread (which
+/// can crash the process in the libraries' exit handlers).
 ///
 /// **Paths.** An input of one tile is scanned by one block in one launch.
 /// Longer inputs take the single pass with decoupled look-back or
@@ -130,6 +133,14 @@ pub(crate) enum PipelinedShape {
     Compiling,
     /// It cannot run here: take the single pass with look-back.
     CannotRun,
+}
+
+impl<Op: ScanOp> Drop for GpuScanner<Op> {
+    /// Waits for the background compiles of `Op`'s kernels (see the type's
+    /// docs, **First use**).
+    fn drop(&mut self) {
+        wait_for_compiles::<Op>(&self.ctx);
+    }
 }
 
 impl<Op: ScanOp> GpuScanner<Op>
