@@ -16,11 +16,13 @@ use common::gpu::open_gpu;
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::KernelAbi;
 use gpu_scan::kernels_gen::Kernel;
+use gpu_scan::scan_runtime::cudarc::driver::CudaContext;
 use gpu_scan::scan_runtime::{GpuScanner, ProgramOrigin};
 use gpu_scan::ScanOp;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 const CACHE_ENV: &str = "GPU_FIRST_USE_CACHE";
 
@@ -204,6 +206,24 @@ fn symbol(kernel: Kernel) -> String {
     KernelAbi::plain(kernel).symbol(<SumU32 as ScanOp>::NAME)
 }
 
+/// The length past the pipelined pass's 2 MiB (16 MiB) that the first-use
+/// tests scan to meet the kernel long inputs prefer.
+const LONG: usize = (1 << 22) + 5;
+
+/// The kernel a scan of [`LONG`] elements prefers on this device: the
+/// pipelined pass where the program has bulk copies, else the look-back
+/// pass in full tiles.
+fn preferred_long_kernel(ctx: &Arc<CudaContext>) -> String {
+    let pipelined_here = gpu_scan::scan_runtime::target_arch(ctx)
+        .unwrap()
+        .has_bulk_copies();
+    symbol(if pipelined_here {
+        Kernel::PipelinedInclusive
+    } else {
+        Kernel::SinglePassInclusive
+    })
+}
+
 /// A fresh cache directory of this process, named `name`.
 fn fresh_dir(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
@@ -220,19 +240,10 @@ fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
     // Lengths that prefer the pipelined pass (16 MiB) where the device has
     // it, and one that prefers the look-back pass in full tiles (past the
     // small-tile limit, under the pipelined pass's 2 MiB).
-    let pipelined_here = gpu_scan::scan_runtime::target_arch(&ctx)
-        .unwrap()
-        .has_bulk_copies();
-    let long = (1usize << 22) + 5;
     let mid = (1usize << 17) + 3;
     let small = symbol(Kernel::SinglePassSmallInclusive);
-    let preferred_long = symbol(if pipelined_here {
-        Kernel::PipelinedInclusive
-    } else {
-        Kernel::SinglePassInclusive
-    });
     for (n, preferred) in [
-        (long, preferred_long),
+        (LONG, preferred_long_kernel(&ctx)),
         (mid, symbol(Kernel::SinglePassInclusive)),
     ] {
         // An empty cache: the first scan runs on the small tiles' kernel and
@@ -283,21 +294,17 @@ fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
 /// A program that ends while a background compile runs (its only scan
 /// done, the scanner dropped as `main` returns) exits with success, and the
 /// compile it started finished first: the preferred kernel is in the disk
-/// cache for the next process. Before scanners waited on drop, such a
-/// process exited with NVRTC still running on the compile thread, leaving
-/// only the interim kernel cached (and the quickstart example, which ends
-/// so, reported a failing exit status on an H200; it passes since).
+/// cache for the next process. Without the wait on drop, such a process
+/// could end with NVRTC still running on the compile thread and leave
+/// only the interim kernel cached (the quickstart example, which ends so,
+/// reported a failing exit status on an H200; it passes since).
 #[test]
 fn a_process_that_ends_during_a_background_compile_exits_cleanly() {
     let Some(ctx) = open_gpu("gpu_first_use exit") else {
         return;
     };
-    let pipelined_here = gpu_scan::scan_runtime::target_arch(&ctx)
-        .unwrap()
-        .has_bulk_copies();
-    let n = (1usize << 22) + 5;
     let dir = fresh_dir("exit");
-    let report = run_worker_with(&dir, n, Mode::Exit);
+    let report = run_worker_with(&dir, LONG, Mode::Exit);
     assert_eq!(
         report.first,
         vec![symbol(Kernel::SinglePassSmallInclusive)],
@@ -307,11 +314,7 @@ fn a_process_that_ends_during_a_background_compile_exits_cleanly() {
         entries(&dir).len(),
         2,
         "the interim kernel and the preferred one ({}) cached",
-        symbol(if pipelined_here {
-            Kernel::PipelinedInclusive
-        } else {
-            Kernel::SinglePassInclusive
-        })
+        preferred_long_kernel(&ctx)
     );
     let _ = std::fs::remove_dir_all(dir);
 }
