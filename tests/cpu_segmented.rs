@@ -641,3 +641,226 @@ proptest! {
         }
     }
 }
+
+/// Each segment's total by definition: the seed combined with its elements
+/// in scan order (the seed on the left going forward, on the right in
+/// reverse), the seed alone for an empty one.
+fn totals_definition<Op: ScanOp>(
+    spec: ScanSpec<Op::Element>,
+    ranges: &[std::ops::Range<usize>],
+    input: &[Op::Element],
+) -> Vec<Op::Element> {
+    let seed = match spec.kind {
+        ScanKind::ExclusiveWithInit(init) | ScanKind::InclusiveWithInit(init) => init,
+        _ => Op::IDENTITY,
+    };
+    ranges
+        .iter()
+        .map(|r| match spec.direction {
+            Direction::Forward => input[r.clone()]
+                .iter()
+                .fold(seed, |acc, x| Op::combine(acc, *x)),
+            _ => input[r.clone()]
+                .iter()
+                .rev()
+                .fold(seed, |acc, x| Op::combine(*x, acc)),
+        })
+        .collect()
+}
+
+/// The CPU scanner of the one verb (a stand-in without the `gpu` feature).
+#[cfg(feature = "gpu")]
+type Verb = Scanner<AffineU32>;
+#[cfg(not(feature = "gpu"))]
+struct Verb;
+
+fn verb() -> Verb {
+    #[cfg(feature = "gpu")]
+    return Scanner::cpu();
+    #[cfg(not(feature = "gpu"))]
+    Verb
+}
+
+/// The one verb (`Scanner::scan` on the CPU) with `totals` in its spec,
+/// over `segments` (none: `None`); `None` without the `gpu` feature, which
+/// the facade's `Scanner` needs.
+#[cfg(feature = "gpu")]
+fn one_verb_totals(
+    scanner: &mut Verb,
+    spec: ScanSpec<AffineU32>,
+    segments: Option<Segments<'_>>,
+    input: &[AffineU32],
+    totals: &mut [AffineU32],
+) -> Option<Vec<AffineU32>> {
+    Some(
+        match segments {
+            Some(s) => scanner.scan(spec.segments(s).segment_totals(totals), input),
+            None => scanner.scan(spec.segment_totals(totals), input),
+        }
+        .unwrap(),
+    )
+}
+
+#[cfg(not(feature = "gpu"))]
+fn one_verb_totals(
+    _: &mut Verb,
+    _: ScanSpec<AffineU32>,
+    _: Option<Segments<'_>>,
+    _: &[AffineU32],
+    _: &mut [AffineU32],
+) -> Option<Vec<AffineU32>> {
+    None
+}
+
+/// The segments of head flags, read off the flags (element 0 starts one).
+fn flag_ranges(flags: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let heads: Vec<usize> = (0..flags.len())
+        .filter(|&i| i == 0 || flags[i] != 0)
+        .collect();
+    heads
+        .iter()
+        .enumerate()
+        .map(|(k, &h)| h..heads.get(k + 1).copied().unwrap_or(flags.len()))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Per-segment totals (`ScanSpec::segment_totals`) are every segment's
+    /// seeded total in scan order, for flags, keys and rows (the runs at
+    /// their heads) and offsets (CSR windows, also a window inside the
+    /// input), in every kind and direction, through the sequential,
+    /// parallel, in-place functions and the one verb, which scan as they
+    /// do without a totals slot; for flags the last total is the carry-out.
+    #[test]
+    fn segment_totals_are_each_segment_s_seeded_total(len in lengths(), pattern in patterns(), seed: u64) {
+        let mut rng = Rng64::seed_from_u64(seed);
+        let flags = random_heads(len, pattern, &mut rng);
+        let offsets = offsets_of(&flags, &mut rng);
+        let keys = keys_of(&flags, &mut rng);
+        let row_length = (1..=len.max(1)).rev().find(|r| len % r == 0 && *r <= 37).unwrap_or(1);
+        let rows = row_flags(len, row_length);
+        let inner: Vec<u32> = match len {
+            0..=2 => vec![],
+            _ => {
+                let a = rng.random_range(0..len / 2);
+                let b = rng.random_range(a..len);
+                vec![a as u32, b as u32, b as u32]
+            }
+        };
+        let input: Vec<AffineU32> = (0..len).map(|_| AffineU32 { a: rng.random(), b: rng.random() }).collect();
+        let windows = |o: &[u64]| -> Vec<std::ops::Range<usize>> {
+            o.windows(2).map(|w| w[0] as usize..w[1] as usize).collect()
+        };
+        let inner64: Vec<u64> = inner.iter().map(|&o| o as u64).collect();
+        let sources = [
+            (Segments::Flags(HeadFlags::Bytes(&flags)), flag_ranges(&flags)),
+            (Segments::keys(&keys), flag_ranges(&flags)),
+            (Segments::rows(row_length), flag_ranges(&rows)),
+            (Segments::offsets(&offsets[..]), windows(&offsets)),
+            (Segments::offsets(&inner[..]), windows(&inner64)),
+        ];
+        let mut scanner = verb();
+        for spec in all_specs(AffineU32 { a: 5, b: 9 }) {
+            for (segments, ranges) in &sources {
+                let want = totals_definition::<AffineU32>(spec, ranges, &input);
+                prop_assert_eq!(segmented::segment_ranges(*segments, len), ranges.clone());
+                let mut plain = vec![AffineU32::IDENTITY; len];
+                segmented::scan::<AffineU32>(spec, *segments, &input, &mut plain).unwrap();
+                let fresh = || vec![AffineU32 { a: 7, b: 7 }; ranges.len()];
+                let (mut t1, mut t2, mut t3, mut t4) = (fresh(), fresh(), fresh(), fresh());
+                let mut out = vec![AffineU32::IDENTITY; len];
+                segmented::scan::<AffineU32>(spec.segment_totals(&mut t1), *segments, &input, &mut out).unwrap();
+                prop_assert!(out == plain && t1 == want, "{spec:?} over {segments:?}: sequential");
+                segmented::par_scan::<AffineU32>(spec.segment_totals(&mut t2), *segments, &input, &mut out).unwrap();
+                prop_assert!(out == plain && t2 == want, "{spec:?} over {segments:?}: parallel");
+                let mut data = input.clone();
+                segmented::par_scan_in_place::<AffineU32>(spec.segment_totals(&mut t3), *segments, &mut data).unwrap();
+                prop_assert!(data == plain && t3 == want, "{spec:?} over {segments:?}: in place");
+                if let Some(out) = one_verb_totals(&mut scanner, spec, Some(*segments), &input, &mut t4) {
+                    prop_assert!(out == plain && t4 == want, "{spec:?} over {segments:?}: one verb");
+                }
+            }
+            // Over flags the last segment's total is the carry-out.
+            if len > 0 {
+                let mut carry = AffineU32::IDENTITY;
+                let mut out = vec![AffineU32::IDENTITY; len];
+                segmented::scan::<AffineU32>(spec.carry_out(&mut carry), HeadFlags::Bytes(&flags), &input, &mut out).unwrap();
+                let totals = totals_definition::<AffineU32>(spec, &flag_ranges(&flags), &input);
+                let in_scan_order = match spec.direction {
+                    Direction::Forward => totals.last(),
+                    _ => totals.first(),
+                };
+                prop_assert_eq!(Some(&carry), in_scan_order);
+            }
+            // Without segments: one segment, the carry-out.
+            let mut carry = AffineU32::IDENTITY;
+            let mut one = [AffineU32 { a: 7, b: 7 }];
+            let mut out = vec![AffineU32::IDENTITY; len];
+            cpu::scan::<AffineU32>(spec.carry_out(&mut carry), &input, &mut out).unwrap();
+            if let Some(out1) = one_verb_totals(&mut scanner, spec, None, &input, &mut one) {
+                prop_assert!(out == out1 && one[0] == carry, "{spec:?} without segments");
+            }
+        }
+    }
+}
+
+/// A totals slot of another length than the number of segments is a typed
+/// error that writes neither the output nor the slot.
+#[test]
+fn a_totals_slot_of_another_length_is_refused_and_writes_nothing() {
+    let input: Vec<u32> = (1..=10).collect();
+    let flags = [1u8, 0, 0, 1, 0, 0, 0, 1, 0, 0];
+    let offsets: [u32; 4] = [0, 3, 3, 10];
+    let cases: [(Segments<'_>, usize); 4] = [
+        (Segments::Flags(HeadFlags::Bytes(&flags)), 3),
+        (Segments::rows(5), 2),
+        (Segments::offsets(&offsets[..]), 3),
+        (Segments::keys(&[4u8, 4, 4, 1, 1, 1, 1, 9, 9, 9][..]), 3),
+    ];
+    for (segments, count) in cases {
+        for slot_len in [count - 1, count + 1] {
+            let mut slot = vec![77u32; slot_len];
+            let mut out = vec![55u32; 10];
+            let got = segmented::scan::<SumU32>(
+                ScanSpec::inclusive().segment_totals(&mut slot),
+                segments,
+                &input,
+                &mut out,
+            );
+            let want = segmented::SegmentTotalsLength {
+                slot: slot_len,
+                segments: count,
+            };
+            assert_eq!(got, Err(SegmentedError::Totals(want)), "{segments:?}");
+            assert!(out.iter().all(|&x| x == 55) && slot.iter().all(|&x| x == 77));
+            let mut data = input.clone();
+            let got = segmented::par_scan_in_place::<SumU32>(
+                ScanSpec::exclusive().segment_totals(&mut slot),
+                segments,
+                &mut data,
+            );
+            assert_eq!(got, Err(SegmentedError::Totals(want)));
+            assert!(data == input && slot.iter().all(|&x| x == 77));
+        }
+    }
+    // Without segments a scan is one segment.
+    #[cfg(feature = "gpu")]
+    {
+        let mut slot = [77u32; 2];
+        let got =
+            Scanner::<SumU32>::cpu().scan(ScanSpec::inclusive().segment_totals(&mut slot), &input);
+        assert!(got.is_err() && slot == [77, 77], "{got:?}");
+    }
+    // Sums of the segments [1 2 3] [] [4 … 10] by offsets.
+    let mut totals = [0u32; 3];
+    segmented::scan::<SumU32>(
+        ScanSpec::exclusive_with_init(100).segment_totals(&mut totals),
+        Segments::offsets(&offsets[..]),
+        &input,
+        &mut [0; 10],
+    )
+    .unwrap();
+    assert_eq!(totals, [106, 100, 149]);
+}

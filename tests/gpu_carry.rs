@@ -252,7 +252,7 @@ fn run_flags<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
                 &what,
                 c + k,
                 &d_input,
-                (&expected, expected_carry),
+                (&expected, expected_carry, None),
                 || {
                     if bytes {
                         DeviceSegments::from(&d_bytes)

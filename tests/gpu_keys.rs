@@ -201,7 +201,7 @@ fn run_case<Op: Case, K: Key>(
             &what,
             c + k,
             &d_input,
-            (&expected, expected_carry),
+            (&expected, expected_carry, None),
             || DeviceSegments::keys(&d_keys),
         );
     }

@@ -162,6 +162,16 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 &mut expected,
             )
             .unwrap();
+            // Every window's total (CSR row pointers: one fewer than the
+            // offsets), folded from the input by the CPU.
+            let mut expected_totals = vec![Op::IDENTITY; offsets.len().saturating_sub(1)];
+            cpu_segmented::scan::<Op>(
+                spec.segment_totals(&mut expected_totals),
+                Segments::offsets(&offsets[..]),
+                &input,
+                &mut vec![Op::IDENTITY; n],
+            )
+            .unwrap();
             let what = format!(
                 "n={n} {} ({} offsets of {} bits)",
                 lengths.label(),
@@ -178,7 +188,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 &what,
                 c + k,
                 &d_input,
-                (&expected, expected_carry),
+                (&expected, expected_carry, Some(&expected_totals)),
                 || DeviceSegments::from(&checked),
             );
         }

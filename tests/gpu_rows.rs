@@ -80,6 +80,15 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 &mut expected,
             )
             .unwrap();
+            // Every row's total (the CPU's, folded from the input).
+            let mut expected_totals = vec![Op::IDENTITY; count];
+            cpu_segmented::scan::<Op>(
+                spec.segment_totals(&mut expected_totals),
+                Segments::rows(row_length),
+                &input,
+                &mut vec![Op::IDENTITY; n],
+            )
+            .unwrap();
             scan_every_path(
                 &mut scanner,
                 stream,
@@ -89,7 +98,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 &format!("{count} rows of {row_length}"),
                 c + k,
                 &d_input,
-                (&expected, expected_carry),
+                (&expected, expected_carry, Some(&expected_totals)),
                 || DeviceSegments::rows(row_length),
             );
         }

@@ -203,6 +203,24 @@ const SEGMENTED_PIPELINED: &[Param] = &[
     param("tiles", Count),
 ];
 
+const SEGMENT_BOUNDARIES: &[Param] = &[
+    param("input", ElementsIn),
+    param("flags", HeadFlags),
+    param("totals", ElementsOut),
+    param("segments", Count),
+    param("reverse", Flag),
+];
+const SEGMENT_TOTALS: &[Param] = &[
+    param("output", ElementsIn),
+    param("flags", HeadFlags),
+    param("totals", ElementsOut),
+    param("segments", Count),
+    param("seed", Element),
+    param("seeded", Flag),
+    param("exclusive", Flag),
+    param("reverse", Flag),
+];
+
 const COMBINE_PAIRS: &[Param] = &[
     param("left", ElementsIn),
     param("right", ElementsIn),
@@ -213,6 +231,29 @@ const COMBINE_PAIRS: &[Param] = &[
 /// Threads per block of the element-wise kernels ([`KernelAbi::CombinePairs`]):
 /// their launch bounds and the runtime's launches both read it.
 pub const ELEMENTWISE_BLOCK_THREADS: u32 = 256;
+
+/// The two steps of a scan's per-segment totals
+/// ([`KernelAbi::SegmentTotals`], `segment_totals.cuh`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TotalsStep {
+    /// Before an exclusive scan: each segment's element at its end in scan
+    /// order, saved in its totals slot (`input`, segments, `totals`,
+    /// `segments`, `reverse`).
+    Boundaries,
+    /// After the scan: each segment's total, read off the scan's output
+    /// (`output`, segments, `totals`, `segments`, `seed`, `seeded`,
+    /// `exclusive`, `reverse`).
+    Finish,
+}
+
+impl TotalsStep {
+    /// Both steps.
+    pub const ALL: [TotalsStep; 2] = [TotalsStep::Boundaries, TotalsStep::Finish];
+}
+
+/// The segment sources whose segments the host can count, so that a scan
+/// can write one total per segment: rows, and offsets (CSR windows).
+pub const TOTALS_SOURCES: [SegmentSource; 2] = [SegmentSource::Rows, SegmentSource::Offsets];
 
 /// One exported kernel of an operator's program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -233,6 +274,11 @@ pub enum KernelAbi {
     /// A segmented scan's kernel run in reverse, as [`KernelAbi::PlainReverse`];
     /// every segmented kernel but the pipelined ones has one.
     SegmentedReverse(SegmentedKernel, SegmentedStrategy),
+    /// A step of a scan's per-segment totals over segments of a source of
+    /// [`TOTALS_SOURCES`] (`segment_totals.cuh`): a grid-stride loop of
+    /// [`ELEMENTWISE_BLOCK_THREADS`]-thread blocks, one thread per segment.
+    /// Its direction is a parameter (`reverse`), so it has no reverse kernel.
+    SegmentTotals(TotalsStep, SegmentSource),
 }
 
 impl KernelAbi {
@@ -259,6 +305,11 @@ impl KernelAbi {
                     .into_iter()
                     .map(move |k| KernelAbi::Segmented(k, s))
             }))
+            .chain(TOTALS_SOURCES.into_iter().flat_map(|source| {
+                TotalsStep::ALL
+                    .into_iter()
+                    .map(move |step| KernelAbi::SegmentTotals(step, source))
+            }))
     }
 
     /// Every kernel of a program: [`KernelAbi::all_forward`], then the
@@ -282,7 +333,8 @@ impl KernelAbi {
         match self {
             KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
             | KernelAbi::SegmentedReverse(SegmentedKernel::Pipelined { .. }, _)
-            | KernelAbi::CombinePairs => None,
+            | KernelAbi::CombinePairs
+            | KernelAbi::SegmentTotals(..) => None,
             KernelAbi::Plain(k) | KernelAbi::PlainReverse(k) => Some(KernelAbi::PlainReverse(k)),
             KernelAbi::Segmented(k, s) | KernelAbi::SegmentedReverse(k, s) => {
                 Some(KernelAbi::SegmentedReverse(k, s))
@@ -314,6 +366,16 @@ impl KernelAbi {
             KernelAbi::Plain(k) => k.symbol(op_name),
             KernelAbi::Segmented(k, s) => k.symbol(op_name, s),
             KernelAbi::CombinePairs => format!("{SYMBOL_PREFIX}{op_name}_combine_pairs"),
+            KernelAbi::SegmentTotals(step, source) => {
+                let step = match step {
+                    TotalsStep::Boundaries => "boundaries",
+                    TotalsStep::Finish => "totals",
+                };
+                format!(
+                    "{SYMBOL_PREFIX}{op_name}_segment_{step}_{}",
+                    source.suffix()
+                )
+            }
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
                 let forward = self.forward().symbol(op_name);
                 let head = format!("{SYMBOL_PREFIX}{op_name}_");
@@ -371,6 +433,8 @@ impl KernelAbi {
                 SegmentedKernel::Pipelined { .. } => SEGMENTED_PIPELINED,
             },
             KernelAbi::CombinePairs => COMBINE_PAIRS,
+            KernelAbi::SegmentTotals(TotalsStep::Boundaries, _) => SEGMENT_BOUNDARIES,
+            KernelAbi::SegmentTotals(TotalsStep::Finish, _) => SEGMENT_TOTALS,
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
                 unreachable!("forward() is a forward kernel")
             }
@@ -385,10 +449,12 @@ impl KernelAbi {
     }
 
     /// Where a segmented kernel finds segment heads (`None` for plain
-    /// kernels and the segmented pass over tile totals).
+    /// kernels and the segmented pass over tile totals); for the
+    /// per-segment totals, where their segments come from.
     pub fn source(self) -> Option<SegmentSource> {
         match self.forward() {
             KernelAbi::Segmented(k, _) => k.source(),
+            KernelAbi::SegmentTotals(_, source) => Some(source),
             _ => None,
         }
     }
@@ -412,7 +478,7 @@ impl KernelAbi {
             | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_block_threads, 1)")
             }
-            KernelAbi::CombinePairs => {
+            KernelAbi::CombinePairs | KernelAbi::SegmentTotals(..) => {
                 format!("__launch_bounds__({ELEMENTWISE_BLOCK_THREADS})")
             }
             KernelAbi::Plain(Kernel::ColumnsInclusive | Kernel::ColumnsExclusive)
@@ -508,6 +574,25 @@ impl KernelAbi {
                 format!("combine_pairs<{op}>"),
                 "left, right, output, n".to_string(),
             ),
+            KernelAbi::SegmentTotals(step, source) => {
+                let ranges = match source {
+                    SegmentSource::Rows => "gpu_scan::row_ranges{row_length}",
+                    SegmentSource::Offsets => "gpu_scan::offset_ranges{offsets}",
+                    _ => unreachable!("per-segment totals over {source:?}"),
+                };
+                match step {
+                    TotalsStep::Boundaries => (
+                        format!("segment_boundaries<{op}>"),
+                        format!("input, {ranges}, totals, segments, reverse"),
+                    ),
+                    TotalsStep::Finish => (
+                        format!("segment_totals<{op}>"),
+                        format!(
+                            "output, {ranges}, totals, segments, seed, seeded, exclusive, reverse"
+                        ),
+                    ),
+                }
+            }
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => (
                     format!("reduce_tiles<{op}, {plain}>"),
@@ -616,7 +701,9 @@ mod tests {
         // element-wise one.
         let forward = Kernel::ALL.len() + 1 + 2 * SegmentedKernel::ALL.len();
         let pipelined = 2 * 2 * SegmentSource::ALL.len();
-        assert_eq!(symbols.len(), 2 * forward - 1 - pipelined);
+        // The per-segment totals' steps have no reverse kernel either.
+        let totals = TotalsStep::ALL.len() * TOTALS_SOURCES.len();
+        assert_eq!(symbols.len(), 2 * forward - 1 - pipelined + totals);
     }
 
     #[test]
@@ -761,6 +848,42 @@ mod tests {
                 assert!(keys.symbol("op").ends_with("_keys"));
             }
         }
+    }
+
+    #[test]
+    fn segment_totals_kernels_take_rows_or_offsets_and_no_direction() {
+        for source in TOTALS_SOURCES {
+            for step in TotalsStep::ALL {
+                let abi = KernelAbi::SegmentTotals(step, source);
+                assert_eq!(abi.in_direction(Direction::Reverse), None);
+                assert_eq!(abi.in_direction(Direction::Forward), Some(abi));
+                let text = abi.wrapper("op");
+                let (segments, ranges) = match source {
+                    SegmentSource::Rows => (
+                        "unsigned long long row_length",
+                        "gpu_scan::row_ranges{row_length}",
+                    ),
+                    _ => ("scan_offsets offsets", "gpu_scan::offset_ranges{offsets}"),
+                };
+                assert!(text.contains(segments), "{text}");
+                assert!(text.contains(ranges), "{text}");
+                assert!(text.contains("__launch_bounds__(256)"), "{text}");
+                let name = match step {
+                    TotalsStep::Boundaries => "boundaries",
+                    TotalsStep::Finish => "totals",
+                };
+                assert_eq!(
+                    abi.symbol("op"),
+                    format!("gpu_scan_op_segment_{name}_{}", source.suffix())
+                );
+            }
+        }
+        assert_eq!(
+            KernelAbi::all()
+                .filter(|k| matches!(k, KernelAbi::SegmentTotals(..)))
+                .count(),
+            4
+        );
     }
 
     #[test]

@@ -127,6 +127,7 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/pipelined.cuh"),
     include_str!("templates/columns.cuh"),
     include_str!("templates/elementwise.cuh"),
+    include_str!("templates/segment_totals.cuh"),
     "#endif  // GPU_SCAN_LIBRARY\n",
 );
 

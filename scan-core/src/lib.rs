@@ -11,6 +11,7 @@ pub mod columns;
 pub mod const_str;
 pub mod cpu;
 pub mod laws;
+pub mod segment_totals;
 pub mod segmented;
 pub mod semantics;
 pub mod spec;
@@ -19,8 +20,8 @@ pub use associativity::{check_associativity, Counterexample};
 pub use cpu::{LengthMismatch, ScanKind};
 pub use laws::check_laws;
 pub use spec::{
-    Direction, HostCarryOut, HostSegments, IntoScanSpec, NoCarryOut, NoSegments, ScanSpec,
-    SegmentedBy,
+    Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec, NoCarryOut,
+    NoSegments, ScanSpec, SegmentTotals, SegmentedBy,
 };
 
 /// A type that can be scanned on the GPU: plain data whose CUDA declaration

@@ -38,10 +38,12 @@
 //! ```
 
 use crate::cpu::{nth_index, plan, step, LengthMismatch};
-use crate::spec::{HostCarryOut, IntoScanSpec, NoSegments};
+use crate::segment_totals;
+use crate::spec::{HostSegmentedCarryOut, IntoScanSpec, NoSegments};
 use crate::ScanOp;
 use rayon::prelude::*;
 
+pub use crate::segment_totals::{segment_ranges, SegmentTotalsLength};
 pub use kernels_gen::FlagFormat;
 
 /// Segment heads of a host sequence, borrowed.
@@ -516,6 +518,9 @@ pub enum SegmentedError {
     /// The keys are not one per element.
     #[error(transparent)]
     Keys(#[from] KeysLengthMismatch),
+    /// A per-segment totals slot's length is not the number of segments.
+    #[error(transparent)]
+    Totals(#[from] SegmentTotalsLength),
 }
 
 /// Integer types usable as segment offsets.
@@ -728,9 +733,15 @@ fn chunk_total<Op: ScanOp>(
 
 /// Sequential segmented scan of `input` into `output`. `spec` may carry a
 /// carry-out slot ([`ScanSpec::carry_out`](crate::ScanSpec::carry_out)): it receives the last
-/// segment's partial in scan order. On an error nothing is written.
+/// segment's partial in scan order; or a slot of one total per segment
+/// ([`ScanSpec::segment_totals`](crate::ScanSpec::segment_totals), see
+/// [`segment_ranges`] for the segments). On an error nothing is written.
 pub fn scan<'a, Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    spec: impl IntoScanSpec<
+        Op::Element,
+        Carry: HostSegmentedCarryOut<Op::Element>,
+        Segments = NoSegments,
+    >,
     heads: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
@@ -744,9 +755,10 @@ pub fn scan<'a, Op: ScanOp>(
     }
     let heads = heads.into();
     heads.check_len(input.len())?;
-    output.copy_from_slice(input);
-    let spec = spec.into_spec();
+    let mut spec = spec.into_spec();
     let (inclusive, init, reverse) = plan(&spec);
+    put_totals::<Op>(&mut spec.carry_out, init, reverse, heads, input)?;
+    output.copy_from_slice(input);
     let open = run::<Op>(
         inclusive,
         init,
@@ -757,28 +769,54 @@ pub fn scan<'a, Op: ScanOp>(
         None,
         output,
     );
-    spec.carry_out.put(segmented_carry::<Op>(open, init));
+    spec.carry_out.put_carry(segmented_carry::<Op>(open, init));
+    Ok(())
+}
+
+/// Checks a per-segment totals slot against the segments of `input` and
+/// fills it (nothing for the other slots); an error writes nothing.
+fn put_totals<Op: ScanOp>(
+    slot: &mut impl HostSegmentedCarryOut<Op::Element>,
+    init: Option<Op::Element>,
+    reverse: bool,
+    heads: Segments<'_>,
+    input: &[Op::Element],
+) -> Result<(), SegmentedError> {
+    if let Some(totals) = slot.totals() {
+        let ranges = segment_ranges(heads, input.len());
+        SegmentTotalsLength::check(totals.len(), ranges.len())?;
+        segment_totals::fill::<Op>(init, reverse, &ranges, input, totals);
+    }
     Ok(())
 }
 
 /// Sequential segmented scan of `data` in place.
 pub fn scan_in_place<'a, Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    spec: impl IntoScanSpec<
+        Op::Element,
+        Carry: HostSegmentedCarryOut<Op::Element>,
+        Segments = NoSegments,
+    >,
     heads: impl Into<Segments<'a>>,
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
     let heads = heads.into();
     heads.check_len(data.len())?;
-    let spec = spec.into_spec();
+    let mut spec = spec.into_spec();
     let (inclusive, init, reverse) = plan(&spec);
+    put_totals::<Op>(&mut spec.carry_out, init, reverse, heads, data)?;
     let open = run::<Op>(inclusive, init, reverse, heads, data.len(), 0, None, data);
-    spec.carry_out.put(segmented_carry::<Op>(open, init));
+    spec.carry_out.put_carry(segmented_carry::<Op>(open, init));
     Ok(())
 }
 
 /// Segmented scan of `input` into `output` on all cores.
 pub fn par_scan<'a, Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    spec: impl IntoScanSpec<
+        Op::Element,
+        Carry: HostSegmentedCarryOut<Op::Element>,
+        Segments = NoSegments,
+    >,
     heads: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
@@ -792,8 +830,14 @@ pub fn par_scan<'a, Op: ScanOp>(
     }
     let heads = heads.into();
     heads.check_len(input.len())?;
+    let mut spec = spec.into_spec();
+    let (_, init, reverse) = plan(&spec);
+    put_totals::<Op>(&mut spec.carry_out, init, reverse, heads, input)?;
+    let (spec, carry_out) = spec.split_carry_out();
     output.par_iter_mut().zip(input).for_each(|(o, i)| *o = *i);
-    par_scan_in_place::<Op>(spec, heads, output)?;
+    let mut carry = Op::IDENTITY;
+    par_scan_in_place::<Op>(spec.carry_out(&mut carry), heads, output)?;
+    carry_out.put_carry(carry);
     Ok(())
 }
 
@@ -801,14 +845,19 @@ pub fn par_scan<'a, Op: ScanOp>(
 /// operator lifted to (head, value) pairs, their exclusive scan, and a
 /// seeded rescan of every chunk (the GPU's structure).
 pub fn par_scan_in_place<'a, Op: ScanOp>(
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    spec: impl IntoScanSpec<
+        Op::Element,
+        Carry: HostSegmentedCarryOut<Op::Element>,
+        Segments = NoSegments,
+    >,
     heads: impl Into<Segments<'a>>,
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
     let heads = heads.into();
     heads.check_len(data.len())?;
-    let spec = spec.into_spec();
+    let mut spec = spec.into_spec();
     let (inclusive, init, reverse) = plan(&spec);
+    put_totals::<Op>(&mut spec.carry_out, init, reverse, heads, data)?;
     let n = data.len();
     let len = crate::cpu::chunk_len(n);
     let totals: Vec<_> = data
@@ -835,6 +884,7 @@ pub fn par_scan_in_place<'a, Op: ScanOp>(
         .for_each(|(c, (chunk, carry))| {
             run::<Op>(inclusive, init, reverse, heads, n, c * len, carry, chunk);
         });
-    spec.carry_out.put(segmented_carry::<Op>(running, init));
+    spec.carry_out
+        .put_carry(segmented_carry::<Op>(running, init));
     Ok(())
 }

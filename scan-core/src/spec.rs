@@ -53,6 +53,7 @@
 //! ```
 
 use crate::cpu::ScanKind;
+use crate::segment_totals::SegmentTotalsLength;
 use crate::segmented::Segments;
 pub use kernels_gen::Direction;
 
@@ -87,6 +88,15 @@ pub struct ScanSpec<E, C = NoCarryOut, S = NoSegments> {
     /// [`NoSegments`], or [`SegmentedBy`] flags, rows, offsets or keys.
     pub segments: S,
 }
+
+/// A carry-out slot that takes one total per segment
+/// ([`ScanSpec::segment_totals`]): segment `r`'s carry-out (its seeded
+/// total in scan order, the seed alone for an empty segment) goes to
+/// `slot[r]`, segments numbered in memory order. On the CPU the slot is
+/// anything that is a `&mut [E]` ([`AsMut`]); on the GPU a device buffer
+/// of one element per segment.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct SegmentTotals<T>(pub T);
 
 /// A scan without a carry-out (a [`ScanSpec`]'s default slot).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -143,6 +153,76 @@ impl<E> HostCarryOut<E> for &mut E {
     fn put(self, carry: E) {
         *self = carry;
     }
+}
+
+/// Where a host scan that may be segmented writes its carry-out: nowhere
+/// ([`NoCarryOut`]), a `&mut E` (the last segment's partial,
+/// [`ScanSpec::carry_out`]), or one total per segment
+/// ([`SegmentTotals`], [`ScanSpec::segment_totals`]).
+pub trait HostSegmentedCarryOut<E> {
+    /// Whether a carry-out is asked for (`false` only for [`NoCarryOut`]).
+    const WANTED: bool = true;
+
+    /// The slot of one total per segment, `None` for the other slots.
+    fn totals(&mut self) -> Option<&mut [E]>;
+
+    /// Stores the carry-out of the whole scan (a [`SegmentTotals`] slot,
+    /// which received every segment's total, ignores it).
+    fn put_carry(self, carry: E);
+
+    /// Checks the slot for a scan without segments, which is one segment:
+    /// a [`SegmentTotals`] slot must hold one element.
+    fn check_unsegmented(&mut self) -> Result<(), SegmentTotalsLength> {
+        match self.totals() {
+            Some(totals) => SegmentTotalsLength::check(totals.len(), 1),
+            None => Ok(()),
+        }
+    }
+
+    /// Stores the carry-out of a scan without segments: its one segment's
+    /// total for a [`SegmentTotals`] slot (checked by
+    /// [`HostSegmentedCarryOut::check_unsegmented`]).
+    fn put_unsegmented(mut self, carry: E)
+    where
+        Self: Sized,
+    {
+        match self.totals() {
+            Some(totals) => {
+                if let Some(first) = totals.first_mut() {
+                    *first = carry;
+                }
+            }
+            None => self.put_carry(carry),
+        }
+    }
+}
+
+impl<E> HostSegmentedCarryOut<E> for NoCarryOut {
+    const WANTED: bool = false;
+
+    fn totals(&mut self) -> Option<&mut [E]> {
+        None
+    }
+
+    fn put_carry(self, _: E) {}
+}
+
+impl<E> HostSegmentedCarryOut<E> for &mut E {
+    fn totals(&mut self) -> Option<&mut [E]> {
+        None
+    }
+
+    fn put_carry(self, carry: E) {
+        *self = carry;
+    }
+}
+
+impl<E, T: AsMut<[E]>> HostSegmentedCarryOut<E> for SegmentTotals<T> {
+    fn totals(&mut self) -> Option<&mut [E]> {
+        Some(self.0.as_mut())
+    }
+
+    fn put_carry(self, _: E) {}
 }
 
 impl<E> ScanSpec<E> {
@@ -205,6 +285,40 @@ impl<E, C, S> ScanSpec<E, C, S> {
             carry_out: slot,
             segments: self.segments,
         }
+    }
+
+    /// The same scan writing every segment's carry-out to `slot`, one
+    /// element per segment in memory order ([`SegmentTotals`]): segment
+    /// `r`'s seeded total in scan order (the seed alone where it is empty),
+    /// the segmented reduction beside the scan. Segments are those of
+    /// [`ScanSpec::segments`] (a scan without segments is one segment), and
+    /// with offsets the windows `[offsets[r], offsets[r + 1])` of CSR row
+    /// pointers, `offsets.len() - 1` of them, as CUB's segmented reduction
+    /// takes them. A slot of another length than the number of segments is
+    /// refused before anything is written. On the CPU the slot is a
+    /// `&mut [E]` (or anything [`AsMut<[E]>`](AsMut)); on the GPU a device
+    /// buffer, for segments given as rows or offsets (a count the host
+    /// knows).
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::segmented::Segments;
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// // CSR row pointers of rows of 2, 0 and 3 elements: each row's sum
+    /// // beside the exclusive scan within the rows.
+    /// let row_ptr: &[u32] = &[0, 2, 2, 5];
+    /// let mut row_sums = [0; 3];
+    /// let spec = ScanSpec::exclusive()
+    ///     .segments(Segments::offsets(row_ptr))
+    ///     .segment_totals(&mut row_sums);
+    /// let out = Scanner::<Sum>::cpu().scan(spec, &[1, 2, 3, 4, 5]).unwrap();
+    /// assert_eq!((out, row_sums), (vec![0, 1, 0, 3, 7], [3, 0, 12]));
+    /// ```
+    pub fn segment_totals<T>(self, slot: T) -> ScanSpec<E, SegmentTotals<T>, S> {
+        self.carry_out(SegmentTotals(slot))
     }
 
     /// The same scan over segments, each scanned on its own: head flags,

@@ -7,7 +7,7 @@ use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented::{self, Segments};
 use scan_core::{
-    cpu, HostCarryOut, HostSegments, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec,
+    cpu, HostSegmentedCarryOut, HostSegments, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec,
 };
 use std::sync::Arc;
 
@@ -189,7 +189,7 @@ where
         &mut self,
         spec: impl IntoScanSpec<
             Op::Element,
-            Carry: HostCarryOut<Op::Element>,
+            Carry: HostSegmentedCarryOut<Op::Element>,
             Segments: HostSegments<'a>,
         >,
         input: &[Op::Element],
@@ -203,8 +203,12 @@ where
                 scanner.scan_host(stream, spec.segments(segments), input)
             }
             (Inner::Cpu { .. }, None) => {
+                let (spec, mut carry_out) = spec.split_carry_out();
+                carry_out.check_unsegmented()?;
                 let mut out = input.to_vec();
-                cpu::par_scan_in_place::<Op>(spec, &mut out);
+                let mut carry = Op::IDENTITY;
+                cpu::par_scan_in_place::<Op>(spec.carry_out(&mut carry), &mut out);
+                carry_out.put_unsegmented(carry);
                 Ok(out)
             }
             (Inner::Cpu { .. }, Some(segments)) => {
@@ -259,7 +263,11 @@ where
     /// ```
     pub fn segmented_scan<'a>(
         &mut self,
-        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+        spec: impl IntoScanSpec<
+            Op::Element,
+            Carry: HostSegmentedCarryOut<Op::Element>,
+            Segments = NoSegments,
+        >,
         heads: impl Into<Segments<'a>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {

@@ -84,6 +84,20 @@ pub enum ScanError {
     /// Segment keys that are not one per element.
     #[error(transparent)]
     KeysLength(#[from] scan_core::segmented::KeysLengthMismatch),
+    /// A per-segment totals slot ([`ScanSpec::segment_totals`](scan_core::ScanSpec::segment_totals))
+    /// whose length is not the number of segments (one for a scan without
+    /// segments).
+    #[error(transparent)]
+    SegmentTotalsLength(#[from] scan_core::segmented::SegmentTotalsLength),
+    /// Per-segment totals asked of a scan over device head flags or keys,
+    /// whose number of segments the host does not know: give the segments
+    /// as rows or offsets, or scan host slices (`GpuScanner::scan_host`
+    /// counts them).
+    #[error("per-segment totals need segments the host can count (rows or offsets); these are {source_kind} in device memory")]
+    SegmentTotalsUncounted {
+        /// "head flags" or "keys".
+        source_kind: &'static str,
+    },
     /// A carry-out slot that is not one element long.
     #[error("the carry-out slot has {len} elements: a scan writes its carry-out to a one-element buffer")]
     CarryOutLength {
@@ -163,6 +177,7 @@ impl From<scan_core::segmented::SegmentedError> for ScanError {
             SegmentedError::Rows(m) => m.into(),
             SegmentedError::Offsets(m) => m.into(),
             SegmentedError::Keys(m) => m.into(),
+            SegmentedError::Totals(m) => m.into(),
         }
     }
 }

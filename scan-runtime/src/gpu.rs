@@ -23,7 +23,9 @@ use cudarc::driver::{
 };
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{Arch, Kernel};
-use scan_core::{Direction, HostCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec};
+use scan_core::{
+    Direction, HostSegmentedCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec,
+};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -524,8 +526,10 @@ where
     /// ([`ScanSpec::carry_out`], a one-element device buffer, see
     /// [`DeviceCarryOut`]), which receives the seed combined with every
     /// element (with segments, the last segment's partial), written on the
-    /// stream by the scan's last kernel. Lengths (output, segments, slot)
-    /// are checked before anything is enqueued.
+    /// stream by the scan's last kernel, or a slot of one total per segment
+    /// ([`ScanSpec::segment_totals`], segments given as rows or offsets).
+    /// Lengths (output, segments, slot) are checked before anything is
+    /// enqueued.
     ///
     /// ```no_run
     /// use gpu_scan::prelude::*;
@@ -734,13 +738,14 @@ where
     /// Host convenience: copies `input` (and segments given in `spec`:
     /// flags, offsets, keys, as the CPU backend takes them) to the device,
     /// scans, copies back (synchronising the stream). A carry-out slot in
-    /// `spec` is a `&mut` of the element, as for the CPU backend.
+    /// `spec` is a `&mut` of the element, and a per-segment totals slot
+    /// ([`ScanSpec::segment_totals`]) a `&mut [E]`, as for the CPU backend.
     pub fn scan_host<'a>(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: impl IntoScanSpec<
             Op::Element,
-            Carry: HostCarryOut<Op::Element>,
+            Carry: HostSegmentedCarryOut<Op::Element>,
             Segments: HostSegments<'a>,
         >,
         input: &[Op::Element],
@@ -749,10 +754,13 @@ where
         if let Some(segments) = segments.into_segments() {
             return self.scan_segments_host(stream, spec, segments, input);
         }
-        let (spec, carry_out) = spec.split_carry_out();
+        let (spec, mut carry_out) = spec.split_carry_out();
+        carry_out.check_unsegmented()?;
         if input.is_empty() {
             // Nothing to move: the carry-out is the seed.
-            scan_core::cpu::scan::<Op>(spec.carry_out(carry_out), &[], &mut [])?;
+            let mut carry = Op::IDENTITY;
+            scan_core::cpu::scan::<Op>(spec.carry_out(&mut carry), &[], &mut [])?;
+            carry_out.put_unsegmented(carry);
             return Ok(Vec::new());
         }
         let mut data = stream.clone_htod(input)?;
@@ -1025,14 +1033,14 @@ where
 
 /// Copies the carry-out from its device `slot` into the host's `carry_out`
 /// where one is asked for (synchronising the stream).
-pub(crate) fn put_carry<E: DeviceRepr, C: HostCarryOut<E>>(
+pub(crate) fn put_carry<E: DeviceRepr, C: HostSegmentedCarryOut<E>>(
     stream: &Arc<CudaStream>,
     slot: &CudaSlice<E>,
     carry_out: C,
 ) -> Result<()> {
     if C::WANTED {
         let carry = stream.clone_dtoh(slot)?.into_iter().next();
-        carry_out.put(carry.expect("a one-element slot"));
+        carry_out.put_unsegmented(carry.expect("a one-element slot"));
     }
     Ok(())
 }

@@ -374,9 +374,53 @@ pub(crate) fn segmented_single_pass<E>(
     args
 }
 
+/// `(input, rows | offsets, totals, segments, reverse)` of the per-segment
+/// totals' first step.
+pub(crate) fn segment_boundaries<E>(
+    input: u64,
+    ranges: Heads,
+    totals: u64,
+    segments: u64,
+    reverse: bool,
+) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, input),
+        ranges.arg(),
+        Ptr(ElementsOut, totals),
+        Count(segments),
+        Flag(reverse as i32),
+    ]
+}
+
+/// `(output, rows | offsets, totals, segments, seed, seeded, exclusive,
+/// reverse)` of the per-segment totals' last step.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn segment_totals<E>(
+    output: u64,
+    ranges: Heads,
+    totals: u64,
+    segments: u64,
+    seed: E,
+    seeded: bool,
+    exclusive: bool,
+    reverse: bool,
+) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, output),
+        ranges.arg(),
+        Ptr(ElementsOut, totals),
+        Count(segments),
+        Element(seed),
+        Flag(seeded as i32),
+        Flag(exclusive as i32),
+        Flag(reverse as i32),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kernels_gen::abi::TotalsStep;
     use kernels_gen::{Kernel, SegmentSource, SegmentedKernel};
 
     /// The argument list the runtime builds for `abi` (dummy values).
@@ -406,6 +450,12 @@ mod tests {
         // A reverse kernel takes its forward kernel's arguments.
         match abi.forward() {
             KernelAbi::CombinePairs => combine_pairs(1, 2, 3, 9),
+            KernelAbi::SegmentTotals(TotalsStep::Boundaries, _) => {
+                segment_boundaries(1, heads, 3, 4, true)
+            }
+            KernelAbi::SegmentTotals(TotalsStep::Finish, _) => {
+                segment_totals(1, heads, 3, 4, 7, true, false, true)
+            }
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => reduce_tiles(1, 2, 3),
                 Kernel::ScanTileTotals => scan_tile_totals(1, 2, 7),

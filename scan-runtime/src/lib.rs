@@ -35,6 +35,7 @@ mod launch;
 mod laws;
 mod offsets;
 mod path;
+mod segment_totals;
 mod segmented;
 mod segments;
 mod tuning;

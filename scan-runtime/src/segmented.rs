@@ -14,12 +14,16 @@ use crate::path::{
 };
 use crate::segments::{DeviceHeadFlags, DeviceSegments};
 use cudarc::driver::{
-    CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
+    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{SegmentedKernel, SegmentedStrategy};
-use scan_core::segmented::{HeadFlags, SegmentOffsets, Segments};
-use scan_core::{Direction, HostCarryOut, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec};
+use scan_core::segmented::{
+    segment_ranges, HeadFlags, SegmentOffsets, SegmentTotalsLength, Segments,
+};
+use scan_core::{
+    Direction, HostSegmentedCarryOut, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec,
+};
 use std::sync::Arc;
 
 impl<Op: ScanOp> GpuScanner<Op>
@@ -181,13 +185,17 @@ where
         }
         segments.check_len(n)?;
         let (spec, mut carry_out) = spec.split_carry_out();
-        carry_out.check()?;
+        let totals = checked_totals(&carry_out, &segments, n)?;
         self.prepare_segmented_scan(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
         let (carry, _carry_sync) = carry_out.slot(stream);
-        let launched = self.launch_segmented(stream, spec, &segments, src, dst, n, carry);
+        let launched = match totals {
+            Some(count) => self
+                .launch_segmented_with_totals(stream, spec, &segments, src, dst, n, carry, count),
+            None => self.launch_segmented(stream, spec, &segments, src, dst, n, carry),
+        };
         self.then_start_background_compiles(launched)
     }
 
@@ -215,12 +223,16 @@ where
         let n = data.len();
         segments.check_len(n)?;
         let (spec, mut carry_out) = spec.split_carry_out();
-        carry_out.check()?;
+        let totals = checked_totals(&carry_out, &segments, n)?;
         self.prepare_segmented_scan(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
         let (carry, _carry_sync) = carry_out.slot(stream);
-        let launched = self.launch_segmented(stream, spec, &segments, ptr, ptr, n, carry);
+        let launched = match totals {
+            Some(count) => self
+                .launch_segmented_with_totals(stream, spec, &segments, ptr, ptr, n, carry, count),
+            None => self.launch_segmented(stream, spec, &segments, ptr, ptr, n, carry),
+        };
         self.then_start_background_compiles(launched)
     }
 
@@ -229,7 +241,11 @@ where
     pub fn segmented_scan_host<'a>(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+        spec: impl IntoScanSpec<
+            Op::Element,
+            Carry: HostSegmentedCarryOut<Op::Element>,
+            Segments = NoSegments,
+        >,
         segments: impl Into<Segments<'a>>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
@@ -238,48 +254,91 @@ where
 
     /// [`GpuScanner::scan_host`] over segments: uploads `input` and the
     /// flags, offsets or keys (offsets are checked on the device), scans,
-    /// downloads (synchronising the stream).
+    /// downloads (synchronising the stream). Per-segment totals are counted
+    /// here, so flags and keys, whose count the device scans cannot know,
+    /// go to the device as the offsets of their heads.
     pub(crate) fn scan_segments_host(
         &mut self,
         stream: &Arc<CudaStream>,
-        spec: ScanSpec<Op::Element, impl HostCarryOut<Op::Element>>,
+        spec: ScanSpec<Op::Element, impl HostSegmentedCarryOut<Op::Element>>,
         segments: Segments<'_>,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         let n = input.len();
         segments.check_len(n)?;
-        let (spec, carry_out) = spec.split_carry_out();
+        let (spec, mut carry_out) = spec.split_carry_out();
         if input.is_empty() {
-            // Nothing to move: the carry-out is the seed.
+            // Nothing to move: the CPU writes the carry-out (the seed), or
+            // the seed for each of the (empty) segments.
             scan_core::segmented::scan::<Op>(spec.carry_out(carry_out), segments, &[], &mut [])?;
             return Ok(Vec::new());
         }
+        if let Some(totals) = carry_out.totals() {
+            let ranges = segment_ranges(segments, n);
+            SegmentTotalsLength::check(totals.len(), ranges.len())?;
+            let mut data = stream.clone_htod(input)?;
+            if ranges.is_empty() {
+                self.scan_uploaded(stream, spec, segments, &mut data)?;
+            } else {
+                let mut slot = stream.alloc_zeros::<Op::Element>(ranges.len())?;
+                let heads: Vec<u64>;
+                let segments = match segments {
+                    Segments::Rows { .. } | Segments::Offsets(_) => segments,
+                    _ => {
+                        heads = ranges
+                            .iter()
+                            .map(|r| r.start as u64)
+                            .chain([n as u64])
+                            .collect();
+                        Segments::offsets(&heads[..])
+                    }
+                };
+                let spec = spec.segment_totals(&mut slot);
+                self.scan_uploaded(stream, spec, segments, &mut data)?;
+                stream.memcpy_dtoh(&slot, totals)?;
+            }
+            return Ok(stream.clone_dtoh(&data)?);
+        }
         let mut data = stream.clone_htod(input)?;
         let mut slot = stream.alloc_zeros::<Op::Element>(1)?;
-        let spec = spec.carry_out(&mut slot);
+        self.scan_uploaded(stream, spec.carry_out(&mut slot), segments, &mut data)?;
+        put_carry(stream, &slot, carry_out)?;
+        Ok(stream.clone_dtoh(&data)?)
+    }
+
+    /// Uploads the segments of a host scan and scans `data` in place over
+    /// them.
+    fn scan_uploaded(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element, impl DeviceCarryOut<Op::Element>>,
+        segments: Segments<'_>,
+        data: &mut CudaSlice<Op::Element>,
+    ) -> Result<()> {
+        let n = data.len();
         match segments {
             Segments::Flags(HeadFlags::Bytes(b)) => {
                 let flags = stream.clone_htod(b)?;
-                self.segmented_scan_in_place(stream, spec, &flags, &mut data)?;
+                self.segmented_scan_in_place(stream, spec, &flags, data)
             }
             Segments::Flags(HeadFlags::Bits { words, len }) => {
                 let flags = stream.clone_htod(words)?;
                 let flags = DeviceHeadFlags::bits(flags.as_view(), len);
-                self.segmented_scan_in_place(stream, spec, flags, &mut data)?;
+                self.segmented_scan_in_place(stream, spec, flags, data)
             }
             Segments::Rows { row_length } => {
                 let rows = DeviceSegments::rows(row_length);
-                self.segmented_scan_in_place(stream, spec, rows, &mut data)?;
+                self.segmented_scan_in_place(stream, spec, rows, data)
             }
             Segments::Offsets(SegmentOffsets::U32(o)) => {
                 let offsets = stream.clone_htod(o)?;
                 let offsets = DeviceOffsets::check(stream, offsets.as_view(), n)?;
-                self.segmented_scan_in_place(stream, spec, offsets, &mut data)?;
+                self.segmented_scan_in_place(stream, spec, offsets, data)
             }
             Segments::Offsets(SegmentOffsets::U64(o)) => {
                 let offsets = stream.clone_htod(o)?;
                 let offsets = DeviceOffsets::check(stream, offsets.as_view(), n)?;
-                self.segmented_scan_in_place(stream, spec, offsets, &mut data)?;
+                self.segmented_scan_in_place(stream, spec, offsets, data)
             }
             Segments::Keys(keys) => {
                 // The keys' bytes, as keys of their width.
@@ -292,12 +351,10 @@ where
                     4 => DeviceKeys::new(unsafe { bytes.transmute::<u32>(n) }.expect("n keys")),
                     _ => DeviceKeys::new(unsafe { bytes.transmute::<u64>(n) }.expect("n keys")),
                 };
-                self.segmented_scan_in_place(stream, spec, keys, &mut data)?;
+                self.segmented_scan_in_place(stream, spec, keys, data)
             }
             _ => unreachable!("a segment source of scan-core without a GPU counterpart"),
         }
-        put_carry(stream, &slot, carry_out)?;
-        Ok(stream.clone_dtoh(&data)?)
     }
 
     /// Makes sure segmented scans of up to `n` elements on `stream` (on the
@@ -332,7 +389,7 @@ where
     /// scans (no pipelined pass). `carry` is the carry-out slot's address
     /// (0: none); the last tile in scan order writes it.
     #[allow(clippy::too_many_arguments)]
-    fn launch_segmented(
+    pub(crate) fn launch_segmented(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element>,
@@ -343,36 +400,13 @@ where
         carry: u64,
     ) -> Result<()> {
         let direction = spec.direction;
-        let (inclusive, seed, seeded) = match spec.kind {
-            ScanKind::Inclusive => (true, Op::IDENTITY, false),
-            ScanKind::Exclusive => (false, Op::IDENTITY, false),
-            ScanKind::ExclusiveWithInit(init) => (false, init, true),
-            ScanKind::InclusiveWithInit(init) => (true, init, true),
-        };
+        let (inclusive, seed, seeded) = kind_parts::<Op>(spec.kind);
         if n == 0 {
             return self.launch_empty_carry(stream, seed, carry);
         }
         let source = segments.source();
         // The guards order the flags' or offsets' use after their writes.
-        let (heads, _guards) = match segments {
-            DeviceSegments::Flags(DeviceHeadFlags::Bytes(b)) => {
-                let (flags, sync) = b.device_ptr(stream);
-                (Heads::Flags(flags), vec![sync])
-            }
-            DeviceSegments::Flags(DeviceHeadFlags::Bits { words, .. }) => {
-                let (flags, sync) = words.device_ptr(stream);
-                (Heads::Flags(flags), vec![sync])
-            }
-            DeviceSegments::Rows { row_length } => (Heads::Rows(*row_length as u64), vec![]),
-            DeviceSegments::Offsets(offsets) => {
-                let (offsets, syncs) = offsets.arg(stream);
-                (Heads::Offsets(offsets), syncs.into())
-            }
-            DeviceSegments::Keys(keys) => {
-                let (keys, sync) = keys.arg(stream);
-                (Heads::Keys(keys), vec![sync])
-            }
-        };
+        let (heads, _guards) = segments.heads_arg(stream);
         let strategy = self.tuning.segmented_strategy;
         let abi = |k: SegmentedKernel| {
             KernelAbi::segmented(k, strategy)
@@ -531,3 +565,32 @@ where
 /// (74.8% against 73.0%; 79.6% against 74.0% at 1024), at 2^26 and 2^28
 /// alike.
 const DENSE_OFFSETS_MEAN_LENGTH: usize = 320;
+
+/// A kind's parts as the segmented kernels take them: inclusive or not,
+/// the seed, and whether it goes in front of every segment.
+pub(crate) fn kind_parts<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Op::Element, bool) {
+    match kind {
+        ScanKind::Inclusive => (true, Op::IDENTITY, false),
+        ScanKind::Exclusive => (false, Op::IDENTITY, false),
+        ScanKind::ExclusiveWithInit(init) => (false, init, true),
+        ScanKind::InclusiveWithInit(init) => (true, init, true),
+    }
+}
+
+/// Checks a scan's carry-out slot against its segments before anything is
+/// enqueued: one element, or (a per-segment totals slot) one per segment,
+/// whose count is returned.
+fn checked_totals<E>(
+    carry_out: &impl DeviceCarryOut<E>,
+    segments: &DeviceSegments<'_>,
+    n: usize,
+) -> Result<Option<usize>> {
+    match carry_out.totals_len() {
+        Some(len) => {
+            let count = segments.totals_count(n)?;
+            SegmentTotalsLength::check(len, count)?;
+            Ok(Some(count))
+        }
+        None => carry_out.check().map(|()| None),
+    }
+}

@@ -3,10 +3,11 @@
 //! ([`DeviceSegments`]), and how a scan spec names them
 //! ([`DeviceSegmentsSpec`]).
 
-use crate::error::Result;
+use crate::error::{Result, ScanError};
 use crate::keys::{DeviceKeys, KeyView};
+use crate::launch::Heads;
 use crate::offsets::DeviceOffsets;
-use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr, SyncOnDrop};
 use kernels_gen::{FlagFormat, SegmentSource};
 use scan_core::segmented::{FlagsLengthMismatch, RowLengthMismatch, SegmentKey};
 use scan_core::{NoSegments, SegmentedBy};
@@ -155,6 +156,48 @@ impl<'a> DeviceSegments<'a> {
             DeviceSegments::Rows { row_length } => Ok(RowLengthMismatch::check(n, *row_length)?),
             DeviceSegments::Offsets(offsets) => Ok(offsets.check_len(n)?),
             DeviceSegments::Keys(keys) => Ok(keys.check_len(n)?),
+        }
+    }
+
+    /// How many totals a per-segment totals slot takes for a checked
+    /// sequence of `n`: one per row, one per window of the offsets (CSR
+    /// row pointers: one fewer than the offsets). Flags and keys in device
+    /// memory are refused: the host does not know their count.
+    pub(crate) fn totals_count(&self, n: usize) -> Result<usize> {
+        match self {
+            DeviceSegments::Rows { row_length } => Ok(n / row_length),
+            DeviceSegments::Offsets(offsets) => Ok(offsets.count().saturating_sub(1)),
+            DeviceSegments::Flags(_) => Err(ScanError::SegmentTotalsUncounted {
+                source_kind: "head flags",
+            }),
+            DeviceSegments::Keys(_) => Err(ScanError::SegmentTotalsUncounted {
+                source_kind: "keys",
+            }),
+        }
+    }
+
+    /// The kernels' argument for the segments (flags' address, row length,
+    /// offsets, keys), and the guards that order their use on `stream`
+    /// after their writes.
+    pub(crate) fn heads_arg<'s>(&'s self, stream: &'s CudaStream) -> (Heads, Vec<SyncOnDrop<'s>>) {
+        match self {
+            DeviceSegments::Flags(DeviceHeadFlags::Bytes(b)) => {
+                let (flags, sync) = b.device_ptr(stream);
+                (Heads::Flags(flags), vec![sync])
+            }
+            DeviceSegments::Flags(DeviceHeadFlags::Bits { words, .. }) => {
+                let (flags, sync) = words.device_ptr(stream);
+                (Heads::Flags(flags), vec![sync])
+            }
+            DeviceSegments::Rows { row_length } => (Heads::Rows(*row_length as u64), vec![]),
+            DeviceSegments::Offsets(offsets) => {
+                let (offsets, syncs) = offsets.arg(stream);
+                (Heads::Offsets(offsets), syncs.into())
+            }
+            DeviceSegments::Keys(keys) => {
+                let (keys, sync) = keys.arg(stream);
+                (Heads::Keys(keys), vec![sync])
+            }
         }
     }
 }

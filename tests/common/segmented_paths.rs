@@ -39,6 +39,43 @@ pub fn check_carry<Op: Case>(
     }
 }
 
+/// Checks a per-segment totals slot of `want.len() + 2` elements, the
+/// totals between two poisoned guards: every total as the CPU's, the
+/// guards untouched.
+pub fn check_totals<Op: Case>(
+    what: &str,
+    slot: &[Op::Element],
+    want: &[Op::Element],
+    failures: &mut Vec<String>,
+) {
+    if !poisoned(&slot[..1]) || !poisoned(&slot[slot.len() - 1..]) {
+        failures.push(format!("{what}: a write next to the segment totals"));
+    }
+    let got = &slot[1..slot.len() - 1];
+    if let Some(r) = (0..want.len()).find(|&r| !Op::close(&got[r], &want[r])) {
+        failures.push(format!(
+            "{what}: total of segment {r} of {}: gpu {:?} cpu {:?}",
+            want.len(),
+            got[r],
+            want[r]
+        ));
+    }
+}
+
+/// Where a suite scan's carry-out goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CarryMode {
+    None,
+    /// A one-element slot: the last segment's partial.
+    One,
+    /// One total per segment ([`ScanSpec::segment_totals`]).
+    Totals,
+}
+
+/// What the CPU computed for one spec: the output, the carry-out, and
+/// (where the segments are counted) every segment's total.
+pub type Expected<'a, E> = (&'a [E], E, Option<&'a [E]>);
+
 /// The three global paths.
 pub const PATHS: [ScanPath; 3] = [
     ScanPath::Pipelined,
@@ -72,7 +109,10 @@ pub fn path_rows<Op: ScanOp>(label: &str, rows: &mut Vec<Row>) -> usize {
 /// three poisoned ones, whose neighbours must survive), and compares with
 /// `expected` and `expected_carry` (the CPU's carry-out of the same spec);
 /// failures go to the rows from `first_row` (see [`path_rows`]), named
-/// `what` and the spec's `name`.
+/// `what` and the spec's `name`. With `expected_totals` (the CPU's
+/// per-segment totals), the carry-out cycles over none, one element and
+/// one total per segment (between two poisoned guards) by
+/// `(parity / 2 + path + strategy) % 3`.
 #[allow(clippy::too_many_arguments)]
 pub fn scan_every_path<'a, Op: Case>(
     scanner: &mut GpuScanner<Op>,
@@ -83,7 +123,7 @@ pub fn scan_every_path<'a, Op: Case>(
     what: &str,
     parity: usize,
     d_input: &CudaSlice<Op::Element>,
-    (expected, expected_carry): (&[Op::Element], Op::Element),
+    (expected, expected_carry, expected_totals): Expected<'_, Op::Element>,
     segments: impl Fn() -> DeviceSegments<'a>,
 ) {
     let n = expected.len();
@@ -96,45 +136,74 @@ pub fn scan_every_path<'a, Op: Case>(
             let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
             poison(stream, &mut out);
             let in_place = (parity + q + s) % 2 == 1;
-            let with_carry = (parity / 2 + q + s) % 2 == 0;
+            let mode = match expected_totals {
+                Some(_) => {
+                    [CarryMode::One, CarryMode::None, CarryMode::Totals][(parity / 2 + q + s) % 3]
+                }
+                None if (parity / 2 + q + s) % 2 == 0 => CarryMode::One,
+                None => CarryMode::None,
+            };
+            let with_carry = mode == CarryMode::One;
             let mut slot = unsafe { stream.alloc::<Op::Element>(3) }.unwrap();
             poison(stream, &mut slot);
+            let segment_count = expected_totals.map_or(0, <[_]>::len);
+            let mut totals_slot =
+                unsafe { stream.alloc::<Op::Element>(segment_count + 2) }.unwrap();
+            poison(stream, &mut totals_slot);
             let mut view = out.slice_mut(..n);
             let mut carry = slot.slice_mut(1..2);
-            let result = match (in_place, with_carry) {
-                (true, _) => stream.memcpy_dtod(d_input, &mut view).map_err(Into::into),
-                _ => Ok(()),
+            let mut totals = totals_slot.slice_mut(1..segment_count + 1);
+            let result = match in_place {
+                true => stream.memcpy_dtod(d_input, &mut view).map_err(Into::into),
+                false => Ok(()),
             }
-            // Scans with a carry-out go through the one verb (segments and
-            // slot in the spec), the others through the named conveniences.
-            .and_then(|()| match (in_place, with_carry) {
-                (true, true) => scanner.scan_in_place(
+            // Scans with a carry-out or totals go through the one verb
+            // (segments and slot in the spec), the others through the named
+            // conveniences.
+            .and_then(|()| match (in_place, mode) {
+                (true, CarryMode::One) => scanner.scan_in_place(
                     stream,
                     spec.segments(segments()).carry_out(&mut carry),
                     &mut view,
                 ),
-                (true, false) => {
+                (true, CarryMode::Totals) => scanner.scan_in_place(
+                    stream,
+                    spec.segments(segments()).segment_totals(&mut totals),
+                    &mut view,
+                ),
+                (true, CarryMode::None) => {
                     scanner.segmented_scan_in_place(stream, spec, segments(), &mut view)
                 }
-                (false, true) => scanner.scan(
+                (false, CarryMode::One) => scanner.scan(
                     stream,
                     spec.carry_out(&mut carry).segments(segments()),
                     d_input,
                     &mut view,
                 ),
-                (false, false) => {
+                (false, CarryMode::Totals) => scanner.scan(
+                    stream,
+                    spec.segment_totals(&mut totals).segments(segments()),
+                    d_input,
+                    &mut view,
+                ),
+                (false, CarryMode::None) => {
                     scanner.segmented_scan(stream, spec, segments(), d_input, &mut view)
                 }
             });
             let got = stream.clone_dtoh(&out).unwrap();
             let got_slot = stream.clone_dtoh(&slot).unwrap();
+            let got_totals = stream.clone_dtoh(&totals_slot).unwrap();
             row.seconds += start.elapsed().as_secs_f64();
             row.lengths += 1;
             row.elements += n;
             let what = format!(
                 "{what} {name}{}{}",
                 if in_place { " in place" } else { "" },
-                if with_carry { " with carry-out" } else { "" }
+                match mode {
+                    CarryMode::One => " with carry-out",
+                    CarryMode::Totals => " with segment totals",
+                    CarryMode::None => "",
+                }
             );
             if let Err(e) = result {
                 row.failures.push(format!("{what}: {e}"));
@@ -148,6 +217,15 @@ pub fn scan_every_path<'a, Op: Case>(
                 &expected_carry,
                 &mut row.failures,
             );
+            match expected_totals {
+                Some(want) if mode == CarryMode::Totals => {
+                    check_totals::<Op>(&what, &got_totals, want, &mut row.failures)
+                }
+                _ if !poisoned(&got_totals) => row
+                    .failures
+                    .push(format!("{what}: segment totals written without a slot")),
+                _ => {}
+            }
             if !poisoned(&got[n..]) {
                 row.failures.push(format!(
                     "{what}: the guard band after the output was written"
