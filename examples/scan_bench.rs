@@ -32,7 +32,9 @@
 //! scans of `u32` sum and affine, and the segmented case by bit flags, at
 //! 2^16 to 2^28, each on the default path and the look-back single pass,
 //! timed with and without a carry-out slot, alternately (three medians of
-//! each, the smallest kept), with the carry-out checked against the CPU.
+//! each, the smallest kept), with the carry-out checked against the CPU;
+//! and exclusive sums by offsets (mean length 1000) and by rows of 1000
+//! with and without one total per segment, the totals checked likewise.
 //!
 //! `SCAN_BENCH_MAIN_ONLY=1` prints the main table alone, and
 //! `SCAN_BENCH_LOG2=16,20` restricts it to those sizes. `SCAN_BENCH_HOST=1`
@@ -48,7 +50,9 @@
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use gpu_scan::scan_runtime::{open_device, DeviceHeadFlags, DeviceKeys, DeviceOffsets, ScanPath};
+use gpu_scan::scan_runtime::{
+    open_device, DeviceHeadFlags, DeviceKeys, DeviceOffsets, DeviceSegments, ScanPath,
+};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -1205,6 +1209,117 @@ fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
     all_ok
 }
 
+/// Exclusive `u32` sums by offsets (the segmented case's heads, mean
+/// length 1000) and by rows of 1000, without and with one total per
+/// segment ([`ScanSpec::segment_totals`]), the totals checked against the
+/// CPU's.
+fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
+    let n = 1usize << log_n;
+    let seed = SEED + 4;
+    let values: Vec<u32> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| (mix(seed, i) >> 32) as u32)
+        .collect();
+    let offsets = random_offsets(seed, n, MEAN_SEGMENT);
+    let row_length = 1000;
+    let rows_n = n / row_length * row_length;
+    let spec = ScanSpec::exclusive();
+    let cpu_totals = |segments: gpu_scan::segmented::Segments<'_>, len: usize, count: usize| {
+        let mut totals = vec![0u32; count];
+        gpu_scan::segmented::par_scan::<SumU32>(
+            spec.segment_totals(&mut totals),
+            segments,
+            &values[..len],
+            &mut vec![0u32; len],
+        )
+        .unwrap();
+        totals
+    };
+    let want_offsets = cpu_totals(
+        gpu_scan::segmented::Segments::offsets(&offsets[..]),
+        n,
+        offsets.len() - 1,
+    );
+    let want_rows = cpu_totals(
+        gpu_scan::segmented::Segments::rows(row_length),
+        rows_n,
+        rows_n / row_length,
+    );
+    let d_values = stream.clone_htod(&values).unwrap();
+    let d_offsets = stream.clone_htod(&offsets).unwrap();
+    let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
+    let mut output = stream.alloc_zeros::<u32>(n).unwrap();
+    let copy_ms = {
+        let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(&d_values, &mut copy).unwrap()) as f64
+    };
+    let mut scanner = timing::bench_scanner::<SumU32>(stream);
+    let mut all_ok = true;
+    // By offsets.
+    let mut totals = stream.alloc_zeros::<u32>(offsets.len() - 1).unwrap();
+    let by_offsets = |s: ScanSpec<u32>| s.segments(&checked);
+    scanner
+        .scan(
+            stream,
+            by_offsets(spec).segment_totals(&mut totals),
+            &d_values,
+            &mut output,
+        )
+        .unwrap();
+    let ok = stream.clone_dtoh(&totals).unwrap() == want_offsets;
+    all_ok &= ok;
+    carry_row(stream, "offsets excl. totals", log_n, copy_ms, ok, |with| {
+        if with {
+            scanner.scan(
+                stream,
+                by_offsets(spec).segment_totals(&mut totals),
+                &d_values,
+                &mut output,
+            )
+        } else {
+            scanner.scan(stream, by_offsets(spec), &d_values, &mut output)
+        }
+        .unwrap()
+    });
+    // By rows (the copy time scaled to the rows' elements).
+    let rows_copy_ms = copy_ms * rows_n as f64 / n as f64;
+    let mut totals = stream.alloc_zeros::<u32>(rows_n / row_length).unwrap();
+    let values_rows = d_values.slice(..rows_n);
+    let mut output_rows = output.slice_mut(..rows_n);
+    let by_rows = |s: ScanSpec<u32>| s.segments(DeviceSegments::rows(row_length));
+    scanner
+        .scan(
+            stream,
+            by_rows(spec).segment_totals(&mut totals),
+            &values_rows,
+            &mut output_rows,
+        )
+        .unwrap();
+    let ok = stream.clone_dtoh(&totals).unwrap() == want_rows;
+    all_ok &= ok;
+    carry_row(
+        stream,
+        "rows of 1000 excl. totals",
+        log_n,
+        rows_copy_ms,
+        ok,
+        |with| {
+            if with {
+                scanner.scan(
+                    stream,
+                    by_rows(spec).segment_totals(&mut totals),
+                    &values_rows,
+                    &mut output_rows,
+                )
+            } else {
+                scanner.scan(stream, by_rows(spec), &values_rows, &mut output_rows)
+            }
+            .unwrap()
+        },
+    );
+    all_ok
+}
+
 /// The carry-out table; returns how many cases' carry-outs differed.
 fn carry_table(stream: &Arc<CudaStream>) -> usize {
     println!(
@@ -1219,6 +1334,7 @@ fn carry_table(stream: &Arc<CudaStream>) -> usize {
         bad += usize::from(!carry_rows_plain::<SumU32>(stream, log_n));
         bad += usize::from(!carry_rows_plain::<Affine>(stream, log_n));
         bad += usize::from(!carry_rows_segmented(stream, log_n));
+        bad += usize::from(!carry_rows_totals(stream, log_n));
     }
     bad
 }
