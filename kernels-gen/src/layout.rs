@@ -214,7 +214,7 @@ mod tests {
             "small_items_per_thread = 2u;",
             "tile_status_bytes = 16u;",
             "tile_status_stride = 64u;",
-            "pipelined_block_threads = 352u;",
+            "pipelined_block_threads = 384u;",
             "packed_element = false;",
             "column_one_block_per_sm = false;",
         ] {

@@ -40,9 +40,11 @@ pub const fn tile_status_bytes(element_size: usize) -> usize {
 }
 
 /// Threads per block of the pipelined single pass ([`Kernel::PipelinedInclusive`](crate::Kernel::PipelinedInclusive)):
-/// two squads of 4 warps (reduce, rescan) and a producer, a lookahead and a
-/// store warp. The prelude's `scan_pipelined_block_threads`.
-pub const PIPELINED_BLOCK_THREADS: u32 = 32 * (2 * PIPELINED_SQUAD_WARPS + 3);
+/// two squads of 4 warps (reduce, rescan) and a producer, a lookahead, a
+/// store and a heads warp (which, over segment offsets, finds each tile's
+/// heads ahead of the reduce squad; it has nothing to do elsewhere). The
+/// prelude's `scan_pipelined_block_threads`.
+pub const PIPELINED_BLOCK_THREADS: u32 = 32 * (2 * PIPELINED_SQUAD_WARPS + 4);
 /// Warps in each of the pipelined pass's two compute squads (reduce, rescan).
 pub const PIPELINED_SQUAD_WARPS: u32 = 4;
 const PIPELINED_STAGE_BUDGET: usize = 200 * 1024;
@@ -122,7 +124,7 @@ pub const fn pipelined_stages(element_size: usize) -> usize {
     }
 }
 
-/// The widest element the pipelined single pass takes. Its 352 threads get
+/// The widest element the pipelined single pass takes. Its 384 threads get
 /// at most 168 registers each (64 Ki registers per SM, one block), and
 /// wider elements spill there (ptxas 13.0, 3 items per thread: 160 bytes
 /// on sm_120, `tests/nvrtc_sizes.rs`); they take the look-back single pass
@@ -226,7 +228,7 @@ mod tests {
         assert!(pipelined_supported(24));
         assert!(pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE));
         assert!(!pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE + 4));
-        assert_eq!(PIPELINED_BLOCK_THREADS, 352);
+        assert_eq!(PIPELINED_BLOCK_THREADS, 384);
         // The segmented pass's stages also hold 128 head masks and flags,
         // and the tile's head bits (1008 bytes for 4-byte elements), in a
         // larger budget that keeps 6 stages from 4 to 12 bytes.

@@ -12,7 +12,13 @@
 //              stopped for this block's previous tile to this tile, keeping
 //              the running combination: the tile's exclusive prefix;
 //   rescan     (4 warps) rescans the tile in shared memory behind its prefix;
-//   store      writes the tile back with one bulk copy and frees its stage.
+//   store      writes the tile back with one bulk copy and frees its stage;
+//   heads      over segment offsets, finds the tile's heads from them into
+//              the stage's head bits as the tile loads, so that the reduce
+//              squad reads them from shared memory as it reads bit flags
+//              that came with the tile (finding them itself put two or
+//              three dependent loads on its path for every tile); with
+//              other segment sources and without segments it stops at once.
 // Up to Shape<Op>::pipelined_stages tiles are in flight per block, so loads keep
 // going while a tile waits for its prefix. Tiles only publish aggregates
 // (in order, no commutativity needed: lane order is sequence order); the
@@ -28,7 +34,8 @@
 // then after all tiles the bookkeeping: barriers, tile indices, the reduce
 // squad's per-lane warp-inclusive totals and per-warp totals, and prefixes.
 // Barriers per stage, each used once per round k / stages (phase parity):
-//   loaded (producer + bulk bytes), indexed (producer → lookahead),
+//   loaded (producer + bulk bytes, and with offsets the heads warp),
+//   indexed (producer → lookahead and heads warp),
 //   reduced (reduce squad → rescan), prefixed (lookahead → rescan),
 //   rescanned (rescan squad → store), free (store → producer).
 namespace gpu_scan {
@@ -74,6 +81,17 @@ struct pipelined_shared {
   static_assert(!supported || end <= shared_bytes, "the pipelined layout fits the shared memory the host provides");
 };
 enum { stage_loaded = 0, stage_indexed = 1, stage_reduced = 2, stage_prefixed = 3, stage_rescanned = 4, stage_freed = 5 };
+
+// Whether the heads warp finds a tile's heads (segments given by offsets):
+// its 32 lanes then also arrive on the stage's `loaded` barrier.
+template <class Seg>
+constexpr bool heads_warp_finds_heads() {
+  if constexpr (Seg::segmented) {
+    return Seg::format == scan_segment_offsets;
+  } else {
+    return false;
+  }
+}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // Where scan tile `tile` starts in memory, how many elements it has, and how
@@ -207,11 +225,13 @@ __device__ __forceinline__ void pipelined_lookahead(const Status& status, unsign
 // tile_index(s) and prefix(s).
 
 // Thread 0 sets up every stage's barriers; then the roles part.
+// `loaded_arrivals`: the producer's, and the heads warp's lanes' where it
+// finds heads.
 template <class Op, class Shared, class T = typename Op::T>
-__device__ __forceinline__ void pipelined_init_barriers(const Shared& shared) {
+__device__ __forceinline__ void pipelined_init_barriers(const Shared& shared, unsigned loaded_arrivals = 1) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < Shared::stages; ++s) {
-      scan_mbarrier_init(shared.barrier(stage_loaded, s), 1);
+      scan_mbarrier_init(shared.barrier(stage_loaded, s), loaded_arrivals);
       scan_mbarrier_init(shared.barrier(stage_indexed, s), 1);
       scan_mbarrier_init(shared.barrier(stage_reduced, s), Shape<Op>::pipelined_squad_threads);
       scan_mbarrier_init(shared.barrier(stage_prefixed, s), 1);
@@ -346,7 +366,8 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
     const Shared shared{scan_dynamic_shared};
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
-    pipelined_init_barriers<Op>(shared);
+    constexpr bool heads_warp = heads_warp_finds_heads<Seg>();
+    pipelined_init_barriers<Op>(shared, heads_warp ? 33u : 1u);
     scan_tile_status<T, Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride> tile_status(status);
     if (warp < Shape<Op>::pipelined_squad_warps) {
       // Reduce squad: thread pairs, their warp-inclusive scans (for the
@@ -357,8 +378,9 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         const int s = k % stages;
         const unsigned parity = (unsigned)(k / stages) & 1u;
         // With segments the index comes first, so that the flags are read
-        // while the tile loads.
-        scan_mbarrier_wait(shared.barrier(Seg::segmented ? stage_indexed : stage_loaded, s), parity);
+        // while the tile loads (offsets' heads come with the tile, from the
+        // heads warp).
+        scan_mbarrier_wait(shared.barrier(Seg::segmented && !heads_warp ? stage_indexed : stage_loaded, s), parity);
         const unsigned long long tile = shared.tile_index(s);
         if (tile >= tiles) break;
         const pipelined_extent<Op> extent(tile, n);
@@ -371,6 +393,11 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
           const int count = extent.valid - first < items ? extent.valid - first : items;
           if (count > 0) heads = bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), count);
           scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);
+        } else if constexpr (heads_warp) {
+          // The heads warp wrote the tile's head bits before the stage
+          // counted as loaded; element 0 is a head.
+          heads = bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), items);
+          if (extent.base + (unsigned long long)first == 0ull) heads |= 1ull;
         } else if constexpr (Seg::segmented) {
           const bool bits_loaded = Seg::format == scan_flags_bits && extent.valid == Shape<Op>::pipelined_items_per_tile;
           if (!bits_loaded) heads = span_heads(seg, extent.base, first, extent.valid - first < items ? extent.valid - first : items);
@@ -466,9 +493,25 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
       pipelined_lookahead_warp<Op>(shared, tiles, Seg::segmented ? Op::identity() : seed, carry_out, [&](unsigned long long& next, T& running, unsigned long long tile) {
         pipelined_lookahead<Op, Seg>(tile_status, scan_shared_epoch, next, running, tile);
       });
-    } else if (lane == 0) {
+    } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 2) {
       // Store (one lane).
-      pipelined_store_warp<Op>(shared, output, n, tiles);
+      if (lane == 0) pipelined_store_warp<Op>(shared, output, n, tiles);
+    } else if constexpr (heads_warp) {
+      // Heads warp: each tile's head bits from the offsets, written to its
+      // stage once the index is known (the stage is free then: its
+      // previous tile was reduced, rescanned and stored), while the tile
+      // loads; every lane arrives on the stage's `loaded` barrier after.
+      for (int k = 0;; ++k) {
+        const int s = k % stages;
+        scan_mbarrier_wait(shared.barrier(stage_indexed, s), (unsigned)(k / stages) & 1u);
+        const unsigned long long tile = shared.tile_index(s);
+        if (tile < tiles) {
+          const pipelined_extent<Op> extent(tile, n);
+          warp_offsets_words<Shape<Op>::pipelined_items_per_tile>(seg.offsets, extent.base, extent.valid, shared.head_bits(s));
+        }
+        scan_mbarrier_arrive(shared.barrier(stage_loaded, s));
+        if (tile >= tiles) break;
+      }
     }
     return;
   }

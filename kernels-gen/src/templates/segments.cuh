@@ -174,6 +174,44 @@ __device__ __forceinline__ Mask offsets_window(const scan_offsets& o, unsigned l
   return bits;
 }
 
+// A whole tile's head bits from the offsets, found by one warp: bit j of
+// `words` (TileItems bits) for tile element j (element base + j, j below
+// `valid`) where some offset equals base + j; the rest of the words are
+// zeroed. The index bounds the tile's offsets to [lo, hi) after two loads
+// (one lane each); the lanes then read 32 offsets at a time, independently,
+// and set their bits with shared-memory atomics (repeated offsets set one
+// bit). A long span of offsets (runs of empty segments) is searched per
+// 32-element word instead (offsets_window), so the work follows the
+// number of distinct heads. Element 0's head is the reader's to add.
+template <int TileItems>
+__device__ __forceinline__ void warp_offsets_words(const scan_offsets& o, unsigned long long base, int valid, unsigned* words) {
+  constexpr int word_count = (TileItems + 31) / 32;
+  const unsigned lane = threadIdx.x & 31u;
+  for (int w = (int)lane; w < word_count; w += 32) words[w] = 0u;
+  if (valid <= 0) return;
+  const unsigned long long end = base + (unsigned long long)valid;
+  unsigned long long bound = 0;
+  if (lane == 0) bound = index_at(o, base >> o.index_shift);
+  if (lane == 1) bound = index_at(o, ((end - 1) >> o.index_shift) + 1);
+  const unsigned long long lo = __shfl_sync(0xffffffffu, bound, 0);
+  const unsigned long long hi = __shfl_sync(0xffffffffu, bound, 1);
+  __syncwarp();  // the zeros before any bit
+  if (hi - lo <= 64ull * (unsigned long long)word_count) {
+#pragma unroll 4
+    for (unsigned long long r = lo + lane; r < hi; r += 32) {
+      // Offsets before the tile wrap around to large distances.
+      const unsigned long long distance = offset_at(o, r) - base;
+      if (distance < (unsigned long long)valid) atomicOr(words + (distance >> 5), 1u << (unsigned)(distance & 31u));
+    }
+  } else {
+    for (int w = (int)lane; w < word_count; w += 32) {
+      const int first = w * 32;
+      const int count = valid - first < 32 ? valid - first : 32;
+      if (count > 0) words[w] = offsets_window<unsigned>(o, base + (unsigned long long)first, count);
+    }
+  }
+}
+
 // Bit k for every k < count with k ≡ first (mod period), first < period:
 // the row heads among `count` consecutive items when the first head is
 // item `first`.
