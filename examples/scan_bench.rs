@@ -664,7 +664,7 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
 /// the CPU. `SCAN_BENCH_OFFSETS_SWEEP=1` runs this alone.
 fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
     println!(
-        "\nscan_bench: offsets crossover, u32 sum by u32 offsets (ms, % of a copy of the values; Auto picks the single pass below mean 320)"
+        "\nscan_bench: offsets crossover, u32 sum by u32 offsets (ms, % of a copy of the values; Auto picks the single pass below mean 192)"
     );
     println!(
         "{:<5} {:>6} {:>10} {:>9} {:>6} {:>9} {:>6} {:>8}  output",

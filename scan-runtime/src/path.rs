@@ -14,7 +14,7 @@ pub enum ScanPath {
     /// bytes; otherwise the single pass with look-back. The single passes beat
     /// reduce-then-scan's three launches on the H200 at every size;
     /// BENCHMARKS.md has the numbers. Segmented scans over
-    /// offsets of short segments (a segment per fewer than 320 elements on
+    /// offsets of short segments (a segment per fewer than 192 elements on
     /// average) take the look-back pass.
     Auto,
     /// The pipelined single pass, for Hopper (sm_90) and newer: persistent

@@ -559,12 +559,13 @@ where
 /// Segments given by offsets shorter than this on average take the
 /// look-back single pass on [`ScanPath::Auto`], not the pipelined one.
 /// Measured on the H200 (`scan_bench` with `SCAN_BENCH_OFFSETS_SWEEP=1`,
-/// `u32` sums, heads with probability 1/mean): the look-back pass is faster
-/// up to mean 256 (73.1% of a copy against 71.4% at 2^28, and by more
-/// below: 55% against 16% at mean 2), the pipelined pass from mean 384
-/// (74.8% against 73.0%; 79.6% against 74.0% at 1024), at 2^26 and 2^28
-/// alike.
-const DENSE_OFFSETS_MEAN_LENGTH: usize = 320;
+/// `u32` sums, heads with probability 1/mean) since the pipelined pass's
+/// heads warp finds each tile's heads (`ecbf535`): the look-back pass is
+/// faster up to mean 128 (71.4% of a copy against 68.0% at 2^28, and by
+/// far more below: 55% against 4% at mean 2, where the heads warp reads
+/// 4000 offsets per tile), the pipelined pass from mean 256 (78.8% against
+/// 72.8%; 84.5% against 74.2% at 1024), at 2^26 and 2^28 alike.
+const DENSE_OFFSETS_MEAN_LENGTH: usize = 192;
 
 /// A kind's parts as the segmented kernels take them: inclusive or not,
 /// the seed, and whether it goes in front of every segment.
