@@ -178,13 +178,11 @@ __device__ __forceinline__ Mask offsets_window(const scan_offsets& o, unsigned l
 // `words` (TileItems bits) for tile element j (element base + j, j below
 // `valid`) where some offset equals base + j; the rest of the words are
 // zeroed. The index bounds the tile's offsets to [lo, hi) after two loads
-// (one lane each); the lanes then read the offsets in batches of 16 per
-// lane (coalesced, all in flight together: one memory latency per 512
-// offsets) and set their bits with shared-memory atomics (repeated
-// offsets set one bit). A long span of offsets (runs of empty segments)
-// is searched per 32-element word instead (offsets_window), so the work
-// follows the number of distinct heads. Element 0's head is the reader's
-// to add.
+// (one lane each); the lanes then read 32 offsets at a time, independently,
+// and set their bits with shared-memory atomics (repeated offsets set one
+// bit). A long span of offsets (runs of empty segments) is searched per
+// 32-element word instead (offsets_window), so the work follows the
+// number of distinct heads. Element 0's head is the reader's to add.
 template <int TileItems>
 __device__ __forceinline__ void warp_offsets_words(const scan_offsets& o, unsigned long long base, int valid, unsigned* words) {
   constexpr int word_count = (TileItems + 31) / 32;
@@ -199,20 +197,11 @@ __device__ __forceinline__ void warp_offsets_words(const scan_offsets& o, unsign
   const unsigned long long hi = __shfl_sync(0xffffffffu, bound, 1);
   __syncwarp();  // the zeros before any bit
   if (hi - lo <= 64ull * (unsigned long long)word_count) {
-    constexpr int batch = 16;
-    for (unsigned long long r0 = lo + lane; r0 < hi; r0 += 32 * batch) {
-      unsigned long long at[batch];
-#pragma unroll
-      for (int b = 0; b < batch; ++b) {
-        const unsigned long long r = r0 + 32ull * (unsigned long long)b;
-        at[b] = r < hi ? offset_at(o, r) : ~0ull;
-      }
-#pragma unroll
-      for (int b = 0; b < batch; ++b) {
-        // Offsets before the tile wrap around to large distances.
-        const unsigned long long distance = at[b] - base;
-        if (distance < (unsigned long long)valid) atomicOr(words + (distance >> 5), 1u << (unsigned)(distance & 31u));
-      }
+#pragma unroll 4
+    for (unsigned long long r = lo + lane; r < hi; r += 32) {
+      // Offsets before the tile wrap around to large distances.
+      const unsigned long long distance = offset_at(o, r) - base;
+      if (distance < (unsigned long long)valid) atomicOr(words + (distance >> 5), 1u << (unsigned)(distance & 31u));
     }
   } else {
     for (int w = (int)lane; w < word_count; w += 32) {
