@@ -49,7 +49,9 @@
 //! placements). Prints "no GPU" and exits 0 without one.
 
 use gpu_scan::prelude::*;
-use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::cudarc::driver::{
+    CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, ValidAsZeroBits,
+};
 use gpu_scan::scan_runtime::{
     open_device, DeviceHeadFlags, DeviceKeys, DeviceOffsets, DeviceSegments, ScanPath,
 };
@@ -472,6 +474,14 @@ fn random_offsets(seed: u64, n: usize, mean: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The values the cases by offsets scan: `n` pseudo-random `u32`s.
+fn offsets_case_values(seed: u64, n: usize) -> Vec<u32> {
+    (0..n as u64)
+        .into_par_iter()
+        .map(|i| (mix(seed, i) >> 32) as u32)
+        .collect()
+}
+
 /// The CPU's inclusive `u32` sum of `values` by segment `offsets`.
 fn sum_by_offsets(values: &[u32], offsets: &[u32]) -> Vec<u32> {
     let mut expected = vec![0u32; values.len()];
@@ -498,10 +508,7 @@ fn bench_offsets(
 ) -> Row {
     let n = 1usize << log_n;
     let seed = SEED + 4;
-    let values: Vec<u32> = (0..n as u64)
-        .into_par_iter()
-        .map(|i| (mix(seed, i) >> 32) as u32)
-        .collect();
+    let values = offsets_case_values(seed, n);
     let offsets: Vec<u32> = if power_law {
         let mut v = vec![0u32];
         let mut at = 0usize;
@@ -1216,10 +1223,7 @@ fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
 fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
     let n = 1usize << log_n;
     let seed = SEED + 4;
-    let values: Vec<u32> = (0..n as u64)
-        .into_par_iter()
-        .map(|i| (mix(seed, i) >> 32) as u32)
-        .collect();
+    let values = offsets_case_values(seed, n);
     let offsets = random_offsets(seed, n, MEAN_SEGMENT);
     let row_length = 1000;
     let rows_n = n / row_length * row_length;
@@ -1255,69 +1259,60 @@ fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
     };
     let mut scanner = timing::bench_scanner::<SumU32>(stream);
     let mut all_ok = true;
-    // By offsets.
-    let mut totals = stream.alloc_zeros::<u32>(offsets.len() - 1).unwrap();
-    let by_offsets = |s: ScanSpec<u32>| s.segments(&checked);
-    scanner
-        .scan(
-            stream,
-            by_offsets(spec).segment_totals(&mut totals),
-            &d_values,
-            &mut output,
-        )
-        .unwrap();
-    let ok = stream.clone_dtoh(&totals).unwrap() == want_offsets;
-    all_ok &= ok;
-    carry_row(stream, "offsets excl. totals", log_n, copy_ms, ok, |with| {
-        if with {
-            scanner.scan(
-                stream,
-                by_offsets(spec).segment_totals(&mut totals),
-                &d_values,
-                &mut output,
-            )
-        } else {
-            scanner.scan(stream, by_offsets(spec), &d_values, &mut output)
-        }
-        .unwrap()
-    });
-    // By rows (the copy time scaled to the rows' elements).
-    let rows_copy_ms = copy_ms * rows_n as f64 / n as f64;
-    let mut totals = stream.alloc_zeros::<u32>(rows_n / row_length).unwrap();
-    let values_rows = d_values.slice(..rows_n);
-    let mut output_rows = output.slice_mut(..rows_n);
-    let by_rows = |s: ScanSpec<u32>| s.segments(DeviceSegments::rows(row_length));
-    scanner
-        .scan(
-            stream,
-            by_rows(spec).segment_totals(&mut totals),
-            &values_rows,
-            &mut output_rows,
-        )
-        .unwrap();
-    let ok = stream.clone_dtoh(&totals).unwrap() == want_rows;
-    all_ok &= ok;
-    carry_row(
+    all_ok &= totals_row(
         stream,
-        "rows of 1000 excl. totals",
-        log_n,
-        rows_copy_ms,
-        ok,
-        |with| {
-            if with {
-                scanner.scan(
-                    stream,
-                    by_rows(spec).segment_totals(&mut totals),
-                    &values_rows,
-                    &mut output_rows,
-                )
-            } else {
-                scanner.scan(stream, by_rows(spec), &values_rows, &mut output_rows)
-            }
-            .unwrap()
-        },
+        &mut scanner,
+        ("offsets excl. totals", log_n, copy_ms),
+        || DeviceSegments::from(&checked),
+        &d_values.slice(..),
+        &mut output.slice_mut(..),
+        &want_offsets,
+    );
+    // By rows (the copy time scaled to the rows' elements).
+    all_ok &= totals_row(
+        stream,
+        &mut scanner,
+        (
+            "rows of 1000 excl. totals",
+            log_n,
+            copy_ms * rows_n as f64 / n as f64,
+        ),
+        || DeviceSegments::rows(row_length),
+        &d_values.slice(..rows_n),
+        &mut output.slice_mut(..rows_n),
+        &want_rows,
     );
     all_ok
+}
+
+/// One row of [`carry_rows_totals`]: the exclusive sum over `segments()`
+/// of `values` into `output`, with and without a slot of `want.len()`
+/// totals (checked against `want` first); whether they matched.
+fn totals_row<'a>(
+    stream: &Arc<CudaStream>,
+    scanner: &mut GpuScanner<SumU32>,
+    (label, log_n, copy_ms): (&str, u32, f64),
+    segments: impl Fn() -> DeviceSegments<'a>,
+    values: &CudaView<'_, u32>,
+    output: &mut CudaViewMut<'_, u32>,
+    want: &[u32],
+) -> bool {
+    let spec = ScanSpec::exclusive();
+    let mut totals = stream.alloc_zeros::<u32>(want.len()).unwrap();
+    let with_totals = spec.segments(segments()).segment_totals(&mut totals);
+    scanner.scan(stream, with_totals, values, output).unwrap();
+    let ok = stream.clone_dtoh(&totals).unwrap() == want;
+    carry_row(stream, label, log_n, copy_ms, ok, |with| {
+        if with {
+            let spec = spec.segments(segments()).segment_totals(&mut totals);
+            scanner.scan(stream, spec, values, output).unwrap()
+        } else {
+            scanner
+                .scan(stream, spec.segments(segments()), values, output)
+                .unwrap()
+        }
+    });
+    ok
 }
 
 /// The carry-out table; returns how many cases' carry-outs differed.
