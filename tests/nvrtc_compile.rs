@@ -4,8 +4,9 @@
 //! missing kernel, a spill to local memory, or a tile size that differs
 //! between the Rust and CUDA sides fails the test. Every test operator's
 //! plain program and the flag builders go to every architecture; its
-//! segmented program (every kernel: plain, element-wise, segmented of both
-//! strategies and every segment source, forward and reverse) to sm_90 and
+//! segmented program (every kernel: plain, element-wise, per-segment
+//! totals, segmented of both strategies and every segment source, forward
+//! and reverse) to sm_90 and
 //! (for six of them) to one other architecture by rotation, or with
 //! `SCAN_NVRTC_FULL=1` to all of them (`common::nvrtc::Coverage` says
 //! why). Programs compile in parallel on all cores.
@@ -22,7 +23,7 @@ use common::nvrtc::{
     assemble, compile_program, parse_ptxas, tools_available, Coverage, KernelReport,
 };
 use common::ops::*;
-use gpu_scan::kernels_gen::abi::KernelAbi;
+use gpu_scan::kernels_gen::abi::{KernelAbi, TotalsStep, TOTALS_SOURCES};
 use gpu_scan::kernels_gen::{
     self, Arch, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
 };
@@ -266,14 +267,16 @@ fn every_generated_kernel_compiles_without_spills() {
     // segmented pipelined passes and the element-wise kernel, in reverse);
     // then the flag builders.
     let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
-    let forward = Kernel::ALL.len() + 1 + segmented_kernels;
+    // The per-segment totals' two steps over rows and over offsets.
+    let totals_kernels = TotalsStep::ALL.len() * TOTALS_SOURCES.len();
+    let forward = Kernel::ALL.len() + 1 + segmented_kernels + totals_kernels;
     let no_reverse = KernelAbi::all_forward()
         .filter(|k| k.in_direction(gpu_scan::Direction::Reverse).is_none())
         .count();
     assert_eq!(
         no_reverse,
-        1 + 2 * 2 * SegmentSource::ALL.len(),
-        "segmented pipelined kernels (two kinds, two strategies, every segment source) and the element-wise one"
+        1 + 2 * 2 * SegmentSource::ALL.len() + totals_kernels,
+        "segmented pipelined kernels (two kinds, two strategies, every segment source), the element-wise one and the totals' steps"
     );
     let full_program = KernelAbi::all().count();
     assert_eq!(full_program, 2 * forward - no_reverse);
