@@ -40,7 +40,10 @@
 //! `|x, y| …` or a function `fn name(x: T, y: T) -> T { … }` written in the
 //! attribute; `x` is the earlier element. A struct annotated with a bare
 //! `#[scan_op]` is an element only, usable as a field or as another
-//! operator's `element`. `block_threads = N` and `items_per_thread = N` set
+//! operator's `element`. `commutative = true` says that `op(x, y) ==
+//! op(y, x)` (checked with the other laws), which lets two-dimensional
+//! scans ([`summed_area`]) read the matrix in tiles, in one pass over its
+//! rectangles instead of rows then columns. `block_threads = N` and `items_per_thread = N` set
 //! the tile shape (default: both chosen from the element size, 256 threads
 //! up to 179-byte elements). Elements are 1 to 256 bytes
 //! (`kernels_gen::MAX_ELEMENT_SIZE`) whose fields take at most 112
@@ -111,9 +114,10 @@ pub mod ops;
 #[doc(hidden)]
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, check_laws, columns, cpu, laws, segmented, semantics, Counterexample,
-    Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec, LengthMismatch,
-    NoCarryOut, NoSegments, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals, SegmentedBy,
+    check_associativity, check_laws, columns, cpu, laws, segmented, semantics, summed_area,
+    Counterexample, Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec,
+    LengthMismatch, NoCarryOut, NoSegments, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals,
+    SegmentedBy,
 };
 pub use scan_macros::scan_op;
 #[cfg(feature = "gpu")]

@@ -7,7 +7,8 @@
 //! PyTorch's do); float sums and products round at every step, so the
 //! GPU's order of combination (tile by tile) and the CPU's give results
 //! that agree up to rounding, not bit for bit. Float `Min`/`Max` follow
-//! Rust's `f32::min`/`max` (a NaN operand is ignored).
+//! Rust's `f32::min`/`max` (a NaN operand is ignored). Every one is
+//! commutative ([`ScanOp::COMMUTATIVE`]).
 //!
 //! ```
 //! use gpu_scan::ops::{Max, Sum};
@@ -60,7 +61,7 @@ operator_types! {
 macro_rules! builtin {
     ($public:ident, $hidden:ident, $t:ident, [$($identity:tt)*], [$($op:tt)*]) => {
         #[doc(hidden)]
-        #[scan_op(crate = crate, element = $t, identity = $($identity)*, op = $($op)*)]
+        #[scan_op(crate = crate, element = $t, identity = $($identity)*, op = $($op)*, commutative = true)]
         pub struct $hidden;
 
         impl ScanOp for $public<$t> {
@@ -70,6 +71,7 @@ macro_rules! builtin {
             const CUDA_SOURCE: &'static str = <$hidden as ScanOp>::CUDA_SOURCE;
             const BLOCK_THREADS: u32 = <$hidden as ScanOp>::BLOCK_THREADS;
             const ITEMS_PER_THREAD: u32 = <$hidden as ScanOp>::ITEMS_PER_THREAD;
+            const COMMUTATIVE: bool = <$hidden as ScanOp>::COMMUTATIVE;
             #[inline]
             fn combine(x: $t, y: $t) -> $t {
                 <$hidden as ScanOp>::combine(x, y)

@@ -23,7 +23,7 @@ use common::nvrtc::{
     assemble, compile_program, parse_ptxas, tools_available, Coverage, KernelReport,
 };
 use common::ops::*;
-use gpu_scan::kernels_gen::abi::{KernelAbi, TotalsStep, TOTALS_SOURCES};
+use gpu_scan::kernels_gen::abi::{AreaStep, KernelAbi, TotalsStep, TOTALS_SOURCES};
 use gpu_scan::kernels_gen::{
     self, Arch, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
 };
@@ -269,14 +269,16 @@ fn every_generated_kernel_compiles_without_spills() {
     let segmented_kernels = SegmentedStrategy::ALL.len() * SegmentedKernel::ALL.len();
     // The per-segment totals' two steps over rows and over offsets.
     let totals_kernels = TotalsStep::ALL.len() * TOTALS_SOURCES.len();
-    let forward = Kernel::ALL.len() + 1 + segmented_kernels + totals_kernels;
+    // The two-dimensional scan's three steps.
+    let area_kernels = AreaStep::ALL.len();
+    let forward = Kernel::ALL.len() + 1 + segmented_kernels + totals_kernels + area_kernels;
     let no_reverse = KernelAbi::all_forward()
         .filter(|k| k.in_direction(gpu_scan::Direction::Reverse).is_none())
         .count();
     assert_eq!(
         no_reverse,
-        1 + 2 * 2 * SegmentSource::ALL.len() + totals_kernels,
-        "segmented pipelined kernels (two kinds, two strategies, every segment source), the element-wise one and the totals' steps"
+        1 + 2 * 2 * SegmentSource::ALL.len() + totals_kernels + area_kernels,
+        "segmented pipelined kernels (two kinds, two strategies, every segment source), the element-wise one, the totals' steps and the two-dimensional scan's"
     );
     let full_program = KernelAbi::all().count();
     assert_eq!(full_program, 2 * forward - no_reverse);

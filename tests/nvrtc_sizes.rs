@@ -22,7 +22,7 @@
 
 mod common;
 use common::nvrtc::{assemble, compile_program, tools_available, Coverage, KernelReport};
-use gpu_scan::kernels_gen::abi::KernelAbi;
+use gpu_scan::kernels_gen::abi::{AreaStep, KernelAbi};
 use gpu_scan::kernels_gen::ir::{
     BinOp, Block, ElementType, Expr, FieldDesc, FieldType, Lit, OpDesc, Prim, StructDesc,
     StructName,
@@ -114,7 +114,9 @@ fn operator(size: usize) -> (StructDesc, OpDesc) {
 /// `size` bytes: the look-back single pass, plain and segmented (status
 /// packing, registers; the segmented one has the largest static shared
 /// memory), the column scan (32 partials per warp in static shared
-/// memory), and where the element can take them the plain and segmented
+/// memory), the two-dimensional scan's passes over the matrix (a chunk of
+/// rows in static shared memory, three blocks an SM for small elements),
+/// and where the element can take them the plain and segmented
 /// pipelined passes (their shared-memory layouts, checked by
 /// `static_assert`s against the host's sizes).
 fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
@@ -129,6 +131,8 @@ fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
         ),
         KernelAbi::plain(Kernel::SinglePassInclusive),
         KernelAbi::plain(Kernel::ColumnsInclusive),
+        KernelAbi::SummedArea(AreaStep::TileTotals),
+        KernelAbi::SummedArea(AreaStep::Finish),
     ];
     if kernels_gen::pipelined_supported(size) {
         kernels.push(KernelAbi::plain(Kernel::PipelinedInclusive));

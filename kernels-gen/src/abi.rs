@@ -221,6 +221,37 @@ const SEGMENT_TOTALS: &[Param] = &[
     param("reverse", Flag),
 ];
 
+const AREA_TILE_TOTALS: &[Param] = &[
+    param("input", ElementsIn),
+    param("row_totals", ElementsOut),
+    param("column_totals", ElementsOut),
+    param("tile_totals", ElementsOut),
+    param("rows", Count),
+    param("cols", Count),
+    param("band", Count),
+    param("reverse", Flag),
+];
+const AREA_CARRIES: &[Param] = &[
+    param("row_totals", ElementsOut),
+    param("column_totals", ElementsOut),
+    param("tile_totals", ElementsOut),
+    param("rows", Count),
+    param("cols", Count),
+    param("band", Count),
+    param("seed", Element),
+];
+const AREA_FINISH: &[Param] = &[
+    param("input", ElementsIn),
+    param("output", ElementsOut),
+    param("left", ElementsIn),
+    param("above", ElementsIn),
+    param("corners", ElementsIn),
+    param("rows", Count),
+    param("cols", Count),
+    param("band", Count),
+    param("reverse", Flag),
+];
+
 const COMBINE_PAIRS: &[Param] = &[
     param("left", ElementsIn),
     param("right", ElementsIn),
@@ -251,6 +282,28 @@ impl TotalsStep {
     pub const ALL: [TotalsStep; 2] = [TotalsStep::Boundaries, TotalsStep::Finish];
 }
 
+/// The three kernels of a two-dimensional scan in tiles, for commutative
+/// operators ([`KernelAbi::SummedArea`], `summed_area.cuh`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AreaStep {
+    /// Each tile's row totals, column totals and total (`input`,
+    /// `row_totals`, `column_totals`, `tile_totals`, `rows`, `cols`,
+    /// `band`, `reverse`): one block per tile.
+    TileTotals,
+    /// Those scanned in place into each row's and column's carry and each
+    /// tile's corner, the initial value in front (`row_totals`,
+    /// `column_totals`, `tile_totals`, `rows`, `cols`, `band`, `seed`).
+    Carries,
+    /// The table (`input`, `output`, `left`, `above`, `corners`, `rows`,
+    /// `cols`, `band`, `reverse`): one block per tile.
+    Finish,
+}
+
+impl AreaStep {
+    /// The three steps, in launch order.
+    pub const ALL: [AreaStep; 3] = [AreaStep::TileTotals, AreaStep::Carries, AreaStep::Finish];
+}
+
 /// The segment sources whose segments the host can count, so that a scan
 /// can write one total per segment: rows, and offsets (CSR windows).
 pub const TOTALS_SOURCES: [SegmentSource; 2] = [SegmentSource::Rows, SegmentSource::Offsets];
@@ -279,6 +332,12 @@ pub enum KernelAbi {
     /// [`ELEMENTWISE_BLOCK_THREADS`]-thread blocks, one thread per segment.
     /// Its direction is a parameter (`reverse`), so it has no reverse kernel.
     SegmentTotals(TotalsStep, SegmentSource),
+    /// A step of a two-dimensional scan in tiles (`summed_area.cuh`), for
+    /// commutative operators. Its direction is a parameter (`reverse`), so
+    /// it has no reverse kernel. [`AreaStep::Carries`] runs
+    /// [`ELEMENTWISE_BLOCK_THREADS`]-thread blocks, the others the
+    /// program's blocks, one per tile.
+    SummedArea(AreaStep),
 }
 
 impl KernelAbi {
@@ -310,6 +369,7 @@ impl KernelAbi {
                     .into_iter()
                     .map(move |step| KernelAbi::SegmentTotals(step, source))
             }))
+            .chain(AreaStep::ALL.map(KernelAbi::SummedArea))
     }
 
     /// Every kernel of a program: [`KernelAbi::all_forward`], then the
@@ -334,7 +394,8 @@ impl KernelAbi {
             KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
             | KernelAbi::SegmentedReverse(SegmentedKernel::Pipelined { .. }, _)
             | KernelAbi::CombinePairs
-            | KernelAbi::SegmentTotals(..) => None,
+            | KernelAbi::SegmentTotals(..)
+            | KernelAbi::SummedArea(_) => None,
             KernelAbi::Plain(k) | KernelAbi::PlainReverse(k) => Some(KernelAbi::PlainReverse(k)),
             KernelAbi::Segmented(k, s) | KernelAbi::SegmentedReverse(k, s) => {
                 Some(KernelAbi::SegmentedReverse(k, s))
@@ -375,6 +436,14 @@ impl KernelAbi {
                     "{SYMBOL_PREFIX}{op_name}_segment_{step}_{}",
                     source.suffix()
                 )
+            }
+            KernelAbi::SummedArea(step) => {
+                let step = match step {
+                    AreaStep::TileTotals => "tile_totals",
+                    AreaStep::Carries => "carries",
+                    AreaStep::Finish => "finish",
+                };
+                format!("{SYMBOL_PREFIX}{op_name}_area_{step}")
             }
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
                 let forward = self.forward().symbol(op_name);
@@ -435,6 +504,9 @@ impl KernelAbi {
             KernelAbi::CombinePairs => COMBINE_PAIRS,
             KernelAbi::SegmentTotals(TotalsStep::Boundaries, _) => SEGMENT_BOUNDARIES,
             KernelAbi::SegmentTotals(TotalsStep::Finish, _) => SEGMENT_TOTALS,
+            KernelAbi::SummedArea(AreaStep::TileTotals) => AREA_TILE_TOTALS,
+            KernelAbi::SummedArea(AreaStep::Carries) => AREA_CARRIES,
+            KernelAbi::SummedArea(AreaStep::Finish) => AREA_FINISH,
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
                 unreachable!("forward() is a forward kernel")
             }
@@ -478,8 +550,13 @@ impl KernelAbi {
             | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_block_threads, 1)")
             }
-            KernelAbi::CombinePairs | KernelAbi::SegmentTotals(..) => {
+            KernelAbi::CombinePairs
+            | KernelAbi::SegmentTotals(..)
+            | KernelAbi::SummedArea(AreaStep::Carries) => {
                 format!("__launch_bounds__({ELEMENTWISE_BLOCK_THREADS})")
+            }
+            KernelAbi::SummedArea(_) => {
+                format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, gpu_scan::area_stage<{op}>::min_blocks)")
             }
             KernelAbi::Plain(Kernel::ColumnsInclusive | Kernel::ColumnsExclusive)
                 if self.direction() == Direction::Forward =>
@@ -593,6 +670,21 @@ impl KernelAbi {
                     ),
                 }
             }
+            KernelAbi::SummedArea(step) => match step {
+                AreaStep::TileTotals => (
+                    format!("area_tile_totals<{op}>"),
+                    "input, row_totals, column_totals, tile_totals, rows, cols, band, reverse"
+                        .to_string(),
+                ),
+                AreaStep::Carries => (
+                    format!("area_carries<{op}>"),
+                    "row_totals, column_totals, tile_totals, rows, cols, band, seed".to_string(),
+                ),
+                AreaStep::Finish => (
+                    format!("area_finish<{op}>"),
+                    "input, output, left, above, corners, rows, cols, band, reverse".to_string(),
+                ),
+            },
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => (
                     format!("reduce_tiles<{op}, {plain}>"),
@@ -703,7 +795,9 @@ mod tests {
         let pipelined = 2 * 2 * SegmentSource::ALL.len();
         // The per-segment totals' steps have no reverse kernel either.
         let totals = TotalsStep::ALL.len() * TOTALS_SOURCES.len();
-        assert_eq!(symbols.len(), 2 * forward - 1 - pipelined + totals);
+        // Nor the two-dimensional scan's steps.
+        let area = AreaStep::ALL.len();
+        assert_eq!(symbols.len(), 2 * forward - 1 - pipelined + totals + area);
     }
 
     #[test]

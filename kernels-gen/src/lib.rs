@@ -73,9 +73,10 @@ pub use kernel_kinds::{
 };
 pub use params::{
     auto_block_threads, auto_items_per_thread, column_items_per_thread, column_one_block_per_sm,
-    columns_tiles, packed_element, small_items_per_thread, tile_fits, tile_shared_bytes, GenParams,
-    InvalidParams, ItemsPerThread, COLUMNS_PER_TILE, DEFAULT_BLOCK_THREADS, MAX_ELEMENT_REGISTERS,
-    MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PACKED_ELEMENT_MIN_REGISTERS, STATIC_SHARED_LIMIT,
+    columns_tiles, packed_element, small_items_per_thread, tile_fits, tile_shared_bytes, AreaTiles,
+    GenParams, InvalidParams, ItemsPerThread, AREA_MAX_COLUMN_TILES, COLUMNS_PER_TILE,
+    DEFAULT_BLOCK_THREADS, MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD,
+    PACKED_ELEMENT_MIN_REGISTERS, STATIC_SHARED_LIMIT,
 };
 pub use single_pass_sizes::{
     pipelined_items_per_thread, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
@@ -128,6 +129,7 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/columns.cuh"),
     include_str!("templates/elementwise.cuh"),
     include_str!("templates/segment_totals.cuh"),
+    include_str!("templates/summed_area.cuh"),
     "#endif  // GPU_SCAN_LIBRARY\n",
 );
 

@@ -303,3 +303,111 @@ mod tests {
         .is_err());
     }
 }
+
+/// Most tiles across a two-dimensional scan in tiles (`summed_area.cuh`):
+/// its carries walk each row's tiles one after the other, so a wider matrix
+/// (more than 256 columns per thread of a block) scans rows, then columns.
+pub const AREA_MAX_COLUMN_TILES: usize = 256;
+
+/// How a two-dimensional scan in tiles (`summed_area.cuh`, for commutative
+/// operators) cuts a `rows` × `cols` matrix: bands of `band` rows, and
+/// column tiles of the block's threads (one column each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AreaTiles {
+    /// Rows of a tile: a multiple of the items a thread loads at a time.
+    pub band: usize,
+    /// Bands of rows: `rows.div_ceil(band)`.
+    pub bands: usize,
+    /// Tiles across a row: `cols.div_ceil(block_threads)`.
+    pub col_tiles: usize,
+}
+
+impl AreaTiles {
+    /// The tiling of a `rows` × `cols` matrix (both at least 1) by blocks of
+    /// `block_threads` threads loading `items` rows at a time, in at most
+    /// `resident` tiles (the blocks the device holds at once: one wave,
+    /// each block walking down a band; at least one band); `None` where the matrix has
+    /// more than [`AREA_MAX_COLUMN_TILES`] tiles across.
+    pub const fn new(
+        rows: usize,
+        cols: usize,
+        block_threads: usize,
+        items: usize,
+        resident: usize,
+    ) -> Option<AreaTiles> {
+        let col_tiles = cols.div_ceil(block_threads);
+        if col_tiles > AREA_MAX_COLUMN_TILES || rows == 0 || items == 0 {
+            return None;
+        }
+        // As many bands as one wave of resident blocks holds, never more:
+        // a second wave of a few tiles would take as long as the first.
+        let fit = resident / col_tiles;
+        let target_bands = if fit == 0 { 1 } else { fit };
+        let band = rows.div_ceil(target_bands).div_ceil(items) * items;
+        Some(AreaTiles {
+            band,
+            bands: rows.div_ceil(band),
+            col_tiles,
+        })
+    }
+
+    /// Tiles, one block each.
+    pub const fn tiles(&self) -> usize {
+        self.bands * self.col_tiles
+    }
+
+    /// Elements of scratch for the row totals (`rows` per column tile),
+    /// the column totals (`cols` per band) and the tile totals, in that
+    /// order.
+    pub const fn scratch_len(&self, rows: usize, cols: usize) -> usize {
+        rows * self.col_tiles + self.bands * cols + self.tiles()
+    }
+}
+
+#[cfg(test)]
+mod area_tests {
+    use super::*;
+
+    #[test]
+    fn area_tiles_fill_one_wave_in_bands_of_whole_chunks() {
+        // 8192² by 256-thread blocks of 16 items, 1056 resident blocks:
+        // 32 tiles across, 33 bands fit, bands of 256 rows (32 of them).
+        let t = AreaTiles::new(8192, 8192, 256, 16, 1056).unwrap();
+        assert_eq!(
+            t,
+            AreaTiles {
+                band: 256,
+                bands: 32,
+                col_tiles: 32
+            }
+        );
+        assert!(t.tiles() <= 1056);
+        assert_eq!(t.scratch_len(8192, 8192), 8192 * 32 + 32 * 8192 + 1024);
+        // 264 resident (two blocks on each of 132 SMs): 8 bands of 1024
+        // rows, 256 tiles, one wave (9 bands would leave 24 tiles to a
+        // second wave as long as the first).
+        let t = AreaTiles::new(8192, 8192, 256, 16, 264).unwrap();
+        assert_eq!((t.band, t.bands, t.tiles()), (1024, 8, 256));
+        for resident in [1, 31, 100, 264, 528, 1056, 5000] {
+            for (rows, cols) in [(8192, 8192), (1000, 300), (7, 65536), (1 << 20, 3)] {
+                let t = AreaTiles::new(rows, cols, 256, 16, resident).unwrap();
+                assert!(
+                    t.tiles() <= resident.max(t.col_tiles),
+                    "{rows} × {cols}, {resident} resident: {t:?}"
+                );
+                assert!(t.band * t.bands >= rows && t.band % 16 == 0);
+            }
+        }
+        // One row: one band of one chunk.
+        let one = AreaTiles::new(1, 1000, 256, 16, 1056).unwrap();
+        assert_eq!((one.band, one.bands, one.col_tiles), (16, 1, 4));
+        // Tall and narrow: one tile across, bands of whole chunks.
+        let tall = AreaTiles::new(1 << 20, 3, 256, 7, 1000).unwrap();
+        assert_eq!(tall.col_tiles, 1);
+        assert_eq!(tall.band % 7, 0);
+        assert!(tall.bands * tall.band >= 1 << 20 && tall.bands <= 1000);
+        // Too wide for the carries' walks across a row.
+        assert_eq!(AreaTiles::new(4, 256 * 257, 256, 16, 1056), None);
+        assert!(AreaTiles::new(4, 256 * 256, 256, 16, 1056).is_some());
+    }
+}

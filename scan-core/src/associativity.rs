@@ -35,6 +35,18 @@ pub enum Counterexample<E> {
         /// `a ∘ (b ∘ c)`
         right: E,
     },
+    /// `a ∘ b != b ∘ a` for an operator that says it is commutative
+    /// ([`ScanOp::COMMUTATIVE`](crate::ScanOp::COMMUTATIVE)).
+    NotCommutative {
+        /// First operand.
+        a: E,
+        /// Second operand.
+        b: E,
+        /// `a ∘ b`
+        left: E,
+        /// `b ∘ a`
+        right: E,
+    },
     /// `identity ∘ a != a` or `a ∘ identity != a`.
     NotAnIdentity {
         /// The element.
@@ -53,6 +65,10 @@ impl<E: fmt::Debug> fmt::Display for Counterexample<E> {
                 f,
                 "operator is not associative:\n  a = {a:?}\n  b = {b:?}\n  c = {c:?}\n  (a ∘ b) ∘ c = {left:?}\n  a ∘ (b ∘ c) = {right:?}"
             ),
+            Counterexample::NotCommutative { a, b, left, right } => write!(
+                f,
+                "operator says it is commutative and is not:\n  a = {a:?}\n  b = {b:?}\n  a ∘ b = {left:?}\n  b ∘ a = {right:?}"
+            ),
             Counterexample::NotAnIdentity { a, left, right } => write!(
                 f,
                 "IDENTITY is not an identity:\n  a = {a:?}\n  identity ∘ a = {left:?}\n  a ∘ identity = {right:?}"
@@ -63,7 +79,8 @@ impl<E: fmt::Debug> fmt::Display for Counterexample<E> {
 
 impl<E: fmt::Debug> std::error::Error for Counterexample<E> {}
 
-/// Tries `trials` random triples from `sample`, comparing with `equal`
+/// Tries `trials` random triples from `sample` (and, for an operator that
+/// says it is [`ScanOp::COMMUTATIVE`], pairs in both orders), comparing with `equal`
 /// (exact equality for integers; a tolerance of your choosing for floats,
 /// whose rounding makes most float operators only approximately associative).
 pub fn check_associativity<Op: ScanOp>(
@@ -86,6 +103,12 @@ where
                 left,
                 right,
             });
+        }
+        if Op::COMMUTATIVE {
+            let (left, right) = (Op::combine(a, b), Op::combine(b, a));
+            if !equal(&left, &right) {
+                return Err(Counterexample::NotCommutative { a, b, left, right });
+            }
         }
         let (l, r) = (Op::combine(Op::IDENTITY, a), Op::combine(a, Op::IDENTITY));
         if !equal(&l, &a) || !equal(&r, &a) {

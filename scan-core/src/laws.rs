@@ -138,7 +138,9 @@ fn lanes_agree(left: &Lanes, right: &Lanes, context: &[&Lanes]) -> bool {
 /// Checks associativity and the identity law on values from `sample`
 /// (typically the data about to be scanned): every three consecutive values
 /// `a, b, c` must give `(a ∘ b) ∘ c == a ∘ (b ∘ c)` (checked first), and
-/// every value `identity ∘ a == a ∘ identity == a`.
+/// every value `identity ∘ a == a ∘ identity == a`; for an operator that
+/// says it is [`ScanOp::COMMUTATIVE`], every two consecutive values
+/// `a ∘ b == b ∘ a`.
 ///
 /// Integers and bools are compared exactly; floats up to rounding (within
 /// about 1e-3 of the largest magnitude involved for `f32`, 2e-12 for `f64`;
@@ -161,6 +163,17 @@ pub fn check_laws<Op: ScanOp>(sample: &[Op::Element]) -> Result<(), Counterexamp
                 left,
                 right,
             });
+        }
+    }
+    if Op::COMMUTATIVE {
+        for w in sample.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let (ab, ba) = (Op::combine(a, b), Op::combine(b, a));
+            let lanes = [a, b, ab, ba].map(|v| Lanes::of(&v));
+            if !lanes_agree(&lanes[2], &lanes[3], &lanes.each_ref()) {
+                let [a, b, left, right] = lanes;
+                return Err(Counterexample::NotCommutative { a, b, left, right });
+            }
         }
     }
     let identity = Lanes::of(&Op::IDENTITY);

@@ -15,6 +15,7 @@ pub mod segment_totals;
 pub mod segmented;
 pub mod semantics;
 pub mod spec;
+pub mod summed_area;
 
 pub use associativity::{check_associativity, Counterexample};
 pub use cpu::{LengthMismatch, ScanKind};
@@ -116,6 +117,15 @@ pub trait ScanOp: 'static {
     const BLOCK_THREADS: u32;
     /// Elements per thread of the program's kernels.
     const ITEMS_PER_THREAD: u32;
+    /// Whether `combine(x, y) == combine(y, x)` for every two values you
+    /// scan (sums, products, minima, maxima, bitwise and logical
+    /// operators). Scans never need it; a two-dimensional scan
+    /// ([`summed_area`]) of a commutative operator may combine a
+    /// rectangle's elements in any order, which lets the GPU read the
+    /// matrix in tiles instead of scanning rows, then columns. The built-in
+    /// operators say `true`; `#[scan_op(commutative = true, …)]` says it of
+    /// yours, and [`check_laws`] then checks it on every sample.
+    const COMMUTATIVE: bool = false;
 
     /// `x ∘ y`, where `x` comes first in the sequence.
     fn combine(x: Self::Element, y: Self::Element) -> Self::Element;

@@ -21,6 +21,7 @@ pub struct Args {
     pub krate: Option<syn::Path>,
     pub block_threads: Option<syn::LitInt>,
     pub items_per_thread: Option<syn::LitInt>,
+    pub commutative: Option<syn::LitBool>,
 }
 
 enum Arg {
@@ -30,9 +31,11 @@ enum Arg {
     Crate(syn::Path),
     BlockThreads(syn::LitInt),
     ItemsPerThread(syn::LitInt),
+    Commutative(syn::LitBool),
 }
 
-const KEYS: &str = "`element`, `identity`, `op`, `block_threads`, `items_per_thread` or `crate`";
+const KEYS: &str =
+    "`element`, `identity`, `op`, `commutative`, `block_threads`, `items_per_thread` or `crate`";
 
 impl Parse for Arg {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
@@ -65,6 +68,9 @@ impl Parse for Arg {
             }
             "block_threads" => Ok(Arg::BlockThreads(input.parse()?)),
             "items_per_thread" => Ok(Arg::ItemsPerThread(input.parse()?)),
+            "commutative" => Ok(Arg::Commutative(input.parse().map_err(
+                |e: syn::Error| syn::Error::new(e.span(), "`commutative` takes `true` or `false`"),
+            )?)),
             _ => Err(syn::Error::new(
                 key.span(),
                 format!("unknown argument `{key}`: expected {KEYS}"),
@@ -110,6 +116,10 @@ impl Args {
                 Arg::Crate(p) => args.krate = Some(p),
                 Arg::BlockThreads(l) => args.block_threads = Some(l),
                 Arg::ItemsPerThread(l) => args.items_per_thread = Some(l),
+                Arg::Commutative(b) => match args.commutative {
+                    Some(_) => duplicate(b.span, "commutative"),
+                    None => args.commutative = Some(b),
+                },
             }
         }
         match errors {

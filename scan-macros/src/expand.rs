@@ -97,7 +97,10 @@ fn expand(item: &syn::Item, args: Option<&Args>, errors: &mut Errors) -> TokenSt
     if wants_op {
         let op = operator(&private, &read, args, errors);
         match op {
-            Some(op) if errors.is_empty() => out.extend(op_impl(&private, &ident, op)),
+            Some(op) if errors.is_empty() => {
+                let commutative = args.commutative.as_ref().is_some_and(|b| b.value);
+                out.extend(op_impl(&private, &ident, op, commutative))
+            }
             _ => {
                 // The stub needs an element type that is itself fine.
                 let element_ty = match &read {
@@ -115,6 +118,11 @@ fn expand(item: &syn::Item, args: Option<&Args>, errors: &mut Errors) -> TokenSt
         errors.push(
             &ident,
             "tile parameters need an operator (`identity` and `op`)",
+        );
+    } else if let Some(commutative) = &args.commutative {
+        errors.push(
+            commutative,
+            "`commutative` needs an operator (`identity` and `op`)",
         );
     }
     out
@@ -450,7 +458,12 @@ fn gen_params(args: &Args, errors: &mut Errors) -> GenParams {
     params
 }
 
-fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStream {
+fn op_impl(
+    private: &TokenStream,
+    ident: &syn::Ident,
+    op: Operator,
+    commutative: bool,
+) -> TokenStream {
     let Operator {
         element_ty,
         identity,
@@ -533,6 +546,7 @@ fn op_impl(private: &TokenStream, ident: &syn::Ident, op: Operator) -> TokenStre
             );
             const BLOCK_THREADS: u32 = #block_threads;
             const ITEMS_PER_THREAD: u32 = #items_per_thread;
+            const COMMUTATIVE: bool = #commutative;
             #combine_fn
         }
     }

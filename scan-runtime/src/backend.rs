@@ -313,6 +313,47 @@ where
             }
         }
     }
+
+    /// A row-major matrix of rows of `row_length` elements scanned in two
+    /// dimensions: a summed-area table when inclusive (see
+    /// [`scan_core::summed_area`]; on the GPU, [`GpuScanner::scan_2d`]).
+    ///
+    /// ```
+    /// use gpu_scan::ops::Sum;
+    /// use gpu_scan::prelude::*;
+    ///
+    /// let mut scanner = Scanner::<Sum<u32>>::new();
+    /// // A 2 × 3 matrix: each output sums the rectangle from the top left.
+    /// let x = [1, 2, 3, 4, 5, 6];
+    /// assert_eq!(scanner.scan_2d(ScanKind::Inclusive, 3, &x).unwrap(), [1, 3, 6, 5, 12, 21]);
+    /// // From the bottom right.
+    /// assert_eq!(scanner.scan_2d(ScanKind::Inclusive.reverse(), 3, &x).unwrap(), [21, 16, 9, 15, 11, 6]);
+    /// ```
+    pub fn scan_2d(
+        &mut self,
+        spec: impl Into<ScanSpec<Op::Element>>,
+        row_length: usize,
+        input: &[Op::Element],
+    ) -> Result<Vec<Op::Element>> {
+        self.first_call_law_check(input)?;
+        let spec = spec.into();
+        match &mut self.inner {
+            Inner::Gpu { scanner, stream } => {
+                scan_core::segmented::RowLengthMismatch::check(input.len(), row_length)?;
+                if input.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut data = stream.clone_htod(input)?;
+                scanner.scan_2d_in_place(stream, spec, row_length, &mut data)?;
+                Ok(stream.clone_dtoh(&data)?)
+            }
+            Inner::Cpu { .. } => {
+                let mut out = input.to_vec();
+                scan_core::summed_area::par_scan_in_place::<Op>(spec, row_length, &mut out)?;
+                Ok(out)
+            }
+        }
+    }
 }
 
 impl<Op: ScanOp> Default for Scanner<Op>

@@ -103,7 +103,7 @@ where
     }
 
     /// Checks the shape and reserves the scratch; returns the launch's tiles.
-    fn prepare_columns(
+    pub(crate) fn prepare_columns(
         &mut self,
         n: usize,
         row_length: usize,
@@ -129,7 +129,7 @@ where
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn launch_columns(
+    pub(crate) fn launch_columns(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element>,

@@ -122,6 +122,9 @@ pub struct GpuScanner<Op: ScanOp> {
     /// first column scan): where a matrix has this many strips of 32
     /// columns, each block walks down a whole strip (`columns.cuh`).
     pub(crate) column_residency: Option<usize>,
+    /// Blocks of a two-dimensional scan's tiles resident at once (measured
+    /// at the first such scan): its tiling aims at one wave of them.
+    pub(crate) area_residency: Option<usize>,
     _op: PhantomData<Op>,
 }
 
@@ -169,6 +172,7 @@ where
             tuning: Tuning::default(),
             law_check: LawCheck::initial(),
             column_residency: None,
+            area_residency: None,
             _op: PhantomData,
         })
     }

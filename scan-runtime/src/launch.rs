@@ -417,10 +417,73 @@ pub(crate) fn segment_totals<E>(
     ]
 }
 
+/// Where a two-dimensional scan in tiles keeps its totals and carries
+/// (one scratch allocation, [`kernels_gen::AreaTiles::scratch_len`]):
+/// row totals, column totals, tile totals; and the matrix's shape.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AreaArgs {
+    pub(crate) row_totals: u64,
+    pub(crate) column_totals: u64,
+    pub(crate) tile_totals: u64,
+    pub(crate) rows: u64,
+    pub(crate) cols: u64,
+    pub(crate) band: u64,
+}
+
+/// `(input, row_totals, column_totals, tile_totals, rows, cols, band,
+/// reverse)` of a two-dimensional scan's first step.
+pub(crate) fn area_tile_totals<E>(input: u64, a: &AreaArgs, reverse: bool) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, input),
+        Ptr(ElementsOut, a.row_totals),
+        Ptr(ElementsOut, a.column_totals),
+        Ptr(ElementsOut, a.tile_totals),
+        Count(a.rows),
+        Count(a.cols),
+        Count(a.band),
+        Flag(reverse as i32),
+    ]
+}
+
+/// `(row_totals, column_totals, tile_totals, rows, cols, band, seed)` of a
+/// two-dimensional scan's carries.
+pub(crate) fn area_carries<E>(a: &AreaArgs, seed: E) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsOut, a.row_totals),
+        Ptr(ElementsOut, a.column_totals),
+        Ptr(ElementsOut, a.tile_totals),
+        Count(a.rows),
+        Count(a.cols),
+        Count(a.band),
+        Element(seed),
+    ]
+}
+
+/// `(input, output, left, above, corners, rows, cols, band, reverse)` of a
+/// two-dimensional scan's last step.
+pub(crate) fn area_finish<E>(
+    input: u64,
+    output: u64,
+    a: &AreaArgs,
+    reverse: bool,
+) -> Vec<KernelArg<E>> {
+    vec![
+        Ptr(ElementsIn, input),
+        Ptr(ElementsOut, output),
+        Ptr(ElementsIn, a.row_totals),
+        Ptr(ElementsIn, a.column_totals),
+        Ptr(ElementsIn, a.tile_totals),
+        Count(a.rows),
+        Count(a.cols),
+        Count(a.band),
+        Flag(reverse as i32),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kernels_gen::abi::TotalsStep;
+    use kernels_gen::abi::{AreaStep, TotalsStep};
     use kernels_gen::{Kernel, SegmentSource, SegmentedKernel};
 
     /// The argument list the runtime builds for `abi` (dummy values).
@@ -450,6 +513,21 @@ mod tests {
         // A reverse kernel takes its forward kernel's arguments.
         match abi.forward() {
             KernelAbi::CombinePairs => combine_pairs(1, 2, 3, 9),
+            KernelAbi::SummedArea(step) => {
+                let a = AreaArgs {
+                    row_totals: 3,
+                    column_totals: 4,
+                    tile_totals: 5,
+                    rows: 6,
+                    cols: 7,
+                    band: 8,
+                };
+                match step {
+                    AreaStep::TileTotals => area_tile_totals(1, &a, true),
+                    AreaStep::Carries => area_carries(&a, 7),
+                    AreaStep::Finish => area_finish(1, 2, &a, false),
+                }
+            }
             KernelAbi::SegmentTotals(TotalsStep::Boundaries, _) => {
                 segment_boundaries(1, heads, 3, 4, true)
             }

@@ -38,6 +38,7 @@ mod path;
 mod segment_totals;
 mod segmented;
 mod segments;
+mod summed_area;
 mod tuning;
 mod workspace;
 

@@ -364,7 +364,11 @@ where
         self.prepare_segmented_scan(n, stream)
     }
 
-    fn prepare_segmented_scan(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
+    pub(crate) fn prepare_segmented_scan(
+        &mut self,
+        n: usize,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
         self.prepare(n, stream)?;
         let tiles = n.div_ceil(Op::tile_items());
         if tiles <= 1 {

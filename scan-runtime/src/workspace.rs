@@ -80,6 +80,8 @@ pub(crate) struct Workspace<T> {
     /// Segmented reduce-then-scan: one byte per tile ("a segment starts here").
     tile_flags: Option<Scratch<u8>>,
     single_pass: Option<SinglePassScratch<T>>,
+    /// Two-dimensional scans in tiles: their totals and carries.
+    area: Option<Scratch<T>>,
 }
 
 impl<T> Default for Workspace<T> {
@@ -88,6 +90,7 @@ impl<T> Default for Workspace<T> {
             tile_totals: None,
             tile_flags: None,
             single_pass: None,
+            area: None,
         }
     }
 }
@@ -222,6 +225,22 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         }?;
         stream.synchronize()?;
         Ok(())
+    }
+
+    /// Makes the scratch of two-dimensional scans in tiles hold `len`
+    /// elements. Returns how many buffers it allocated (0 or 1).
+    pub(crate) fn reserve_area(&mut self, stream: &Arc<CudaStream>, len: usize) -> Result<usize> {
+        if self.area.as_ref().is_some_and(|a| a.len >= len) {
+            return Ok(0);
+        }
+        refuse_during_capture(stream, len * std::mem::size_of::<T>())?;
+        self.area = Some(Scratch::zeroed(stream, len)?);
+        Ok(1)
+    }
+
+    /// The address of the two-dimensional scans' scratch (reserved before).
+    pub(crate) fn area(&self) -> u64 {
+        self.area.as_ref().expect("reserved before").ptr
     }
 
     /// The tile totals' address (reserved before).

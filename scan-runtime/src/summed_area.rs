@@ -1,0 +1,299 @@
+//! Two-dimensional scans on the GPU (summed-area tables):
+//! [`GpuScanner::scan_2d`]. A commutative operator's inclusive scans run
+//! in tiles (`summed_area.cuh`: two reads and one write of the matrix);
+//! every other scan runs along the rows, then down the columns.
+
+use crate::error::{Result, ScanError};
+use crate::gpu::GpuScanner;
+use crate::launch::{self, AreaArgs};
+use crate::segments::DeviceSegments;
+use cudarc::driver::{
+    CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
+};
+use kernels_gen::abi::{AreaStep, KernelAbi, ELEMENTWISE_BLOCK_THREADS};
+use kernels_gen::AreaTiles;
+use scan_core::segmented::RowLengthMismatch;
+use scan_core::summed_area::row_spec;
+use scan_core::{ScanKind, ScanOp, ScanSpec};
+use std::sync::Arc;
+
+/// How a two-dimensional scan runs.
+#[derive(Clone, Copy, Debug)]
+enum Plan {
+    /// Nothing to scan.
+    Empty,
+    /// In tiles: a commutative operator's inclusive scan.
+    Tiled(AreaTiles),
+    /// Along the rows, then down the columns (in `column_tiles` tiles).
+    RowsThenColumns { column_tiles: usize },
+}
+
+/// Blocks of the carries step: one for the tiles' corners, and a grid-stride
+/// loop of at most this many over the rows and columns.
+const CARRY_BLOCKS: usize = 1024;
+
+impl<Op: ScanOp> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// Scans a row-major matrix of rows of `row_length` elements in two
+    /// dimensions: going forward, an inclusive scan's `output[r][c]`
+    /// combines the rectangle of rows `0..=r` and columns `0..=c` (a
+    /// summed-area table, or integral image), an exclusive one's the
+    /// rectangle of rows `0..r` and columns `0..c`; in reverse the
+    /// rectangle runs to the last row and column. An initial value comes
+    /// first in scan order (in front of the rectangle going forward, after
+    /// it in reverse). The rectangle's elements are combined in
+    /// memory order, so any operator works; `scan_core::summed_area` is
+    /// the CPU oracle and states the definition.
+    ///
+    /// For an operator that says it is commutative
+    /// ([`ScanOp::COMMUTATIVE`]: every built-in one) an inclusive scan runs
+    /// in tiles, reading the matrix twice and writing it once, where the
+    /// matrix has at most 256 tiles of the block's threads across (65536
+    /// columns in blocks of 256); every other scan runs along the rows and
+    /// then down the columns ([`GpuScanner::scan_columns`]), reading and
+    /// writing it twice.
+    ///
+    /// A row length of 0 or one that does not divide the length is
+    /// [`ScanError::RowLength`], an output of another length
+    /// [`ScanError::LengthMismatch`]; both are checked before anything is
+    /// enqueued.
+    ///
+    /// ```no_run
+    /// use gpu_scan::ops::Sum;
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::scan_runtime::open_device;
+    ///
+    /// let ctx = open_device(0)?;
+    /// let stream = ctx.default_stream();
+    /// // A 3 × 3 matrix, row-major.
+    /// let x = stream.clone_htod(&[1u32, 2, 3, 4, 5, 6, 7, 8, 9])?;
+    /// let mut sat = stream.alloc_zeros::<u32>(9)?;
+    /// let mut scanner = GpuScanner::<Sum<u32>>::new(&ctx)?;
+    /// scanner.scan_2d(&stream, ScanKind::Inclusive, 3, &x, &mut sat)?;
+    /// assert_eq!(stream.clone_dtoh(&sat)?, [1, 3, 6, 5, 12, 21, 12, 27, 45]);
+    /// # Ok::<(), ScanError>(())
+    /// ```
+    pub fn scan_2d<I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: impl Into<ScanSpec<Op::Element>>,
+        row_length: usize,
+        input: &I,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        let n = input.len();
+        if output.len() != n {
+            return Err(ScanError::LengthMismatch {
+                input: n,
+                output: output.len(),
+            });
+        }
+        let spec = spec.into();
+        let plan = self.prepare_2d(stream, &spec, n, row_length)?;
+        let (src, _src_sync) = input.device_ptr(stream);
+        self.first_call_law_check(stream, src, n)?;
+        let (dst, _dst_sync) = output.device_ptr_mut(stream);
+        let launched = self.launch_2d(stream, spec, plan, row_length, src, dst, n);
+        self.then_start_background_compiles(launched)
+    }
+
+    /// [`GpuScanner::scan_2d`] of `data` onto itself.
+    pub fn scan_2d_in_place<D: DevicePtrMut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: impl Into<ScanSpec<Op::Element>>,
+        row_length: usize,
+        data: &mut D,
+    ) -> Result<()> {
+        let n = data.len();
+        let spec = spec.into();
+        let plan = self.prepare_2d(stream, &spec, n, row_length)?;
+        let (ptr, _sync) = data.device_ptr_mut(stream);
+        self.first_call_law_check(stream, ptr, n)?;
+        let launched = self.launch_2d(stream, spec, plan, row_length, ptr, ptr, n);
+        self.then_start_background_compiles(launched)
+    }
+
+    /// Makes sure two-dimensional scans of up to `n` elements in rows of
+    /// `row_length` on `stream`, of any kind, allocate nothing (call it
+    /// before capturing them into a CUDA graph).
+    pub fn reserve_2d(
+        &mut self,
+        n: usize,
+        row_length: usize,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+            self.prepare_2d(stream, &ScanSpec::new(kind), n, row_length)?;
+        }
+        Ok(())
+    }
+
+    /// Checks the shape, chooses how to scan and reserves the scratch.
+    fn prepare_2d(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: &ScanSpec<Op::Element>,
+        n: usize,
+        row_length: usize,
+    ) -> Result<Plan> {
+        RowLengthMismatch::check(n, row_length)?;
+        if n == 0 {
+            return Ok(Plan::Empty);
+        }
+        let rows = n / row_length;
+        let inclusive = matches!(
+            spec.kind,
+            ScanKind::Inclusive | ScanKind::InclusiveWithInit(_)
+        );
+        if Op::COMMUTATIVE && inclusive {
+            let layout = crate::kernels::layout::<Op>();
+            let resident = self.area_residency()?;
+            if let Some(tiles) = AreaTiles::new(
+                rows,
+                row_length,
+                Op::BLOCK_THREADS as usize,
+                layout.column_items_per_thread as usize,
+                resident,
+            ) {
+                self.workspace_allocations += self
+                    .workspace(stream)
+                    .reserve_area(stream, tiles.scratch_len(rows, row_length))?;
+                return Ok(Plan::Tiled(tiles));
+            }
+        }
+        self.prepare_segmented_scan(n, stream)?;
+        let column_tiles = self.prepare_columns(n, row_length, stream)?;
+        Ok(Plan::RowsThenColumns { column_tiles })
+    }
+
+    /// Blocks of the tiles' kernels resident on the device at once.
+    fn area_residency(&mut self) -> Result<usize> {
+        if let Some(blocks) = self.area_residency {
+            return Ok(blocks);
+        }
+        let kernel = self.kernel(KernelAbi::SummedArea(AreaStep::Finish))?;
+        let per_sm = kernel
+            .function
+            .occupancy_max_active_blocks_per_multiprocessor(Op::BLOCK_THREADS, 0, None)?;
+        let sms = self.ctx.attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )?;
+        let blocks = (per_sm.max(1) as usize) * (sms.max(1) as usize);
+        self.area_residency = Some(blocks);
+        Ok(blocks)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_2d(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element>,
+        plan: Plan,
+        row_length: usize,
+        src: u64,
+        dst: u64,
+        n: usize,
+    ) -> Result<()> {
+        match plan {
+            Plan::Empty => Ok(()),
+            Plan::RowsThenColumns { column_tiles } => {
+                let rows = DeviceSegments::rows(row_length);
+                self.launch_segmented(stream, row_spec(&spec), &rows, src, dst, n, 0)?;
+                self.launch_columns(stream, spec, row_length, column_tiles, dst, dst, n)
+            }
+            Plan::Tiled(tiles) => {
+                let seed = match spec.kind {
+                    ScanKind::InclusiveWithInit(init) => init,
+                    _ => Op::IDENTITY,
+                };
+                self.launch_tiles(
+                    stream,
+                    tiles,
+                    seed,
+                    spec.is_reverse(),
+                    row_length,
+                    src,
+                    dst,
+                    n,
+                )
+            }
+        }
+    }
+
+    /// The three launches of a scan in tiles (`summed_area.cuh`).
+    #[allow(clippy::too_many_arguments)]
+    fn launch_tiles(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        tiles: AreaTiles,
+        seed: Op::Element,
+        reverse: bool,
+        row_length: usize,
+        src: u64,
+        dst: u64,
+        n: usize,
+    ) -> Result<()> {
+        let rows = n / row_length;
+        let element = std::mem::size_of::<Op::Element>() as u64;
+        let row_totals = self.workspace(stream).area();
+        let column_totals = row_totals + (rows * tiles.col_tiles) as u64 * element;
+        let tile_totals = column_totals + (tiles.bands * row_length) as u64 * element;
+        let area = AreaArgs {
+            row_totals,
+            column_totals,
+            tile_totals,
+            rows: rows as u64,
+            cols: row_length as u64,
+            band: tiles.band as u64,
+        };
+        let per_tile = LaunchConfig {
+            grid_dim: (tiles.tiles() as u32, 1, 1),
+            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let carry_blocks = 1
+            + (rows + row_length)
+                .div_ceil(ELEMENTWISE_BLOCK_THREADS as usize)
+                .min(CARRY_BLOCKS);
+        let carries = LaunchConfig {
+            grid_dim: (carry_blocks as u32, 1, 1),
+            block_dim: (ELEMENTWISE_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let abi = KernelAbi::SummedArea(AreaStep::TileTotals);
+        let kernel = self.kernel(abi)?;
+        let args = launch::area_tile_totals::<Op::Element>(src, &area, reverse);
+        // SAFETY: (const T* input, T* row_totals, T* column_totals, T*
+        // tile_totals, u64 rows, u64 cols, u64 band, int reverse), checked
+        // against the ABI table; input holds rows × cols = n elements (shape
+        // checked); the scratch holds AreaTiles::scratch_len elements
+        // (prepare_2d), split here as the kernels index it (rows × col_tiles,
+        // bands × cols, bands × col_tiles); one block per tile.
+        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, per_tile)? };
+        let abi = KernelAbi::SummedArea(AreaStep::Carries);
+        let kernel = self.kernel(abi)?;
+        let args = launch::area_carries(&area, seed);
+        // SAFETY: (T* row_totals, T* column_totals, T* tile_totals, u64 rows,
+        // u64 cols, u64 band, T seed), checked against the ABI table; the
+        // same scratch, written by the launch before on this stream; block 0
+        // takes the tiles' totals, the others a grid-stride loop over rows
+        // and columns, each index by one thread.
+        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, carries)? };
+        let abi = KernelAbi::SummedArea(AreaStep::Finish);
+        let kernel = self.kernel(abi)?;
+        let args = launch::area_finish::<Op::Element>(src, dst, &area, reverse);
+        // SAFETY: (const T* input, T* output, const T* left, const T* above,
+        // const T* corners, u64 rows, u64 cols, u64 band, int reverse),
+        // checked against the ABI table; input and output hold n elements;
+        // the carries as above; one block per tile. In place is safe: each
+        // element is read and then written by the same thread.
+        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, per_tile) }
+    }
+}
