@@ -546,7 +546,8 @@ fn bench_offsets(
         let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
         time_ms(stream, || stream.memcpy_dtod(&d_values, &mut copy).unwrap()) as f64
     };
-    // The look-back single pass beside the default path, on one line.
+    // The look-back single pass and the pipelined pass beside the default
+    // path, on one line.
     scanner.set_path(ScanPath::SinglePass);
     let single_pass_ms = time_ms(stream, || {
         scanner
@@ -554,15 +555,22 @@ fn bench_offsets(
             .unwrap()
     }) as f64;
     let single_pass_ok = stream.clone_dtoh(&output).unwrap() == expected;
+    // And the pipelined pass.
+    scanner.set_path(ScanPath::Pipelined);
+    let pipelined_ms = time_ms(stream, || {
+        scanner
+            .segmented_inclusive(stream, &checked, &d_values, &mut output)
+            .unwrap()
+    }) as f64;
+    let pipelined_ok = stream.clone_dtoh(&output).unwrap() == expected;
+    let verdict = |ok: bool| if ok { "" } else { ", DIFFERS FROM CPU" };
     println!(
-        "offsets {} 2^{log_n}: single pass {single_pass_ms:.4} ms, {:.1}% of copy{}",
+        "offsets {} 2^{log_n}: single pass {single_pass_ms:.4} ms, {:.1}% of copy{}; pipelined {pipelined_ms:.4} ms, {:.1}% of copy{}",
         if power_law { "power law" } else { "mean 1000" },
         100.0 * copy_ms / single_pass_ms,
-        if single_pass_ok {
-            ""
-        } else {
-            ", DIFFERS FROM CPU"
-        }
+        verdict(single_pass_ok),
+        100.0 * copy_ms / pipelined_ms,
+        verdict(pipelined_ok),
     );
     let bytes = 8.0 * n as f64 + 4.0 * offsets.len() as f64;
     let cub = if power_law {
