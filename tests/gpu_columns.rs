@@ -32,7 +32,6 @@ use common::ops::*;
 use common::specs::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
-use gpu_scan::segmented::RowLengthMismatch;
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
@@ -139,24 +138,11 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     }
     // A row length of 0, or one that does not divide the length: refused,
     // nothing written.
-    let n = 3 * Op::tile_items();
-    let data = stream.alloc_zeros::<Op::Element>(n).unwrap();
-    for cols in [0, 7 * Op::tile_items() / 3 + 1, n + 1] {
-        let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
-        poison(stream, &mut out);
-        let got = scanner.scan_columns(stream, ScanKind::Inclusive, cols, &data, &mut out);
-        let want = RowLengthMismatch {
-            elements: n,
-            row_length: cols,
-        };
-        let refused = matches!(got, Err(ScanError::RowLength(e)) if e == want);
-        if !refused || !still_poisoned(stream, &out) {
-            row.failures.push(format!(
-                "{cols} columns of {n} elements: {got:?}, output untouched: {}",
-                still_poisoned(stream, &out)
-            ));
-        }
-    }
+    check_row_length_refusals::<Op>(
+        stream,
+        |cols, data, out| scanner.scan_columns(stream, ScanKind::Inclusive, cols, data, out),
+        &mut row.failures,
+    );
     row.seconds = start.elapsed().as_secs_f64();
     rows.push(row);
 }

@@ -69,7 +69,8 @@ fn totals<Op: ScanOp>(
     total
 }
 
-fn check(input: usize, output: usize, row_length: usize) -> Result<(), SegmentedError> {
+/// An output of the input's length and a row length that divides it.
+pub(crate) fn check(input: usize, output: usize, row_length: usize) -> Result<(), SegmentedError> {
     if input != output {
         return Err(LengthMismatch { input, output }.into());
     }

@@ -35,8 +35,8 @@
 //! ```
 
 use crate::columns;
-use crate::cpu::{plan, LengthMismatch};
-use crate::segmented::{self, RowLengthMismatch, SegmentedError, Segments};
+use crate::cpu::plan;
+use crate::segmented::{self, SegmentedError, Segments};
 use crate::spec::ScanSpec;
 use crate::{ScanKind, ScanOp};
 
@@ -58,11 +58,24 @@ pub fn row_spec<E: Copy>(spec: &ScanSpec<E>) -> ScanSpec<E> {
     }
 }
 
-fn check(input: usize, output: usize, row_length: usize) -> Result<(), SegmentedError> {
-    if input != output {
-        return Err(LengthMismatch { input, output }.into());
+/// The scan along the rows, then down the columns, sequentially or on all
+/// cores.
+fn run<Op: ScanOp>(
+    parallel: bool,
+    spec: ScanSpec<Op::Element>,
+    row_length: usize,
+    input: &[Op::Element],
+    output: &mut [Op::Element],
+) -> Result<(), SegmentedError> {
+    columns::check(input.len(), output.len(), row_length)?;
+    let rows = Segments::rows(row_length);
+    if parallel {
+        segmented::par_scan::<Op>(row_spec(&spec), rows, input, output)?;
+        columns::par_scan_in_place::<Op>(spec, row_length, output)
+    } else {
+        segmented::scan::<Op>(row_spec(&spec), rows, input, output)?;
+        columns::scan_in_place::<Op>(spec, row_length, output)
     }
-    Ok(RowLengthMismatch::check(input, row_length)?)
 }
 
 /// Sequential two-dimensional scan of `input` (rows of `row_length`) into
@@ -73,10 +86,7 @@ pub fn scan<Op: ScanOp>(
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
-    let spec = spec.into();
-    check(input.len(), output.len(), row_length)?;
-    segmented::scan::<Op>(row_spec(&spec), Segments::rows(row_length), input, output)?;
-    columns::scan_in_place::<Op>(spec, row_length, output)
+    run::<Op>(false, spec.into(), row_length, input, output)
 }
 
 /// Sequential two-dimensional scan of `data` (rows of `row_length`) in
@@ -86,9 +96,9 @@ pub fn scan_in_place<Op: ScanOp>(
     row_length: usize,
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
-    check(data.len(), data.len(), row_length)?;
+    columns::check(data.len(), data.len(), row_length)?;
     let input = data.to_vec();
-    scan::<Op>(spec, row_length, &input, data)
+    run::<Op>(false, spec.into(), row_length, &input, data)
 }
 
 /// Two-dimensional scan of `input` into `output` on all cores.
@@ -98,10 +108,7 @@ pub fn par_scan<Op: ScanOp>(
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
-    let spec = spec.into();
-    check(input.len(), output.len(), row_length)?;
-    segmented::par_scan::<Op>(row_spec(&spec), Segments::rows(row_length), input, output)?;
-    columns::par_scan_in_place::<Op>(spec, row_length, output)
+    run::<Op>(true, spec.into(), row_length, input, output)
 }
 
 /// Two-dimensional scan of `data` in place on all cores.
@@ -110,7 +117,7 @@ pub fn par_scan_in_place<Op: ScanOp>(
     row_length: usize,
     data: &mut [Op::Element],
 ) -> Result<(), SegmentedError> {
-    check(data.len(), data.len(), row_length)?;
+    columns::check(data.len(), data.len(), row_length)?;
     let input = data.to_vec();
-    par_scan::<Op>(spec, row_length, &input, data)
+    run::<Op>(true, spec.into(), row_length, &input, data)
 }

@@ -294,24 +294,13 @@ where
         row_length: usize,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
-        self.first_call_law_check(input)?;
-        let spec = spec.into();
-        match &mut self.inner {
-            Inner::Gpu { scanner, stream } => {
-                scan_core::segmented::RowLengthMismatch::check(input.len(), row_length)?;
-                if input.is_empty() {
-                    return Ok(Vec::new());
-                }
-                let mut data = stream.clone_htod(input)?;
-                scanner.scan_columns_in_place(stream, spec, row_length, &mut data)?;
-                Ok(stream.clone_dtoh(&data)?)
-            }
-            Inner::Cpu { .. } => {
-                let mut out = input.to_vec();
-                scan_core::columns::par_scan_in_place::<Op>(spec, row_length, &mut out)?;
-                Ok(out)
-            }
-        }
+        self.scan_matrix(
+            spec.into(),
+            row_length,
+            input,
+            GpuScanner::scan_columns_in_place,
+            scan_core::columns::par_scan_in_place::<Op>,
+        )
     }
 
     /// A row-major matrix of rows of `row_length` elements scanned in two
@@ -335,21 +324,49 @@ where
         row_length: usize,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
+        self.scan_matrix(
+            spec.into(),
+            row_length,
+            input,
+            GpuScanner::scan_2d_in_place,
+            scan_core::summed_area::par_scan_in_place::<Op>,
+        )
+    }
+
+    /// A scan of a matrix of rows of `row_length`: a copy of `input`
+    /// scanned in place by `gpu` on the device, or by `cpu`.
+    fn scan_matrix(
+        &mut self,
+        spec: ScanSpec<Op::Element>,
+        row_length: usize,
+        input: &[Op::Element],
+        gpu: impl FnOnce(
+            &mut GpuScanner<Op>,
+            &Arc<CudaStream>,
+            ScanSpec<Op::Element>,
+            usize,
+            &mut cudarc::driver::CudaSlice<Op::Element>,
+        ) -> Result<()>,
+        cpu: impl FnOnce(
+            ScanSpec<Op::Element>,
+            usize,
+            &mut [Op::Element],
+        ) -> std::result::Result<(), segmented::SegmentedError>,
+    ) -> Result<Vec<Op::Element>> {
         self.first_call_law_check(input)?;
-        let spec = spec.into();
         match &mut self.inner {
             Inner::Gpu { scanner, stream } => {
-                scan_core::segmented::RowLengthMismatch::check(input.len(), row_length)?;
+                segmented::RowLengthMismatch::check(input.len(), row_length)?;
                 if input.is_empty() {
                     return Ok(Vec::new());
                 }
                 let mut data = stream.clone_htod(input)?;
-                scanner.scan_2d_in_place(stream, spec, row_length, &mut data)?;
+                gpu(scanner, stream, spec, row_length, &mut data)?;
                 Ok(stream.clone_dtoh(&data)?)
             }
             Inner::Cpu { .. } => {
                 let mut out = input.to_vec();
-                scan_core::summed_area::par_scan_in_place::<Op>(spec, row_length, &mut out)?;
+                cpu(spec, row_length, &mut out)?;
                 Ok(out)
             }
         }

@@ -208,6 +208,39 @@ pub fn poisoned<T: gpu_scan::scan_runtime::cudarc::driver::DeviceRepr>(host: &[T
     bytes.iter().all(|&b| b == 0xA5)
 }
 
+/// A matrix scan (`scan(row_length, input, output)`) given a row length of
+/// 0, or one that does not divide the length, must refuse it with
+/// `ScanError::RowLength` and write nothing; what went wrong goes to
+/// `failures`.
+pub fn check_row_length_refusals<Op: Case>(
+    stream: &Arc<CudaStream>,
+    mut scan: impl FnMut(
+        usize,
+        &CudaSlice<Op::Element>,
+        &mut CudaSlice<Op::Element>,
+    ) -> Result<(), ScanError>,
+    failures: &mut Vec<String>,
+) {
+    let n = 3 * Op::tile_items();
+    let data = stream.alloc_zeros::<Op::Element>(n).unwrap();
+    for cols in [0, 7 * Op::tile_items() / 3 + 1, n + 1] {
+        let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+        poison(stream, &mut out);
+        let got = scan(cols, &data, &mut out);
+        let want = gpu_scan::segmented::RowLengthMismatch {
+            elements: n,
+            row_length: cols,
+        };
+        let refused = matches!(got, Err(ScanError::RowLength(e)) if e == want);
+        if !refused || !still_poisoned(stream, &out) {
+            failures.push(format!(
+                "{cols} columns of {n} elements: {got:?}, output untouched: {}",
+                still_poisoned(stream, &out)
+            ));
+        }
+    }
+}
+
 pub struct Row {
     pub op: &'static str,
     pub kind: &'static str,
