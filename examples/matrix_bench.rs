@@ -10,7 +10,8 @@
 //! 1000 `u32`; columns 2^12 × 2^14 `f32`, 2^16 × 2^10 `u32`, 2^22 × 16
 //! `f32` (a narrow matrix: one strip of columns); summed-area tables of
 //! 8192 × 8192 `f32` by `scan_2d` (in tiles: `Sum` is commutative) and, for
-//! reference, rows then columns, and of 8192 × 8192 `u32`. Each is timed as the median of 25
+//! reference, rows then columns, of 8192 × 8192 `u32`, and an exclusive
+//! one of 8192 × 8192 `f32` (in tiles, out of place). Each is timed as the median of 25
 //! calls bracketed by CUDA events after 3 warm-ups (the default path, and
 //! the look-back single pass for reference), with a device-to-device copy
 //! of the input timed the same way in the same run, and with the plain
@@ -54,6 +55,8 @@ enum Shape {
     SummedArea(usize),
     /// The same, along the rows, then down the columns of the result.
     RowsThenColumns(usize),
+    /// An exclusive summed-area table (`scan_2d`, out of place).
+    ExclusiveArea(usize),
 }
 
 impl Shape {
@@ -62,7 +65,8 @@ impl Shape {
             Shape::Rows(l)
             | Shape::Columns(l)
             | Shape::SummedArea(l)
-            | Shape::RowsThenColumns(l) => l,
+            | Shape::RowsThenColumns(l)
+            | Shape::ExclusiveArea(l) => l,
         }
     }
 }
@@ -88,6 +92,9 @@ fn run<Op: ScanOp>(
             .scan_columns(stream, kind, l, input, output)
             .unwrap(),
         Shape::SummedArea(l) => scanner.scan_2d(stream, kind, l, input, output).unwrap(),
+        Shape::ExclusiveArea(l) => scanner
+            .scan_2d(stream, ScanKind::Exclusive, l, input, output)
+            .unwrap(),
         Shape::RowsThenColumns(l) => {
             scanner
                 .segmented_scan(stream, kind, DeviceSegments::rows(l), input, scratch)
@@ -110,6 +117,9 @@ fn expected<Op: ScanOp>(shape: Shape, host: &[Op::Element]) -> Vec<Op::Element> 
         Shape::Columns(l) => columns::par_scan::<Op>(kind, l, host, &mut out).unwrap(),
         Shape::SummedArea(l) | Shape::RowsThenColumns(l) => {
             summed_area::par_scan::<Op>(kind, l, host, &mut out).unwrap()
+        }
+        Shape::ExclusiveArea(l) => {
+            summed_area::par_scan::<Op>(ScanKind::Exclusive, l, host, &mut out).unwrap()
         }
     }
     out
@@ -331,7 +341,16 @@ fn main() {
         u32s,
         exact_u32,
     ));
-    println!("matrix_bench: 9 cases, {bad} differing from the CPU");
+    case(bench::<Sum<f32>>(
+        &stream,
+        torch,
+        "sat_f32_exclusive",
+        Shape::ExclusiveArea(8192),
+        8192,
+        f32s,
+        close_f32,
+    ));
+    println!("matrix_bench: 10 cases, {bad} differing from the CPU");
     if bad > 0 {
         std::process::exit(1);
     }

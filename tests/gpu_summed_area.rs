@@ -5,8 +5,9 @@
 //!
 //! Commutative operators (the built-in `Sum<u32>`, `Sum<f32>`, `BitXor<u64>`
 //! and `Max<i16>`, and a 12-byte struct declared `commutative = true`) take
-//! the tiles (`summed_area.cuh`) for inclusive scans, which the test checks
-//! by the kernels each scanner loaded; the others (non-commutative affine
+//! the tiles (`summed_area.cuh`) for inclusive scans and for exclusive ones
+//! out of place (in place, rows then columns), which the test checks by the
+//! kernels each scanner loaded; the others (non-commutative affine
 //! maps and "keep the latest", and a sum that does not say it commutes)
 //! scan rows, then columns. Shapes hit the tiles' boundaries: one row and one
 //! column, a block's columns ± 1, a chunk's rows ± 1, matrices of 256 tiles

@@ -250,6 +250,7 @@ const AREA_FINISH: &[Param] = &[
     param("cols", Count),
     param("band", Count),
     param("reverse", Flag),
+    param("exclusive", Flag),
 ];
 
 const COMBINE_PAIRS: &[Param] = &[
@@ -295,7 +296,8 @@ pub enum AreaStep {
     /// `column_totals`, `tile_totals`, `rows`, `cols`, `band`, `seed`).
     Carries,
     /// The table (`input`, `output`, `left`, `above`, `corners`, `rows`,
-    /// `cols`, `band`, `reverse`): one block per tile.
+    /// `cols`, `band`, `reverse`, `exclusive`; exclusive out of place
+    /// only): one block per tile.
     Finish,
 }
 
@@ -682,7 +684,8 @@ impl KernelAbi {
                 ),
                 AreaStep::Finish => (
                     format!("area_finish<{op}>"),
-                    "input, output, left, above, corners, rows, cols, band, reverse".to_string(),
+                    "input, output, left, above, corners, rows, cols, band, reverse, exclusive"
+                        .to_string(),
                 ),
             },
             KernelAbi::Plain(k) => match k {

@@ -459,13 +459,14 @@ pub(crate) fn area_carries<E>(a: &AreaArgs, seed: E) -> Vec<KernelArg<E>> {
     ]
 }
 
-/// `(input, output, left, above, corners, rows, cols, band, reverse)` of a
-/// two-dimensional scan's last step.
+/// `(input, output, left, above, corners, rows, cols, band, reverse,
+/// exclusive)` of a two-dimensional scan's last step.
 pub(crate) fn area_finish<E>(
     input: u64,
     output: u64,
     a: &AreaArgs,
     reverse: bool,
+    exclusive: bool,
 ) -> Vec<KernelArg<E>> {
     vec![
         Ptr(ElementsIn, input),
@@ -477,6 +478,7 @@ pub(crate) fn area_finish<E>(
         Count(a.cols),
         Count(a.band),
         Flag(reverse as i32),
+        Flag(exclusive as i32),
     ]
 }
 
@@ -525,7 +527,7 @@ mod tests {
                 match step {
                     AreaStep::TileTotals => area_tile_totals(1, &a, true),
                     AreaStep::Carries => area_carries(&a, 7),
-                    AreaStep::Finish => area_finish(1, 2, &a, false),
+                    AreaStep::Finish => area_finish(1, 2, &a, false, true),
                 }
             }
             KernelAbi::SegmentTotals(TotalsStep::Boundaries, _) => {

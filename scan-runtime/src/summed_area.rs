@@ -1,7 +1,8 @@
 //! Two-dimensional scans on the GPU (summed-area tables):
-//! [`GpuScanner::scan_2d`]. A commutative operator's inclusive scans run
-//! in tiles (`summed_area.cuh`: two reads and one write of the matrix);
-//! every other scan runs along the rows, then down the columns.
+//! [`GpuScanner::scan_2d`]. A commutative operator's scans run in tiles
+//! (`summed_area.cuh`: two reads and one write of the matrix), inclusive
+//! ones anywhere and exclusive ones out of place; every other scan runs
+//! along the rows, then down the columns.
 
 use crate::error::{Result, ScanError};
 use crate::gpu::GpuScanner;
@@ -22,7 +23,8 @@ use std::sync::Arc;
 enum Plan {
     /// Nothing to scan.
     Empty,
-    /// In tiles: a commutative operator's inclusive scan.
+    /// In tiles: a commutative operator's inclusive scan, or its exclusive
+    /// scan out of place.
     Tiled(AreaTiles),
     /// Along the rows, then down the columns (in `column_tiles` tiles).
     RowsThenColumns { column_tiles: usize },
@@ -48,12 +50,13 @@ where
     /// the CPU oracle and states the definition.
     ///
     /// For an operator that says it is commutative
-    /// ([`ScanOp::COMMUTATIVE`]: every built-in one) an inclusive scan runs
-    /// in tiles, reading the matrix twice and writing it once, where the
-    /// matrix has at most 256 tiles of the block's threads across (65536
-    /// columns in blocks of 256); every other scan runs along the rows and
-    /// then down the columns ([`GpuScanner::scan_columns`]), reading and
-    /// writing it twice.
+    /// ([`ScanOp::COMMUTATIVE`]: every built-in one) a scan runs in tiles,
+    /// reading the matrix twice and writing it once, where the matrix has
+    /// at most 256 tiles of the block's threads across (65536 columns in
+    /// blocks of 256); an exclusive scan does so out of place only (it
+    /// writes each value one row down and one column right, into other
+    /// tiles). Every other scan runs along the rows and then down the
+    /// columns ([`GpuScanner::scan_columns`]), reading and writing it twice.
     ///
     /// A row length of 0 or one that does not divide the length is
     /// [`ScanError::RowLength`], an output of another length
@@ -95,7 +98,7 @@ where
             });
         }
         let spec = spec.into();
-        let plan = self.prepare_2d(stream, &spec, n, row_length)?;
+        let plan = self.prepare_2d(stream, &spec, n, row_length, false)?;
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
@@ -113,7 +116,7 @@ where
     ) -> Result<()> {
         let n = data.len();
         let spec = spec.into();
-        let plan = self.prepare_2d(stream, &spec, n, row_length)?;
+        let plan = self.prepare_2d(stream, &spec, n, row_length, true)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
         let launched = self.launch_2d(stream, spec, plan, row_length, ptr, ptr, n);
@@ -130,18 +133,22 @@ where
         stream: &Arc<CudaStream>,
     ) -> Result<()> {
         for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
-            self.prepare_2d(stream, &ScanSpec::new(kind), n, row_length)?;
+            for in_place in [false, true] {
+                self.prepare_2d(stream, &ScanSpec::new(kind), n, row_length, in_place)?;
+            }
         }
         Ok(())
     }
 
-    /// Checks the shape, chooses how to scan and reserves the scratch.
+    /// Checks the shape, chooses how to scan (`in_place`: onto the input)
+    /// and reserves the scratch.
     fn prepare_2d(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: &ScanSpec<Op::Element>,
         n: usize,
         row_length: usize,
+        in_place: bool,
     ) -> Result<Plan> {
         RowLengthMismatch::check(n, row_length)?;
         if n == 0 {
@@ -152,7 +159,7 @@ where
             spec.kind,
             ScanKind::Inclusive | ScanKind::InclusiveWithInit(_)
         );
-        if Op::COMMUTATIVE && inclusive {
+        if Op::COMMUTATIVE && (inclusive || !in_place) {
             let layout = crate::kernels::layout::<Op>();
             let resident = self.area_residency()?;
             if let Some(tiles) = AreaTiles::new(
@@ -209,15 +216,18 @@ where
                 self.launch_columns(stream, spec, row_length, column_tiles, dst, dst, n)
             }
             Plan::Tiled(tiles) => {
-                let seed = match spec.kind {
-                    ScanKind::InclusiveWithInit(init) => init,
-                    _ => Op::IDENTITY,
+                let (seed, exclusive) = match spec.kind {
+                    ScanKind::Inclusive => (Op::IDENTITY, false),
+                    ScanKind::InclusiveWithInit(init) => (init, false),
+                    ScanKind::Exclusive => (Op::IDENTITY, true),
+                    ScanKind::ExclusiveWithInit(init) => (init, true),
                 };
                 self.launch_tiles(
                     stream,
                     tiles,
                     seed,
                     spec.is_reverse(),
+                    exclusive,
                     row_length,
                     src,
                     dst,
@@ -227,7 +237,8 @@ where
         }
     }
 
-    /// The three launches of a scan in tiles (`summed_area.cuh`).
+    /// The three launches of a scan in tiles (`summed_area.cuh`); an
+    /// exclusive one (`exclusive`) out of place only.
     #[allow(clippy::too_many_arguments)]
     fn launch_tiles(
         &mut self,
@@ -235,6 +246,7 @@ where
         tiles: AreaTiles,
         seed: Op::Element,
         reverse: bool,
+        exclusive: bool,
         row_length: usize,
         src: u64,
         dst: u64,
@@ -288,12 +300,14 @@ where
         unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, carries)? };
         let abi = KernelAbi::SummedArea(AreaStep::Finish);
         let kernel = self.kernel(abi)?;
-        let args = launch::area_finish::<Op::Element>(src, dst, &area, reverse);
+        let args = launch::area_finish::<Op::Element>(src, dst, &area, reverse, exclusive);
         // SAFETY: (const T* input, T* output, const T* left, const T* above,
-        // const T* corners, u64 rows, u64 cols, u64 band, int reverse),
-        // checked against the ABI table; input and output hold n elements;
-        // the carries as above; one block per tile. In place is safe: each
-        // element is read and then written by the same thread.
+        // const T* corners, u64 rows, u64 cols, u64 band, int reverse, int
+        // exclusive), checked against the ABI table; input and output hold n
+        // elements; the carries as above; one block per tile. An inclusive
+        // scan in place is safe: each element is read and then written by
+        // the same thread. An exclusive one writes into other tiles, and
+        // prepare_2d plans it in tiles only out of place.
         unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, per_tile) }
     }
 }

@@ -23,7 +23,10 @@
 //     totals through shared memory), its column's running value carried in
 //     a register from the tile's top edge.
 // Two reads and one write of the matrix, against two of each for rows then
-// columns. Coordinates are in scan order; with `reverse` scan row r and
+// columns. An exclusive table's out[r][c] is the inclusive one's at
+// [r - 1][c - 1]: each thread writes its inclusive value one row down and one
+// column right (into other tiles at their edges, so out of place only), and
+// the first row and column get the initial value (tile (0, 0)'s corner). Coordinates are in scan order; with `reverse` scan row r and
 // column c are memory row rows - 1 - r and column cols - 1 - c, so the
 // rectangle runs to the last row and column (commutative: the mirrored
 // order combines the same elements).
@@ -272,10 +275,23 @@ __device__ __forceinline__ T area_top_edge(const area_tiling<Op>& t, const T* ab
   return Op::combine(running, up_scan);
 }
 
+// Writes an exclusive table's share of the inclusive value at scan-order
+// (r, c): at (r + 1, c + 1) where that lies in the matrix, and the initial
+// value `seed` at (r, 0) for column 0 and at (0, c + 1) for row 0, so that
+// every element is written once.
+template <class Op, class T = typename Op::T>
+__device__ __forceinline__ void area_write_exclusive(const area_tiling<Op>& t, T* output, unsigned long long r, unsigned long long c,
+                                                     const T& inclusive, const T& seed) {
+  if (r + 1 < t.rows && c + 1 < t.cols) output[t.at(r + 1, c + 1)] = inclusive;
+  if (c == 0) output[t.at(r, 0)] = seed;
+  if (r == 0 && c + 1 < t.cols) output[t.at(0, c + 1)] = seed;
+}
+
 // Pass 3 with a warp scan per row (elements with few items per thread).
 template <class Op, class T = typename Op::T>
 __device__ __forceinline__ void area_finish_warps(const T* input, T* output, const T* left, const T* above, const T* corners,
-                                            unsigned long long rows, unsigned long long cols, unsigned long long band, int reverse) {
+                                            unsigned long long rows, unsigned long long cols, unsigned long long band, int reverse,
+                                            int exclusive) {
   using Tiling = area_tiling<Op>;
   constexpr int warps = Tiling::warps, items = Tiling::items;
   const Tiling t(rows, cols, band, reverse, blockIdx.x);
@@ -307,7 +323,13 @@ __device__ __forceinline__ void area_finish_warps(const T* input, T* output, con
         T row = row_left[buffer][k];
         for (int w = 0; w < (int)warp; ++w) row = Op::combine(row, warp_totals[buffer][k][w]);
         running = Op::combine(running, Op::combine(row, x[k]));
-        if (in_matrix) output[t.at(r + k, c)] = running;
+        if (in_matrix) {
+          if (exclusive) {
+            area_write_exclusive<Op>(t, output, r + k, c, running, corners[0]);
+          } else {
+            output[t.at(r + k, c)] = running;
+          }
+        }
       }
     }
   }
@@ -320,7 +342,7 @@ __device__ __forceinline__ void area_finish_warps(const T* input, T* output, con
 template <class Op, class T = typename Op::T>
 __device__ __forceinline__ void area_finish_staged(const T* input, T* output, const T* left, const T* above, const T* corners,
                                                    unsigned long long rows, unsigned long long cols, unsigned long long band,
-                                                   int reverse) {
+                                                   int reverse, int exclusive) {
   using Stage = area_stage<Op>;
   constexpr int R = Stage::rows, lanes = Stage::lanes_per_row;
   const area_tiling<Op> t(rows, cols, band, reverse, blockIdx.x);
@@ -372,7 +394,13 @@ __device__ __forceinline__ void area_finish_staged(const T* input, T* output, co
     for (int k = 0; k < R; ++k) {
       if (r + k < t.r1) {
         running = Op::combine(running, tile[Stage::slot(k * Stage::threads + threadIdx.x)]);
-        if (in_matrix) out[k * step] = running;
+        if (in_matrix) {
+          if (exclusive) {
+            area_write_exclusive<Op>(t, output, r + k, c, running, corners[0]);
+          } else {
+            out[k * step] = running;
+          }
+        }
       }
     }
     if (Stage::buffers == 1) __syncthreads();
@@ -380,15 +408,16 @@ __device__ __forceinline__ void area_finish_staged(const T* input, T* output, co
   }
 }
 
-// Pass 3: tile (blockIdx.x) of the table. `left`, `above` and `corners`
-// are pass 2's.
+// Pass 3: tile (blockIdx.x) of the table, inclusive or (out of place)
+// exclusive. `left`, `above` and `corners` are pass 2's.
 template <class Op, class T = typename Op::T>
 __device__ __forceinline__ void area_finish(const T* input, T* output, const T* left, const T* above, const T* corners,
-                                            unsigned long long rows, unsigned long long cols, unsigned long long band, int reverse) {
+                                            unsigned long long rows, unsigned long long cols, unsigned long long band, int reverse,
+                                            int exclusive) {
   if constexpr (area_stage<Op>::staged) {
-    area_finish_staged<Op>(input, output, left, above, corners, rows, cols, band, reverse);
+    area_finish_staged<Op>(input, output, left, above, corners, rows, cols, band, reverse, exclusive);
   } else {
-    area_finish_warps<Op>(input, output, left, above, corners, rows, cols, band, reverse);
+    area_finish_warps<Op>(input, output, left, above, corners, rows, cols, band, reverse, exclusive);
   }
 }
 
