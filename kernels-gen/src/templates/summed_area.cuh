@@ -18,18 +18,21 @@
 //     bands above (above(c)), and the tiles' totals into every tile's
 //     corner, the initial value in front;
 //  3. area_finish reads the matrix again and writes the table: a thread
-//     owns a column of its tile and walks down the band, `items` rows at a
-//     time, each row scanned across the block (warp scans, then the warps'
-//     totals through shared memory), its column's running value carried in
-//     a register from the tile's top edge.
+//     owns a column of its tile and walks down the band, a chunk of rows at
+//     a time, each row scanned across the block (staged through shared
+//     memory, area_stage; a warp scan per row for elements with few items
+//     per thread), its column's running value carried in a register from
+//     the tile's top edge.
 // Two reads and one write of the matrix, against two of each for rows then
 // columns. An exclusive table's out[r][c] is the inclusive one's at
-// [r - 1][c - 1]: each thread writes its inclusive value one row down and one
-// column right (into other tiles at their edges, so out of place only), and
-// the first row and column get the initial value (tile (0, 0)'s corner). Coordinates are in scan order; with `reverse` scan row r and
-// column c are memory row rows - 1 - r and column cols - 1 - c, so the
-// rectangle runs to the last row and column (commutative: the mirrored
-// order combines the same elements).
+// [r - 1][c - 1]: each thread writes its inclusive value one row down and
+// one column right (into other tiles at their edges, so out of place
+// only), and the first row and column get the initial value (tile
+// (0, 0)'s corner).
+// Coordinates are in scan order; with `reverse` scan row r and column c
+// are memory row rows - 1 - r and column cols - 1 - c, so the rectangle
+// runs to the last row and column (commutative: the mirrored order
+// combines the same elements).
 // The small arrays are laid out for coalesced loads in area_carries, one
 // thread per row or column: row totals column-tile-major (row_totals[J ·
 // rows + r]), column totals band-major (column_totals[I · cols + c]), tile
