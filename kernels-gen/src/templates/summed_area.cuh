@@ -87,12 +87,16 @@ struct area_stage {
                                  (slots + rows) * (int)sizeof(T) <= 40 * 1024;
   // Double-buffered where two chunks fit: one barrier fewer a chunk.
   static constexpr int buffers = fits_twice ? 2 : 1;
-  // Blocks an SM should hold (the kernels' launch bounds): three for
-  // staged elements of one scalar of up to 4 bytes (one register), whose
-  // loads in flight then cover a DRAM round trip; ptxas's choice
-  // otherwise (a struct of three bytes takes three registers a value, and
-  // spilled under that bound).
-  static constexpr int min_blocks = staged && sizeof(T) <= 4 && alignof(T) == sizeof(T) ? 3 : 1;
+  // Blocks an SM should hold (the kernels' launch bounds): on sm_90, three
+  // for staged elements of one 4-byte scalar, whose loads in flight then
+  // cover a DRAM round trip (measured there); ptxas's choice otherwise.
+  // Under three, a struct of three bytes spilled on sm_90 (three registers
+  // a value) and a `u8` sum on sm_75.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+  static constexpr int min_blocks = staged && sizeof(T) == 4 && alignof(T) == 4 ? 3 : 1;
+#else
+  static constexpr int min_blocks = 1;
+#endif
   static __device__ __forceinline__ int slot(int i) { return i + (i >> 5); }
   // Inclusive scan of `value` across each group of lanes_per_row lanes.
   static __device__ __forceinline__ T group_inclusive(T value) {
