@@ -781,6 +781,33 @@ proptest! {
                 if let Some(out) = one_verb_totals(&mut scanner, spec, Some(*segments), &input, &mut t4) {
                     prop_assert!(out == plain && t4 == want, "{spec:?} over {segments:?}: one verb");
                 }
+                // Counted slots of any length: the first totals that fit,
+                // the rest untouched, and the count.
+                let count = ranges.len();
+                for capacity in [0, count / 2, count, count + 2] {
+                    let written = capacity.min(count);
+                    let sentinel = AffineU32 { a: 7, b: 7 };
+                    let check = |what: &str, slot: &[AffineU32], counted: usize, out: &[AffineU32]| {
+                        let ok = out == plain
+                            && counted == count
+                            && slot[..written] == want[..written]
+                            && slot[written..].iter().all(|&x| x == sentinel);
+                        (ok, format!("{spec:?} over {segments:?}, counted slot of {capacity}: {what}"))
+                    };
+                    let (mut slot, mut counted) = (vec![sentinel; capacity], usize::MAX);
+                    segmented::scan::<AffineU32>(spec.counted_segment_totals(&mut slot, &mut counted), *segments, &input, &mut out).unwrap();
+                    let (ok, what) = check("sequential", &slot, counted, &out);
+                    prop_assert!(ok, "{}", what);
+                    let (mut slot, mut counted) = (vec![sentinel; capacity], usize::MAX);
+                    segmented::par_scan::<AffineU32>(spec.counted_segment_totals(&mut slot, &mut counted), *segments, &input, &mut out).unwrap();
+                    let (ok, what) = check("parallel", &slot, counted, &out);
+                    prop_assert!(ok, "{}", what);
+                    let (mut slot, mut counted) = (vec![sentinel; capacity], usize::MAX);
+                    let mut data = input.clone();
+                    segmented::par_scan_in_place::<AffineU32>(spec.counted_segment_totals(&mut slot, &mut counted), *segments, &mut data).unwrap();
+                    let (ok, what) = check("in place", &slot, counted, &data);
+                    prop_assert!(ok, "{}", what);
+                }
             }
             // Over flags the last segment's total is the carry-out.
             if len > 0 {
@@ -852,6 +879,24 @@ fn a_totals_slot_of_another_length_is_refused_and_writes_nothing() {
         let got =
             Scanner::<SumU32>::cpu().scan(ScanSpec::inclusive().segment_totals(&mut slot), &input);
         assert!(got.is_err() && slot == [77, 77], "{got:?}");
+    }
+    // A counted slot takes any length, and without segments counts one.
+    #[cfg(feature = "gpu")]
+    for capacity in [0, 1, 2] {
+        let mut slot = vec![77u32; capacity];
+        let mut count = 0;
+        let out = Scanner::<SumU32>::cpu()
+            .scan(
+                ScanSpec::inclusive().counted_segment_totals(&mut slot[..], &mut count),
+                &input,
+            )
+            .unwrap();
+        assert_eq!(out.last(), Some(&55));
+        assert_eq!(count, 1);
+        assert!(slot
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == [55, 77][i.min(1)]));
     }
     // Sums of the segments [1 2 3] [] [4 … 10] by offsets.
     let mut totals = [0u32; 3];

@@ -227,6 +227,7 @@ fn run_flags<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
         let d_input = stream.clone_htod(&input).unwrap();
         let d_bytes = stream.clone_htod(&flags).unwrap();
         let d_bits = stream.clone_htod(&bits).unwrap();
+        let segment_count = (0..n).filter(|&i| i == 0 || flags[i] != 0).count();
         for (k, &(name, spec)) in specs.iter().enumerate() {
             let mut expected = vec![Op::IDENTITY; n];
             let mut expected_carry = Op::IDENTITY;
@@ -235,6 +236,15 @@ fn run_flags<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
                 Segments::Flags(HeadFlags::Bytes(&flags)),
                 &input,
                 &mut expected,
+            )
+            .unwrap();
+            // Every segment's total: the device counts them (counted slots).
+            let mut expected_totals = vec![Op::IDENTITY; segment_count];
+            cpu_segmented::par_scan::<Op>(
+                spec.segment_totals(&mut expected_totals),
+                Segments::Flags(HeadFlags::Bytes(&flags)),
+                &input,
+                &mut vec![Op::IDENTITY; n],
             )
             .unwrap();
             let bytes = (c + k) % 2 == 0;
@@ -252,7 +262,7 @@ fn run_flags<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
                 &what,
                 c + k,
                 &d_input,
-                (&expected, expected_carry, None),
+                (&expected, expected_carry, Some(&expected_totals)),
                 || {
                     if bytes {
                         DeviceSegments::from(&d_bytes)

@@ -187,6 +187,15 @@ fn run_case<Op: Case, K: Key>(
             &mut expected,
         )
         .unwrap();
+        // Every segment's total: the device counts them (counted slots).
+        let mut expected_totals = vec![Op::IDENTITY; segments];
+        cpu_segmented::par_scan::<Op>(
+            spec.segment_totals(&mut expected_totals),
+            Segments::keys(&keys),
+            &input,
+            &mut vec![Op::IDENTITY; n],
+        )
+        .unwrap();
         let what = format!(
             "n={n} {} ({segments} segments, {} keys)",
             pattern.label(),
@@ -201,7 +210,7 @@ fn run_case<Op: Case, K: Key>(
             &what,
             c + k,
             &d_input,
-            (&expected, expected_carry, None),
+            (&expected, expected_carry, Some(&expected_totals)),
             || DeviceSegments::keys(&d_keys),
         );
     }

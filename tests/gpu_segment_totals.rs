@@ -6,7 +6,10 @@
 //! segments (one segment), offsets that are not a full set of row pointers
 //! (elements before the first and after the last offset belong to no
 //! window), and the refusals: device flags and keys (uncounted), slots of
-//! another length, each leaving the output and the slot untouched.
+//! another length, each leaving the output and the slot untouched. Counted
+//! totals (`ScanSpec::counted_segment_totals`) are cycled through every
+//! path by the suites; here the host convenience, a scan without segments,
+//! five million one-element segments and a count slot of the wrong length.
 //! Non-commutative operators (affine maps, 2 × 2 matrices, keep-latest) and
 //! a sum, every kind forward and in reverse, lengths 0, 1, 31, 33, a tile
 //! ± 1, many tiles + 5 and about 10^5, each against the CPU backend.
@@ -229,10 +232,174 @@ fn refusals<Op: Case>(stream: &Arc<CudaStream>, row: &mut Row) {
     }
 }
 
+/// Counted totals (`ScanSpec::counted_segment_totals`) beyond the suites'
+/// paths (`gpu_carry`, `gpu_keys`, `gpu_rows` and `gpu_offsets` cycle
+/// through them): the host convenience, a scan without segments (one
+/// segment), millions of one-element segments (the starts' chunk ranks in
+/// more than one step of their scan), and a count slot of two elements
+/// (refused, nothing written).
+fn counted<Op: Case>(stream: &Arc<CudaStream>, seed: u64, row: &mut Row) {
+    let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
+    let mut rng = Rng64::seed_from_u64(seed ^ 0xc0c0);
+    let init = Op::random(&mut rng);
+    let t = Op::tile_items();
+    // The host convenience, keys, half the segments' totals.
+    for n in [0, 1, 33, t + 1, 100_003] {
+        let input = random_input::<Op>(n, seed ^ n as u64);
+        let flags = random_heads(n, Pattern::MeanLength(7.0), &mut rng);
+        let keys: Vec<u16> = keys_of(&flags, &mut rng)
+            .iter()
+            .map(|&k| k as u16)
+            .collect();
+        let segments = Segments::keys(&keys[..]);
+        let count = gpu_scan::segmented::segment_ranges(segments, n).len();
+        for (name, spec) in every_named_spec(init, &[Direction::Forward, Direction::Reverse]) {
+            let what = format!("{} n={n} host keys {name}", Op::NAME);
+            let (mut want, mut want_count) = (vec![Op::IDENTITY; count / 2], 0);
+            Scanner::<Op>::cpu()
+                .scan(
+                    spec.segments(segments)
+                        .counted_segment_totals(&mut want[..], &mut want_count),
+                    &input,
+                )
+                .unwrap();
+            let (mut got, mut got_count) = (vec![Op::IDENTITY; count / 2], 0);
+            row.lengths += 1;
+            row.elements += n;
+            let spec = spec
+                .segments(segments)
+                .counted_segment_totals(&mut got[..], &mut got_count);
+            match scanner.scan_host(stream, spec, &input) {
+                Ok(_) if got_count == count && want_count == count => {
+                    compare::<Op>(&what, got.len(), &got, &want, &mut row.failures)
+                }
+                other => row.failures.push(format!(
+                    "{what}: {:?}, count gpu {got_count} cpu {want_count}, want {count}",
+                    other.err()
+                )),
+            }
+        }
+    }
+    // Without segments: one segment, its total where the slot has room.
+    let n = 5 * t + 3;
+    let input = random_input::<Op>(n, seed ^ 0x55);
+    let d_input = stream.clone_htod(&input).unwrap();
+    for capacity in [0, 1, 2] {
+        let spec = ScanSpec::exclusive_with_init(init).reverse();
+        let mut want = Op::IDENTITY;
+        Scanner::<Op>::cpu()
+            .scan(spec.carry_out(&mut want), &input)
+            .unwrap();
+        let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+        let mut totals = unsafe { stream.alloc::<Op::Element>(capacity + 1) }.unwrap();
+        let mut count = unsafe { stream.alloc::<u64>(1) }.unwrap();
+        poison(stream, &mut totals);
+        poison(stream, &mut count);
+        let mut view = totals.slice_mut(..capacity);
+        let got = scanner.scan(
+            stream,
+            spec.counted_segment_totals(&mut view, &mut count),
+            &d_input,
+            &mut out,
+        );
+        let got_totals = stream.clone_dtoh(&totals).unwrap();
+        let got_count = stream.clone_dtoh(&count).unwrap()[0];
+        row.lengths += 1;
+        let total_ok = capacity == 0 || Op::close(&got_totals[0], &want);
+        let rest_ok = poisoned(&got_totals[capacity.min(1)..]);
+        if got.is_err() || got_count != 1 || !total_ok || !rest_ok {
+            row.failures.push(format!(
+                "without segments, capacity {capacity}: {got:?}, count {got_count}, total {:?} cpu {want:?}, rest untouched {rest_ok}",
+                got_totals[0]
+            ));
+        }
+    }
+    // Millions of one-element segments, by bit flags: the starts' ranks
+    // take two steps of their one-block scan.
+    let n = 5_000_003;
+    let input = random_input::<Op>(n, seed ^ 0x77);
+    let d_input = stream.clone_htod(&input).unwrap();
+    let words = stream.clone_htod(&vec![u32::MAX; n.div_ceil(32)]).unwrap();
+    for (name, spec, capacity) in [
+        ("inclusive", ScanSpec::inclusive(), n),
+        (
+            "reverse exclusive+init",
+            ScanSpec::exclusive_with_init(init).reverse(),
+            n - 1000,
+        ),
+    ] {
+        let flags = vec![1u8; n];
+        let mut want = vec![Op::IDENTITY; n];
+        gpu_scan::segmented::par_scan::<Op>(
+            spec.segment_totals(&mut want[..]),
+            Segments::Flags(HeadFlags::Bytes(&flags)),
+            &input,
+            &mut vec![Op::IDENTITY; n],
+        )
+        .unwrap();
+        let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+        let mut totals = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+        let mut count = unsafe { stream.alloc::<u64>(1) }.unwrap();
+        poison(stream, &mut totals);
+        let mut view = totals.slice_mut(..capacity);
+        let got = scanner.scan(
+            stream,
+            spec.segments(DeviceHeadFlags::bits(words.as_view(), n))
+                .counted_segment_totals(&mut view, &mut count),
+            &d_input,
+            &mut out,
+        );
+        let got_totals = stream.clone_dtoh(&totals).unwrap();
+        let got_count = stream.clone_dtoh(&count).unwrap()[0];
+        row.lengths += 1;
+        row.elements += n;
+        let what = format!("{} n={n} every element a segment, {name}", Op::NAME);
+        if got.is_err() || got_count != n as u64 || !poisoned(&got_totals[capacity..]) {
+            row.failures.push(format!(
+                "{what}: {got:?}, count {got_count}, past the capacity untouched {}",
+                poisoned(&got_totals[capacity..])
+            ));
+        }
+        compare::<Op>(
+            &what,
+            capacity,
+            &got_totals[..capacity],
+            &want[..capacity],
+            &mut row.failures,
+        );
+    }
+    // A count slot of two elements: refused, nothing written.
+    let flags = stream.alloc_zeros::<u8>(n).unwrap();
+    let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
+    let mut totals = unsafe { stream.alloc::<Op::Element>(4) }.unwrap();
+    let mut count = unsafe { stream.alloc::<u64>(2) }.unwrap();
+    for buf in [&mut out, &mut totals] {
+        poison(stream, buf);
+    }
+    poison(stream, &mut count);
+    let got = scanner.scan(
+        stream,
+        ScanSpec::inclusive()
+            .segments(&flags)
+            .counted_segment_totals(&mut totals, &mut count),
+        &d_input,
+        &mut out,
+    );
+    row.lengths += 1;
+    let untouched = still_poisoned(stream, &out)
+        && still_poisoned(stream, &totals)
+        && still_poisoned(stream, &count);
+    if !matches!(got, Err(ScanError::SegmentCountLength { len: 2 })) || !untouched {
+        row.failures.push(format!(
+            "a count slot of two: {got:?}, everything untouched: {untouched}"
+        ));
+    }
+}
+
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
     let mut row = Row {
         op: Op::NAME,
-        kind: "segment totals: host, refusals",
+        kind: "segment totals: host, refusals, counted",
         lengths: 0,
         elements: 0,
         failures: Vec::new(),
@@ -241,6 +408,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
     let start = std::time::Instant::now();
     host_totals::<Op>(stream, seed, &mut row);
     refusals::<Op>(stream, &mut row);
+    counted::<Op>(stream, seed, &mut row);
     row.seconds = start.elapsed().as_secs_f64();
     rows.push(row);
 }

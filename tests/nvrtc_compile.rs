@@ -24,6 +24,9 @@ use common::nvrtc::{
 };
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::{AreaStep, KernelAbi, TotalsStep, TOTALS_SOURCES};
+use gpu_scan::kernels_gen::segment_starts::{
+    count_heads_symbol, write_starts_symbol, HeadsIn, RANK_HEAD_CHUNKS_SYMBOL, STORE_COUNT_SYMBOL,
+};
 use gpu_scan::kernels_gen::{
     self, Arch, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
 };
@@ -55,7 +58,8 @@ fn compile<Op: ScanOp>(arch: Arch, segmented: bool) -> (Vec<KernelReport>, Vec<S
     (reports, failures)
 }
 
-/// The operator-independent program that builds head flags.
+/// The operator-independent program that builds head flags and finds
+/// segments' starts.
 fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
     let mut symbols = Vec::new();
@@ -71,6 +75,10 @@ fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     for entry_bits in [32, 64] {
         symbols.extend([32, 64].map(|b| kernels_gen::index_offsets_symbol(b, entry_bits)));
     }
+    for heads in HeadsIn::ALL {
+        symbols.extend([count_heads_symbol(heads), write_starts_symbol(heads)]);
+    }
+    symbols.extend([RANK_HEAD_CHUNKS_SYMBOL, STORE_COUNT_SYMBOL].map(String::from));
     let label = format!("segment_flags:{}", arch.sm_name());
     if let Some(ptx) = compile_program(
         &label,

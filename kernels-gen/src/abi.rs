@@ -60,6 +60,11 @@ pub enum ParamType {
     Flag,
     /// `unsigned long long`: a count or length.
     Count,
+    /// `const unsigned long long*`: the number of segments as the device
+    /// counted it (segments given as head flags or keys), which bounds
+    /// the `segments` [`ParamType::Count`]; null where the host counted
+    /// them.
+    SegmentCount,
 }
 
 impl ParamType {
@@ -79,6 +84,7 @@ impl ParamType {
             ParamType::LaunchState => "scan_launch_state*".into(),
             ParamType::Flag => "int".into(),
             ParamType::Count => "unsigned long long".into(),
+            ParamType::SegmentCount => "const unsigned long long*".into(),
         }
     }
 }
@@ -208,6 +214,7 @@ const SEGMENT_BOUNDARIES: &[Param] = &[
     param("flags", HeadFlags),
     param("totals", ElementsOut),
     param("segments", Count),
+    param("segment_count", SegmentCount),
     param("reverse", Flag),
 ];
 const SEGMENT_TOTALS: &[Param] = &[
@@ -215,6 +222,7 @@ const SEGMENT_TOTALS: &[Param] = &[
     param("flags", HeadFlags),
     param("totals", ElementsOut),
     param("segments", Count),
+    param("segment_count", SegmentCount),
     param("seed", Element),
     param("seeded", Flag),
     param("exclusive", Flag),
@@ -270,11 +278,11 @@ pub const ELEMENTWISE_BLOCK_THREADS: u32 = 256;
 pub enum TotalsStep {
     /// Before an exclusive scan: each segment's element at its end in scan
     /// order, saved in its totals slot (`input`, segments, `totals`,
-    /// `segments`, `reverse`).
+    /// `segments`, `segment_count`, `reverse`).
     Boundaries,
     /// After the scan: each segment's total, read off the scan's output
-    /// (`output`, segments, `totals`, `segments`, `seed`, `seeded`,
-    /// `exclusive`, `reverse`).
+    /// (`output`, segments, `totals`, `segments`, `segment_count`, `seed`,
+    /// `seeded`, `exclusive`, `reverse`).
     Finish,
 }
 
@@ -662,12 +670,12 @@ impl KernelAbi {
                 match step {
                     TotalsStep::Boundaries => (
                         format!("segment_boundaries<{op}>"),
-                        format!("input, {ranges}, totals, segments, reverse"),
+                        format!("input, {ranges}, totals, segments, segment_count, reverse"),
                     ),
                     TotalsStep::Finish => (
                         format!("segment_totals<{op}>"),
                         format!(
-                            "output, {ranges}, totals, segments, seed, seeded, exclusive, reverse"
+                            "output, {ranges}, totals, segments, segment_count, seed, seeded, exclusive, reverse"
                         ),
                     ),
                 }

@@ -25,7 +25,8 @@
 //!   from.
 //!
 //! [`SEGMENT_FLAGS_SOURCE`] is a separate, operator-independent program that
-//! builds head flags from segment offsets or keys.
+//! builds head flags from segment offsets or keys, and finds segments'
+//! starts and count from head flags or keys ([`segment_starts`]).
 //!
 //! This crate has no GPU and no CUDA dependency: its output is plain text,
 //! tested with snapshots and compiled with NVRTC by the workspace's tests.
@@ -60,6 +61,7 @@ pub mod infer;
 pub mod ir;
 pub mod launch_state;
 pub mod layout;
+pub mod segment_starts;
 
 mod arch;
 mod kernel_kinds;

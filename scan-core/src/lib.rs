@@ -21,8 +21,8 @@ pub use associativity::{check_associativity, Counterexample};
 pub use cpu::{LengthMismatch, ScanKind};
 pub use laws::check_laws;
 pub use spec::{
-    Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec, NoCarryOut,
-    NoSegments, ScanSpec, SegmentTotals, SegmentedBy,
+    CountedSegmentTotals, Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments,
+    IntoScanSpec, NoCarryOut, NoSegments, ScanSpec, SegmentTotals, SegmentedBy,
 };
 
 /// A type that can be scanned on the GPU: plain data whose CUDA declaration

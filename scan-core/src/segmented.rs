@@ -782,10 +782,11 @@ fn put_totals<Op: ScanOp>(
     heads: Segments<'_>,
     input: &[Op::Element],
 ) -> Result<(), SegmentedError> {
-    if let Some(totals) = slot.totals() {
+    if slot.totals().is_some() {
         let ranges = segment_ranges(heads, input.len());
-        SegmentTotalsLength::check(totals.len(), ranges.len())?;
-        segment_totals::fill::<Op>(init, reverse, &ranges, input, totals);
+        if let Some(totals) = slot.totals_for(ranges.len())? {
+            segment_totals::fill::<Op>(init, reverse, &ranges[..totals.len()], input, totals);
+        }
     }
     Ok(())
 }

@@ -98,6 +98,23 @@ pub struct ScanSpec<E, C = NoCarryOut, S = NoSegments> {
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct SegmentTotals<T>(pub T);
 
+/// A per-segment totals slot that also receives the number of segments
+/// ([`ScanSpec::counted_segment_totals`]), for segments whose count the
+/// caller does not know beforehand (head flags or keys in device memory):
+/// segment `r`'s total goes to `totals[r]` for as many segments as the
+/// slot holds, later segments are counted but not written, slots past the
+/// count are left as they were, and `count` receives the number of
+/// segments. On the CPU `totals` is a `&mut [E]` (or anything
+/// [`AsMut<[E]>`](AsMut)) and `count` a `&mut usize`; on the GPU both are
+/// device buffers, the count a one-element buffer of `u64`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct CountedSegmentTotals<T, N> {
+    /// Where the totals go, as many as it holds.
+    pub totals: T,
+    /// Where the number of segments goes.
+    pub count: N,
+}
+
 /// A scan without a carry-out (a [`ScanSpec`]'s default slot).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NoCarryOut;
@@ -166,6 +183,40 @@ pub trait HostSegmentedCarryOut<E> {
     /// The slot of one total per segment, `None` for the other slots.
     fn totals(&mut self) -> Option<&mut [E]>;
 
+    /// Whether the totals slot takes as many totals as it holds and the
+    /// number of segments ([`CountedSegmentTotals`]), rather than exactly
+    /// one total per segment ([`SegmentTotals`]).
+    fn counts_segments(&self) -> bool {
+        false
+    }
+
+    /// Stores the number of segments (only [`CountedSegmentTotals`] keeps
+    /// it).
+    fn put_count(&mut self, _segments: usize) {}
+
+    /// The part of the totals slot that receives the totals of `segments`
+    /// segments, `None` for a slot without totals: all of a
+    /// [`SegmentTotals`] slot, whose length must be `segments`; the first
+    /// `min(len, segments)` elements of a [`CountedSegmentTotals`] slot,
+    /// whose count is stored.
+    fn totals_for(&mut self, segments: usize) -> Result<Option<&mut [E]>, SegmentTotalsLength> {
+        let counted = self.counts_segments();
+        if counted {
+            self.put_count(segments);
+        }
+        match self.totals() {
+            None => Ok(None),
+            Some(totals) if counted => {
+                let written = totals.len().min(segments);
+                Ok(Some(&mut totals[..written]))
+            }
+            Some(totals) => {
+                SegmentTotalsLength::check(totals.len(), segments)?;
+                Ok(Some(totals))
+            }
+        }
+    }
+
     /// Stores the carry-out of the whole scan (a [`SegmentTotals`] slot,
     /// which received every segment's total, ignores it).
     fn put_carry(self, carry: E);
@@ -173,9 +224,10 @@ pub trait HostSegmentedCarryOut<E> {
     /// Checks the slot for a scan without segments, which is one segment:
     /// a [`SegmentTotals`] slot must hold one element.
     fn check_unsegmented(&mut self) -> Result<(), SegmentTotalsLength> {
+        let counted = self.counts_segments();
         match self.totals() {
-            Some(totals) => SegmentTotalsLength::check(totals.len(), 1),
-            None => Ok(()),
+            Some(totals) if !counted => SegmentTotalsLength::check(totals.len(), 1),
+            _ => Ok(()),
         }
     }
 
@@ -186,13 +238,12 @@ pub trait HostSegmentedCarryOut<E> {
     where
         Self: Sized,
     {
-        match self.totals() {
-            Some(totals) => {
-                if let Some(first) = totals.first_mut() {
-                    *first = carry;
-                }
-            }
-            None => self.put_carry(carry),
+        if self.totals().is_none() {
+            return self.put_carry(carry);
+        }
+        // Checked by check_unsegmented: one segment fits.
+        if let Ok(Some([first, ..])) = self.totals_for(1) {
+            *first = carry;
         }
     }
 }
@@ -220,6 +271,22 @@ impl<E> HostSegmentedCarryOut<E> for &mut E {
 impl<E, T: AsMut<[E]>> HostSegmentedCarryOut<E> for SegmentTotals<T> {
     fn totals(&mut self) -> Option<&mut [E]> {
         Some(self.0.as_mut())
+    }
+
+    fn put_carry(self, _: E) {}
+}
+
+impl<E, T: AsMut<[E]>> HostSegmentedCarryOut<E> for CountedSegmentTotals<T, &mut usize> {
+    fn totals(&mut self) -> Option<&mut [E]> {
+        Some(self.totals.as_mut())
+    }
+
+    fn counts_segments(&self) -> bool {
+        true
+    }
+
+    fn put_count(&mut self, segments: usize) {
+        *self.count = segments;
     }
 
     fn put_carry(self, _: E) {}
@@ -319,6 +386,43 @@ impl<E, C, S> ScanSpec<E, C, S> {
     /// ```
     pub fn segment_totals<T>(self, slot: T) -> ScanSpec<E, SegmentTotals<T>, S> {
         self.carry_out(SegmentTotals(slot))
+    }
+
+    /// The same scan writing segment `r`'s total to `totals[r]` for as many
+    /// segments as `totals` holds, and the number of segments to `count`
+    /// ([`CountedSegmentTotals`]): the segmented reduction for segments
+    /// whose count is not known beforehand, CUB's `ReduceByKey` with its
+    /// `num_runs_out`. Totals are as for [`ScanSpec::segment_totals`];
+    /// later segments are counted but not written, and slots past the
+    /// count are left as they were, so a slot of any length is taken (one
+    /// as long as the input always suffices). On the CPU `totals` is a
+    /// `&mut [E]` and `count` a `&mut usize`; on the GPU both are device
+    /// buffers, `count` one `u64`, written on the stream, and every
+    /// segmentation is taken (head flags and keys too).
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::segmented::Segments;
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// // Runs of equal keys, each run's sum beside the scan within runs.
+    /// let keys: &[u16] = &[4, 4, 9, 9, 9, 4];
+    /// let (mut sums, mut runs) = ([0; 6], 0);
+    /// let spec = ScanSpec::inclusive()
+    ///     .segments(Segments::keys(keys))
+    ///     .counted_segment_totals(&mut sums, &mut runs);
+    /// let out = Scanner::<Sum>::cpu().scan(spec, &[1, 2, 3, 4, 5, 6]).unwrap();
+    /// assert_eq!(out, [1, 3, 3, 7, 12, 6]);
+    /// assert_eq!((runs, &sums[..runs]), (3, &[3, 12, 6][..]));
+    /// ```
+    pub fn counted_segment_totals<T, N>(
+        self,
+        totals: T,
+        count: N,
+    ) -> ScanSpec<E, CountedSegmentTotals<T, N>, S> {
+        self.carry_out(CountedSegmentTotals { totals, count })
     }
 
     /// The same scan over segments, each scanned on its own: head flags,

@@ -5,7 +5,7 @@
 use crate::error::{Result, ScanError};
 use cudarc::driver::{CudaStream, DevicePtrMut, SyncOnDrop};
 use scan_core::segmented::SegmentTotalsLength;
-use scan_core::{NoCarryOut, SegmentTotals};
+use scan_core::{CountedSegmentTotals, NoCarryOut, SegmentTotals};
 
 /// A GPU scan's carry-out slot ([`ScanSpec::carry_out`](scan_core::ScanSpec::carry_out)):
 /// [`NoCarryOut`], or `&mut D` for a device buffer `D` of exactly one
@@ -43,6 +43,35 @@ pub trait DeviceCarryOut<E> {
     /// The slot's device address on `stream` (0 for none) and the guard
     /// that orders the scan's write after the slot's earlier uses.
     fn slot<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, Option<SyncOnDrop<'a>>);
+
+    /// Whether the slot takes as many totals as it holds and receives the
+    /// number of segments ([`CountedSegmentTotals`]).
+    fn counts_segments(&self) -> bool {
+        false
+    }
+
+    /// [`DeviceCarryOut::slot`], and the address of the segment count's
+    /// slot (0 for none), with the guards of both.
+    fn slots<'a>(&'a mut self, stream: &'a CudaStream) -> CarrySlots<'a> {
+        let (carry, guard) = self.slot(stream);
+        CarrySlots {
+            carry,
+            count: 0,
+            _guards: guard.into_iter().collect(),
+        }
+    }
+}
+
+/// The device addresses a scan writes its carry-out to
+/// ([`DeviceCarryOut::slots`]): the carry-out or totals (0 for none), the
+/// segment count (0 for none), and the guards that order the scan's writes
+/// after the slots' earlier uses on the stream.
+pub struct CarrySlots<'a> {
+    /// The carry-out's or the totals' address.
+    pub carry: u64,
+    /// The segment count's address.
+    pub count: u64,
+    _guards: Vec<SyncOnDrop<'a>>,
 }
 
 impl<E> DeviceCarryOut<E> for NoCarryOut {
@@ -106,5 +135,81 @@ impl<E, D: DevicePtrMut<E>> DeviceCarryOut<E> for SegmentTotals<&mut D> {
     fn slot<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, Option<SyncOnDrop<'a>>) {
         let (address, sync) = self.0.device_ptr_mut(stream);
         (address, Some(sync))
+    }
+}
+
+/// As many totals as the slot holds and the number of segments
+/// ([`ScanSpec::counted_segment_totals`](scan_core::ScanSpec::counted_segment_totals)):
+/// a device buffer `D` of any length for the totals, and a one-element
+/// `u64` buffer `C` for the count. Every segmentation takes it: over head
+/// flags or keys the device finds the segments' starts and counts them,
+/// in stream order, with nothing read back.
+///
+/// ```no_run
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::scan_runtime::{open_device, DeviceSegments};
+///
+/// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+/// struct Sum;
+///
+/// let ctx = open_device(0)?;
+/// let stream = ctx.default_stream();
+/// // Runs of equal keys, and each run's sum: a reduction by key.
+/// let keys = stream.clone_htod(&[4u16, 4, 9, 9, 9, 4])?;
+/// let values = stream.clone_htod(&[1u32, 2, 3, 4, 5, 6])?;
+/// let mut out = stream.alloc_zeros::<u32>(6)?;
+/// let mut sums = stream.alloc_zeros::<u32>(6)?;
+/// let mut runs = stream.alloc_zeros::<u64>(1)?;
+/// let spec = ScanSpec::inclusive()
+///     .segments(DeviceSegments::keys(&keys))
+///     .counted_segment_totals(&mut sums, &mut runs);
+/// GpuScanner::<Sum>::new(&ctx)?.scan(&stream, spec, &values, &mut out)?;
+/// let runs = stream.clone_dtoh(&runs)?[0] as usize;
+/// assert_eq!(&stream.clone_dtoh(&sums)?[..runs], [3, 12, 6]);
+/// # Ok::<(), ScanError>(())
+/// ```
+impl<E, D, C> DeviceCarryOut<E> for CountedSegmentTotals<&mut D, &mut C>
+where
+    D: DevicePtrMut<E>,
+    C: DevicePtrMut<u64>,
+{
+    fn check(&self) -> Result<()> {
+        match self.count.len() {
+            1 => Ok(()),
+            len => Err(ScanError::SegmentCountLength { len }),
+        }
+    }
+
+    fn totals_len(&self) -> Option<usize> {
+        Some(self.totals.len())
+    }
+
+    fn slot<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, Option<SyncOnDrop<'a>>) {
+        if self.totals.len() == 0 {
+            return (0, None);
+        }
+        let (address, sync) = self.totals.device_ptr_mut(stream);
+        (address, Some(sync))
+    }
+
+    fn counts_segments(&self) -> bool {
+        true
+    }
+
+    fn slots<'a>(&'a mut self, stream: &'a CudaStream) -> CarrySlots<'a> {
+        let (count, count_guard) = self.count.device_ptr_mut(stream);
+        let mut guards = vec![count_guard];
+        let carry = if self.totals.len() == 0 {
+            0
+        } else {
+            let (address, guard) = self.totals.device_ptr_mut(stream);
+            guards.push(guard);
+            address
+        };
+        CarrySlots {
+            carry,
+            count,
+            _guards: guards,
+        }
     }
 }

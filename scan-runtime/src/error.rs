@@ -89,14 +89,24 @@ pub enum ScanError {
     /// segments).
     #[error(transparent)]
     SegmentTotalsLength(#[from] scan_core::segmented::SegmentTotalsLength),
-    /// Per-segment totals asked of a scan over device head flags or keys,
-    /// whose number of segments the host does not know: give the segments
-    /// as rows or offsets, or scan host slices (`GpuScanner::scan_host`
-    /// counts them).
-    #[error("per-segment totals need segments the host can count (rows or offsets); these are {source_kind} in device memory")]
+    /// A slot of exactly one total per segment
+    /// ([`ScanSpec::segment_totals`](scan_core::ScanSpec::segment_totals))
+    /// asked of a scan over device head flags or keys, whose number of
+    /// segments the host does not know: use
+    /// [`ScanSpec::counted_segment_totals`](scan_core::ScanSpec::counted_segment_totals),
+    /// which takes a slot of any length and writes the count on the device.
+    #[error("a slot of one total per segment needs segments the host can count (rows or offsets); for {source_kind} in device memory use counted_segment_totals, which writes the count on the device")]
     SegmentTotalsUncounted {
         /// "head flags" or "keys".
         source_kind: &'static str,
+    },
+    /// A segment count slot
+    /// ([`ScanSpec::counted_segment_totals`](scan_core::ScanSpec::counted_segment_totals))
+    /// that is not one `u64` long.
+    #[error("the segment count slot has {len} elements: a scan writes the count to a one-element buffer")]
+    SegmentCountLength {
+        /// The slot's length.
+        len: usize,
     },
     /// A carry-out slot that is not one element long.
     #[error("the carry-out slot has {len} elements: a scan writes its carry-out to a one-element buffer")]

@@ -9,6 +9,10 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
     DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
+use kernels_gen::segment_starts::{
+    count_heads_symbol, starts_chunks, write_starts_symbol, HeadsIn, RANK_BLOCK_THREADS,
+    RANK_HEAD_CHUNKS_SYMBOL, STARTS_BLOCK_THREADS, STORE_COUNT_SYMBOL,
+};
 use kernels_gen::FlagFormat;
 use scan_core::segmented::{FlagsLengthMismatch, InvalidOffsets, SegmentKey, SegmentOffset};
 use std::collections::HashMap;
@@ -73,7 +77,11 @@ impl HeadFlagBuilder {
             let checks = [32, 64].map(kernels_gen::check_offsets_symbol);
             let indexes = [(32, 32), (32, 64), (64, 32), (64, 64)]
                 .map(|(offset, entry)| kernels_gen::index_offsets_symbol(offset, entry));
-            for symbol in symbols.chain(checks).chain(indexes) {
+            let starts = HeadsIn::ALL
+                .into_iter()
+                .flat_map(|h| [count_heads_symbol(h), write_starts_symbol(h)])
+                .chain([RANK_HEAD_CHUNKS_SYMBOL, STORE_COUNT_SYMBOL].map(String::from));
+            for symbol in symbols.chain(checks).chain(indexes).chain(starts) {
                 let f = module.load_function(&symbol)?;
                 functions.insert(symbol, f);
             }
@@ -352,6 +360,95 @@ impl HeadFlagBuilder {
         // SAFETY: (const uN* keys, flags*, u64 n); SegmentKey guarantees a plain N-bit
         // value; `out` holds the units of n elements (checked).
         unsafe { launch.launch(builder_grid(format.units(n).max(1) * 32)) }?;
+        Ok(())
+    }
+}
+
+/// Device addresses of the segment starts' scratch
+/// ([`HeadFlagBuilder::segment_starts`]).
+pub(crate) struct StartsScratch {
+    /// [`starts_chunks`]`(n)` words: each chunk's head count, then rank.
+    pub(crate) chunk_ranks: u64,
+    /// `capacity + 1` words: the starts.
+    pub(crate) starts: u64,
+    /// How many segments the starts may hold (the totals slot's length).
+    pub(crate) capacity: u64,
+}
+
+impl HeadFlagBuilder {
+    /// Enqueues the search for the segments' starts of `n` elements
+    /// (`n > 0`) whose heads come from `heads` (the flags' or keys'
+    /// address): `starts[r]` for `r <= capacity` the first element of
+    /// segment `r` (`n` past the last segment), and the number of segments
+    /// at `count` (a `u64`), all in stream order, nothing read back
+    /// (`segment_starts.rs` in kernels-gen).
+    pub(crate) fn segment_starts(
+        &self,
+        stream: &Arc<CudaStream>,
+        heads: (HeadsIn, u64),
+        n: usize,
+        scratch: &StartsScratch,
+        count: u64,
+    ) -> Result<()> {
+        let (source, address) = heads;
+        let chunks = starts_chunks(n);
+        let (n64, chunks64) = (n as u64, chunks as u64);
+        let grid = LaunchConfig {
+            grid_dim: (chunks.min(BUILDER_MAX_BLOCKS) as u32, 1, 1),
+            block_dim: (STARTS_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(self.function(&count_heads_symbol(source)));
+        launch.arg(&address).arg(&n64).arg(&scratch.chunk_ranks);
+        // SAFETY: (const void* heads, u64 n, u64* chunk_counts); `heads` holds the
+        // flags or keys of n elements (checked by the caller, of the kernel's format
+        // or width), chunk_counts has starts_chunks(n) words, each written by the
+        // block of its chunk (a grid-stride loop over chunks).
+        unsafe { launch.launch(grid) }?;
+        let mut launch = stream.launch_builder(self.function(RANK_HEAD_CHUNKS_SYMBOL));
+        launch
+            .arg(&scratch.chunk_ranks)
+            .arg(&chunks64)
+            .arg(&n64)
+            .arg(&scratch.starts)
+            .arg(&scratch.capacity)
+            .arg(&count);
+        let one_block = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (RANK_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: (u64* chunk_counts, u64 chunks, u64 n, u64* starts, u64 capacity,
+        // u64* count); chunk_counts has `chunks` words, starts `capacity + 1` (the
+        // kernel writes starts[count] only where count <= capacity), count one u64.
+        unsafe { launch.launch(one_block) }?;
+        let mut launch = stream.launch_builder(self.function(&write_starts_symbol(source)));
+        launch
+            .arg(&address)
+            .arg(&n64)
+            .arg(&scratch.chunk_ranks)
+            .arg(&scratch.starts)
+            .arg(&scratch.capacity);
+        // SAFETY: (const void* heads, u64 n, const u64* chunk_ranks, u64* starts,
+        // u64 capacity); as the first launch, and starts[rank] is written only for
+        // rank <= capacity, within its capacity + 1 words.
+        unsafe { launch.launch(grid) }?;
+        Ok(())
+    }
+
+    /// Enqueues the store of `value` at `slot` (one `u64`): a count the
+    /// host knows, written in stream order.
+    pub(crate) fn store_count(
+        &self,
+        stream: &Arc<CudaStream>,
+        slot: u64,
+        value: u64,
+    ) -> Result<()> {
+        let mut launch = stream.launch_builder(self.function(STORE_COUNT_SYMBOL));
+        launch.arg(&slot).arg(&value);
+        // SAFETY: (u64* slot, u64 value); `slot` is one u64 of the caller's (its
+        // length checked), written by one thread.
+        unsafe { launch.launch(LaunchConfig::for_num_elems(1)) }?;
         Ok(())
     }
 }

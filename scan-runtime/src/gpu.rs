@@ -592,8 +592,10 @@ where
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        let (carry, _carry_sync) = carry_out.slot(stream);
-        let launched = self.launch(stream, spec, src, dst, n, carry);
+        let slots = carry_out.slots(stream);
+        let launched = self
+            .launch(stream, spec, src, dst, n, slots.carry)
+            .and_then(|()| self.store_unsegmented_count(stream, slots.count));
         self.then_start_background_compiles(launched)
     }
 
@@ -646,8 +648,10 @@ where
         self.prepare(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
-        let (carry, _carry_sync) = carry_out.slot(stream);
-        let launched = self.launch(stream, spec, ptr, ptr, n, carry);
+        let slots = carry_out.slots(stream);
+        let launched = self
+            .launch(stream, spec, ptr, ptr, n, slots.carry)
+            .and_then(|()| self.store_unsegmented_count(stream, slots.count));
         self.then_start_background_compiles(launched)
     }
 

@@ -185,7 +185,7 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
 }
 
 use KernelArg::{Count, Element, Flag, Ptr};
-use ParamType::{ElementsIn, ElementsOut, HeadFlags, TileFlagsIn, TileFlagsOut};
+use ParamType::{ElementsIn, ElementsOut, HeadFlags, SegmentCount, TileFlagsIn, TileFlagsOut};
 
 /// The most arguments a kernel of the ABI table takes.
 const MOST_ARGS: usize = 12;
@@ -374,13 +374,15 @@ pub(crate) fn segmented_single_pass<E>(
     args
 }
 
-/// `(input, rows | offsets, totals, segments, reverse)` of the per-segment
-/// totals' first step.
+/// `(input, rows | offsets, totals, segments, segment_count, reverse)` of
+/// the per-segment totals' first step (`segment_count`: the device's count
+/// of segments, 0 for none).
 pub(crate) fn segment_boundaries<E>(
     input: u64,
     ranges: Heads,
     totals: u64,
     segments: u64,
+    segment_count: u64,
     reverse: bool,
 ) -> Vec<KernelArg<E>> {
     vec![
@@ -388,18 +390,20 @@ pub(crate) fn segment_boundaries<E>(
         ranges.arg(),
         Ptr(ElementsOut, totals),
         Count(segments),
+        Ptr(SegmentCount, segment_count),
         Flag(reverse as i32),
     ]
 }
 
-/// `(output, rows | offsets, totals, segments, seed, seeded, exclusive,
-/// reverse)` of the per-segment totals' last step.
+/// `(output, rows | offsets, totals, segments, segment_count, seed, seeded,
+/// exclusive, reverse)` of the per-segment totals' last step.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn segment_totals<E>(
     output: u64,
     ranges: Heads,
     totals: u64,
     segments: u64,
+    segment_count: u64,
     seed: E,
     seeded: bool,
     exclusive: bool,
@@ -410,6 +414,7 @@ pub(crate) fn segment_totals<E>(
         ranges.arg(),
         Ptr(ElementsOut, totals),
         Count(segments),
+        Ptr(SegmentCount, segment_count),
         Element(seed),
         Flag(seeded as i32),
         Flag(exclusive as i32),
@@ -531,10 +536,10 @@ mod tests {
                 }
             }
             KernelAbi::SegmentTotals(TotalsStep::Boundaries, _) => {
-                segment_boundaries(1, heads, 3, 4, true)
+                segment_boundaries(1, heads, 3, 4, 5, true)
             }
             KernelAbi::SegmentTotals(TotalsStep::Finish, _) => {
-                segment_totals(1, heads, 3, 4, 7, true, false, true)
+                segment_totals(1, heads, 3, 4, 5, 7, true, false, true)
             }
             KernelAbi::Plain(k) => match k {
                 Kernel::ReduceTiles => reduce_tiles(1, 2, 3),

@@ -44,7 +44,7 @@ mod workspace;
 
 pub use backend::{BackendKind, Scanner};
 pub use cache::{CacheEnvError, DiskCache};
-pub use carry::DeviceCarryOut;
+pub use carry::{CarrySlots, DeviceCarryOut};
 pub use cudarc;
 pub use device::{device_arch, driver_present, open_device, target_arch, TARGET_ARCH_ENV};
 pub use device_api::DeviceApi;

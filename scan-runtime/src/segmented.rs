@@ -1,7 +1,7 @@
 //! Segmented scans on the GPU: [`GpuScanner`]'s `segmented_*` methods over
 //! segments on the device ([`crate::DeviceSegments`]).
 
-use crate::carry::DeviceCarryOut;
+use crate::carry::{CarrySlots, DeviceCarryOut};
 use crate::error::{Result, ScanError};
 use crate::gpu::{put_carry, GpuScanner, PipelinedShape};
 use crate::kernels::{layout, ProgramStats};
@@ -12,15 +12,14 @@ use crate::path::{
     pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
     ScanPath,
 };
+use crate::segment_totals::TotalsPlan;
 use crate::segments::{DeviceHeadFlags, DeviceSegments};
 use cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{SegmentedKernel, SegmentedStrategy};
-use scan_core::segmented::{
-    segment_ranges, HeadFlags, SegmentOffsets, SegmentTotalsLength, Segments,
-};
+use scan_core::segmented::{segment_ranges, HeadFlags, SegmentOffsets, Segments};
 use scan_core::{
     Direction, HostSegmentedCarryOut, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec,
 };
@@ -185,17 +184,13 @@ where
         }
         segments.check_len(n)?;
         let (spec, mut carry_out) = spec.split_carry_out();
-        let totals = checked_totals(&carry_out, &segments, n)?;
+        let plan = TotalsPlan::check(&carry_out, &segments, n)?;
         self.prepare_segmented_scan(n, stream)?;
         let (src, _src_sync) = input.device_ptr(stream);
         self.first_call_law_check(stream, src, n)?;
         let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        let (carry, _carry_sync) = carry_out.slot(stream);
-        let launched = match totals {
-            Some(count) => self
-                .launch_segmented_with_totals(stream, spec, &segments, src, dst, n, carry, count),
-            None => self.launch_segmented(stream, spec, &segments, src, dst, n, carry),
-        };
+        let slots = carry_out.slots(stream);
+        let launched = self.launch_with_plan(stream, spec, &segments, src, dst, n, &slots, plan);
         self.then_start_background_compiles(launched)
     }
 
@@ -223,16 +218,12 @@ where
         let n = data.len();
         segments.check_len(n)?;
         let (spec, mut carry_out) = spec.split_carry_out();
-        let totals = checked_totals(&carry_out, &segments, n)?;
+        let plan = TotalsPlan::check(&carry_out, &segments, n)?;
         self.prepare_segmented_scan(n, stream)?;
         let (ptr, _sync) = data.device_ptr_mut(stream);
         self.first_call_law_check(stream, ptr, n)?;
-        let (carry, _carry_sync) = carry_out.slot(stream);
-        let launched = match totals {
-            Some(count) => self
-                .launch_segmented_with_totals(stream, spec, &segments, ptr, ptr, n, carry, count),
-            None => self.launch_segmented(stream, spec, &segments, ptr, ptr, n, carry),
-        };
+        let slots = carry_out.slots(stream);
+        let launched = self.launch_with_plan(stream, spec, &segments, ptr, ptr, n, &slots, plan);
         self.then_start_background_compiles(launched)
     }
 
@@ -273,9 +264,11 @@ where
             scan_core::segmented::scan::<Op>(spec.carry_out(carry_out), segments, &[], &mut [])?;
             return Ok(Vec::new());
         }
-        if let Some(totals) = carry_out.totals() {
+        if carry_out.totals().is_some() {
             let ranges = segment_ranges(segments, n);
-            SegmentTotalsLength::check(totals.len(), ranges.len())?;
+            let totals = carry_out
+                .totals_for(ranges.len())?
+                .expect("a slot with totals");
             let mut data = stream.clone_htod(input)?;
             if ranges.is_empty() {
                 self.scan_uploaded(stream, spec, segments, &mut data)?;
@@ -295,7 +288,8 @@ where
                 };
                 let spec = spec.segment_totals(&mut slot);
                 self.scan_uploaded(stream, spec, segments, &mut data)?;
-                stream.memcpy_dtoh(&slot, totals)?;
+                // A counted slot may take fewer than every segment's.
+                stream.memcpy_dtoh(&slot.slice(..totals.len()), totals)?;
             }
             return Ok(stream.clone_dtoh(&data)?);
         }
@@ -354,6 +348,36 @@ where
                 self.segmented_scan_in_place(stream, spec, keys, data)
             }
             _ => unreachable!("a segment source of scan-core without a GPU counterpart"),
+        }
+    }
+
+    /// The segmented scan with its carry-out slots as `plan` says.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_with_plan(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element>,
+        segments: &DeviceSegments<'_>,
+        src: u64,
+        dst: u64,
+        n: usize,
+        slots: &CarrySlots<'_>,
+        plan: TotalsPlan,
+    ) -> Result<()> {
+        match plan {
+            TotalsPlan::None => {
+                self.launch_segmented(stream, spec, segments, src, dst, n, slots.carry)
+            }
+            plan => self.launch_segmented_with_totals(
+                stream,
+                spec,
+                segments,
+                src,
+                dst,
+                n,
+                (slots.carry, slots.count),
+                plan,
+            ),
         }
     }
 
@@ -579,23 +603,5 @@ pub(crate) fn kind_parts<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Op::
         ScanKind::Exclusive => (false, Op::IDENTITY, false),
         ScanKind::ExclusiveWithInit(init) => (false, init, true),
         ScanKind::InclusiveWithInit(init) => (true, init, true),
-    }
-}
-
-/// Checks a scan's carry-out slot against its segments before anything is
-/// enqueued: one element, or (a per-segment totals slot) one per segment,
-/// whose count is returned.
-fn checked_totals<E>(
-    carry_out: &impl DeviceCarryOut<E>,
-    segments: &DeviceSegments<'_>,
-    n: usize,
-) -> Result<Option<usize>> {
-    match carry_out.totals_len() {
-        Some(len) => {
-            let count = segments.totals_count(n)?;
-            SegmentTotalsLength::check(len, count)?;
-            Ok(Some(count))
-        }
-        None => carry_out.check().map(|()| None),
     }
 }

@@ -8,6 +8,7 @@ use crate::keys::{DeviceKeys, KeyView};
 use crate::launch::Heads;
 use crate::offsets::DeviceOffsets;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr, SyncOnDrop};
+use kernels_gen::segment_starts::HeadsIn;
 use kernels_gen::{FlagFormat, SegmentSource};
 use scan_core::segmented::{FlagsLengthMismatch, RowLengthMismatch, SegmentKey};
 use scan_core::{NoSegments, SegmentedBy};
@@ -164,15 +165,46 @@ impl<'a> DeviceSegments<'a> {
     /// row pointers: one fewer than the offsets). Flags and keys in device
     /// memory are refused: the host does not know their count.
     pub(crate) fn totals_count(&self, n: usize) -> Result<usize> {
+        self.host_count(n).ok_or(ScanError::SegmentTotalsUncounted {
+            source_kind: match self {
+                DeviceSegments::Keys(_) => "keys",
+                _ => "head flags",
+            },
+        })
+    }
+
+    /// The number of segments of a checked sequence of `n` where the host
+    /// knows it (rows, offsets), `None` for flags and keys in device
+    /// memory, which the device counts.
+    pub(crate) fn host_count(&self, n: usize) -> Option<usize> {
         match self {
-            DeviceSegments::Rows { row_length } => Ok(n / row_length),
-            DeviceSegments::Offsets(offsets) => Ok(offsets.count().saturating_sub(1)),
-            DeviceSegments::Flags(_) => Err(ScanError::SegmentTotalsUncounted {
-                source_kind: "head flags",
-            }),
-            DeviceSegments::Keys(_) => Err(ScanError::SegmentTotalsUncounted {
-                source_kind: "keys",
-            }),
+            DeviceSegments::Rows { row_length } => Some(n / row_length),
+            DeviceSegments::Offsets(offsets) => Some(offsets.count().saturating_sub(1)),
+            DeviceSegments::Flags(_) | DeviceSegments::Keys(_) => None,
+        }
+    }
+
+    /// The heads the segment-starts kernels read (flags or keys, with
+    /// their address on `stream` and its guard), `None` for rows and
+    /// offsets.
+    pub(crate) fn heads_in<'s>(
+        &'s self,
+        stream: &'s CudaStream,
+    ) -> Option<(HeadsIn, u64, SyncOnDrop<'s>)> {
+        match self {
+            DeviceSegments::Flags(flags) => {
+                let (address, sync) = match flags {
+                    DeviceHeadFlags::Bytes(b) => b.device_ptr(stream),
+                    DeviceHeadFlags::Bits { words, .. } => words.device_ptr(stream),
+                };
+                Some((HeadsIn::Flags(flags.format()), address, sync))
+            }
+            DeviceSegments::Keys(keys) => {
+                let (arg, sync) = keys.arg(stream);
+                let key_bits = 8 * keys.width() as u32;
+                Some((HeadsIn::Keys { key_bits }, arg.address, sync))
+            }
+            DeviceSegments::Rows { .. } | DeviceSegments::Offsets(_) => None,
         }
     }
 

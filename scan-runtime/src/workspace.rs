@@ -82,6 +82,9 @@ pub(crate) struct Workspace<T> {
     single_pass: Option<SinglePassScratch<T>>,
     /// Two-dimensional scans in tiles: their totals and carries.
     area: Option<Scratch<T>>,
+    /// Per-segment totals over head flags or keys: the chunks' ranks and
+    /// the segments' starts.
+    starts: Option<Scratch<u64>>,
 }
 
 impl<T> Default for Workspace<T> {
@@ -91,6 +94,7 @@ impl<T> Default for Workspace<T> {
             tile_flags: None,
             single_pass: None,
             area: None,
+            starts: None,
         }
     }
 }
@@ -236,6 +240,26 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         refuse_during_capture(stream, len * std::mem::size_of::<T>())?;
         self.area = Some(Scratch::zeroed(stream, len)?);
         Ok(1)
+    }
+
+    /// Makes the segment starts' scratch hold `words` words. Returns how
+    /// many buffers it allocated (0 or 1).
+    pub(crate) fn reserve_starts(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        words: usize,
+    ) -> Result<usize> {
+        if self.starts.as_ref().is_some_and(|s| s.len >= words) {
+            return Ok(0);
+        }
+        refuse_during_capture(stream, words * 8)?;
+        self.starts = Some(Scratch::zeroed(stream, words)?);
+        Ok(1)
+    }
+
+    /// The address of the segment starts' scratch (reserved before).
+    pub(crate) fn starts(&self) -> u64 {
+        self.starts.as_ref().expect("reserved before").ptr
     }
 
     /// The address of the two-dimensional scans' scratch (reserved before).

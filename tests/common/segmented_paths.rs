@@ -9,7 +9,7 @@
 use super::gpu::*;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
-use gpu_scan::scan_runtime::ScanPath;
+use gpu_scan::scan_runtime::{DeviceSegments, ScanPath};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,6 +36,45 @@ pub fn check_carry<Op: Case>(
     }
     if !with_carry && !poisoned(&slot[1..2]) {
         failures.push(format!("{what}: a carry-out written without a slot"));
+    }
+}
+
+/// Checks a counted totals slot (`slot`: the totals after one poisoned
+/// element, `capacity` of them, then poisoned elements to the end) and its
+/// count (`count_slot`: the count between two poisoned `u64`s): the first
+/// `min(capacity, segments)` totals as the CPU's, every other element
+/// untouched, the count the number of segments.
+pub fn check_counted<Op: Case>(
+    what: &str,
+    (slot, capacity): (&[Op::Element], usize),
+    count_slot: &[u64],
+    want: &[Op::Element],
+    failures: &mut Vec<String>,
+) {
+    let written = capacity.min(want.len());
+    if !poisoned(&slot[..1]) || !poisoned(&slot[1 + written..]) {
+        failures.push(format!(
+            "{what}: a write outside the {written} counted totals of a slot of {capacity}"
+        ));
+    }
+    let got = &slot[1..1 + written];
+    if let Some(r) = (0..written).find(|&r| !Op::close(&got[r], &want[r])) {
+        failures.push(format!(
+            "{what}: counted total of segment {r} of {}: gpu {:?} cpu {:?}",
+            want.len(),
+            got[r],
+            want[r]
+        ));
+    }
+    if !poisoned(&count_slot[..1]) || !poisoned(&count_slot[2..]) {
+        failures.push(format!("{what}: a write next to the segment count"));
+    }
+    if count_slot[1] != want.len() as u64 {
+        failures.push(format!(
+            "{what}: segment count gpu {} cpu {}",
+            count_slot[1],
+            want.len()
+        ));
     }
 }
 
@@ -70,10 +109,15 @@ enum CarryMode {
     One,
     /// One total per segment ([`ScanSpec::segment_totals`]).
     Totals,
+    /// As many totals as a slot of `capacity` holds, and the count
+    /// ([`ScanSpec::counted_segment_totals`]).
+    Counted {
+        capacity: usize,
+    },
 }
 
 /// What the CPU computed for one spec: the output, the carry-out, and
-/// (where the segments are counted) every segment's total.
+/// (where the test checks them) every segment's total.
 pub type Expected<'a, E> = (&'a [E], E, Option<&'a [E]>);
 
 /// The three global paths.
@@ -111,8 +155,11 @@ pub fn path_rows<Op: ScanOp>(label: &str, rows: &mut Vec<Row>) -> usize {
 /// failures go to the rows from `first_row` (see [`path_rows`]), named
 /// `what` and the spec's `name`. With `expected_totals` (the CPU's
 /// per-segment totals), the carry-out cycles over none, one element and
-/// one total per segment (between two poisoned guards) by
-/// `(parity / 2 + path + strategy) % 3`.
+/// one total per segment (between two poisoned guards) and a counted
+/// slot, by `(parity / 2 + path + strategy) % 4`; segments the host cannot
+/// count (flags, keys in device memory) skip the slot of one total per
+/// segment. A counted slot holds every segment, half of them, or two more,
+/// by `parity / 8 % 3`.
 #[allow(clippy::too_many_arguments)]
 pub fn scan_every_path<'a, Op: Case>(
     scanner: &mut GpuScanner<Op>,
@@ -136,23 +183,39 @@ pub fn scan_every_path<'a, Op: Case>(
             let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
             poison(stream, &mut out);
             let in_place = (parity + q + s) % 2 == 1;
+            let segment_count = expected_totals.map_or(0, <[_]>::len);
+            let counted = CarryMode::Counted {
+                capacity: [segment_count, segment_count / 2, segment_count + 2][parity / 8 % 3],
+            };
+            let host_counts = !matches!(
+                segments(),
+                DeviceSegments::Flags(_) | DeviceSegments::Keys(_)
+            );
             let mode = match expected_totals {
-                Some(_) => {
-                    [CarryMode::One, CarryMode::None, CarryMode::Totals][(parity / 2 + q + s) % 3]
+                Some(_) if host_counts => {
+                    [CarryMode::One, CarryMode::None, CarryMode::Totals, counted]
+                        [(parity / 2 + q + s) % 4]
                 }
+                Some(_) => [CarryMode::One, CarryMode::None, counted][(parity / 2 + q + s) % 3],
                 None if (parity / 2 + q + s) % 2 == 0 => CarryMode::One,
                 None => CarryMode::None,
             };
             let with_carry = mode == CarryMode::One;
             let mut slot = unsafe { stream.alloc::<Op::Element>(3) }.unwrap();
             poison(stream, &mut slot);
-            let segment_count = expected_totals.map_or(0, <[_]>::len);
+            let capacity = match mode {
+                CarryMode::Counted { capacity } => capacity,
+                _ => segment_count,
+            };
             let mut totals_slot =
-                unsafe { stream.alloc::<Op::Element>(segment_count + 2) }.unwrap();
+                unsafe { stream.alloc::<Op::Element>(segment_count + 4) }.unwrap();
             poison(stream, &mut totals_slot);
+            let mut count_slot = unsafe { stream.alloc::<u64>(3) }.unwrap();
+            poison(stream, &mut count_slot);
             let mut view = out.slice_mut(..n);
             let mut carry = slot.slice_mut(1..2);
-            let mut totals = totals_slot.slice_mut(1..segment_count + 1);
+            let mut totals = totals_slot.slice_mut(1..capacity + 1);
+            let mut count = count_slot.slice_mut(1..2);
             let result = match in_place {
                 true => stream.memcpy_dtod(d_input, &mut view).map_err(Into::into),
                 false => Ok(()),
@@ -171,6 +234,12 @@ pub fn scan_every_path<'a, Op: Case>(
                     spec.segments(segments()).segment_totals(&mut totals),
                     &mut view,
                 ),
+                (true, CarryMode::Counted { .. }) => scanner.scan_in_place(
+                    stream,
+                    spec.segments(segments())
+                        .counted_segment_totals(&mut totals, &mut count),
+                    &mut view,
+                ),
                 (true, CarryMode::None) => {
                     scanner.segmented_scan_in_place(stream, spec, segments(), &mut view)
                 }
@@ -186,6 +255,13 @@ pub fn scan_every_path<'a, Op: Case>(
                     d_input,
                     &mut view,
                 ),
+                (false, CarryMode::Counted { .. }) => scanner.scan(
+                    stream,
+                    spec.counted_segment_totals(&mut totals, &mut count)
+                        .segments(segments()),
+                    d_input,
+                    &mut view,
+                ),
                 (false, CarryMode::None) => {
                     scanner.segmented_scan(stream, spec, segments(), d_input, &mut view)
                 }
@@ -193,6 +269,7 @@ pub fn scan_every_path<'a, Op: Case>(
             let got = stream.clone_dtoh(&out).unwrap();
             let got_slot = stream.clone_dtoh(&slot).unwrap();
             let got_totals = stream.clone_dtoh(&totals_slot).unwrap();
+            let got_count = stream.clone_dtoh(&count_slot).unwrap();
             row.seconds += start.elapsed().as_secs_f64();
             row.lengths += 1;
             row.elements += n;
@@ -202,6 +279,7 @@ pub fn scan_every_path<'a, Op: Case>(
                 match mode {
                     CarryMode::One => " with carry-out",
                     CarryMode::Totals => " with segment totals",
+                    CarryMode::Counted { .. } => " with counted segment totals",
                     CarryMode::None => "",
                 }
             );
@@ -217,11 +295,21 @@ pub fn scan_every_path<'a, Op: Case>(
                 &expected_carry,
                 &mut row.failures,
             );
-            match expected_totals {
-                Some(want) if mode == CarryMode::Totals => {
-                    check_totals::<Op>(&what, &got_totals, want, &mut row.failures)
-                }
-                _ if !poisoned(&got_totals) => row
+            match (expected_totals, mode) {
+                (Some(want), CarryMode::Totals) => check_totals::<Op>(
+                    &what,
+                    &got_totals[..segment_count + 2],
+                    want,
+                    &mut row.failures,
+                ),
+                (Some(want), CarryMode::Counted { capacity }) => check_counted::<Op>(
+                    &what,
+                    (&got_totals, capacity),
+                    &got_count,
+                    want,
+                    &mut row.failures,
+                ),
+                _ if !poisoned(&got_totals) || !poisoned(&got_count) => row
                     .failures
                     .push(format!("{what}: segment totals written without a slot")),
                 _ => {}

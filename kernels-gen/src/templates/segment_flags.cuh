@@ -132,3 +132,203 @@ SCAN_KEY_KERNELS(8, unsigned char)
 SCAN_KEY_KERNELS(16, unsigned short)
 SCAN_KEY_KERNELS(32, unsigned int)
 SCAN_KEY_KERNELS(64, unsigned long long)
+
+// ---- Segment starts: every head's position, in order ----
+// What a per-segment reduction over head flags or keys needs, whose number
+// of segments only the device knows: starts[r], the position of segment r's
+// head, and the count of segments. A compaction of the heads' positions
+// (chapter 1.5's stream compaction, with the heads as the predicate), in
+// three launches over chunks of SCAN_STARTS_CHUNK elements:
+//  1. scan_count_heads_*: each chunk's heads, counted (a block a chunk);
+//  2. scan_rank_head_chunks: those counts scanned in place, exclusively, by
+//     one block: each chunk's first rank. The total is the count of
+//     segments, stored in *count, and closes the starts: starts[count] = n.
+//  3. scan_write_starts_*: each chunk's heads written at their ranks.
+// Only starts[0 ..= capacity] are written: the caller's totals slot takes
+// `capacity` segments (later ones are counted, not written), and
+// starts[capacity] is where segment capacity - 1 ends.
+// Element i of chunk c, row k (of SCAN_STARTS_ROWS) is
+// c * SCAN_STARTS_CHUNK + k * SCAN_STARTS_THREADS + threadIdx.x: a warp's
+// 32 answers are one ballot, and a chunk's heads in memory order are its
+// ballots in (row, warp, lane) order.
+#define SCAN_STARTS_THREADS 256
+#define SCAN_STARTS_ROWS 16
+#define SCAN_STARTS_CHUNK (SCAN_STARTS_THREADS * SCAN_STARTS_ROWS)
+#define SCAN_STARTS_WARPS (SCAN_STARTS_THREADS / 32)
+#define SCAN_RANK_THREADS 1024
+
+// Whether element i starts a segment; element 0 always does.
+struct byte_heads {
+  const unsigned char* flags;
+  __device__ __forceinline__ bool operator()(unsigned long long i) const { return i == 0 || flags[i] != 0; }
+};
+
+struct bit_heads {
+  const unsigned* words;
+  __device__ __forceinline__ bool operator()(unsigned long long i) const {
+    return i == 0 || ((words[i >> 5] >> (unsigned)(i & 31u)) & 1u) != 0;
+  }
+};
+
+template <class Key>
+struct key_heads {
+  const Key* keys;
+  __device__ __forceinline__ bool operator()(unsigned long long i) const { return i == 0 || keys[i] != keys[i - 1]; }
+};
+
+// The heads of chunk c, one ballot a row (elements past n are not heads).
+template <class Heads>
+__device__ __forceinline__ void chunk_head_ballots(Heads heads, unsigned long long n, unsigned long long c,
+                                                   unsigned (&ballots)[SCAN_STARTS_ROWS]) {
+  const unsigned long long base = c * SCAN_STARTS_CHUNK + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < SCAN_STARTS_ROWS; ++k) {
+    const unsigned long long i = base + (unsigned long long)k * SCAN_STARTS_THREADS;
+    ballots[k] = __ballot_sync(0xffffffffu, i < n && heads(i));
+  }
+}
+
+template <class Heads>
+__device__ __forceinline__ void count_chunk_heads(Heads heads, unsigned long long n, unsigned long long* chunk_counts) {
+  __shared__ unsigned warp_counts[SCAN_STARTS_WARPS];
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+  const unsigned long long chunks = (n + SCAN_STARTS_CHUNK - 1) / SCAN_STARTS_CHUNK;
+  // The loop bound is the block's, so every ballot and barrier is reached by all.
+  for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+    unsigned ballots[SCAN_STARTS_ROWS];
+    chunk_head_ballots(heads, n, c, ballots);
+    unsigned count = 0;
+#pragma unroll
+    for (int k = 0; k < SCAN_STARTS_ROWS; ++k) count += __popc(ballots[k]);
+    if (lane == 0) warp_counts[warp] = count;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned long long total = 0;
+      for (int w = 0; w < SCAN_STARTS_WARPS; ++w) total += warp_counts[w];
+      chunk_counts[c] = total;
+    }
+    __syncthreads();
+  }
+}
+
+// One block of SCAN_RANK_THREADS: 1024 counts a step, each step a warp
+// scan, a scan of the 32 warps' sums, and the running total carried on.
+__device__ __forceinline__ void rank_head_chunks(unsigned long long* chunk_counts, unsigned long long chunks,
+                                                 unsigned long long n, unsigned long long* starts,
+                                                 unsigned long long capacity, unsigned long long* count) {
+  __shared__ unsigned long long warp_sums[SCAN_RANK_THREADS / 32];
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+  unsigned long long running = 0;
+  for (unsigned long long base = 0; base < chunks; base += SCAN_RANK_THREADS) {
+    const unsigned long long c = base + threadIdx.x;
+    const unsigned long long own = c < chunks ? chunk_counts[c] : 0;
+    unsigned long long sum = own;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const unsigned long long up = __shfl_up_sync(0xffffffffu, sum, d);
+      if ((int)lane >= d) sum += up;
+    }
+    if (lane == 31) warp_sums[warp] = sum;
+    __syncthreads();
+    if (warp == 0) {
+      unsigned long long w = warp_sums[lane];
+#pragma unroll
+      for (int d = 1; d < 32; d *= 2) {
+        const unsigned long long up = __shfl_up_sync(0xffffffffu, w, d);
+        if ((int)lane >= d) w += up;
+      }
+      warp_sums[lane] = w;
+    }
+    __syncthreads();
+    if (c < chunks) chunk_counts[c] = running + (warp > 0 ? warp_sums[warp - 1] : 0) + sum - own;
+    running += warp_sums[SCAN_RANK_THREADS / 32 - 1];
+    __syncthreads();  // every read of warp_sums before the next step's writes
+  }
+  if (threadIdx.x == 0) {
+    *count = running;
+    if (running <= capacity) starts[running] = n;
+  }
+}
+
+template <class Heads>
+__device__ __forceinline__ void write_chunk_starts(Heads heads, unsigned long long n, const unsigned long long* chunk_ranks,
+                                                  unsigned long long* starts, unsigned long long capacity) {
+  // Heads before each (row, warp) of the chunk: the ballots' counts,
+  // scanned by the first warp, four a lane.
+  __shared__ unsigned before[SCAN_STARTS_ROWS * SCAN_STARTS_WARPS];
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+  const unsigned long long chunks = (n + SCAN_STARTS_CHUNK - 1) / SCAN_STARTS_CHUNK;
+  for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const unsigned long long first = chunk_ranks[c];
+    if (first > capacity) continue;  // the whole block skips: nothing here is written
+    unsigned ballots[SCAN_STARTS_ROWS];
+    chunk_head_ballots(heads, n, c, ballots);
+    if (lane == 0) {
+#pragma unroll
+      for (int k = 0; k < SCAN_STARTS_ROWS; ++k) before[k * SCAN_STARTS_WARPS + warp] = __popc(ballots[k]);
+    }
+    __syncthreads();
+    if (warp == 0) {
+      constexpr int per_lane = SCAN_STARTS_ROWS * SCAN_STARTS_WARPS / 32;
+      unsigned own[per_lane];
+      unsigned sum = 0;
+#pragma unroll
+      for (int j = 0; j < per_lane; ++j) {
+        own[j] = before[lane * per_lane + j];
+        sum += own[j];
+      }
+      unsigned scanned = sum;
+#pragma unroll
+      for (int d = 1; d < 32; d *= 2) {
+        const unsigned up = __shfl_up_sync(0xffffffffu, scanned, d);
+        if ((int)lane >= d) scanned += up;
+      }
+      unsigned running = scanned - sum;
+#pragma unroll
+      for (int j = 0; j < per_lane; ++j) {
+        before[lane * per_lane + j] = running;
+        running += own[j];
+      }
+    }
+    __syncthreads();
+    const unsigned below = (1u << lane) - 1u;  // the lanes before this one
+    const unsigned long long base = c * SCAN_STARTS_CHUNK + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < SCAN_STARTS_ROWS; ++k) {
+      if ((ballots[k] >> lane) & 1u) {
+        const unsigned long long rank = first + before[k * SCAN_STARTS_WARPS + warp] + __popc(ballots[k] & below);
+        if (rank <= capacity) starts[rank] = base + (unsigned long long)k * SCAN_STARTS_THREADS;
+      }
+    }
+    __syncthreads();  // every read of `before` before the next chunk's writes
+  }
+}
+
+#define SCAN_STARTS_KERNELS(NAME, HEADS, ARG)                                                                              \
+  extern "C" __global__ void __launch_bounds__(SCAN_STARTS_THREADS)                                                     \
+      scan_count_heads_##NAME(const void* heads, unsigned long long n, unsigned long long* chunk_counts) {              \
+    count_chunk_heads(HEADS{(ARG)heads}, n, chunk_counts);                                                                \
+  }                                                                                                                      \
+  extern "C" __global__ void __launch_bounds__(SCAN_STARTS_THREADS)                                                     \
+      scan_write_starts_##NAME(const void* heads, unsigned long long n, const unsigned long long* chunk_ranks,            \
+                               unsigned long long* starts, unsigned long long capacity) {                               \
+    write_chunk_starts(HEADS{(ARG)heads}, n, chunk_ranks, starts, capacity);                                             \
+  }
+SCAN_STARTS_KERNELS(bytes, byte_heads, const unsigned char*)
+SCAN_STARTS_KERNELS(bits, bit_heads, const unsigned*)
+SCAN_STARTS_KERNELS(keys8, key_heads<unsigned char>, const unsigned char*)
+SCAN_STARTS_KERNELS(keys16, key_heads<unsigned short>, const unsigned short*)
+SCAN_STARTS_KERNELS(keys32, key_heads<unsigned int>, const unsigned int*)
+SCAN_STARTS_KERNELS(keys64, key_heads<unsigned long long>, const unsigned long long*)
+
+extern "C" __global__ void __launch_bounds__(SCAN_RANK_THREADS)
+    scan_rank_head_chunks(unsigned long long* chunk_counts, unsigned long long chunks, unsigned long long n,
+                          unsigned long long* starts, unsigned long long capacity, unsigned long long* count) {
+  rank_head_chunks(chunk_counts, chunks, n, starts, capacity, count);
+}
+
+// A count the host knows, stored where a scan's caller asked for it, in
+// stream order (a scan over rows or offsets, or without segments).
+extern "C" __global__ void scan_store_count(unsigned long long* slot, unsigned long long value) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *slot = value;
+}

@@ -15,9 +15,24 @@
 //    element, on the side the scan order puts it.
 // Segments are ranges of elements in memory order: rows of row_length, or
 // the windows [offsets[r], offsets[r + 1]) of CSR row pointers (CUB's
-// DeviceSegmentedReduce convention, count - 1 segments). One thread per
-// segment, a grid-stride loop over 64-bit segment numbers.
+// DeviceSegmentedReduce convention, count - 1 segments). Segments given as
+// head flags or keys come as offsets too: their starts, found on the
+// device (segment_flags.cuh), with their count in device memory
+// (segment_count), which then bounds `segments` (the totals slot's
+// length); null where the host counted them. One thread per segment, a
+// grid-stride loop over 64-bit segment numbers.
 namespace gpu_scan {
+
+// The segments to write: `segments`, or fewer where the device counted
+// fewer.
+__device__ __forceinline__ unsigned long long segments_to_write(unsigned long long segments,
+                                                                const unsigned long long* segment_count) {
+  if (segment_count != nullptr) {
+    const unsigned long long counted = *segment_count;
+    if (counted < segments) segments = counted;
+  }
+  return segments;
+}
 
 // Segment r of rows of row_length elements.
 struct row_ranges {
@@ -39,7 +54,9 @@ struct offset_ranges {
 
 template <class Op, class Ranges>
 __device__ __forceinline__ void segment_boundaries(const typename Op::T* input, Ranges ranges, typename Op::T* totals,
-                                                   unsigned long long segments, int reverse) {
+                                                   unsigned long long segments,
+                                                   const unsigned long long* segment_count, int reverse) {
+  segments = segments_to_write(segments, segment_count);
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long r = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; r < segments; r += stride) {
     unsigned long long begin, end;
@@ -50,9 +67,11 @@ __device__ __forceinline__ void segment_boundaries(const typename Op::T* input, 
 
 template <class Op, class Ranges>
 __device__ __forceinline__ void segment_totals(const typename Op::T* output, Ranges ranges, typename Op::T* totals,
-                                               unsigned long long segments, const typename Op::T seed, int seeded,
-                                               int exclusive, int reverse) {
+                                               unsigned long long segments,
+                                               const unsigned long long* segment_count, const typename Op::T seed,
+                                               int seeded, int exclusive, int reverse) {
   typedef typename Op::T T;
+  segments = segments_to_write(segments, segment_count);
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long r = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; r < segments; r += stride) {
     unsigned long long begin, end;
