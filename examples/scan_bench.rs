@@ -28,6 +28,11 @@
 //! of a vector, 4 to 256 bytes, beside `cub/wide_bench.cu`; `=paths` times
 //! each path at 2^24 and 2^26 instead, `=all` both (`bench/wide.rs`).
 //!
+//! Paths by length (`SCAN_BENCH_PATHS_SWEEP=1` runs this table alone):
+//! `u32` sum, affine and `u32` rows of 4096 from 2^22 to 2^28 elements in
+//! half-octaves, on `Auto`, the pipelined and the look-back pass
+//! (`bench/paths.rs`).
+//!
 //! Carry-outs (`SCAN_BENCH_CARRY=1` runs this table alone): exclusive
 //! scans of `u32` sum and affine, and the segmented case by bit flags, at
 //! 2^16 to 2^28, each on the default path and the look-back single pass,
@@ -58,6 +63,8 @@ use gpu_scan::scan_runtime::{
 use rayon::prelude::*;
 use std::sync::Arc;
 
+#[path = "bench/paths.rs"]
+mod paths;
 #[path = "common/timing.rs"]
 mod timing;
 #[path = "bench/wide.rs"]
@@ -1361,6 +1368,10 @@ fn main() {
     if std::env::var("SCAN_BENCH_OFFSETS_SWEEP").is_ok_and(|v| v == "1") {
         let ok = offsets_crossover(&stream);
         std::process::exit(if ok { 0 } else { 1 });
+    }
+    if std::env::var("SCAN_BENCH_PATHS_SWEEP").is_ok_and(|v| v == "1") {
+        let bad = paths::sweep(&stream);
+        std::process::exit(if bad == 0 { 0 } else { 1 });
     }
     if std::env::var("SCAN_BENCH_CARRY").is_ok_and(|v| v == "1") {
         let bad = carry_table(&stream);
