@@ -11,7 +11,9 @@
 //!   that leaves the output alone.
 //! * `segmented_scans_by_keys_and_offsets_replay_in_a_graph`: the same for
 //!   segmented scans by keys (new keys at every replay) and by offsets,
-//!   each writing a carry-out slot that is checked at every replay.
+//!   each writing a carry-out slot that is checked at every replay, and the
+//!   scan by keys again with counted per-key totals (their number changes
+//!   from replay to replay and is found on the device).
 //! * `two_streams_run_concurrently`: two scanners on two streams, and one
 //!   scanner alternating between them (one workspace per stream), with no
 //!   synchronisation between the scans.
@@ -172,9 +174,17 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
     for path in PATHS {
         let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
         scanner.set_path(path);
-        scanner.reserve_segmented(n, &stream).unwrap();
+        // Per-key totals for up to half the elements' runs: more at the
+        // first replay (every element a run), whose count still shows.
+        let capacity = n / 2 + 7;
+        scanner
+            .reserve_counted_totals(n, capacity, &stream)
+            .unwrap();
         let mut input = stream.alloc_zeros::<AffineU32>(n).unwrap();
         let mut keys = stream.alloc_zeros::<u16>(n).unwrap();
+        let mut key_totals = stream.alloc_zeros::<AffineU32>(capacity).unwrap();
+        let mut key_count = stream.alloc_zeros::<u64>(1).unwrap();
+        let mut by_keys_counted = stream.alloc_zeros::<AffineU32>(n).unwrap();
         let mut by_keys = stream.alloc_zeros::<AffineU32>(n).unwrap();
         let mut by_offsets = stream.alloc_zeros::<AffineU32>(n).unwrap();
         // Carry-outs: the last segment's partial of each scan.
@@ -190,6 +200,18 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
                 DeviceKeys::new(&keys),
                 &input,
                 &mut by_keys,
+            )
+            .unwrap();
+        // The same scan by key again, with each run's total and their
+        // count, found on the device at every replay.
+        scanner
+            .scan(
+                &stream,
+                ScanSpec::inclusive()
+                    .segments(DeviceKeys::new(&keys))
+                    .counted_segment_totals(&mut key_totals, &mut key_count),
+                &input,
+                &mut by_keys_counted,
             )
             .unwrap();
         scanner
@@ -225,6 +247,9 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
             stream.memcpy_htod(&data, &mut input).unwrap();
             stream.memcpy_htod(&host_keys, &mut keys).unwrap();
             poison(&stream, &mut by_keys);
+            poison(&stream, &mut by_keys_counted);
+            poison(&stream, &mut key_totals);
+            poison(&stream, &mut key_count);
             poison(&stream, &mut by_offsets);
             poison(&stream, &mut carries);
             graph.launch().unwrap();
@@ -244,6 +269,36 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
                 &want,
                 &mut failures,
             );
+            check::<AffineU32>(
+                &format!("{path:?} replay {replay} by keys, with counted totals"),
+                &stream,
+                &by_keys_counted,
+                &want,
+                &mut failures,
+            );
+            let runs = 1 + (1..n).filter(|&i| host_keys[i] != host_keys[i - 1]).count();
+            let mut want_totals = vec![AffineU32::IDENTITY; runs];
+            segmented::par_scan::<AffineU32>(
+                ScanSpec::inclusive().segment_totals(&mut want_totals[..]),
+                Segments::keys(&host_keys),
+                &data,
+                &mut vec![AffineU32::IDENTITY; n],
+            )
+            .unwrap();
+            let written = runs.min(capacity);
+            let got_count = stream.clone_dtoh(&key_count).unwrap()[0];
+            if got_count != runs as u64 {
+                failures.push(format!(
+                    "{path:?} replay {replay}: {got_count} runs counted, {runs} in the keys"
+                ));
+            }
+            let got_totals = stream.clone_dtoh(&key_totals).unwrap();
+            if got_totals[..written] != want_totals[..written] || !poisoned(&got_totals[written..])
+            {
+                failures.push(format!(
+                    "{path:?} replay {replay}: the first {written} of {runs} run totals differ, or a slot past them was written"
+                ));
+            }
             segmented::par_scan::<AffineU32>(
                 reverse.carry_out(&mut want_carries[1]),
                 Segments::offsets(&row_ptr[..]),
@@ -269,7 +324,7 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
     }
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
     println!(
-        "segmented_scans_by_keys_and_offsets_replay_in_a_graph: 3 paths x 6 replays match the CPU, carry-outs included"
+        "segmented_scans_by_keys_and_offsets_replay_in_a_graph: 3 paths x 6 replays match the CPU, carry-outs and counted totals included"
     );
 }
 

@@ -213,6 +213,46 @@ where
         unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
     }
 
+    /// Makes sure segmented scans of up to `n` elements on `stream` with a
+    /// counted totals slot ([`ScanSpec::counted_segment_totals`]) of up to
+    /// `capacity` elements allocate nothing, whatever their segments (the
+    /// segments' starts need 8 bytes per 4096 elements and per total), and
+    /// loads every kernel they launch: call it before capturing them into
+    /// a CUDA graph. It does what [`GpuScanner::reserve_segmented`] does.
+    ///
+    /// ```no_run
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::scan_runtime::open_device;
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// let ctx = open_device(0)?;
+    /// let stream = ctx.default_stream();
+    /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
+    /// // Scans of up to 2^20 elements by key, up to 4096 totals, captured next.
+    /// scanner.reserve_counted_totals(1 << 20, 4096, &stream)?;
+    /// # Ok::<(), ScanError>(())
+    /// ```
+    pub fn reserve_counted_totals(
+        &mut self,
+        n: usize,
+        capacity: usize,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        self.prepare_segmented_scan(n, stream)?;
+        self.workspace_allocations += self
+            .workspace(stream)
+            .reserve_starts(stream, starts_chunks(n) + capacity + 1)?;
+        HeadFlagBuilder::new(self.context())?;
+        for source in [SegmentSource::Rows, SegmentSource::Offsets] {
+            for step in TotalsStep::ALL {
+                self.kernel(KernelAbi::SegmentTotals(step, source))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Stores the count of a counted totals slot of a scan without
     /// segments (one segment), at `count` (0: no counted slot).
     pub(crate) fn store_unsegmented_count(
