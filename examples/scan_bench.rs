@@ -39,7 +39,8 @@
 //! timed with and without a carry-out slot, alternately (three medians of
 //! each, the smallest kept), with the carry-out checked against the CPU;
 //! and exclusive sums by offsets (mean length 1000) and by rows of 1000
-//! with and without one total per segment, the totals checked likewise.
+//! with and without one total per segment, and by keys (the same
+//! segments) with and without counted totals, the totals checked likewise.
 //!
 //! `SCAN_BENCH_MAIN_ONLY=1` prints the main table alone, and
 //! `SCAN_BENCH_LOG2=16,20` restricts it to those sizes. `SCAN_BENCH_HOST=1`
@@ -1264,8 +1265,15 @@ fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
         rows_n,
         rows_n / row_length,
     );
+    // The same segments as `u32` keys (segment numbers; none is empty).
+    let mut keys = vec![0u32; n];
+    for (r, w) in offsets.windows(2).enumerate() {
+        keys[w[0] as usize..w[1] as usize].fill(r as u32);
+    }
     let d_values = stream.clone_htod(&values).unwrap();
     let d_offsets = stream.clone_htod(&offsets).unwrap();
+    let d_keys = stream.clone_htod(&keys).unwrap();
+    drop(keys);
     let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     let copy_ms = {
@@ -1281,7 +1289,17 @@ fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
         || DeviceSegments::from(&checked),
         &d_values.slice(..),
         &mut output.slice_mut(..),
-        &want_offsets,
+        (&want_offsets, false),
+    );
+    // By keys, the totals and their count found on the device.
+    all_ok &= totals_row(
+        stream,
+        &mut scanner,
+        ("keys excl. counted totals", log_n, copy_ms),
+        || DeviceSegments::keys(&d_keys),
+        &d_values.slice(..),
+        &mut output.slice_mut(..),
+        (&want_offsets, true),
     );
     // By rows (the copy time scaled to the rows' elements).
     all_ok &= totals_row(
@@ -1295,14 +1313,15 @@ fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
         || DeviceSegments::rows(row_length),
         &d_values.slice(..rows_n),
         &mut output.slice_mut(..rows_n),
-        &want_rows,
+        (&want_rows, false),
     );
     all_ok
 }
 
 /// One row of [`carry_rows_totals`]: the exclusive sum over `segments()`
 /// of `values` into `output`, with and without a slot of `want.len()`
-/// totals (checked against `want` first); whether they matched.
+/// totals (checked against `want` first; `counted`: a counted slot, the
+/// count checked too); whether they matched.
 fn totals_row<'a>(
     stream: &Arc<CudaStream>,
     scanner: &mut GpuScanner<SumU32>,
@@ -1310,22 +1329,33 @@ fn totals_row<'a>(
     segments: impl Fn() -> DeviceSegments<'a>,
     values: &CudaView<'_, u32>,
     output: &mut CudaViewMut<'_, u32>,
-    want: &[u32],
+    (want, counted): (&[u32], bool),
 ) -> bool {
     let spec = ScanSpec::exclusive();
     let mut totals = stream.alloc_zeros::<u32>(want.len()).unwrap();
-    let with_totals = spec.segments(segments()).segment_totals(&mut totals);
-    scanner.scan(stream, with_totals, values, output).unwrap();
-    let ok = stream.clone_dtoh(&totals).unwrap() == want;
+    let mut count = stream.alloc_zeros::<u64>(1).unwrap();
+    // With the slot (counted or not), or `with` false: without.
+    let mut scan = |with: bool, totals: &mut CudaSlice<u32>, count: &mut CudaSlice<u64>| {
+        let result = match (with, counted) {
+            (true, true) => {
+                let spec = spec
+                    .segments(segments())
+                    .counted_segment_totals(totals, count);
+                scanner.scan(stream, spec, values, output)
+            }
+            (true, false) => {
+                let spec = spec.segments(segments()).segment_totals(totals);
+                scanner.scan(stream, spec, values, output)
+            }
+            (false, _) => scanner.scan(stream, spec.segments(segments()), values, output),
+        };
+        result.unwrap()
+    };
+    scan(true, &mut totals, &mut count);
+    let ok = stream.clone_dtoh(&totals).unwrap() == want
+        && (!counted || stream.clone_dtoh(&count).unwrap() == [want.len() as u64]);
     carry_row(stream, label, log_n, copy_ms, ok, |with| {
-        if with {
-            let spec = spec.segments(segments()).segment_totals(&mut totals);
-            scanner.scan(stream, spec, values, output).unwrap()
-        } else {
-            scanner
-                .scan(stream, spec.segments(segments()), values, output)
-                .unwrap()
-        }
+        scan(with, &mut totals, &mut count)
     });
     ok
 }

@@ -24,9 +24,7 @@ use common::nvrtc::{
 };
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::{AreaStep, KernelAbi, TotalsStep, TOTALS_SOURCES};
-use gpu_scan::kernels_gen::segment_starts::{
-    count_heads_symbol, write_starts_symbol, HeadsIn, RANK_HEAD_CHUNKS_SYMBOL, STORE_COUNT_SYMBOL,
-};
+use gpu_scan::kernels_gen::segment_starts::{find_starts_symbol, HeadsIn, STORE_COUNT_SYMBOL};
 use gpu_scan::kernels_gen::{
     self, Arch, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
 };
@@ -75,10 +73,8 @@ fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     for entry_bits in [32, 64] {
         symbols.extend([32, 64].map(|b| kernels_gen::index_offsets_symbol(b, entry_bits)));
     }
-    for heads in HeadsIn::ALL {
-        symbols.extend([count_heads_symbol(heads), write_starts_symbol(heads)]);
-    }
-    symbols.extend([RANK_HEAD_CHUNKS_SYMBOL, STORE_COUNT_SYMBOL].map(String::from));
+    symbols.extend(HeadsIn::ALL.map(find_starts_symbol));
+    symbols.push(STORE_COUNT_SYMBOL.to_string());
     let label = format!("segment_flags:{}", arch.sm_name());
     if let Some(ptx) = compile_program(
         &label,

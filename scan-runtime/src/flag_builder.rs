@@ -10,8 +10,8 @@ use cudarc::driver::{
     DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use kernels_gen::segment_starts::{
-    count_heads_symbol, starts_chunks, write_starts_symbol, HeadsIn, RANK_BLOCK_THREADS,
-    RANK_HEAD_CHUNKS_SYMBOL, STARTS_BLOCK_THREADS, STORE_COUNT_SYMBOL,
+    find_starts_symbol, starts_chunks, starts_status_words, HeadsIn, STARTS_BLOCK_THREADS,
+    STORE_COUNT_SYMBOL,
 };
 use kernels_gen::FlagFormat;
 use scan_core::segmented::{FlagsLengthMismatch, InvalidOffsets, SegmentKey, SegmentOffset};
@@ -78,9 +78,9 @@ impl HeadFlagBuilder {
             let indexes = [(32, 32), (32, 64), (64, 32), (64, 64)]
                 .map(|(offset, entry)| kernels_gen::index_offsets_symbol(offset, entry));
             let starts = HeadsIn::ALL
+                .map(find_starts_symbol)
                 .into_iter()
-                .flat_map(|h| [count_heads_symbol(h), write_starts_symbol(h)])
-                .chain([RANK_HEAD_CHUNKS_SYMBOL, STORE_COUNT_SYMBOL].map(String::from));
+                .chain([STORE_COUNT_SYMBOL.to_string()]);
             for symbol in symbols.chain(checks).chain(indexes).chain(starts) {
                 let f = module.load_function(&symbol)?;
                 functions.insert(symbol, f);
@@ -367,8 +367,8 @@ impl HeadFlagBuilder {
 /// Device addresses of the segment starts' scratch
 /// ([`HeadFlagBuilder::segment_starts`]).
 pub(crate) struct StartsScratch {
-    /// [`starts_chunks`]`(n)` words: each chunk's head count, then rank.
-    pub(crate) chunk_ranks: u64,
+    /// [`starts_status_words`]`(n)` words: the chunks' status and ticket.
+    pub(crate) status: u64,
     /// `capacity + 1` words: the starts.
     pub(crate) starts: u64,
     /// How many segments the starts may hold (the totals slot's length).
@@ -381,7 +381,8 @@ impl HeadFlagBuilder {
     /// address): `starts[r]` for `r <= capacity` the first element of
     /// segment `r` (`n` past the last segment), and the number of segments
     /// at `count` (a `u64`), all in stream order, nothing read back
-    /// (`segment_starts.rs` in kernels-gen).
+    /// (`segment_starts.rs` in kernels-gen): the status zeroed, then one
+    /// pass over the heads.
     pub(crate) fn segment_starts(
         &self,
         stream: &Arc<CudaStream>,
@@ -391,47 +392,36 @@ impl HeadFlagBuilder {
         count: u64,
     ) -> Result<()> {
         let (source, address) = heads;
-        let chunks = starts_chunks(n);
-        let (n64, chunks64) = (n as u64, chunks as u64);
-        let grid = LaunchConfig {
-            grid_dim: (chunks.min(BUILDER_MAX_BLOCKS) as u32, 1, 1),
-            block_dim: (STARTS_BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut launch = stream.launch_builder(self.function(&count_heads_symbol(source)));
-        launch.arg(&address).arg(&n64).arg(&scratch.chunk_ranks);
-        // SAFETY: (const void* heads, u64 n, u64* chunk_counts); `heads` holds the
-        // flags or keys of n elements (checked by the caller, of the kernel's format
-        // or width), chunk_counts has starts_chunks(n) words, each written by the
-        // block of its chunk (a grid-stride loop over chunks).
-        unsafe { launch.launch(grid) }?;
-        let mut launch = stream.launch_builder(self.function(RANK_HEAD_CHUNKS_SYMBOL));
-        launch
-            .arg(&scratch.chunk_ranks)
-            .arg(&chunks64)
-            .arg(&n64)
-            .arg(&scratch.starts)
-            .arg(&scratch.capacity)
-            .arg(&count);
-        let one_block = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (RANK_BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: (u64* chunk_counts, u64 chunks, u64 n, u64* starts, u64 capacity,
-        // u64* count); chunk_counts has `chunks` words, starts `capacity + 1` (the
-        // kernel writes starts[count] only where count <= capacity), count one u64.
-        unsafe { launch.launch(one_block) }?;
-        let mut launch = stream.launch_builder(self.function(&write_starts_symbol(source)));
+        // SAFETY: the status words are ours (the workspace's starts scratch,
+        // reserved for n), ordered on `stream`.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(
+                scratch.status,
+                0,
+                8 * starts_status_words(n),
+                stream.cu_stream(),
+            )
+        }?;
+        let n64 = n as u64;
+        let mut launch = stream.launch_builder(self.function(&find_starts_symbol(source)));
         launch
             .arg(&address)
             .arg(&n64)
-            .arg(&scratch.chunk_ranks)
+            .arg(&scratch.status)
             .arg(&scratch.starts)
-            .arg(&scratch.capacity);
-        // SAFETY: (const void* heads, u64 n, const u64* chunk_ranks, u64* starts,
-        // u64 capacity); as the first launch, and starts[rank] is written only for
-        // rank <= capacity, within its capacity + 1 words.
+            .arg(&scratch.capacity)
+            .arg(&count);
+        let grid = LaunchConfig {
+            grid_dim: (starts_chunks(n) as u32, 1, 1),
+            block_dim: (STARTS_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: (const void* heads, u64 n, u64* status, u64* starts, u64 capacity,
+        // u64* count); `heads` holds the flags or keys of n elements (checked by the
+        // caller, of the kernel's format or width), status its starts_status_words(n)
+        // zeroed words, starts capacity + 1 words (written only at ranks <= capacity),
+        // count one u64; one block per chunk (the chunks of n < 2^43 elements fit the
+        // grid, checked by the caller's length limits).
         unsafe { launch.launch(grid) }?;
         Ok(())
     }

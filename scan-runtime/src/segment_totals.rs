@@ -15,7 +15,7 @@ use crate::segmented::kind_parts;
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::{KernelAbi, TotalsStep, ELEMENTWISE_BLOCK_THREADS};
-use kernels_gen::segment_starts::starts_chunks;
+use kernels_gen::segment_starts::starts_status_words;
 use kernels_gen::SegmentSource;
 use scan_core::segmented::SegmentTotalsLength;
 use scan_core::{Direction, ScanOp, ScanSpec};
@@ -121,14 +121,14 @@ where
             }
             TotalsPlan::Device { capacity } => {
                 let builder = HeadFlagBuilder::new(self.context())?;
-                let chunks = starts_chunks(n);
+                let status_words = starts_status_words(n);
                 self.workspace_allocations += self
                     .workspace(stream)
-                    .reserve_starts(stream, chunks + capacity + 1)?;
+                    .reserve_starts(stream, status_words + capacity + 1)?;
                 let base = self.workspace(stream).starts();
                 let scratch = StartsScratch {
-                    chunk_ranks: base,
-                    starts: base + 8 * chunks as u64,
+                    status: base,
+                    starts: base + 8 * status_words as u64,
                     capacity: capacity as u64,
                 };
                 let (heads, address, guard) = segments.heads_in(stream).expect("flags or keys");
@@ -243,7 +243,7 @@ where
         self.prepare_segmented_scan(n, stream)?;
         self.workspace_allocations += self
             .workspace(stream)
-            .reserve_starts(stream, starts_chunks(n) + capacity + 1)?;
+            .reserve_starts(stream, starts_status_words(n) + capacity + 1)?;
         HeadFlagBuilder::new(self.context())?;
         for source in [SegmentSource::Rows, SegmentSource::Offsets] {
             for step in TotalsStep::ALL {

@@ -137,195 +137,185 @@ SCAN_KEY_KERNELS(64, unsigned long long)
 // What a per-segment reduction over head flags or keys needs, whose number
 // of segments only the device knows: starts[r], the position of segment r's
 // head, and the count of segments. A compaction of the heads' positions
-// (chapter 1.5's stream compaction, with the heads as the predicate), in
-// three launches over chunks of SCAN_STARTS_CHUNK elements:
-//  1. scan_count_heads_*: each chunk's heads, counted (a block a chunk);
-//  2. scan_rank_head_chunks: those counts scanned in place, exclusively, by
-//     one block: each chunk's first rank. The total is the count of
-//     segments, stored in *count, and closes the starts: starts[count] = n.
-//  3. scan_write_starts_*: each chunk's heads written at their ranks.
-// Only starts[0 ..= capacity] are written: the caller's totals slot takes
-// `capacity` segments (later ones are counted, not written), and
-// starts[capacity] is where segment capacity - 1 ends.
-// Element i of chunk c, row k (of SCAN_STARTS_ROWS) is
-// c * SCAN_STARTS_CHUNK + k * SCAN_STARTS_THREADS + threadIdx.x: a warp's
-// 32 answers are one ballot, and a chunk's heads in memory order are its
-// ballots in (row, warp, lane) order.
+// (chapter 1.5's stream compaction, the heads as the predicate) in one pass
+// with decoupled look-back (Merrill & Garland 2016), reading the heads
+// once: each block takes the next chunk of SCAN_STARTS_CHUNK elements (a
+// ticket, so that every chunk it waits on is already running), counts its
+// heads (SCAN_STARTS_RUN consecutive elements a thread, as a bit mask),
+// publishes the count, sums its predecessors' counts into its first rank,
+// publishes that, and writes each head's position at its rank. The last
+// chunk stores the count of segments and closes the starts
+// (starts[count] = n). Only starts[0 ..= capacity] are written: the
+// caller's totals slot takes `capacity` segments (later ones are counted,
+// not written), and starts[capacity] is where segment capacity - 1 ends.
+// status holds chunks + 1 words, zeroed by the host before the launch: a
+// word per chunk, (state << 62) | value, and the ticket counter last.
 #define SCAN_STARTS_THREADS 256
-#define SCAN_STARTS_ROWS 16
-#define SCAN_STARTS_CHUNK (SCAN_STARTS_THREADS * SCAN_STARTS_ROWS)
-#define SCAN_STARTS_WARPS (SCAN_STARTS_THREADS / 32)
-#define SCAN_RANK_THREADS 1024
+#define SCAN_STARTS_RUN 16
+#define SCAN_STARTS_CHUNK (SCAN_STARTS_THREADS * SCAN_STARTS_RUN)
+#define SCAN_STARTS_AGGREGATE (1ull << 62)  // the chunk's own count
+#define SCAN_STARTS_PREFIX (2ull << 62)     // the count up to and with the chunk
+#define SCAN_STARTS_VALUE ((1ull << 62) - 1)
 
-// Whether element i starts a segment; element 0 always does.
-struct byte_heads {
+// SCAN_STARTS_RUN elements from `start` (zeros past n): 16-byte loads
+// where the run is whole and aligned.
+template <class T>
+__device__ __forceinline__ void load_run(const T* p, unsigned long long start, unsigned long long n,
+                                         T (&run)[SCAN_STARTS_RUN]) {
+  constexpr int vectors = SCAN_STARTS_RUN * sizeof(T) / 16;
+  if (start + SCAN_STARTS_RUN <= n && ((unsigned long long)(p + start) & 15u) == 0) {
+    uint4 v[vectors];
+#pragma unroll
+    for (int k = 0; k < vectors; ++k) v[k] = __ldcs(reinterpret_cast<const uint4*>(p + start) + k);
+    memcpy(run, v, sizeof(run));
+  } else {
+#pragma unroll
+    for (int k = 0; k < SCAN_STARTS_RUN; ++k) run[k] = start + k < n ? p[start + k] : T(0);
+  }
+}
+
+// Bit k of a run's mask: element start + k starts a segment (element 0
+// always does; elements past n do not).
+__device__ __forceinline__ unsigned clip_run(unsigned mask, unsigned long long start, unsigned long long n) {
+  if (start == 0) mask |= 1u;
+  if (start + SCAN_STARTS_RUN > n) mask &= start < n ? (1u << (unsigned)(n - start)) - 1u : 0u;
+  return mask;
+}
+
+// Byte flags: non-zero marks a head.
+struct byte_runs {
   const unsigned char* flags;
-  __device__ __forceinline__ bool operator()(unsigned long long i) const { return i == 0 || flags[i] != 0; }
+  __device__ __forceinline__ unsigned mask(unsigned long long start, unsigned long long n) const {
+    unsigned char run[SCAN_STARTS_RUN];
+    load_run(flags, start, n, run);
+    unsigned mask = 0;
+#pragma unroll
+    for (int k = 0; k < SCAN_STARTS_RUN; ++k) mask |= (unsigned)(run[k] != 0) << k;
+    return clip_run(mask, start, n);
+  }
 };
 
-struct bit_heads {
+// Bit flags: a run is half a word (runs start at multiples of 16).
+struct bit_runs {
   const unsigned* words;
-  __device__ __forceinline__ bool operator()(unsigned long long i) const {
-    return i == 0 || ((words[i >> 5] >> (unsigned)(i & 31u)) & 1u) != 0;
+  __device__ __forceinline__ unsigned mask(unsigned long long start, unsigned long long n) const {
+    const unsigned word = start < n ? __ldcs(words + (start >> 5)) : 0u;
+    return clip_run((word >> (unsigned)(start & 16u)) & 0xffffu, start, n);
   }
 };
 
+// Keys: element i starts a segment where keys[i] != keys[i - 1].
 template <class Key>
-struct key_heads {
+struct key_runs {
   const Key* keys;
-  __device__ __forceinline__ bool operator()(unsigned long long i) const { return i == 0 || keys[i] != keys[i - 1]; }
+  __device__ __forceinline__ unsigned mask(unsigned long long start, unsigned long long n) const {
+    Key run[SCAN_STARTS_RUN];
+    load_run(keys, start, n, run);
+    Key before = start > 0 && start < n ? keys[start - 1] : run[0];
+    unsigned mask = 0;
+#pragma unroll
+    for (int k = 0; k < SCAN_STARTS_RUN; ++k) {
+      mask |= (unsigned)(run[k] != before) << k;
+      before = run[k];
+    }
+    return clip_run(mask, start, n);
+  }
 };
 
-// The heads of chunk c, one ballot a row (elements past n are not heads).
-template <class Heads>
-__device__ __forceinline__ void chunk_head_ballots(Heads heads, unsigned long long n, unsigned long long c,
-                                                   unsigned (&ballots)[SCAN_STARTS_ROWS]) {
-  const unsigned long long base = c * SCAN_STARTS_CHUNK + threadIdx.x;
+// Warp 0 of chunk c (> 0) sums its predecessors' counts, 32 at a time, up
+// to the nearest published prefix, waiting for each to publish something.
+__device__ __forceinline__ unsigned long long look_back_starts(unsigned long long* status, unsigned long long c) {
+  const unsigned lane = threadIdx.x & 31u;
+  unsigned long long before = 0;
+  long long last = (long long)c - 1;  // the nearest predecessor not yet summed
+  while (true) {
+    const long long at = last - (long long)lane;
+    unsigned long long word = SCAN_STARTS_PREFIX;  // before chunk 0: nothing
+    if (at >= 0) {
+      do {
+        word = *(volatile unsigned long long*)(status + at);
+      } while (word == 0);
+    }
+    const unsigned prefixes = __ballot_sync(0xffffffffu, (word & ~SCAN_STARTS_VALUE) == SCAN_STARTS_PREFIX);
+    // Lanes up to the first prefix (the nearest) count; the rest are behind it.
+    const unsigned stop = prefixes ? (unsigned)__ffs(prefixes) - 1u : 31u;
+    unsigned long long value = lane <= stop ? word & SCAN_STARTS_VALUE : 0;
 #pragma unroll
-  for (int k = 0; k < SCAN_STARTS_ROWS; ++k) {
-    const unsigned long long i = base + (unsigned long long)k * SCAN_STARTS_THREADS;
-    ballots[k] = __ballot_sync(0xffffffffu, i < n && heads(i));
+    for (int d = 16; d > 0; d /= 2) value += __shfl_xor_sync(0xffffffffu, value, d);
+    before += value;
+    if (prefixes) return before;
+    last -= 32;
   }
 }
 
-template <class Heads>
-__device__ __forceinline__ void count_chunk_heads(Heads heads, unsigned long long n, unsigned long long* chunk_counts) {
-  __shared__ unsigned warp_counts[SCAN_STARTS_WARPS];
+template <class Runs>
+__device__ __forceinline__ void find_starts(Runs runs, unsigned long long n, unsigned long long* status,
+                                            unsigned long long* starts, unsigned long long capacity,
+                                            unsigned long long* count) {
+  __shared__ unsigned long long chunk_shared, first_shared;
+  __shared__ unsigned warp_counts[SCAN_STARTS_THREADS / 32];
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
   const unsigned long long chunks = (n + SCAN_STARTS_CHUNK - 1) / SCAN_STARTS_CHUNK;
-  // The loop bound is the block's, so every ballot and barrier is reached by all.
-  for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
-    unsigned ballots[SCAN_STARTS_ROWS];
-    chunk_head_ballots(heads, n, c, ballots);
-    unsigned count = 0;
+  if (threadIdx.x == 0) chunk_shared = atomicAdd(status + chunks, 1ull);
+  __syncthreads();
+  const unsigned long long c = chunk_shared;
+  const unsigned long long start = c * SCAN_STARTS_CHUNK + (unsigned long long)threadIdx.x * SCAN_STARTS_RUN;
+  const unsigned mask = runs.mask(start, n);
+  // The heads before this thread's run within the chunk.
+  const unsigned own = __popc(mask);
+  unsigned within = own;
 #pragma unroll
-    for (int k = 0; k < SCAN_STARTS_ROWS; ++k) count += __popc(ballots[k]);
-    if (lane == 0) warp_counts[warp] = count;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned long long total = 0;
-      for (int w = 0; w < SCAN_STARTS_WARPS; ++w) total += warp_counts[w];
-      chunk_counts[c] = total;
-    }
-    __syncthreads();
+  for (int d = 1; d < 32; d *= 2) {
+    const unsigned up = __shfl_up_sync(0xffffffffu, within, d);
+    if ((int)lane >= d) within += up;
   }
-}
-
-// One block of SCAN_RANK_THREADS: 1024 counts a step, each step a warp
-// scan, a scan of the 32 warps' sums, and the running total carried on.
-__device__ __forceinline__ void rank_head_chunks(unsigned long long* chunk_counts, unsigned long long chunks,
-                                                 unsigned long long n, unsigned long long* starts,
-                                                 unsigned long long capacity, unsigned long long* count) {
-  __shared__ unsigned long long warp_sums[SCAN_RANK_THREADS / 32];
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
-  unsigned long long running = 0;
-  for (unsigned long long base = 0; base < chunks; base += SCAN_RANK_THREADS) {
-    const unsigned long long c = base + threadIdx.x;
-    const unsigned long long own = c < chunks ? chunk_counts[c] : 0;
-    unsigned long long sum = own;
+  if (lane == 31) warp_counts[warp] = within;
+  __syncthreads();
+  unsigned chunk_count = 0, before_warp = 0;
 #pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const unsigned long long up = __shfl_up_sync(0xffffffffu, sum, d);
-      if ((int)lane >= d) sum += up;
-    }
-    if (lane == 31) warp_sums[warp] = sum;
-    __syncthreads();
-    if (warp == 0) {
-      unsigned long long w = warp_sums[lane];
-#pragma unroll
-      for (int d = 1; d < 32; d *= 2) {
-        const unsigned long long up = __shfl_up_sync(0xffffffffu, w, d);
-        if ((int)lane >= d) w += up;
-      }
-      warp_sums[lane] = w;
-    }
-    __syncthreads();
-    if (c < chunks) chunk_counts[c] = running + (warp > 0 ? warp_sums[warp - 1] : 0) + sum - own;
-    running += warp_sums[SCAN_RANK_THREADS / 32 - 1];
-    __syncthreads();  // every read of warp_sums before the next step's writes
+  for (int w = 0; w < SCAN_STARTS_THREADS / 32; ++w) {
+    if (w < (int)warp) before_warp += warp_counts[w];
+    chunk_count += warp_counts[w];
   }
-  if (threadIdx.x == 0) {
-    *count = running;
-    if (running <= capacity) starts[running] = n;
-  }
-}
-
-template <class Heads>
-__device__ __forceinline__ void write_chunk_starts(Heads heads, unsigned long long n, const unsigned long long* chunk_ranks,
-                                                  unsigned long long* starts, unsigned long long capacity) {
-  // Heads before each (row, warp) of the chunk: the ballots' counts,
-  // scanned by the first warp, four a lane.
-  __shared__ unsigned before[SCAN_STARTS_ROWS * SCAN_STARTS_WARPS];
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
-  const unsigned long long chunks = (n + SCAN_STARTS_CHUNK - 1) / SCAN_STARTS_CHUNK;
-  for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
-    const unsigned long long first = chunk_ranks[c];
-    if (first > capacity) continue;  // the whole block skips: nothing here is written
-    unsigned ballots[SCAN_STARTS_ROWS];
-    chunk_head_ballots(heads, n, c, ballots);
+  within += before_warp - own;
+  if (warp == 0) {
+    unsigned long long first = 0;
+    if (c == 0) {
+      if (lane == 0) atomicExch(status + c, SCAN_STARTS_PREFIX | chunk_count);
+    } else {
+      if (lane == 0) atomicExch(status + c, SCAN_STARTS_AGGREGATE | chunk_count);
+      first = look_back_starts(status, c);
+      if (lane == 0) atomicExch(status + c, SCAN_STARTS_PREFIX | (first + chunk_count));
+    }
     if (lane == 0) {
-#pragma unroll
-      for (int k = 0; k < SCAN_STARTS_ROWS; ++k) before[k * SCAN_STARTS_WARPS + warp] = __popc(ballots[k]);
-    }
-    __syncthreads();
-    if (warp == 0) {
-      constexpr int per_lane = SCAN_STARTS_ROWS * SCAN_STARTS_WARPS / 32;
-      unsigned own[per_lane];
-      unsigned sum = 0;
-#pragma unroll
-      for (int j = 0; j < per_lane; ++j) {
-        own[j] = before[lane * per_lane + j];
-        sum += own[j];
-      }
-      unsigned scanned = sum;
-#pragma unroll
-      for (int d = 1; d < 32; d *= 2) {
-        const unsigned up = __shfl_up_sync(0xffffffffu, scanned, d);
-        if ((int)lane >= d) scanned += up;
-      }
-      unsigned running = scanned - sum;
-#pragma unroll
-      for (int j = 0; j < per_lane; ++j) {
-        before[lane * per_lane + j] = running;
-        running += own[j];
+      first_shared = first;
+      if (c == chunks - 1) {
+        const unsigned long long total = first + chunk_count;
+        *count = total;
+        if (total <= capacity) starts[total] = n;
       }
     }
-    __syncthreads();
-    const unsigned below = (1u << lane) - 1u;  // the lanes before this one
-    const unsigned long long base = c * SCAN_STARTS_CHUNK + threadIdx.x;
-#pragma unroll
-    for (int k = 0; k < SCAN_STARTS_ROWS; ++k) {
-      if ((ballots[k] >> lane) & 1u) {
-        const unsigned long long rank = first + before[k * SCAN_STARTS_WARPS + warp] + __popc(ballots[k] & below);
-        if (rank <= capacity) starts[rank] = base + (unsigned long long)k * SCAN_STARTS_THREADS;
-      }
-    }
-    __syncthreads();  // every read of `before` before the next chunk's writes
+  }
+  __syncthreads();
+  unsigned long long rank = first_shared + within;
+  for (unsigned bits = mask; bits != 0 && rank <= capacity; bits &= bits - 1u, ++rank) {
+    starts[rank] = start + (unsigned)(__ffs(bits) - 1);
   }
 }
 
-#define SCAN_STARTS_KERNELS(NAME, HEADS, ARG)                                                                              \
-  extern "C" __global__ void __launch_bounds__(SCAN_STARTS_THREADS)                                                     \
-      scan_count_heads_##NAME(const void* heads, unsigned long long n, unsigned long long* chunk_counts) {              \
-    count_chunk_heads(HEADS{(ARG)heads}, n, chunk_counts);                                                                \
-  }                                                                                                                      \
-  extern "C" __global__ void __launch_bounds__(SCAN_STARTS_THREADS)                                                     \
-      scan_write_starts_##NAME(const void* heads, unsigned long long n, const unsigned long long* chunk_ranks,            \
-                               unsigned long long* starts, unsigned long long capacity) {                               \
-    write_chunk_starts(HEADS{(ARG)heads}, n, chunk_ranks, starts, capacity);                                             \
+#define SCAN_STARTS_KERNEL(NAME, RUNS, ARG)                                                                  \
+  extern "C" __global__ void __launch_bounds__(SCAN_STARTS_THREADS)                                        \
+      scan_find_starts_##NAME(const void* heads, unsigned long long n, unsigned long long* status,         \
+                              unsigned long long* starts, unsigned long long capacity,                     \
+                              unsigned long long* count) {                                                  \
+    find_starts(RUNS{(ARG)heads}, n, status, starts, capacity, count);                                     \
   }
-SCAN_STARTS_KERNELS(bytes, byte_heads, const unsigned char*)
-SCAN_STARTS_KERNELS(bits, bit_heads, const unsigned*)
-SCAN_STARTS_KERNELS(keys8, key_heads<unsigned char>, const unsigned char*)
-SCAN_STARTS_KERNELS(keys16, key_heads<unsigned short>, const unsigned short*)
-SCAN_STARTS_KERNELS(keys32, key_heads<unsigned int>, const unsigned int*)
-SCAN_STARTS_KERNELS(keys64, key_heads<unsigned long long>, const unsigned long long*)
-
-extern "C" __global__ void __launch_bounds__(SCAN_RANK_THREADS)
-    scan_rank_head_chunks(unsigned long long* chunk_counts, unsigned long long chunks, unsigned long long n,
-                          unsigned long long* starts, unsigned long long capacity, unsigned long long* count) {
-  rank_head_chunks(chunk_counts, chunks, n, starts, capacity, count);
-}
+SCAN_STARTS_KERNEL(bytes, byte_runs, const unsigned char*)
+SCAN_STARTS_KERNEL(bits, bit_runs, const unsigned*)
+SCAN_STARTS_KERNEL(keys8, key_runs<unsigned char>, const unsigned char*)
+SCAN_STARTS_KERNEL(keys16, key_runs<unsigned short>, const unsigned short*)
+SCAN_STARTS_KERNEL(keys32, key_runs<unsigned int>, const unsigned int*)
+SCAN_STARTS_KERNEL(keys64, key_runs<unsigned long long>, const unsigned long long*)
 
 // A count the host knows, stored where a scan's caller asked for it, in
 // stream order (a scan over rows or offsets, or without segments).
