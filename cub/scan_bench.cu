@@ -5,6 +5,8 @@
 //   affine f32       InclusiveScan with the composition of x -> a*x + b maps
 //   stats            InclusiveScan over {u32 count; f64 sum; f32 max}
 //   segmented sum    InclusiveSumByKey, keys = segment numbers
+//   scan and reduce by key   ExclusiveSumByKey then ReduceByKey (per-key
+//                    sums and their count) on the same keys, timed together
 // at 2^16, 2^20, 2^24 and 2^28 elements. Each scan is timed as the median of
 // 25 calls bracketed by CUDA events (3 warm-ups, temporary storage allocated
 // once, outside the timing), with a device-to-device copy of the input
@@ -19,6 +21,7 @@
 // Build and run on the GPU machine (gpu-bin/run-all does):
 //   nvcc -O3 -arch=sm_90 -o scan_bench_cub cub/scan_bench.cu && ./scan_bench_cub <dir>
 #include <cub/cub.cuh>
+#include <cuda/std/functional>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -223,6 +226,47 @@ int main(int argc, char** argv) {
       CHECK(cudaDeviceSynchronize());
       report("segmented-sum", log_n, ms, copy_ms, d_out, n, true);
       CHECK(cudaFree(d_temp));
+      // Per-segment totals beside an exclusive scan by key (scan_bench's
+      // "keys excl. counted totals"): ExclusiveSumByKey, then ReduceByKey
+      // (unique keys, sums and their count), timed together.
+      uint32_t *d_unique, *d_sums;
+      uint64_t* d_runs;
+      CHECK(cudaMalloc(&d_unique, n * 4));
+      CHECK(cudaMalloc(&d_sums, n * 4));
+      CHECK(cudaMalloc(&d_runs, 8));
+      size_t scan_bytes = 0, reduce_bytes = 0;
+      CHECK(cub::DeviceScan::ExclusiveSumByKey(nullptr, scan_bytes, d_keys, d_values, d_out, (int)n));
+      CHECK(cub::DeviceReduce::ReduceByKey(nullptr, reduce_bytes, d_keys, d_unique, d_values, d_sums, d_runs,
+                                           cuda::std::plus<>{}, (int64_t)n));
+      void *d_scan_temp, *d_reduce_temp;
+      CHECK(cudaMalloc(&d_scan_temp, scan_bytes));
+      CHECK(cudaMalloc(&d_reduce_temp, reduce_bytes));
+      auto scan_by_key = [&] {
+        cub::DeviceScan::ExclusiveSumByKey(d_scan_temp, scan_bytes, d_keys, d_values, d_out, (int)n);
+      };
+      auto reduce_by_key = [&] {
+        cub::DeviceReduce::ReduceByKey(d_reduce_temp, reduce_bytes, d_keys, d_unique, d_values, d_sums, d_runs,
+                                       cuda::std::plus<>{}, (int64_t)n);
+      };
+      const float scan_ms = median_ms(scan_by_key);
+      const float reduce_ms = median_ms(reduce_by_key);
+      const float both_ms = median_ms([&] {
+        scan_by_key();
+        reduce_by_key();
+      });
+      CHECK(cudaDeviceSynchronize());
+      uint64_t runs = 0;
+      CHECK(cudaMemcpy(&runs, d_runs, 8, cudaMemcpyDeviceToHost));
+      std::fprintf(results, "scan-and-reduce-by-key %d %.6f %.6f 0x%016llx\n", log_n, both_ms, copy_ms,
+                   (unsigned long long)runs);
+      std::fflush(results);
+      std::printf("cub exclusive-sum-by-key 2^%d: %9.4f ms; reduce-by-key %9.4f ms (%llu runs); both %9.4f ms, %5.1f%% of copy\n",
+                  log_n, scan_ms, reduce_ms, (unsigned long long)runs, both_ms, 100.0 * copy_ms / both_ms);
+      CHECK(cudaFree(d_scan_temp));
+      CHECK(cudaFree(d_reduce_temp));
+      CHECK(cudaFree(d_unique));
+      CHECK(cudaFree(d_sums));
+      CHECK(cudaFree(d_runs));
       CHECK(cudaFree(d_values));
       CHECK(cudaFree(d_keys));
       CHECK(cudaFree(d_out));

@@ -218,9 +218,10 @@ struct CubResult<T> {
     samples: Vec<T>,
 }
 
-fn cub_result<T: Copy>(dir: Option<&str>, name: &str, log_n: u32) -> Option<CubResult<T>> {
-    let dir = dir?;
-    let text = std::fs::read_to_string(format!("{dir}/cub-results.txt")).ok()?;
+/// CUB's time and checksum (the last column, a count for some cases) for
+/// case `name` at 2^log_n, from `dir/cub-results.txt`.
+fn cub_line(dir: Option<&str>, name: &str, log_n: u32) -> Option<(f64, u64)> {
+    let text = std::fs::read_to_string(format!("{}/cub-results.txt", dir?)).ok()?;
     let line = text.lines().find(|l| {
         let mut w = l.split_whitespace();
         w.next() == Some(name) && w.next() == Some(&log_n.to_string())
@@ -228,6 +229,12 @@ fn cub_result<T: Copy>(dir: Option<&str>, name: &str, log_n: u32) -> Option<CubR
     let words: Vec<&str> = line.split_whitespace().collect();
     let ms: f64 = words.get(2)?.parse().ok()?;
     let checksum = u64::from_str_radix(words.get(4)?.trim_start_matches("0x"), 16).ok()?;
+    Some((ms, checksum))
+}
+
+fn cub_result<T: Copy>(dir: Option<&str>, name: &str, log_n: u32) -> Option<CubResult<T>> {
+    let (ms, checksum) = cub_line(dir, name, log_n)?;
+    let dir = dir?;
     let bytes = std::fs::read(format!("{dir}/cub-{name}-{log_n}.bin")).ok()?;
     let size = std::mem::size_of::<T>();
     if bytes.len() != 1024 * size {
@@ -1111,7 +1118,7 @@ fn carry_row(
     copy_ms: f64,
     ok: bool,
     mut run: impl FnMut(bool),
-) {
+) -> f64 {
     let (mut without, mut with) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..3 {
         without = without.min(time_ms(stream, || run(false)) as f64);
@@ -1128,6 +1135,7 @@ fn carry_row(
             "CARRY DIFFERS FROM CPU"
         }
     );
+    with
 }
 
 /// Exclusive scans of `Op` with and without a carry-out (see [`carry_row`]).
@@ -1236,7 +1244,7 @@ fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
 /// length 1000) and by rows of 1000, without and with one total per
 /// segment ([`ScanSpec::segment_totals`]), the totals checked against the
 /// CPU's.
-fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
+fn carry_rows_totals(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> bool {
     let n = 1usize << log_n;
     let seed = SEED + 4;
     let values = offsets_case_values(seed, n);
@@ -1290,9 +1298,11 @@ fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
         &d_values.slice(..),
         &mut output.slice_mut(..),
         (&want_offsets, false),
-    );
-    // By keys, the totals and their count found on the device.
-    all_ok &= totals_row(
+    )
+    .0;
+    // By keys, the totals and their count found on the device, beside
+    // CUB's ExclusiveSumByKey and ReduceByKey on the same data.
+    let (keys_ok, keys_ms) = totals_row(
         stream,
         &mut scanner,
         ("keys excl. counted totals", log_n, copy_ms),
@@ -1301,6 +1311,16 @@ fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
         &mut output.slice_mut(..),
         (&want_offsets, true),
     );
+    all_ok &= keys_ok;
+    if let Some((cub_ms, runs)) = cub_line(cub_dir, "scan-and-reduce-by-key", log_n) {
+        println!(
+            "{:<26} 2^{log_n:<3} CUB ExclusiveSumByKey + ReduceByKey {cub_ms:.4} ms ({:.1}% of copy, {runs} runs, ours {}), CUB / ours {:.2}",
+            "",
+            100.0 * copy_ms / cub_ms,
+            want_offsets.len(),
+            cub_ms / keys_ms
+        );
+    }
     // By rows (the copy time scaled to the rows' elements).
     all_ok &= totals_row(
         stream,
@@ -1314,14 +1334,15 @@ fn carry_rows_totals(stream: &Arc<CudaStream>, log_n: u32) -> bool {
         &d_values.slice(..rows_n),
         &mut output.slice_mut(..rows_n),
         (&want_rows, false),
-    );
+    )
+    .0;
     all_ok
 }
 
 /// One row of [`carry_rows_totals`]: the exclusive sum over `segments()`
 /// of `values` into `output`, with and without a slot of `want.len()`
 /// totals (checked against `want` first; `counted`: a counted slot, the
-/// count checked too); whether they matched.
+/// count checked too); whether they matched, and the time with the slot.
 fn totals_row<'a>(
     stream: &Arc<CudaStream>,
     scanner: &mut GpuScanner<SumU32>,
@@ -1330,7 +1351,7 @@ fn totals_row<'a>(
     values: &CudaView<'_, u32>,
     output: &mut CudaViewMut<'_, u32>,
     (want, counted): (&[u32], bool),
-) -> bool {
+) -> (bool, f64) {
     let spec = ScanSpec::exclusive();
     let mut totals = stream.alloc_zeros::<u32>(want.len()).unwrap();
     let mut count = stream.alloc_zeros::<u64>(1).unwrap();
@@ -1354,14 +1375,14 @@ fn totals_row<'a>(
     scan(true, &mut totals, &mut count);
     let ok = stream.clone_dtoh(&totals).unwrap() == want
         && (!counted || stream.clone_dtoh(&count).unwrap() == [want.len() as u64]);
-    carry_row(stream, label, log_n, copy_ms, ok, |with| {
+    let with_ms = carry_row(stream, label, log_n, copy_ms, ok, |with| {
         scan(with, &mut totals, &mut count)
     });
-    ok
+    (ok, with_ms)
 }
 
 /// The carry-out table; returns how many cases' carry-outs differed.
-fn carry_table(stream: &Arc<CudaStream>) -> usize {
+fn carry_table(stream: &Arc<CudaStream>, cub_dir: Option<&str>) -> usize {
     println!(
         "\nscan_bench: carry-out, exclusive scans timed without and with a carry-out slot (ms, % of copy, with/without)"
     );
@@ -1374,7 +1395,7 @@ fn carry_table(stream: &Arc<CudaStream>) -> usize {
         bad += usize::from(!carry_rows_plain::<SumU32>(stream, log_n));
         bad += usize::from(!carry_rows_plain::<Affine>(stream, log_n));
         bad += usize::from(!carry_rows_segmented(stream, log_n));
-        bad += usize::from(!carry_rows_totals(stream, log_n));
+        bad += usize::from(!carry_rows_totals(stream, cub_dir, log_n));
     }
     bad
 }
@@ -1404,7 +1425,7 @@ fn main() {
         std::process::exit(if bad == 0 { 0 } else { 1 });
     }
     if std::env::var("SCAN_BENCH_CARRY").is_ok_and(|v| v == "1") {
-        let bad = carry_table(&stream);
+        let bad = carry_table(&stream, cub_dir);
         std::process::exit(if bad == 0 { 0 } else { 1 });
     }
     if std::env::var("SCAN_BENCH_WIDE").is_ok_and(|v| ["1", "paths", "all"].contains(&v.as_str())) {
@@ -1463,7 +1484,7 @@ fn main() {
         reverse_bad += usize::from(!reverse_rows::<SumU32>(&stream, log_n));
         reverse_bad += usize::from(!reverse_rows::<Affine>(&stream, log_n));
     }
-    reverse_bad += carry_table(&stream);
+    reverse_bad += carry_table(&stream, cub_dir);
     small_inputs(&stream);
     shape_sweep(&stream);
     println!(
