@@ -11,7 +11,9 @@
 //! `f32` (a narrow matrix: one strip of columns); summed-area tables of
 //! 8192 × 8192 `f32` by `scan_2d` (in tiles: `Sum` is commutative) and, for
 //! reference, rows then columns, of 8192 × 8192 `u32`, and an exclusive
-//! one of 8192 × 8192 `f32` (in tiles, out of place). Each is timed as the median of 25
+//! one of 8192 × 8192 `f32` (in tiles, out of place), and one of
+//! 4096 × 4096 24-byte moments (count, sum, sum of squares: the tiles'
+//! warp-scan forms). Each is timed as the median of 25
 //! calls bracketed by CUDA events after 3 warm-ups (the default path, and
 //! the look-back single pass for reference), with a device-to-device copy
 //! of the input timed the same way in the same run, and with the plain
@@ -41,6 +43,25 @@ fn torch_result(file: Option<&str>, case: &str) -> Option<(f64, f64)> {
         (words.next()? == case).then_some(())?;
         Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
     })
+}
+
+/// Count, sum and sum of squares: a summed-area table of these gives every
+/// box's mean and variance (a commutative operator of 24 bytes).
+#[scan_op(
+    identity = Moments { count: 0, sum: 0, squares: 0 },
+    op = |x, y| Moments {
+        count: x.count.wrapping_add(y.count),
+        sum: x.sum.wrapping_add(y.sum),
+        squares: x.squares.wrapping_add(y.squares),
+    },
+    commutative = true
+)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Moments {
+    count: u64,
+    sum: u64,
+    squares: u64,
 }
 
 /// How a case scans its matrix.
@@ -350,7 +371,26 @@ fn main() {
         f32s,
         close_f32,
     ));
-    println!("matrix_bench: 10 cases, {bad} differing from the CPU");
+    // Moments (count, sum, sum of squares) of values below 2^16: every
+    // box's mean and variance from the table. 24-byte elements, the tiles'
+    // warp-scan forms; exact integers.
+    case(bench::<Moments>(
+        &stream,
+        torch,
+        "sat_moments24_4096^2",
+        Shape::SummedArea(4096),
+        4096,
+        |i| {
+            let v = small(i, 1 << 16);
+            Moments {
+                count: 1,
+                sum: v,
+                squares: v * v,
+            }
+        },
+        |a, b| a == b,
+    ));
+    println!("matrix_bench: 11 cases, {bad} differing from the CPU");
     if bad > 0 {
         std::process::exit(1);
     }

@@ -4,7 +4,9 @@
 //! (`GPU_SUITE_DIRECTIONS` runs one), each out of place and in place.
 //!
 //! Commutative operators (the built-in `Sum<u32>`, `Sum<f32>`, `BitXor<u64>`
-//! and `Max<i16>`, and a 12-byte struct declared `commutative = true`) take
+//! and `Max<i16>`, and a 12-byte and a 24-byte struct declared
+//! `commutative = true`, the first staged through shared memory, the
+//! second in the warp-scan forms) take
 //! the tiles (`summed_area.cuh`) for inclusive scans and for exclusive ones
 //! out of place (in place, rows then columns), which the test checks by the
 //! kernels each scanner loaded; the others (non-commutative affine
@@ -58,6 +60,37 @@ impl Case for Range3 {
             min: v,
             max: v,
             count: 1,
+        }
+    }
+}
+/// Count, sum and sum of squares (wrapping): the moments whose summed-area
+/// tables give every box's mean and variance. 24 bytes, so its tiles take
+/// the warp-scan forms of `summed_area.cuh` (fewer than 8 items a thread),
+/// where `Range3` (12 bytes) takes the staged ones.
+#[scan_op(
+    identity = Moments { count: 0, sum: 0, squares: 0 },
+    op = |x, y| Moments {
+        count: x.count.wrapping_add(y.count),
+        sum: x.sum.wrapping_add(y.sum),
+        squares: x.squares.wrapping_add(y.squares),
+    },
+    commutative = true
+)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Moments {
+    count: u64,
+    sum: u64,
+    squares: u64,
+}
+
+impl Case for Moments {
+    fn random(rng: &mut Rng64) -> Moments {
+        let v: u64 = rng.random::<u32>() as u64;
+        Moments {
+            count: 1,
+            sum: v,
+            squares: v.wrapping_mul(v),
         }
     }
 }
@@ -221,6 +254,7 @@ fn gpu_summed_area_suite() {
     run_op::<BitXor<u64>>(&stream, big, seed, &mut rows);
     run_op::<Max<i16>>(&stream, big, seed, &mut rows);
     run_op::<Range3>(&stream, big, seed, &mut rows);
+    run_op::<Moments>(&stream, big, seed, &mut rows);
     run_op::<SumU32>(&stream, big, seed, &mut rows);
     run_op::<AffineU32>(&stream, big, seed, &mut rows);
     run_op::<Latest>(&stream, big / 4, seed, &mut rows);
