@@ -36,7 +36,7 @@ pub enum Counterexample<E> {
         right: E,
     },
     /// `a ∘ b != b ∘ a` for an operator that says it is commutative
-    /// ([`ScanOp::COMMUTATIVE`](crate::ScanOp::COMMUTATIVE)).
+    /// ([`ScanOp::COMMUTATIVE`]).
     NotCommutative {
         /// First operand.
         a: E,
