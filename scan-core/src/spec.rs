@@ -394,8 +394,9 @@ impl<E, C, S> ScanSpec<E, C, S> {
     /// whose count is not known beforehand, CUB's `ReduceByKey` with its
     /// `num_runs_out`. Totals are as for [`ScanSpec::segment_totals`];
     /// later segments are counted but not written, and slots past the
-    /// count are left as they were, so a slot of any length is taken (one
-    /// as long as the input always suffices). On the CPU `totals` is a
+    /// count are left as they were, so a slot of any length is taken (over
+    /// flags, keys or rows, one as long as the input always suffices). On
+    /// the CPU `totals` is a
     /// `&mut [E]` and `count` a `&mut usize`; on the GPU both are device
     /// buffers, `count` one `u64`, written on the stream, and every
     /// segmentation is taken (head flags and keys too).
