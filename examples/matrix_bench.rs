@@ -31,8 +31,11 @@ use gpu_scan::segmented::{self, Segments};
 use gpu_scan::{columns, summed_area};
 use std::sync::Arc;
 
+#[path = "common/moments.rs"]
+mod moments;
 #[path = "common/timing.rs"]
 mod timing;
+use moments::Moments;
 use timing::time_ms;
 
 /// A torch line: (torch ms, its copy's ms).
@@ -43,25 +46,6 @@ fn torch_result(file: Option<&str>, case: &str) -> Option<(f64, f64)> {
         (words.next()? == case).then_some(())?;
         Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
     })
-}
-
-/// Count, sum and sum of squares: a summed-area table of these gives every
-/// box's mean and variance (a commutative operator of 24 bytes).
-#[scan_op(
-    identity = Moments { count: 0, sum: 0, squares: 0 },
-    op = |x, y| Moments {
-        count: x.count.wrapping_add(y.count),
-        sum: x.sum.wrapping_add(y.sum),
-        squares: x.squares.wrapping_add(y.squares),
-    },
-    commutative = true
-)]
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Moments {
-    count: u64,
-    sum: u64,
-    squares: u64,
 }
 
 /// How a case scans its matrix.
@@ -380,14 +364,7 @@ fn main() {
         "sat_moments24_4096^2",
         Shape::SummedArea(4096),
         4096,
-        |i| {
-            let v = small(i, 1 << 16);
-            Moments {
-                count: 1,
-                sum: v,
-                squares: v * v,
-            }
-        },
+        |i| Moments::of(small(i, 1 << 16)),
         |a, b| a == b,
     ));
     println!("matrix_bench: 11 cases, {bad} differing from the CPU");

@@ -25,12 +25,15 @@
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
+#[path = "../examples/common/moments.rs"]
+mod moments;
 use common::gpu::*;
 use common::ops::*;
 use common::specs::*;
 use gpu_scan::ops::{BitXor, Max, Sum};
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
+use moments::Moments;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use std::time::Instant;
@@ -63,35 +66,9 @@ impl Case for Range3 {
         }
     }
 }
-/// Count, sum and sum of squares (wrapping): the moments whose summed-area
-/// tables give every box's mean and variance. 24 bytes, so its tiles take
-/// the warp-scan forms of `summed_area.cuh` (fewer than 8 items a thread),
-/// where `Range3` (12 bytes) takes the staged ones.
-#[scan_op(
-    identity = Moments { count: 0, sum: 0, squares: 0 },
-    op = |x, y| Moments {
-        count: x.count.wrapping_add(y.count),
-        sum: x.sum.wrapping_add(y.sum),
-        squares: x.squares.wrapping_add(y.squares),
-    },
-    commutative = true
-)]
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Moments {
-    count: u64,
-    sum: u64,
-    squares: u64,
-}
-
 impl Case for Moments {
     fn random(rng: &mut Rng64) -> Moments {
-        let v: u64 = rng.random::<u32>() as u64;
-        Moments {
-            count: 1,
-            sum: v,
-            squares: v.wrapping_mul(v),
-        }
+        Moments::of(rng.random::<u32>() as u64)
     }
 }
 impl Case for Sum<u32> {
