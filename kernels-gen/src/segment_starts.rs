@@ -80,6 +80,13 @@ pub const fn starts_status_words(n: usize) -> usize {
     starts_chunks(n) + 1
 }
 
+/// Words of scratch the segment starts of `n` elements take for a totals
+/// slot of `capacity`: the [`starts_status_words`], then `capacity + 1`
+/// starts (the last one closes segment `capacity - 1`).
+pub const fn starts_scratch_words(n: usize, capacity: usize) -> usize {
+    starts_status_words(n) + capacity + 1
+}
+
 /// Chunks of [`find_starts_symbol`] for `n` elements.
 pub const fn starts_chunks(n: usize) -> usize {
     n.div_ceil(STARTS_CHUNK_ITEMS)

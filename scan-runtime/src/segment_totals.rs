@@ -15,7 +15,7 @@ use crate::segmented::kind_parts;
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::{KernelAbi, TotalsStep, ELEMENTWISE_BLOCK_THREADS};
-use kernels_gen::segment_starts::starts_status_words;
+use kernels_gen::segment_starts::{starts_scratch_words, starts_status_words};
 use kernels_gen::SegmentSource;
 use scan_core::segmented::SegmentTotalsLength;
 use scan_core::{Direction, ScanOp, ScanSpec};
@@ -102,7 +102,8 @@ where
         // found on the device), how many they may write, and the device's
         // count bounding them (0: none). The guards order the segments' use
         // after their writes.
-        let (ranges, source, written, device_count, _guards) = match plan {
+        let (heads, _guards) = segments.heads_arg(stream);
+        let (ranges, source, written, device_count) = match plan {
             TotalsPlan::None => unreachable!("a plan with totals"),
             TotalsPlan::Host {
                 count: segment_count,
@@ -116,26 +117,29 @@ where
                         segment_count as u64,
                     )?;
                 }
-                let (ranges, guards) = segments.heads_arg(stream);
-                (ranges, segments.source(), written, 0, guards)
+                (heads, segments.source(), written, 0)
             }
             TotalsPlan::Device { capacity } => {
                 let builder = HeadFlagBuilder::new(self.context())?;
-                let status_words = starts_status_words(n);
                 self.workspace_allocations += self
                     .workspace(stream)
-                    .reserve_starts(stream, status_words + capacity + 1)?;
+                    .reserve_starts(stream, starts_scratch_words(n, capacity))?;
                 let base = self.workspace(stream).starts();
                 let scratch = StartsScratch {
                     status: base,
-                    starts: base + 8 * status_words as u64,
+                    starts: base + 8 * starts_status_words(n) as u64,
                     capacity: capacity as u64,
                 };
-                let (heads, address, guard) = segments.heads_in(stream).expect("flags or keys");
+                let address = match heads {
+                    Heads::Flags(address) => address,
+                    Heads::Keys(keys) => keys.address,
+                    Heads::Rows(_) | Heads::Offsets(_) => unreachable!("counted by the host"),
+                };
                 if n == 0 {
                     builder.store_count(stream, count, 0)?;
                 } else {
-                    builder.segment_starts(stream, (heads, address), n, &scratch, count)?;
+                    let source = segments.heads_in().expect("flags or keys");
+                    builder.segment_starts(stream, (source, address), n, &scratch, count)?;
                 }
                 let starts = OffsetsArg {
                     address: scratch.starts,
@@ -152,7 +156,6 @@ where
                     SegmentSource::Offsets,
                     written,
                     count,
-                    vec![guard],
                 )
             }
         };
@@ -243,7 +246,7 @@ where
         self.prepare_segmented_scan(n, stream)?;
         self.workspace_allocations += self
             .workspace(stream)
-            .reserve_starts(stream, starts_status_words(n) + capacity + 1)?;
+            .reserve_starts(stream, starts_scratch_words(n, capacity))?;
         HeadFlagBuilder::new(self.context())?;
         for source in [SegmentSource::Rows, SegmentSource::Offsets] {
             for step in TotalsStep::ALL {

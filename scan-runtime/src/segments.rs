@@ -184,26 +184,15 @@ impl<'a> DeviceSegments<'a> {
         }
     }
 
-    /// The heads the segment-starts kernels read (flags or keys, with
-    /// their address on `stream` and its guard), `None` for rows and
-    /// offsets.
-    pub(crate) fn heads_in<'s>(
-        &'s self,
-        stream: &'s CudaStream,
-    ) -> Option<(HeadsIn, u64, SyncOnDrop<'s>)> {
+    /// Where the segment-starts kernels find the heads (flags in their
+    /// format, keys of their width), `None` for rows and offsets, whose
+    /// segments the host counts.
+    pub(crate) fn heads_in(&self) -> Option<HeadsIn> {
         match self {
-            DeviceSegments::Flags(flags) => {
-                let (address, sync) = match flags {
-                    DeviceHeadFlags::Bytes(b) => b.device_ptr(stream),
-                    DeviceHeadFlags::Bits { words, .. } => words.device_ptr(stream),
-                };
-                Some((HeadsIn::Flags(flags.format()), address, sync))
-            }
-            DeviceSegments::Keys(keys) => {
-                let (arg, sync) = keys.arg(stream);
-                let key_bits = 8 * keys.width() as u32;
-                Some((HeadsIn::Keys { key_bits }, arg.address, sync))
-            }
+            DeviceSegments::Flags(flags) => Some(HeadsIn::Flags(flags.format())),
+            DeviceSegments::Keys(keys) => Some(HeadsIn::Keys {
+                key_bits: 8 * keys.width() as u32,
+            }),
             DeviceSegments::Rows { .. } | DeviceSegments::Offsets(_) => None,
         }
     }
