@@ -10,7 +10,9 @@
 //! place, over lengths 0, 1, 31, 32, 33, a tile ± 1, a pipelined tile ± 1,
 //! 33 tiles + 1 and a long input, on fresh random inputs (seed printed;
 //! GPU_SUITE_SEED replays), every element compared with the CPU bit for
-//! bit. Without a GPU it prints one line and passes.
+//! bit; and the 48- and 128-byte maps segmented into rows through the
+//! pipelined and the look-back pass. Without a GPU it prints one line and
+//! passes.
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
@@ -21,7 +23,7 @@ use common::gpu::*;
 use common::specs::named_specs;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
-use gpu_scan::scan_runtime::ScanPath;
+use gpu_scan::scan_runtime::{DeviceSegments, ScanPath};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use std::time::Instant;
@@ -40,7 +42,8 @@ macro_rules! random_cases {
     )*};
 }
 random_cases!(
-    Wide16, Wide24, Wide48, Wide64, Wide72, Wide96, Wide128, Wide256, Bytes41, Bytes109, Half122
+    Wide16, Wide24, Wide32, Wide48, Wide64, Wide72, Wide96, Wide128, Wide256, Bytes41, Bytes109,
+    Half122
 );
 
 /// Lengths at every boundary of `Op`'s tilings, the longest about 16 MiB.
@@ -130,6 +133,82 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
     }
 }
 
+/// `Op`'s scans segmented into rows (`DeviceSegments::rows`) through the
+/// pipelined and the look-back single pass, every kind and direction, out
+/// of place with a guard band: row lengths of 1, 7, 1000 and a pipelined
+/// tile ± 1 over about four pipelined tiles, compared with the CPU bit for
+/// bit. (Segmented scans keep their stage items and lane totals in the
+/// same shared memory as plain ones, with the head flags beside them.)
+fn run_rows<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
+    if !suite_runs_op(Op::NAME) {
+        return;
+    }
+    let size = std::mem::size_of::<Op::Element>();
+    let p = gpu_scan::kernels_gen::pipelined_tile_items(size);
+    let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x5555));
+    let specs = named_specs(init, &suite_directions());
+    for path in [ScanPath::Pipelined, ScanPath::SinglePass] {
+        let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
+        scanner.set_path(path);
+        let mut row = Row {
+            op: Op::NAME,
+            kind: leak(format!("{size} bytes, rows [{path:?}]")),
+            lengths: 0,
+            elements: 0,
+            failures: Vec::new(),
+            seconds: 0.0,
+        };
+        let start = Instant::now();
+        for (c, row_length) in [1, 7, 1000, p - 1, p + 1].into_iter().enumerate() {
+            let n = (4 * p + 5) / row_length * row_length;
+            let input = random_input::<Op>(n, seed ^ (n as u64).wrapping_mul(137) ^ c as u64);
+            let d_input = stream.clone_htod(&input).unwrap();
+            for &(name, spec) in &specs {
+                let mut expected = vec![Op::IDENTITY; n];
+                gpu_scan::segmented::par_scan::<Op>(
+                    spec,
+                    gpu_scan::segmented::Segments::rows(row_length),
+                    &input,
+                    &mut expected,
+                )
+                .unwrap();
+                // SAFETY: poisoned at once, every element then read back.
+                let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
+                poison(stream, &mut out);
+                let mut view = out.slice_mut(0..n);
+                scanner
+                    .segmented_scan(
+                        stream,
+                        spec,
+                        DeviceSegments::rows(row_length),
+                        &d_input,
+                        &mut view,
+                    )
+                    .unwrap();
+                let got = stream.clone_dtoh(&out).unwrap();
+                let what = format!("{name}, rows of {row_length}");
+                compare::<Op>(&what, n, &got[..n], &expected, &mut row.failures);
+                if !poisoned(&got[n..]) {
+                    row.failures
+                        .push(format!("{what} n={n}: the guard band was written"));
+                }
+                row.lengths += 1;
+                row.elements += n;
+            }
+        }
+        row.seconds = start.elapsed().as_secs_f64();
+        println!(
+            "{} {}: {} scans, {} failures, {:.1} s",
+            row.op,
+            row.kind,
+            row.lengths,
+            row.failures.len(),
+            row.seconds
+        );
+        rows.push(row);
+    }
+}
+
 #[test]
 fn gpu_wide_suite() {
     let Some(ctx) = open_gpu("gpu_wide") else {
@@ -145,6 +224,7 @@ fn gpu_wide_suite() {
     let mut rows = Vec::new();
     run_op::<Wide16>(&stream, seed, &mut rows);
     run_op::<Wide24>(&stream, seed, &mut rows);
+    run_op::<Wide32>(&stream, seed, &mut rows);
     run_op::<Wide48>(&stream, seed, &mut rows);
     run_op::<Wide64>(&stream, seed, &mut rows);
     run_op::<Wide72>(&stream, seed, &mut rows);
@@ -154,6 +234,8 @@ fn gpu_wide_suite() {
     run_op::<Bytes41>(&stream, seed, &mut rows);
     run_op::<Half122>(&stream, seed, &mut rows);
     run_op::<Bytes109>(&stream, seed, &mut rows);
+    run_rows::<Wide48>(&stream, seed, &mut rows);
+    run_rows::<Wide128>(&stream, seed, &mut rows);
     let failed = print_rows(&rows);
     println!(
         "gpu_wide: {} rows, {} passed, {failed} failed (seed {seed}{})",

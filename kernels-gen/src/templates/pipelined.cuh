@@ -93,6 +93,81 @@ constexpr bool heads_warp_finds_heads() {
   }
 }
 
+// How the squads move their items between a stage and registers. Elements
+// of a multiple of 128 bytes all start in bank 0, so a warp's threads
+// reading the same 16-byte chunk of their own items at once hit the same
+// bank group: 8-way conflicts on every 16-byte load (for 128-byte elements
+// 6 times the ideal shared-memory wavefronts, the shared-memory pipe 75%
+// busy and DRAM 32%: `ncu` on an H100, BENCHMARKS.md). Such elements move
+// in 16-byte chunks in rotated order instead: thread t starts at chunk
+// t mod 8, so at every step a quarter warp's 8 threads touch 8 distinct
+// bank groups, and a barrel shifter of selects (3 stages) puts the chunks
+// in order in registers. (Padding the tile apart instead needs a bulk copy
+// per thread's run, which cost more than the conflicts: BENCHMARKS.md.)
+template <class T>
+struct rotated_chunks {
+  static constexpr bool value = sizeof(T) % 128 == 0;
+  static constexpr int chunks = value ? (int)(sizeof(T) / 16) : 8;  // 8: unused
+  // Chunk c + r, wrapped (r < 8 ≤ chunks).
+  static __device__ __forceinline__ int wrap(int c) { return c < chunks ? c : c - chunks; }
+  // Slot k becomes slot k - 2^b (right) or k + 2^b (left) where bit b of r
+  // is set: three stages move every slot by r.
+  template <bool Right>
+  static __device__ __forceinline__ void rotate(uint4 (&x)[chunks], unsigned r) {
+#pragma unroll
+    for (int b = 0; b < 3; ++b) {
+      const bool shift = ((r >> b) & 1u) != 0;
+      const int d = 1 << b;
+      uint4 y[chunks];
+#pragma unroll
+      for (int k = 0; k < chunks; ++k) y[k] = shift ? x[Right ? (k - d + chunks) % chunks : (k + d) % chunks] : x[k];
+#pragma unroll
+      for (int k = 0; k < chunks; ++k) x[k] = y[k];
+    }
+  }
+  static __device__ __forceinline__ T load(const T* at, unsigned r) {
+    const uint4* from = reinterpret_cast<const uint4*>(at);
+    uint4 x[chunks];
+#pragma unroll
+    for (int j = 0; j < chunks; ++j) x[j] = from[wrap(j + (int)r)];  // slot j: chunk j + r
+    rotate<true>(x, r);
+    T value;
+    memcpy(&value, x, sizeof(T));
+    return value;
+  }
+  static __device__ __forceinline__ void store(T* at, const T& value, unsigned r) {
+    uint4 x[chunks];
+    memcpy(x, &value, sizeof(T));
+    rotate<false>(x, r);  // slot j: chunk j + r
+    uint4* to = reinterpret_cast<uint4*>(at);
+#pragma unroll
+    for (int j = 0; j < chunks; ++j) to[wrap(j + (int)r)] = x[j];
+  }
+};
+
+// A squad thread's reference to an element of a stage (an item or a lane
+// total): reads and writes it whole, or in rotated chunks where
+// rotated_chunks says so, starting at chunk `r` (the thread's index mod 8).
+template <class T>
+struct stage_element {
+  T* at;
+  unsigned r;
+  __device__ __forceinline__ operator T() const {
+    if constexpr (rotated_chunks<T>::value) {
+      return rotated_chunks<T>::load(at, r);
+    } else {
+      return *at;
+    }
+  }
+  __device__ __forceinline__ void operator=(const T& value) const {
+    if constexpr (rotated_chunks<T>::value) {
+      rotated_chunks<T>::store(at, value, r);
+    } else {
+      *at = value;
+    }
+  }
+};
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // Where scan tile `tile` starts in memory, how many elements it has, and how
 // many of them travel by bulk copy (the rest of a tail tile is read and
@@ -409,11 +484,12 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
           }
         }
         pipelined_pad_tail<Op>(shared.tile(s), input, extent);  // padding has no heads
-        const T* const tile_items = shared.tile(s);
+        T* const tile_items = shared.tile(s);
+        const unsigned r = threadIdx.x & 7u;
         bool lane_flag = heads != 0ull;
-        const T lane_total =
-            warp_pair_inclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, items>([&](int i) { return tile_items[item_slot<Op>(first + i)]; }, heads, seg), lane_flag);
-        shared.lane_totals(s)[threadIdx.x] = lane_total;
+        const T lane_total = warp_pair_inclusive_scan<Op, Seg>(
+            thread_pair_reduce<Op, Seg, items>([&](int i) -> T { return stage_element<T>{tile_items + item_slot<Op>(first + i), r}; }, heads, seg), lane_flag);
+        stage_element<T>{shared.lane_totals(s) + threadIdx.x, r} = lane_total;
         if constexpr (Seg::segmented) {
           shared.heads(s)[threadIdx.x] = heads;
           shared.lane_flags(s)[threadIdx.x] = lane_flag;
@@ -450,7 +526,8 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         const unsigned long long heads = Seg::segmented ? shared.heads(s)[t] : 0ull;
         // This warp's earlier lanes, then (when no head lies there) the
         // earlier warps' pairs in front.
-        T before = lane != 0 ? shared.lane_totals(s)[t - 1] : Op::identity();
+        const unsigned r = (unsigned)t & 7u;
+        T before = lane != 0 ? (T)stage_element<T>{shared.lane_totals(s) + (t - 1), r} : Op::identity();
         bool before_flag = Seg::segmented && lane != 0 && shared.lane_flags(s)[t - 1];
         if (!before_flag && squad_warp > 0) {
           T warps_before = shared.warp_totals(s)[0];
@@ -464,7 +541,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         const T running = before_flag ? before : Op::combine(shared.prefix(s), before);
         T* const tile_items = shared.tile(s);
         const int first = t * items;
-        thread_pair_rescan<Op, Mode, Seg, items>([&](int i) -> T& { return tile_items[item_slot<Op>(first + i)]; }, heads, running, seg);
+        thread_pair_rescan<Op, Mode, Seg, items>([&](int i) { return stage_element<T>{tile_items + item_slot<Op>(first + i), r}; }, heads, running, seg);
         pipelined_store_tail<Op>(tile_items, output, pipelined_extent<Op>(tile, n), t);
         scan_fence_shared_for_bulk();
         scan_mbarrier_arrive(shared.barrier(stage_rescanned, s));

@@ -632,12 +632,13 @@ __device__ __forceinline__ T thread_pair_reduce(Item item, Mask heads, const Seg
 
 // Rescans a thread's items in place behind `running`, the partial open
 // before its first item (Mode: scan_inclusive, scan_exclusive or
-// scan_exclusive_carry, see the prelude). `at(i)` is a reference to item i.
+// scan_exclusive_carry, see the prelude). `at(i)` is a reference to item i,
+// or a value that converts to T and assigns from it.
 template <class Op, int Mode, class Seg, int Items, class At, class Mask, class T = typename Op::T>
 __device__ __forceinline__ void thread_pair_rescan(At at, Mask heads, T running, const Seg& seg) {
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    T& slot = at(i);
+    auto&& slot = at(i);  // a T&, or a reference-like stage_element (pipelined.cuh)
     const T item = slot;
     if constexpr (Seg::segmented) {
       if ((heads >> i) & 1u) {
