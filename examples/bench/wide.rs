@@ -99,7 +99,7 @@ pub fn sweep(stream: &Arc<CudaStream>, cub_dir: Option<&str>) -> Vec<Row> {
         by_path!(
             log_n;
             Wide16, Wide24, Wide28, Wide32, Wide40, Wide48, Wide56, Wide64, Wide72, Wide80, Wide88,
-            Wide96, Wide104, Wide108, Wide128
+            Wide96, Wide104, Wide108, Wide128, Wide256
         );
     }
     rows

@@ -47,7 +47,7 @@ pub enum Kernel {
     /// The pipelined single pass (sm_90 and newer), inclusive: `(const T*
     /// input, T* output, void* status, T* aggregates, T* prefixes,
     /// scan_launch_state* launch, T seed, u64 n, u64 tiles)`,
-    /// [`PIPELINED_BLOCK_THREADS`](crate::PIPELINED_BLOCK_THREADS) threads and [`pipelined_shared_bytes`](crate::pipelined_shared_bytes)
+    /// [`pipelined_block_threads`](crate::pipelined_block_threads) threads and [`pipelined_shared_bytes`](crate::pipelined_shared_bytes)
     /// of dynamic shared memory per block, a persistent grid (each block
     /// takes one counter value past the last tile), tiles of
     /// [`pipelined_tile_items`](crate::pipelined_tile_items), input and output 16-byte aligned, elements

@@ -22,10 +22,10 @@ use crate::params::{
     column_items_per_thread, column_one_block_per_sm, packed_element, small_items_per_thread,
 };
 use crate::single_pass_sizes::{
-    pipelined_flag_bits_bytes, pipelined_items_per_thread, pipelined_segmented_shared_bytes,
-    pipelined_segmented_stages, pipelined_shared_bytes, pipelined_stages, pipelined_supported,
-    pipelined_tile_bytes, tile_status_bytes, tile_status_stride, PIPELINED_BLOCK_THREADS,
-    PIPELINED_SQUAD_WARPS,
+    pipelined_block_threads, pipelined_flag_bits_bytes, pipelined_items_per_thread,
+    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
+    pipelined_squad_warps, pipelined_stages, pipelined_supported, pipelined_tile_bytes,
+    tile_status_bytes, tile_status_stride,
 };
 use std::fmt::Write;
 
@@ -95,8 +95,8 @@ impl Layout {
             column_one_block_per_sm: column_one_block_per_sm(element_size, element_registers),
             tile_status_bytes: tile_status_bytes(element_size),
             tile_status_stride: tile_status_stride(element_size),
-            pipelined_block_threads: PIPELINED_BLOCK_THREADS,
-            pipelined_squad_warps: PIPELINED_SQUAD_WARPS,
+            pipelined_block_threads: pipelined_block_threads(element_size),
+            pipelined_squad_warps: pipelined_squad_warps(element_size),
             pipelined_items_per_thread: pipelined_items_per_thread(element_size),
             pipelined_tile_bytes: pipelined_tile_bytes(element_size),
             pipelined_flag_bits_bytes: pipelined_flag_bits_bytes(element_size),

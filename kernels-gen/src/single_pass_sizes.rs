@@ -39,14 +39,33 @@ pub const fn tile_status_bytes(element_size: usize) -> usize {
     }
 }
 
-/// Threads per block of the pipelined single pass ([`Kernel::PipelinedInclusive`](crate::Kernel::PipelinedInclusive)):
-/// two squads of 4 warps (reduce, rescan) and a producer, a lookahead, a
-/// store and a heads warp (which, over segment offsets, finds each tile's
-/// heads ahead of the reduce squad; it has nothing to do elsewhere). The
-/// prelude's `scan_pipelined_block_threads`.
-pub const PIPELINED_BLOCK_THREADS: u32 = 32 * (2 * PIPELINED_SQUAD_WARPS + 4);
-/// Warps in each of the pipelined pass's two compute squads (reduce, rescan).
-pub const PIPELINED_SQUAD_WARPS: u32 = 4;
+/// Threads per block of the pipelined single pass
+/// ([`Kernel::PipelinedInclusive`](crate::Kernel::PipelinedInclusive)) for
+/// elements of `element_size` bytes: two squads of
+/// [`pipelined_squad_warps`] warps (reduce, rescan) and a producer, a
+/// lookahead, a store and a heads warp (which, over segment offsets, finds
+/// each tile's heads ahead of the reduce squad; it has nothing to do
+/// elsewhere). The layout's `pipelined_block_threads`.
+pub const fn pipelined_block_threads(element_size: usize) -> u32 {
+    32 * (2 * pipelined_squad_warps(element_size) + 4)
+}
+
+/// Warps in each of the pipelined pass's two compute squads (reduce,
+/// rescan): 4, and 2 for elements wider than [`PIPELINED_FULL_SQUAD_MAX`]
+/// bytes, whose values need more registers than 384 threads can have
+/// (65,536 an SM: at most 168 a thread for 384 threads, 255 for 256).
+pub const fn pipelined_squad_warps(element_size: usize) -> u32 {
+    if element_size > PIPELINED_FULL_SQUAD_MAX {
+        2
+    } else {
+        4
+    }
+}
+
+/// The widest element whose pipelined squads have 4 warps each (wider ones
+/// spilled at 168 registers a thread: 160 bytes on sm_120 with 3 items,
+/// `tests/nvrtc_sizes.rs`).
+pub const PIPELINED_FULL_SQUAD_MAX: usize = 156;
 const PIPELINED_STAGE_BUDGET: usize = 200 * 1024;
 const PIPELINED_MAX_STAGES: usize = 6;
 
@@ -63,11 +82,11 @@ const PIPELINED_MAX_STAGES: usize = 6;
 /// 88.6% and 83.6% in 48 KiB tiles (5 items); 88- to 108-byte ones at
 /// 28-34% with one item and 74-83% with 3.
 pub const fn pipelined_items_per_thread(element_size: usize) -> u32 {
-    if element_size == 0 || element_size >= 252 {
+    if element_size == 0 || element_size > PIPELINED_MAX_ELEMENT_SIZE {
         return 1;
     }
     let items = if element_size > 48 {
-        (48 * 1024 / (32 * PIPELINED_SQUAD_WARPS as usize * element_size)) as u32
+        (48 * 1024 / (32 * pipelined_squad_warps(element_size) as usize * element_size)) as u32
     } else {
         (252 / element_size) as u32
     };
@@ -85,7 +104,7 @@ pub const fn pipelined_items_per_thread(element_size: usize) -> u32 {
 
 /// Elements per tile of the pipelined single pass.
 pub const fn pipelined_tile_items(element_size: usize) -> usize {
-    (32 * PIPELINED_SQUAD_WARPS * pipelined_items_per_thread(element_size)) as usize
+    (32 * pipelined_squad_warps(element_size) * pipelined_items_per_thread(element_size)) as usize
 }
 
 const fn round_up(x: usize, to: usize) -> usize {
@@ -104,13 +123,8 @@ pub const fn pipelined_tile_bytes(element_size: usize) -> usize {
 /// after all stages' barriers and indices at a 16-byte boundary (with an
 /// odd number of stages they end 8 bytes short of one).
 const fn pipelined_stage_bytes(element_size: usize) -> usize {
-    let squad = (32 * PIPELINED_SQUAD_WARPS) as usize;
-    pipelined_tile_bytes(element_size)
-        + round_up(
-            (squad + PIPELINED_SQUAD_WARPS as usize + 1) * element_size,
-            16,
-        )
-        + 64
+    let warps = pipelined_squad_warps(element_size) as usize;
+    pipelined_tile_bytes(element_size) + round_up((32 * warps + warps + 1) * element_size, 16) + 64
 }
 
 /// Tiles in flight per block of the pipelined single pass: as many stages
@@ -124,12 +138,11 @@ pub const fn pipelined_stages(element_size: usize) -> usize {
     }
 }
 
-/// The widest element the pipelined single pass takes. Its 384 threads get
-/// at most 168 registers each (64 Ki registers per SM, one block), and
-/// wider elements spill there (ptxas 13.0, 3 items per thread: 160 bytes
-/// on sm_120, `tests/nvrtc_sizes.rs`); they take the look-back single pass
-/// instead.
-pub const PIPELINED_MAX_ELEMENT_SIZE: usize = 156;
+/// The widest element the pipelined single pass takes: the widest
+/// `#[scan_op]` accepts ([`crate::MAX_ELEMENT_SIZE`]). Past
+/// [`PIPELINED_FULL_SQUAD_MAX`] bytes its squads have 2 warps each, whose
+/// 256 threads may take 255 registers.
+pub const PIPELINED_MAX_ELEMENT_SIZE: usize = crate::MAX_ELEMENT_SIZE;
 
 /// Whether elements of `element_size` bytes can take the pipelined single
 /// pass: its bulk copies move whole 16-byte units, which whole tiles of
@@ -168,7 +181,7 @@ pub const fn pipelined_flag_bits_bytes(element_size: usize) -> usize {
 /// and the tile's head flags as bits.
 const fn pipelined_segmented_stage_bytes(element_size: usize) -> usize {
     pipelined_stage_bytes(element_size)
-        + 32 * PIPELINED_SQUAD_WARPS as usize * 9
+        + 32 * pipelined_squad_warps(element_size) as usize * 9
         + 16
         + pipelined_flag_bits_bytes(element_size)
 }
@@ -186,9 +199,15 @@ pub const fn pipelined_segmented_stages(element_size: usize) -> usize {
 }
 
 /// Whether elements of `element_size` bytes can take the segmented
-/// pipelined single pass ([`pipelined_supported`], with its larger stages).
+/// pipelined single pass ([`pipelined_supported`], with its larger stages),
+/// in tiles of a multiple of 128 elements, whose head flags as bits start
+/// at 16-byte boundaries for the bulk copies (tiles of 2-warp squads, past
+/// [`PIPELINED_FULL_SQUAD_MAX`] bytes, are 64 × 3 elements: such scans take
+/// the look-back pass).
 pub const fn pipelined_segmented_supported(element_size: usize) -> bool {
-    pipelined_supported(element_size) && pipelined_segmented_stages(element_size) >= 2
+    pipelined_supported(element_size)
+        && pipelined_segmented_stages(element_size) >= 2
+        && pipelined_tile_items(element_size) % 128 == 0
 }
 
 /// Dynamic shared memory of one segmented pipelined block (0 when
@@ -228,7 +247,15 @@ mod tests {
         assert!(pipelined_supported(24));
         assert!(pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE));
         assert!(!pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE + 4));
-        assert_eq!(PIPELINED_BLOCK_THREADS, 384);
+        assert_eq!(pipelined_block_threads(4), 384);
+        assert_eq!(pipelined_block_threads(PIPELINED_FULL_SQUAD_MAX), 384);
+        // Past 156 bytes: squads of 2 warps, 3 items of 256 bytes a thread
+        // (48 KiB tiles), 3 stages, plain scans only.
+        assert_eq!(pipelined_block_threads(160), 256);
+        assert_eq!(pipelined_items_per_thread(256), 3);
+        assert_eq!(pipelined_tile_items(256), 192);
+        assert_eq!(pipelined_stages(256), 3);
+        assert!(!pipelined_segmented_supported(256));
         // The segmented pass's stages also hold 128 head masks and flags,
         // and the tile's head bits (1008 bytes for 4-byte elements), in a
         // larger budget that keeps 6 stages from 4 to 12 bytes.

@@ -81,6 +81,8 @@ pub(crate) struct PipelinedLaunch {
     pub(crate) blocks: u32,
     /// Dynamic shared memory per block.
     pub(crate) shared_bytes: u32,
+    /// Threads per block (the layout's `pipelined_block_threads`).
+    pub(crate) block_threads: u32,
 }
 
 impl PipelinedLaunch {
@@ -90,14 +92,15 @@ impl PipelinedLaunch {
     pub(crate) fn config(&self, tiles: usize) -> LaunchConfig {
         LaunchConfig {
             grid_dim: ((self.blocks as usize).min(tiles) as u32, 1, 1),
-            block_dim: (kernels_gen::PIPELINED_BLOCK_THREADS, 1, 1),
+            block_dim: (self.block_threads, 1, 1),
             shared_mem_bytes: self.shared_bytes,
         }
     }
 }
 
-/// Prepares a pipelined kernel on `ctx`'s device (opting in to its
-/// `shared_bytes` of dynamic shared memory) and sizes its persistent grid;
+/// Prepares a pipelined kernel of `block_threads` threads a block on
+/// `ctx`'s device (opting in to its `shared_bytes` of dynamic shared
+/// memory) and sizes its persistent grid;
 /// `None` where it cannot run: a program built for an architecture without
 /// bulk copies (before sm_90), `shared_bytes` 0 (an element it does not
 /// support), or a device whose blocks cannot opt in to that much shared
@@ -106,6 +109,7 @@ fn pipelined_launch(
     ctx: &Arc<CudaContext>,
     arch: Arch,
     shared_bytes: usize,
+    block_threads: u32,
     kernel: &CudaFunction,
 ) -> Result<Option<PipelinedLaunch>> {
     if !arch.has_bulk_copies() || shared_bytes == 0 {
@@ -126,7 +130,7 @@ fn pipelined_launch(
         return Ok(None);
     }
     let per_sm = kernel.occupancy_max_active_blocks_per_multiprocessor(
-        kernels_gen::PIPELINED_BLOCK_THREADS,
+        block_threads,
         shared_bytes as usize,
         None,
     )?;
@@ -137,6 +141,7 @@ fn pipelined_launch(
     Ok((blocks > 0).then_some(PipelinedLaunch {
         blocks,
         shared_bytes,
+        block_threads,
     }))
 }
 
@@ -390,7 +395,13 @@ fn load_new_kernel<Op: ScanOp>(
     let function = module.load_function(&abi.symbol(Op::NAME))?;
     let layout = layout::<Op>();
     let pipelined = match pipelined_dynamic_shared(abi, &layout) {
-        Some(bytes) => pipelined_launch(ctx, target.0, bytes, &function)?,
+        Some(bytes) => pipelined_launch(
+            ctx,
+            target.0,
+            bytes,
+            layout.pipelined_block_threads,
+            &function,
+        )?,
         None => None,
     };
     let kernel = Arc::new(LoadedKernel {

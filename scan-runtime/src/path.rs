@@ -10,8 +10,8 @@ use scan_core::ScanOp;
 pub enum ScanPath {
     /// The path the library considers fastest for the input: the
     /// pipelined single pass for inputs of at least 2 MiB of elements of
-    /// at most 12 bytes, and for plain scans of elements of up to 128
-    /// bytes; otherwise the single pass with look-back. The single passes beat
+    /// at most 12 bytes, and for plain scans of wider elements;
+    /// otherwise the single pass with look-back. The single passes beat
     /// reduce-then-scan's three launches on the H200 at every size;
     /// BENCHMARKS.md has the numbers. Segmented scans over
     /// offsets of short segments (a segment per fewer than 192 elements on
@@ -25,11 +25,12 @@ pub enum ScanPath {
     /// prefix; a rescan squad and a store warp finish the tile. Loads keep
     /// going while tiles wait for their prefixes (after CCCL's
     /// warp-specialized scan). Elements whose size is a multiple of 4
-    /// bytes, at most 156 bytes (wider ones spill in its registers),
-    /// 16-byte aligned input, output (and
-    /// head flags); plain scans
-    /// longer than [`GpuScanner::small_tile_limit`](crate::GpuScanner::small_tile_limit), segmented scans longer
-    /// than one tile (forward only; segmented reverse scans run as
+    /// bytes (past 156 bytes in squads of 2 warps, whose threads may take
+    /// more registers), 16-byte aligned input, output (and head flags);
+    /// plain scans longer than
+    /// [`GpuScanner::small_tile_limit`](crate::GpuScanner::small_tile_limit),
+    /// segmented scans longer than one tile of elements of at most 156
+    /// bytes (forward only; segmented reverse scans run as
     /// [`ScanPath::SinglePass`]). Anything else runs as
     /// [`ScanPath::SinglePass`].
     Pipelined,
@@ -75,15 +76,16 @@ pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
 }
 
 /// Element sizes (bytes) past 12 whose plain scans take the pipelined
-/// single pass on [`ScanPath::Auto`]: up to 128, as far as it was
-/// measured (it takes up to 156: those keep the look-back pass). Measured
+/// single pass on [`ScanPath::Auto`]: all of them. Measured
 /// (`SCAN_BENCH_WIDE=paths scan_bench`: affine maps of vectors of `u32`
 /// lanes, 2^24 elements) against the look-back pass: on the H200, with
 /// tile status in 128-bit chunks, 68-87% of a copy against 18-71% from 13
 /// to 48 bytes; on an H100, with the long tiles of
 /// `kernels_gen::pipelined_items_per_thread`, 74-89% against 14-17% from
-/// 56 to 108 bytes, and 45% against 11% at 128.
-pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> = 13..=128;
+/// 56 to 108 bytes, 75% against 11% at 128 (items in rotated chunks) and
+/// 38% against 9% at 256 (squads of 2 warps).
+pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> =
+    13..=kernels_gen::PIPELINED_MAX_ELEMENT_SIZE;
 
 /// Whether a scan of `n` elements (more than one tile; plain or segmented)
 /// on `path` should take the pipelined single pass where it can: always on
@@ -139,12 +141,8 @@ mod tests {
         for size in [1, 4, 8, 12] {
             assert!(auto(size, false) && auto(size, true), "{size}");
         }
-        // 13 to 128 bytes: the pipelined pass in plain scans only; past
-        // 128: the look-back pass.
-        for size in [132, 156, 192, 256] {
-            assert!(!auto(size, false), "{size}");
-        }
-        for size in [13, 16, 24, 28, 32, 48, 72, 80, 96, 108, 128] {
+        // Past 12 bytes: the pipelined pass in plain scans only.
+        for size in [13, 16, 24, 28, 32, 48, 72, 80, 96, 108, 128, 156, 192, 256] {
             assert!(auto(size, false) && !auto(size, true), "{size}");
         }
         // Short inputs never; explicit paths as asked.

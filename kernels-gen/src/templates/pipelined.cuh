@@ -226,9 +226,10 @@ __device__ __forceinline__ void pipelined_store_tail(const T* tile, T* output, c
 // lane ran the u32 sum at 94% of copy speed, 2 at 81%, 1 at 62%). Elements
 // over 88 bytes poll 2: four values of theirs and the chunks of a poll
 // made ptxas spill at the pipelined kernels' register cap (168: over 96
-// bytes on sm_90, 92 and 96 on sm_100 and sm_120).
+// bytes on sm_90, 92 and 96 on sm_100 and sm_120). Elements past
+// kernels_gen::PIPELINED_FULL_SQUAD_MAX (156) bytes poll 1.
 template <class T>
-constexpr int lookahead_tiles_per_lane() { return sizeof(T) > 88 ? 2 : 4; }
+constexpr int lookahead_tiles_per_lane() { return sizeof(T) > 156 ? 1 : sizeof(T) > 88 ? 2 : 4; }
 
 // One round of a lookahead warp's polling (both pipelined kernels): lane l
 // reads the status and value of its per_lane consecutive tiles next +
