@@ -6,8 +6,8 @@
 //! path (`Auto`, the pipelined pass where it takes the size, the look-back
 //! single pass, reduce-then-scan), inclusive, exclusive and exclusive from
 //! an initial value, forward and in reverse (`GPU_SUITE_DIRECTIONS` runs
-//! one), out of place with a poisoned guard band after the output and in
-//! place, over lengths 0, 1, 31, 32, 33, a tile ± 1, a pipelined tile ± 1,
+//! one), out of place with a poisoned guard band after the output and the
+//! total (carry-out) in a poisoned slot, and in place, over lengths 0, 1, 31, 32, 33, a tile ± 1, a pipelined tile ± 1,
 //! 33 tiles + 1 and a long input, on fresh random inputs (seed printed;
 //! GPU_SUITE_SEED replays), every element compared with the CPU bit for
 //! bit; and the 48- and 128-byte maps segmented into rows through the
@@ -92,10 +92,21 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
             let d_input = stream.clone_htod(&input).unwrap();
             for (k, &(name, spec)) in specs.iter().enumerate() {
                 let mut expected = vec![Op::IDENTITY; n];
-                gpu_scan::cpu::par_scan::<Op>(spec, &input, &mut expected).unwrap();
+                let mut expected_carry = Op::IDENTITY;
+                gpu_scan::cpu::par_scan::<Op>(
+                    spec.carry_out(&mut expected_carry),
+                    &input,
+                    &mut expected,
+                )
+                .unwrap();
                 // SAFETY: poisoned at once, every element then read back.
                 let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
                 poison(stream, &mut out);
+                // Out of place, the total too, into the middle of a
+                // poisoned three-element slot.
+                // SAFETY: as `out`.
+                let mut slot = unsafe { stream.alloc::<Op::Element>(3) }.unwrap();
+                poison(stream, &mut slot);
                 let in_place = (c + k) % 2 == 1;
                 if in_place {
                     let mut view = out.slice_mut(0..n);
@@ -103,11 +114,27 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
                     scanner.scan_in_place(stream, spec, &mut view).unwrap();
                 } else {
                     let mut view = out.slice_mut(0..n);
-                    scanner.scan(stream, spec, &d_input, &mut view).unwrap();
+                    let mut carry = slot.slice_mut(1..2);
+                    scanner
+                        .scan(stream, spec.carry_out(&mut carry), &d_input, &mut view)
+                        .unwrap();
                 }
                 let got = stream.clone_dtoh(&out).unwrap();
                 let what = format!("{name}{}", if in_place { " in place" } else { "" });
                 compare::<Op>(&what, n, &got[..n], &expected, &mut row.failures);
+                let got_slot = stream.clone_dtoh(&slot).unwrap();
+                let slot_ok = if in_place {
+                    poisoned(&got_slot)
+                } else {
+                    got_slot[1] == expected_carry
+                        && poisoned(&got_slot[..1])
+                        && poisoned(&got_slot[2..])
+                };
+                if !slot_ok {
+                    row.failures.push(format!(
+                        "{what} n={n}: the carry-out slot differs from the CPU's total"
+                    ));
+                }
                 if !poisoned(&got[n..]) {
                     row.failures
                         .push(format!("{what} n={n}: the guard band was written"));

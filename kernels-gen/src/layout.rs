@@ -23,9 +23,9 @@ use crate::params::{
 };
 use crate::single_pass_sizes::{
     pipelined_block_threads, pipelined_flag_bits_bytes, pipelined_items_per_thread,
-    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
-    pipelined_squad_warps, pipelined_stages, pipelined_supported, pipelined_tile_bytes,
-    tile_status_bytes, tile_status_stride,
+    pipelined_looks_back, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
+    pipelined_shared_bytes, pipelined_squad_warps, pipelined_stages, pipelined_supported,
+    pipelined_tile_bytes, tile_status_bytes, tile_status_stride,
 };
 use std::fmt::Write;
 
@@ -64,6 +64,9 @@ pub struct Layout {
     pub pipelined_tile_bytes: usize,
     /// Bytes of a pipelined tile's head flags as bits (16-byte multiple).
     pub pipelined_flag_bits_bytes: usize,
+    /// Whether the pipelined lookahead looks back from each tile
+    /// ([`pipelined_looks_back`]).
+    pub pipelined_look_back: bool,
     /// Stages of the plain pipelined pass (below 2: unsupported).
     pub pipelined_stages: usize,
     /// Its dynamic shared memory per block (0: unsupported).
@@ -100,6 +103,7 @@ impl Layout {
             pipelined_items_per_thread: pipelined_items_per_thread(element_size),
             pipelined_tile_bytes: pipelined_tile_bytes(element_size),
             pipelined_flag_bits_bytes: pipelined_flag_bits_bytes(element_size),
+            pipelined_look_back: pipelined_looks_back(element_size),
             pipelined_stages: pipelined_stages(element_size),
             pipelined_shared_bytes: pipelined_shared_bytes(element_size),
             pipelined_segmented_stages: pipelined_segmented_stages(element_size),
@@ -184,6 +188,7 @@ impl Layout {
         let bools = [
             ("packed_element", self.packed_element),
             ("column_one_block_per_sm", self.column_one_block_per_sm),
+            ("pipelined_look_back", self.pipelined_look_back),
         ];
         for (name, value) in bools {
             let _ = writeln!(out, "  static constexpr bool {name} = {value};");
@@ -217,12 +222,14 @@ mod tests {
             "pipelined_block_threads = 384u;",
             "packed_element = false;",
             "column_one_block_per_sm = false;",
+            "pipelined_look_back = false;",
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 18);
+        assert_eq!(text.matches("static constexpr").count(), 19);
         let bytes = Layout::new(201, 201, 128, 1).cuda_declaration("op");
         assert!(bytes.contains("packed_element = true;"), "{bytes}");
         assert!(bytes.contains("column_one_block_per_sm = true;"), "{bytes}");
+        assert!(bytes.contains("pipelined_look_back = true;"), "{bytes}");
     }
 }

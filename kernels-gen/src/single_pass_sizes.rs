@@ -144,6 +144,21 @@ pub const fn pipelined_stages(element_size: usize) -> usize {
 /// 256 threads may take 255 registers.
 pub const PIPELINED_MAX_ELEMENT_SIZE: usize = crate::MAX_ELEMENT_SIZE;
 
+/// The widest element whose pipelined lookahead walks forward over every
+/// tile's aggregate; wider ones look back from each tile to the nearest
+/// inclusive prefix, which their tiles publish
+/// ([`pipelined_looks_back`]).
+pub const PIPELINED_WALK_MAX_ELEMENT_SIZE: usize = PIPELINED_FULL_SQUAD_MAX;
+
+/// Whether the pipelined pass's lookahead looks back from each tile
+/// (decoupled look-back: the tiles publish inclusive prefixes) instead of
+/// walking forward over every tile's aggregate. A walk combines every
+/// tile's aggregate in every block: work that grows with the number of
+/// blocks, and with a wide element's cost of combining.
+pub const fn pipelined_looks_back(element_size: usize) -> bool {
+    element_size > PIPELINED_WALK_MAX_ELEMENT_SIZE
+}
+
 /// Whether elements of `element_size` bytes can take the pipelined single
 /// pass: its bulk copies move whole 16-byte units, which whole tiles of
 /// elements of a multiple of 4 bytes always are, two stages must fit, and

@@ -10,7 +10,10 @@
 //              tile's predecessors;
 //   lookahead  walks the published aggregates forward, from where it
 //              stopped for this block's previous tile to this tile, keeping
-//              the running combination: the tile's exclusive prefix;
+//              the running combination: the tile's exclusive prefix; or,
+//              for wide elements (Shape<Op>::pipelined_look_back), looks
+//              back from the tile to the nearest published inclusive
+//              prefix and, once the tile is reduced, publishes the tile's;
 //   rescan     (4 warps) rescans the tile in shared memory behind its prefix;
 //   store      writes the tile back with one bulk copy and frees its stage;
 //   heads      over segment offsets, finds the tile's heads from them into
@@ -394,6 +397,52 @@ __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, u
   }
 }
 
+// Lookahead warp of wide elements (Shape<Op>::pipelined_look_back): for
+// each of this block's tiles in turn, a decoupled look-back (single_pass.cuh)
+// from the tile to the nearest tile that published an inclusive prefix,
+// over the aggregates in between, while the tile loads and reduces; then,
+// the tile reduced, its inclusive prefix published for the tiles behind
+// it, and its exclusive one handed to the rescan squad. (The forward walk
+// combines every tile's aggregate in every block: work that grows with the
+// number of blocks and, for wide elements, outlasted the tiles' loads.)
+// Tile 0's reduce squad publishes its inclusive prefix itself (the seed
+// then its total), as does a tile holding a segment head (its last
+// segment's partial); a tile's pair is combined from the squad's warp
+// pairs in shared memory as reduce thread 0 combined it. The block of the
+// last tile writes its inclusive prefix to `carry_out` unless null.
+template <class Op, class Seg, class Shared, class Status, class T = typename Op::T>
+__device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, Status status, unsigned long long tiles, const T seed, T* carry_out) {
+  const unsigned lane = threadIdx.x & 31u;
+  for (int k = 0;; ++k) {
+    const int s = k % Shared::stages;
+    const unsigned parity = (unsigned)(k / Shared::stages) & 1u;
+    scan_mbarrier_wait(shared.barrier(stage_indexed, s), parity);
+    const unsigned long long tile = shared.tile_index(s);
+    if (tile >= tiles) return;
+    const unsigned epoch = scan_shared_epoch;  // the producer set it before the first index
+    // Tile 0 needs nothing before it but the seed (with segments, its first
+    // element is a head).
+    const T before = tile == 0 ? (Seg::segmented ? Op::identity() : seed) : decoupled_look_back<Op>(tile, status, epoch);
+    // Waiting here, before the rescan squad may run, also keeps the stage
+    // (its warp pairs) from being reused while they are read.
+    scan_mbarrier_wait(shared.barrier(stage_reduced, s), parity);
+    T total = shared.warp_totals(s)[0];
+    bool flag = Seg::segmented && shared.warp_flags(s)[0];
+#pragma unroll
+    for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w)
+      pair_accumulate<Op, Seg>(total, flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
+    const bool published = flag || (!Seg::segmented && tile == 0);
+    const T inclusive = flag ? total : Op::combine(before, total);
+    if (lane == 0) {
+      if (!published) status.publish(tile, (epoch << 2) | scan_tile_prefix, inclusive);
+      shared.prefix(s) = before;
+      scan_mbarrier_arrive(shared.barrier(stage_prefixed, s));
+      if (carry_out != nullptr && tile == tiles - 1) *carry_out = inclusive;
+    }
+    __syncwarp();
+  }
+}
+
 // Store (one lane): each rescanned tile back to global memory; a stage is
 // freed once the store after it is issued and its own has been read, so
 // one store stays in flight behind the rescans. (The few elements of a tail
@@ -507,8 +556,11 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
           for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w)
             pair_accumulate<Op, Seg>(tile_total, tile_flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
           // A tile holding a head knows the partial open at its end whatever
-          // precedes it: it publishes it as a prefix.
-          tile_status.publish(tile, (scan_shared_epoch << 2) | (tile_flag ? scan_tile_prefix : scan_tile_aggregate), tile_total);
+          // precedes it: it publishes it as a prefix. So does tile 0 of a
+          // plain scan whose lookahead looks back (the seed, then its total).
+          const bool seeded = Shape<Op>::pipelined_look_back && !Seg::segmented && tile == 0;
+          tile_status.publish(tile, (scan_shared_epoch << 2) | (tile_flag || seeded ? scan_tile_prefix : scan_tile_aggregate),
+                              seeded ? Op::combine(seed, tile_total) : tile_total);
         }
         scan_mbarrier_arrive(shared.barrier(stage_reduced, s));
       }
@@ -565,12 +617,16 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
       };
       if (lane == 0) pipelined_producer<Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {
-      // Lookahead: the running prefix through this block's tiles, in order,
-      // from the seed (with segments, tile 0 holds a head, element 0, so
-      // what precedes it never matters).
-      pipelined_lookahead_warp<Op>(shared, tiles, Seg::segmented ? Op::identity() : seed, carry_out, [&](unsigned long long& next, T& running, unsigned long long tile) {
-        pipelined_lookahead<Op, Seg>(tile_status, scan_shared_epoch, next, running, tile);
-      });
+      if constexpr (Shape<Op>::pipelined_look_back) {
+        pipelined_look_back_warp<Op, Seg>(shared, tile_status, tiles, seed, carry_out);
+      } else {
+        // Lookahead: the running prefix through this block's tiles, in
+        // order, from the seed (with segments, tile 0 holds a head, element
+        // 0, so what precedes it never matters).
+        pipelined_lookahead_warp<Op>(shared, tiles, Seg::segmented ? Op::identity() : seed, carry_out, [&](unsigned long long& next, T& running, unsigned long long tile) {
+          pipelined_lookahead<Op, Seg>(tile_status, scan_shared_epoch, next, running, tile);
+        });
+      }
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 2) {
       // Store (one lane).
       if (lane == 0) pipelined_store_warp<Op>(shared, output, n, tiles);

@@ -58,6 +58,9 @@ struct Shape {
   static constexpr unsigned pipelined_tile_bytes = L::pipelined_tile_bytes;
   static constexpr unsigned pipelined_flag_bits_bytes = L::pipelined_flag_bits_bytes;
   static constexpr int pipelined_stages = L::pipelined_stages;
+  // Whether the lookahead looks back from each tile (its tiles publish
+  // inclusive prefixes) rather than walking over every tile's aggregate.
+  static constexpr bool pipelined_look_back = L::pipelined_look_back;
   static constexpr unsigned pipelined_shared_bytes = L::pipelined_shared_bytes;
   static constexpr bool pipelined_supported = pipelined_shared_bytes != 0;
   static constexpr int pipelined_segmented_stages = L::pipelined_segmented_stages;
