@@ -147,17 +147,22 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
                     .push(format!("n={n}: an out-of-place scan modified its input"));
             }
         }
-        row.seconds = start.elapsed().as_secs_f64();
-        println!(
-            "{} {}: {} scans, {} failures, {:.1} s",
-            row.op,
-            row.kind,
-            row.lengths,
-            row.failures.len(),
-            row.seconds
-        );
-        rows.push(row);
+        finish_row(row, start, rows);
     }
+}
+
+/// Times `row` from `start`, prints its line and adds it to `rows`.
+fn finish_row(mut row: Row, start: Instant, rows: &mut Vec<Row>) {
+    row.seconds = start.elapsed().as_secs_f64();
+    println!(
+        "{} {}: {} scans, {} failures, {:.1} s",
+        row.op,
+        row.kind,
+        row.lengths,
+        row.failures.len(),
+        row.seconds
+    );
+    rows.push(row);
 }
 
 /// `Op`'s scans segmented into rows (`DeviceSegments::rows`) through the
@@ -223,16 +228,7 @@ fn run_rows<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) 
                 row.elements += n;
             }
         }
-        row.seconds = start.elapsed().as_secs_f64();
-        println!(
-            "{} {}: {} scans, {} failures, {:.1} s",
-            row.op,
-            row.kind,
-            row.lengths,
-            row.failures.len(),
-            row.seconds
-        );
-        rows.push(row);
+        finish_row(row, start, rows);
     }
 }
 
