@@ -489,6 +489,36 @@ fn random_offsets(seed: u64, n: usize, mean: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Offsets of `n` elements in segments of power-law lengths
+/// (P(length > l) ~ l^-1.1, from 1 to the whole input: many short
+/// segments among a few of millions; mean about 10).
+fn power_law_offsets(seed: u64, n: usize) -> Vec<u32> {
+    let mut v = vec![0u32];
+    let mut at = 0usize;
+    let mut k = 0u64;
+    while at < n {
+        let u = ((mix(seed ^ 0x9e37, k) >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        let length = (u.powf(-1.0 / 1.1) as usize).clamp(1, n);
+        at = (at + length).min(n);
+        v.push(at as u32);
+        k += 1;
+    }
+    v
+}
+
+/// The heads of segments given by `offsets` over `n` elements as packed
+/// bits (element i at bit i % 32 of word i / 32).
+fn bits_of_offsets(offsets: &[u32], n: usize) -> Vec<u32> {
+    let mut bits = vec![0u32; n.div_ceil(32)];
+    for &o in &offsets[..offsets.len() - 1] {
+        let o = o as usize;
+        if o < n {
+            bits[o / 32] |= 1 << (o % 32);
+        }
+    }
+    bits
+}
+
 /// The values the cases by offsets scan: `n` pseudo-random `u32`s.
 fn offsets_case_values(seed: u64, n: usize) -> Vec<u32> {
     (0..n as u64)
@@ -525,17 +555,7 @@ fn bench_offsets(
     let seed = SEED + 4;
     let values = offsets_case_values(seed, n);
     let offsets: Vec<u32> = if power_law {
-        let mut v = vec![0u32];
-        let mut at = 0usize;
-        let mut k = 0u64;
-        while at < n {
-            let u = ((mix(seed ^ 0x9e37, k) >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-            let length = (u.powf(-1.0 / 1.1) as usize).clamp(1, n);
-            at = (at + length).min(n);
-            v.push(at as u32);
-            k += 1;
-        }
-        v
+        power_law_offsets(seed, n)
     } else {
         // The segmented case's heads.
         random_offsets(seed, n, MEAN_SEGMENT)
@@ -689,19 +709,37 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
 
 /// Where segments by offsets should leave the pipelined pass for the
 /// look-back single pass (`ScanPath::Auto` switches below a mean length of
-/// 64): `u32` sums at 2^26 and 2^28 over segments whose heads fall on each
-/// element with probability 1/mean, both paths timed and checked against
-/// the CPU. `SCAN_BENCH_OFFSETS_SWEEP=1` runs this alone.
+/// 192): `u32` sums at 2^26 and 2^28 (`SCAN_BENCH_OFFSETS_LOG2=26`: one of
+/// them) over segments whose heads fall on each element with probability
+/// 1/mean, and over power-law lengths (mean 0 in the table), both paths
+/// timed and checked against the CPU. Beside them, the same heads as
+/// packed bit flags on both paths: what the scan costs when nothing has to
+/// find the heads, so that what finding them from offsets costs shows.
+/// `SCAN_BENCH_OFFSETS_SWEEP=1` runs this alone.
 fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
     println!(
-        "\nscan_bench: offsets crossover, u32 sum by u32 offsets (ms, % of a copy of the values; Auto picks the single pass below mean 192)"
+        "\nscan_bench: offsets crossover, u32 sum by u32 offsets and by the same heads in bit flags (ms, % of a copy of the values; Auto picks the single pass below mean 192; mean 0: power law)"
     );
     println!(
-        "{:<5} {:>6} {:>10} {:>9} {:>6} {:>9} {:>6} {:>8}  output",
-        "n", "mean", "segments", "pipelined", "%copy", "1 pass", "%copy", "faster"
+        "{:<5} {:>6} {:>10} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}  output",
+        "n",
+        "mean",
+        "segments",
+        "pipelined",
+        "%copy",
+        "1 pass",
+        "%copy",
+        "bits pip",
+        "%copy",
+        "bits 1p",
+        "%copy"
     );
+    let sizes: Vec<u32> = std::env::var("SCAN_BENCH_OFFSETS_LOG2")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(vec![26, 28], |log_n| vec![log_n]);
     let mut all_ok = true;
-    for log_n in [26u32, 28] {
+    for log_n in sizes {
         let n = 1usize << log_n;
         let values: Vec<u32> = (0..n as u64)
             .into_par_iter()
@@ -714,38 +752,46 @@ fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
         };
         let mut output = stream.alloc_zeros::<u32>(n).unwrap();
         let mut scanner = timing::bench_scanner::<SumU32>(stream);
-        for mean in [2u32, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096] {
-            let offsets = random_offsets(SEED + 8, n, mean);
+        for mean in [
+            0u32, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096,
+        ] {
+            let offsets = if mean == 0 {
+                power_law_offsets(SEED + 8, n)
+            } else {
+                random_offsets(SEED + 8, n, mean)
+            };
             let expected = sum_by_offsets(&values, &offsets);
             let d_offsets = stream.clone_htod(&offsets).unwrap();
+            let d_bits = stream.clone_htod(&bits_of_offsets(&offsets, n)).unwrap();
             let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
-            let mut timed = [0.0f64; 2];
+            let mut timed = [0.0f64; 4];
             let mut ok = true;
-            for (slot, path) in [ScanPath::Pipelined, ScanPath::SinglePass]
+            for (slot, (bits, path)) in [false, true]
                 .into_iter()
+                .flat_map(|bits| [(bits, ScanPath::Pipelined), (bits, ScanPath::SinglePass)])
                 .enumerate()
             {
                 scanner.set_path(path);
-                timed[slot] = time_ms(stream, || {
-                    scanner
-                        .segmented_inclusive(stream, &checked, &d_values, &mut output)
-                        .unwrap()
-                }) as f64;
+                let mut run = || {
+                    if bits {
+                        let flags = DeviceHeadFlags::bits(d_bits.as_view(), n);
+                        scanner.segmented_inclusive(stream, flags, &d_values, &mut output)
+                    } else {
+                        scanner.segmented_inclusive(stream, &checked, &d_values, &mut output)
+                    }
+                    .unwrap()
+                };
+                timed[slot] = time_ms(stream, &mut run) as f64;
                 ok &= stream.clone_dtoh(&output).unwrap() == expected;
             }
             all_ok &= ok;
+            let cells: String = timed
+                .iter()
+                .map(|ms| format!(" {ms:>9.4} {:>5.1}%", 100.0 * copy_ms / ms))
+                .collect();
             println!(
-                "2^{log_n:<3} {mean:>6} {:>10} {:>9.4} {:>5.1}% {:>9.4} {:>5.1}% {:>8}  {}",
+                "2^{log_n:<3} {mean:>6} {:>10}{cells}  {}",
                 offsets.len() - 1,
-                timed[0],
-                100.0 * copy_ms / timed[0],
-                timed[1],
-                100.0 * copy_ms / timed[1],
-                if timed[0] <= timed[1] {
-                    "pipelined"
-                } else {
-                    "1 pass"
-                },
                 if ok {
                     "same as CPU"
                 } else {
@@ -1422,6 +1468,10 @@ fn main() {
     }
     if std::env::var("SCAN_BENCH_PATHS_SWEEP").is_ok_and(|v| v == "1") {
         let bad = paths::sweep(&stream);
+        std::process::exit(if bad == 0 { 0 } else { 1 });
+    }
+    if std::env::var("SCAN_BENCH_ROWS_SWEEP").is_ok_and(|v| v == "1") {
+        let bad = paths::rows_sweep(&stream);
         std::process::exit(if bad == 0 { 0 } else { 1 });
     }
     if std::env::var("SCAN_BENCH_CARRY").is_ok_and(|v| v == "1") {

@@ -30,18 +30,21 @@ fn lengths() -> Vec<usize> {
 /// Row length of the rows case.
 const ROW: usize = 4096;
 
+/// Row lengths of the rows sweep (`SCAN_BENCH_ROWS_SWEEP=1`).
+const ROW_LENGTHS: [usize; 9] = [16, 100, 1000, 1024, 4096, 10_000, 65_536, 1 << 20, 1 << 24];
+
 /// One case at one length on every path: `scan` runs it into `output`.
 /// Prints a line; returns whether every path agreed with the CPU.
-fn line<Op: Case>(stream: &Arc<CudaStream>, label: &str, rows: bool, n: usize) -> bool
+fn line<Op: Case>(stream: &Arc<CudaStream>, label: &str, rows: Option<usize>, n: usize) -> bool
 where
     Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
 {
     let host = input_of::<Op>(n);
     let mut expected = vec![Op::IDENTITY; n];
-    if rows {
+    if let Some(row) = rows {
         gpu_scan::segmented::par_scan::<Op>(
             ScanKind::Inclusive,
-            gpu_scan::segmented::Segments::rows(ROW),
+            gpu_scan::segmented::Segments::rows(row),
             &host,
             &mut expected,
         )
@@ -64,12 +67,12 @@ where
     for path in [ScanPath::Auto, ScanPath::Pipelined, ScanPath::SinglePass] {
         scanner.set_path(path);
         let mut run = |out: &mut CudaSlice<Op::Element>| {
-            if rows {
+            if let Some(row) = rows {
                 scanner
                     .segmented_scan(
                         stream,
                         ScanKind::Inclusive,
-                        DeviceSegments::rows(ROW),
+                        DeviceSegments::rows(row),
                         &input,
                         out,
                     )
@@ -110,9 +113,28 @@ pub fn sweep(stream: &Arc<CudaStream>) -> usize {
     );
     let mut bad = 0;
     for n in lengths() {
-        bad += usize::from(!line::<SumU32>(stream, "u32 sum", false, n));
-        bad += usize::from(!line::<super::Affine>(stream, "affine", false, n));
-        bad += usize::from(!line::<SumU32>(stream, "u32 rows", true, n));
+        bad += usize::from(!line::<SumU32>(stream, "u32 sum", None, n));
+        bad += usize::from(!line::<super::Affine>(stream, "affine", None, n));
+        bad += usize::from(!line::<SumU32>(stream, "u32 rows", Some(ROW), n));
+    }
+    bad
+}
+
+/// Rows of every length in [`ROW_LENGTHS`] at 2^24 and 2^27 `u32`
+/// elements (`SCAN_BENCH_ROWS_SWEEP=1`): which pass `Auto` should take
+/// for fixed-length rows. Returns how many lines differed from the CPU.
+pub fn rows_sweep(stream: &Arc<CudaStream>) -> usize {
+    println!("\nscan_bench: u32 sums along rows by row length (ms, % of a copy)");
+    println!(
+        "{:<10} {:>10} {:>5}  {:>8} {:>6}  {:>8} {:>6}  {:>8} {:>6}  {:<9}  output",
+        "row", "n", "log2", "auto", "%copy", "pipelined", "%copy", "1 pass", "%copy", "faster"
+    );
+    let mut bad = 0;
+    for n in [1usize << 24, 1 << 27] {
+        for row in ROW_LENGTHS {
+            let whole = n / row * row;
+            bad += usize::from(!line::<SumU32>(stream, &format!("{row}"), Some(row), whole));
+        }
     }
     bad
 }
