@@ -3,8 +3,11 @@
 // for its predecessors stalls the loads behind it (after CCCL's
 // warp-specialized "decoupled lookahead" scan). Blocks are persistent, one
 // per SM (the stages fill its shared memory), and their warps take roles:
-//   producer   takes the next tile index from the counter once a stage is
-//              free and loads the tile into it with one bulk copy (TMA);
+//   producer   loads a tile into each stage as it frees, with one bulk copy
+//              (TMA), taking its index from the counter; with segments it
+//              takes the next index as soon as the load is issued, so that
+//              the index is known a round ahead and its round trip stays
+//              off the stages' critical path;
 //   reduce     (a squad of 4 warps) combines the tile as soon as it lands
 //              and publishes its aggregate at once: it never waits for the
 //              tile's predecessors;
@@ -27,11 +30,14 @@
 // (in order, no commutativity needed: lane order is sequence order); the
 // seed starts every lookahead's running prefix.
 //
-// Forward progress does not depend on block scheduling: a tile index goes to
-// a running block that already holds a free stage for it, so every tile
-// handed out is loaded and its aggregate published without waiting for any
-// other tile; a tile's prefix needs only aggregates of smaller indices,
-// which were handed out earlier.
+// Forward progress does not depend on block scheduling. Tile indices go
+// out in increasing order, to running blocks only, each of which holds at
+// most one index without a stage (segmented scans claim one ahead; plain
+// ones take an index only for a free stage). Take the smallest tile not
+// yet loaded: its block waits for a stage whose tile has a smaller index,
+// and so do all of that tile's predecessors, which are loaded, so their
+// aggregates get published without waiting on anything else; that tile
+// gets its prefix, is stored, and frees the stage.
 //
 // Shared memory per stage s: the tile (Shape<Op>::pipelined_tile_bytes),
 // then after all tiles the bookkeeping: barriers, tile indices, the reduce
@@ -322,27 +328,35 @@ __device__ __forceinline__ void pipelined_init_barriers(const Shared& shared, un
   __syncthreads();  // the only block-wide barrier
 }
 
-// Producer (one lane): a free stage, then a tile index, then its load. A
-// tile may bring `extra_bytes(extent)` more bytes, which `load_extra(s,
-// extent, barrier)` bulk-loads on the same barrier. The first index brings
-// the launch's epoch, which the other roles read from scan_shared_epoch
-// once a barrier of the first tile has passed. Every block takes one index
-// past the last tile before it stops, so a launch takes tiles + blocks
-// indices (launch.cuh); the last one's taker, whose block needs no more
-// tiles, also sweeps.
-template <class Op, class Shared, class ExtraBytes, class LoadExtra, class T = typename Op::T>
+// Producer (one lane): a free stage, a tile index, the tile's load. With
+// ClaimAhead (segmented scans) the index is taken a round ahead, right
+// after the previous tile's load, so that its round trip overlaps the wait
+// for the free stage: bit-flag segmented sums gained 0.7% at 2^28 on the
+// H200. Plain scans take it once the stage is free: their prefixes chain
+// through every tile, and tiles claimed ahead load further out of order,
+// which cost affine maps 1.6% and the 16-byte statistics 1.1% there
+// (BENCHMARKS.md). A tile may bring `extra_bytes(extent)` more bytes,
+// which `load_extra(s, extent, barrier)` bulk-loads on the same barrier. The first index brings the launch's epoch, which the other roles
+// read from scan_shared_epoch once a barrier of the first tile has passed.
+// Every block takes one index past the last tile before it stops, so a
+// launch takes tiles + blocks indices (launch.cuh); the last one's taker,
+// whose block needs no more tiles, also sweeps.
+template <bool ClaimAhead, class Op, class Shared, class ExtraBytes, class LoadExtra, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T* input, void* status, scan_launch_state* launch,
                                                       unsigned long long n, unsigned long long tiles, ExtraBytes extra_bytes,
                                                       LoadExtra load_extra) {
   const unsigned long long last_index = tiles + gridDim.x - 1;
-  for (int k = 0;; ++k) {
-    const int s = k % Shared::stages;
-    if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, s), (unsigned)(k / Shared::stages - 1) & 1u);
+  const auto take = [&](int k) -> unsigned long long {
     const scan_ticket ticket = scan_launch_take(launch, last_index);
     if (k == 0) scan_shared_epoch = ticket.epoch;
     if (ticket.index == last_index) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, ticket.epoch, 0, 1, tiles);
-    const unsigned long long taken = ticket.index;
-    const unsigned long long tile = taken < tiles ? taken : tiles;
+    return ticket.index < tiles ? ticket.index : tiles;
+  };
+  unsigned long long tile = ClaimAhead ? take(0) : 0ull;
+  for (int k = 0;; ++k) {
+    const int s = k % Shared::stages;
+    if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, s), (unsigned)(k / Shared::stages - 1) & 1u);
+    if (!ClaimAhead) tile = take(k);
     shared.tile_index(s) = tile;
     scan_mbarrier_arrive(shared.barrier(stage_indexed, s));
     if (tile >= tiles) {
@@ -359,6 +373,7 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     } else {
       scan_mbarrier_arrive(shared.barrier(stage_loaded, s));
     }
+    if (ClaimAhead) tile = take(k + 1);
   }
 }
 
@@ -615,7 +630,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
           if constexpr (Seg::format == scan_flags_bits) scan_bulk_load(shared.head_bits(s), (const unsigned char*)seg.flags + extent.base / 8, bits_bytes(extent), loaded);
         }
       };
-      if (lane == 0) pipelined_producer<Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
+      if (lane == 0) pipelined_producer<Seg::segmented, Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {
       if constexpr (Shape<Op>::pipelined_look_back) {
         pipelined_look_back_warp<Op, Seg>(shared, tile_status, tiles, seed, carry_out);
