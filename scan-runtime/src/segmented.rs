@@ -471,17 +471,21 @@ where
         // reduce squad per block waits out tile after tile, where the
         // look-back pass's many resident blocks hide it (see
         // DENSE_OFFSETS_MEAN_LENGTH for where the passes cross for
-        // offsets; keys measured in BENCHMARKS.md).
-        let latency_bound_heads = match segments {
+        // offsets; keys measured in BENCHMARKS.md). So do short rows of a
+        // power-of-two length (LOOK_BACK_ROWS_MAX).
+        let look_back_faster = match segments {
             DeviceSegments::Offsets(offsets) => {
                 n < DENSE_OFFSETS_MEAN_LENGTH.saturating_mul(offsets.count())
             }
             DeviceSegments::Keys(_) => true,
+            DeviceSegments::Rows { row_length } => {
+                look_back_rows(*row_length, std::mem::size_of::<Op::Element>())
+            }
             _ => false,
         };
         let pipelined_shape = if direction == Direction::Forward
             && pipelined_wanted::<Op>(self.path(), n, true)
-            && !(self.path() == ScanPath::Auto && latency_bound_heads)
+            && !(self.path() == ScanPath::Auto && look_back_faster)
             && src % 16 == 0
             && dst % 16 == 0
             && match heads {
@@ -595,6 +599,24 @@ where
 /// 72.8%; 84.5% against 74.2% at 1024), at 2^26 and 2^28 alike.
 const DENSE_OFFSETS_MEAN_LENGTH: usize = 192;
 
+/// Rows of a power-of-two length up to this many elements of at most 4
+/// bytes take the look-back single pass on [`ScanPath::Auto`], not the
+/// pipelined one. Measured (`SCAN_BENCH_ROWS_SWEEP=1 scan_bench`, `u32`
+/// sums, `074c4dd`/`ed2c981`): on the H200 at 2^27 elements, rows of 16,
+/// 1024 and 4096 ran at 95.9%, 95.5% and 94.8% of a copy on the look-back
+/// pass against 92.9%, 92.2% and 92.5% pipelined (2-5 points more at
+/// 2^24), and on an H100 at 99.9-100.1% against 98.8-99.0%; rows of 65,536
+/// and up ran faster pipelined (92.7% against 80.3%), as did rows of every
+/// length that is not a power of two (100, 1000, 10,000: 92% against 80%
+/// on the H200).
+const LOOK_BACK_ROWS_MAX: usize = 4096;
+
+/// Whether rows of `row_length` elements of `element_size` bytes are faster
+/// on the look-back single pass (see [`LOOK_BACK_ROWS_MAX`]).
+fn look_back_rows(row_length: usize, element_size: usize) -> bool {
+    element_size <= 4 && row_length.is_power_of_two() && row_length <= LOOK_BACK_ROWS_MAX
+}
+
 /// A kind's parts as the segmented kernels take them: inclusive or not,
 /// the seed, and whether it goes in front of every segment.
 pub(crate) fn kind_parts<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Op::Element, bool) {
@@ -603,5 +625,25 @@ pub(crate) fn kind_parts<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Op::
         ScanKind::Exclusive => (false, Op::IDENTITY, false),
         ScanKind::ExclusiveWithInit(init) => (false, init, true),
         ScanKind::InclusiveWithInit(init) => (true, init, true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::look_back_rows;
+
+    #[test]
+    fn auto_sends_short_power_of_two_rows_of_small_elements_to_the_look_back_pass() {
+        // Measured faster on the look-back pass: u32 rows of 16, 1024, 4096.
+        for row in [1, 2, 16, 1024, 4096] {
+            assert!(look_back_rows(row, 4), "{row}");
+            assert!(look_back_rows(row, 1), "{row}");
+        }
+        // Measured faster pipelined: longer rows, and any length that is
+        // not a power of two; wider elements were not measured.
+        for row in [100, 1000, 10_000, 8192, 65_536, 1 << 20] {
+            assert!(!look_back_rows(row, 4), "{row}");
+        }
+        assert!(!look_back_rows(4096, 8));
     }
 }
