@@ -334,13 +334,14 @@ __device__ __forceinline__ void pipelined_init_barriers(const Shared& shared, un
 // for the free stage: bit-flag segmented sums gained 0.7% at 2^28 on the
 // H200. Plain scans take it once the stage is free: their prefixes chain
 // through every tile, and tiles claimed ahead load further out of order,
-// which cost affine maps 1.6% and the 16-byte statistics 1.1% there
+// which cost affine maps 1.6% and the 16-byte statistics about 1% there
 // (BENCHMARKS.md). A tile may bring `extra_bytes(extent)` more bytes,
-// which `load_extra(s, extent, barrier)` bulk-loads on the same barrier. The first index brings the launch's epoch, which the other roles
-// read from scan_shared_epoch once a barrier of the first tile has passed.
-// Every block takes one index past the last tile before it stops, so a
-// launch takes tiles + blocks indices (launch.cuh); the last one's taker,
-// whose block needs no more tiles, also sweeps.
+// which `load_extra(s, extent, barrier)` bulk-loads on the same barrier.
+// The first index brings the launch's epoch, which the other roles read
+// from scan_shared_epoch once a barrier of the first tile has passed. Every
+// block takes one index past the last tile before it stops, so a launch
+// takes tiles + blocks indices (launch.cuh); the last one's taker, whose
+// block needs no more tiles, also sweeps.
 template <bool ClaimAhead, class Op, class Shared, class ExtraBytes, class LoadExtra, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T* input, void* status, scan_launch_state* launch,
                                                       unsigned long long n, unsigned long long tiles, ExtraBytes extra_bytes,
