@@ -9,7 +9,7 @@
 //! lengths of mean 7 and 1000, power-law lengths (a few segments of many
 //! tiles among many of a few elements), heads on every tile boundary, and
 //! runs of hundreds of empty segments (repeated offsets); offsets with and
-//! without the leading 0 and with the closing `n`. Lengths 0, 1, 31, 32,
+//! without the leading 0 and with the closing `n`, 16-byte aligned or not. Lengths 0, 1, 31, 32,
 //! 33, a tile ± 1, many tiles ± 1 and a large one. Inputs are fresh random
 //! values (seed printed; GPU_SUITE_SEED replays); outputs are poisoned and
 //! have a poisoned guard band after them that must survive; every element
@@ -135,13 +135,20 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
         let d_input = stream.clone_htod(&input).unwrap();
         // Both widths where the offsets fit 32 bits, alternating by case.
         let wide = c % 2 == 0;
-        let d_offsets64 = stream.clone_htod(&offsets).unwrap();
-        let narrow: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+        // Every third case's offsets start one element into their buffer,
+        // off the 16-byte alignment the pipelined pass's heads warps read
+        // whole chunks at (they then read them one by one).
+        let skip = usize::from(c % 3 == 2);
+        let padded: Vec<u64> = std::iter::repeat_n(0, skip)
+            .chain(offsets.iter().copied())
+            .collect();
+        let d_offsets64 = stream.clone_htod(&padded).unwrap();
+        let narrow: Vec<u32> = padded.iter().map(|&o| o as u32).collect();
         let d_offsets32 = stream.clone_htod(&narrow).unwrap();
         let checked = if wide {
-            DeviceOffsets::check(stream, d_offsets64.as_view(), n)
+            DeviceOffsets::check(stream, d_offsets64.slice(skip..), n)
         } else {
-            DeviceOffsets::check(stream, d_offsets32.as_view(), n)
+            DeviceOffsets::check(stream, d_offsets32.slice(skip..), n)
         };
         let checked = match checked {
             Ok(c) => c,
@@ -173,10 +180,11 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
             )
             .unwrap();
             let what = format!(
-                "n={n} {} ({} offsets of {} bits)",
+                "n={n} {} ({} offsets of {} bits{})",
                 lengths.label(),
                 offsets.len(),
-                if wide { 64 } else { 32 }
+                if wide { 64 } else { 32 },
+                if skip == 1 { ", unaligned" } else { "" }
             );
             // The offsets checked once serve every scan.
             scan_every_path(

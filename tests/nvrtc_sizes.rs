@@ -30,7 +30,7 @@ use gpu_scan::kernels_gen::ir::{
 use gpu_scan::kernels_gen::layout::Layout;
 use gpu_scan::kernels_gen::{
     self, auto_block_threads, auto_items_per_thread, Arch, FlagFormat, GenParams, Kernel,
-    SegmentedKernel, SegmentedStrategy, MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE,
+    SegmentSource, SegmentedKernel, SegmentedStrategy, MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE,
 };
 use rayon::prelude::*;
 
@@ -118,7 +118,9 @@ fn operator(size: usize) -> (StructDesc, OpDesc) {
 /// rows in static shared memory, three blocks an SM for small elements),
 /// and where the element can take them the plain and segmented
 /// pipelined passes (their shared-memory layouts, checked by
-/// `static_assert`s against the host's sizes).
+/// `static_assert`s against the host's sizes), the segmented one by bits
+/// and by offsets (whose blocks have more warps, so fewer registers a
+/// thread).
 fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
     let strategy = SegmentedStrategy::ConditionalIndexing;
     let mut kernels = vec![
@@ -140,6 +142,17 @@ fn size_dependent_kernels(size: usize) -> Vec<KernelAbi> {
             SegmentedKernel::Pipelined {
                 inclusive: true,
                 source: FlagFormat::Bits.into(),
+            },
+            strategy,
+        ));
+    }
+    // Over offsets its blocks have more heads warps, hence fewer registers
+    // a thread (kernels_gen::pipelined_heads_warps).
+    if kernels_gen::pipelined_segmented_shared_bytes(size) > 0 {
+        kernels.push(KernelAbi::segmented(
+            SegmentedKernel::Pipelined {
+                inclusive: true,
+                source: SegmentSource::Offsets,
             },
             strategy,
         ));

@@ -541,6 +541,23 @@ impl KernelAbi {
         }
     }
 
+    /// Whether this is the pipelined pass over segment offsets, whose
+    /// blocks have more heads warps: the layout's
+    /// `pipelined_offsets_block_threads` threads, not
+    /// `pipelined_block_threads`.
+    pub fn pipelined_over_offsets(self) -> bool {
+        matches!(
+            self.forward(),
+            KernelAbi::Segmented(
+                SegmentedKernel::Pipelined {
+                    source: SegmentSource::Offsets,
+                    ..
+                },
+                _
+            )
+        )
+    }
+
     /// The `__launch_bounds__` of the wrapper, for operator policy `op`.
     fn bounds(self, op: &str) -> String {
         let single_pass = |min_blocks: &str| {
@@ -555,6 +572,13 @@ impl KernelAbi {
             ) => single_pass("single_pass_min_blocks"),
             KernelAbi::Segmented(SegmentedKernel::SinglePass { .. }, _) => {
                 single_pass("segmented_single_pass_min_blocks")
+            }
+            KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
+                if self.pipelined_over_offsets() =>
+            {
+                format!(
+                    "__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_offsets_block_threads, 1)"
+                )
             }
             KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
             | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {

@@ -22,10 +22,11 @@ use crate::params::{
     column_items_per_thread, column_one_block_per_sm, packed_element, small_items_per_thread,
 };
 use crate::single_pass_sizes::{
-    pipelined_block_threads, pipelined_flag_bits_bytes, pipelined_items_per_thread,
-    pipelined_looks_back, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
-    pipelined_shared_bytes, pipelined_squad_warps, pipelined_stages, pipelined_supported,
-    pipelined_tile_bytes, tile_status_bytes, tile_status_stride,
+    pipelined_block_threads, pipelined_flag_bits_bytes, pipelined_heads_warps,
+    pipelined_items_per_thread, pipelined_looks_back, pipelined_offsets_block_threads,
+    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
+    pipelined_squad_warps, pipelined_stages, pipelined_supported, pipelined_tile_bytes,
+    tile_status_bytes, tile_status_stride,
 };
 use std::fmt::Write;
 
@@ -56,6 +57,12 @@ pub struct Layout {
     pub tile_status_stride: usize,
     /// Threads per block of the pipelined pass.
     pub pipelined_block_threads: u32,
+    /// Threads per block of the pipelined pass over segment offsets (more
+    /// heads warps: [`pipelined_offsets_block_threads`]).
+    pub pipelined_offsets_block_threads: u32,
+    /// Heads warps of the pipelined pass over segment offsets
+    /// ([`pipelined_heads_warps`]).
+    pub pipelined_heads_warps: u32,
     /// Warps in each of the pipelined pass's two squads.
     pub pipelined_squad_warps: u32,
     /// Elements per squad thread of a pipelined tile.
@@ -99,6 +106,8 @@ impl Layout {
             tile_status_bytes: tile_status_bytes(element_size),
             tile_status_stride: tile_status_stride(element_size),
             pipelined_block_threads: pipelined_block_threads(element_size),
+            pipelined_offsets_block_threads: pipelined_offsets_block_threads(element_size),
+            pipelined_heads_warps: pipelined_heads_warps(element_size),
             pipelined_squad_warps: pipelined_squad_warps(element_size),
             pipelined_items_per_thread: pipelined_items_per_thread(element_size),
             pipelined_tile_bytes: pipelined_tile_bytes(element_size),
@@ -146,7 +155,7 @@ impl Layout {
              struct {} {{\n",
             layout_struct(op_name)
         );
-        let ints: [(&str, usize); 16] = [
+        let ints: [(&str, usize); 18] = [
             ("element_size", self.element_size),
             ("block_threads", self.block_threads as usize),
             ("items_per_thread", self.items_per_thread as usize),
@@ -164,6 +173,11 @@ impl Layout {
                 "pipelined_block_threads",
                 self.pipelined_block_threads as usize,
             ),
+            (
+                "pipelined_offsets_block_threads",
+                self.pipelined_offsets_block_threads as usize,
+            ),
+            ("pipelined_heads_warps", self.pipelined_heads_warps as usize),
             ("pipelined_squad_warps", self.pipelined_squad_warps as usize),
             (
                 "pipelined_items_per_thread",
@@ -220,13 +234,15 @@ mod tests {
             "tile_status_bytes = 16u;",
             "tile_status_stride = 64u;",
             "pipelined_block_threads = 384u;",
+            "pipelined_offsets_block_threads = 448u;",
+            "pipelined_heads_warps = 3u;",
             "packed_element = false;",
             "column_one_block_per_sm = false;",
             "pipelined_look_back = false;",
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 19);
+        assert_eq!(text.matches("static constexpr").count(), 21);
         let bytes = Layout::new(201, 201, 128, 1).cuda_declaration("op");
         assert!(bytes.contains("packed_element = true;"), "{bytes}");
         assert!(bytes.contains("column_one_block_per_sm = true;"), "{bytes}");

@@ -50,6 +50,37 @@ pub const fn pipelined_block_threads(element_size: usize) -> u32 {
     32 * (2 * pipelined_squad_warps(element_size) + 4)
 }
 
+/// Heads warps of the pipelined pass over segment offsets, which take its
+/// tiles in turn: 3 for elements of at most
+/// [`PIPELINED_HEADS_WARPS_MAX_ELEMENT`] bytes (fewer than the stages: 2
+/// where there are 3), 1 for wider ones. A warp finds one tile's heads at
+/// a time, in two dependent round trips to memory (the tile's index
+/// entries, then its offsets), longer than the copy of a 31.5 KiB tile
+/// takes an SM; three keep up. Their 448 threads may take 144 registers
+/// each (65,536 an SM), which wider elements' squads need more of.
+pub const fn pipelined_heads_warps(element_size: usize) -> u32 {
+    let stages = pipelined_segmented_stages(element_size);
+    if element_size > PIPELINED_HEADS_WARPS_MAX_ELEMENT || stages < 2 {
+        1
+    } else if stages > 3 {
+        3
+    } else {
+        stages as u32 - 1
+    }
+}
+
+/// The widest element whose pipelined pass over offsets has more than one
+/// heads warp ([`pipelined_heads_warps`]).
+pub const PIPELINED_HEADS_WARPS_MAX_ELEMENT: usize = 64;
+
+/// Threads per block of the pipelined pass over segment offsets:
+/// [`pipelined_block_threads`] with the extra heads warps
+/// ([`pipelined_heads_warps`]). The layout's
+/// `pipelined_offsets_block_threads`.
+pub const fn pipelined_offsets_block_threads(element_size: usize) -> u32 {
+    pipelined_block_threads(element_size) + 32 * (pipelined_heads_warps(element_size) - 1)
+}
+
 /// Warps in each of the pipelined pass's two compute squads (reduce,
 /// rescan): 4, and 2 for elements wider than [`PIPELINED_FULL_SQUAD_MAX`]
 /// bytes, whose values need more registers than 384 threads can have
@@ -267,6 +298,22 @@ mod tests {
         // Past 156 bytes: squads of 2 warps, 3 items of 256 bytes a thread
         // (48 KiB tiles), 3 stages, plain scans only.
         assert_eq!(pipelined_block_threads(160), 256);
+        // Over offsets, 3 heads warps up to 64 bytes (448 threads; 2 where
+        // a tile of about 48 KiB leaves 3 stages), then 1.
+        assert_eq!(pipelined_offsets_block_threads(4), 448);
+        assert_eq!(pipelined_segmented_stages(52), 3);
+        assert_eq!(pipelined_offsets_block_threads(52), 416);
+        assert_eq!(pipelined_offsets_block_threads(64), 448);
+        assert_eq!(pipelined_offsets_block_threads(68), 384);
+        assert_eq!(pipelined_offsets_block_threads(160), 256);
+        for size in (4..=512).step_by(4) {
+            // The kernel's end marks need fewer heads warps than stages.
+            assert!(
+                !pipelined_segmented_supported(size)
+                    || (pipelined_heads_warps(size) as usize) < pipelined_segmented_stages(size),
+                "{size}"
+            );
+        }
         assert_eq!(pipelined_items_per_thread(256), 3);
         assert_eq!(pipelined_tile_items(256), 192);
         assert_eq!(pipelined_stages(256), 3);

@@ -19,12 +19,14 @@
 //              prefix and, once the tile is reduced, publishes the tile's;
 //   rescan     (4 warps) rescans the tile in shared memory behind its prefix;
 //   store      writes the tile back with one bulk copy and frees its stage;
-//   heads      over segment offsets, finds the tile's heads from them into
-//              the stage's head bits as the tile loads, so that the reduce
-//              squad reads them from shared memory as it reads bit flags
-//              that came with the tile (finding them itself put two or
-//              three dependent loads on its path for every tile); with
-//              other segment sources and without segments it stops at once.
+//   heads      over segment offsets (Shape<Op>::pipelined_heads_warps
+//              warps, taking the tiles in turn), finds the tile's heads
+//              from them into the stage's head bits as the tile loads, so
+//              that the reduce squad reads them from shared memory as it
+//              reads bit flags that came with the tile (finding them itself
+//              put two or three dependent loads on its path for every
+//              tile); with other segment sources and without segments the
+//              one heads warp stops at once.
 // Up to Shape<Op>::pipelined_stages tiles are in flight per block, so loads keep
 // going while a tile waits for its prefix. Tiles only publish aggregates
 // (in order, no commutativity needed: lane order is sequence order); the
@@ -43,8 +45,8 @@
 // then after all tiles the bookkeeping: barriers, tile indices, the reduce
 // squad's per-lane warp-inclusive totals and per-warp totals, and prefixes.
 // Barriers per stage, each used once per round k / stages (phase parity):
-//   loaded (producer + bulk bytes, and with offsets the heads warp),
-//   indexed (producer → lookahead and heads warp),
+//   loaded (producer + bulk bytes, and with offsets the tile's heads warp),
+//   indexed (producer → lookahead and heads warps),
 //   reduced (reduce squad → rescan), prefixed (lookahead → rescan),
 //   rescanned (rescan squad → store), free (store → producer).
 namespace gpu_scan {
@@ -341,8 +343,10 @@ __device__ __forceinline__ void pipelined_init_barriers(const Shared& shared, un
 // from scan_shared_epoch once a barrier of the first tile has passed. Every
 // block takes one index past the last tile before it stops, so a launch
 // takes tiles + blocks indices (launch.cuh); the last one's taker, whose
-// block needs no more tiles, also sweeps.
-template <bool ClaimAhead, class Op, class Shared, class ExtraBytes, class LoadExtra, class T = typename Op::T>
+// block needs no more tiles, also sweeps. The end mark goes to EndMarks
+// consecutive stages, so that each of that many heads warps, which take
+// the stages in turn, meets one (no other role waits past the first).
+template <bool ClaimAhead, int EndMarks, class Op, class Shared, class ExtraBytes, class LoadExtra, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T* input, void* status, scan_launch_state* launch,
                                                       unsigned long long n, unsigned long long tiles, ExtraBytes extra_bytes,
                                                       LoadExtra load_extra) {
@@ -362,6 +366,16 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     scan_mbarrier_arrive(shared.barrier(stage_indexed, s));
     if (tile >= tiles) {
       scan_mbarrier_arrive(shared.barrier(stage_loaded, s));  // the others read the end mark and stop
+      // The next stages' earlier tiles are stored before the last one is,
+      // so their stages free (the last stored tile's never does: EndMarks
+      // is below the stages, checked by the kernel).
+      for (int j = k + 1; j < k + EndMarks; ++j) {
+        const int e = j % Shared::stages;
+        if (j >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, e), (unsigned)(j / Shared::stages - 1) & 1u);
+        shared.tile_index(e) = tiles;
+        scan_mbarrier_arrive(shared.barrier(stage_indexed, e));
+        scan_mbarrier_arrive(shared.barrier(stage_loaded, e));
+      }
       return;
     }
     const pipelined_extent<Op> extent(tile, n);
@@ -508,6 +522,17 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
     constexpr bool heads_warp = heads_warp_finds_heads<Seg>();
+    // Heads warps taking the tiles in turn, each of them one tile at a
+    // time: more than one where a tile's heads take longer than a tile's
+    // share of the copy (its index, then its offsets: two round trips to
+    // memory).
+    constexpr int heads_warps = heads_warp ? Shape<Op>::pipelined_heads_warps : 1;
+    // A heads warp waits for its next stage's index only after the stage's
+    // tile before (`heads_warps` tiles back, at most `stages`) was indexed,
+    // and that stage is not indexed again before the warp has found its
+    // heads: a wait is never a phase behind or ahead. The end marks free
+    // only stages whose tiles were stored before the last one.
+    static_assert(heads_warps >= 1 && heads_warps < stages, "every heads warp meets an end mark");
     pipelined_init_barriers<Op>(shared, heads_warp ? 33u : 1u);
     scan_tile_status<T, Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride> tile_status(status);
     if (warp < Shape<Op>::pipelined_squad_warps) {
@@ -631,7 +656,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
           if constexpr (Seg::format == scan_flags_bits) scan_bulk_load(shared.head_bits(s), (const unsigned char*)seg.flags + extent.base / 8, bits_bytes(extent), loaded);
         }
       };
-      if (lane == 0) pipelined_producer<Seg::segmented, Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
+      if (lane == 0) pipelined_producer<Seg::segmented, heads_warps, Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {
       if constexpr (Shape<Op>::pipelined_look_back) {
         pipelined_look_back_warp<Op, Seg>(shared, tile_status, tiles, seed, carry_out);
@@ -647,11 +672,13 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
       // Store (one lane).
       if (lane == 0) pipelined_store_warp<Op>(shared, output, n, tiles);
     } else if constexpr (heads_warp) {
-      // Heads warp: each tile's head bits from the offsets, written to its
-      // stage once the index is known (the stage is free then: its
-      // previous tile was reduced, rescanned and stored), while the tile
-      // loads; every lane arrives on the stage's `loaded` barrier after.
-      for (int k = 0;; ++k) {
+      // Heads warp h: the head bits of tiles h, h + heads_warps, … of this
+      // block from the offsets, written to the stage once the index is
+      // known (the stage is free then: its previous tile was reduced,
+      // rescanned and stored), while the tile loads; every lane arrives on
+      // the stage's `loaded` barrier after.
+      const int h = warp - (2 * Shape<Op>::pipelined_squad_warps + 3);
+      for (int k = h;; k += heads_warps) {
         const int s = k % stages;
         scan_mbarrier_wait(shared.barrier(stage_indexed, s), (unsigned)(k / stages) & 1u);
         const unsigned long long tile = shared.tile_index(s);

@@ -51,6 +51,9 @@ struct Shape {
   // The pipelined single pass (sm_90 and newer): two squads of warps
   // (reduce, rescan) and a producer, a lookahead and a store warp.
   static constexpr int pipelined_block_threads = L::pipelined_block_threads;
+  // Over segment offsets: more heads warps (pipelined.cuh), more threads.
+  static constexpr int pipelined_heads_warps = L::pipelined_heads_warps;
+  static constexpr int pipelined_offsets_block_threads = L::pipelined_offsets_block_threads;
   static constexpr int pipelined_squad_warps = L::pipelined_squad_warps;
   static constexpr int pipelined_squad_threads = 32 * pipelined_squad_warps;
   static constexpr int pipelined_items_per_thread = L::pipelined_items_per_thread;
