@@ -709,7 +709,7 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
 
 /// Where segments by offsets should leave the pipelined pass for the
 /// look-back single pass (`ScanPath::Auto` switches below a mean length of
-/// 192): `u32` sums at 2^26 and 2^28 (`SCAN_BENCH_OFFSETS_LOG2=26`: one of
+/// 6): `u32` sums at 2^26 and 2^28 (`SCAN_BENCH_OFFSETS_LOG2=26`: one of
 /// them) over segments whose heads fall on each element with probability
 /// 1/mean, and over power-law lengths (mean 0 in the table), both paths
 /// timed and checked against the CPU. Beside them, the same heads as
@@ -718,7 +718,7 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
 /// `SCAN_BENCH_OFFSETS_SWEEP=1` runs this alone.
 fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
     println!(
-        "\nscan_bench: offsets crossover, u32 sum by u32 offsets and by the same heads in bit flags (ms, % of a copy of the values; Auto picks the single pass below mean 192; mean 0: power law)"
+        "\nscan_bench: offsets crossover, u32 sum by u32 offsets and by the same heads in bit flags (ms, % of a copy of the values; Auto picks the single pass below mean 6; mean 0: power law)"
     );
     println!(
         "{:<5} {:>6} {:>10} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}  output",

@@ -14,8 +14,8 @@ pub enum ScanPath {
     /// otherwise the single pass with look-back. The single passes beat
     /// reduce-then-scan's three launches on the H200 at every size;
     /// BENCHMARKS.md has the numbers. Segmented scans over
-    /// offsets of short segments (a segment per fewer than 192 elements on
-    /// average), over keys, and over rows of a power-of-two length up to
+    /// offsets of very short segments (a segment per fewer than 6 elements
+    /// on average), over keys, and over rows of a power-of-two length up to
     /// 4096 elements of at most 4 bytes take the look-back pass.
     Auto,
     /// The pipelined single pass, for Hopper (sm_90) and newer: persistent
