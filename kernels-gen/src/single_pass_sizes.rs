@@ -56,9 +56,9 @@ pub const fn pipelined_block_threads(element_size: usize) -> u32 {
 /// where there are 3), 1 for wider ones. A warp finds one tile's heads at
 /// a time, in two dependent round trips to memory (the tile's index
 /// entries, then its offsets), longer than the copy of a 31.5 KiB tile
-/// takes an SM; three keep up (five, in one run, gained 0.7 to 2.2
-/// points of copy speed on `u32` sums by offsets on the H200 at 2^28,
-/// for 64 more threads and a register cap of 128). Their 448 threads may
+/// takes an SM; three keep up (five, in one run, gained up to 2.2 points
+/// of copy speed on dense `u32` offsets on the H200 at 2^28 and lost one
+/// at mean 64, for 64 more threads and a register cap of 128). Their 448 threads may
 /// take 144 registers each (65,536 an SM), which wider elements' squads
 /// need more of.
 pub const fn pipelined_heads_warps(element_size: usize) -> u32 {
