@@ -181,8 +181,10 @@ __device__ __forceinline__ Mask offsets_window(const scan_offsets& o, unsigned l
 // The heads warps' instructions slow the whole block: a branch-free
 // version (the bits of the first two words gathered by selects) ran
 // power-law lengths at 72.5% of copy speed against 77.2% (H200, 2^28).
-template <class Offset>
-__device__ __forceinline__ void or_chunk_heads(const uint4& chunk, unsigned long long base, int valid, unsigned* words) {
+// Distance: the type distances from the tile are computed in, 32 bits
+// where offsets of 32 bits meet a tile below 2^32 (warp_offsets_words).
+template <class Offset, class Distance>
+__device__ __forceinline__ void or_chunk_heads(const uint4& chunk, Distance base, int valid, unsigned* words) {
   constexpr int per_chunk = 16 / sizeof(Offset);
   Offset at[per_chunk];
   memcpy(at, &chunk, 16);
@@ -190,8 +192,8 @@ __device__ __forceinline__ void or_chunk_heads(const uint4& chunk, unsigned long
 #pragma unroll
   for (int j = 0; j < per_chunk; ++j) {
     // Offsets before the tile wrap around to large distances.
-    const unsigned long long distance = (unsigned long long)at[j] - base;
-    if (distance < (unsigned long long)valid) {
+    const Distance distance = (Distance)at[j] - base;
+    if (distance < (Distance)valid) {
       const unsigned w = (unsigned)(distance >> 5);
       if (bits != 0u && w != word) {
         atomicOr(words + word, bits);
@@ -213,9 +215,9 @@ __device__ __forceinline__ void or_chunk_heads(const uint4& chunk, unsigned long
 // lane ran dense offsets faster but means of 16 to 1024 slower, 79-89% of
 // copy speed against 85-92%; 4 chunks ran power-law lengths at 73.5%
 // against 77%: H200, 2^28.)
-template <class Offset>
-__device__ __forceinline__ void warp_offsets_chunks(const Offset* offsets, unsigned long long lo, unsigned long long hi, unsigned long long base,
-                                                    int valid, unsigned* words) {
+template <class Offset, class Distance>
+__device__ __forceinline__ void warp_offsets_chunks(const Offset* offsets, unsigned long long lo, unsigned long long hi, Distance base, int valid,
+                                                    unsigned* words) {
   constexpr unsigned long long per_chunk = 16 / sizeof(Offset);
   constexpr int group = 8;
   const unsigned lane = threadIdx.x & 31u;
@@ -229,13 +231,13 @@ __device__ __forceinline__ void warp_offsets_chunks(const Offset* offsets, unsig
     }
 #pragma unroll
     for (int g = 0; g < group; ++g) {
-      if (c + 32ull * g < whole) or_chunk_heads<Offset>(chunk[g], base, valid, words);
+      if (c + 32ull * g < whole) or_chunk_heads<Offset, Distance>(chunk[g], base, valid, words);
     }
   }
   const unsigned long long tail = whole * per_chunk > lo ? whole * per_chunk : lo;
   if (tail + lane < hi) {
-    const unsigned long long distance = (unsigned long long)__ldg(offsets + tail + lane) - base;
-    if (distance < (unsigned long long)valid) atomicOr(words + (distance >> 5), 1u << (unsigned)(distance & 31u));
+    const Distance distance = (Distance)__ldg(offsets + tail + lane) - base;
+    if (distance < (Distance)valid) atomicOr(words + (distance >> 5), 1u << (unsigned)(distance & 31u));
   }
 }
 
@@ -267,10 +269,15 @@ __device__ __forceinline__ void warp_offsets_words(const scan_offsets& o, unsign
   __syncwarp();  // the zeros before any bit
   if (hi - lo <= 64ull * (unsigned long long)word_count) {
     if ((reinterpret_cast<unsigned long long>(o.offsets) & 15ull) == 0ull) {
-      if (o.width == 4) {
-        warp_offsets_chunks(static_cast<const unsigned*>(o.offsets), lo, hi, base, valid, words);
+      if (o.width == 4 && end <= (1ull << 32)) {
+        // An offset of 32 bits below the tile is below it by less than
+        // 2^32 - valid (the tile ends by 2^32): its 32-bit distance wraps
+        // to valid or more, as the 64-bit one does. Half the instructions.
+        warp_offsets_chunks<unsigned, unsigned>(static_cast<const unsigned*>(o.offsets), lo, hi, (unsigned)base, valid, words);
+      } else if (o.width == 4) {
+        warp_offsets_chunks<unsigned, unsigned long long>(static_cast<const unsigned*>(o.offsets), lo, hi, base, valid, words);
       } else {
-        warp_offsets_chunks(static_cast<const unsigned long long*>(o.offsets), lo, hi, base, valid, words);
+        warp_offsets_chunks<unsigned long long, unsigned long long>(static_cast<const unsigned long long*>(o.offsets), lo, hi, base, valid, words);
       }
     } else {
 #pragma unroll 4
