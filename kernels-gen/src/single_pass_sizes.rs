@@ -45,7 +45,8 @@ pub const fn tile_status_bytes(element_size: usize) -> usize {
 /// [`pipelined_squad_warps`] warps (reduce, rescan) and a producer, a
 /// lookahead, a store and a heads warp (which, over segment offsets, finds
 /// each tile's heads ahead of the reduce squad; it has nothing to do
-/// elsewhere). The layout's `pipelined_block_threads`.
+/// elsewhere). The layout's `pipelined_block_threads`; over offsets, with
+/// more heads warps, [`pipelined_offsets_block_threads`].
 pub const fn pipelined_block_threads(element_size: usize) -> u32 {
     32 * (2 * pipelined_squad_warps(element_size) + 4)
 }

@@ -93,8 +93,9 @@ struct pipelined_shared {
 };
 enum { stage_loaded = 0, stage_indexed = 1, stage_reduced = 2, stage_prefixed = 3, stage_rescanned = 4, stage_freed = 5 };
 
-// Whether the heads warp finds a tile's heads (segments given by offsets):
-// its 32 lanes then also arrive on the stage's `loaded` barrier.
+// Whether heads warps find the tiles' heads (segments given by offsets):
+// the 32 lanes of a tile's heads warp then also arrive on its stage's
+// `loaded` barrier.
 template <class Seg>
 constexpr bool heads_warp_finds_heads() {
   if constexpr (Seg::segmented) {
