@@ -28,6 +28,7 @@ use crate::single_pass_sizes::{
     pipelined_squad_warps, pipelined_stages, pipelined_supported, pipelined_tile_bytes,
     tile_status_bytes, tile_status_stride,
 };
+use crate::{abi::KernelAbi, Arch};
 use std::fmt::Write;
 
 /// Every size of one operator's program (see the module docs).
@@ -58,7 +59,8 @@ pub struct Layout {
     /// Threads per block of the pipelined pass.
     pub pipelined_block_threads: u32,
     /// Threads per block of the pipelined pass over segment offsets (more
-    /// heads warps: [`pipelined_offsets_block_threads`]).
+    /// heads warps: [`pipelined_offsets_block_threads`]) where it has them
+    /// ([`Arch::has_pipelined_heads_warps`]).
     pub pipelined_offsets_block_threads: u32,
     /// Heads warps of the pipelined pass over segment offsets
     /// ([`pipelined_heads_warps`]).
@@ -139,6 +141,33 @@ impl Layout {
     /// Elements per pipelined tile.
     pub const fn pipelined_tile_items(&self) -> usize {
         32 * self.pipelined_squad_warps as usize * self.pipelined_items_per_thread as usize
+    }
+
+    /// Threads per block of pipelined kernel `abi` on `arch`: over segment
+    /// offsets on an architecture with more heads warps
+    /// ([`Arch::has_pipelined_heads_warps`]),
+    /// [`Layout::pipelined_offsets_block_threads`]; otherwise
+    /// [`Layout::pipelined_block_threads`].
+    ///
+    /// ```
+    /// use kernels_gen::abi::KernelAbi;
+    /// use kernels_gen::layout::Layout;
+    /// use kernels_gen::{Arch, SegmentSource, SegmentedKernel, SegmentedStrategy};
+    ///
+    /// let layout = Layout::new(4, 1, 256, 16);
+    /// let over_offsets = KernelAbi::segmented(
+    ///     SegmentedKernel::Pipelined { inclusive: true, source: SegmentSource::Offsets },
+    ///     SegmentedStrategy::ConditionalIndexing,
+    /// );
+    /// assert_eq!(layout.pipelined_threads(over_offsets, Arch::SM_90), 448);
+    /// assert_eq!(layout.pipelined_threads(over_offsets, Arch::SM_100), 384);
+    /// ```
+    pub fn pipelined_threads(&self, abi: KernelAbi, arch: Arch) -> u32 {
+        if abi.pipelined_over_offsets() && arch.has_pipelined_heads_warps() {
+            self.pipelined_offsets_block_threads
+        } else {
+            self.pipelined_block_threads
+        }
     }
 
     /// Whether the plain pipelined pass can take these elements.

@@ -51,7 +51,8 @@ pub const fn pipelined_block_threads(element_size: usize) -> u32 {
     32 * (2 * pipelined_squad_warps(element_size) + 4)
 }
 
-/// Heads warps of the pipelined pass over segment offsets, which take its
+/// Heads warps of the pipelined pass over segment offsets on sm_90
+/// ([`crate::Arch::has_pipelined_heads_warps`]; 1 elsewhere), which take its
 /// tiles in turn: 3 for elements of at most
 /// [`PIPELINED_HEADS_WARPS_MAX_ELEMENT`] bytes (fewer than the stages: 2
 /// where there are 3), 1 for wider ones. A warp finds one tile's heads at
@@ -59,9 +60,9 @@ pub const fn pipelined_block_threads(element_size: usize) -> u32 {
 /// entries, then its offsets), longer than the copy of a 31.5 KiB tile
 /// takes an SM; three keep up (five, in one run, gained up to 2.2 points
 /// of copy speed on dense `u32` offsets on the H200 at 2^28 and lost one
-/// at mean 64, for 64 more threads and a register cap of 128). Their 448 threads may
-/// take 144 registers each (65,536 an SM), which wider elements' squads
-/// need more of.
+/// at mean 64). A block of more than 384 threads leaves ptxas 128
+/// registers a thread (168 at 384), which wider elements' squads need
+/// more of: at 64 bytes the kernel takes 126 on sm_90.
 pub const fn pipelined_heads_warps(element_size: usize) -> u32 {
     let stages = pipelined_segmented_stages(element_size);
     if element_size > PIPELINED_HEADS_WARPS_MAX_ELEMENT || stages < 2 {

@@ -81,8 +81,7 @@ pub(crate) struct PipelinedLaunch {
     pub(crate) blocks: u32,
     /// Dynamic shared memory per block.
     pub(crate) shared_bytes: u32,
-    /// Threads per block (the layout's `pipelined_block_threads`, or over
-    /// offsets `pipelined_offsets_block_threads`).
+    /// Threads per block (`Layout::pipelined_threads`).
     pub(crate) block_threads: u32,
 }
 
@@ -400,11 +399,7 @@ fn load_new_kernel<Op: ScanOp>(
             ctx,
             target.0,
             bytes,
-            if abi.pipelined_over_offsets() {
-                layout.pipelined_offsets_block_threads
-            } else {
-                layout.pipelined_block_threads
-            },
+            layout.pipelined_threads(abi, target.0),
             &function,
         )?,
         None => None,

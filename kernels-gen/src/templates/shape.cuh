@@ -51,9 +51,16 @@ struct Shape {
   // The pipelined single pass (sm_90 and newer): two squads of warps
   // (reduce, rescan) and a producer, a lookahead and a store warp.
   static constexpr int pipelined_block_threads = L::pipelined_block_threads;
-  // Over segment offsets: more heads warps (pipelined.cuh), more threads.
+  // Over segment offsets: more heads warps (pipelined.cuh), more threads,
+  // on sm_90 only (kernels_gen::Arch::has_pipelined_heads_warps: elsewhere
+  // the 128 registers a block of more threads leaves made ptxas spill).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+  static constexpr int pipelined_heads_warps = 1;
+  static constexpr int pipelined_offsets_block_threads = L::pipelined_block_threads;
+#else
   static constexpr int pipelined_heads_warps = L::pipelined_heads_warps;
   static constexpr int pipelined_offsets_block_threads = L::pipelined_offsets_block_threads;
+#endif
   static constexpr int pipelined_squad_warps = L::pipelined_squad_warps;
   static constexpr int pipelined_squad_threads = 32 * pipelined_squad_warps;
   static constexpr int pipelined_items_per_thread = L::pipelined_items_per_thread;
