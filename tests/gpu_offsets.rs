@@ -9,10 +9,11 @@
 //! lengths of mean 7 and 1000, power-law lengths (a few segments of many
 //! tiles among many of a few elements), heads on every tile boundary, and
 //! runs of hundreds of empty segments (repeated offsets); offsets with and
-//! without the leading 0 and with the closing `n`, 16-byte aligned or not. Lengths 0, 1, 31, 32,
-//! 33, a tile ± 1, many tiles ± 1 and a large one. Inputs are fresh random
-//! values (seed printed; GPU_SUITE_SEED replays); outputs are poisoned and
-//! have a poisoned guard band after them that must survive; every element
+//! without the leading 0 and with the closing `n`, 16-byte aligned or not.
+//! Lengths 0, 1, 31, 32, 33, a tile ± 1, many tiles ± 1 and a large one.
+//! Inputs are fresh random values (seed printed; GPU_SUITE_SEED replays);
+//! outputs are poisoned and have a poisoned guard band after them that must
+//! survive; every element
 //! is compared with the CPU backend over the same segments as head flags
 //! (`gpu_scan::segmented::heads_from_offsets`), under the tolerances
 //! justified in `tests/gpu_suite.rs`. Offsets that are not row pointers are

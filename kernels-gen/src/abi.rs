@@ -542,9 +542,8 @@ impl KernelAbi {
     }
 
     /// Whether this is the pipelined pass over segment offsets, whose
-    /// blocks have more heads warps: the layout's
-    /// `pipelined_offsets_block_threads` threads, not
-    /// `pipelined_block_threads`.
+    /// blocks have more heads warps where the architecture allows them
+    /// ([`crate::layout::Layout::pipelined_threads`]).
     pub fn pipelined_over_offsets(self) -> bool {
         matches!(
             self.forward(),
