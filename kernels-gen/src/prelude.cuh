@@ -779,6 +779,8 @@ __device__ __forceinline__ void scan_bulk_store(void* global, const void* shared
 }
 // Waits until at most the newest bulk store group still reads shared memory.
 __device__ __forceinline__ void scan_bulk_wait_read_all_but_newest() { asm volatile("cp.async.bulk.wait_group.read 1;" : : : "memory"); }
+// Waits until no bulk store group reads shared memory any more.
+__device__ __forceinline__ void scan_bulk_wait_read_all() { asm volatile("cp.async.bulk.wait_group.read 0;" : : : "memory"); }
 // Waits until every bulk store has been written.
 __device__ __forceinline__ void scan_bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" : : : "memory"); }
 // Makes this thread's ordinary shared-memory writes visible to bulk copies.

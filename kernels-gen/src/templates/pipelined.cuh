@@ -368,7 +368,7 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     if (tile >= tiles) {
       scan_mbarrier_arrive(shared.barrier(stage_loaded, s));  // the others read the end mark and stop
       // The next stages' earlier tiles are stored before the last one is,
-      // so their stages free (the last stored tile's never does: EndMarks
+      // so their stages free (the last stored tile's may never do: EndMarks
       // is below the stages, checked by the kernel).
       for (int j = k + 1; j < k + EndMarks; ++j) {
         const int e = j % Shared::stages;
@@ -474,11 +474,27 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
   }
 }
 
-// Store (one lane): each rescanned tile back to global memory; a stage is
-// freed once the store after it is issued and its own has been read, so
-// one store stays in flight behind the rescans. (The few elements of a tail
-// tile the bulk store leaves out were written by the rescan squad.)
-template <class Op, class Shared, class T = typename Op::T>
+// Whether the store warp frees each stage as soon as its tile's store has
+// read it (FreeAtOnce in pipelined_store_warp) rather than when the next
+// tile's store is issued. Holding a stage through the next tile's rescan
+// costs up to a third of the pipeline where there are 3 stages (tiles of
+// about 48 KiB): freeing at once took 72-byte affine maps from 76% to 93%
+// of copy speed at 2^26 and 256-byte ones from 41% to 44% (H100, the same
+// call, BENCHMARKS.md). Over segment offsets it took power-law lengths from
+// 82% to 87% at 2^28. With 4 or 6 stages freeing at once moved 64- and
+// 96-byte maps, `u32` sums, affine maps and statistics by about a point
+// either way, so those keep one store in flight.
+template <class Seg>
+constexpr bool pipelined_frees_at_once(int stages) {
+  return stages <= 3 || heads_warp_finds_heads<Seg>();
+}
+
+// Store (one lane): each rescanned tile back to global memory. A stage is
+// freed once its store has read it (FreeAtOnce), or once the store after
+// it is issued and its own has been read, so that one store stays in
+// flight behind the rescans. (The few elements of a tail tile the bulk
+// store leaves out were written by the rescan squad.)
+template <bool FreeAtOnce, class Op, class Shared, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* output, unsigned long long n, unsigned long long tiles) {
   for (int k = 0;; ++k) {
     const int s = k % Shared::stages;
@@ -489,8 +505,13 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
     scan_mbarrier_wait(shared.barrier(stage_rescanned, s), parity);
     const pipelined_extent<Op> extent(tile, n);
     scan_bulk_store(output + extent.base, shared.tile(s), (unsigned)extent.bulk * (unsigned)sizeof(T));
-    scan_bulk_wait_read_all_but_newest();
-    if (k >= 1) scan_mbarrier_arrive(shared.barrier(stage_freed, (k - 1) % Shared::stages));
+    if constexpr (FreeAtOnce) {
+      scan_bulk_wait_read_all();
+      scan_mbarrier_arrive(shared.barrier(stage_freed, s));
+    } else {
+      scan_bulk_wait_read_all_but_newest();
+      if (k >= 1) scan_mbarrier_arrive(shared.barrier(stage_freed, (k - 1) % Shared::stages));
+    }
   }
   scan_bulk_wait_all();
 }
@@ -671,7 +692,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
       }
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 2) {
       // Store (one lane).
-      if (lane == 0) pipelined_store_warp<Op>(shared, output, n, tiles);
+      if (lane == 0) pipelined_store_warp<pipelined_frees_at_once<Seg>(stages), Op>(shared, output, n, tiles);
     } else if constexpr (heads_warp) {
       // Heads warp h: the head bits of tiles h, h + heads_warps, … of this
       // block from the offsets, written to the stage once the index is
