@@ -478,7 +478,7 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
 // read it (FreeAtOnce in pipelined_store_warp) rather than when the next
 // tile's store is issued. Holding a stage through the next tile's rescan
 // costs up to a third of the pipeline where there are 3 stages (tiles of
-// about 48 KiB): freeing at once took 72-byte affine maps from 76% to 93%
+// about 48 KiB: 72, 104 to 152 and 256 bytes, say): freeing at once took 72-byte affine maps from 76% to 93%
 // of copy speed at 2^26 and 256-byte ones from 41% to 44% (H100, the same
 // call, BENCHMARKS.md). Over segment offsets it took power-law lengths from
 // 82% to 87% at 2^28. With 4 or 6 stages freeing at once moved 64- and
