@@ -358,10 +358,14 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     if (ticket.index == last_index) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, ticket.epoch, 0, 1, tiles);
     return ticket.index < tiles ? ticket.index : tiles;
   };
+  // Round k's stage is free once round k - stages' tile was stored.
+  const auto wait_free = [&](int k) {
+    if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, k % Shared::stages), (unsigned)(k / Shared::stages - 1) & 1u);
+  };
   unsigned long long tile = ClaimAhead ? take(0) : 0ull;
   for (int k = 0;; ++k) {
     const int s = k % Shared::stages;
-    if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, s), (unsigned)(k / Shared::stages - 1) & 1u);
+    wait_free(k);
     if (!ClaimAhead) tile = take(k);
     shared.tile_index(s) = tile;
     scan_mbarrier_arrive(shared.barrier(stage_indexed, s));
@@ -372,7 +376,7 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
       // is below the stages, checked by the kernel).
       for (int j = k + 1; j < k + EndMarks; ++j) {
         const int e = j % Shared::stages;
-        if (j >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, e), (unsigned)(j / Shared::stages - 1) & 1u);
+        wait_free(j);
         shared.tile_index(e) = tiles;
         scan_mbarrier_arrive(shared.barrier(stage_indexed, e));
         scan_mbarrier_arrive(shared.barrier(stage_loaded, e));
@@ -428,6 +432,18 @@ __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, u
   }
 }
 
+// The pair of a reduced tile in stage s (its total, and whether it holds a
+// head): the reduce squad's warp pairs in shared memory, combined in order.
+template <class Op, class Seg, class Shared, class T = typename Op::T>
+__device__ __forceinline__ T stage_tile_pair(const Shared& shared, int s, bool& flag) {
+  T total = shared.warp_totals(s)[0];
+  flag = Seg::segmented && shared.warp_flags(s)[0];
+#pragma unroll
+  for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w)
+    pair_accumulate<Op, Seg>(total, flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
+  return total;
+}
+
 // Lookahead warp of wide elements (Shape<Op>::pipelined_look_back): for
 // each of this block's tiles in turn, a decoupled look-back (single_pass.cuh)
 // from the tile to the nearest tile that published an inclusive prefix,
@@ -438,8 +454,8 @@ __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, u
 // number of blocks and, for wide elements, outlasted the tiles' loads.)
 // Tile 0's reduce squad publishes its inclusive prefix itself (the seed
 // then its total), as does a tile holding a segment head (its last
-// segment's partial); a tile's pair is combined from the squad's warp
-// pairs in shared memory as reduce thread 0 combined it. The block of the
+// segment's partial); a tile's pair comes from stage_tile_pair, as reduce
+// thread 0's did. The block of the
 // last tile writes its inclusive prefix to `carry_out` unless null.
 template <class Op, class Seg, class Shared, class Status, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, Status status, unsigned long long tiles, const T seed, T* carry_out) {
@@ -457,11 +473,8 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
     // Waiting here, before the rescan squad may run, also keeps the stage
     // (its warp pairs) from being reused while they are read.
     scan_mbarrier_wait(shared.barrier(stage_reduced, s), parity);
-    T total = shared.warp_totals(s)[0];
-    bool flag = Seg::segmented && shared.warp_flags(s)[0];
-#pragma unroll
-    for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w)
-      pair_accumulate<Op, Seg>(total, flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
+    bool flag;
+    const T total = stage_tile_pair<Op, Seg>(shared, s, flag);
     const bool published = flag || (!Seg::segmented && tile == 0);
     const T inclusive = flag ? total : Op::combine(before, total);
     if (lane == 0) {
@@ -613,11 +626,8 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         }
         scan_named_barrier(1, squad);
         if (threadIdx.x == 0) {
-          T tile_total = shared.warp_totals(s)[0];
-          bool tile_flag = Seg::segmented && shared.warp_flags(s)[0];
-#pragma unroll
-          for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w)
-            pair_accumulate<Op, Seg>(tile_total, tile_flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
+          bool tile_flag;
+          const T tile_total = stage_tile_pair<Op, Seg>(shared, s, tile_flag);
           // A tile holding a head knows the partial open at its end whatever
           // precedes it: it publishes it as a prefix. So does tile 0 of a
           // plain scan whose lookahead looks back (the seed, then its total).

@@ -174,6 +174,14 @@ __device__ __forceinline__ Mask offsets_window(const scan_offsets& o, unsigned l
   return bits;
 }
 
+// The head bit of an offset `distance` elements into a tile of `valid`
+// (none for an offset before the tile, whose distance wraps around to a
+// large one, or past it).
+template <class Distance>
+__device__ __forceinline__ void or_head_bit(Distance distance, int valid, unsigned* words) {
+  if (distance < (Distance)valid) atomicOr(words + (distance >> 5), 1u << (unsigned)(distance & 31u));
+}
+
 // One 16-byte chunk of offsets (4 of 32 bits or 2 of 64, ascending) into
 // a tile's head bits: the bit of each one within [base, base + valid),
 // gathered per 32-bit word so that a word takes one shared-memory atomic
@@ -236,8 +244,7 @@ __device__ __forceinline__ void warp_offsets_chunks(const Offset* offsets, unsig
   }
   const unsigned long long tail = whole * per_chunk > lo ? whole * per_chunk : lo;
   if (tail + lane < hi) {
-    const Distance distance = (Distance)__ldg(offsets + tail + lane) - base;
-    if (distance < (Distance)valid) atomicOr(words + (distance >> 5), 1u << (unsigned)(distance & 31u));
+    or_head_bit<Distance>((Distance)__ldg(offsets + tail + lane) - base, valid, words);
   }
 }
 
@@ -282,8 +289,7 @@ __device__ __forceinline__ void warp_offsets_words(const scan_offsets& o, unsign
     } else {
 #pragma unroll 4
       for (unsigned long long r = lo + lane; r < hi; r += 32) {
-        const unsigned long long distance = offset_at(o, r) - base;
-        if (distance < (unsigned long long)valid) atomicOr(words + (distance >> 5), 1u << (unsigned)(distance & 31u));
+        or_head_bit<unsigned long long>(offset_at(o, r) - base, valid, words);
       }
     }
   } else {
