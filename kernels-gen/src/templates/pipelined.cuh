@@ -455,8 +455,8 @@ __device__ __forceinline__ T stage_tile_pair(const Shared& shared, int s, bool& 
 // Tile 0's reduce squad publishes its inclusive prefix itself (the seed
 // then its total), as does a tile holding a segment head (its last
 // segment's partial); a tile's pair comes from stage_tile_pair, as reduce
-// thread 0's did. The block of the
-// last tile writes its inclusive prefix to `carry_out` unless null.
+// thread 0's did. The block of the last tile writes its inclusive prefix
+// to `carry_out` unless null.
 template <class Op, class Seg, class Shared, class Status, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, Status status, unsigned long long tiles, const T seed, T* carry_out) {
   const unsigned lane = threadIdx.x & 31u;
@@ -491,9 +491,10 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
 // read it (FreeAtOnce in pipelined_store_warp) rather than when the next
 // tile's store is issued. Holding a stage through the next tile's rescan
 // costs up to a third of the pipeline where there are 3 stages (tiles of
-// about 48 KiB: 72, 104 to 152 and 256 bytes, say): freeing at once took 72-byte affine maps from 76% to 93%
-// of copy speed at 2^26 and 256-byte ones from 41% to 44% (H100, the same
-// call, BENCHMARKS.md). Over segment offsets it took power-law lengths from
+// about 48 KiB: elements of 52, 68 to 76, 100 to 128 and 200 to 260
+// bytes; fewer stages in between and past that): freeing at once took
+// 72-byte affine maps from 76% to 93% of copy speed at 2^26 and 256-byte
+// ones from 41% to 44% (H100, the same call, BENCHMARKS.md). Over segment offsets it took power-law lengths from
 // 82% to 87% at 2^28. With 4 or 6 stages freeing at once moved 64- and
 // 96-byte maps, `u32` sums, affine maps and statistics by about a point
 // either way, so those keep one store in flight.
