@@ -492,12 +492,13 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
 // tile's store is issued. Holding a stage through the next tile's rescan
 // costs up to a third of the pipeline where there are 3 stages (tiles of
 // about 48 KiB: elements of 52, 68 to 76, 100 to 128 and 200 to 260
-// bytes; fewer stages in between and past that): freeing at once took
+// bytes; 132 to 156 and 264 to 392 bytes have 2): freeing at once took
 // 72-byte affine maps from 76% to 93% of copy speed at 2^26 and 256-byte
-// ones from 41% to 44% (H100, the same call, BENCHMARKS.md). Over segment offsets it took power-law lengths from
-// 82% to 87% at 2^28. With 4 or 6 stages freeing at once moved 64- and
-// 96-byte maps, `u32` sums, affine maps and statistics by about a point
-// either way, so those keep one store in flight.
+// ones from 41% to 44% (H100, the same call, BENCHMARKS.md). Over segment
+// offsets it took power-law lengths from 82% to 87% at 2^28. With 4 or 6
+// stages freeing at once moved 64- and 96-byte maps, `u32` sums, affine
+// maps and statistics by about a point either way, so those keep one
+// store in flight.
 template <class Seg>
 constexpr bool pipelined_frees_at_once(int stages) {
   return stages <= 3 || heads_warp_finds_heads<Seg>();
