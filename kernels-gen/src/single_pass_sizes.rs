@@ -107,35 +107,67 @@ const PIPELINED_MAX_STAGES: usize = 6;
 
 /// Items per thread of the pipelined single pass for an element of
 /// `element_size` bytes, odd (threads reading their own consecutive items
-/// from shared memory then hit distinct banks): up to 48 bytes, about 252
-/// bytes per thread (63 for 4-byte elements: a 31.5 KiB tile, which with 6
-/// stages per SM ran a stand-alone `u32` sum at 96.5% of copy speed on the
-/// H200, 2^28); wider elements, tiles of about 48 KiB, at least 3 items.
-/// A tile's lookahead costs about the same whatever its size, so wide
-/// elements need long tiles to hide it: on an H100 (2^24, `scan_bench`
-/// `SCAN_BENCH_WIDE=paths`), 56- and 64-byte affine maps ran at 68.5% and
-/// 63.7% of copy speed in tiles of 252 bytes per thread (3 items) and at
-/// 88.6% and 83.6% in 48 KiB tiles (5 items); 88- to 108-byte ones at
-/// 28-34% with one item and 74-83% with 3.
+/// from shared memory then hit distinct banks).
+///
+/// Up to 48 bytes, about 252 bytes per thread (63 for 4-byte elements: a
+/// 31.5 KiB tile, which with 6 stages per SM ran a stand-alone `u32` sum
+/// at 96.5% of copy speed on the H200, 2^28).
+///
+/// Wider elements take the longest tiles with which 3 stages fit
+/// (200 KiB of shared memory), where those are at least 5 items long;
+/// otherwise the longest with which 2 fit (at least 3 items). A tile's
+/// lookahead costs about the same whatever its length, and costs more the
+/// wider the element, so wide elements need long tiles to hide it, and a
+/// third stage pays only where the tiles stay long. On the H200 (2^26 or
+/// 2^27, `scan_bench` `SCAN_BENCH_WIDE=1`, % of copy; items × stages):
+///
+/// | element | 3 items × 3-4 | 5 × 3-4 | 7 × 3 | 5 × 2 | 7 × 2 | 9-11 × 2 |
+/// | --- | ---: | ---: | ---: | ---: | ---: | ---: |
+/// | 64 B | | 61.6 (× 4) | **71.9** | | | 65.2 (11) |
+/// | 72 B | | **82.4** (× 3) | | | 69.3 | 75.9 (9) |
+/// | 96 B | 52.6 (× 4) | | | 65.8 | **74.4** | |
+/// | 128 B | 55.4 (× 3) | | | **66.8** | | |
+/// | 256 B | 31.6 (× 3) | | | **37.8** | | |
 pub const fn pipelined_items_per_thread(element_size: usize) -> u32 {
     if element_size == 0 || element_size > PIPELINED_MAX_ELEMENT_SIZE {
         return 1;
     }
-    let items = if element_size > 48 {
-        (48 * 1024 / (32 * pipelined_squad_warps(element_size) as usize * element_size)) as u32
-    } else {
-        (252 / element_size) as u32
-    };
-    let items = if items < 3 && element_size <= PIPELINED_MAX_ELEMENT_SIZE {
-        3
-    } else {
-        items
-    };
-    if items % 2 == 1 {
-        items
-    } else {
-        items - 1
+    if element_size <= 48 {
+        return odd_at_most(252 / element_size);
     }
+    let three = longest_tile_items(element_size, 3);
+    if three >= 5 {
+        three
+    } else {
+        let two = longest_tile_items(element_size, 2);
+        if two > 3 {
+            two
+        } else {
+            3
+        }
+    }
+}
+
+/// `n`, or `n - 1` where `n` is even (0 stays 0).
+const fn odd_at_most(n: usize) -> u32 {
+    (if n % 2 == 1 || n == 0 { n } else { n - 1 }) as u32
+}
+
+/// The most items per thread, odd, with which `stages` stages of elements
+/// of `element_size` bytes fit `PIPELINED_STAGE_BUDGET` (0 if none do).
+const fn longest_tile_items(element_size: usize, stages: usize) -> u32 {
+    let per_stage = PIPELINED_STAGE_BUDGET / stages;
+    let fixed = stage_bytes_besides_tile(element_size);
+    if per_stage <= fixed {
+        return 0;
+    }
+    // Tiles round up to 128 bytes: count a whole 128 more.
+    let room = per_stage - fixed;
+    let per_item = 32 * pipelined_squad_warps(element_size) as usize * element_size;
+    if room < 128 {
+        return 0;
+    }
+    odd_at_most((room - 128) / per_item)
 }
 
 /// Elements per tile of the pipelined single pass.
@@ -159,8 +191,13 @@ pub const fn pipelined_tile_bytes(element_size: usize) -> usize {
 /// after all stages' barriers and indices at a 16-byte boundary (with an
 /// odd number of stages they end 8 bytes short of one).
 const fn pipelined_stage_bytes(element_size: usize) -> usize {
+    pipelined_tile_bytes(element_size) + stage_bytes_besides_tile(element_size)
+}
+
+/// A pipelined stage's bytes besides its tile ([`pipelined_stage_bytes`]).
+const fn stage_bytes_besides_tile(element_size: usize) -> usize {
     let warps = pipelined_squad_warps(element_size) as usize;
-    pipelined_tile_bytes(element_size) + round_up((32 * warps + warps + 1) * element_size, 16) + 64
+    round_up((32 * warps + warps + 1) * element_size, 16) + 64
 }
 
 /// Tiles in flight per block of the pipelined single pass: as many stages
@@ -300,15 +337,15 @@ mod tests {
         assert!(!pipelined_supported(PIPELINED_MAX_ELEMENT_SIZE + 4));
         assert_eq!(pipelined_block_threads(4), 384);
         assert_eq!(pipelined_block_threads(PIPELINED_FULL_SQUAD_MAX), 384);
-        // Past 156 bytes: squads of 2 warps, 3 items of 256 bytes a thread
-        // (48 KiB tiles), 3 stages, plain scans only.
+        // Past 156 bytes: squads of 2 warps, plain scans only.
         assert_eq!(pipelined_block_threads(160), 256);
         // Over offsets, 3 heads warps up to 64 bytes (448 threads; 2 where
         // a tile of about 48 KiB leaves 3 stages), then 1.
         assert_eq!(pipelined_offsets_block_threads(4), 448);
+        assert_eq!(pipelined_offsets_block_threads(48), 448);
         assert_eq!(pipelined_segmented_stages(52), 3);
         assert_eq!(pipelined_offsets_block_threads(52), 416);
-        assert_eq!(pipelined_offsets_block_threads(64), 448);
+        assert_eq!(pipelined_offsets_block_threads(64), 416);
         assert_eq!(pipelined_offsets_block_threads(68), 384);
         assert_eq!(pipelined_offsets_block_threads(160), 256);
         for size in (4..=512).step_by(4) {
@@ -319,9 +356,27 @@ mod tests {
                 "{size}"
             );
         }
-        assert_eq!(pipelined_items_per_thread(256), 3);
-        assert_eq!(pipelined_tile_items(256), 192);
-        assert_eq!(pipelined_stages(256), 3);
+        // Past 48 bytes, the longest tiles 3 stages hold where they have 5
+        // items or more, else the longest 2 hold.
+        assert_eq!(pipelined_items_per_thread(48), 5);
+        assert_eq!(pipelined_stages(48), 5);
+        assert_eq!((pipelined_items_per_thread(64), pipelined_stages(64)), (7, 3));
+        assert_eq!((pipelined_items_per_thread(72), pipelined_stages(72)), (5, 3));
+        assert_eq!((pipelined_items_per_thread(96), pipelined_stages(96)), (7, 2));
+        assert_eq!((pipelined_items_per_thread(128), pipelined_stages(128)), (5, 2));
+        assert_eq!((pipelined_items_per_thread(156), pipelined_stages(156)), (3, 2));
+        assert_eq!((pipelined_items_per_thread(160), pipelined_stages(160)), (5, 3));
+        assert_eq!(pipelined_items_per_thread(256), 5);
+        assert_eq!(pipelined_tile_items(256), 320);
+        assert_eq!(pipelined_stages(256), 2);
+        for size in (52..=256).step_by(4) {
+            let items = pipelined_items_per_thread(size);
+            let stages = pipelined_stages(size);
+            assert!(items >= 3 && (stages == 2 || (stages == 3 && items >= 5)), "{size}: {items} × {stages}");
+            // No longer tile would leave as many stages.
+            let longer = pipelined_tile_bytes(size) + 2 * 32 * pipelined_squad_warps(size) as usize * size;
+            assert!(stages * (longer + stage_bytes_besides_tile(size)) > PIPELINED_STAGE_BUDGET, "{size}");
+        }
         assert!(!pipelined_segmented_supported(256));
         // The segmented pass's stages also hold 128 head masks and flags,
         // and the tile's head bits (1008 bytes for 4-byte elements), in a
