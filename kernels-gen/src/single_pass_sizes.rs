@@ -339,8 +339,8 @@ mod tests {
         assert_eq!(pipelined_block_threads(PIPELINED_FULL_SQUAD_MAX), 384);
         // Past 156 bytes: squads of 2 warps, plain scans only.
         assert_eq!(pipelined_block_threads(160), 256);
-        // Over offsets, 3 heads warps up to 64 bytes (448 threads; 2 where
-        // a tile of about 48 KiB leaves 3 stages), then 1.
+        // Over offsets, 3 heads warps up to 64 bytes (448 threads; 2 from
+        // 52 bytes, whose long tiles leave 3 stages), then 1.
         assert_eq!(pipelined_offsets_block_threads(4), 448);
         assert_eq!(pipelined_offsets_block_threads(48), 448);
         assert_eq!(pipelined_segmented_stages(52), 3);
@@ -360,22 +360,47 @@ mod tests {
         // items or more, else the longest 2 hold.
         assert_eq!(pipelined_items_per_thread(48), 5);
         assert_eq!(pipelined_stages(48), 5);
-        assert_eq!((pipelined_items_per_thread(64), pipelined_stages(64)), (7, 3));
-        assert_eq!((pipelined_items_per_thread(72), pipelined_stages(72)), (5, 3));
-        assert_eq!((pipelined_items_per_thread(96), pipelined_stages(96)), (7, 2));
-        assert_eq!((pipelined_items_per_thread(128), pipelined_stages(128)), (5, 2));
-        assert_eq!((pipelined_items_per_thread(156), pipelined_stages(156)), (3, 2));
-        assert_eq!((pipelined_items_per_thread(160), pipelined_stages(160)), (5, 3));
+        assert_eq!(
+            (pipelined_items_per_thread(64), pipelined_stages(64)),
+            (7, 3)
+        );
+        assert_eq!(
+            (pipelined_items_per_thread(72), pipelined_stages(72)),
+            (5, 3)
+        );
+        assert_eq!(
+            (pipelined_items_per_thread(96), pipelined_stages(96)),
+            (7, 2)
+        );
+        assert_eq!(
+            (pipelined_items_per_thread(128), pipelined_stages(128)),
+            (5, 2)
+        );
+        assert_eq!(
+            (pipelined_items_per_thread(156), pipelined_stages(156)),
+            (3, 2)
+        );
+        assert_eq!(
+            (pipelined_items_per_thread(160), pipelined_stages(160)),
+            (5, 3)
+        );
         assert_eq!(pipelined_items_per_thread(256), 5);
         assert_eq!(pipelined_tile_items(256), 320);
         assert_eq!(pipelined_stages(256), 2);
         for size in (52..=256).step_by(4) {
             let items = pipelined_items_per_thread(size);
             let stages = pipelined_stages(size);
-            assert!(items >= 3 && (stages == 2 || (stages == 3 && items >= 5)), "{size}: {items} × {stages}");
+            assert!(
+                items >= 3 && (stages == 2 || (stages == 3 && items >= 5)),
+                "{size}: {items} × {stages}"
+            );
             // No longer tile would leave as many stages.
-            let longer = pipelined_tile_bytes(size) + 2 * 32 * pipelined_squad_warps(size) as usize * size;
-            assert!(stages * (longer + stage_bytes_besides_tile(size)) > PIPELINED_STAGE_BUDGET, "{size}");
+            let longer =
+                pipelined_tile_bytes(size) + 2 * 32 * pipelined_squad_warps(size) as usize * size;
+            assert!(
+                stages * (longer + stage_bytes_besides_tile(size)) > PIPELINED_STAGE_BUDGET,
+                "{size}"
+            );
         }
         assert!(!pipelined_segmented_supported(256));
         // The segmented pass's stages also hold 128 head masks and flags,

@@ -490,11 +490,11 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
 // Whether the store warp frees each stage as soon as its tile's store has
 // read it (FreeAtOnce in pipelined_store_warp) rather than when the next
 // tile's store is issued. Holding a stage through the next tile's rescan
-// costs up to a third of the pipeline where there are 3 stages (tiles of
-// about 48 KiB: elements of 52, 68 to 76, 100 to 128 and 200 to 260
-// bytes; 132 to 156 and 264 to 392 bytes have 2): freeing at once took
-// 72-byte affine maps from 76% to 93% of copy speed at 2^26 and 256-byte
-// ones from 41% to 44% (H100, the same call, BENCHMARKS.md). Over segment
+// costs up to a third of the pipeline where there are 3 stages or fewer
+// (every element over 48 bytes: kernels_gen::pipelined_items_per_thread):
+// freeing at once took 72-byte affine maps from 76% to 93% of copy speed
+// at 2^26 and 256-byte ones from 41% to 44% (H100, the same call, 3
+// stages of about 48 KiB then, BENCHMARKS.md). Over segment
 // offsets it took power-law lengths from 82% to 87% at 2^28. With 4 or 6
 // stages freeing at once moved 64- and 96-byte maps, `u32` sums, affine
 // maps and statistics by about a point either way, so those keep one
