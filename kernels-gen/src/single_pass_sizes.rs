@@ -360,30 +360,17 @@ mod tests {
         // items or more, else the longest 2 hold.
         assert_eq!(pipelined_items_per_thread(48), 5);
         assert_eq!(pipelined_stages(48), 5);
-        assert_eq!(
-            (pipelined_items_per_thread(64), pipelined_stages(64)),
-            (7, 3)
-        );
-        assert_eq!(
-            (pipelined_items_per_thread(72), pipelined_stages(72)),
-            (5, 3)
-        );
-        assert_eq!(
-            (pipelined_items_per_thread(96), pipelined_stages(96)),
-            (7, 2)
-        );
-        assert_eq!(
-            (pipelined_items_per_thread(128), pipelined_stages(128)),
-            (5, 2)
-        );
-        assert_eq!(
-            (pipelined_items_per_thread(156), pipelined_stages(156)),
-            (3, 2)
-        );
-        assert_eq!(
-            (pipelined_items_per_thread(160), pipelined_stages(160)),
-            (5, 3)
-        );
+        for (size, items, stages) in [
+            (64, 7, 3),
+            (72, 5, 3),
+            (96, 7, 2),
+            (128, 5, 2),
+            (156, 3, 2),
+            (160, 5, 3),
+        ] {
+            let shape = (pipelined_items_per_thread(size), pipelined_stages(size));
+            assert_eq!(shape, (items, stages), "{size}");
+        }
         assert_eq!(pipelined_items_per_thread(256), 5);
         assert_eq!(pipelined_tile_items(256), 320);
         assert_eq!(pipelined_stages(256), 2);
