@@ -3,7 +3,8 @@
 //! inclusive, exclusive and exclusive with init, forward and in reverse
 //! (`GPU_SUITE_DIRECTIONS` runs one), in both segmented strategies,
 //! through the three paths (pipelined, look-back single pass,
-//! reduce-then-scan), for sums and non-commutative operators.
+//! reduce-then-scan), for sums and non-commutative operators, up to
+//! 96-byte affine maps of vectors (`GPU_SUITE_OPS` runs some).
 //!
 //! Segment lengths: every element its own segment, one segment, geometric
 //! lengths of mean 7 and 1000, power-law lengths (a few segments of many
@@ -23,6 +24,8 @@
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
+#[path = "../examples/common/wide_ops.rs"]
+mod wide_ops;
 use common::gpu::*;
 use common::ops::*;
 use common::segmented_paths::*;
@@ -34,6 +37,21 @@ use gpu_scan::scan_runtime::DeviceOffsets;
 use gpu_scan::segmented::{self as cpu_segmented, FlagFormat, InvalidOffsets, Segments};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
+use wide_ops::{Wide64, Wide96};
+
+// The widest elements with more than one heads warp in the pipelined pass
+// (64 bytes: 2, with 3 stages of 7 items a thread) and with one (96 bytes:
+// 2 stages of 7 items), affine maps of vectors, bit for bit.
+impl Case for Wide64 {
+    fn random(rng: &mut Rng64) -> Wide64 {
+        Wide64::from_bits(rng.random())
+    }
+}
+impl Case for Wide96 {
+    fn random(rng: &mut Rng64) -> Wide96 {
+        Wide96::from_bits(rng.random())
+    }
+}
 
 /// How the offsets of a case are drawn.
 #[derive(Clone, Copy, Debug)]
@@ -123,6 +141,9 @@ fn cases<Op: ScanOp>(big: usize) -> Vec<(usize, Lengths)> {
 }
 
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
+    if !suite_runs_op(Op::NAME) {
+        return;
+    }
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x5555));
     let specs = named_specs(init, &suite_directions());
@@ -299,11 +320,14 @@ fn gpu_offsets_suite() {
     run_op::<Latest>(&stream, big, seed, &mut rows);
     run_op::<MaxF32>(&stream, big, seed, &mut rows);
     run_op::<Affine>(&stream, big / 4, seed, &mut rows);
+    run_op::<Wide64>(&stream, big / 16, seed, &mut rows);
+    run_op::<Wide96>(&stream, big / 24, seed, &mut rows);
     let failed = print_rows(&rows);
     println!(
-        "gpu_offsets: {} rows, {} passed, {failed} failed (seed {seed})",
+        "gpu_offsets: {} rows, {} passed, {failed} failed (seed {seed}{})",
         rows.len(),
-        rows.len() - failed
+        rows.len() - failed,
+        suite_ops_note()
     );
     assert_eq!(
         failed, 0,
