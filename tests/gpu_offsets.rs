@@ -24,8 +24,8 @@
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
-#[path = "../examples/common/wide_ops.rs"]
-mod wide_ops;
+#[path = "common/wide_cases.rs"]
+mod wide_cases;
 use common::gpu::*;
 use common::ops::*;
 use common::segmented_paths::*;
@@ -37,21 +37,7 @@ use gpu_scan::scan_runtime::DeviceOffsets;
 use gpu_scan::segmented::{self as cpu_segmented, FlagFormat, InvalidOffsets, Segments};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
-use wide_ops::{Wide64, Wide96};
-
-// The widest elements with more than one heads warp in the pipelined pass
-// (64 bytes: 2, with 3 stages of 7 items a thread) and with one (96 bytes:
-// 2 stages of 7 items), affine maps of vectors, bit for bit.
-impl Case for Wide64 {
-    fn random(rng: &mut Rng64) -> Wide64 {
-        Wide64::from_bits(rng.random())
-    }
-}
-impl Case for Wide96 {
-    fn random(rng: &mut Rng64) -> Wide96 {
-        Wide96::from_bits(rng.random())
-    }
-}
+use wide_cases::{Wide64, Wide96};
 
 /// How the offsets of a case are drawn.
 #[derive(Clone, Copy, Debug)]

@@ -16,35 +16,21 @@
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
-#[path = "../examples/common/wide_ops.rs"]
-mod wide_ops;
+#[path = "common/wide_cases.rs"]
+mod wide_cases;
 
 use common::gpu::*;
 use common::specs::named_specs;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
 use gpu_scan::scan_runtime::{DeviceSegments, ScanPath};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Instant;
-use wide_ops::*;
+use wide_cases::*;
 
 /// Elements after each output that must stay poisoned.
 const GUARD: usize = 7;
-
-macro_rules! random_cases {
-    ($($name:ident),*) => {$(
-        impl Case for $name {
-            fn random(rng: &mut Rng64) -> $name {
-                $name::from_bits(rng.random())
-            }
-        }
-    )*};
-}
-random_cases!(
-    Wide16, Wide24, Wide32, Wide48, Wide64, Wide72, Wide96, Wide128, Wide256, Bytes41, Bytes109,
-    Half122
-);
 
 /// Lengths at every boundary of `Op`'s tilings, the longest about 16 MiB.
 fn lengths<Op: ScanOp>() -> Vec<usize> {

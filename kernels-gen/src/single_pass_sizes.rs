@@ -156,18 +156,14 @@ const fn odd_at_most(n: usize) -> u32 {
 /// The most items per thread, odd, with which `stages` stages of elements
 /// of `element_size` bytes fit `PIPELINED_STAGE_BUDGET` (0 if none do).
 const fn longest_tile_items(element_size: usize, stages: usize) -> u32 {
-    let per_stage = PIPELINED_STAGE_BUDGET / stages;
-    let fixed = stage_bytes_besides_tile(element_size);
-    if per_stage <= fixed {
-        return 0;
-    }
     // Tiles round up to 128 bytes: count a whole 128 more.
-    let room = per_stage - fixed;
-    let per_item = 32 * pipelined_squad_warps(element_size) as usize * element_size;
-    if room < 128 {
+    let fixed = stage_bytes_besides_tile(element_size) + 128;
+    let per_stage = PIPELINED_STAGE_BUDGET / stages;
+    if per_stage < fixed {
         return 0;
     }
-    odd_at_most((room - 128) / per_item)
+    let per_item = 32 * pipelined_squad_warps(element_size) as usize * element_size;
+    odd_at_most((per_stage - fixed) / per_item)
 }
 
 /// Elements per tile of the pipelined single pass.
