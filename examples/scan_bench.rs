@@ -707,6 +707,15 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
     }
 }
 
+/// The mean lengths the offsets crossover times (0: power law), or those
+/// `SCAN_BENCH_OFFSETS_MEANS=0,2,1024` lists.
+fn offsets_means() -> Vec<u32> {
+    std::env::var("SCAN_BENCH_OFFSETS_MEANS").map_or(
+        vec![0, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096],
+        |v| v.split(',').filter_map(|m| m.trim().parse().ok()).collect(),
+    )
+}
+
 /// Where segments by offsets should leave the pipelined pass for the
 /// look-back single pass (`ScanPath::Auto` switches below a mean length of
 /// 6): `u32` sums at 2^26 and 2^28 (`SCAN_BENCH_OFFSETS_LOG2=26`: one of
@@ -715,7 +724,8 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
 /// timed and checked against the CPU. Beside them, the same heads as
 /// packed bit flags on both paths: what the scan costs when nothing has to
 /// find the heads, so that what finding them from offsets costs shows.
-/// `SCAN_BENCH_OFFSETS_SWEEP=1` runs this alone.
+/// `SCAN_BENCH_OFFSETS_SWEEP=1` runs this alone; `SCAN_BENCH_OFFSETS_MEANS`
+/// picks the means ([`offsets_means`]).
 fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
     println!(
         "\nscan_bench: offsets crossover, u32 sum by u32 offsets and by the same heads in bit flags (ms, % of a copy of the values; Auto picks the single pass below mean 6; mean 0: power law)"
@@ -752,9 +762,7 @@ fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
         };
         let mut output = stream.alloc_zeros::<u32>(n).unwrap();
         let mut scanner = timing::bench_scanner::<SumU32>(stream);
-        for mean in [
-            0u32, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096,
-        ] {
+        for mean in offsets_means() {
             let offsets = if mean == 0 {
                 power_law_offsets(SEED + 8, n)
             } else {

@@ -183,35 +183,44 @@ __device__ __forceinline__ void or_head_bit(Distance distance, int valid, unsign
 }
 
 // One 16-byte chunk of offsets (4 of 32 bits or 2 of 64, ascending) into
-// a tile's head bits: the bit of each one within [base, base + valid),
-// gathered per 32-bit word so that a word takes one shared-memory atomic
-// per chunk, not one per offset (dense heads put many offsets in a word).
-// The heads warps' instructions slow the whole block: a branch-free
-// version (the bits of the first two words gathered by selects) ran
-// power-law lengths at 72.5% of copy speed against 77.2% (H200, 2^28).
+// a tile's head bits: the bit of each one within [base, base + valid), one
+// shared-memory atomic each, straight-line code. An offset outside the
+// tile ORs nothing into `spare` (the lane's own word) instead of skipping
+// its atomic: ptxas puts a branch and a convergence barrier around an
+// atomic under an `if`, even a predicated `red`. The heads warps'
+// instructions slow the whole block: a lane's loop over 8 chunks of
+// 32-bit offsets is 356 instructions (sm_90), against 597 with 56
+// convergence barriers when each chunk's bits were first merged per word
+// (one atomic per word, the lanes diverging where words change). Power-law
+// lengths went from 90.3% to 95.6% of copy speed, mean length 2 from 52%
+// to 74% (H100, 2^28, BENCHMARKS.md).
 // Distance: the type distances from the tile are computed in, 32 bits
 // where offsets of 32 bits meet a tile below 2^32 (warp_offsets_words).
 template <class Offset, class Distance>
-__device__ __forceinline__ void or_chunk_heads(const uint4& chunk, Distance base, int valid, unsigned* words) {
+__device__ __forceinline__ void or_chunk_heads(const uint4& chunk, Distance base, int valid, unsigned* words, unsigned* spare) {
   constexpr int per_chunk = 16 / sizeof(Offset);
   Offset at[per_chunk];
   memcpy(at, &chunk, 16);
-  unsigned word = 0, bits = 0;
 #pragma unroll
   for (int j = 0; j < per_chunk; ++j) {
     // Offsets before the tile wrap around to large distances.
     const Distance distance = (Distance)at[j] - base;
-    if (distance < (Distance)valid) {
-      const unsigned w = (unsigned)(distance >> 5);
-      if (bits != 0u && w != word) {
-        atomicOr(words + word, bits);
-        bits = 0u;
-      }
-      word = w;
-      bits |= 1u << (unsigned)(distance & 31u);
-    }
+    const bool in_tile = distance < (Distance)valid;
+    atomicOr(in_tile ? words + (unsigned)(distance >> 5) : spare, in_tile ? 1u << (unsigned)(distance & 31u) : 0u);
   }
-  if (bits != 0u) atomicOr(words + word, bits);
+}
+
+// A 16-byte chunk of offsets that sets no head bit of the tile at `base`:
+// every offset base - 1, whose distance wraps around to the largest.
+template <class Offset>
+__device__ __forceinline__ uint4 no_heads_chunk(unsigned long long base) {
+  constexpr int per_chunk = 16 / sizeof(Offset);
+  Offset at[per_chunk];
+#pragma unroll
+  for (int j = 0; j < per_chunk; ++j) at[j] = (Offset)(base - 1ull);
+  uint4 chunk;
+  memcpy(&chunk, at, 16);
+  return chunk;
 }
 
 // Offsets [lo, hi) of a 16-byte aligned array into a tile's head bits, by
@@ -219,28 +228,30 @@ __device__ __forceinline__ void or_chunk_heads(const uint4& chunk, Distance base
 // each lane `group` chunks in flight at once (8 × 32 lanes: 1,024 offsets
 // of 32 bits), then the few offsets after the last whole chunk one by
 // one. A chunk's offsets before `lo` lie before the tile (the index says
-// so); none past `hi` is read, so no read leaves the array. (16 chunks a
-// lane ran dense offsets faster but means of 16 to 1024 slower, 79-89% of
-// copy speed against 85-92%; 4 chunks ran power-law lengths at 73.5%
-// against 77%: H200, 2^28.)
+// so); none past `hi` is read, so no read leaves the array. (With the
+// per-word merge of or_chunk_heads' earlier version, 16 chunks a lane ran
+// dense offsets faster but means of 16 to 1024 slower, 79-89% of copy
+// speed against 85-92%; 4 chunks ran power-law lengths at 73.5% against
+// 77%: H200, 2^28.)
 template <class Offset, class Distance>
 __device__ __forceinline__ void warp_offsets_chunks(const Offset* offsets, unsigned long long lo, unsigned long long hi, Distance base, int valid,
-                                                    unsigned* words) {
+                                                    unsigned* words, unsigned* spare) {
   constexpr unsigned long long per_chunk = 16 / sizeof(Offset);
   constexpr int group = 8;
   const unsigned lane = threadIdx.x & 31u;
   const uint4* chunks = reinterpret_cast<const uint4*>(offsets);
   const unsigned long long whole = hi / per_chunk;  // chunks [lo / per_chunk, whole) are whole and below hi
+  const uint4 none = no_heads_chunk<Offset>((unsigned long long)base);
   for (unsigned long long c = lo / per_chunk + lane; c < whole; c += 32ull * group) {
+    // Chunks past `whole` set nothing, without a branch around them.
     uint4 chunk[group];
 #pragma unroll
     for (int g = 0; g < group; ++g) {
+      chunk[g] = none;
       if (c + 32ull * g < whole) chunk[g] = __ldg(chunks + c + 32ull * g);
     }
 #pragma unroll
-    for (int g = 0; g < group; ++g) {
-      if (c + 32ull * g < whole) or_chunk_heads<Offset, Distance>(chunk[g], base, valid, words);
-    }
+    for (int g = 0; g < group; ++g) or_chunk_heads<Offset, Distance>(chunk[g], base, valid, words, spare);
   }
   const unsigned long long tail = whole * per_chunk > lo ? whole * per_chunk : lo;
   if (tail + lane < hi) {
@@ -275,16 +286,19 @@ __device__ __forceinline__ void warp_offsets_words(const scan_offsets& o, unsign
   const unsigned long long hi = __shfl_sync(0xffffffffu, bound, 1);
   __syncwarp();  // the zeros before any bit
   if (hi - lo <= 64ull * (unsigned long long)word_count) {
+    // The word each lane ORs nothing into where an offset lies outside
+    // the tile (or_chunk_heads): the lanes' own, in different banks.
+    unsigned* const spare = words + lane % (unsigned)word_count;
     if ((reinterpret_cast<unsigned long long>(o.offsets) & 15ull) == 0ull) {
       if (o.width == 4 && end <= (1ull << 32)) {
         // An offset of 32 bits below the tile is below it by less than
         // 2^32 - valid (the tile ends by 2^32): its 32-bit distance wraps
         // to valid or more, as the 64-bit one does. Half the instructions.
-        warp_offsets_chunks<unsigned, unsigned>(static_cast<const unsigned*>(o.offsets), lo, hi, (unsigned)base, valid, words);
+        warp_offsets_chunks<unsigned, unsigned>(static_cast<const unsigned*>(o.offsets), lo, hi, (unsigned)base, valid, words, spare);
       } else if (o.width == 4) {
-        warp_offsets_chunks<unsigned, unsigned long long>(static_cast<const unsigned*>(o.offsets), lo, hi, base, valid, words);
+        warp_offsets_chunks<unsigned, unsigned long long>(static_cast<const unsigned*>(o.offsets), lo, hi, base, valid, words, spare);
       } else {
-        warp_offsets_chunks<unsigned long long, unsigned long long>(static_cast<const unsigned long long*>(o.offsets), lo, hi, base, valid, words);
+        warp_offsets_chunks<unsigned long long, unsigned long long>(static_cast<const unsigned long long*>(o.offsets), lo, hi, base, valid, words, spare);
       }
     } else {
 #pragma unroll 4
