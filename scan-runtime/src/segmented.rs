@@ -599,6 +599,10 @@ where
 /// 2,000 to 4,000 offsets; the pipelined pass from mean 8 (70.1-74.7%
 /// against 65.6-66.3%), by far from mean 32 (89-91% against 68-69%), and
 /// on power-law lengths (mean 14.8: 73.5-77.2% against 63.8-65.8%).
+/// Since `e9979d2` (heads warps without branches) the pipelined pass is the
+/// faster one on an H100 at every mean measured, 1 included (mean 2: 72.6-74.0%
+/// against 69.3-69.5%; mean 4: 86.7-87.5% against 77.5-78.3%); this stays
+/// until the H200 is measured again.
 const DENSE_OFFSETS_MEAN_LENGTH: usize = 6;
 
 /// Rows of a power-of-two length up to this many elements of at most 4
