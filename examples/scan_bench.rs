@@ -707,13 +707,19 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
     }
 }
 
-/// The mean lengths the offsets crossover times (0: power law), or those
-/// `SCAN_BENCH_OFFSETS_MEANS=0,2,1024` lists.
-fn offsets_means() -> Vec<u32> {
-    std::env::var("SCAN_BENCH_OFFSETS_MEANS").map_or(
-        vec![0, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096],
-        |v| v.split(',').filter_map(|m| m.trim().parse().ok()).collect(),
-    )
+/// The numbers the environment variable `name` lists, comma-separated
+/// (`SCAN_BENCH_LOG2=24,28`), or `default` where it is unset. An entry
+/// that is not a number stops the run, naming the variable.
+fn env_numbers(name: &str, default: &[u32]) -> Vec<u32> {
+    std::env::var(name).map_or(default.to_vec(), |v| {
+        v.split(',')
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{name}: comma-separated numbers, not {v:?}"))
+            })
+            .collect()
+    })
 }
 
 /// Where segments by offsets should leave the pipelined pass for the
@@ -725,7 +731,7 @@ fn offsets_means() -> Vec<u32> {
 /// packed bit flags on both paths: what the scan costs when nothing has to
 /// find the heads, so that what finding them from offsets costs shows.
 /// `SCAN_BENCH_OFFSETS_SWEEP=1` runs this alone; `SCAN_BENCH_OFFSETS_MEANS`
-/// picks the means ([`offsets_means`]).
+/// picks the means.
 fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
     println!(
         "\nscan_bench: offsets crossover, u32 sum by u32 offsets and by the same heads in bit flags (ms, % of a copy of the values; Auto picks the single pass below mean 6; mean 0: power law)"
@@ -744,10 +750,7 @@ fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
         "bits 1p",
         "%copy"
     );
-    let sizes: Vec<u32> = std::env::var("SCAN_BENCH_OFFSETS_LOG2")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(vec![26, 28], |log_n| vec![log_n]);
+    let sizes = env_numbers("SCAN_BENCH_OFFSETS_LOG2", &[26, 28]);
     let mut all_ok = true;
     for log_n in sizes {
         let n = 1usize << log_n;
@@ -762,7 +765,12 @@ fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
         };
         let mut output = stream.alloc_zeros::<u32>(n).unwrap();
         let mut scanner = timing::bench_scanner::<SumU32>(stream);
-        for mean in offsets_means() {
+        // SCAN_BENCH_OFFSETS_MEANS=0,2,1024: these means only.
+        let means = env_numbers(
+            "SCAN_BENCH_OFFSETS_MEANS",
+            &[0, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 4096],
+        );
+        for mean in means {
             let offsets = if mean == 0 {
                 power_law_offsets(SEED + 8, n)
             } else {
@@ -1501,15 +1509,7 @@ fn main() {
     print_header();
     let mut rows = Vec::new();
     // SCAN_BENCH_LOG2=16,20: the main table at these sizes only.
-    let sizes: Vec<u32> = std::env::var("SCAN_BENCH_LOG2").map_or(vec![16, 20, 24, 28], |v| {
-        v.split(',')
-            .map(|s| {
-                s.trim()
-                    .parse()
-                    .expect("SCAN_BENCH_LOG2: comma-separated log2 sizes")
-            })
-            .collect()
-    });
+    let sizes = env_numbers("SCAN_BENCH_LOG2", &[16, 20, 24, 28]);
     for log_n in sizes {
         for row in [
             bench::<SumU32>(&stream, cub_dir, log_n),

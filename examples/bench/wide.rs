@@ -7,7 +7,7 @@
 //! same operators and inputs). Each size runs at 2^24 elements and at the
 //! largest power of two up to 2^28 whose buffers fit 8 GiB each.
 
-use super::{bench, input_of, print_header, print_row, timing, Case, Row};
+use super::{bench, env_numbers, input_of, print_header, print_row, timing, Case, Row};
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::ScanPath;
@@ -92,9 +92,7 @@ pub fn sweep(stream: &Arc<CudaStream>, cub_dir: Option<&str>) -> Vec<Row> {
         )*};
     }
     // SCAN_BENCH_WIDE_LOG2=24 narrows the lengths.
-    let lengths: Vec<u32> = std::env::var("SCAN_BENCH_WIDE_LOG2").map_or(vec![24, 26], |v| {
-        v.split(',').filter_map(|l| l.parse().ok()).collect()
-    });
+    let lengths = env_numbers("SCAN_BENCH_WIDE_LOG2", &[24, 26]);
     for log_n in lengths {
         by_path!(
             log_n;
