@@ -734,7 +734,7 @@ fn env_numbers(name: &str, default: &[u32]) -> Vec<u32> {
 /// picks the means.
 fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
     println!(
-        "\nscan_bench: offsets crossover, u32 sum by u32 offsets and by the same heads in bit flags (ms, % of a copy of the values; Auto picks the single pass below mean 6; mean 0: power law)"
+        "\nscan_bench: offsets crossover, u32 sum by u32 offsets and by the same heads in bit flags (ms, % of a copy of the values; Auto takes the pipelined pass at every mean; mean 0: power law)"
     );
     println!(
         "{:<5} {:>6} {:>10} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}  output",

@@ -464,20 +464,16 @@ where
         }
         let pipelined_abi =
             KernelAbi::segmented(SegmentedKernel::Pipelined { inclusive, source }, strategy);
-        // Offsets of very short segments (on average), and keys, take the
-        // look-back pass unless the pipelined one is asked for: finding a
-        // tile's heads is latency (loads issued when the tile's turn comes,
-        // not ahead with its elements) that the pipelined pass's blocks
-        // wait out tile after tile, where the look-back pass's many
-        // resident blocks hide it; over offsets the pipelined pass's heads
-        // warps keep up unless a tile holds thousands of them (see
-        // DENSE_OFFSETS_MEAN_LENGTH for where the passes cross; keys
-        // measured in BENCHMARKS.md). So do short rows of a power-of-two
-        // length (LOOK_BACK_ROWS_MAX).
+        // Keys take the look-back pass unless the pipelined one is asked
+        // for: finding a tile's heads is latency (loads issued when the
+        // tile's turn comes, not ahead with its elements) that the
+        // pipelined pass's blocks wait out tile after tile, where the
+        // look-back pass's many resident blocks hide it (BENCHMARKS.md).
+        // So do short rows of a power-of-two length (LOOK_BACK_ROWS_MAX).
+        // Offsets take the pipelined pass whatever their lengths: its heads
+        // warps keep it ahead of the look-back pass at every mean length
+        // measured, one included (BENCHMARKS.md, "Issue 15 on the H200").
         let look_back_faster = match segments {
-            DeviceSegments::Offsets(offsets) => {
-                n < DENSE_OFFSETS_MEAN_LENGTH.saturating_mul(offsets.count())
-            }
             DeviceSegments::Keys(_) => true,
             DeviceSegments::Rows { row_length } => {
                 look_back_rows(*row_length, std::mem::size_of::<Op::Element>())
@@ -588,22 +584,6 @@ where
         unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }
     }
 }
-
-/// Segments given by offsets shorter than this on average take the
-/// look-back single pass on [`ScanPath::Auto`], not the pipelined one.
-/// Measured on the H200 (`scan_bench` with `SCAN_BENCH_OFFSETS_SWEEP=1`,
-/// `u32` sums at 2^28, heads with probability 1/mean, three runs) since the
-/// pipelined pass's three heads warps read each tile's offsets 16 bytes a
-/// lane: the look-back pass is faster at mean 4 (62.4-63.4% of a copy
-/// against 52.6-58.3%) and 2 (55% against 38-43%), where a tile holds
-/// 2,000 to 4,000 offsets; the pipelined pass from mean 8 (70.1-74.7%
-/// against 65.6-66.3%), by far from mean 32 (89-91% against 68-69%), and
-/// on power-law lengths (mean 14.8: 73.5-77.2% against 63.8-65.8%).
-/// Since `e9979d2` (heads warps without branches) the pipelined pass is the
-/// faster one on an H100 at every mean measured, 1 included (mean 2: 72.6-74.0%
-/// against 69.3-69.5%; mean 4: 86.7-87.5% against 77.5-78.3%); this stays
-/// until the H200 is measured again.
-const DENSE_OFFSETS_MEAN_LENGTH: usize = 6;
 
 /// Rows of a power-of-two length up to this many elements of at most 4
 /// bytes take the look-back single pass on [`ScanPath::Auto`], not the
