@@ -24,9 +24,9 @@ use crate::params::{
 use crate::single_pass_sizes::{
     pipelined_block_threads, pipelined_flag_bits_bytes, pipelined_heads_warps,
     pipelined_items_per_thread, pipelined_looks_back, pipelined_offsets_block_threads,
-    pipelined_segmented_shared_bytes, pipelined_segmented_stages, pipelined_shared_bytes,
-    pipelined_squad_warps, pipelined_stages, pipelined_supported, pipelined_tile_bytes,
-    tile_status_bytes, tile_status_stride,
+    pipelined_run_stride, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
+    pipelined_shared_bytes, pipelined_squad_warps, pipelined_stages, pipelined_supported,
+    pipelined_tile_bytes, tile_status_bytes, tile_status_stride,
 };
 use crate::{abi::KernelAbi, Arch};
 use std::fmt::Write;
@@ -69,6 +69,10 @@ pub struct Layout {
     pub pipelined_squad_warps: u32,
     /// Elements per squad thread of a pipelined tile.
     pub pipelined_items_per_thread: u32,
+    /// Bytes from one squad thread's run of items in a pipelined stage to
+    /// the next one's ([`pipelined_run_stride`]: padded apart at multiples
+    /// of 128 bytes).
+    pub pipelined_run_stride: usize,
     /// Bytes of a pipelined stage's tile (128-byte multiple).
     pub pipelined_tile_bytes: usize,
     /// Bytes of a pipelined tile's head flags as bits (16-byte multiple).
@@ -112,6 +116,7 @@ impl Layout {
             pipelined_heads_warps: pipelined_heads_warps(element_size),
             pipelined_squad_warps: pipelined_squad_warps(element_size),
             pipelined_items_per_thread: pipelined_items_per_thread(element_size),
+            pipelined_run_stride: pipelined_run_stride(element_size),
             pipelined_tile_bytes: pipelined_tile_bytes(element_size),
             pipelined_flag_bits_bytes: pipelined_flag_bits_bytes(element_size),
             pipelined_look_back: pipelined_looks_back(element_size),
@@ -184,7 +189,7 @@ impl Layout {
              struct {} {{\n",
             layout_struct(op_name)
         );
-        let ints: [(&str, usize); 18] = [
+        let ints: [(&str, usize); 19] = [
             ("element_size", self.element_size),
             ("block_threads", self.block_threads as usize),
             ("items_per_thread", self.items_per_thread as usize),
@@ -212,6 +217,7 @@ impl Layout {
                 "pipelined_items_per_thread",
                 self.pipelined_items_per_thread as usize,
             ),
+            ("pipelined_run_stride", self.pipelined_run_stride),
             ("pipelined_tile_bytes", self.pipelined_tile_bytes),
             ("pipelined_flag_bits_bytes", self.pipelined_flag_bits_bytes),
             ("pipelined_stages", self.pipelined_stages),
@@ -268,10 +274,11 @@ mod tests {
             "packed_element = false;",
             "column_one_block_per_sm = false;",
             "pipelined_look_back = false;",
+            "pipelined_run_stride = 252u;",
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 21);
+        assert_eq!(text.matches("static constexpr").count(), 22);
         let bytes = Layout::new(201, 201, 128, 1).cuda_declaration("op");
         assert!(bytes.contains("packed_element = true;"), "{bytes}");
         assert!(bytes.contains("column_one_block_per_sm = true;"), "{bytes}");

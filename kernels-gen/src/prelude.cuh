@@ -773,15 +773,18 @@ __device__ __forceinline__ void scan_bulk_load(void* shared, const void* global,
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                : : "r"(scan_shared_address(shared)), "l"(global), "r"(bytes), "r"(scan_shared_address(barrier)) : "memory");
 }
+// A store joins this thread's open bulk group; scan_bulk_commit closes it.
 __device__ __forceinline__ void scan_bulk_store(void* global, const void* shared, unsigned bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" : : "l"(global), "r"(scan_shared_address(shared)), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.commit_group;" : : : "memory");
 }
-// Waits until at most the newest bulk store group still reads shared memory.
+__device__ __forceinline__ void scan_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" : : : "memory"); }
+// Waits until at most this thread's newest bulk store group still reads
+// shared memory.
 __device__ __forceinline__ void scan_bulk_wait_read_all_but_newest() { asm volatile("cp.async.bulk.wait_group.read 1;" : : : "memory"); }
-// Waits until no bulk store group reads shared memory any more.
+// Waits until none of this thread's bulk store groups reads shared memory
+// any more.
 __device__ __forceinline__ void scan_bulk_wait_read_all() { asm volatile("cp.async.bulk.wait_group.read 0;" : : : "memory"); }
-// Waits until every bulk store has been written.
+// Waits until every bulk store of this thread has been written.
 __device__ __forceinline__ void scan_bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" : : : "memory"); }
 // Makes this thread's ordinary shared-memory writes visible to bulk copies.
 __device__ __forceinline__ void scan_fence_shared_for_bulk() { asm volatile("fence.proxy.async.shared::cta;" : : : "memory"); }

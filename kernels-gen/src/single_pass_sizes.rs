@@ -162,8 +162,13 @@ const fn longest_tile_items(element_size: usize, stages: usize) -> u32 {
     if per_stage < fixed {
         return 0;
     }
-    let per_item = 32 * pipelined_squad_warps(element_size) as usize * element_size;
-    odd_at_most((per_stage - fixed) / per_item)
+    let threads = 32 * pipelined_squad_warps(element_size) as usize;
+    let per_thread = (per_stage - fixed) / threads;
+    let padding = pipelined_run_padding(element_size);
+    if per_thread < padding {
+        return 0;
+    }
+    odd_at_most((per_thread - padding) / element_size)
 }
 
 /// Elements per tile of the pipelined single pass.
@@ -175,10 +180,45 @@ const fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
 }
 
-/// Bytes of a pipelined stage's tile: a 128-byte multiple, so that every
-/// stage's tile starts where bulk copies want it.
+/// Bytes of padding after each squad thread's run of items in a pipelined
+/// stage: 16 for elements of a multiple of 128 bytes in squads of 2 warps
+/// (past [`PIPELINED_FULL_SQUAD_MAX`] bytes: 256), 0 for others.
+///
+/// Such an element starts in bank 0 wherever it lies, so the 8 threads of
+/// a quarter warp reading the same 16-byte chunk of their own items would
+/// all hit one bank group (8-way conflicts). With 16 bytes after each run,
+/// thread t's runs start t chunks further along the banks, and a thread
+/// reads its items in order, without the rotation and barrel shifter of
+/// selects that unpadded runs need (39% of the 256-byte kernel's
+/// instructions: BENCHMARKS.md). The price is a bulk copy per run instead
+/// of one per tile, each way, issued by all the producer's and store
+/// warp's lanes. Measured on the H200 (`scan_bench` `SCAN_BENCH_WIDE=1`,
+/// alternating with the unpadded kernels in one call): 256 bytes, 64 runs
+/// a tile, went from 37.4% to 41.2% of copy; 128 bytes, whose squads of 4
+/// warps make 128 runs, fell from 66.7% to 49.1%, so it keeps its rotated
+/// chunks.
+pub const fn pipelined_run_padding(element_size: usize) -> usize {
+    if element_size > PIPELINED_FULL_SQUAD_MAX && element_size % 128 == 0 {
+        16
+    } else {
+        0
+    }
+}
+/// Bytes from one squad thread's run of items in a pipelined stage to the
+/// next thread's: its items and [`pipelined_run_padding`]. The layout's
+/// `pipelined_run_stride`.
+pub const fn pipelined_run_stride(element_size: usize) -> usize {
+    pipelined_items_per_thread(element_size) as usize * element_size
+        + pipelined_run_padding(element_size)
+}
+/// Bytes of a pipelined stage's tile: the squad threads' runs
+/// ([`pipelined_run_stride`]), a 128-byte multiple, so that every stage's
+/// tile starts where bulk copies want it.
 pub const fn pipelined_tile_bytes(element_size: usize) -> usize {
-    round_up(pipelined_tile_items(element_size) * element_size, 128)
+    round_up(
+        32 * pipelined_squad_warps(element_size) as usize * pipelined_run_stride(element_size),
+        128,
+    )
 }
 
 /// Shared-memory bytes of one pipeline stage: the tile, then the reduce
@@ -378,14 +418,29 @@ mod tests {
                 "{size}: {items} × {stages}"
             );
             // No longer tile would leave as many stages.
-            let longer =
-                pipelined_tile_bytes(size) + 2 * 32 * pipelined_squad_warps(size) as usize * size;
+            let longer = pipelined_tile_bytes(size)
+                + 2 * 32 * pipelined_squad_warps(size) as usize * size
+                + 128;
             assert!(
                 stages * (longer + stage_bytes_besides_tile(size)) > PIPELINED_STAGE_BUDGET,
                 "{size}"
             );
         }
         assert!(!pipelined_segmented_supported(256));
+        // Runs padded by 16 bytes at 256 bytes only (of the sizes up to 256).
+        assert_eq!(pipelined_run_stride(256), 5 * 256 + 16);
+        assert_eq!(pipelined_tile_bytes(256), 64 * (5 * 256 + 16));
+        assert_eq!(pipelined_run_stride(128), 5 * 128);
+        assert_eq!(pipelined_tile_bytes(128), 128 * 5 * 128);
+        assert_eq!(
+            pipelined_run_stride(124),
+            pipelined_items_per_thread(124) as usize * 124
+        );
+        for size in (4..=256).step_by(4) {
+            let items = pipelined_items_per_thread(size) as usize;
+            let padded = pipelined_run_stride(size) == items * size + 16;
+            assert_eq!(padded, size == 256, "{size}");
+        }
         // The segmented pass's stages also hold 128 head masks and flags,
         // and the tile's head bits (1008 bytes for 4-byte elements), in a
         // larger budget that keeps 6 stages from 4 to 12 bytes.

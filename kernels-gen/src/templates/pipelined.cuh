@@ -3,8 +3,9 @@
 // for its predecessors stalls the loads behind it (after CCCL's
 // warp-specialized "decoupled lookahead" scan). Blocks are persistent, one
 // per SM (the stages fill its shared memory), and their warps take roles:
-//   producer   loads a tile into each stage as it frees, with one bulk copy
-//              (TMA), taking its index from the counter; with segments it
+//   producer   loads a tile into each stage as it frees, with bulk copies
+//              (TMA: one a tile, or one a run: stage_runs), taking its
+//              index from the counter; with segments it
 //              takes the next index as soon as the load is issued, so that
 //              the index is known a round ahead and its round trip stays
 //              off the stages' critical path;
@@ -18,7 +19,7 @@
 //              back from the tile to the nearest published inclusive
 //              prefix and, once the tile is reduced, publishes the tile's;
 //   rescan     (4 warps) rescans the tile in shared memory behind its prefix;
-//   store      writes the tile back with one bulk copy and frees its stage;
+//   store      writes the tile back with bulk copies and frees its stage;
 //   heads      over segment offsets (Shape<Op>::pipelined_heads_warps
 //              warps, taking the tiles in turn), finds the tile's heads
 //              from them into the stage's head bits as the tile loads, so
@@ -105,17 +106,17 @@ constexpr bool heads_warp_finds_heads() {
   }
 }
 
-// How the squads move their items between a stage and registers. Elements
-// of a multiple of 128 bytes all start in bank 0, so a warp's threads
-// reading the same 16-byte chunk of their own items at once hit the same
-// bank group: 8-way conflicts on every 16-byte load (for 128-byte elements
-// 6 times the ideal shared-memory wavefronts, the shared-memory pipe 75%
-// busy and DRAM 32%: `ncu` on an H100, BENCHMARKS.md). Such elements move
-// in 16-byte chunks in rotated order instead: thread t starts at chunk
-// t mod 8, so at every step a quarter warp's 8 threads touch 8 distinct
-// bank groups, and a barrel shifter of selects (3 stages) puts the chunks
-// in order in registers. (Padding the tile apart instead needs a bulk copy
-// per thread's run, which cost more than the conflicts: BENCHMARKS.md.)
+// How the squads move their items and lane totals between a stage and
+// registers. Elements of a multiple of 128 bytes all start in bank 0, so a
+// warp's threads reading the same 16-byte chunk of their own items at once
+// hit the same bank group: 8-way conflicts on every 16-byte load (for
+// 128-byte elements 6 times the ideal shared-memory wavefronts, the
+// shared-memory pipe 75% busy and DRAM 32%: `ncu` on an H100,
+// BENCHMARKS.md). Such elements move in 16-byte chunks in rotated order
+// instead: thread t starts at chunk t mod 8, so at every step a quarter
+// warp's 8 threads touch 8 distinct bank groups, and a barrel shifter of
+// selects (3 stages) puts the chunks in order in registers. (Where the
+// squads' runs of items are padded apart, stage_runs, items need neither.)
 template <class T>
 struct rotated_chunks {
   static constexpr bool value = sizeof(T) % 128 == 0;
@@ -158,24 +159,90 @@ struct rotated_chunks {
 };
 
 // A squad thread's reference to an element of a stage (an item or a lane
-// total): reads and writes it whole, or in rotated chunks where
-// rotated_chunks says so, starting at chunk `r` (the thread's index mod 8).
-template <class T>
+// total): reads and writes it whole, or in rotated chunks where Rotate
+// (rotated_chunks says which elements; items in padded runs need not:
+// stage_runs) starting at chunk `r` (the thread's index mod 8).
+template <class T, bool Rotate = rotated_chunks<T>::value>
 struct stage_element {
   T* at;
   unsigned r;
   __device__ __forceinline__ operator T() const {
-    if constexpr (rotated_chunks<T>::value) {
+    if constexpr (Rotate) {
       return rotated_chunks<T>::load(at, r);
     } else {
       return *at;
     }
   }
   __device__ __forceinline__ void operator=(const T& value) const {
-    if constexpr (rotated_chunks<T>::value) {
+    if constexpr (Rotate) {
       rotated_chunks<T>::store(at, value, r);
     } else {
       *at = value;
+    }
+  }
+};
+
+// Where a tile's elements lie in a stage: in the squad threads' runs of
+// Shape<Op>::pipelined_items_per_thread consecutive elements, one run every
+// Shape<Op>::pipelined_run_stride bytes. Where the layout pads them apart
+// by 16 bytes (kernels_gen::pipelined_run_padding: 256-byte elements),
+// thread t's run starts t chunks further along the banks, so a quarter
+// warp's threads reading the same chunk of their own items hit 8 distinct
+// bank groups, and every thread reads its items in order, without the
+// rotation. Other runs are contiguous, the tile one array. The bulk copies
+// move a run each where runs are padded, else the whole tile in one.
+template <class Op>
+struct stage_runs {
+  typedef typename Op::T T;
+  static constexpr int items = Shape<Op>::pipelined_items_per_thread;
+  static constexpr int runs = Shape<Op>::pipelined_squad_threads;
+  static constexpr unsigned stride = Shape<Op>::pipelined_run_stride;
+  static constexpr bool padded = stride != items * sizeof(T);
+  static_assert(stride >= items * sizeof(T) && (!padded || stride % 16 == 0), "runs hold their items; padded ones start at 16-byte boundaries");
+  static_assert(runs * stride <= Shape<Op>::pipelined_tile_bytes, "the runs fit the stage's tile");
+  // The first element of run `run`.
+  static __device__ __forceinline__ T* run(T* tile, int run) { return (T*)((unsigned char*)tile + run * stride); }
+  // Stage element e: the tile's element e in memory order.
+  static __device__ __forceinline__ T* element(T* tile, int e) {
+    if constexpr (padded) {
+      return run(tile, e / items) + e % items;
+    } else {
+      return tile + e;
+    }
+  }
+  // Squad thread t's item i, in scan order. In reverse (mirrored_memory)
+  // scan tile t is the input's tile tiles-1-t and its item k the stage's
+  // element items_per_tile-1-k, mirrored about the whole stage, not the
+  // valid elements: a tail tile's identity padding (stage elements valid
+  // and up) then comes first in scan order, in front of the real items,
+  // where it changes nothing, and the squads index every tile alike. So
+  // thread t scans run runs-1-t, from its last element to its first.
+  static __device__ __forceinline__ T* item(T* tile, int t, int i) {
+    if constexpr (padded) {
+      return mirrored_memory<Op>::value ? run(tile, runs - 1 - t) + (items - 1 - i) : run(tile, t) + i;
+    } else {
+      const int k = t * items + i;
+      return tile + (mirrored_memory<Op>::value ? runs * items - 1 - k : k);
+    }
+  }
+  // A reference to squad thread t's item i (stage_element: rotated where
+  // the element asks for it and the runs are not padded).
+  static __device__ __forceinline__ stage_element<T, rotated_chunks<T>::value && !padded> item_ref(T* tile, int t, int i) {
+    return {item(tile, t, i), (unsigned)t & 7u};
+  }
+  // Where runs are padded, the producer's and store warp's 32 lanes issue
+  // a tile's bulk copies, one a run; else lane 0 alone, one copy a tile.
+  static constexpr bool warp_copies = padded;
+  // Padded runs' bulk copies of a tile's first `bulk` elements: lane `lane`
+  // of the warp calls copy(run's stage address, its first element, bytes)
+  // for runs lane, lane + 32, … that hold any of them.
+  template <class Copy>
+  static __device__ __forceinline__ void each_run_copy(T* tile, int bulk, unsigned lane, Copy copy) {
+    static_assert(padded, "unpadded tiles move in one copy");
+    for (int c = (int)lane; c < runs; c += 32) {
+      const int first = c * items;
+      const int count = bulk - first < items ? bulk - first : items;
+      if (count > 0) copy(run(tile, c), first, (unsigned)count * (unsigned)sizeof(T));
     }
   }
 };
@@ -184,7 +251,7 @@ struct stage_element {
 // Where scan tile `tile` starts in memory, how many elements it has, and how
 // many of them travel by bulk copy (the rest of a tail tile is read and
 // written directly). In reverse (mirrored_memory) scan tile t is the input's
-// tile tiles-1-t, and its item k the stage's element item_slot(k).
+// tile tiles-1-t, and its item k the stage element stage_runs::item says.
 template <class Op>
 struct pipelined_extent {
   typedef typename Op::T T;
@@ -199,15 +266,6 @@ struct pipelined_extent {
   }
 };
 
-// The stage element holding a tile's item k. Mirrored about the whole
-// stage, not `valid`: a tail tile's identity padding (stage elements valid
-// and up) then comes first in scan order, in front of the real items, where
-// it changes nothing, and the squads index every tile alike.
-template <class Op>
-__device__ __forceinline__ int item_slot(int k) {
-  return mirrored_memory<Op>::value ? Shape<Op>::pipelined_items_per_tile - 1 - k : k;
-}
-
 // Reduce squad, before combining a tile: a tail tile's elements the bulk
 // copy left out come from global memory and the rest of the stage is padded
 // with the identity, so that it is combined by the same code as whole tiles
@@ -217,7 +275,7 @@ template <class Op, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_pad_tail(T* tile, const T* input, const pipelined_extent<Op>& extent) {
   if (extent.valid == Shape<Op>::pipelined_items_per_tile) return;
   for (int e = extent.bulk + (int)threadIdx.x; e < Shape<Op>::pipelined_items_per_tile; e += Shape<Op>::pipelined_squad_threads)
-    tile[e] = e < extent.valid ? input[extent.base + e] : Op::identity();
+    *stage_runs<Op>::element(tile, e) = e < extent.valid ? input[extent.base + e] : Op::identity();
   scan_named_barrier(1, Shape<Op>::pipelined_squad_threads);
 }
 
@@ -226,12 +284,12 @@ __device__ __forceinline__ void pipelined_pad_tail(T* tile, const T* input, cons
 // items (stage elements [lo, lo + items), mirrored in reverse), written
 // directly.
 template <class Op, class T = typename Op::T>
-__device__ __forceinline__ void pipelined_store_tail(const T* tile, T* output, const pipelined_extent<Op>& extent, int t) {
+__device__ __forceinline__ void pipelined_store_tail(T* tile, T* output, const pipelined_extent<Op>& extent, int t) {
   if (extent.bulk == extent.valid) return;
   constexpr int items = Shape<Op>::pipelined_items_per_thread;
   const int lo = mirrored_memory<Op>::value ? Shape<Op>::pipelined_items_per_tile - (t + 1) * items : t * items;
   const int end = lo + items < extent.valid ? lo + items : extent.valid;
-  for (int e = lo > extent.bulk ? lo : extent.bulk; e < end; ++e) output[extent.base + e] = tile[e];
+  for (int e = lo > extent.bulk ? lo : extent.bulk; e < end; ++e) output[extent.base + e] = *stage_runs<Op>::element(tile, e);
 }
 
 // Tiles each lookahead lane polls per round (measured on the H200: 4 per
@@ -331,32 +389,44 @@ __device__ __forceinline__ void pipelined_init_barriers(const Shared& shared, un
   __syncthreads();  // the only block-wide barrier
 }
 
-// Producer (one lane): a free stage, a tile index, the tile's load. With
-// ClaimAhead (segmented scans) the index is taken a round ahead, right
+// Producer (one lane, or a warp where stage_runs::warp_copies): a free
+// stage, a tile index, the tile's load. Lane 0 takes the indices and keeps
+// the barriers; with warp_copies all lanes share the tile's bulk copies,
+// one a run.
+// With ClaimAhead (segmented scans) the index is taken a round ahead, right
 // after the previous tile's load, so that its round trip overlaps the wait
 // for the free stage: bit-flag segmented sums gained 0.7% at 2^28 on the
 // H200. Plain scans take it once the stage is free: their prefixes chain
 // through every tile, and tiles claimed ahead load further out of order,
 // which cost affine maps 1.6% and the 16-byte statistics about 1% there
 // (BENCHMARKS.md). A tile may bring `extra_bytes(extent)` more bytes,
-// which `load_extra(s, extent, barrier)` bulk-loads on the same barrier.
-// The first index brings the launch's epoch, which the other roles read
-// from scan_shared_epoch once a barrier of the first tile has passed. Every
-// block takes one index past the last tile before it stops, so a launch
-// takes tiles + blocks indices (launch.cuh); the last one's taker, whose
-// block needs no more tiles, also sweeps. The end mark goes to EndMarks
-// consecutive stages, so that each of that many heads warps, which take
-// the stages in turn, meets one (no other role waits past the first).
+// which lane 0's `load_extra(s, extent, barrier)` bulk-loads on the same
+// barrier. The first index brings the launch's epoch, which the other
+// roles read from scan_shared_epoch once a barrier of the first tile has
+// passed. Every block takes one index past the last tile before it stops,
+// so a launch takes tiles + blocks indices (launch.cuh); the last one's
+// taker, whose block needs no more tiles, also sweeps. The end mark goes
+// to EndMarks consecutive stages, so that each of that many heads warps,
+// which take the stages in turn, meets one (no other role waits past the
+// first).
 template <bool ClaimAhead, int EndMarks, class Op, class Shared, class ExtraBytes, class LoadExtra, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T* input, void* status, scan_launch_state* launch,
                                                       unsigned long long n, unsigned long long tiles, ExtraBytes extra_bytes,
                                                       LoadExtra load_extra) {
+  constexpr bool warp = stage_runs<Op>::warp_copies;
+  const unsigned lane = warp ? threadIdx.x & 31u : 0u;
+  const bool leader = lane == 0;
   const unsigned long long last_index = tiles + gridDim.x - 1;
   const auto take = [&](int k) -> unsigned long long {
-    const scan_ticket ticket = scan_launch_take(launch, last_index);
-    if (k == 0) scan_shared_epoch = ticket.epoch;
-    if (ticket.index == last_index) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, ticket.epoch, 0, 1, tiles);
-    return ticket.index < tiles ? ticket.index : tiles;
+    unsigned long long index = 0;
+    if (leader) {
+      const scan_ticket ticket = scan_launch_take(launch, last_index);
+      if (k == 0) scan_shared_epoch = ticket.epoch;
+      if (ticket.index == last_index) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, ticket.epoch, 0, 1, tiles);
+      index = ticket.index < tiles ? ticket.index : tiles;
+    }
+    if constexpr (warp) index = __shfl_sync(0xffffffffu, index, 0);
+    return index;
   };
   // Round k's stage is free once round k - stages' tile was stored.
   const auto wait_free = [&](int k) {
@@ -367,9 +437,12 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     const int s = k % Shared::stages;
     wait_free(k);
     if (!ClaimAhead) tile = take(k);
-    shared.tile_index(s) = tile;
-    scan_mbarrier_arrive(shared.barrier(stage_indexed, s));
+    if (leader) {
+      shared.tile_index(s) = tile;
+      scan_mbarrier_arrive(shared.barrier(stage_indexed, s));
+    }
     if (tile >= tiles) {
+      if (!leader) return;
       scan_mbarrier_arrive(shared.barrier(stage_loaded, s));  // the others read the end mark and stop
       // The next stages' earlier tiles are stored before the last one is,
       // so their stages free (the last stored tile's may never do: EndMarks
@@ -387,10 +460,17 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     const unsigned bytes = (unsigned)extent.bulk * (unsigned)sizeof(T);
     const unsigned extra = extra_bytes(extent);
     if (bytes + extra != 0) {
-      scan_mbarrier_arrive_expect_bytes(shared.barrier(stage_loaded, s), bytes + extra);
-      if (bytes != 0) scan_bulk_load(shared.tile(s), input + extent.base, bytes, shared.barrier(stage_loaded, s));
-      if (extra != 0) load_extra(s, extent, shared.barrier(stage_loaded, s));
-    } else {
+      if (leader) scan_mbarrier_arrive_expect_bytes(shared.barrier(stage_loaded, s), bytes + extra);
+      if constexpr (warp) {
+        __syncwarp();
+        stage_runs<Op>::each_run_copy(shared.tile(s), extent.bulk, lane, [&](T* to, int first, unsigned run_bytes) {
+          scan_bulk_load(to, input + extent.base + first, run_bytes, shared.barrier(stage_loaded, s));
+        });
+      } else if (bytes != 0) {
+        scan_bulk_load(shared.tile(s), input + extent.base, bytes, shared.barrier(stage_loaded, s));
+      }
+      if (extra != 0 && leader) load_extra(s, extent, shared.barrier(stage_loaded, s));
+    } else if (leader) {
       scan_mbarrier_arrive(shared.barrier(stage_loaded, s));
     }
     if (ClaimAhead) tile = take(k + 1);
@@ -504,13 +584,19 @@ constexpr bool pipelined_frees_at_once(int stages) {
   return stages <= 3 || heads_warp_finds_heads<Seg>();
 }
 
-// Store (one lane): each rescanned tile back to global memory. A stage is
-// freed once its store has read it (FreeAtOnce), or once the store after
-// it is issued and its own has been read, so that one store stays in
-// flight behind the rescans. (The few elements of a tail tile the bulk
-// store leaves out were written by the rescan squad.)
+// Store (one lane, or a warp where stage_runs::warp_copies): each
+// rescanned tile back to global memory, with warp_copies the lanes sharing
+// its bulk copies, one a run. A stage is freed once its store
+// has read it (FreeAtOnce), or once the store after it is issued and its
+// own has been read, so that one store stays in flight behind the rescans.
+// Bulk groups are each lane's own: every lane closes one group a tile and
+// waits for its own, and lane 0 frees the stage after all lanes. (The
+// few elements of a tail tile the bulk copies leave out were written by
+// the rescan squad.)
 template <bool FreeAtOnce, class Op, class Shared, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* output, unsigned long long n, unsigned long long tiles) {
+  constexpr bool warp = stage_runs<Op>::warp_copies;
+  const unsigned lane = warp ? threadIdx.x & 31u : 0u;
   for (int k = 0;; ++k) {
     const int s = k % Shared::stages;
     const unsigned parity = (unsigned)(k / Shared::stages) & 1u;
@@ -519,13 +605,21 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
     if (tile >= tiles) break;
     scan_mbarrier_wait(shared.barrier(stage_rescanned, s), parity);
     const pipelined_extent<Op> extent(tile, n);
-    scan_bulk_store(output + extent.base, shared.tile(s), (unsigned)extent.bulk * (unsigned)sizeof(T));
+    if constexpr (warp) {
+      stage_runs<Op>::each_run_copy(shared.tile(s), extent.bulk, lane,
+                                    [&](T* from, int first, unsigned run_bytes) { scan_bulk_store(output + extent.base + first, from, run_bytes); });
+    } else {
+      scan_bulk_store(output + extent.base, shared.tile(s), (unsigned)extent.bulk * (unsigned)sizeof(T));
+    }
+    scan_bulk_commit();
     if constexpr (FreeAtOnce) {
       scan_bulk_wait_read_all();
-      scan_mbarrier_arrive(shared.barrier(stage_freed, s));
+      if constexpr (warp) __syncwarp();
+      if (lane == 0) scan_mbarrier_arrive(shared.barrier(stage_freed, s));
     } else {
       scan_bulk_wait_read_all_but_newest();
-      if (k >= 1) scan_mbarrier_arrive(shared.barrier(stage_freed, (k - 1) % Shared::stages));
+      if constexpr (warp) __syncwarp();
+      if (k >= 1 && lane == 0) scan_mbarrier_arrive(shared.barrier(stage_freed, (k - 1) % Shared::stages));
     }
   }
   scan_bulk_wait_all();
@@ -613,10 +707,11 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         }
         pipelined_pad_tail<Op>(shared.tile(s), input, extent);  // padding has no heads
         T* const tile_items = shared.tile(s);
+        const int t = (int)threadIdx.x;
         const unsigned r = threadIdx.x & 7u;
         bool lane_flag = heads != 0ull;
         const T lane_total = warp_pair_inclusive_scan<Op, Seg>(
-            thread_pair_reduce<Op, Seg, items>([&](int i) -> T { return stage_element<T>{tile_items + item_slot<Op>(first + i), r}; }, heads, seg), lane_flag);
+            thread_pair_reduce<Op, Seg, items>([&](int i) -> T { return stage_runs<Op>::item_ref(tile_items, t, i); }, heads, seg), lane_flag);
         stage_element<T>{shared.lane_totals(s) + threadIdx.x, r} = lane_total;
         if constexpr (Seg::segmented) {
           shared.heads(s)[threadIdx.x] = heads;
@@ -668,8 +763,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         scan_mbarrier_wait(shared.barrier(stage_prefixed, s), parity);
         const T running = before_flag ? before : Op::combine(shared.prefix(s), before);
         T* const tile_items = shared.tile(s);
-        const int first = t * items;
-        thread_pair_rescan<Op, Mode, Seg, items>([&](int i) { return stage_element<T>{tile_items + item_slot<Op>(first + i), r}; }, heads, running, seg);
+        thread_pair_rescan<Op, Mode, Seg, items>([&](int i) { return stage_runs<Op>::item_ref(tile_items, t, i); }, heads, running, seg);
         pipelined_store_tail<Op>(tile_items, output, pipelined_extent<Op>(tile, n), t);
         scan_fence_shared_for_bulk();
         scan_mbarrier_arrive(shared.barrier(stage_rescanned, s));
@@ -690,7 +784,8 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
           if constexpr (Seg::format == scan_flags_bits) scan_bulk_load(shared.head_bits(s), (const unsigned char*)seg.flags + extent.base / 8, bits_bytes(extent), loaded);
         }
       };
-      if (lane == 0) pipelined_producer<Seg::segmented, heads_warps, Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
+      if (stage_runs<Op>::warp_copies || lane == 0)
+        pipelined_producer<Seg::segmented, heads_warps, Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {
       if constexpr (Shape<Op>::pipelined_look_back) {
         pipelined_look_back_warp<Op, Seg>(shared, tile_status, tiles, seed, carry_out);
@@ -703,8 +798,8 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         });
       }
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 2) {
-      // Store (one lane).
-      if (lane == 0) pipelined_store_warp<pipelined_frees_at_once<Seg>(stages), Op>(shared, output, n, tiles);
+      // Store (one lane, or the warp).
+      if (stage_runs<Op>::warp_copies || lane == 0) pipelined_store_warp<pipelined_frees_at_once<Seg>(stages), Op>(shared, output, n, tiles);
     } else if constexpr (heads_warp) {
       // Heads warp h: the head bits of tiles h, h + heads_warps, … of this
       // block from the offsets, written to the stage once the index is

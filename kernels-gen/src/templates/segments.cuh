@@ -741,7 +741,7 @@ template <class Op, int Mode, class Seg, int Items, class At, class Mask, class 
 __device__ __forceinline__ void thread_pair_rescan(At at, Mask heads, T running, const Seg& seg) {
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    auto&& slot = at(i);  // a T&, or a reference-like stage_element (pipelined.cuh)
+    auto&& slot = at(i);  // a T&, or a reference-like value
     const T item = slot;
     if constexpr (Seg::segmented) {
       if ((heads >> i) & 1u) {

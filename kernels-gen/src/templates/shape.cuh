@@ -65,6 +65,10 @@ struct Shape {
   static constexpr int pipelined_squad_threads = 32 * pipelined_squad_warps;
   static constexpr int pipelined_items_per_thread = L::pipelined_items_per_thread;
   static constexpr int pipelined_items_per_tile = pipelined_squad_threads * pipelined_items_per_thread;
+  // Bytes from one squad thread's run of items in a stage to the next
+  // one's (padded apart at multiples of 128 bytes: pipelined.cuh's
+  // stage_runs).
+  static constexpr unsigned pipelined_run_stride = L::pipelined_run_stride;
   static constexpr unsigned pipelined_tile_bytes = L::pipelined_tile_bytes;
   static constexpr unsigned pipelined_flag_bits_bytes = L::pipelined_flag_bits_bytes;
   static constexpr int pipelined_stages = L::pipelined_stages;
