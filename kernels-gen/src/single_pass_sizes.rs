@@ -193,10 +193,10 @@ const fn round_up(x: usize, to: usize) -> usize {
 /// instructions: BENCHMARKS.md). The price is a bulk copy per run instead
 /// of one per tile, each way, issued by all the producer's and store
 /// warp's lanes. Measured on the H200 (`scan_bench` `SCAN_BENCH_WIDE=1`,
-/// alternating with the unpadded kernels in one call): 256 bytes, 64 runs
-/// a tile, went from 37.4% to 41.2% of copy; 128 bytes, whose squads of 4
-/// warps make 128 runs, fell from 66.7% to 49.1%, so it keeps its rotated
-/// chunks.
+/// alternating with the unpadded kernels, two rounds in each of two
+/// calls): 256 bytes, 64 runs a tile, went from 37.2-37.9% to 41.0-41.3%
+/// of copy; 128 bytes, whose squads of 4 warps make 128 runs, fell from
+/// 66.6-66.7% to 49.0-49.3%, so it keeps its rotated chunks.
 pub const fn pipelined_run_padding(element_size: usize) -> usize {
     if element_size > PIPELINED_FULL_SQUAD_MAX && element_size % 128 == 0 {
         16
