@@ -392,23 +392,22 @@ __device__ __forceinline__ void pipelined_init_barriers(const Shared& shared, un
 // Producer (one lane, or a warp where stage_runs::warp_copies): a free
 // stage, a tile index, the tile's load. Lane 0 takes the indices and keeps
 // the barriers; with warp_copies all lanes share the tile's bulk copies,
-// one a run.
-// With ClaimAhead (segmented scans) the index is taken a round ahead, right
-// after the previous tile's load, so that its round trip overlaps the wait
-// for the free stage: bit-flag segmented sums gained 0.7% at 2^28 on the
-// H200. Plain scans take it once the stage is free: their prefixes chain
-// through every tile, and tiles claimed ahead load further out of order,
-// which cost affine maps 1.6% and the 16-byte statistics about 1% there
-// (BENCHMARKS.md). A tile may bring `extra_bytes(extent)` more bytes,
-// which lane 0's `load_extra(s, extent, barrier)` bulk-loads on the same
-// barrier. The first index brings the launch's epoch, which the other
-// roles read from scan_shared_epoch once a barrier of the first tile has
-// passed. Every block takes one index past the last tile before it stops,
-// so a launch takes tiles + blocks indices (launch.cuh); the last one's
-// taker, whose block needs no more tiles, also sweeps. The end mark goes
-// to EndMarks consecutive stages, so that each of that many heads warps,
-// which take the stages in turn, meets one (no other role waits past the
-// first).
+// one a run. With ClaimAhead (segmented scans) the index is taken a round
+// ahead, right after the previous tile's load, so that its round trip
+// overlaps the wait for the free stage: bit-flag segmented sums gained
+// 0.7% at 2^28 on the H200. Plain scans take it once the stage is free:
+// their prefixes chain through every tile, and tiles claimed ahead load
+// further out of order, which cost affine maps 1.6% and the 16-byte
+// statistics about 1% there (BENCHMARKS.md). A tile may bring
+// `extra_bytes(extent)` more bytes, which lane 0's `load_extra(s, extent,
+// barrier)` bulk-loads on the same barrier. The first index brings the
+// launch's epoch, which the other roles read from scan_shared_epoch once a
+// barrier of the first tile has passed. Every block takes one index past
+// the last tile before it stops, so a launch takes tiles + blocks indices
+// (launch.cuh); the last one's taker, whose block needs no more tiles,
+// also sweeps. The end mark goes to EndMarks consecutive stages, so that
+// each of that many heads warps, which take the stages in turn, meets one
+// (no other role waits past the first).
 template <bool ClaimAhead, int EndMarks, class Op, class Shared, class ExtraBytes, class LoadExtra, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T* input, void* status, scan_launch_state* launch,
                                                       unsigned long long n, unsigned long long tiles, ExtraBytes extra_bytes,
@@ -586,13 +585,13 @@ constexpr bool pipelined_frees_at_once(int stages) {
 
 // Store (one lane, or a warp where stage_runs::warp_copies): each
 // rescanned tile back to global memory, with warp_copies the lanes sharing
-// its bulk copies, one a run. A stage is freed once its store
-// has read it (FreeAtOnce), or once the store after it is issued and its
-// own has been read, so that one store stays in flight behind the rescans.
-// Bulk groups are each lane's own: every lane closes one group a tile and
-// waits for its own, and lane 0 frees the stage after all lanes. (The
-// few elements of a tail tile the bulk copies leave out were written by
-// the rescan squad.)
+// its bulk copies, one a run. A stage is freed once its store has read it
+// (FreeAtOnce), or once the store after it is issued and its own has been
+// read, so that one store stays in flight behind the rescans. Bulk groups
+// are each lane's own: every lane closes one group a tile and waits for
+// its own, and lane 0 frees the stage after all lanes. (The few elements
+// of a tail tile the bulk copies leave out were written by the rescan
+// squad.)
 template <bool FreeAtOnce, class Op, class Shared, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* output, unsigned long long n, unsigned long long tiles) {
   constexpr bool warp = stage_runs<Op>::warp_copies;
