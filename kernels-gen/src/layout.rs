@@ -70,8 +70,8 @@ pub struct Layout {
     /// Elements per squad thread of a pipelined tile.
     pub pipelined_items_per_thread: u32,
     /// Bytes from one squad thread's run of items in a pipelined stage to
-    /// the next one's ([`pipelined_run_stride`]: padded apart at multiples
-    /// of 128 bytes).
+    /// the next one's ([`pipelined_run_stride`]: runs of 256-byte elements
+    /// padded apart, [`crate::pipelined_run_padding`]).
     pub pipelined_run_stride: usize,
     /// Bytes of a pipelined stage's tile (128-byte multiple).
     pub pipelined_tile_bytes: usize,

@@ -130,6 +130,8 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/tile.cuh"),
     include_str!("templates/reduce_then_scan.cuh"),
     include_str!("templates/single_pass.cuh"),
+    include_str!("templates/pipelined_stages.cuh"),
+    include_str!("templates/pipelined_roles.cuh"),
     include_str!("templates/pipelined.cuh"),
     include_str!("templates/columns.cuh"),
     include_str!("templates/elementwise.cuh"),

@@ -66,7 +66,7 @@ struct Shape {
   static constexpr int pipelined_items_per_thread = L::pipelined_items_per_thread;
   static constexpr int pipelined_items_per_tile = pipelined_squad_threads * pipelined_items_per_thread;
   // Bytes from one squad thread's run of items in a stage to the next
-  // one's (padded apart at multiples of 128 bytes: pipelined.cuh's
+  // one's (256-byte elements' runs padded apart: pipelined_stages.cuh's
   // stage_runs).
   static constexpr unsigned pipelined_run_stride = L::pipelined_run_stride;
   static constexpr unsigned pipelined_tile_bytes = L::pipelined_tile_bytes;
