@@ -722,10 +722,10 @@ fn env_numbers(name: &str, default: &[u32]) -> Vec<u32> {
     })
 }
 
-/// Where segments by offsets should leave the pipelined pass for the
-/// look-back single pass (`ScanPath::Auto` switches below a mean length of
-/// 6): `u32` sums at 2^26 and 2^28 (`SCAN_BENCH_OFFSETS_LOG2=26`: one of
-/// them) over segments whose heads fall on each element with probability
+/// Whether segments by offsets would ever be faster on the look-back single
+/// pass than on the pipelined one (`ScanPath::Auto` takes the pipelined
+/// pass over offsets of any mean length): `u32` sums at 2^26 and 2^28
+/// (`SCAN_BENCH_OFFSETS_LOG2=26`: one of them) over segments whose heads fall on each element with probability
 /// 1/mean, and over power-law lengths (mean 0 in the table), both paths
 /// timed and checked against the CPU. Beside them, the same heads as
 /// packed bit flags on both paths: what the scan costs when nothing has to
