@@ -1,8 +1,8 @@
 //! Wide elements on the GPU (issue 16): the affine maps of vectors of
 //! `examples/common/wide_ops.rs` (non-commutative, exact) from 16 to 256
 //! bytes, whose tile status is 128-bit chunks, with pipelined tiles of 3 to
-//! 21 items per thread, and three of bytes and half-words (41, 109 and 122
-//! bytes) that the kernels hold packed in words, through every
+//! 21 items per thread, and four of bytes and half-words (41, 109, 122 and
+//! 172 bytes) that the kernels hold packed in words, through every
 //! path (`Auto`, the pipelined pass where it takes the size, the look-back
 //! single pass, reduce-then-scan), inclusive, exclusive and exclusive from
 //! an initial value, forward and in reverse (`GPU_SUITE_DIRECTIONS` runs
@@ -10,8 +10,11 @@
 //! total (carry-out) in a poisoned slot, and in place, over lengths 0, 1, 31, 32, 33, a tile ± 1, a pipelined tile ± 1,
 //! 33 tiles + 1 and a long input, on fresh random inputs (seed printed;
 //! GPU_SUITE_SEED replays), every element compared with the CPU bit for
-//! bit; and the 48- and 128-byte maps segmented into rows through the
-//! pipelined and the look-back pass. Without a GPU it prints one line and
+//! bit; and the 48-, 128- and 256-byte maps segmented into rows through the
+//! pipelined and the look-back pass. The 172- and 256-byte maps take the
+//! pipelined pass whose lookahead warp looks back from each tile (past
+//! 156 bytes), the 256-byte one with padded runs and 2 stages, the 172-byte
+//! one unpadded in 3. Without a GPU it prints one line and
 //! passes.
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
@@ -243,8 +246,10 @@ fn gpu_wide_suite() {
     run_op::<Bytes41>(&stream, seed, &mut rows);
     run_op::<Half122>(&stream, seed, &mut rows);
     run_op::<Bytes109>(&stream, seed, &mut rows);
+    run_op::<Half172>(&stream, seed, &mut rows);
     run_rows::<Wide48>(&stream, seed, &mut rows);
     run_rows::<Wide128>(&stream, seed, &mut rows);
+    run_rows::<Wide256>(&stream, seed, &mut rows);
     let failed = print_rows(&rows);
     println!(
         "gpu_wide: {} rows, {} passed, {failed} failed (seed {seed}{})",

@@ -672,6 +672,13 @@ template <class T, unsigned Bytes, unsigned Stride> struct scan_tile_status {
       asm volatile("{\n  .reg .b128 w;\n  mov.b128 w, {%1, %2};\n  st.relaxed.gpu.global.b128 [%0], w;\n}" : : "l"(entry + 2 * c), "l"(lo), "l"(hi) : "memory");
     }
   }
+  // The status word of the entry's first chunk alone: one 4-byte load, to
+  // learn whether a tile is ready before reading its whole entry.
+  __device__ __forceinline__ unsigned poll_word(unsigned long long tile) const {
+    unsigned word;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(word) : "l"(words + tile * (Stride / 8)) : "memory");
+    return word;
+  }
   // The status word when every chunk carries the same one, else 0 (not
   // ready); `value` receives the value the chunks hold.
   __device__ __forceinline__ unsigned poll(unsigned long long tile, T& value) const {
@@ -695,6 +702,7 @@ template <class T, unsigned Bytes, unsigned Stride> struct scan_tile_status {
 };
 
 template <class T, unsigned Stride> struct scan_tile_status<T, 8, Stride> {
+  static constexpr unsigned chunks = 1;  // one load reads the whole entry
   unsigned long long* words;
   __device__ __forceinline__ scan_tile_status(void* status) : words((unsigned long long*)status) {}
   __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
@@ -714,6 +722,7 @@ template <class T, unsigned Stride> struct scan_tile_status<T, 8, Stride> {
 };
 
 template <class T, unsigned Stride> struct scan_tile_status<T, 16, Stride> {
+  static constexpr unsigned chunks = 1;  // one load reads the whole entry
   unsigned long long* words;  // the first two of each entry
   __device__ __forceinline__ scan_tile_status(void* status) : words((unsigned long long*)status) {}
   __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {

@@ -22,5 +22,5 @@ macro_rules! random_cases {
 }
 random_cases!(
     Wide16, Wide24, Wide32, Wide48, Wide64, Wide72, Wide96, Wide128, Wide256, Bytes41, Bytes109,
-    Half122
+    Half122, Half172
 );

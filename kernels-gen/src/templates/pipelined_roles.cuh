@@ -237,8 +237,9 @@ __device__ __forceinline__ T stage_tile_pair(const Shared& shared, int s, bool& 
 }
 
 // Lookahead warp of wide elements (Shape<Op>::pipelined_look_back): for
-// each of this block's tiles in turn, a decoupled look-back (single_pass.cuh)
-// from the tile to the nearest tile that published an inclusive prefix,
+// each of this block's tiles in turn, a decoupled look-back (single_pass.cuh;
+// it polls the status words first, then reads the entries of the tiles it
+// needs) from the tile to the nearest tile that published an inclusive prefix,
 // over the aggregates in between, while the tile loads and reduces; then,
 // the tile reduced, its inclusive prefix published for the tiles behind
 // it, and its exclusive one handed to the rescan squad. (The forward walk
@@ -261,7 +262,7 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
     const unsigned epoch = scan_shared_epoch;  // the producer set it before the first index
     // Tile 0 needs nothing before it but the seed (with segments, its first
     // element is a head).
-    const T before = tile == 0 ? (Seg::segmented ? Op::identity() : seed) : decoupled_look_back<Op>(tile, status, epoch);
+    const T before = tile == 0 ? (Seg::segmented ? Op::identity() : seed) : decoupled_look_back<Op, Status, T, true>(tile, status, epoch);
     // Waiting here, before the rescan squad may run, also keeps the stage
     // (its warp pairs) from being reused while they are read.
     scan_mbarrier_wait(shared.barrier(stage_reduced, s), parity);

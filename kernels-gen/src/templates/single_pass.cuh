@@ -15,11 +15,45 @@
 // element size: see scan_tile_status in the prelude.
 namespace gpu_scan {
 
+// A look-back window's readiness from each lane's tile state (lane l holds
+// tile window_end - 31 + l): nothing before the nearest inclusive prefix is
+// needed, so only the lanes from it (`start`, lane 0 when there is none)
+// up to lane 31 must be ready.
+struct look_back_window {
+  unsigned prefix_lanes;
+  unsigned start;
+  bool ready;
+  __device__ __forceinline__ explicit look_back_window(unsigned state) {
+    prefix_lanes = __ballot_sync(0xffffffffu, state == scan_tile_prefix);
+    const unsigned ready_lanes = __ballot_sync(0xffffffffu, state != scan_tile_not_ready);
+    start = prefix_lanes != 0 ? 31u - (unsigned)__clz((int)prefix_lanes) : 0u;
+    const unsigned needed = 0xffffffffu << start;
+    ready = (ready_lanes & needed) == needed;
+  }
+};
+
+// A tile's state from its status word (lanes before tile 0 act as empty
+// prefixes).
+__device__ __forceinline__ unsigned look_back_state(long long p, unsigned word, unsigned epoch) {
+  return p < 0 ? scan_tile_prefix : (word >> 2) == epoch ? (word & 3u) : scan_tile_not_ready;
+}
+
 // Warp 0's look-back for tile `tile` (> 0): returns the combination of all
 // elements before the tile (the seed in front, through tile 0's prefix).
 // Lane l reads tile window_end - 31 + l, so lane order is sequence order
 // and the window is combined left to right (no commutativity needed).
-template <class Op, class Status, class T = typename Op::T>
+//
+// With WordsFirst, where an entry takes several chunks (elements over 12
+// bytes), the warp polls the window's status words alone (one 4-byte load
+// a lane) until the tiles it needs are ready, and only then reads their
+// whole entries. In the pipelined pass over 256-byte elements (entries of
+// 22 chunks) on the H200, a poll of whole entries cost about 4,200 cycles
+// and a poll of the words about 1,600 (clock64 around each), and 1.2 of the
+// look-back's 3.2 polls of whole entries a tile found the window not ready:
+// words first took it from 41.0% to 45.0% of copy speed at 2^24 and 2^25
+// (BENCHMARKS.md). The single pass over small tiles was not measured with
+// it and keeps polling whole entries.
+template <class Op, class Status, class T = typename Op::T, bool WordsFirst = false>
 __device__ __noinline__ T decoupled_look_back(unsigned long long tile, const Status status, unsigned epoch) {
   const unsigned lane = threadIdx.x & 31u;
   long long window_end = (long long)tile - 1;
@@ -32,28 +66,28 @@ __device__ __noinline__ T decoupled_look_back(unsigned long long tile, const Sta
   if (tile >= 1024) __nanosleep(1000);
   // One loop: each round polls the window once; a round that finds the
   // needed tiles ready combines them and moves on, or stops at a prefix.
-  // Every lane polls on every round (one load instruction for the warp) and
-  // no branch diverges within the warp.
+  // Every lane polls on every round (the same load instructions for the
+  // whole warp) and no branch diverges within the warp.
   while (true) {
     const long long p = window_end - (31 - (long long)lane);
     // Lanes before tile 0 read tile 0 and act as empty prefixes.
     const unsigned long long polled_tile = p < 0 ? 0ull : (unsigned long long)p;
+    if constexpr (WordsFirst && Status::chunks > 1) {
+      while (!look_back_window(look_back_state(p, p < 0 ? 0u : status.poll_word(polled_tile), epoch)).ready) {
+      }
+    }
+    // The whole entries (a tile seen ready above may read as not ready here
+    // while its prefix overwrites its aggregate: the round starts again).
     T value;
     const unsigned word = status.poll(polled_tile, value);
-    const unsigned state = p < 0 ? scan_tile_prefix : (word >> 2) == epoch ? (word & 3u) : scan_tile_not_ready;
-    const unsigned prefix_lanes = __ballot_sync(0xffffffffu, state == scan_tile_prefix);
-    const unsigned ready_lanes = __ballot_sync(0xffffffffu, state != scan_tile_not_ready);
-    // Nothing before the nearest inclusive prefix is needed, so only the
-    // lanes from it (lane 0 when none) up to lane 31 must be ready.
-    const unsigned start = prefix_lanes != 0 ? 31u - (unsigned)__clz((int)prefix_lanes) : 0u;
-    const unsigned needed = 0xffffffffu << start;
-    if ((ready_lanes & needed) == needed) {
-      const bool used = lane >= start && p >= 0;
+    const look_back_window window_state(look_back_state(p, word, epoch));
+    if (window_state.ready) {
+      const bool used = lane >= window_state.start && p >= 0;
       value = used ? value : Op::identity();
       const T window = scan_shfl_idx(warp_inclusive_scan<Op>(value), 31);
       exclusive = have ? Op::combine(window, exclusive) : window;
       have = true;
-      if (prefix_lanes != 0) break;
+      if (window_state.prefix_lanes != 0) break;
       window_end -= 32;
     }
   }
