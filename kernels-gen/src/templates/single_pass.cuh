@@ -45,14 +45,16 @@ __device__ __forceinline__ unsigned look_back_state(long long p, unsigned word, 
 //
 // With WordsFirst, where an entry takes several chunks (elements over 12
 // bytes), the warp polls the window's status words alone (one 4-byte load
-// a lane) until the tiles it needs are ready, and only then reads their
-// whole entries. In the pipelined pass over 256-byte elements (entries of
-// 22 chunks) on the H200, a poll of whole entries cost about 4,200 cycles
-// and a poll of the words about 1,600 (clock64 around each), and 1.2 of the
-// look-back's 3.2 polls of whole entries a tile found the window not ready:
-// words first took it from 41.0% to 45.0% of copy speed at 2^24 and 2^25
-// (BENCHMARKS.md). The single pass over small tiles was not measured with
-// it and keeps polling whole entries.
+// a lane) until the tiles it needs are ready, and only then reads the
+// whole entries of those from the nearest prefix on. In the pipelined pass
+// over 256-byte elements (entries of 22 chunks) on the H200, a poll of
+// whole entries cost about 4,200 cycles and a poll of the words about
+// 1,600 (clock64 around each), and 1.2 of the look-back's 3.2 polls of
+// whole entries a tile found the window not ready: words first took it
+// from 41.3% to 45.0% of copy speed at 2^24 and 2^25, and reading only
+// the entries from the prefix on (about 39 of the 64 tiles of a
+// look-back's two windows) to 47.5% (BENCHMARKS.md). The single pass over
+// small tiles was not measured with it and keeps polling whole entries.
 template <class Op, class Status, class T = typename Op::T, bool WordsFirst = false>
 __device__ __noinline__ T decoupled_look_back(unsigned long long tile, const Status status, unsigned epoch) {
   const unsigned lane = threadIdx.x & 31u;
@@ -72,14 +74,20 @@ __device__ __noinline__ T decoupled_look_back(unsigned long long tile, const Sta
     const long long p = window_end - (31 - (long long)lane);
     // Lanes before tile 0 read tile 0 and act as empty prefixes.
     const unsigned long long polled_tile = p < 0 ? 0ull : (unsigned long long)p;
+    // With WordsFirst, the lanes before the nearest prefix the words show
+    // need no entry: they read as ready aggregates and are not combined.
+    unsigned words_start = 0;
     if constexpr (WordsFirst && Status::chunks > 1) {
-      while (!look_back_window(look_back_state(p, p < 0 ? 0u : status.poll_word(polled_tile), epoch)).ready) {
+      while (true) {
+        const look_back_window words(look_back_state(p, p < 0 ? 0u : status.poll_word(polled_tile), epoch));
+        words_start = words.start;
+        if (words.ready) break;
       }
     }
     // The whole entries (a tile seen ready above may read as not ready here
     // while its prefix overwrites its aggregate: the round starts again).
-    T value;
-    const unsigned word = status.poll(polled_tile, value);
+    T value = Op::identity();
+    const unsigned word = lane >= words_start ? status.poll(polled_tile, value) : (epoch << 2) | scan_tile_aggregate;
     const look_back_window window_state(look_back_state(p, word, epoch));
     if (window_state.ready) {
       const bool used = lane >= window_state.start && p >= 0;
