@@ -10,12 +10,13 @@
 //! total (carry-out) in a poisoned slot, and in place, over lengths 0, 1, 31, 32, 33, a tile ± 1, a pipelined tile ± 1,
 //! 33 tiles + 1 and a long input, on fresh random inputs (seed printed;
 //! GPU_SUITE_SEED replays), every element compared with the CPU bit for
-//! bit; and the 48-, 128- and 256-byte maps segmented into rows through the
-//! pipelined and the look-back pass. The 172- and 256-byte maps take the
-//! pipelined pass whose lookahead warp looks back from each tile (past
-//! 156 bytes), the 256-byte one with padded runs and 2 stages, the 172-byte
-//! one unpadded in 3. Without a GPU it prints one line and
-//! passes.
+//! bit; and the 48-, 128- and 256-byte maps segmented into rows, asking
+//! for the pipelined and the look-back pass (the segmented pipelined pass
+//! does not take 256 bytes: they fall back to the look-back pass). The 172-
+//! and 256-byte maps take the pipelined pass whose lookahead warp looks
+//! back from each tile (past 156 bytes), the 256-byte one with padded runs
+//! of 6 items in 2 stages and no warp-total slots, the 172-byte one
+//! unpadded, 5 items in 3. Without a GPU it prints one line and passes.
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;

@@ -26,7 +26,7 @@ use crate::single_pass_sizes::{
     pipelined_items_per_thread, pipelined_looks_back, pipelined_offsets_block_threads,
     pipelined_run_stride, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
     pipelined_shared_bytes, pipelined_squad_warps, pipelined_stages, pipelined_supported,
-    pipelined_tile_bytes, tile_status_bytes, tile_status_stride,
+    pipelined_tile_bytes, pipelined_warp_total_slots, tile_status_bytes, tile_status_stride,
 };
 use crate::{abi::KernelAbi, Arch};
 use std::fmt::Write;
@@ -73,6 +73,9 @@ pub struct Layout {
     /// the next one's ([`pipelined_run_stride`]: runs of 256-byte elements
     /// padded apart, [`crate::pipelined_run_padding`]).
     pub pipelined_run_stride: usize,
+    /// Slots a pipelined stage keeps for the reduce squad's warp totals
+    /// ([`pipelined_warp_total_slots`]: none where runs are padded).
+    pub pipelined_warp_total_slots: u32,
     /// Bytes of a pipelined stage's tile (128-byte multiple).
     pub pipelined_tile_bytes: usize,
     /// Bytes of a pipelined tile's head flags as bits (16-byte multiple).
@@ -117,6 +120,7 @@ impl Layout {
             pipelined_squad_warps: pipelined_squad_warps(element_size),
             pipelined_items_per_thread: pipelined_items_per_thread(element_size),
             pipelined_run_stride: pipelined_run_stride(element_size),
+            pipelined_warp_total_slots: pipelined_warp_total_slots(element_size),
             pipelined_tile_bytes: pipelined_tile_bytes(element_size),
             pipelined_flag_bits_bytes: pipelined_flag_bits_bytes(element_size),
             pipelined_look_back: pipelined_looks_back(element_size),
@@ -189,7 +193,7 @@ impl Layout {
              struct {} {{\n",
             layout_struct(op_name)
         );
-        let ints: [(&str, usize); 19] = [
+        let ints: [(&str, usize); 20] = [
             ("element_size", self.element_size),
             ("block_threads", self.block_threads as usize),
             ("items_per_thread", self.items_per_thread as usize),
@@ -218,6 +222,10 @@ impl Layout {
                 self.pipelined_items_per_thread as usize,
             ),
             ("pipelined_run_stride", self.pipelined_run_stride),
+            (
+                "pipelined_warp_total_slots",
+                self.pipelined_warp_total_slots as usize,
+            ),
             ("pipelined_tile_bytes", self.pipelined_tile_bytes),
             ("pipelined_flag_bits_bytes", self.pipelined_flag_bits_bytes),
             ("pipelined_stages", self.pipelined_stages),
@@ -278,7 +286,7 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 22);
+        assert_eq!(text.matches("static constexpr").count(), 23);
         let bytes = Layout::new(201, 201, 128, 1).cuda_declaration("op");
         assert!(bytes.contains("packed_element = true;"), "{bytes}");
         assert!(bytes.contains("column_one_block_per_sm = true;"), "{bytes}");

@@ -85,9 +85,9 @@ pub use single_pass_sizes::{
     pipelined_looks_back, pipelined_offsets_block_threads, pipelined_run_padding,
     pipelined_run_stride, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
     pipelined_shared_bytes, pipelined_squad_warps, pipelined_stages, pipelined_supported,
-    pipelined_tile_items, tile_status_bytes, tile_status_stride, PIPELINED_FULL_SQUAD_MAX,
-    PIPELINED_HEADS_WARPS_MAX_ELEMENT, PIPELINED_MAX_ELEMENT_SIZE, PIPELINED_WALK_MAX_ELEMENT_SIZE,
-    TILE_STATUS_STRIDE,
+    pipelined_tile_items, pipelined_warp_total_slots, tile_status_bytes, tile_status_stride,
+    PIPELINED_FULL_SQUAD_MAX, PIPELINED_HEADS_WARPS_MAX_ELEMENT, PIPELINED_MAX_ELEMENT_SIZE,
+    PIPELINED_WALK_MAX_ELEMENT_SIZE, TILE_STATUS_STRIDE,
 };
 
 use expr::{ExprPrinter, Hint};

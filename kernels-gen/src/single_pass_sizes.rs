@@ -103,6 +103,10 @@ pub const fn pipelined_squad_warps(element_size: usize) -> u32 {
 /// `tests/nvrtc_sizes.rs`).
 pub const PIPELINED_FULL_SQUAD_MAX: usize = 156;
 const PIPELINED_STAGE_BUDGET: usize = 200 * 1024;
+/// Shared memory the stages of padded runs ([`pipelined_run_padding`]) may
+/// take: all a block can have on sm_90 and newer (227 KiB) but room for
+/// the kernels' few static shared variables.
+const PIPELINED_PADDED_STAGE_BUDGET: usize = 227 * 1024 - 256;
 const PIPELINED_MAX_STAGES: usize = 6;
 
 /// Items per thread of the pipelined single pass for an element of
@@ -128,9 +132,18 @@ const PIPELINED_MAX_STAGES: usize = 6;
 /// | 96 B | 52.6 (× 4) | | | 65.8 | **74.4** | |
 /// | 128 B | 55.4 (× 3) | | | **66.8** | | |
 /// | 256 B | 31.6 (× 3) | | | **37.8** | | |
+///
+/// Elements whose runs are padded apart ([`pipelined_run_padding`]: 256
+/// bytes) take the most items, odd or even, that 2 stages of all the
+/// shared memory a block can have hold ([`padded_tile_items`]): 6 × 2,
+/// which ran 256-byte maps at 54.1% of copy where 5 × 2 ran them at 47.6%
+/// (H200, 2^24 and 2^25, the same call).
 pub const fn pipelined_items_per_thread(element_size: usize) -> u32 {
     if element_size == 0 || element_size > PIPELINED_MAX_ELEMENT_SIZE {
         return 1;
+    }
+    if pipelined_run_padding(element_size) != 0 {
+        return padded_tile_items(element_size);
     }
     if element_size <= 48 {
         return odd_at_most(252 / element_size);
@@ -169,6 +182,29 @@ const fn longest_tile_items(element_size: usize, stages: usize) -> u32 {
         return 0;
     }
     odd_at_most((per_thread - padding) / element_size)
+}
+
+/// Items per thread where runs are padded apart ([`pipelined_run_padding`]:
+/// 256-byte elements): the most, odd or even (the padding, not the count,
+/// spreads the runs over the banks), with which 2 stages fit
+/// `PIPELINED_PADDED_STAGE_BUDGET`, the warps' totals read from the lane
+/// totals ([`pipelined_warp_total_slots`]). A 256-byte tile's look-back
+/// costs about as much whatever its length and bounded the pass (the
+/// lookahead warp busy 93% of the time, BENCHMARKS.md), so the tile takes
+/// all the shared memory there is: 6 items (384 elements, 97 KiB) where
+/// 200 KiB held 5, 54.1% of copy speed against 47.6% on the H200.
+const fn padded_tile_items(element_size: usize) -> u32 {
+    let besides = stage_bytes_besides_tile(element_size);
+    let per_stage = PIPELINED_PADDED_STAGE_BUDGET / 2;
+    let threads = 32 * pipelined_squad_warps(element_size) as usize;
+    let padding = pipelined_run_padding(element_size);
+    let mut items = (per_stage - besides) / threads / element_size;
+    while items > 1
+        && round_up(threads * (items * element_size + padding), 128) + besides > per_stage
+    {
+        items -= 1;
+    }
+    items as u32
 }
 
 /// Elements per tile of the pipelined single pass.
@@ -233,13 +269,33 @@ const fn pipelined_stage_bytes(element_size: usize) -> usize {
 /// A pipelined stage's bytes besides its tile ([`pipelined_stage_bytes`]).
 const fn stage_bytes_besides_tile(element_size: usize) -> usize {
     let warps = pipelined_squad_warps(element_size) as usize;
-    round_up((32 * warps + warps + 1) * element_size, 16) + 64
+    let slots = pipelined_warp_total_slots(element_size) as usize;
+    round_up((32 * warps + slots + 1) * element_size, 16) + 64
+}
+
+/// Slots a pipelined stage keeps for its reduce squad's warp totals: one a
+/// warp, or none where runs are padded ([`pipelined_run_padding`]), whose
+/// stages read a warp's total from its last lane's warp-inclusive total
+/// (the same value) to make room for longer tiles ([`padded_tile_items`]).
+/// The layout's `pipelined_warp_total_slots`.
+pub const fn pipelined_warp_total_slots(element_size: usize) -> u32 {
+    if pipelined_run_padding(element_size) != 0 {
+        0
+    } else {
+        pipelined_squad_warps(element_size)
+    }
 }
 
 /// Tiles in flight per block of the pipelined single pass: as many stages
-/// as 200 KiB of shared memory hold, at most 6.
+/// as 200 KiB of shared memory hold (227 KiB where runs are padded,
+/// [`padded_tile_items`]), at most 6.
 pub const fn pipelined_stages(element_size: usize) -> usize {
-    let stages = PIPELINED_STAGE_BUDGET / pipelined_stage_bytes(element_size);
+    let budget = if pipelined_run_padding(element_size) != 0 {
+        PIPELINED_PADDED_STAGE_BUDGET
+    } else {
+        PIPELINED_STAGE_BUDGET
+    };
+    let stages = budget / pipelined_stage_bytes(element_size);
     if stages > PIPELINED_MAX_STAGES {
         PIPELINED_MAX_STAGES
     } else {
@@ -364,7 +420,9 @@ mod tests {
             let bytes = pipelined_shared_bytes(size);
             assert!(bytes <= 227 * 1024, "{size}: {bytes}");
             assert_eq!(pipelined_supported(size), bytes > 0, "{size}");
-            assert_eq!(pipelined_items_per_thread(size) % 2, 1, "{size}");
+            // Odd, but where padding spreads the runs over the banks.
+            let odd = pipelined_items_per_thread(size) % 2 == 1;
+            assert!(odd || pipelined_run_padding(size) != 0, "{size}");
         }
         assert!(!pipelined_supported(2));
         assert!(!pipelined_supported(6));
@@ -407,9 +465,18 @@ mod tests {
             let shape = (pipelined_items_per_thread(size), pipelined_stages(size));
             assert_eq!(shape, (items, stages), "{size}");
         }
-        assert_eq!(pipelined_items_per_thread(256), 5);
-        assert_eq!(pipelined_tile_items(256), 320);
+        // 256 bytes: padded runs, no warp-total slots, 2 stages in 227 KiB.
+        assert_eq!(pipelined_items_per_thread(256), 6);
+        assert_eq!(pipelined_tile_items(256), 384);
         assert_eq!(pipelined_stages(256), 2);
+        assert_eq!(pipelined_warp_total_slots(256), 0);
+        assert_eq!(pipelined_warp_total_slots(252), 2);
+        assert_eq!(pipelined_warp_total_slots(128), 4);
+        assert_eq!(
+            pipelined_shared_bytes(256),
+            2 * (64 * (6 * 256 + 16) + 65 * 256 + 64)
+        );
+        assert!(pipelined_shared_bytes(256) + 256 <= 227 * 1024);
         for size in (52..=256).step_by(4) {
             let items = pipelined_items_per_thread(size);
             let stages = pipelined_stages(size);
@@ -417,19 +484,25 @@ mod tests {
                 items >= 3 && (stages == 2 || (stages == 3 && items >= 5)),
                 "{size}: {items} × {stages}"
             );
-            // No longer tile would leave as many stages.
+            // No longer tile (by 2 items, odd counts; by 1, padded ones)
+            // would leave as many stages.
+            let (more, budget) = if pipelined_run_padding(size) != 0 {
+                (1, PIPELINED_PADDED_STAGE_BUDGET)
+            } else {
+                (2, PIPELINED_STAGE_BUDGET)
+            };
             let longer = pipelined_tile_bytes(size)
-                + 2 * 32 * pipelined_squad_warps(size) as usize * size
+                + more * 32 * pipelined_squad_warps(size) as usize * size
                 + 128;
             assert!(
-                stages * (longer + stage_bytes_besides_tile(size)) > PIPELINED_STAGE_BUDGET,
+                stages * (longer + stage_bytes_besides_tile(size)) > budget,
                 "{size}"
             );
         }
         assert!(!pipelined_segmented_supported(256));
         // Runs padded by 16 bytes at 256 bytes only (of the sizes up to 256).
-        assert_eq!(pipelined_run_stride(256), 5 * 256 + 16);
-        assert_eq!(pipelined_tile_bytes(256), 64 * (5 * 256 + 16));
+        assert_eq!(pipelined_run_stride(256), 6 * 256 + 16);
+        assert_eq!(pipelined_tile_bytes(256), 64 * (6 * 256 + 16));
         assert_eq!(pipelined_run_stride(128), 5 * 128);
         assert_eq!(pipelined_tile_bytes(128), 128 * 5 * 128);
         assert_eq!(

@@ -93,7 +93,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
           shared.lane_flags(s)[threadIdx.x] = lane_flag;
         }
         if (lane == 31) {
-          shared.warp_totals(s)[warp] = lane_total;
+          shared.keep_warp_total(s, warp, lane_total);
           if constexpr (Seg::segmented) shared.warp_flags(s)[warp] = lane_flag;
         }
         scan_named_barrier(1, squad);
@@ -128,10 +128,10 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         T before = lane != 0 ? (T)stage_element<T>{shared.lane_totals(s) + (t - 1), r} : Op::identity();
         bool before_flag = Seg::segmented && lane != 0 && shared.lane_flags(s)[t - 1];
         if (!before_flag && squad_warp > 0) {
-          T warps_before = shared.warp_totals(s)[0];
+          T warps_before = shared.warp_total(s, 0);
           bool warps_flag = Seg::segmented && shared.warp_flags(s)[0];
           for (int w = 1; w < squad_warp; ++w)
-            pair_accumulate<Op, Seg>(warps_before, warps_flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
+            pair_accumulate<Op, Seg>(warps_before, warps_flag, shared.warp_total(s, w), Seg::segmented && shared.warp_flags(s)[w]);
           before = lane != 0 ? Op::combine(warps_before, before) : warps_before;
           before_flag = warps_flag;
         }

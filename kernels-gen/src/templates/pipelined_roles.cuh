@@ -228,11 +228,11 @@ __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, u
 // head): the reduce squad's warp pairs in shared memory, combined in order.
 template <class Op, class Seg, class Shared, class T = typename Op::T>
 __device__ __forceinline__ T stage_tile_pair(const Shared& shared, int s, bool& flag) {
-  T total = shared.warp_totals(s)[0];
+  T total = shared.warp_total(s, 0);
   flag = Seg::segmented && shared.warp_flags(s)[0];
 #pragma unroll
   for (int w = 1; w < Shape<Op>::pipelined_squad_warps; ++w)
-    pair_accumulate<Op, Seg>(total, flag, shared.warp_totals(s)[w], Seg::segmented && shared.warp_flags(s)[w]);
+    pair_accumulate<Op, Seg>(total, flag, shared.warp_total(s, w), Seg::segmented && shared.warp_flags(s)[w]);
   return total;
 }
 

@@ -62,9 +62,10 @@ namespace gpu_scan {
 // Shared-memory layout of one pipelined block: the stages' tiles, then
 // with segments the tiles' head bits (16-byte aligned, for bulk loads),
 // then per stage the barriers and tile index, with segments the reduce
-// threads' head masks, then the reduce squad's lane and warp totals and
-// the tile's prefix, with segments the flags of the lanes' and warps'
-// pairs. Every size comes from the layout (kernels_gen::layout).
+// threads' head masks, then the reduce squad's lane and warp totals (no
+// warp totals where Shape<Op>::pipelined_warp_total_slots is 0) and the
+// tile's prefix, with segments the flags of the lanes' and warps' pairs.
+// Every size comes from the layout (kernels_gen::layout).
 template <class Op, class Seg>
 struct pipelined_shared {
   typedef typename Op::T T;
@@ -83,7 +84,9 @@ struct pipelined_shared {
   static constexpr unsigned indices_at = barriers_at + stages * 6 * 8;
   static constexpr unsigned heads_at = indices_at + stages * 8;
   static constexpr unsigned values_at = scan_round_up(heads_at + (segmented ? stages * squad * 8 : 0), 16);
-  static constexpr unsigned flags_at = values_at + stages * (squad + warps + 1) * sizeof(T);
+  static constexpr int warp_total_slots = Shape<Op>::pipelined_warp_total_slots;
+  static_assert(warp_total_slots == 0 || warp_total_slots == warps, "one slot a warp, or none");
+  static constexpr unsigned flags_at = values_at + stages * (squad + warp_total_slots + 1) * sizeof(T);
   static constexpr unsigned end = flags_at + (segmented ? stages * (squad + warps) : 0);
   __device__ __forceinline__ T* tile(int s) const { return (T*)(base + s * tile_bytes); }
   __device__ __forceinline__ unsigned* head_bits(int s) const { return (unsigned*)(base + bits_at + s * bits_bytes); }
@@ -91,8 +94,21 @@ struct pipelined_shared {
   __device__ __forceinline__ unsigned long long& tile_index(int s) const { return ((unsigned long long*)(base + indices_at))[s]; }
   __device__ __forceinline__ unsigned long long* heads(int s) const { return (unsigned long long*)(base + heads_at) + s * squad; }
   __device__ __forceinline__ T* lane_totals(int s) const { return (T*)(base + values_at) + s * squad; }
-  __device__ __forceinline__ T* warp_totals(int s) const { return (T*)(base + values_at) + stages * squad + s * warps; }
-  __device__ __forceinline__ T& prefix(int s) const { return ((T*)(base + values_at) + stages * (squad + warps))[s]; }
+  // Warp w's total: its slot, or (without slots) its last lane's total
+  // (lane totals written in rotated chunks lie in order all the same).
+  __device__ __forceinline__ const T& warp_total(int s, int w) const {
+    if constexpr (warp_total_slots == 0) {
+      return lane_totals(s)[32 * w + 31];
+    } else {
+      return ((T*)(base + values_at) + stages * squad + s * warps)[w];
+    }
+  }
+  // The reduce squad's lane 31 of warp w keeps its total (a no-op without
+  // slots: the lane totals hold it).
+  __device__ __forceinline__ void keep_warp_total(int s, int w, const T& total) const {
+    if constexpr (warp_total_slots != 0) ((T*)(base + values_at) + stages * squad + s * warps)[w] = total;
+  }
+  __device__ __forceinline__ T& prefix(int s) const { return ((T*)(base + values_at) + stages * (squad + warp_total_slots))[s]; }
   __device__ __forceinline__ bool* lane_flags(int s) const { return (bool*)(base + flags_at) + s * squad; }
   __device__ __forceinline__ bool* warp_flags(int s) const { return (bool*)(base + flags_at) + stages * squad + s * warps; }
   static_assert(!supported || end <= shared_bytes, "the pipelined layout fits the shared memory the host provides");

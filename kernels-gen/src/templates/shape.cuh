@@ -69,6 +69,10 @@ struct Shape {
   // one's (256-byte elements' runs padded apart: pipelined_stages.cuh's
   // stage_runs).
   static constexpr unsigned pipelined_run_stride = L::pipelined_run_stride;
+  // Slots a stage keeps for the reduce squad's warp totals (0: a warp's
+  // total is its last lane's warp-inclusive total, read from the lane
+  // totals).
+  static constexpr int pipelined_warp_total_slots = L::pipelined_warp_total_slots;
   static constexpr unsigned pipelined_tile_bytes = L::pipelined_tile_bytes;
   static constexpr unsigned pipelined_flag_bits_bytes = L::pipelined_flag_bits_bytes;
   static constexpr int pipelined_stages = L::pipelined_stages;
