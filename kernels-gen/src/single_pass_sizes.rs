@@ -135,7 +135,7 @@ const PIPELINED_MAX_STAGES: usize = 6;
 ///
 /// Elements whose runs are padded apart ([`pipelined_run_padding`]: 256
 /// bytes) take the most items, odd or even, that 2 stages of all the
-/// shared memory a block can have hold ([`padded_tile_items`]): 6 × 2,
+/// shared memory a block can have hold (see `padded_tile_items`): 6 × 2,
 /// which ran 256-byte maps at 54.1% of copy where 5 × 2 ran them at 47.6%
 /// (H200, 2^24 and 2^25, the same call).
 pub const fn pipelined_items_per_thread(element_size: usize) -> u32 {
@@ -276,7 +276,7 @@ const fn stage_bytes_besides_tile(element_size: usize) -> usize {
 /// Slots a pipelined stage keeps for its reduce squad's warp totals: one a
 /// warp, or none where runs are padded ([`pipelined_run_padding`]), whose
 /// stages read a warp's total from its last lane's warp-inclusive total
-/// (the same value) to make room for longer tiles ([`padded_tile_items`]).
+/// (the same value) to make room for longer tiles ([`pipelined_items_per_thread`]).
 /// The layout's `pipelined_warp_total_slots`.
 pub const fn pipelined_warp_total_slots(element_size: usize) -> u32 {
     if pipelined_run_padding(element_size) != 0 {
@@ -288,7 +288,7 @@ pub const fn pipelined_warp_total_slots(element_size: usize) -> u32 {
 
 /// Tiles in flight per block of the pipelined single pass: as many stages
 /// as 200 KiB of shared memory hold (227 KiB where runs are padded,
-/// [`padded_tile_items`]), at most 6.
+/// [`pipelined_items_per_thread`]), at most 6.
 pub const fn pipelined_stages(element_size: usize) -> usize {
     let budget = if pipelined_run_padding(element_size) != 0 {
         PIPELINED_PADDED_STAGE_BUDGET
