@@ -94,19 +94,21 @@ struct pipelined_shared {
   __device__ __forceinline__ unsigned long long& tile_index(int s) const { return ((unsigned long long*)(base + indices_at))[s]; }
   __device__ __forceinline__ unsigned long long* heads(int s) const { return (unsigned long long*)(base + heads_at) + s * squad; }
   __device__ __forceinline__ T* lane_totals(int s) const { return (T*)(base + values_at) + s * squad; }
+  // Stage s's warp-total slots (where there are any).
+  __device__ __forceinline__ T* warp_slots(int s) const { return (T*)(base + values_at) + stages * squad + s * warps; }
   // Warp w's total: its slot, or (without slots) its last lane's total
   // (lane totals written in rotated chunks lie in order all the same).
   __device__ __forceinline__ const T& warp_total(int s, int w) const {
     if constexpr (warp_total_slots == 0) {
       return lane_totals(s)[32 * w + 31];
     } else {
-      return ((T*)(base + values_at) + stages * squad + s * warps)[w];
+      return warp_slots(s)[w];
     }
   }
   // The reduce squad's lane 31 of warp w keeps its total (a no-op without
   // slots: the lane totals hold it).
   __device__ __forceinline__ void keep_warp_total(int s, int w, const T& total) const {
-    if constexpr (warp_total_slots != 0) ((T*)(base + values_at) + stages * squad + s * warps)[w] = total;
+    if constexpr (warp_total_slots != 0) warp_slots(s)[w] = total;
   }
   __device__ __forceinline__ T& prefix(int s) const { return ((T*)(base + values_at) + stages * (squad + warp_total_slots))[s]; }
   __device__ __forceinline__ bool* lane_flags(int s) const { return (bool*)(base + flags_at) + s * squad; }
