@@ -87,8 +87,9 @@ pub use single_pass_sizes::{
     pipelined_shared_bytes, pipelined_squad_warps, pipelined_stages, pipelined_supported,
     pipelined_tile_items, pipelined_warp_total_slots, tile_status_bytes, tile_status_stride,
     PIPELINED_FULL_SQUAD_MAX, PIPELINED_HEADS_WARPS_MAX_ELEMENT, PIPELINED_MAX_ELEMENT_SIZE,
-    PIPELINED_WALK_MAX_ELEMENT_SIZE, TILE_STATUS_STRIDE,
+    PIPELINED_WALK_MAX_ELEMENT_SIZE, STATUS_GROUP_TILES, TILE_STATUS_STRIDE,
 };
+pub use single_pass_sizes::{status_capacity, status_chunk_offset};
 
 use expr::{ExprPrinter, Hint};
 use ir::{ElementType, Expr, FieldType, OpDesc, StructDesc};

@@ -635,7 +635,7 @@ enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_ti
 // state sees the value that came with it: no fences, one round trip per
 // poll.
 //
-// Tile t's entry starts Stride bytes after tile t - 1's
+// Packed entries: tile t's entry starts Stride bytes after tile t - 1's
 // (kernels_gen::tile_status_stride, the layout's tile_status_stride: 64
 // bytes, or the entry rounded up to a multiple of 64). Every waiting tile
 // polls the entries of its most recent predecessors, so packed densely the
@@ -654,7 +654,33 @@ enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_ti
 // one publish: a tile publishes each state once per scan, and the launch
 // sweep (launch.cuh) zeroes every chunk's word of unused entries long
 // before an epoch comes back, so no chunk left from an earlier lap of the
-// epochs can match a new one.
+// epochs can match a new one. The chunks lie chunk-major in groups of 32
+// tiles (each group 32 · Stride bytes): a look-back lane reads one tile of
+// a window of 32, so each of the warp's loads of one chunk reads 512
+// contiguous bytes (at most two groups' lines) rather than a line a lane.
+// On the H200 that took 256-byte affine maps from 54% to 61% of copy speed,
+// and 16- and 24-byte ones from 87-89% to 94-96% (BENCHMARKS.md).
+//
+// scan_status_chunk_offset: where 16-byte chunk `chunk` of tile `tile`'s
+// entry lies, in bytes from the status array's start; the one formula of
+// every reader, writer and sweep of the status (column scans' words
+// included), as kernels_gen::status_chunk_offset states it for the host:
+//  * packed entries (Bytes 8 or 16, one chunk): t · Stride;
+//  * chunked entries (Bytes 32 and up), tile 32g + j: chunk c at
+//    32g · Stride + 16 · (32c + j). The array holds a whole number of
+//    groups (kernels_gen::status_capacity).
+// The group: kernels_gen::STATUS_GROUP_TILES (a test checks this copy).
+constexpr unsigned scan_status_group_tiles = 32;
+template <unsigned Bytes, unsigned Stride>
+__device__ __forceinline__ unsigned long long scan_status_chunk_offset(unsigned long long tile, unsigned chunk) {
+  constexpr unsigned long long group = scan_status_group_tiles;
+  if constexpr (Bytes < 32) {
+    return tile * Stride + 16ull * chunk;
+  } else {
+    return tile / group * (group * Stride) + 16ull * group * chunk + tile % group * 16ull;
+  }
+}
+
 template <class T, unsigned Bytes, unsigned Stride> struct scan_tile_status {
   static constexpr unsigned chunks = Bytes / 16;
   static_assert(Bytes % 16 == 0 && sizeof(T) <= 12 * chunks, "the chunks hold the value");
@@ -664,19 +690,21 @@ template <class T, unsigned Bytes, unsigned Stride> struct scan_tile_status {
   __device__ __forceinline__ void publish(unsigned long long tile, unsigned status, const T& value) {
     unsigned w[3 * chunks] = {};
     memcpy(w, &value, sizeof(T));
-    unsigned long long* const entry = words + tile * (Stride / 8);
 #pragma unroll
     for (unsigned c = 0; c < chunks; ++c) {
       const unsigned long long lo = ((unsigned long long)w[3 * c] << 32) | status;
       const unsigned long long hi = ((unsigned long long)w[3 * c + 2] << 32) | w[3 * c + 1];
-      asm volatile("{\n  .reg .b128 w;\n  mov.b128 w, {%1, %2};\n  st.relaxed.gpu.global.b128 [%0], w;\n}" : : "l"(entry + 2 * c), "l"(lo), "l"(hi) : "memory");
+      asm volatile("{\n  .reg .b128 w;\n  mov.b128 w, {%1, %2};\n  st.relaxed.gpu.global.b128 [%0], w;\n}" : : "l"(chunk(tile, c)), "l"(lo), "l"(hi) : "memory");
     }
+  }
+  __device__ __forceinline__ unsigned long long* chunk(unsigned long long tile, unsigned c) const {
+    return (unsigned long long*)((unsigned char*)words + scan_status_chunk_offset<Bytes, Stride>(tile, c));
   }
   // The status word of the entry's first chunk alone: one 4-byte load, to
   // learn whether a tile is ready before reading its whole entry.
   __device__ __forceinline__ unsigned poll_word(unsigned long long tile) const {
     unsigned word;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(word) : "l"(words + tile * (Stride / 8)) : "memory");
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(word) : "l"(chunk(tile, 0)) : "memory");
     return word;
   }
   // The status word when every chunk carries the same one, else 0 (not
@@ -685,11 +713,10 @@ template <class T, unsigned Bytes, unsigned Stride> struct scan_tile_status {
     unsigned w[3 * chunks];
     unsigned first = 0;
     bool same = true;
-    const unsigned long long* const entry = words + tile * (Stride / 8);
 #pragma unroll
     for (unsigned c = 0; c < chunks; ++c) {
       unsigned long long lo, hi;
-      asm volatile("{\n  .reg .b128 w;\n  ld.relaxed.gpu.global.b128 w, [%2];\n  mov.b128 {%0, %1}, w;\n}" : "=l"(lo), "=l"(hi) : "l"(entry + 2 * c) : "memory");
+      asm volatile("{\n  .reg .b128 w;\n  ld.relaxed.gpu.global.b128 w, [%2];\n  mov.b128 {%0, %1}, w;\n}" : "=l"(lo), "=l"(hi) : "l"(chunk(tile, c)) : "memory");
       if (c == 0) first = (unsigned)lo;
       same = same && (unsigned)lo == first;
       w[3 * c] = (unsigned)(lo >> 32);

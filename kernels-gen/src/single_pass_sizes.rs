@@ -8,6 +8,60 @@
 /// of queuing on a few hot lines.
 pub const TILE_STATUS_STRIDE: usize = 64;
 
+/// Tiles per group of the status array where entries take several 16-byte
+/// chunks (elements over 12 bytes): see [`status_chunk_offset`]. The status
+/// array holds a whole number of groups ([`status_capacity`]).
+pub const STATUS_GROUP_TILES: usize = 32;
+
+/// Where 16-byte chunk `chunk` of tile `tile`'s status entry lies, in bytes
+/// from the start of the status array, for elements of `element_size`
+/// bytes: the host's statement of the prelude's `scan_status_chunk_offset`,
+/// which every status reader, writer and sweep uses on the device.
+///
+/// * Packed entries (elements of at most 12 bytes, one chunk): tile `t` at
+///   `t · stride` ([`tile_status_stride`]).
+/// * Chunked entries (wider elements): tiles in groups of
+///   [`STATUS_GROUP_TILES`], each group's `32 · stride` bytes chunk-major,
+///   chunk `c` of the group's tile `j` at `16 · (32c + j)`. A look-back lane
+///   reads one tile of a window of 32, so each of the warp's loads of a chunk
+///   covers 512 contiguous bytes (four 128-byte lines, at most eight where
+///   the window straddles two groups) where entries one after the other put
+///   every lane's chunk in its own line. On the H200 that took 256-byte
+///   affine maps from 54% to 61% of copy speed and 16- and 24-byte ones
+///   from 87-89% to 94-96% (BENCHMARKS.md).
+///
+/// ```
+/// use kernels_gen::{status_chunk_offset, tile_status_stride};
+/// // 4-byte elements: one packed entry every 64 bytes.
+/// assert_eq!(status_chunk_offset(4, 3, 0), 3 * tile_status_stride(4));
+/// // 256-byte elements: chunk 1 of tile 33 is in the second group.
+/// assert_eq!(status_chunk_offset(256, 33, 1), 32 * tile_status_stride(256) + 16 * (32 + 1));
+/// ```
+pub const fn status_chunk_offset(element_size: usize, tile: usize, chunk: usize) -> usize {
+    let stride = tile_status_stride(element_size);
+    if tile_status_bytes(element_size) < 32 {
+        tile * stride + 16 * chunk
+    } else {
+        let group = STATUS_GROUP_TILES;
+        tile / group * (group * stride) + 16 * (group * chunk + tile % group)
+    }
+}
+
+/// Status entries the array holds for `tiles` tiles: a whole number of
+/// groups of [`STATUS_GROUP_TILES`] ([`status_chunk_offset`]), at least one.
+///
+/// ```
+/// assert_eq!(kernels_gen::status_capacity(33), 64);
+/// assert_eq!(kernels_gen::status_capacity(0), 32);
+/// ```
+pub const fn status_capacity(tiles: usize) -> usize {
+    if tiles == 0 {
+        STATUS_GROUP_TILES
+    } else {
+        tiles.next_multiple_of(STATUS_GROUP_TILES)
+    }
+}
+
 /// Bytes between the status entries of consecutive tiles for an element of
 /// `element_size` bytes (the layout's `tile_status_stride`), so the status
 /// array holds this many bytes per tile: [`TILE_STATUS_STRIDE`], or the
@@ -403,6 +457,52 @@ pub const fn pipelined_segmented_shared_bytes(element_size: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_chunks_tile_the_array_without_overlap() {
+        for size in [4, 8, 12, 16, 24, 64, 72, 100, 128, 172, 252, 256, 512] {
+            let stride = tile_status_stride(size);
+            let chunks = tile_status_bytes(size).div_ceil(16);
+            for tiles in [1, 31, 32, 33, 95] {
+                let capacity = status_capacity(tiles);
+                assert!(capacity >= tiles && capacity % STATUS_GROUP_TILES == 0);
+                let mut seen = std::collections::HashSet::new();
+                for tile in 0..capacity {
+                    for chunk in 0..chunks {
+                        let at = status_chunk_offset(size, tile, chunk);
+                        assert!(
+                            at + 16 <= capacity * stride,
+                            "{size}: tile {tile} chunk {chunk} at {at}"
+                        );
+                        assert_eq!(at % 16, 0);
+                        assert!(
+                            seen.insert(at),
+                            "{size}: tile {tile} chunk {chunk} overlaps at {at}"
+                        );
+                    }
+                }
+            }
+            // Chunked entries: one chunk of 32 consecutive tiles of a group is
+            // 512 contiguous bytes.
+            if chunks > 1 {
+                for chunk in 0..chunks {
+                    let first = status_chunk_offset(size, 64, chunk);
+                    for j in 0..STATUS_GROUP_TILES {
+                        assert_eq!(status_chunk_offset(size, 64 + j, chunk), first + 16 * j);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_prelude_groups_status_entries_as_the_host_does() {
+        let line = format!("constexpr unsigned scan_status_group_tiles = {STATUS_GROUP_TILES};");
+        assert!(
+            crate::PRELUDE.contains(&line),
+            "the prelude's copy of STATUS_GROUP_TILES"
+        );
+    }
 
     #[test]
     fn pipelined_shapes_fill_shared_memory_with_odd_item_counts() {

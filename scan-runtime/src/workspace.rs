@@ -166,6 +166,8 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         tiles: usize,
         value_slots: usize,
     ) -> Result<usize> {
+        // Whole groups of entries (kernels_gen::status_chunk_offset).
+        let tiles = kernels_gen::status_capacity(tiles);
         let (tiles, value_slots) = match &self.single_pass {
             Some(s) if s.tiles >= tiles && s.aggregates.len >= value_slots => return Ok(0),
             Some(s) => (tiles.max(s.tiles), value_slots.max(s.aggregates.len)),

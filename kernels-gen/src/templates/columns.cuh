@@ -34,14 +34,15 @@ namespace gpu_scan {
 
 // The 32 column values of a tile's status: written by the lanes of one
 // warp, then the tile's status word (lane 0, release).
-template <class T>
+// The words lie where the single passes' entries keep their first chunk's
+// (scan_status_chunk_offset), so that one sweep serves both.
+template <class T, unsigned Bytes, unsigned Stride>
 struct column_status {
   void* status;
-  unsigned stride;  // bytes between tiles' words (the layout's tile_status_stride)
   T* aggregates;
   T* prefixes;
   __device__ __forceinline__ unsigned* word(unsigned long long tile) const {
-    return (unsigned*)((unsigned char*)status + tile * stride);
+    return (unsigned*)((unsigned char*)status + scan_status_chunk_offset<Bytes, Stride>(tile, 0));
   }
   // Called by all 32 lanes of a warp: lane l's column value, then the word.
   __device__ __forceinline__ void publish(unsigned long long tile, unsigned state_word, const T& value) const {
@@ -77,8 +78,8 @@ struct column_status {
 // the single pass's look-back. The tile's total is published first and
 // read back for its inclusive prefix at the end, so it holds no registers
 // while the look-back runs (wide elements spilled when it did).
-template <class Op, class T = typename Op::T>
-__device__ __forceinline__ T columns_look_back(unsigned long long tile, unsigned long long strips, const T total, column_status<T> status) {
+template <class Op, class Status, class T = typename Op::T>
+__device__ __forceinline__ T columns_look_back(unsigned long long tile, unsigned long long strips, const T total, Status status) {
   const unsigned epoch = scan_shared_epoch;
   status.publish(tile, (epoch << 2) | scan_tile_aggregate, total);
   // Back along the strip, nearest tile first: each value goes in front.
@@ -167,7 +168,7 @@ __device__ __forceinline__ void columns_chunks(columns_shared<Op>& shared, const
       if constexpr (Walk) {
         carry = Op::combine(carry, total);
       } else {
-        const column_status<T> tile_status{status, Shape<Op>::tile_status_stride, aggregates, prefixes};
+        const column_status<T, Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride> tile_status{status, aggregates, prefixes};
         if (chunk == 0) {
           tile_status.publish(tile, (scan_shared_epoch << 2) | scan_tile_prefix, Op::combine(seed, total));
         } else {
@@ -231,7 +232,7 @@ __device__ __forceinline__ void scan_columns(const T* input, T* output, void* st
   } else {
     columns_chunks<Op, Mode, false>(shared, input, output, status, aggregates, prefixes, seed, rows, cols, tile, strips);
   }
-  if (tile == 0) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, tiles);
+  if (tile == 0) scan_launch_sweep<Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride>(status, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, tiles);
 }
 
 }  // namespace gpu_scan

@@ -41,17 +41,18 @@ __device__ __forceinline__ scan_ticket scan_launch_take(scan_launch_state* state
 // nothing in this launch reads them. Consecutive epochs' windows follow
 // each other, so every entry is visited within capacity / scan_sweep_entries
 // + 1 launches (twice that across the epoch's wrap).
-__device__ __forceinline__ void scan_launch_sweep(void* status, unsigned stride, const scan_launch_state* state, unsigned epoch, int first, int step,
-                                                  unsigned long long tiles) {
+template <unsigned Bytes, unsigned Stride>
+__device__ __forceinline__ void scan_launch_sweep(void* status, const scan_launch_state* state, unsigned epoch, int first, int step, unsigned long long tiles) {
   const unsigned long long capacity = state->capacity;
   const unsigned long long start = ((unsigned long long)epoch * scan_sweep_entries) % capacity;
   for (int i = first; i < scan_sweep_entries; i += step) {
     unsigned long long entry = start + (unsigned)i;
     while (entry >= capacity) entry -= capacity;
     // Every 16-byte chunk's status word: wide elements' entries carry one
-    // in each chunk (scan_tile_status_chunks).
+    // in each chunk (scan_tile_status).
     if (entry >= tiles) {
-      for (unsigned chunk = 0; chunk < stride; chunk += 16) *(unsigned*)((unsigned char*)status + entry * stride + chunk) = 0u;
+      for (unsigned chunk = 0; chunk < (Bytes < 32 ? 1u : Bytes / 16); ++chunk)
+        *(unsigned*)((unsigned char*)status + scan_status_chunk_offset<Bytes, Stride>(entry, chunk)) = 0u;
     }
   }
 }
@@ -82,8 +83,8 @@ __device__ __forceinline__ unsigned long long scan_single_pass_take_tile(scan_la
 // The end of every look-back single-pass block: the block of tile 0, which
 // waits on nobody and finishes first, sweeps (one entry per thread) for the
 // launch's `tiles` tiles of `tile_items` elements. Out of line, as the start.
-__device__ __noinline__ void scan_single_pass_sweep(void* status, unsigned stride, const scan_launch_state* launch, unsigned long long n,
-                                                    unsigned long long tile_items) {
-  scan_launch_sweep(status, stride, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, (n + tile_items - 1) / tile_items);
+template <unsigned Bytes, unsigned Stride>
+__device__ __noinline__ void scan_single_pass_sweep(void* status, const scan_launch_state* launch, unsigned long long n, unsigned long long tile_items) {
+  scan_launch_sweep<Bytes, Stride>(status, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, (n + tile_items - 1) / tile_items);
 }
 #endif  // GPU_SCAN_LAUNCH

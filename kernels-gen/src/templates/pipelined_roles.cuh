@@ -134,7 +134,7 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     if (leader) {
       const scan_ticket ticket = scan_launch_take(launch, last_index);
       if (k == 0) scan_shared_epoch = ticket.epoch;
-      if (ticket.index == last_index) scan_launch_sweep(status, Shape<Op>::tile_status_stride, launch, ticket.epoch, 0, 1, tiles);
+      if (ticket.index == last_index) scan_launch_sweep<Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride>(status, launch, ticket.epoch, 0, 1, tiles);
       index = ticket.index < tiles ? ticket.index : tiles;
     }
     if constexpr (warp) index = __shfl_sync(0xffffffffu, index, 0);

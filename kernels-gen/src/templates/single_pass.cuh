@@ -182,7 +182,7 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   } else {
     store_tile<Op>(output, base, valid, staging, items);
   }
-  if (tile == 0) scan_single_pass_sweep(status, Shape<Op>::tile_status_stride, launch, n, tile_items);
+  if (tile == 0) scan_single_pass_sweep<Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride>(status, launch, n, tile_items);
   // The last tile's carry-out, from its prefix and pair still in shared
   // memory and its index in scan_shared_tile: last, so that nothing stays
   // live across the call (before the sweep, a reverse single pass spilled).
