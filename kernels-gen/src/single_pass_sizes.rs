@@ -62,10 +62,12 @@ pub const fn status_capacity(tiles: usize) -> usize {
     }
 }
 
-/// Bytes between the status entries of consecutive tiles for an element of
-/// `element_size` bytes (the layout's `tile_status_stride`), so the status
-/// array holds this many bytes per tile: [`TILE_STATUS_STRIDE`], or the
-/// entry ([`tile_status_bytes`]) rounded up to a multiple of it.
+/// Bytes of the status array per tile for an element of `element_size`
+/// bytes (the layout's `tile_status_stride`): [`TILE_STATUS_STRIDE`], or the
+/// entry ([`tile_status_bytes`]) rounded up to a multiple of it. Packed
+/// entries lie this many bytes apart; chunked ones lie chunk-major in
+/// groups of [`STATUS_GROUP_TILES`] tiles of this many bytes each
+/// ([`status_chunk_offset`]).
 pub const fn tile_status_stride(element_size: usize) -> usize {
     let bytes = tile_status_bytes(element_size);
     if bytes <= TILE_STATUS_STRIDE {
@@ -82,7 +84,8 @@ pub const fn tile_status_stride(element_size: usize) -> usize {
 /// chunk per 12 bytes of the value, each carrying a copy of the status word
 /// (a poll reads the value with the status in one round trip, no fence).
 ///
-/// Each entry starts its own [`tile_status_stride`] bytes of the array.
+/// Each entry takes [`tile_status_stride`] bytes of the array, laid out as
+/// [`status_chunk_offset`] says.
 pub const fn tile_status_bytes(element_size: usize) -> usize {
     if element_size <= 4 {
         8

@@ -50,9 +50,10 @@ impl<T> Scratch<T> {
 }
 
 /// The single-pass scans' scratch for up to `tiles` tiles: a status entry
-/// every [`kernels_gen::tile_status_stride`] bytes
+/// of [`kernels_gen::tile_status_stride`] bytes a tile
 /// ([`kernels_gen::tile_status_bytes`] used: the status word with the
-/// value), column aggregates and inclusive prefixes (32 per tile once a
+/// value; where each chunk lies: [`kernels_gen::status_chunk_offset`]),
+/// `tiles` a whole number of groups ([`kernels_gen::status_capacity`]), column aggregates and inclusive prefixes (32 per tile once a
 /// column scan ran: [`Workspace::reserve_columns`]; one slot otherwise), and
 /// the launch state ([`LaunchState`]) that every launch takes its tiles and
 /// epoch from.
