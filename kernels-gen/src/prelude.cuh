@@ -662,9 +662,11 @@ enum scan_tile_state { scan_tile_not_ready = 0, scan_tile_aggregate = 1, scan_ti
 // and 16- and 24-byte ones from 87-89% to 94-96% (BENCHMARKS.md).
 //
 // scan_status_chunk_offset: where 16-byte chunk `chunk` of tile `tile`'s
-// entry lies, in bytes from the status array's start; the one formula of
-// every reader, writer and sweep of the status (column scans' words
-// included), as kernels_gen::status_chunk_offset states it for the host:
+// entry lies, in bytes from the status array's start, as
+// kernels_gen::status_chunk_offset states it for the host. The chunked
+// entries' reads and writes, every sweep and the column scans' words go
+// through it; the packed specializations below address t · Stride, its
+// packed case, themselves:
 //  * packed entries (Bytes 8 or 16, one chunk): t · Stride;
 //  * chunked entries (Bytes 32 and up), tile 32g + j: chunk c at
 //    32g · Stride + 16 · (32c + j). The array holds a whole number of

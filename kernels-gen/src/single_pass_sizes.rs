@@ -16,7 +16,7 @@ pub const STATUS_GROUP_TILES: usize = 32;
 /// Where 16-byte chunk `chunk` of tile `tile`'s status entry lies, in bytes
 /// from the start of the status array, for elements of `element_size`
 /// bytes: the host's statement of the prelude's `scan_status_chunk_offset`,
-/// which every status reader, writer and sweep uses on the device.
+/// which the device's status reads, writes and sweeps follow.
 ///
 /// * Packed entries (elements of at most 12 bytes, one chunk): tile `t` at
 ///   `t · stride` ([`tile_status_stride`]).
