@@ -1,6 +1,8 @@
 //! First use on the GPU: a scan compiles only the kernel it needs, as a
 //! CUBIN for the device, kept in the disk cache; a cache entry the driver
-//! refuses to load (checksum intact, image broken) is deleted and rebuilt
+//! refuses to load (checksum intact, image broken) is deleted and rebuilt,
+//! and so is one that must not reach the driver at all (a CUBIN cut short,
+//! of another architecture, random bytes, an empty file, a directory)
 //! instead of failing every later process. A scan whose preferred kernel is
 //! not compiled yet runs on an interim kernel (small tiles) while the
 //! preferred one compiles in the background, then takes it; with background
@@ -198,6 +200,62 @@ fn first_use_compiles_one_kernel_and_rebuilds_a_refused_entry() {
         "the refused entry was replaced"
     );
     assert_eq!(run_worker(&dir), (ProgramOrigin::DiskCache, 1));
+
+    // Entries the driver must never see (a CUBIN cut short crashed the
+    // process that loaded it, and every later one): each is deleted before
+    // loading and rebuilt, in a fresh process that scans right.
+    let whole = payload.to_vec();
+    let target = gpu_scan::scan_runtime::target_arch(&open_gpu("gpu_first_use").unwrap()).unwrap();
+    let other_arch: &[u8] = if target == gpu_scan::Arch::SM_80 {
+        include_bytes!("../scan-runtime/tests/fixtures/k_sm_90.cubin")
+    } else {
+        include_bytes!("../scan-runtime/tests/fixtures/k_sm_80.cubin")
+    };
+    let random: Vec<u8> = (0u32..4096)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 9) as u8)
+        .collect();
+    let with_checksum = |image: &[u8]| {
+        let mut entry = format!("gpu-scan-image v2 {:x}\n", Sha256::digest(image)).into_bytes();
+        entry.extend_from_slice(image);
+        entry
+    };
+    for (what, entry) in [
+        (
+            "a CUBIN cut in half",
+            Some(with_checksum(&whole[..whole.len() / 2])),
+        ),
+        (
+            "a CUBIN one byte short",
+            Some(with_checksum(&whole[..whole.len() - 1])),
+        ),
+        (
+            "a CUBIN of another architecture",
+            Some(with_checksum(other_arch)),
+        ),
+        ("random bytes", Some(with_checksum(&random))),
+        ("an empty file", Some(Vec::new())),
+        ("a directory", None),
+    ] {
+        match &entry {
+            Some(bytes) => std::fs::write(&cached[0], bytes).unwrap(),
+            None => {
+                std::fs::remove_file(&cached[0]).unwrap();
+                std::fs::create_dir_all(cached[0].join("inside")).unwrap();
+            }
+        }
+        assert_eq!(
+            run_worker(&dir),
+            (ProgramOrigin::Compiled, 1),
+            "{what}: rebuilt"
+        );
+        let rebuilt = std::fs::read(&cached[0]).unwrap_or_default();
+        let payload = &rebuilt[rebuilt.iter().position(|&b| b == b'\n').unwrap_or(0)..];
+        assert!(
+            rebuilt.len() == image.len() && payload[1..].starts_with(b"\x7fELF"),
+            "{what}: the entry holds a whole CUBIN again"
+        );
+        assert_eq!(run_worker(&dir), (ProgramOrigin::DiskCache, 1), "{what}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -146,6 +146,12 @@ impl DiskCache {
     #[doc(hidden)]
     pub fn load(&self, key: &CacheKey) -> Option<Vec<u8>> {
         let path = self.entry_path(key)?;
+        if path.is_dir() {
+            // Not an entry we wrote: it would keep every later store of
+            // this key from renaming its file into place.
+            let _ = std::fs::remove_dir_all(&path);
+            return None;
+        }
         let bytes = std::fs::read(&path).ok()?;
         match parse_entry(&bytes) {
             Some(image) => Some(image),

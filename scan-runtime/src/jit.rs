@@ -2,6 +2,7 @@
 
 use crate::cache::{CacheKey, DiskCache};
 use crate::error::{Result, ScanError};
+use crate::image_check;
 use cudarc::nvrtc;
 use kernels_gen::Arch;
 use std::path::PathBuf;
@@ -104,18 +105,11 @@ pub fn compile(
 ) -> Result<Compiled> {
     let key = CacheKey::new(source, &options, arch, driver_version);
     let cubin = wants_cubin(&options);
-    if let Some(bytes) = disk.load(&key) {
-        let image = if cubin {
-            Some(Image::Cubin(bytes))
-        } else {
-            String::from_utf8(bytes).ok().map(Image::Ptx)
-        };
-        if let Some(image) = image {
-            return Ok(Compiled {
-                image,
-                from_disk: true,
-            });
-        }
+    if let Some(image) = cached_image(disk, &key, cubin, arch) {
+        return Ok(Compiled {
+            image,
+            from_disk: true,
+        });
     }
     if !nvrtc_present() {
         return Err(ScanError::NoNvrtc);
@@ -126,6 +120,32 @@ pub fn compile(
         image,
         from_disk: false,
     })
+}
+
+/// The image of `key` in the disk cache, if there is one the driver can be
+/// given ([`image_check`]): an entry that is not a whole image for `arch`
+/// of the form asked for (a CUBIN, else PTX) is deleted, so that the caller
+/// compiles it anew and stores the new image in its place.
+fn cached_image(disk: &DiskCache, key: &CacheKey, cubin: bool, arch: Arch) -> Option<Image> {
+    let bytes = disk.load(key)?;
+    let checked = if cubin {
+        image_check::check_cubin(&bytes, arch).map(|()| Image::Cubin(bytes))
+    } else {
+        String::from_utf8(bytes)
+            .map_err(|_| image_check::BadImage::PtxTarget(arch.sm_name()))
+            .and_then(|text| image_check::check_ptx(&text, arch).map(|()| Image::Ptx(text)))
+    };
+    match checked {
+        Ok(image) => Some(image),
+        Err(defect) => {
+            tracing::warn!(
+                "gpu-scan: deleting the disk cache entry {} ({defect}); compiling it anew",
+                key.as_str()
+            );
+            disk.remove(key);
+            None
+        }
+    }
 }
 
 /// Forgets the disk cache's entry for what [`compile`] would look up with
@@ -223,6 +243,83 @@ pub(crate) fn write_failed_source(op: &str, source: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fresh cache directory of this process.
+    fn temp_cache(name: &str) -> DiskCache {
+        let dir = std::env::temp_dir().join(format!("gpu-scan-jit-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        DiskCache::at(dir)
+    }
+
+    /// Every kind of bad entry the disk cache can hold under a key is
+    /// deleted rather than handed to the driver (which a CUBIN cut short
+    /// would crash), and the next store of the key succeeds; a whole CUBIN
+    /// of the key's architecture is read back.
+    #[test]
+    fn bad_cache_entries_are_deleted_not_loaded() {
+        let sm_90: &[u8] = include_bytes!("../tests/fixtures/k_sm_90.cubin");
+        let sm_80: &[u8] = include_bytes!("../tests/fixtures/k_sm_80.cubin");
+        let cache = temp_cache("bad-entries");
+        let key = CacheKey::new("program", &[], Arch::SM_90, 13000);
+        let path = cache.entry_path(&key).unwrap();
+        let random: Vec<u8> = (0u32..2048)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        // Entries stored through the cache, so their checksums are right.
+        for (what, image) in [
+            ("a CUBIN cut in half", &sm_90[..sm_90.len() / 2]),
+            ("a CUBIN one byte short", &sm_90[..sm_90.len() - 1]),
+            ("a whole CUBIN of another architecture", sm_80),
+            ("random bytes", &random[..]),
+            ("an empty image", &[][..]),
+        ] {
+            cache.try_store(&key, image).unwrap();
+            assert!(path.is_file());
+            assert_eq!(
+                cached_image(&cache, &key, true, Arch::SM_90),
+                None,
+                "{what}"
+            );
+            assert!(!path.exists(), "{what}: the entry is deleted");
+        }
+        // An empty file (no header at all).
+        std::fs::write(&path, b"").unwrap();
+        assert_eq!(cached_image(&cache, &key, true, Arch::SM_90), None);
+        assert!(!path.exists(), "an empty file is deleted");
+        // A directory where the entry's file should be.
+        std::fs::create_dir_all(path.join("inside")).unwrap();
+        assert_eq!(cached_image(&cache, &key, true, Arch::SM_90), None);
+        assert!(
+            !path.exists(),
+            "a directory in the entry's place is deleted"
+        );
+        // ... so that the rebuilt image can be stored and read back.
+        cache.try_store(&key, sm_90).unwrap();
+        assert_eq!(
+            cached_image(&cache, &key, true, Arch::SM_90),
+            Some(Image::Cubin(sm_90.to_vec()))
+        );
+        // PTX for another architecture, or not text.
+        let ptx_key = CacheKey::new("program", &[], Arch::SM_80, 13000);
+        let ptx_path = cache.entry_path(&ptx_key).unwrap();
+        cache
+            .try_store(&ptx_key, b".version 9.0\n.target sm_90\n")
+            .unwrap();
+        assert_eq!(cached_image(&cache, &ptx_key, false, Arch::SM_80), None);
+        assert!(!ptx_path.exists());
+        cache
+            .try_store(&ptx_key, b"\xff\xfe.target sm_80\n")
+            .unwrap();
+        assert_eq!(cached_image(&cache, &ptx_key, false, Arch::SM_80), None);
+        cache
+            .try_store(&ptx_key, b".version 9.0\n.target sm_80\n")
+            .unwrap();
+        assert!(matches!(
+            cached_image(&cache, &ptx_key, false, Arch::SM_80),
+            Some(Image::Ptx(_))
+        ));
+        let _ = std::fs::remove_dir_all(cache.dir().unwrap());
+    }
 
     #[test]
     fn failed_sources_go_to_a_new_private_directory() {

@@ -25,6 +25,7 @@ mod device_api;
 mod error;
 mod flag_builder;
 mod gpu;
+mod image_check;
 /// NVRTC compilation and its caches, for the test suites and tools: not
 /// part of the API.
 #[doc(hidden)]
