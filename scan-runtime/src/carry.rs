@@ -30,7 +30,10 @@ use scan_core::{CountedSegmentTotals, NoCarryOut, SegmentTotals};
 /// assert_eq!(stream.clone_dtoh(&kept)?, [3]);
 /// # Ok::<(), ScanError>(())
 /// ```
-pub trait DeviceCarryOut<E> {
+///
+/// The trait is sealed: its slots hand the kernels an address to write,
+/// so only the implementations here (over cudarc's buffers) exist.
+pub trait DeviceCarryOut<E>: sealed::Sealed {
     /// Checks the slot (one element), before the scan enqueues anything.
     fn check(&self) -> Result<()>;
 
@@ -72,6 +75,17 @@ pub struct CarrySlots<'a> {
     /// The segment count's address.
     pub count: u64,
     _guards: Vec<SyncOnDrop<'a>>,
+}
+
+/// Keeps [`DeviceCarryOut`] to this crate's implementations.
+mod sealed {
+    use scan_core::{CountedSegmentTotals, NoCarryOut, SegmentTotals};
+
+    pub trait Sealed {}
+    impl Sealed for NoCarryOut {}
+    impl<D: ?Sized> Sealed for &mut D {}
+    impl<D: ?Sized> Sealed for SegmentTotals<&mut D> {}
+    impl<D: ?Sized, C: ?Sized> Sealed for CountedSegmentTotals<&mut D, &mut C> {}
 }
 
 impl<E> DeviceCarryOut<E> for NoCarryOut {
