@@ -69,9 +69,10 @@ where
             });
         }
         let tiles = self.prepare_columns(n, row_length, stream)?;
-        let (src, _src_sync) = input.device_ptr(stream);
+        let at = self.address_stream(stream)?;
+        let (src, _src_sync) = input.device_ptr(&at);
         self.first_call_law_check(stream, src, n)?;
-        let (dst, _dst_sync) = output.device_ptr_mut(stream);
+        let (dst, _dst_sync) = output.device_ptr_mut(&at);
         self.launch_columns(stream, spec.into(), row_length, tiles, src, dst, n)
     }
 
@@ -85,7 +86,8 @@ where
     ) -> Result<()> {
         let n = data.len();
         let tiles = self.prepare_columns(n, row_length, stream)?;
-        let (ptr, _sync) = data.device_ptr_mut(stream);
+        let at = self.address_stream(stream)?;
+        let (ptr, _sync) = data.device_ptr_mut(&at);
         self.first_call_law_check(stream, ptr, n)?;
         self.launch_columns(stream, spec.into(), row_length, tiles, ptr, ptr, n)
     }

@@ -2,6 +2,7 @@
 //! ([`HeadFlagBuilder`]).
 
 use crate::cache::DiskCache;
+use crate::capture::AddressStream;
 use crate::error::Result;
 use crate::kernels::{build_module, compile_target};
 use crate::segments::OwnedDeviceHeadFlags;
@@ -35,6 +36,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// ```
 pub struct HeadFlagBuilder {
     program: Arc<FlagProgram>,
+    /// Where buffers' addresses are taken while a stream is captured.
+    addresses: AddressStream,
 }
 
 struct FlagProgram {
@@ -63,7 +66,10 @@ impl HeadFlagBuilder {
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Self> {
         let key = ctx.cu_ctx() as usize;
         if let Some(p) = flag_programs().lock().expect("poisoned").get(&key) {
-            return Ok(HeadFlagBuilder { program: p.clone() });
+            return Ok(HeadFlagBuilder {
+                program: p.clone(),
+                addresses: AddressStream::default(),
+            });
         }
         let target = compile_target(ctx)?;
         let source = kernels_gen::SEGMENT_FLAGS_SOURCE;
@@ -94,7 +100,10 @@ impl HeadFlagBuilder {
             .lock()
             .expect("poisoned")
             .insert(key, program.clone());
-        Ok(HeadFlagBuilder { program })
+        Ok(HeadFlagBuilder {
+            program,
+            addresses: AddressStream::default(),
+        })
     }
 
     fn function(&self, symbol: &str) -> &CudaFunction {
@@ -352,8 +361,9 @@ impl HeadFlagBuilder {
         }
         let symbol =
             kernels_gen::heads_from_keys_symbol(8 * std::mem::size_of::<K>() as u32, format);
-        let (keys_ptr, _s1) = keys.device_ptr(stream);
-        let (out_ptr, _s2) = out.device_ptr_mut(stream);
+        let at = self.addresses.for_stream(stream)?;
+        let (keys_ptr, _s1) = keys.device_ptr(&at);
+        let (out_ptr, _s2) = out.device_ptr_mut(&at);
         let n64 = n as u64;
         let mut launch = stream.launch_builder(self.function(&symbol));
         launch.arg(&keys_ptr).arg(&out_ptr).arg(&n64);

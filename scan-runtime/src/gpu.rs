@@ -1,6 +1,7 @@
 //! Scans on a CUDA device: [`GpuScanner`].
 
 use crate::cache::DiskCache;
+use crate::capture::AddressStream;
 use crate::carry::DeviceCarryOut;
 use crate::error::{Result, ScanError};
 use crate::kernels::{
@@ -72,7 +73,11 @@ use std::sync::Arc;
 /// ([`GpuScanner::reserve`], [`GpuScanner::reserve_segmented`] for segmented
 /// scans): a scan that would grow its workspace while its stream is being
 /// captured fails with [`ScanError::WorkspaceDuringCapture`] and enqueues
-/// nothing.
+/// nothing. Streams from `ctx.new_stream()` with cudarc's event tracking on
+/// (its default) capture too: while a stream is captured, the scan leaves
+/// its buffers' events alone on it (a capture cannot wait on work outside
+/// it), so order the graph's launches after the writes to its inputs, as
+/// with any graph.
 ///
 /// ```no_run
 /// use gpu_scan::prelude::*;
@@ -82,7 +87,7 @@ use std::sync::Arc;
 /// struct Sum;
 ///
 /// let ctx = gpu_scan::scan_runtime::open_device(0)?;
-/// let stream = ctx.per_thread_stream();
+/// let stream = ctx.new_stream()?;
 /// let mut input = stream.alloc_zeros::<u32>(1 << 20)?;
 /// let mut output = stream.alloc_zeros::<u32>(1 << 20)?;
 /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
@@ -125,6 +130,8 @@ pub struct GpuScanner<Op: ScanOp> {
     /// Blocks of a two-dimensional scan's tiles resident at once (measured
     /// at the first such scan): its tiling aims at one wave of them.
     pub(crate) area_residency: Option<usize>,
+    /// Where buffers' addresses are taken while a stream is captured.
+    addresses: AddressStream,
     _op: PhantomData<Op>,
 }
 
@@ -173,6 +180,7 @@ where
             law_check: LawCheck::initial(),
             column_residency: None,
             area_residency: None,
+            addresses: AddressStream::default(),
             _op: PhantomData,
         })
     }
@@ -589,10 +597,11 @@ where
         let (spec, mut carry_out) = spec.split_carry_out();
         carry_out.check()?;
         self.prepare(n, stream)?;
-        let (src, _src_sync) = input.device_ptr(stream);
+        let at = self.address_stream(stream)?;
+        let (src, _src_sync) = input.device_ptr(&at);
         self.first_call_law_check(stream, src, n)?;
-        let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        let slots = carry_out.slots(stream);
+        let (dst, _dst_sync) = output.device_ptr_mut(&at);
+        let slots = carry_out.slots(&at);
         let launched = self
             .launch(stream, spec, src, dst, n, slots.carry)
             .and_then(|()| self.store_unsegmented_count(stream, slots.count));
@@ -646,9 +655,10 @@ where
         let (spec, mut carry_out) = spec.split_carry_out();
         carry_out.check()?;
         self.prepare(n, stream)?;
-        let (ptr, _sync) = data.device_ptr_mut(stream);
+        let at = self.address_stream(stream)?;
+        let (ptr, _sync) = data.device_ptr_mut(&at);
         self.first_call_law_check(stream, ptr, n)?;
-        let slots = carry_out.slots(stream);
+        let slots = carry_out.slots(&at);
         let launched = self
             .launch(stream, spec, ptr, ptr, n, slots.carry)
             .and_then(|()| self.store_unsegmented_count(stream, slots.count));
@@ -683,9 +693,10 @@ where
                 });
             }
         }
-        let (l, _l_sync) = left.device_ptr(stream);
-        let (r, _r_sync) = right.device_ptr(stream);
-        let (o, _o_sync) = output.device_ptr_mut(stream);
+        let at = self.address_stream(stream)?;
+        let (l, _l_sync) = left.device_ptr(&at);
+        let (r, _r_sync) = right.device_ptr(&at);
+        let (o, _o_sync) = output.device_ptr_mut(&at);
         self.launch_combine_pairs(stream, l, r, o, n)
     }
 
@@ -708,8 +719,9 @@ where
                 output: n,
             });
         }
-        let (r, _r_sync) = right.device_ptr(stream);
-        let (d, _d_sync) = data.device_ptr_mut(stream);
+        let at = self.address_stream(stream)?;
+        let (r, _r_sync) = right.device_ptr(&at);
+        let (d, _d_sync) = data.device_ptr_mut(&at);
         self.launch_combine_pairs(stream, d, r, d, n)
     }
 
@@ -776,6 +788,13 @@ where
         self.scan_in_place(stream, spec.carry_out(&mut slot), &mut data)?;
         put_carry(stream, &slot, carry_out)?;
         Ok(stream.clone_dtoh(&data)?)
+    }
+
+    /// The stream on which a scan enqueued on `stream` takes its buffers'
+    /// addresses: `stream` itself, or a side stream while `stream` is being
+    /// captured under cudarc's event tracking ([`crate::capture`]).
+    pub(crate) fn address_stream(&self, stream: &Arc<CudaStream>) -> Result<Arc<CudaStream>> {
+        self.addresses.for_stream(stream)
     }
 
     pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {

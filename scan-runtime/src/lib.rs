@@ -18,6 +18,7 @@
 mod backend;
 mod background;
 pub mod cache;
+mod capture;
 mod carry;
 mod columns;
 mod device;

@@ -102,7 +102,8 @@ where
         // found on the device), how many they may write, and the device's
         // count bounding them (0: none). The guards order the segments' use
         // after their writes.
-        let (heads, _guards) = segments.heads_arg(stream);
+        let at = self.address_stream(stream)?;
+        let (heads, _guards) = segments.heads_arg(&at);
         let (ranges, source, written, device_count) = match plan {
             TotalsPlan::None => unreachable!("a plan with totals"),
             TotalsPlan::Host {

@@ -186,10 +186,11 @@ where
         let (spec, mut carry_out) = spec.split_carry_out();
         let plan = TotalsPlan::check(&carry_out, &segments, n)?;
         self.prepare_segmented_scan(n, stream)?;
-        let (src, _src_sync) = input.device_ptr(stream);
+        let at = self.address_stream(stream)?;
+        let (src, _src_sync) = input.device_ptr(&at);
         self.first_call_law_check(stream, src, n)?;
-        let (dst, _dst_sync) = output.device_ptr_mut(stream);
-        let slots = carry_out.slots(stream);
+        let (dst, _dst_sync) = output.device_ptr_mut(&at);
+        let slots = carry_out.slots(&at);
         let launched = self.launch_with_plan(stream, spec, &segments, src, dst, n, &slots, plan);
         self.then_start_background_compiles(launched)
     }
@@ -220,9 +221,10 @@ where
         let (spec, mut carry_out) = spec.split_carry_out();
         let plan = TotalsPlan::check(&carry_out, &segments, n)?;
         self.prepare_segmented_scan(n, stream)?;
-        let (ptr, _sync) = data.device_ptr_mut(stream);
+        let at = self.address_stream(stream)?;
+        let (ptr, _sync) = data.device_ptr_mut(&at);
         self.first_call_law_check(stream, ptr, n)?;
-        let slots = carry_out.slots(stream);
+        let slots = carry_out.slots(&at);
         let launched = self.launch_with_plan(stream, spec, &segments, ptr, ptr, n, &slots, plan);
         self.then_start_background_compiles(launched)
     }
@@ -434,7 +436,8 @@ where
         }
         let source = segments.source();
         // The guards order the flags' or offsets' use after their writes.
-        let (heads, _guards) = segments.heads_arg(stream);
+        let at = self.address_stream(stream)?;
+        let (heads, _guards) = segments.heads_arg(&at);
         let strategy = self.tuning.segmented_strategy;
         let abi = |k: SegmentedKernel| {
             KernelAbi::segmented(k, strategy)

@@ -99,9 +99,10 @@ where
         }
         let spec = spec.into();
         let plan = self.prepare_2d(stream, &spec, n, row_length, false)?;
-        let (src, _src_sync) = input.device_ptr(stream);
+        let at = self.address_stream(stream)?;
+        let (src, _src_sync) = input.device_ptr(&at);
         self.first_call_law_check(stream, src, n)?;
-        let (dst, _dst_sync) = output.device_ptr_mut(stream);
+        let (dst, _dst_sync) = output.device_ptr_mut(&at);
         let launched = self.launch_2d(stream, spec, plan, row_length, src, dst, n);
         self.then_start_background_compiles(launched)
     }
@@ -117,7 +118,8 @@ where
         let n = data.len();
         let spec = spec.into();
         let plan = self.prepare_2d(stream, &spec, n, row_length, true)?;
-        let (ptr, _sync) = data.device_ptr_mut(stream);
+        let at = self.address_stream(stream)?;
+        let (ptr, _sync) = data.device_ptr_mut(&at);
         self.first_call_law_check(stream, ptr, n)?;
         let launched = self.launch_2d(stream, spec, plan, row_length, ptr, ptr, n);
         self.then_start_background_compiles(launched)
