@@ -128,7 +128,10 @@ pub use scan_runtime;
 #[cfg(feature = "gpu")]
 pub use scan_runtime::cudarc;
 #[cfg(feature = "gpu")]
-pub use scan_runtime::{Arch, DeviceApi, DeviceCarryOut, DeviceSegmentsSpec, ScanPath, Tuning};
+pub use scan_runtime::{
+    open_device, Arch, DeviceApi, DeviceCarryOut, DeviceSegmentsSpec, GpuScanner, ScanError,
+    ScanPath, Scanner, Tuning,
+};
 
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
 pub mod prelude {

@@ -106,6 +106,7 @@ where
                 (_, ScanKind::InclusiveWithInit(init)) => fold_right(&input[i..], init),
                 (_, ScanKind::Exclusive) => fold_right(&input[i + 1..], Op::IDENTITY),
                 (_, ScanKind::ExclusiveWithInit(init)) => fold_right(&input[i + 1..], init),
+                _ => unimplemented!("a scan kind this oracle does not know"),
             };
             assert_eq!(out[i], expected, "{kind:?} at {i}");
         }

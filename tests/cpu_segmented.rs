@@ -78,6 +78,7 @@ fn definition<Op: ScanOp>(
                 (_, ScanKind::InclusiveWithInit(init)) => fold_right(&input[i..=tail], init),
                 (_, ScanKind::Exclusive) => fold_right(&input[i + 1..=tail], Op::IDENTITY),
                 (_, ScanKind::ExclusiveWithInit(init)) => fold_right(&input[i + 1..=tail], init),
+                _ => unimplemented!("a scan kind this oracle does not know"),
             }
         })
         .collect()

@@ -38,6 +38,7 @@ fn by_rectangles<Op: ScanOp>(
         ScanKind::Exclusive => (false, None),
         ScanKind::InclusiveWithInit(init) => (true, Some(init)),
         ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
+        _ => unimplemented!("a scan kind this oracle does not know"),
     };
     let reverse = spec.is_reverse();
     let mut out = vec![Op::IDENTITY; input.len()];

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 
 /// Which scan to compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ScanKind<E> {
     /// `out[i] = in[0] ∘ … ∘ in[i]`
     Inclusive,
@@ -36,6 +37,34 @@ pub enum ScanKind<E> {
     /// `init`, as the next chunk of a sequence scanned in chunks takes the
     /// previous chunk's carry-out (CUB's `InclusiveScanInit`)
     InclusiveWithInit(E),
+}
+
+impl<E: Copy> ScanKind<E> {
+    /// Whether each output includes its own input.
+    ///
+    /// ```
+    /// use gpu_scan::ScanKind;
+    /// assert!(ScanKind::InclusiveWithInit(5u32).is_inclusive());
+    /// assert!(!ScanKind::<u32>::Exclusive.is_inclusive());
+    /// ```
+    pub fn is_inclusive(&self) -> bool {
+        matches!(self, ScanKind::Inclusive | ScanKind::InclusiveWithInit(_))
+    }
+
+    /// The initial value the scan starts from, if it has one (else the
+    /// operator's identity).
+    ///
+    /// ```
+    /// use gpu_scan::ScanKind;
+    /// assert_eq!(ScanKind::ExclusiveWithInit(7u32).init(), Some(7));
+    /// assert_eq!(ScanKind::<u32>::Inclusive.init(), None);
+    /// ```
+    pub fn init(&self) -> Option<E> {
+        match *self {
+            ScanKind::ExclusiveWithInit(init) | ScanKind::InclusiveWithInit(init) => Some(init),
+            ScanKind::Inclusive | ScanKind::Exclusive => None,
+        }
+    }
 }
 
 /// The output slice's length differs from the input's.

@@ -11,7 +11,7 @@ use cudarc::driver::{
 };
 use kernels_gen::{columns_tiles, Kernel};
 use scan_core::segmented::RowLengthMismatch;
-use scan_core::{ScanKind, ScanOp, ScanSpec};
+use scan_core::{ScanOp, ScanSpec};
 use std::sync::Arc;
 
 impl<Op: ScanOp> GpuScanner<Op>
@@ -144,12 +144,12 @@ where
         if n == 0 {
             return Ok(());
         }
-        let (kernel, seed) = match spec.kind {
-            ScanKind::Inclusive => (Kernel::ColumnsInclusive, Op::IDENTITY),
-            ScanKind::Exclusive => (Kernel::ColumnsExclusive, Op::IDENTITY),
-            ScanKind::ExclusiveWithInit(init) => (Kernel::ColumnsExclusive, init),
-            ScanKind::InclusiveWithInit(init) => (Kernel::ColumnsInclusive, init),
+        let kernel = if spec.kind.is_inclusive() {
+            Kernel::ColumnsInclusive
+        } else {
+            Kernel::ColumnsExclusive
         };
+        let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
         let abi = directed(kernel, spec.direction);
         let kernel = self.kernel(abi)?;
         let resident = match self.column_residency {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 /// Everything that can go wrong when scanning on the GPU. Each message says
 /// what to do about it.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScanError {
     /// The CUDA driver library (`libcuda.so`) cannot be loaded.
     #[error("no CUDA driver: libcuda could not be loaded (install the NVIDIA driver, or use the CPU backend)")]

@@ -925,12 +925,10 @@ where
         carry: u64,
     ) -> Result<()> {
         let direction = spec.direction;
-        let (inclusive, seed) = match spec.kind {
-            ScanKind::Inclusive => (true, Op::IDENTITY),
-            ScanKind::Exclusive => (false, Op::IDENTITY),
-            ScanKind::ExclusiveWithInit(init) => (false, init),
-            ScanKind::InclusiveWithInit(init) => (true, init),
-        };
+        let (inclusive, seed) = (
+            spec.kind.is_inclusive(),
+            spec.kind.init().unwrap_or(Op::IDENTITY),
+        );
         if n == 0 {
             return self.launch_empty_carry(stream, seed, carry);
         }

@@ -609,12 +609,12 @@ fn look_back_rows(row_length: usize, element_size: usize) -> bool {
 /// A kind's parts as the segmented kernels take them: inclusive or not,
 /// the seed, and whether it goes in front of every segment.
 pub(crate) fn kind_parts<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Op::Element, bool) {
-    match kind {
-        ScanKind::Inclusive => (true, Op::IDENTITY, false),
-        ScanKind::Exclusive => (false, Op::IDENTITY, false),
-        ScanKind::ExclusiveWithInit(init) => (false, init, true),
-        ScanKind::InclusiveWithInit(init) => (true, init, true),
-    }
+    let init = kind.init();
+    (
+        kind.is_inclusive(),
+        init.unwrap_or(Op::IDENTITY),
+        init.is_some(),
+    )
 }
 
 #[cfg(test)]

@@ -218,12 +218,8 @@ where
                 self.launch_columns(stream, spec, row_length, column_tiles, dst, dst, n)
             }
             Plan::Tiled(tiles) => {
-                let (seed, exclusive) = match spec.kind {
-                    ScanKind::Inclusive => (Op::IDENTITY, false),
-                    ScanKind::InclusiveWithInit(init) => (init, false),
-                    ScanKind::Exclusive => (Op::IDENTITY, true),
-                    ScanKind::ExclusiveWithInit(init) => (init, true),
-                };
+                let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
+                let exclusive = !spec.kind.is_inclusive();
                 self.launch_tiles(
                     stream,
                     tiles,
