@@ -1,6 +1,7 @@
 //! Column scans on the GPU: [`GpuScanner::scan_columns`], a row-major
 //! matrix scanned down its columns (`columns.cuh`).
 
+use crate::entry::Operands;
 use crate::error::{Result, ScanError};
 use crate::gpu::{directed, GpuScanner};
 use crate::kernels::layout;
@@ -11,7 +12,7 @@ use cudarc::driver::{
 };
 use kernels_gen::{columns_tiles, Kernel};
 use scan_core::segmented::RowLengthMismatch;
-use scan_core::{ScanOp, ScanSpec};
+use scan_core::{NoCarryOut, ScanOp, ScanSpec};
 use std::sync::Arc;
 
 impl<Op: ScanOp> GpuScanner<Op>
@@ -61,19 +62,12 @@ where
         I: DevicePtr<Op::Element>,
         O: DevicePtrMut<Op::Element>,
     {
-        let n = input.len();
-        if output.len() != n {
-            return Err(ScanError::LengthMismatch {
-                input: n,
-                output: output.len(),
-            });
-        }
-        let tiles = self.prepare_columns(n, row_length, stream)?;
-        let at = self.address_stream(stream)?;
-        let (src, _src_sync) = input.device_ptr(&at);
-        self.first_call_law_check(stream, src, n)?;
-        let (dst, _dst_sync) = output.device_ptr_mut(&at);
-        self.launch_columns(stream, spec.into(), row_length, tiles, src, dst, n)
+        self.scan_columns_of(
+            stream,
+            spec.into(),
+            row_length,
+            Operands::apart(input, output),
+        )
     }
 
     /// [`GpuScanner::scan_columns`] of `data` onto itself.
@@ -84,12 +78,26 @@ where
         row_length: usize,
         data: &mut D,
     ) -> Result<()> {
-        let n = data.len();
-        let tiles = self.prepare_columns(n, row_length, stream)?;
-        let at = self.address_stream(stream)?;
-        let (ptr, _sync) = data.device_ptr_mut(&at);
-        self.first_call_law_check(stream, ptr, n)?;
-        self.launch_columns(stream, spec.into(), row_length, tiles, ptr, ptr, n)
+        self.scan_columns_of(stream, spec.into(), row_length, Operands::in_place(data))
+    }
+
+    /// [`GpuScanner::scan_columns`] and [`GpuScanner::scan_columns_in_place`].
+    fn scan_columns_of(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element>,
+        row_length: usize,
+        operands: Operands<'_, Op::Element>,
+    ) -> Result<()> {
+        let n = operands.len()?;
+        self.enter(
+            stream,
+            operands,
+            n,
+            &mut NoCarryOut,
+            |s| s.prepare_columns(n, row_length, stream),
+            |s, tiles, b| s.launch_columns(stream, spec, row_length, tiles, b.src, b.dst, n),
+        )
     }
 
     /// Makes sure column scans of up to `n` elements in rows of

@@ -3,6 +3,7 @@
 use crate::cache::DiskCache;
 use crate::capture::AddressStream;
 use crate::carry::DeviceCarryOut;
+use crate::entry::Operands;
 use crate::error::{Result, ScanError};
 use crate::kernels::{
     compile_target, kernel_without_compiling, layout, load_kernel, wait_for_compiles, Availability,
@@ -585,27 +586,33 @@ where
     {
         let (spec, segments) = spec.into_spec().split_segments();
         if let Some(segments) = segments.into_device_segments() {
-            return self.scan_segments(stream, spec, segments, input, output);
+            return self.scan_segments(stream, spec, segments, Operands::apart(input, output));
         }
-        let n = input.len();
-        if output.len() != n {
-            return Err(ScanError::LengthMismatch {
-                input: n,
-                output: output.len(),
-            });
-        }
+        self.scan_plain(stream, spec, Operands::apart(input, output))
+    }
+
+    /// [`GpuScanner::scan`] and [`GpuScanner::scan_in_place`] without
+    /// segments.
+    fn scan_plain(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element, impl DeviceCarryOut<Op::Element>>,
+        operands: Operands<'_, Op::Element>,
+    ) -> Result<()> {
+        let n = operands.len()?;
         let (spec, mut carry_out) = spec.split_carry_out();
         carry_out.check()?;
-        self.prepare(n, stream)?;
-        let at = self.address_stream(stream)?;
-        let (src, _src_sync) = input.device_ptr(&at);
-        self.first_call_law_check(stream, src, n)?;
-        let (dst, _dst_sync) = output.device_ptr_mut(&at);
-        let slots = carry_out.slots(&at);
-        let launched = self
-            .launch(stream, spec, src, dst, n, slots.carry)
-            .and_then(|()| self.store_unsegmented_count(stream, slots.count));
-        self.then_start_background_compiles(launched)
+        self.enter(
+            stream,
+            operands,
+            n,
+            &mut carry_out,
+            |s| s.prepare(n, stream),
+            |s, (), b| {
+                s.launch(stream, spec, b.src, b.dst, n, b.carry)?;
+                s.store_unsegmented_count(stream, b.count)
+            },
+        )
     }
 
     /// Inclusive scan of `data` onto itself.
@@ -649,20 +656,9 @@ where
     ) -> Result<()> {
         let (spec, segments) = spec.into_spec().split_segments();
         if let Some(segments) = segments.into_device_segments() {
-            return self.scan_segments_in_place(stream, spec, segments, data);
+            return self.scan_segments(stream, spec, segments, Operands::in_place(data));
         }
-        let n = data.len();
-        let (spec, mut carry_out) = spec.split_carry_out();
-        carry_out.check()?;
-        self.prepare(n, stream)?;
-        let at = self.address_stream(stream)?;
-        let (ptr, _sync) = data.device_ptr_mut(&at);
-        self.first_call_law_check(stream, ptr, n)?;
-        let slots = carry_out.slots(&at);
-        let launched = self
-            .launch(stream, spec, ptr, ptr, n, slots.carry)
-            .and_then(|()| self.store_unsegmented_count(stream, slots.count));
-        self.then_start_background_compiles(launched)
+        self.scan_plain(stream, spec, Operands::in_place(data))
     }
 
     /// The operator applied element-wise: `output[i] = combine(left[i],

@@ -23,6 +23,7 @@ mod carry;
 mod columns;
 mod device;
 mod device_api;
+mod entry;
 mod error;
 mod flag_builder;
 mod gpu;

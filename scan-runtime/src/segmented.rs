@@ -1,8 +1,9 @@
 //! Segmented scans on the GPU: [`GpuScanner`]'s `segmented_*` methods over
 //! segments on the device ([`crate::DeviceSegments`]).
 
-use crate::carry::{CarrySlots, DeviceCarryOut};
-use crate::error::{Result, ScanError};
+use crate::carry::DeviceCarryOut;
+use crate::entry::{Bound, Operands};
+use crate::error::Result;
 use crate::gpu::{put_carry, GpuScanner, PipelinedShape};
 use crate::kernels::{layout, ProgramStats};
 use crate::keys::DeviceKeys;
@@ -161,38 +162,27 @@ where
         self.scan(stream, spec.into_spec().segments(segments), input, output)
     }
 
-    /// [`GpuScanner::scan`] over segments: the spec without its segments,
-    /// and the segments.
-    pub(crate) fn scan_segments<I, O>(
+    /// [`GpuScanner::scan`] and [`GpuScanner::scan_in_place`] over
+    /// segments: the spec without its segments, and the segments.
+    pub(crate) fn scan_segments(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element, impl DeviceCarryOut<Op::Element>>,
         segments: DeviceSegments<'_>,
-        input: &I,
-        output: &mut O,
-    ) -> Result<()>
-    where
-        I: DevicePtr<Op::Element>,
-        O: DevicePtrMut<Op::Element>,
-    {
-        let n = input.len();
-        if output.len() != n {
-            return Err(ScanError::LengthMismatch {
-                input: n,
-                output: output.len(),
-            });
-        }
+        operands: Operands<'_, Op::Element>,
+    ) -> Result<()> {
+        let n = operands.len()?;
         segments.check_len(n)?;
         let (spec, mut carry_out) = spec.split_carry_out();
         let plan = TotalsPlan::check(&carry_out, &segments, n)?;
-        self.prepare_segmented_scan(n, stream)?;
-        let at = self.address_stream(stream)?;
-        let (src, _src_sync) = input.device_ptr(&at);
-        self.first_call_law_check(stream, src, n)?;
-        let (dst, _dst_sync) = output.device_ptr_mut(&at);
-        let slots = carry_out.slots(&at);
-        let launched = self.launch_with_plan(stream, spec, &segments, src, dst, n, &slots, plan);
-        self.then_start_background_compiles(launched)
+        self.enter(
+            stream,
+            operands,
+            n,
+            &mut carry_out,
+            |s| s.prepare_segmented_scan(n, stream),
+            |s, (), b| s.launch_with_plan(stream, spec, &segments, b, plan),
+        )
     }
 
     /// A segmented scan of `data` onto itself (`spec` as for
@@ -206,27 +196,6 @@ where
         data: &mut D,
     ) -> Result<()> {
         self.scan_in_place(stream, spec.into_spec().segments(segments), data)
-    }
-
-    /// [`GpuScanner::scan_in_place`] over segments.
-    pub(crate) fn scan_segments_in_place<D: DevicePtrMut<Op::Element>>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: ScanSpec<Op::Element, impl DeviceCarryOut<Op::Element>>,
-        segments: DeviceSegments<'_>,
-        data: &mut D,
-    ) -> Result<()> {
-        let n = data.len();
-        segments.check_len(n)?;
-        let (spec, mut carry_out) = spec.split_carry_out();
-        let plan = TotalsPlan::check(&carry_out, &segments, n)?;
-        self.prepare_segmented_scan(n, stream)?;
-        let at = self.address_stream(stream)?;
-        let (ptr, _sync) = data.device_ptr_mut(&at);
-        self.first_call_law_check(stream, ptr, n)?;
-        let slots = carry_out.slots(&at);
-        let launched = self.launch_with_plan(stream, spec, &segments, ptr, ptr, n, &slots, plan);
-        self.then_start_background_compiles(launched)
     }
 
     /// Host convenience: [`GpuScanner::scan_host`] with
@@ -354,30 +323,26 @@ where
     }
 
     /// The segmented scan with its carry-out slots as `plan` says.
-    #[allow(clippy::too_many_arguments)]
     fn launch_with_plan(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element>,
         segments: &DeviceSegments<'_>,
-        src: u64,
-        dst: u64,
-        n: usize,
-        slots: &CarrySlots<'_>,
+        b: Bound,
         plan: TotalsPlan,
     ) -> Result<()> {
         match plan {
             TotalsPlan::None => {
-                self.launch_segmented(stream, spec, segments, src, dst, n, slots.carry)
+                self.launch_segmented(stream, spec, segments, b.src, b.dst, b.n, b.carry)
             }
             plan => self.launch_segmented_with_totals(
                 stream,
                 spec,
                 segments,
-                src,
-                dst,
-                n,
-                (slots.carry, slots.count),
+                b.src,
+                b.dst,
+                b.n,
+                (b.carry, b.count),
                 plan,
             ),
         }

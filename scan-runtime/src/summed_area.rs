@@ -4,7 +4,8 @@
 //! ones anywhere and exclusive ones out of place; every other scan runs
 //! along the rows, then down the columns.
 
-use crate::error::{Result, ScanError};
+use crate::entry::Operands;
+use crate::error::Result;
 use crate::gpu::GpuScanner;
 use crate::launch::{self, AreaArgs};
 use crate::segments::DeviceSegments;
@@ -15,7 +16,7 @@ use kernels_gen::abi::{AreaStep, KernelAbi, ELEMENTWISE_BLOCK_THREADS};
 use kernels_gen::AreaTiles;
 use scan_core::segmented::RowLengthMismatch;
 use scan_core::summed_area::row_spec;
-use scan_core::{ScanKind, ScanOp, ScanSpec};
+use scan_core::{NoCarryOut, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
 
 /// How a two-dimensional scan runs.
@@ -90,21 +91,12 @@ where
         I: DevicePtr<Op::Element>,
         O: DevicePtrMut<Op::Element>,
     {
-        let n = input.len();
-        if output.len() != n {
-            return Err(ScanError::LengthMismatch {
-                input: n,
-                output: output.len(),
-            });
-        }
-        let spec = spec.into();
-        let plan = self.prepare_2d(stream, &spec, n, row_length, false)?;
-        let at = self.address_stream(stream)?;
-        let (src, _src_sync) = input.device_ptr(&at);
-        self.first_call_law_check(stream, src, n)?;
-        let (dst, _dst_sync) = output.device_ptr_mut(&at);
-        let launched = self.launch_2d(stream, spec, plan, row_length, src, dst, n);
-        self.then_start_background_compiles(launched)
+        self.scan_2d_of(
+            stream,
+            spec.into(),
+            row_length,
+            Operands::apart(input, output),
+        )
     }
 
     /// [`GpuScanner::scan_2d`] of `data` onto itself.
@@ -115,14 +107,27 @@ where
         row_length: usize,
         data: &mut D,
     ) -> Result<()> {
-        let n = data.len();
-        let spec = spec.into();
-        let plan = self.prepare_2d(stream, &spec, n, row_length, true)?;
-        let at = self.address_stream(stream)?;
-        let (ptr, _sync) = data.device_ptr_mut(&at);
-        self.first_call_law_check(stream, ptr, n)?;
-        let launched = self.launch_2d(stream, spec, plan, row_length, ptr, ptr, n);
-        self.then_start_background_compiles(launched)
+        self.scan_2d_of(stream, spec.into(), row_length, Operands::in_place(data))
+    }
+
+    /// [`GpuScanner::scan_2d`] and [`GpuScanner::scan_2d_in_place`].
+    fn scan_2d_of(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element>,
+        row_length: usize,
+        operands: Operands<'_, Op::Element>,
+    ) -> Result<()> {
+        let n = operands.len()?;
+        let in_place = matches!(operands, Operands::InPlace(_));
+        self.enter(
+            stream,
+            operands,
+            n,
+            &mut NoCarryOut,
+            |s| s.prepare_2d(stream, &spec, n, row_length, in_place),
+            |s, plan, b| s.launch_2d(stream, spec, plan, row_length, b.src, b.dst, n),
+        )
     }
 
     /// Makes sure two-dimensional scans of up to `n` elements in rows of

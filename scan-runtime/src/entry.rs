@@ -1,0 +1,112 @@
+//! The one prologue of every entry point that scans device buffers (plain,
+//! segmented, columns, 2-D; out of place and in place): lengths checked and
+//! the scan prepared before anything is enqueued, so that an error leaves
+//! the output untouched; the buffers' addresses taken where a capture
+//! allows ([`crate::capture`]); the first-call law check; the carry-out's
+//! slots; then the launch, and the background compiles it asked for.
+
+use crate::carry::DeviceCarryOut;
+use crate::error::{Result, ScanError};
+use crate::gpu::GpuScanner;
+use cudarc::driver::{
+    CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits,
+};
+use scan_core::ScanOp;
+use std::sync::Arc;
+
+/// What a scan reads and writes: two buffers, or one scanned in place.
+pub(crate) enum Operands<'b, E> {
+    /// Read from the first, written to the second (of the same length).
+    Apart(&'b dyn DevicePtr<E>, &'b mut dyn DevicePtrMut<E>),
+    /// Read and written in place.
+    InPlace(&'b mut dyn DevicePtrMut<E>),
+}
+
+impl<'b, E> Operands<'b, E> {
+    /// Out of place.
+    pub(crate) fn apart(
+        input: &'b impl DevicePtr<E>,
+        output: &'b mut impl DevicePtrMut<E>,
+    ) -> Self {
+        Operands::Apart(input, output)
+    }
+
+    /// In place.
+    pub(crate) fn in_place(data: &'b mut impl DevicePtrMut<E>) -> Self {
+        Operands::InPlace(data)
+    }
+
+    /// The number of elements, once the output is known to hold as many
+    /// as the input.
+    pub(crate) fn len(&self) -> Result<usize> {
+        match self {
+            Operands::Apart(input, output) if input.len() != output.len() => {
+                Err(ScanError::LengthMismatch {
+                    input: input.len(),
+                    output: output.len(),
+                })
+            }
+            Operands::Apart(input, _) => Ok(input.len()),
+            Operands::InPlace(data) => Ok(data.len()),
+        }
+    }
+}
+
+/// The device addresses a launch takes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bound {
+    /// Where the input lies.
+    pub(crate) src: u64,
+    /// Where the output goes (`src` in place).
+    pub(crate) dst: u64,
+    /// Elements.
+    pub(crate) n: usize,
+    /// The carry-out's or the totals' slot (0: none).
+    pub(crate) carry: u64,
+    /// The segment count's slot (0: none).
+    pub(crate) count: u64,
+}
+
+impl<Op: ScanOp> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// Runs a scan of `operands` (whose lengths the caller checked with
+    /// [`Operands::len`], `n`): `prepare` (which may refuse, reserve or
+    /// compile, and enqueues nothing the output would show), then the
+    /// addresses, the law check and the carry-out's slots, then `launch`.
+    pub(crate) fn enter<P>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        operands: Operands<'_, Op::Element>,
+        n: usize,
+        carry_out: &mut impl DeviceCarryOut<Op::Element>,
+        prepare: impl FnOnce(&mut Self) -> Result<P>,
+        launch: impl FnOnce(&mut Self, P, Bound) -> Result<()>,
+    ) -> Result<()> {
+        let prepared = prepare(self)?;
+        let at = self.address_stream(stream)?;
+        let (src, dst, _guards): (u64, u64, Vec<SyncOnDrop<'_>>) = match operands {
+            Operands::Apart(input, output) => {
+                let (src, src_guard) = input.device_ptr(&at);
+                let (dst, dst_guard) = output.device_ptr_mut(&at);
+                (src, dst, vec![src_guard, dst_guard])
+            }
+            Operands::InPlace(data) => {
+                let (ptr, guard) = data.device_ptr_mut(&at);
+                (ptr, ptr, vec![guard])
+            }
+        };
+        self.first_call_law_check(stream, src, n)?;
+        let slots = carry_out.slots(&at);
+        let bound = Bound {
+            src,
+            dst,
+            n,
+            carry: slots.carry,
+            count: slots.count,
+        };
+        let launched = launch(self, prepared, bound);
+        self.then_start_background_compiles(launched)
+    }
+}
