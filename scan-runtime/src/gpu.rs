@@ -12,9 +12,10 @@ use crate::kernels::{
 use crate::launch;
 use crate::laws::LawCheck;
 use crate::path::{
-    pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
-    small_tile_items, ScanPath, MAX_TILES,
+    pipelined_tile_items, resolve_path, single_pass, single_pass_tiles_for, small_tile_items,
+    ScanPath, MAX_TILES,
 };
+use crate::plan::{self, Path, Readiness};
 use crate::segments::DeviceSegmentsSpec;
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, SinglePassArgs, Workspace};
@@ -416,15 +417,6 @@ where
         }
     }
 
-    /// Tiles of a single pass over `n` elements, and whether they are small.
-    fn single_pass_tiles(&self, n: usize) -> (usize, bool) {
-        if n <= self.tuning.small_tile_limit {
-            (n.div_ceil(small_tile_items::<Op>()), true)
-        } else {
-            (n.div_ceil(Op::tile_items()), false)
-        }
-    }
-
     /// The workspace of `stream` (created empty on first use).
     pub(crate) fn workspace(&mut self, stream: &CudaStream) -> &mut Workspace<Op::Element> {
         self.workspaces.entry(stream_key(stream)).or_default()
@@ -793,6 +785,27 @@ where
         self.addresses.for_stream(stream)
     }
 
+    /// What the planner needs to know of a scan of `n` elements of `Op`
+    /// ([`plan::Request`]).
+    pub(crate) fn plan_request(
+        &self,
+        n: usize,
+        direction: Direction,
+        segments: Option<plan::Segments>,
+        aligned: bool,
+    ) -> plan::Request {
+        plan::Request {
+            n,
+            element_size: std::mem::size_of::<Op::Element>(),
+            tile_items: Op::tile_items(),
+            small_tile_items: small_tile_items::<Op>(),
+            pipelined_tile_items: pipelined_tile_items::<Op>(),
+            direction,
+            segments,
+            aligned,
+        }
+    }
+
     pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
         let tiles = n.div_ceil(Op::tile_items());
         if tiles > MAX_TILES {
@@ -804,7 +817,8 @@ where
         self.reserve(n, stream)
     }
 
-    /// One launch of the single-pass kernel over `n` elements (more than one tile).
+    /// One launch of the single-pass kernel over `n` elements in `tiles`
+    /// tiles, small or full ones ([`plan::choose`]).
     #[allow(clippy::too_many_arguments)]
     fn launch_single_pass(
         &mut self,
@@ -816,23 +830,9 @@ where
         dst: u64,
         n: usize,
         carry: u64,
-        interim: bool,
+        tiles: usize,
+        small: bool,
     ) -> Result<()> {
-        let (mut tiles, mut small) = self.single_pass_tiles(n);
-        let full_tiles_abi = directed(
-            if inclusive {
-                Kernel::SinglePassInclusive
-            } else {
-                Kernel::SinglePassExclusive
-            },
-            direction,
-        );
-        if !small && (interim || self.kernel_if_ready(full_tiles_abi, stream)?.is_none()) {
-            // The kernel this scan prefers is compiling in the background:
-            // meanwhile small tiles, whose kernel compiles in about half
-            // the time (a quarter of the items per thread to unroll).
-            (tiles, small) = (n.div_ceil(small_tile_items::<Op>()), true);
-        }
         let scratch = self.reserve_single_pass(tiles, stream)?;
         let abi = directed(
             match (small, inclusive) {
@@ -860,13 +860,6 @@ where
         unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
     }
 
-    /// Whether a plain scan of `n` elements (more than one tile) should take
-    /// the pipelined single pass where it can: past the small-tile limit,
-    /// as [`pipelined_wanted`] says.
-    fn pipelined_wanted(&self, n: usize) -> bool {
-        n > self.tuning.small_tile_limit && pipelined_wanted::<Op>(self.tuning.path, n, false)
-    }
-
     /// One launch of the pipelined single pass over `n` elements.
     #[allow(clippy::too_many_arguments)]
     fn launch_pipelined(
@@ -880,9 +873,9 @@ where
         src: u64,
         dst: u64,
         n: usize,
+        tiles: usize,
         carry: u64,
     ) -> Result<()> {
-        let tiles = n.div_ceil(pipelined_tile_items::<Op>());
         let scratch = self.reserve_single_pass(tiles, stream)?;
         let abi = pipelined_abi(inclusive, direction);
         let args = launch::single_pass(
@@ -936,7 +929,6 @@ where
             },
             direction,
         );
-        let tiles = n.div_ceil(Op::tile_items());
         let n64 = n as u64;
         let block = (Op::BLOCK_THREADS, 1, 1);
         let grid = |x: usize| LaunchConfig {
@@ -944,36 +936,54 @@ where
             block_dim: block,
             shared_mem_bytes: 0,
         };
-        if tiles == 1 {
-            // One tile: a single launch, seeded directly.
-            let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
-            let args = launch::scan_tiles(src, dst, 0, carry, seed, n64);
-            // SAFETY: (const T* input, T* output, const T* tile_prefixes, T* carry_out,
-            // T seed, u64 n), checked against the ABI table; src/dst hold n elements; a
-            // null prefix array selects the seed; carry is null or one element.
-            return unsafe {
-                launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
-            };
-        }
-        let mut interim = false;
-        if self.pipelined_wanted(n) && src % 16 == 0 && dst % 16 == 0 {
-            let shared_bytes = layout::<Op>().pipelined_shared_bytes;
-            let abi = pipelined_abi(inclusive, direction);
-            match self.pipelined_shape(abi, shared_bytes, stream)? {
-                PipelinedShape::Ready(kernel, shape) => {
-                    return self.launch_pipelined(
-                        stream, &kernel, shape, direction, inclusive, seed, src, dst, n, carry,
-                    );
-                }
-                PipelinedShape::Compiling => interim = true,
-                PipelinedShape::CannotRun => {}
+        let request = self.plan_request(n, direction, None, src % 16 == 0 && dst % 16 == 0);
+        let full_tiles_abi = directed(
+            if inclusive {
+                Kernel::SinglePassInclusive
+            } else {
+                Kernel::SinglePassExclusive
+            },
+            direction,
+        );
+        let tuning = self.tuning;
+        let mut probe = KernelProbe {
+            scanner: self,
+            stream,
+            pipelined: (
+                pipelined_abi(inclusive, direction),
+                layout::<Op>().pipelined_shared_bytes,
+            ),
+            full_tiles: Some(full_tiles_abi),
+            ready: None,
+        };
+        let path = plan::choose(&request, &tuning, &mut probe)?;
+        let ready = probe.ready.take();
+        let tiles = match path {
+            Path::Empty => unreachable!("n > 0"),
+            Path::OneTile => {
+                // One tile: a single launch, seeded directly.
+                let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
+                let args = launch::scan_tiles(src, dst, 0, carry, seed, n64);
+                // SAFETY: (const T* input, T* output, const T* tile_prefixes, T* carry_out,
+                // T seed, u64 n), checked against the ABI table; src/dst hold n elements; a
+                // null prefix array selects the seed; carry is null or one element.
+                return unsafe {
+                    launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
+                };
             }
-        }
-        if single_pass(self.tuning.path) {
-            return self.launch_single_pass(
-                stream, direction, inclusive, seed, src, dst, n, carry, interim,
-            );
-        }
+            Path::Pipelined { tiles } => {
+                let (kernel, shape) = ready.expect("the planner chose a ready pipelined kernel");
+                return self.launch_pipelined(
+                    stream, &kernel, shape, direction, inclusive, seed, src, dst, n, tiles, carry,
+                );
+            }
+            Path::SinglePass { tiles, small } => {
+                return self.launch_single_pass(
+                    stream, direction, inclusive, seed, src, dst, n, carry, tiles, small,
+                );
+            }
+            Path::ReduceThenScan { tiles } => tiles,
+        };
         let reduce_abi = directed(Kernel::ReduceTiles, direction);
         let scan_totals_abi = directed(Kernel::ScanTileTotals, direction);
         let reduce_tiles = self.kernel(reduce_abi)?;
@@ -1083,4 +1093,50 @@ fn pipelined_abi(inclusive: bool, direction: Direction) -> KernelAbi {
         },
         direction,
     )
+}
+
+/// The planner's answers from a scanner's kernels ([`plan::Probe`]): the
+/// pipelined kernel of `pipelined` (its ABI entry and dynamic shared
+/// memory) and the full-tile look-back kernel `full_tiles`.
+pub(crate) struct KernelProbe<'s, Op: ScanOp> {
+    pub(crate) scanner: &'s mut GpuScanner<Op>,
+    pub(crate) stream: &'s CudaStream,
+    pub(crate) pipelined: (KernelAbi, usize),
+    pub(crate) full_tiles: Option<KernelAbi>,
+    /// The pipelined kernel and its launch shape, once found ready.
+    pub(crate) ready: Option<(Arc<LoadedKernel>, PipelinedLaunch)>,
+}
+
+impl<Op: ScanOp> plan::Probe for KernelProbe<'_, Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    type Error = ScanError;
+
+    fn pipelined(&mut self) -> Result<Readiness> {
+        let (abi, shared_bytes) = self.pipelined;
+        Ok(
+            match self
+                .scanner
+                .pipelined_shape(abi, shared_bytes, self.stream)?
+            {
+                PipelinedShape::Ready(kernel, shape) => {
+                    self.ready = Some((kernel, shape));
+                    Readiness::Ready
+                }
+                PipelinedShape::Compiling => Readiness::Compiling,
+                PipelinedShape::CannotRun => Readiness::CannotRun,
+            },
+        )
+    }
+
+    fn full_tiles(&mut self) -> Result<Readiness> {
+        let Some(abi) = self.full_tiles else {
+            return Ok(Readiness::Ready);
+        };
+        Ok(match self.scanner.kernel_if_ready(abi, self.stream)? {
+            Some(_) => Readiness::Ready,
+            None => Readiness::Compiling,
+        })
+    }
 }

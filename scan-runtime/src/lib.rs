@@ -38,6 +38,7 @@ mod launch;
 mod laws;
 mod offsets;
 mod path;
+mod plan;
 mod segment_totals;
 mod segmented;
 mod segments;

@@ -88,19 +88,14 @@ pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
 pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> =
     13..=kernels_gen::PIPELINED_MAX_ELEMENT_SIZE;
 
-/// Whether a scan of `n` elements (more than one tile; plain or segmented)
-/// on `path` should take the pipelined single pass where it can: always on
-/// [`ScanPath::Pipelined`]; on [`ScanPath::Auto`] only where it was
-/// measured faster: inputs of at least [`PIPELINED_AUTO_MIN_BYTES`], of
-/// elements of at most 12 bytes or, for plain scans, of
-/// [`PIPELINED_AUTO_WIDE_SIZES`] (segmented scans of those were not
-/// measured, and keep the look-back pass).
-pub(crate) fn pipelined_wanted<Op: ScanOp>(path: ScanPath, n: usize, segmented: bool) -> bool {
-    pipelined_wanted_for(std::mem::size_of::<Op::Element>(), path, n, segmented)
-}
-
-/// [`pipelined_wanted`] for elements of `size` bytes.
-fn pipelined_wanted_for(size: usize, path: ScanPath, n: usize, segmented: bool) -> bool {
+/// Whether a scan of `n` elements of `size` bytes (more than one tile;
+/// plain or segmented) on `path` should take the pipelined single pass
+/// where it can: always on [`ScanPath::Pipelined`]; on [`ScanPath::Auto`]
+/// only where it was measured faster: inputs of at least
+/// [`PIPELINED_AUTO_MIN_BYTES`], of elements of at most 12 bytes or, for
+/// plain scans, of [`PIPELINED_AUTO_WIDE_SIZES`] (segmented scans of those
+/// were not measured, and keep the look-back pass).
+pub(crate) fn pipelined_wanted_for(size: usize, path: ScanPath, n: usize, segmented: bool) -> bool {
     match path {
         ScanPath::Pipelined => true,
         ScanPath::Auto => {

@@ -4,15 +4,13 @@
 use crate::carry::DeviceCarryOut;
 use crate::entry::{Bound, Operands};
 use crate::error::Result;
-use crate::gpu::{put_carry, GpuScanner, PipelinedShape};
+use crate::gpu::{put_carry, GpuScanner, KernelProbe};
 use crate::kernels::{layout, ProgramStats};
 use crate::keys::DeviceKeys;
 use crate::launch::{self, Heads};
 use crate::offsets::DeviceOffsets;
-use crate::path::{
-    pipelined_tile_items, pipelined_wanted, resolve_path, single_pass, single_pass_tiles_for,
-    ScanPath,
-};
+use crate::path::{resolve_path, single_pass, single_pass_tiles_for, ScanPath};
+use crate::plan::{self, Path};
 use crate::segment_totals::TotalsPlan;
 use crate::segments::{DeviceHeadFlags, DeviceSegments};
 use cudarc::driver::{
@@ -21,9 +19,7 @@ use cudarc::driver::{
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{SegmentedKernel, SegmentedStrategy};
 use scan_core::segmented::{segment_ranges, HeadFlags, SegmentOffsets, Segments};
-use scan_core::{
-    Direction, HostSegmentedCarryOut, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec,
-};
+use scan_core::{HostSegmentedCarryOut, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
 
 impl<Op: ScanOp> GpuScanner<Op>
@@ -411,113 +407,111 @@ where
         };
         let scan_tiles_abi = abi(SegmentedKernel::ScanTiles { inclusive, source });
         let name = Op::NAME;
-        let tiles = n.div_ceil(Op::tile_items());
         let n64 = n as u64;
         let grid = |x: usize| LaunchConfig {
             grid_dim: (x as u32, 1, 1),
             block_dim: (Op::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        if tiles == 1 {
-            let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
-            let args = launch::segmented_scan_tiles(src, heads, dst, 0, carry, seed, seeded, n64);
-            // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
-            // offsets or scan_keys keys, T* output, const T* tile_prefixes, T* carry_out,
-            // T seed, int seeded, u64 n), checked against the ABI table; lengths were
-            // checked; null prefixes select a single tile; offsets (when given) are read
-            // below their count and were checked for n; carry is null or one element.
-            return unsafe {
-                launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(1))
-            };
-        }
         let pipelined_abi =
             KernelAbi::segmented(SegmentedKernel::Pipelined { inclusive, source }, strategy);
-        // Keys take the look-back pass unless the pipelined one is asked
-        // for: finding a tile's heads is latency (loads issued when the
-        // tile's turn comes, not ahead with its elements) that the
-        // pipelined pass's blocks wait out tile after tile, where the
-        // look-back pass's many resident blocks hide it (BENCHMARKS.md).
-        // So do short rows of a power-of-two length (LOOK_BACK_ROWS_MAX).
-        // Offsets take the pipelined pass whatever their lengths: its heads
-        // warps keep it ahead of the look-back pass at every mean length
-        // measured, one included (BENCHMARKS.md, "Issue 15 on the H200").
-        let look_back_faster = match segments {
-            DeviceSegments::Keys(_) => true,
-            DeviceSegments::Rows { row_length } => {
-                look_back_rows(*row_length, std::mem::size_of::<Op::Element>())
-            }
-            _ => false,
+        let flags_aligned = match heads {
+            Heads::Flags(flags) => flags % 16 == 0,
+            Heads::Rows(_) | Heads::Offsets(_) | Heads::Keys(_) => true,
         };
-        let pipelined_shape = if direction == Direction::Forward
-            && pipelined_wanted::<Op>(self.path(), n, true)
-            && !(self.path() == ScanPath::Auto && look_back_faster)
-            && src % 16 == 0
-            && dst % 16 == 0
-            && match heads {
-                Heads::Flags(flags) => flags % 16 == 0,
-                Heads::Rows(_) | Heads::Offsets(_) | Heads::Keys(_) => true,
-            } {
-            let shared_bytes = layout::<Op>().pipelined_segmented_shared_bytes;
-            match self.pipelined_shape(pipelined_abi, shared_bytes, stream)? {
-                PipelinedShape::Ready(kernel, shape) => Some((kernel, shape)),
-                PipelinedShape::Compiling | PipelinedShape::CannotRun => None,
-            }
-        } else {
-            None
+        let request = self.plan_request(
+            n,
+            direction,
+            Some(match segments {
+                DeviceSegments::Keys(_) => plan::Segments::Keys,
+                DeviceSegments::Rows { row_length } => plan::Segments::Rows(*row_length),
+                _ => plan::Segments::FlagsOrOffsets,
+            }),
+            src % 16 == 0 && dst % 16 == 0 && flags_aligned,
+        );
+        let tuning = self.tuning;
+        let mut probe = KernelProbe {
+            scanner: self,
+            stream,
+            pipelined: (
+                pipelined_abi,
+                layout::<Op>().pipelined_segmented_shared_bytes,
+            ),
+            full_tiles: None,
+            ready: None,
         };
-        if let Some((pipelined, shape)) = pipelined_shape {
-            let tiles = n.div_ceil(pipelined_tile_items::<Op>());
-            let scratch = self.workspace(stream).single_pass_args();
-            let args = launch::segmented_single_pass(
-                src,
-                heads,
-                dst,
-                &scratch,
-                carry,
-                seed,
-                seeded,
-                n64,
-                Some(tiles as u64),
-            );
-            // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
-            // offsets or scan_keys keys, T* output, void* status, T* aggregates,
-            // T* prefixes, scan_launch_state* launch, T* carry_out, T seed, int seeded,
-            // u64 n, u64 tiles), checked against the ABI table; lengths were checked;
-            // carry is null or one element;
-            // input, output and flags (when given) are 16-byte aligned; this stream's scratch holds
-            // >= tiles entries (prepare reserved the larger of both tilings) and a reset
-            // launch state; the kernel was given its dynamic shared memory at load; every
-            // block takes one index past the last tile.
-            let config = shape.config(tiles);
-            return unsafe {
-                launch::launch(
-                    stream,
-                    &pipelined.function,
-                    pipelined_abi,
-                    name,
-                    &args,
-                    config,
-                )
-            };
-        }
-        if single_pass(self.path()) {
-            let single_pass_abi = abi(SegmentedKernel::SinglePass { inclusive, source });
-            let single_pass = self.kernel(single_pass_abi)?;
-            let scratch = self.workspace(stream).single_pass_args();
-            let args = launch::segmented_single_pass(
-                src, heads, dst, &scratch, carry, seed, seeded, n64, None,
-            );
-            // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
-            // offsets or scan_keys keys, T* output, void* status, T* aggregates,
-            // T* prefixes, scan_launch_state* launch, T* carry_out, T seed, int seeded,
-            // u64 n), checked against the ABI table; lengths were checked; carry is null
-            // or one element; this stream's scratch holds >= tiles entries and a reset
-            // launch state; one block per tile.
-            let function = &single_pass.function;
-            return unsafe {
-                launch::launch(stream, function, single_pass_abi, name, &args, grid(tiles))
-            };
-        }
+        let path = plan::choose(&request, &tuning, &mut probe)?;
+        let ready = probe.ready.take();
+        let tiles = match path {
+            Path::Empty => unreachable!("n > 0"),
+            Path::OneTile => {
+                let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
+                let args =
+                    launch::segmented_scan_tiles(src, heads, dst, 0, carry, seed, seeded, n64);
+                // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
+                // offsets or scan_keys keys, T* output, const T* tile_prefixes, T* carry_out,
+                // T seed, int seeded, u64 n), checked against the ABI table; lengths were
+                // checked; null prefixes select a single tile; offsets (when given) are read
+                // below their count and were checked for n; carry is null or one element.
+                return unsafe {
+                    launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(1))
+                };
+            }
+            Path::Pipelined { tiles } => {
+                let (pipelined, shape) = ready.expect("the planner chose a ready pipelined kernel");
+                let scratch = self.workspace(stream).single_pass_args();
+                let args = launch::segmented_single_pass(
+                    src,
+                    heads,
+                    dst,
+                    &scratch,
+                    carry,
+                    seed,
+                    seeded,
+                    n64,
+                    Some(tiles as u64),
+                );
+                // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
+                // offsets or scan_keys keys, T* output, void* status, T* aggregates,
+                // T* prefixes, scan_launch_state* launch, T* carry_out, T seed, int seeded,
+                // u64 n, u64 tiles), checked against the ABI table; lengths were checked;
+                // carry is null or one element; input, output and flags (when given) are
+                // 16-byte aligned (the request said so); this stream's scratch holds
+                // >= tiles entries (prepare reserved the larger of both tilings) and a reset
+                // launch state; the kernel was given its dynamic shared memory at load; every
+                // block takes one index past the last tile.
+                let config = shape.config(tiles);
+                return unsafe {
+                    launch::launch(
+                        stream,
+                        &pipelined.function,
+                        pipelined_abi,
+                        name,
+                        &args,
+                        config,
+                    )
+                };
+            }
+            Path::SinglePass { tiles, .. } => {
+                let single_pass_abi = abi(SegmentedKernel::SinglePass { inclusive, source });
+                let single_pass = self.kernel(single_pass_abi)?;
+                let scratch = self.workspace(stream).single_pass_args();
+                let args = launch::segmented_single_pass(
+                    src, heads, dst, &scratch, carry, seed, seeded, n64, None,
+                );
+                // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
+                // offsets or scan_keys keys, T* output, void* status, T* aggregates,
+                // T* prefixes, scan_launch_state* launch, T* carry_out, T seed, int seeded,
+                // u64 n), checked against the ABI table; lengths were checked; carry is null
+                // or one element; this stream's scratch holds >= tiles entries and a reset
+                // launch state; one block per tile.
+                let function = &single_pass.function;
+                return unsafe {
+                    launch::launch(stream, function, single_pass_abi, name, &args, grid(tiles))
+                };
+            }
+            Path::ReduceThenScan { tiles } => tiles,
+        };
         let reduce_abi = abi(SegmentedKernel::ReduceTiles(source));
         let scan_totals_abi = abi(SegmentedKernel::ScanTileTotals);
         let reduce = self.kernel(reduce_abi)?;
@@ -553,24 +547,6 @@ where
     }
 }
 
-/// Rows of a power-of-two length up to this many elements of at most 4
-/// bytes take the look-back single pass on [`ScanPath::Auto`], not the
-/// pipelined one. Measured (`SCAN_BENCH_ROWS_SWEEP=1 scan_bench`, `u32`
-/// sums, `074c4dd`/`ed2c981`): on the H200 at 2^27 elements, rows of 16,
-/// 1024 and 4096 ran at 95.9%, 95.5% and 94.8% of a copy on the look-back
-/// pass against 92.9%, 92.2% and 92.5% pipelined (2-5 points more at
-/// 2^24), and on an H100 at 99.9-100.1% against 98.8-99.0%; rows of 65,536
-/// and up ran faster pipelined (92.7% against 80.3%), as did rows of every
-/// length that is not a power of two (100, 1000, 10,000: 92% against 80%
-/// on the H200).
-const LOOK_BACK_ROWS_MAX: usize = 4096;
-
-/// Whether rows of `row_length` elements of `element_size` bytes are faster
-/// on the look-back single pass (see [`LOOK_BACK_ROWS_MAX`]).
-fn look_back_rows(row_length: usize, element_size: usize) -> bool {
-    element_size <= 4 && row_length.is_power_of_two() && row_length <= LOOK_BACK_ROWS_MAX
-}
-
 /// A kind's parts as the segmented kernels take them: inclusive or not,
 /// the seed, and whether it goes in front of every segment.
 pub(crate) fn kind_parts<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Op::Element, bool) {
@@ -580,24 +556,4 @@ pub(crate) fn kind_parts<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Op::
         init.unwrap_or(Op::IDENTITY),
         init.is_some(),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::look_back_rows;
-
-    #[test]
-    fn auto_sends_short_power_of_two_rows_of_small_elements_to_the_look_back_pass() {
-        // Measured faster on the look-back pass: u32 rows of 16, 1024, 4096.
-        for row in [1, 2, 16, 1024, 4096] {
-            assert!(look_back_rows(row, 4), "{row}");
-            assert!(look_back_rows(row, 1), "{row}");
-        }
-        // Measured faster pipelined: longer rows, and any length that is
-        // not a power of two; wider elements were not measured.
-        for row in [100, 1000, 10_000, 8192, 65_536, 1 << 20] {
-            assert!(!look_back_rows(row, 4), "{row}");
-        }
-        assert!(!look_back_rows(4096, 8));
-    }
 }

@@ -1,0 +1,380 @@
+//! Which path a scan over device buffers takes, plain or segmented, as a
+//! pure function of what is known before anything is launched: the
+//! request (length, element and tile sizes, direction, segment source,
+//! alignment), the [`Tuning`], and how far the pipelined and the full-tile
+//! kernels are (loaded, compiling in the background, or unable to run
+//! here). The launchers follow the [`Path`] it returns; its table over
+//! every kind of request is a snapshot test, so a change of path shows
+//! without a GPU.
+
+use crate::path::{pipelined_wanted_for, ScanPath};
+use crate::tuning::Tuning;
+use scan_core::Direction;
+
+/// What a scan asks for, as far as its path depends on it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Request {
+    /// Elements.
+    pub(crate) n: usize,
+    /// Bytes per element.
+    pub(crate) element_size: usize,
+    /// Elements per (full) tile of the look-back and reduce-then-scan passes.
+    pub(crate) tile_items: usize,
+    /// Elements per small tile (the single pass over short inputs).
+    pub(crate) small_tile_items: usize,
+    /// Elements per tile of the pipelined pass (0: none for this element).
+    pub(crate) pipelined_tile_items: usize,
+    pub(crate) direction: Direction,
+    /// `None` for a plain scan.
+    pub(crate) segments: Option<Segments>,
+    /// Whether every buffer the pipelined pass copies in bulk is 16-byte
+    /// aligned.
+    pub(crate) aligned: bool,
+}
+
+/// The segment source, as far as the path depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Segments {
+    /// Head flags or offsets: the pipelined pass where it is wanted.
+    FlagsOrOffsets,
+    /// Keys: the look-back pass on [`ScanPath::Auto`] (finding a tile's
+    /// heads is latency its many resident blocks hide; BENCHMARKS.md).
+    Keys,
+    /// Rows of this many elements: short power-of-two rows of small
+    /// elements take the look-back pass on [`ScanPath::Auto`]
+    /// ([`look_back_rows`]).
+    Rows(usize),
+}
+
+/// How far a kernel is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// Loaded (or loads now, when the scan waits for it).
+    Ready,
+    /// Compiling in the background: take a kernel that is ready.
+    Compiling,
+    /// It cannot run on this device (no bulk copies, too little shared
+    /// memory).
+    CannotRun,
+}
+
+/// The path a scan takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// No element: at most the carry-out (the seed) is written.
+    Empty,
+    /// One tile: one launch, seeded directly.
+    OneTile,
+    /// The pipelined single pass over `tiles` pipelined tiles.
+    Pipelined { tiles: usize },
+    /// The single pass with decoupled look-back over `tiles` tiles, small
+    /// ones or full ones.
+    SinglePass { tiles: usize, small: bool },
+    /// Reduce the `tiles` tiles, scan their totals, rescan them.
+    ReduceThenScan { tiles: usize },
+}
+
+/// How far the kernels a choice depends on are, asked only when the choice
+/// depends on them (asking may load a kernel or start its background
+/// compile).
+pub(crate) trait Probe {
+    /// What asking can fail with.
+    type Error;
+    /// The pipelined pass's kernel.
+    fn pipelined(&mut self) -> Result<Readiness, Self::Error>;
+    /// The look-back pass's kernel over full tiles (plain scans).
+    fn full_tiles(&mut self) -> Result<Readiness, Self::Error>;
+}
+
+/// The path of `request` under `tuning`, `probe` saying how far the
+/// kernels are.
+pub(crate) fn choose<P: Probe>(
+    request: &Request,
+    tuning: &Tuning,
+    probe: &mut P,
+) -> Result<Path, P::Error> {
+    let Request { n, .. } = *request;
+    if n == 0 {
+        return Ok(Path::Empty);
+    }
+    let tiles = n.div_ceil(request.tile_items);
+    if tiles == 1 {
+        return Ok(Path::OneTile);
+    }
+    let plain = request.segments.is_none();
+    let look_back_faster = match request.segments {
+        Some(Segments::Keys) => true,
+        Some(Segments::Rows(row_length)) => look_back_rows(row_length, request.element_size),
+        Some(Segments::FlagsOrOffsets) | None => false,
+    };
+    let pipelined_considered = request.pipelined_tile_items > 0
+        && request.aligned
+        && pipelined_wanted_for(request.element_size, tuning.path, n, !plain)
+        && if plain {
+            // Short plain inputs take small tiles (below).
+            n > tuning.small_tile_limit
+        } else {
+            // The segmented pipelined pass runs forward only.
+            request.direction == Direction::Forward
+                && !(tuning.path == ScanPath::Auto && look_back_faster)
+        };
+    // Plain scans wait on small tiles while the pipelined kernel compiles.
+    let mut interim = false;
+    if pipelined_considered {
+        match probe.pipelined()? {
+            Readiness::Ready => {
+                return Ok(Path::Pipelined {
+                    tiles: n.div_ceil(request.pipelined_tile_items),
+                })
+            }
+            Readiness::Compiling => interim = plain,
+            Readiness::CannotRun => {}
+        }
+    }
+    if tuning.path == ScanPath::ReduceThenScan {
+        return Ok(Path::ReduceThenScan { tiles });
+    }
+    if !plain {
+        return Ok(Path::SinglePass {
+            tiles,
+            small: false,
+        });
+    }
+    let small = Path::SinglePass {
+        tiles: n.div_ceil(request.small_tile_items),
+        small: true,
+    };
+    Ok(
+        if n <= tuning.small_tile_limit || interim || probe.full_tiles()? != Readiness::Ready {
+            // Short inputs, or the full-tile kernel is compiling: small
+            // tiles, whose kernel compiles in about half the time.
+            small
+        } else {
+            Path::SinglePass {
+                tiles,
+                small: false,
+            }
+        },
+    )
+}
+
+/// Rows of a power-of-two length up to this many elements of at most 4
+/// bytes take the look-back single pass on [`ScanPath::Auto`], not the
+/// pipelined one (`SCAN_BENCH_ROWS_SWEEP=1 scan_bench`, BENCHMARKS.md:
+/// faster by 2-5 points of copy on the H200 and about 1 on an H100; longer
+/// rows and lengths that are not powers of two are faster pipelined).
+pub(crate) const LOOK_BACK_ROWS_MAX: usize = 4096;
+
+/// Whether rows of `row_length` elements of `element_size` bytes are faster
+/// on the look-back single pass (see [`LOOK_BACK_ROWS_MAX`]).
+pub(crate) fn look_back_rows(row_length: usize, element_size: usize) -> bool {
+    element_size <= 4 && row_length.is_power_of_two() && row_length <= LOOK_BACK_ROWS_MAX
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write as _;
+
+    /// Fixed answers; `None` panics if asked.
+    struct Fixed(Option<Readiness>, Option<Readiness>);
+
+    impl Probe for Fixed {
+        type Error = std::convert::Infallible;
+        fn pipelined(&mut self) -> Result<Readiness, Self::Error> {
+            Ok(self.0.expect("the pipelined kernel was asked about"))
+        }
+        fn full_tiles(&mut self) -> Result<Readiness, Self::Error> {
+            Ok(self.1.expect("the full-tile kernel was asked about"))
+        }
+    }
+
+    fn pick(request: &Request, tuning: &Tuning, pipelined: Readiness, full: Readiness) -> Path {
+        let Ok(path) = choose(request, tuning, &mut Fixed(Some(pipelined), Some(full)));
+        path
+    }
+
+    #[test]
+    fn auto_sends_short_power_of_two_rows_of_small_elements_to_the_look_back_pass() {
+        // Measured faster on the look-back pass: u32 rows of 16, 1024, 4096.
+        for row in [1, 2, 16, 1024, 4096] {
+            assert!(look_back_rows(row, 4), "{row}");
+            assert!(look_back_rows(row, 1), "{row}");
+        }
+        // Measured faster pipelined: longer rows, and any length that is
+        // not a power of two; wider elements were not measured.
+        for row in [100, 1000, 10_000, 8192, 65_536, 1 << 20] {
+            assert!(!look_back_rows(row, 4), "{row}");
+        }
+        assert!(!look_back_rows(16, 8));
+    }
+
+    /// Tile sizes of three element sizes as the generator gives them for
+    /// sm_90 (`kernels_gen::Layout`: tile, small tile, pipelined tile).
+    const ELEMENTS: [(usize, usize, usize, usize); 3] = [
+        (4, 4096, 1024, 8192),
+        (16, 1536, 512, 2048),
+        (256, 128, 64, 384),
+    ];
+
+    /// The path of every kind of request under every [`ScanPath`] and
+    /// readiness, one line a request: the table is a snapshot
+    /// (`src/snapshots`), so a change of path shows in review. Each cell
+    /// is a path and four readiness cases (pipelined kernel / full-tile
+    /// kernel: ready/ready, compiling/ready, cannot run/ready,
+    /// ready/compiling) as letters: `-` empty, `1` one tile, `P`
+    /// pipelined, `S` single pass in full tiles, `s` in small tiles, `R`
+    /// reduce-then-scan.
+    #[test]
+    fn the_paths_of_every_kind_of_request() {
+        use Readiness::{CannotRun, Compiling, Ready};
+        let letter = |path: Path| match path {
+            Path::Empty => '-',
+            Path::OneTile => '1',
+            Path::Pipelined { .. } => 'P',
+            Path::SinglePass { small: false, .. } => 'S',
+            Path::SinglePass { small: true, .. } => 's',
+            Path::ReduceThenScan { .. } => 'R',
+        };
+        let paths = [
+            ScanPath::Auto,
+            ScanPath::Pipelined,
+            ScanPath::SinglePass,
+            ScanPath::ReduceThenScan,
+        ];
+        let sources = [
+            None,
+            Some(Segments::FlagsOrOffsets),
+            Some(Segments::Keys),
+            Some(Segments::Rows(1024)),
+            Some(Segments::Rows(1000)),
+        ];
+        let cases = [
+            (Ready, Ready),
+            (Compiling, Ready),
+            (CannotRun, Ready),
+            (Ready, Compiling),
+        ];
+        let mut table = String::from(
+            "size n        segments                 direction aligned   Auto Pipe Single RtS\n",
+        );
+        for (size, tile, small, pipelined_tile) in ELEMENTS {
+            // 0, one tile, one past it, the small-tile limit and one past
+            // it, past the pipelined pass's 2 MiB, past both.
+            let limit = Tuning::default().small_tile_limit;
+            let lengths = [
+                0,
+                1,
+                tile,
+                tile + 1,
+                limit,
+                limit + 1,
+                (2 << 20) / size + 1,
+                (2 << 20) / size + limit,
+            ];
+            for n in lengths {
+                for segments in sources {
+                    for direction in [Direction::Forward, Direction::Reverse] {
+                        for aligned in [true, false] {
+                            let request = Request {
+                                n,
+                                element_size: size,
+                                tile_items: tile,
+                                small_tile_items: small,
+                                pipelined_tile_items: pipelined_tile,
+                                direction,
+                                segments,
+                                aligned,
+                            };
+                            let cells: Vec<String> = paths
+                                .iter()
+                                .map(|&path| {
+                                    let tuning = Tuning::default().with_path(path);
+                                    cases
+                                        .iter()
+                                        .map(|&(p, f)| letter(pick(&request, &tuning, p, f)))
+                                        .collect()
+                                })
+                                .collect();
+                            let _ = writeln!(
+                                table,
+                                "{size:>4} {n:<9} {:<24} {:<9} {aligned:<9} {}",
+                                format!("{segments:?}"),
+                                format!("{direction:?}"),
+                                cells.join(" ")
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        insta::assert_snapshot!(table);
+    }
+
+    /// Tiles as the path says: the pipelined pass's, small or full ones.
+    #[test]
+    fn tiles_follow_the_path() {
+        let request = Request {
+            n: (1 << 20) + 1,
+            element_size: 4,
+            tile_items: 4096,
+            small_tile_items: 1024,
+            pipelined_tile_items: 8192,
+            direction: Direction::Forward,
+            segments: None,
+            aligned: true,
+        };
+        let auto = Tuning::default();
+        let ready = Readiness::Ready;
+        assert_eq!(
+            pick(&request, &auto, ready, ready),
+            Path::Pipelined { tiles: 129 }
+        );
+        assert_eq!(
+            pick(&request, &auto, Readiness::Compiling, ready),
+            Path::SinglePass {
+                tiles: 1025,
+                small: true
+            }
+        );
+        let single = Tuning::default().with_path(ScanPath::SinglePass);
+        assert_eq!(
+            pick(&request, &single, ready, ready),
+            Path::SinglePass {
+                tiles: 257,
+                small: false
+            }
+        );
+        let reduce = Tuning::default().with_path(ScanPath::ReduceThenScan);
+        assert_eq!(
+            pick(&request, &reduce, ready, ready),
+            Path::ReduceThenScan { tiles: 257 }
+        );
+    }
+
+    #[test]
+    fn readiness_is_asked_only_when_the_choice_depends_on_it() {
+        let request = Request {
+            n: 1 << 20,
+            element_size: 4,
+            tile_items: 4096,
+            small_tile_items: 1024,
+            pipelined_tile_items: 8192,
+            direction: Direction::Forward,
+            segments: None,
+            aligned: true,
+        };
+        let single = Tuning::default().with_path(ScanPath::SinglePass);
+        let Ok(path) = choose(&request, &single, &mut Fixed(None, Some(Readiness::Ready)));
+        assert_eq!(
+            path,
+            Path::SinglePass {
+                tiles: 256,
+                small: false
+            }
+        );
+        let auto = Tuning::default();
+        let Ok(path) = choose(&request, &auto, &mut Fixed(Some(Readiness::Ready), None));
+        assert_eq!(path, Path::Pipelined { tiles: 128 });
+    }
+}
