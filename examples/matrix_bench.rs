@@ -91,7 +91,12 @@ fn run<Op: ScanOp>(
     let kind = ScanKind::Inclusive;
     match shape {
         Shape::Rows(l) => scanner
-            .segmented_scan(stream, kind, DeviceSegments::rows(l), input, output)
+            .scan(
+                stream,
+                ScanSpec::from(kind).segments(DeviceSegments::rows(l)),
+                input,
+                output,
+            )
             .unwrap(),
         Shape::Columns(l) => scanner
             .scan_columns(stream, kind, l, input, output)
@@ -102,7 +107,12 @@ fn run<Op: ScanOp>(
             .unwrap(),
         Shape::RowsThenColumns(l) => {
             scanner
-                .segmented_scan(stream, kind, DeviceSegments::rows(l), input, scratch)
+                .scan(
+                    stream,
+                    ScanSpec::from(kind).segments(DeviceSegments::rows(l)),
+                    input,
+                    scratch,
+                )
                 .unwrap();
             scanner
                 .scan_columns(stream, kind, l, scratch, output)

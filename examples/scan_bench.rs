@@ -416,9 +416,9 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
     scanner.prepare_segmented().unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     scanner
-        .segmented_inclusive(
+        .scan(
             stream,
-            DeviceHeadFlags::bits(d_bits.as_view(), n),
+            ScanSpec::inclusive().segments(DeviceHeadFlags::bits(d_bits.as_view(), n)),
             &d_values,
             &mut output,
         )
@@ -427,9 +427,9 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
     let cpu_ok = ours == expected;
     let ms = time_ms(stream, || {
         scanner
-            .segmented_inclusive(
+            .scan(
                 stream,
-                DeviceHeadFlags::bits(d_bits.as_view(), n),
+                ScanSpec::inclusive().segments(DeviceHeadFlags::bits(d_bits.as_view(), n)),
                 &d_values,
                 &mut output,
             )
@@ -568,13 +568,23 @@ fn bench_offsets(
     scanner.prepare_segmented().unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     scanner
-        .segmented_inclusive(stream, &checked, &d_values, &mut output)
+        .scan(
+            stream,
+            ScanSpec::inclusive().segments(&checked),
+            &d_values,
+            &mut output,
+        )
         .unwrap();
     let ours = stream.clone_dtoh(&output).unwrap();
     let cpu_ok = ours == expected;
     let ms = time_ms(stream, || {
         scanner
-            .segmented_inclusive(stream, &checked, &d_values, &mut output)
+            .scan(
+                stream,
+                ScanSpec::inclusive().segments(&checked),
+                &d_values,
+                &mut output,
+            )
             .unwrap()
     }) as f64;
     let copy_ms = {
@@ -586,7 +596,12 @@ fn bench_offsets(
     scanner.set_path(ScanPath::SinglePass);
     let single_pass_ms = time_ms(stream, || {
         scanner
-            .segmented_inclusive(stream, &checked, &d_values, &mut output)
+            .scan(
+                stream,
+                ScanSpec::inclusive().segments(&checked),
+                &d_values,
+                &mut output,
+            )
             .unwrap()
     }) as f64;
     let single_pass_ok = stream.clone_dtoh(&output).unwrap() == expected;
@@ -594,7 +609,12 @@ fn bench_offsets(
     scanner.set_path(ScanPath::Pipelined);
     let pipelined_ms = time_ms(stream, || {
         scanner
-            .segmented_inclusive(stream, &checked, &d_values, &mut output)
+            .scan(
+                stream,
+                ScanSpec::inclusive().segments(&checked),
+                &d_values,
+                &mut output,
+            )
             .unwrap()
     }) as f64;
     let pipelined_ok = stream.clone_dtoh(&output).unwrap() == expected;
@@ -661,13 +681,23 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     let keyed = || DeviceKeys::new(&d_keys);
     scanner
-        .segmented_inclusive(stream, keyed(), &d_values, &mut output)
+        .scan(
+            stream,
+            ScanSpec::inclusive().segments(keyed()),
+            &d_values,
+            &mut output,
+        )
         .unwrap();
     let ours = stream.clone_dtoh(&output).unwrap();
     let cpu_ok = ours == expected;
     let ms = time_ms(stream, || {
         scanner
-            .segmented_inclusive(stream, keyed(), &d_values, &mut output)
+            .scan(
+                stream,
+                ScanSpec::inclusive().segments(keyed()),
+                &d_values,
+                &mut output,
+            )
             .unwrap()
     }) as f64;
     let copy_ms = {
@@ -681,7 +711,12 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
         scanner.set_path(path);
         let path_ms = time_ms(stream, || {
             scanner
-                .segmented_inclusive(stream, keyed(), &d_values, &mut output)
+                .scan(
+                    stream,
+                    ScanSpec::inclusive().segments(keyed()),
+                    &d_values,
+                    &mut output,
+                )
                 .unwrap()
         }) as f64;
         let ok = stream.clone_dtoh(&output).unwrap() == expected;
@@ -791,9 +826,19 @@ fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
                 let mut run = || {
                     if bits {
                         let flags = DeviceHeadFlags::bits(d_bits.as_view(), n);
-                        scanner.segmented_inclusive(stream, flags, &d_values, &mut output)
+                        scanner.scan(
+                            stream,
+                            ScanSpec::inclusive().segments(flags),
+                            &d_values,
+                            &mut output,
+                        )
                     } else {
-                        scanner.segmented_inclusive(stream, &checked, &d_values, &mut output)
+                        scanner.scan(
+                            stream,
+                            ScanSpec::inclusive().segments(&checked),
+                            &d_values,
+                            &mut output,
+                        )
                     }
                     .unwrap()
                 };
@@ -1273,10 +1318,9 @@ fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
         let mut scanner = timing::bench_scanner::<SumU32>(stream);
         scanner.set_path(path);
         scanner
-            .segmented_scan(
+            .scan(
                 stream,
-                spec.carry_out(&mut slot),
-                flags(),
+                spec.carry_out(&mut slot).segments(flags()),
                 &d_values,
                 &mut output,
             )
@@ -1286,15 +1330,14 @@ fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
         let label = format!("segmented excl. [{path:?}]");
         carry_row(stream, &label, log_n, copy_ms, ok, |with_carry| {
             if with_carry {
-                scanner.segmented_scan(
+                scanner.scan(
                     stream,
-                    spec.carry_out(&mut slot),
-                    flags(),
+                    spec.carry_out(&mut slot).segments(flags()),
                     &d_values,
                     &mut output,
                 )
             } else {
-                scanner.segmented_scan(stream, spec, flags(), &d_values, &mut output)
+                scanner.scan(stream, spec.segments(flags()), &d_values, &mut output)
             }
             .unwrap()
         });

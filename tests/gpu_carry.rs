@@ -305,17 +305,18 @@ fn bad_slots<Op: Case>(stream: &Arc<CudaStream>, rows: &mut Vec<Row>) {
                 ScanSpec::inclusive().carry_out(&mut carry),
                 &mut data,
             ),
-            scanner.segmented_scan(
+            scanner.scan(
                 stream,
-                ScanSpec::inclusive().carry_out(&mut carry),
-                &flags,
+                ScanSpec::inclusive().carry_out(&mut carry).segments(&flags),
                 &input,
                 &mut out,
             ),
-            scanner.segmented_scan_in_place(
+            scanner.scan_in_place(
                 stream,
-                ScanSpec::exclusive().reverse().carry_out(&mut carry),
-                &flags,
+                ScanSpec::exclusive()
+                    .reverse()
+                    .carry_out(&mut carry)
+                    .segments(&flags),
                 &mut data,
             ),
         ];

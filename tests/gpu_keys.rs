@@ -245,10 +245,9 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
         let keys = stream.alloc_zeros::<u32>(keys_len).unwrap();
         let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
         poison(stream, &mut out);
-        let got = scanner.segmented_scan(
+        let got = scanner.scan(
             stream,
-            ScanKind::Inclusive,
-            DeviceKeys::new(&keys),
+            ScanSpec::inclusive().segments(DeviceKeys::new(&keys)),
             &data,
             &mut out,
         );

@@ -194,10 +194,11 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .unwrap();
         scanner
-            .segmented_scan(
+            .scan(
                 &stream,
-                ScanSpec::inclusive().carry_out(&mut carries.slice_mut(0..1)),
-                DeviceKeys::new(&keys),
+                ScanSpec::inclusive()
+                    .carry_out(&mut carries.slice_mut(0..1))
+                    .segments(DeviceKeys::new(&keys)),
                 &input,
                 &mut by_keys,
             )
@@ -215,10 +216,11 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
             )
             .unwrap();
         scanner
-            .segmented_scan(
+            .scan(
                 &stream,
-                reverse.carry_out(&mut carries.slice_mut(1..2)),
-                &offsets,
+                reverse
+                    .carry_out(&mut carries.slice_mut(1..2))
+                    .segments(&offsets),
                 &input,
                 &mut by_offsets,
             )

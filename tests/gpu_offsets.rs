@@ -223,7 +223,12 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
         let offsets = DeviceOffsets::check(stream, row_ptr.as_view(), checked_for).unwrap();
         let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
         poison(stream, &mut out);
-        let got = scanner.segmented_scan(stream, ScanKind::Inclusive, offsets, &data, &mut out);
+        let got = scanner.scan(
+            stream,
+            ScanSpec::inclusive().segments(offsets),
+            &data,
+            &mut out,
+        );
         let want = InvalidOffsets::CheckedForAnotherLength {
             checked: checked_for,
             len: n,

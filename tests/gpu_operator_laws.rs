@@ -58,10 +58,9 @@ fn a_broken_operator_is_refused_with_everything_untouched() {
         )
         .unwrap();
     let err = scanner
-        .segmented_scan(
+        .scan(
             &stream,
-            ScanKind::Inclusive,
-            flags.as_flags(),
+            ScanSpec::inclusive().segments(flags.as_flags()),
             &input,
             &mut out,
         )

@@ -115,10 +115,9 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     for row_length in [0, 7 * Op::tile_items() / 3 + 1, n + 1] {
         let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
         poison(stream, &mut out);
-        let got = scanner.segmented_scan(
+        let got = scanner.scan(
             stream,
-            ScanKind::Inclusive,
-            DeviceSegments::rows(row_length),
+            ScanSpec::inclusive().segments(DeviceSegments::rows(row_length)),
             &data,
             &mut out,
         );

@@ -157,12 +157,12 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                         if in_place {
                             stream.memcpy_dtod(&d_input, &mut out).unwrap();
                             scanner
-                                .segmented_scan_in_place(stream, *kind, heads, &mut out)
+                                .scan_in_place(stream, kind.segments(heads), &mut out)
                                 .unwrap();
                         } else {
                             poison(stream, &mut out);
                             scanner
-                                .segmented_scan(stream, *kind, heads, &d_input, &mut out)
+                                .scan(stream, kind.segments(heads), &d_input, &mut out)
                                 .unwrap();
                         }
                         let got = stream.clone_dtoh(&out).unwrap();
@@ -196,7 +196,12 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     let mut out = stream.alloc_zeros::<Op::Element>(n).unwrap();
     let short = stream.alloc_zeros::<u32>(n.div_ceil(32) - 1).unwrap();
     let heads = DeviceHeadFlags::bits(short.as_view(), n);
-    match scanner.segmented_inclusive(stream, heads, &data, &mut out) {
+    match scanner.scan(
+        stream,
+        ScanSpec::inclusive().segments(heads),
+        &data,
+        &mut out,
+    ) {
         Err(ScanError::FlagsLength(e)) if e.required == n.div_ceil(32) => {}
         other => rows[first_row]
             .failures
@@ -209,7 +214,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     let mut out = unsafe { stream.alloc::<Op::Element>(n) }.unwrap();
     poison(stream, &mut out);
     let refused = matches!(
-        scanner.segmented_inclusive(stream, heads, &data, &mut out),
+        scanner.scan(stream, ScanSpec::inclusive().segments(heads), &data, &mut out),
         Err(ScanError::FlagsLength(e)) if (e.elements, e.flagged) == (n, n - 7)
     );
     if !refused || !still_poisoned(stream, &out) {

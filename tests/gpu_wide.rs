@@ -199,10 +199,9 @@ fn run_rows<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) 
                 poison(stream, &mut out);
                 let mut view = out.slice_mut(0..n);
                 scanner
-                    .segmented_scan(
+                    .scan(
                         stream,
-                        spec,
-                        DeviceSegments::rows(row_length),
+                        spec.segments(DeviceSegments::rows(row_length)),
                         &d_input,
                         &mut view,
                     )

@@ -194,7 +194,7 @@ fn scanner_refuses_the_first_call_of_a_broken_operator_in_debug_builds() {
     // A broken identity is caught by segmented scans too.
     let mut scanner = Scanner::<MinFromZero>::cpu();
     let heads = gpu_scan::segmented::HeadFlags::Bytes(&[1, 0, 0, 1, 0]);
-    let got = scanner.segmented_scan(ScanKind::Inclusive, heads, &[5, 4, 3, 2, 1]);
+    let got = scanner.scan(ScanSpec::inclusive().segments(heads), &[5, 4, 3, 2, 1]);
     assert_eq!(got.is_err(), cfg!(debug_assertions));
 }
 

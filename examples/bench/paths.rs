@@ -69,10 +69,9 @@ where
         let mut run = |out: &mut CudaSlice<Op::Element>| {
             if let Some(row) = rows {
                 scanner
-                    .segmented_scan(
+                    .scan(
                         stream,
-                        ScanKind::Inclusive,
-                        DeviceSegments::rows(row),
+                        ScanSpec::inclusive().segments(DeviceSegments::rows(row)),
                         &input,
                         out,
                     )

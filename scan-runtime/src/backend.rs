@@ -5,9 +5,9 @@ use crate::error::{Result, ScanError};
 use crate::gpu::GpuScanner;
 use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
-use scan_core::segmented::{self, Segments};
+use scan_core::segmented;
 use scan_core::{
-    cpu, HostSegmentedCarryOut, HostSegments, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec,
+    cpu, HostSegmentedCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec,
 };
 use std::sync::Arc;
 
@@ -185,6 +185,28 @@ where
     /// let offsets = scanner.scan(ScanSpec::exclusive().carry_out(&mut total), &[3, 1, 2]).unwrap();
     /// assert_eq!((offsets, total), (vec![0, 3, 4], 6));
     /// ```
+    ///
+    /// Segmented, the scan restarts at every head, given as flags, rows of
+    /// a fixed length, offsets or keys (see [`scan_core::segmented`]):
+    ///
+    /// ```
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::segmented::{HeadFlags, Segments};
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// let mut scanner = Scanner::<Sum>::new();
+    /// let heads = HeadFlags::Bytes(&[1, 0, 1, 0, 0]);
+    /// let out = scanner.scan(ScanSpec::exclusive().segments(heads), &[1, 2, 3, 4, 5]).unwrap();
+    /// assert_eq!(out, [0, 1, 0, 3, 7]);
+    /// // In reverse, each segment from its last element.
+    /// let out = scanner.scan(ScanSpec::exclusive().reverse().segments(heads), &[1, 2, 3, 4, 5]).unwrap();
+    /// assert_eq!(out, [2, 0, 9, 5, 0]);
+    /// // Rows of a fixed length need no flags: a 2 × 3 matrix along its rows.
+    /// let out = scanner.scan(ScanSpec::inclusive().segments(Segments::rows(3)), &[1, 2, 3, 4, 5, 6]).unwrap();
+    /// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
+    /// ```
     pub fn scan<'a>(
         &mut self,
         spec: impl IntoScanSpec<
@@ -236,42 +258,6 @@ where
         init: Op::Element,
     ) -> Result<Vec<Op::Element>> {
         self.scan(ScanKind::ExclusiveWithInit(init), input)
-    }
-
-    /// A segmented scan of any kind: the scan restarts at every head, given
-    /// as flags, rows of a fixed length, offsets or keys (see
-    /// [`scan_core::segmented`]); [`Scanner::scan`] with
-    /// `spec.segments(heads)`.
-    ///
-    /// ```
-    /// use gpu_scan::prelude::*;
-    /// use gpu_scan::segmented::{HeadFlags, Segments};
-    ///
-    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
-    /// struct Sum;
-    ///
-    /// let mut scanner = Scanner::<Sum>::new();
-    /// let heads = HeadFlags::Bytes(&[1, 0, 1, 0, 0]);
-    /// let out = scanner.segmented_scan(ScanKind::Exclusive, heads, &[1, 2, 3, 4, 5]).unwrap();
-    /// assert_eq!(out, [0, 1, 0, 3, 7]);
-    /// // In reverse, each segment from its last element.
-    /// let out = scanner.segmented_scan(ScanKind::Exclusive.reverse(), heads, &[1, 2, 3, 4, 5]).unwrap();
-    /// assert_eq!(out, [2, 0, 9, 5, 0]);
-    /// // Rows of a fixed length need no flags: a 2 × 3 matrix along its rows.
-    /// let out = scanner.segmented_scan(ScanKind::Inclusive, Segments::rows(3), &[1, 2, 3, 4, 5, 6]).unwrap();
-    /// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
-    /// ```
-    pub fn segmented_scan<'a>(
-        &mut self,
-        spec: impl IntoScanSpec<
-            Op::Element,
-            Carry: HostSegmentedCarryOut<Op::Element>,
-            Segments = NoSegments,
-        >,
-        heads: impl Into<Segments<'a>>,
-        input: &[Op::Element],
-    ) -> Result<Vec<Op::Element>> {
-        self.scan(spec.into_spec().segments(heads.into()), input)
     }
 
     /// A row-major matrix of rows of `row_length` elements scanned down its

@@ -31,7 +31,7 @@ use scan_core::segmented::{KeysLengthMismatch, SegmentKey};
 /// let keys = stream.clone_htod(&[7i32, 7, 2, 2, 2, 7])?;
 /// let mut out = stream.alloc_zeros::<u32>(6)?;
 /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
-/// scanner.segmented_scan(&stream, ScanKind::Inclusive, DeviceKeys::new(&keys), &values, &mut out)?;
+/// scanner.scan(&stream, ScanSpec::inclusive().segments(DeviceKeys::new(&keys)), &values, &mut out)?;
 /// assert_eq!(stream.clone_dtoh(&out)?, [1, 3, 3, 7, 12, 6]);
 /// # Ok::<(), ScanError>(())
 /// ```

@@ -5,9 +5,11 @@
 //!   `Arc<CudaStream>`, asynchronously, reusing its scratch memory.
 //! * [`Scanner`]: host slices in, `Vec` out, on the GPU when usable and on
 //!   the CPU otherwise.
-//! * segmented scans: [`GpuScanner::segmented_scan`] and friends over
+//! * segmented scans: [`GpuScanner::scan`] with a spec over segments
+//!   ([`ScanSpec::segments`](scan_core::ScanSpec::segments)):
 //!   [`DeviceHeadFlags`], flags built by [`HeadFlagBuilder`], rows of a
-//!   fixed length, or segment offsets ([`DeviceOffsets`]).
+//!   fixed length, segment offsets ([`DeviceOffsets`]) or keys
+//!   ([`DeviceKeys`]).
 //! * [`DeviceApi`]: the operator's warp and block scans as CUDA source, for
 //!   kernels you write and compile yourself.
 //! * [`DiskCache`]: where compiled programs are kept between processes.

@@ -42,10 +42,10 @@ use std::sync::Arc;
 /// let offsets = DeviceOffsets::check(&stream, row_ptr.as_view(), 5)?;
 /// let mut out = stream.alloc_zeros::<u32>(5)?;
 /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
-/// scanner.segmented_scan(&stream, ScanKind::Inclusive, &offsets, &values, &mut out)?;
+/// scanner.scan(&stream, ScanSpec::inclusive().segments(&offsets), &values, &mut out)?;
 /// assert_eq!(stream.clone_dtoh(&out)?, [1, 3, 3, 7, 12]);
 /// // Checked once: later scans with them wait for nothing.
-/// scanner.segmented_scan(&stream, ScanKind::Exclusive, &offsets, &values, &mut out)?;
+/// scanner.scan(&stream, ScanSpec::exclusive().segments(&offsets), &values, &mut out)?;
 /// assert_eq!(stream.clone_dtoh(&out)?, [0, 1, 0, 3, 7]);
 /// # Ok::<(), ScanError>(())
 /// ```

@@ -1,5 +1,7 @@
-//! Segmented scans on the GPU: [`GpuScanner`]'s `segmented_*` methods over
-//! segments on the device ([`crate::DeviceSegments`]).
+//! Segmented scans on the GPU: [`GpuScanner::scan`],
+//! [`GpuScanner::scan_in_place`] and [`GpuScanner::scan_host`] with a spec
+//! over segments ([`ScanSpec::segments`]: on the device,
+//! [`crate::DeviceSegments`]), and what they run.
 
 use crate::carry::DeviceCarryOut;
 use crate::entry::{Bound, Operands};
@@ -13,13 +15,11 @@ use crate::path::{resolve_path, single_pass, single_pass_tiles_for, ScanPath};
 use crate::plan::{self, Path};
 use crate::segment_totals::TotalsPlan;
 use crate::segments::{DeviceHeadFlags, DeviceSegments};
-use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
-};
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{SegmentedKernel, SegmentedStrategy};
 use scan_core::segmented::{segment_ranges, HeadFlags, SegmentOffsets, Segments};
-use scan_core::{HostSegmentedCarryOut, IntoScanSpec, NoSegments, ScanKind, ScanOp, ScanSpec};
+use scan_core::{HostSegmentedCarryOut, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
 
 impl<Op: ScanOp> GpuScanner<Op>
@@ -63,101 +63,6 @@ where
         }
     }
 
-    /// Segmented inclusive scan: `output[i] = input[h] ∘ … ∘ input[i]`, `h`
-    /// the head of `i`'s segment.
-    ///
-    /// ```no_run
-    /// use gpu_scan::prelude::*;
-    /// use gpu_scan::scan_runtime::{open_device, DeviceHeadFlags};
-    ///
-    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
-    /// struct Sum;
-    ///
-    /// let ctx = open_device(0)?;
-    /// let stream = ctx.default_stream();
-    /// let values = stream.clone_htod(&[1u32, 2, 3, 4, 5])?;
-    /// let heads = stream.clone_htod(&[1u8, 0, 1, 0, 0])?;
-    /// let mut out = stream.alloc_zeros::<u32>(5)?;
-    /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
-    /// scanner.segmented_inclusive(&stream, DeviceHeadFlags::from(&heads), &values, &mut out)?;
-    /// assert_eq!(stream.clone_dtoh(&out)?, [1, 3, 3, 7, 12]);
-    /// # Ok::<(), ScanError>(())
-    /// ```
-    pub fn segmented_inclusive<'a, I, O>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        segments: impl Into<DeviceSegments<'a>>,
-        input: &I,
-        output: &mut O,
-    ) -> Result<()>
-    where
-        I: DevicePtr<Op::Element>,
-        O: DevicePtrMut<Op::Element>,
-    {
-        self.segmented_scan(stream, ScanKind::Inclusive, segments, input, output)
-    }
-
-    /// Segmented exclusive scan: `output[i] = input[h] ∘ … ∘ input[i-1]`,
-    /// the identity at every head.
-    pub fn segmented_exclusive<'a, I, O>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        segments: impl Into<DeviceSegments<'a>>,
-        input: &I,
-        output: &mut O,
-    ) -> Result<()>
-    where
-        I: DevicePtr<Op::Element>,
-        O: DevicePtrMut<Op::Element>,
-    {
-        self.segmented_scan(stream, ScanKind::Exclusive, segments, input, output)
-    }
-
-    /// Segmented exclusive scan with every segment seeded by `init`:
-    /// `output[i] = init ∘ input[h] ∘ … ∘ input[i-1]`, `init` at every head.
-    pub fn segmented_exclusive_with_init<'a, I, O>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        segments: impl Into<DeviceSegments<'a>>,
-        input: &I,
-        output: &mut O,
-        init: Op::Element,
-    ) -> Result<()>
-    where
-        I: DevicePtr<Op::Element>,
-        O: DevicePtrMut<Op::Element>,
-    {
-        self.segmented_scan(
-            stream,
-            ScanKind::ExclusiveWithInit(init),
-            segments,
-            input,
-            output,
-        )
-    }
-
-    /// A segmented scan of any kind and direction, out of place:
-    /// [`GpuScanner::scan`] with `spec.segments(segments)` (`spec` a
-    /// [`ScanKind`] or a [`ScanSpec`]; in reverse every segment is scanned
-    /// from its last element, see `scan_core::segmented`). A carry-out slot
-    /// in the spec ([`ScanSpec::carry_out`]) receives the last segment's
-    /// partial in scan order. Lengths (output, flags, carry-out slot) are
-    /// checked before anything is enqueued.
-    pub fn segmented_scan<'a, I, O>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>, Segments = NoSegments>,
-        segments: impl Into<DeviceSegments<'a>>,
-        input: &I,
-        output: &mut O,
-    ) -> Result<()>
-    where
-        I: DevicePtr<Op::Element>,
-        O: DevicePtrMut<Op::Element>,
-    {
-        self.scan(stream, spec.into_spec().segments(segments), input, output)
-    }
-
     /// [`GpuScanner::scan`] and [`GpuScanner::scan_in_place`] over
     /// segments: the spec without its segments, and the segments.
     pub(crate) fn scan_segments(
@@ -179,35 +84,6 @@ where
             |s| s.prepare_segmented_scan(n, stream),
             |s, (), b| s.launch_with_plan(stream, spec, &segments, b, plan),
         )
-    }
-
-    /// A segmented scan of `data` onto itself (`spec` as for
-    /// [`GpuScanner::segmented_scan`]): [`GpuScanner::scan_in_place`] with
-    /// `spec.segments(segments)`.
-    pub fn segmented_scan_in_place<'a, D: DevicePtrMut<Op::Element>>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>, Segments = NoSegments>,
-        segments: impl Into<DeviceSegments<'a>>,
-        data: &mut D,
-    ) -> Result<()> {
-        self.scan_in_place(stream, spec.into_spec().segments(segments), data)
-    }
-
-    /// Host convenience: [`GpuScanner::scan_host`] with
-    /// `spec.segments(segments)`.
-    pub fn segmented_scan_host<'a>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<
-            Op::Element,
-            Carry: HostSegmentedCarryOut<Op::Element>,
-            Segments = NoSegments,
-        >,
-        segments: impl Into<Segments<'a>>,
-        input: &[Op::Element],
-    ) -> Result<Vec<Op::Element>> {
-        self.scan_host(stream, spec.into_spec().segments(segments), input)
     }
 
     /// [`GpuScanner::scan_host`] over segments: uploads `input` and the
@@ -280,26 +156,26 @@ where
         match segments {
             Segments::Flags(HeadFlags::Bytes(b)) => {
                 let flags = stream.clone_htod(b)?;
-                self.segmented_scan_in_place(stream, spec, &flags, data)
+                self.scan_in_place(stream, spec.segments(&flags), data)
             }
             Segments::Flags(HeadFlags::Bits { words, len }) => {
                 let flags = stream.clone_htod(words)?;
                 let flags = DeviceHeadFlags::bits(flags.as_view(), len);
-                self.segmented_scan_in_place(stream, spec, flags, data)
+                self.scan_in_place(stream, spec.segments(flags), data)
             }
             Segments::Rows { row_length } => {
                 let rows = DeviceSegments::rows(row_length);
-                self.segmented_scan_in_place(stream, spec, rows, data)
+                self.scan_in_place(stream, spec.segments(rows), data)
             }
             Segments::Offsets(SegmentOffsets::U32(o)) => {
                 let offsets = stream.clone_htod(o)?;
                 let offsets = DeviceOffsets::check(stream, offsets.as_view(), n)?;
-                self.segmented_scan_in_place(stream, spec, offsets, data)
+                self.scan_in_place(stream, spec.segments(offsets), data)
             }
             Segments::Offsets(SegmentOffsets::U64(o)) => {
                 let offsets = stream.clone_htod(o)?;
                 let offsets = DeviceOffsets::check(stream, offsets.as_view(), n)?;
-                self.segmented_scan_in_place(stream, spec, offsets, data)
+                self.scan_in_place(stream, spec.segments(offsets), data)
             }
             Segments::Keys(keys) => {
                 // The keys' bytes, as keys of their width.
@@ -312,7 +188,7 @@ where
                     4 => DeviceKeys::new(unsafe { bytes.transmute::<u32>(n) }.expect("n keys")),
                     _ => DeviceKeys::new(unsafe { bytes.transmute::<u64>(n) }.expect("n keys")),
                 };
-                self.segmented_scan_in_place(stream, spec, keys, data)
+                self.scan_in_place(stream, spec.segments(keys), data)
             }
             _ => unreachable!("a segment source of scan-core without a GPU counterpart"),
         }

@@ -107,7 +107,7 @@ impl<'a> From<CudaView<'a, u8>> for DeviceHeadFlags<'a> {
 /// let x = stream.clone_htod(&vec![1.0f32; 1024 * 16])?;
 /// let mut y = stream.alloc_zeros::<f32>(1024 * 16)?;
 /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
-/// scanner.segmented_scan(&stream, ScanKind::Inclusive, DeviceSegments::rows(16), &x, &mut y)?;
+/// scanner.scan(&stream, ScanSpec::inclusive().segments(DeviceSegments::rows(16)), &x, &mut y)?;
 /// # Ok::<(), gpu_scan::prelude::ScanError>(())
 /// ```
 #[derive(Debug)]

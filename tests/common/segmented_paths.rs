@@ -220,9 +220,9 @@ pub fn scan_every_path<'a, Op: Case>(
                 true => stream.memcpy_dtod(d_input, &mut view).map_err(Into::into),
                 false => Ok(()),
             }
-            // Scans with a carry-out or totals go through the one verb
-            // (segments and slot in the spec), the others through the named
-            // conveniences.
+            // Every scan goes through the one verb, segments and slot in
+            // the spec (the slot given after the segments in place, before
+            // them out of place).
             .and_then(|()| match (in_place, mode) {
                 (true, CarryMode::One) => scanner.scan_in_place(
                     stream,
@@ -241,7 +241,7 @@ pub fn scan_every_path<'a, Op: Case>(
                     &mut view,
                 ),
                 (true, CarryMode::None) => {
-                    scanner.segmented_scan_in_place(stream, spec, segments(), &mut view)
+                    scanner.scan_in_place(stream, spec.segments(segments()), &mut view)
                 }
                 (false, CarryMode::One) => scanner.scan(
                     stream,
@@ -263,7 +263,7 @@ pub fn scan_every_path<'a, Op: Case>(
                     &mut view,
                 ),
                 (false, CarryMode::None) => {
-                    scanner.segmented_scan(stream, spec, segments(), d_input, &mut view)
+                    scanner.scan(stream, spec.segments(segments()), d_input, &mut view)
                 }
             });
             let got = stream.clone_dtoh(&out).unwrap();
