@@ -60,9 +60,10 @@ where
     /// columns ([`GpuScanner::scan_columns`]), reading and writing it twice.
     ///
     /// A row length of 0 or one that does not divide the length is
-    /// [`ScanError::RowLength`], an output of another length
-    /// [`ScanError::LengthMismatch`]; both are checked before anything is
-    /// enqueued.
+    /// [`ScanError::RowLength`](crate::ScanError::RowLength), an output of
+    /// another length
+    /// [`ScanError::LengthMismatch`](crate::ScanError::LengthMismatch); both
+    /// are checked before anything is enqueued.
     ///
     /// ```no_run
     /// use gpu_scan::ops::Sum;
