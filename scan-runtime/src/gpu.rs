@@ -785,6 +785,29 @@ where
         self.addresses.for_stream(stream)
     }
 
+    /// The planner's path for `request` ([`plan::choose`]), asking about
+    /// the pipelined kernel `pipelined` (its ABI entry and dynamic shared
+    /// memory) and the full-tile look-back kernel `full_tiles`; with the
+    /// pipelined kernel and its launch shape where it chose that pass.
+    pub(crate) fn plan_path(
+        &mut self,
+        stream: &CudaStream,
+        request: &plan::Request,
+        pipelined: (KernelAbi, usize),
+        full_tiles: Option<KernelAbi>,
+    ) -> Result<(Path, Option<ReadyPipelined>)> {
+        let tuning = self.tuning;
+        let mut probe = KernelProbe {
+            scanner: self,
+            stream,
+            pipelined,
+            full_tiles,
+            ready: None,
+        };
+        let path = plan::choose(request, &tuning, &mut probe)?;
+        Ok((path, probe.ready))
+    }
+
     /// What the planner needs to know of a scan of `n` elements of `Op`
     /// ([`plan::Request`]).
     pub(crate) fn plan_request(
@@ -945,19 +968,15 @@ where
             },
             direction,
         );
-        let tuning = self.tuning;
-        let mut probe = KernelProbe {
-            scanner: self,
+        let (path, ready) = self.plan_path(
             stream,
-            pipelined: (
+            &request,
+            (
                 pipelined_abi(inclusive, direction),
                 layout::<Op>().pipelined_shared_bytes,
             ),
-            full_tiles: Some(full_tiles_abi),
-            ready: None,
-        };
-        let path = plan::choose(&request, &tuning, &mut probe)?;
-        let ready = probe.ready.take();
+            Some(full_tiles_abi),
+        )?;
         let tiles = match path {
             Path::Empty => unreachable!("n > 0"),
             Path::OneTile => {
@@ -1095,16 +1114,19 @@ fn pipelined_abi(inclusive: bool, direction: Direction) -> KernelAbi {
     )
 }
 
+/// A pipelined kernel found ready, and how it launches here.
+pub(crate) type ReadyPipelined = (Arc<LoadedKernel>, PipelinedLaunch);
+
 /// The planner's answers from a scanner's kernels ([`plan::Probe`]): the
 /// pipelined kernel of `pipelined` (its ABI entry and dynamic shared
 /// memory) and the full-tile look-back kernel `full_tiles`.
-pub(crate) struct KernelProbe<'s, Op: ScanOp> {
-    pub(crate) scanner: &'s mut GpuScanner<Op>,
-    pub(crate) stream: &'s CudaStream,
-    pub(crate) pipelined: (KernelAbi, usize),
-    pub(crate) full_tiles: Option<KernelAbi>,
+struct KernelProbe<'s, Op: ScanOp> {
+    scanner: &'s mut GpuScanner<Op>,
+    stream: &'s CudaStream,
+    pipelined: (KernelAbi, usize),
+    full_tiles: Option<KernelAbi>,
     /// The pipelined kernel and its launch shape, once found ready.
-    pub(crate) ready: Option<(Arc<LoadedKernel>, PipelinedLaunch)>,
+    ready: Option<ReadyPipelined>,
 }
 
 impl<Op: ScanOp> plan::Probe for KernelProbe<'_, Op>

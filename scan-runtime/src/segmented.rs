@@ -6,7 +6,7 @@
 use crate::carry::DeviceCarryOut;
 use crate::entry::{Bound, Operands};
 use crate::error::Result;
-use crate::gpu::{put_carry, GpuScanner, KernelProbe};
+use crate::gpu::{put_carry, GpuScanner};
 use crate::kernels::{layout, ProgramStats};
 use crate::keys::DeviceKeys;
 use crate::launch::{self, Heads};
@@ -305,19 +305,15 @@ where
             }),
             src % 16 == 0 && dst % 16 == 0 && flags_aligned,
         );
-        let tuning = self.tuning;
-        let mut probe = KernelProbe {
-            scanner: self,
+        let (path, ready) = self.plan_path(
             stream,
-            pipelined: (
+            &request,
+            (
                 pipelined_abi,
                 layout::<Op>().pipelined_segmented_shared_bytes,
             ),
-            full_tiles: None,
-            ready: None,
-        };
-        let path = plan::choose(&request, &tuning, &mut probe)?;
-        let ready = probe.ready.take();
+            None,
+        )?;
         let tiles = match path {
             Path::Empty => unreachable!("n > 0"),
             Path::OneTile => {
