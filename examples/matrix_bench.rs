@@ -186,7 +186,7 @@ where
         );
     }
     let mut time = |path: ScanPath| {
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         time_ms(stream, || {
             run(
                 &mut scanner,
@@ -200,7 +200,7 @@ where
     };
     let ours = time(ScanPath::Auto);
     let single = time(ScanPath::SinglePass);
-    scanner.set_path(ScanPath::Auto);
+    scanner.set_tuning(scanner.tuning().with_path(ScanPath::Auto));
     let plain = time_ms(stream, || {
         scanner.inclusive(stream, &input, &mut output).unwrap()
     }) as f64;

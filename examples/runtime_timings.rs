@@ -97,7 +97,7 @@ where
         (16, ScanPath::ReduceThenScan),
         (24, ScanPath::ReduceThenScan),
     ] {
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         let n = 1usize << log2;
         let host: Vec<Op::Element> = (0..n).map(&make).collect();
         let input = stream.clone_htod(&host).unwrap();

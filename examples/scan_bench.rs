@@ -593,7 +593,7 @@ fn bench_offsets(
     };
     // The look-back single pass and the pipelined pass beside the default
     // path, on one line.
-    scanner.set_path(ScanPath::SinglePass);
+    scanner.set_tuning(scanner.tuning().with_path(ScanPath::SinglePass));
     let single_pass_ms = time_ms(stream, || {
         scanner
             .scan(
@@ -606,7 +606,7 @@ fn bench_offsets(
     }) as f64;
     let single_pass_ok = stream.clone_dtoh(&output).unwrap() == expected;
     // And the pipelined pass.
-    scanner.set_path(ScanPath::Pipelined);
+    scanner.set_tuning(scanner.tuning().with_path(ScanPath::Pipelined));
     let pipelined_ms = time_ms(stream, || {
         scanner
             .scan(
@@ -708,7 +708,7 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
     // on one line.
     let mut others = String::new();
     for path in [ScanPath::Pipelined, ScanPath::ReduceThenScan] {
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         let path_ms = time_ms(stream, || {
             scanner
                 .scan(
@@ -822,7 +822,7 @@ fn offsets_crossover(stream: &Arc<CudaStream>) -> bool {
                 .flat_map(|bits| [(bits, ScanPath::Pipelined), (bits, ScanPath::SinglePass)])
                 .enumerate()
             {
-                scanner.set_path(path);
+                scanner.set_tuning(scanner.tuning().with_path(path));
                 let mut run = || {
                     if bits {
                         let flags = DeviceHeadFlags::bits(d_bits.as_view(), n);
@@ -898,7 +898,7 @@ fn sweep<Op: ScanOp>(
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
     let mut scanner = timing::bench_scanner::<Op>(stream);
-    scanner.set_path(path);
+    scanner.set_tuning(scanner.tuning().with_path(path));
     let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(input.len()).unwrap();
     let ms = time_ms(stream, || {
         scanner.inclusive(stream, input, &mut output).unwrap()
@@ -1152,8 +1152,12 @@ fn small_inputs(stream: &Arc<CudaStream>) {
                 gpu_scan::Tuning::default().small_tile_limit,
             ),
         ] {
-            scanner.set_path(path);
-            scanner.set_small_tile_limit(small);
+            scanner.set_tuning(
+                scanner
+                    .tuning()
+                    .with_path(path)
+                    .with_small_tile_limit(small),
+            );
             let ms = time_ms(stream, || {
                 scanner.inclusive(stream, &input, &mut output).unwrap()
             });
@@ -1188,7 +1192,7 @@ where
         .all(|&i| Op::agree(&ours[i], &expected[i]));
     drop((ours, expected));
     let mut time = |path: ScanPath, spec: ScanSpec<Op::Element>| {
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         time_ms(stream, || {
             scanner.scan(stream, spec, &input, &mut output).unwrap()
         }) as f64
@@ -1268,7 +1272,7 @@ where
     let mut all_ok = true;
     for path in [ScanPath::Auto, ScanPath::SinglePass] {
         let mut scanner = timing::bench_scanner::<Op>(stream);
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         scanner
             .scan(stream, spec.carry_out(&mut slot), &input, &mut output)
             .unwrap();
@@ -1316,7 +1320,7 @@ fn carry_rows_segmented(stream: &Arc<CudaStream>, log_n: u32) -> bool {
     let mut all_ok = true;
     for path in [ScanPath::Auto, ScanPath::SinglePass] {
         let mut scanner = timing::bench_scanner::<SumU32>(stream);
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         scanner
             .scan(
                 stream,

@@ -331,7 +331,7 @@ fn every_scan_replays_in_a_graph_under_cudarcs_event_tracking() {
     let mut graphs = 0;
     for path in PATHS {
         let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         scanner.reserve(N, &stream).unwrap();
         scanner.reserve_segmented(N, &stream).unwrap();
         scanner

@@ -141,12 +141,12 @@ fn run_plain<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &m
     let specs = every_named_spec(init, &suite_directions());
     for (path, tiles) in PLAIN_PATHS {
         let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
-        scanner.set_path(path);
-        match tiles {
-            Tiles::Default => {}
-            Tiles::Full => scanner.set_small_tile_limit(0),
-            Tiles::Small => scanner.set_small_tile_limit(usize::MAX),
-        }
+        let tuning = scanner.tuning().with_path(path);
+        scanner.set_tuning(match tiles {
+            Tiles::Default => tuning,
+            Tiles::Full => tuning.with_small_tile_limit(0),
+            Tiles::Small => tuning.with_small_tile_limit(usize::MAX),
+        });
         let mut row = Row {
             op: Op::NAME,
             kind: leak(format!(

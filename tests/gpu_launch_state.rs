@@ -73,7 +73,7 @@ fn graph_capture_replays_on_changing_inputs() {
     for path in PATHS {
         for n in [40_000usize, (1 << 22) + 17] {
             let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
-            scanner.set_path(path);
+            scanner.set_tuning(scanner.tuning().with_path(path));
             let mut input = stream.alloc_zeros::<AffineU32>(n).unwrap();
             let mut inclusive = stream.alloc_zeros::<AffineU32>(n).unwrap();
             let mut exclusive = stream.alloc_zeros::<AffineU32>(n).unwrap();
@@ -173,7 +173,7 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
     let offsets = DeviceOffsets::check(&stream, d_row_ptr.as_view(), n).unwrap();
     for path in PATHS {
         let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         // Per-key totals for up to half the elements' runs: more at the
         // first replay (every element a run), whose count still shows.
         let capacity = n / 2 + 7;
@@ -357,9 +357,9 @@ fn two_streams_run_concurrently() {
         let mut own: Vec<GpuScanner<AffineU32>> =
             (0..2).map(|_| GpuScanner::new(&ctx).unwrap()).collect();
         let mut shared = GpuScanner::<AffineU32>::new(&ctx).unwrap();
-        shared.set_path(path);
+        shared.set_tuning(shared.tuning().with_path(path));
         for scanner in &mut own {
-            scanner.set_path(path);
+            scanner.set_tuning(scanner.tuning().with_path(path));
         }
         let (first, rest) = outputs.split_at_mut(2);
         for round in 0..3 {
@@ -407,8 +407,7 @@ fn launch_state_resets_and_the_epoch_wraps() {
     let mut failures = Vec::new();
     for path in [ScanPath::Pipelined, ScanPath::SinglePass] {
         let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
-        scanner.set_path(path);
-        scanner.set_small_tile_limit(0);
+        scanner.set_tuning(scanner.tuning().with_path(path).with_small_tile_limit(0));
         let long = 4096 * 600 + 3;
         let short = scanner.tile_items() + 1;
         let run = |scanner: &mut GpuScanner<AffineU32>,

@@ -141,8 +141,12 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                     if kind.is_reverse() && PATHS[q] == ScanPath::Pipelined && n == big {
                         continue;
                     }
-                    scanner.set_path(PATHS[q]);
-                    scanner.set_segmented_strategy(strategy);
+                    scanner.set_tuning(
+                        scanner
+                            .tuning()
+                            .with_path(PATHS[q])
+                            .with_segmented_strategy(strategy),
+                    );
                     {
                         // In place or not alternates, so every kind, strategy,
                         // format and path runs both ways across the patterns.
@@ -222,7 +226,11 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
             .failures
             .push("flags for n - 7 elements were taken for n, or the output was written".into());
     }
-    scanner.set_segmented_strategy(gpu_scan::Tuning::default().segmented_strategy);
+    scanner.set_tuning(
+        scanner
+            .tuning()
+            .with_segmented_strategy(gpu_scan::Tuning::default().segmented_strategy),
+    );
 }
 
 /// The GPU flag builders against the CPU ones, on every pattern, with

@@ -49,7 +49,7 @@ fn run_op<Op: Case>(
     rows: &mut Vec<Row>,
 ) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
-    scanner.set_path(path);
+    scanner.set_tuning(scanner.tuning().with_path(path));
     let init = {
         let mut rng = Rng64::seed_from_u64(seed ^ 0x1111);
         Op::random(&mut rng)
@@ -168,8 +168,7 @@ fn run_op<Op: Case>(
     // short of a bulk-copy unit (tail elements read and written directly).
     if path != ScanPath::ReduceThenScan {
         let mut full = GpuScanner::<Op>::new(stream.context()).expect("scanner");
-        full.set_path(path);
-        full.set_small_tile_limit(0);
+        full.set_tuning(full.tuning().with_path(path).with_small_tile_limit(0));
         let pipelined =
             gpu_scan::kernels_gen::pipelined_tile_items(std::mem::size_of::<Op::Element>());
         let t = if path == ScanPath::Pipelined
@@ -224,7 +223,7 @@ fn run_op<Op: Case>(
     // context, scanning as the first did (first kind and direction, same
     // path), compiles and loads nothing.
     let mut second = GpuScanner::<Op>::new(stream.context()).expect("second scanner");
-    second.set_path(path);
+    second.set_tuning(second.tuning().with_path(path));
     let n = lengths.iter().copied().max().unwrap_or(0);
     let mut data = stream.alloc_zeros::<Op::Element>(n).unwrap();
     second.scan_in_place(stream, kinds[0].1, &mut data).unwrap();
@@ -468,7 +467,7 @@ fn pipelined_past_2_pow_31_elements() {
     let input = random_input::<SumU32>(n, seed);
     let src = stream.clone_htod(&input).unwrap();
     let mut scanner = GpuScanner::<SumU32>::new(&ctx).expect("scanner");
-    scanner.set_path(ScanPath::Pipelined);
+    scanner.set_tuning(scanner.tuning().with_path(ScanPath::Pipelined));
     let mut failures = Vec::new();
     for kind in [
         ScanKind::Inclusive,

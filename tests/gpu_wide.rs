@@ -64,7 +64,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) {
         ScanPath::ReduceThenScan,
     ] {
         let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         let mut row = Row {
             op: Op::NAME,
             kind: leak(format!(
@@ -171,7 +171,7 @@ fn run_rows<Op: Case>(stream: &Arc<CudaStream>, seed: u64, rows: &mut Vec<Row>) 
     let specs = named_specs(init, &suite_directions());
     for path in [ScanPath::Pipelined, ScanPath::SinglePass] {
         let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         let mut row = Row {
             op: Op::NAME,
             kind: leak(format!("{size} bytes, rows [{path:?}]")),

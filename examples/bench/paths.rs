@@ -65,7 +65,7 @@ where
     let mut cells = String::new();
     let mut times = Vec::new();
     for path in [ScanPath::Auto, ScanPath::Pipelined, ScanPath::SinglePass] {
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         let mut run = |out: &mut CudaSlice<Op::Element>| {
             if let Some(row) = rows {
                 scanner

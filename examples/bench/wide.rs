@@ -148,7 +148,7 @@ where
         ScanPath::ReduceThenScan,
     ] {
         let mut scanner = timing::bench_scanner::<Op>(stream);
-        scanner.set_path(path);
+        scanner.set_tuning(scanner.tuning().with_path(path));
         stream.memset_zeros(&mut output).unwrap();
         scanner.inclusive(stream, &input, &mut output).unwrap();
         let same = stream.clone_dtoh(&output).unwrap() == expected;

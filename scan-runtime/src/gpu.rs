@@ -56,7 +56,7 @@ use std::sync::Arc;
 ///
 /// **Paths.** An input of one tile is scanned by one block in one launch.
 /// Longer inputs take the single pass with decoupled look-back or
-/// reduce-then-scan, by size by default ([`ScanPath`], [`GpuScanner::set_path`]).
+/// reduce-then-scan, by size by default ([`ScanPath`], [`Tuning::path`]).
 ///
 /// **Scratch.** A scan of `n` elements needs [`GpuScanner::workspace_bytes`]
 /// bytes: a few per tile (`ceil(n / tile_items)` tiles, none for a single
@@ -335,37 +335,16 @@ where
         self.tuning = tuning;
     }
 
-    /// The path scans of more than one tile take ([`Tuning::path`]).
-    pub fn path(&self) -> ScanPath {
-        self.tuning.path
-    }
-
-    /// Sets [`Tuning::path`].
-    pub fn set_path(&mut self, path: ScanPath) {
-        self.tuning.path = path;
-    }
-
     /// Elements per tile (one block's share).
     pub fn tile_items(&self) -> usize {
         Op::tile_items()
     }
 
     /// Elements per small tile: the single pass uses these for inputs of at
-    /// most [`GpuScanner::small_tile_limit`] elements, so that a short input
+    /// most [`Tuning::small_tile_limit`] elements, so that a short input
     /// spreads over more blocks.
     pub fn small_tile_items(&self) -> usize {
         small_tile_items::<Op>()
-    }
-
-    /// The longest input the single pass scans in small tiles
-    /// ([`Tuning::small_tile_limit`]).
-    pub fn small_tile_limit(&self) -> usize {
-        self.tuning.small_tile_limit
-    }
-
-    /// Sets [`Tuning::small_tile_limit`].
-    pub fn set_small_tile_limit(&mut self, elements: usize) {
-        self.tuning.small_tile_limit = elements;
     }
 
     /// Scratch bytes a plain scan of `n` elements needs on `path` with the

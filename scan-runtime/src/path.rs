@@ -29,7 +29,7 @@ pub enum ScanPath {
     /// bytes (past 156 bytes in squads of 2 warps, whose threads may take
     /// more registers), 16-byte aligned input, output (and head flags);
     /// plain scans longer than
-    /// [`GpuScanner::small_tile_limit`](crate::GpuScanner::small_tile_limit),
+    /// [`Tuning::small_tile_limit`](crate::Tuning::small_tile_limit),
     /// segmented scans longer than one tile of elements of at most 156
     /// bytes (forward only; segmented reverse scans run as
     /// [`ScanPath::SinglePass`]). Anything else runs as

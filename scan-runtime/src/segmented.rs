@@ -17,7 +17,7 @@ use crate::segment_totals::TotalsPlan;
 use crate::segments::{DeviceHeadFlags, DeviceSegments};
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::KernelAbi;
-use kernels_gen::{SegmentedKernel, SegmentedStrategy};
+use kernels_gen::SegmentedKernel;
 use scan_core::segmented::{segment_ranges, HeadFlags, SegmentOffsets, Segments};
 use scan_core::{HostSegmentedCarryOut, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
@@ -26,16 +26,6 @@ impl<Op: ScanOp> GpuScanner<Op>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
-    /// The strategy segmented scans use ([`Tuning::segmented_strategy`](crate::Tuning::segmented_strategy)).
-    pub fn segmented_strategy(&self) -> SegmentedStrategy {
-        self.tuning.segmented_strategy
-    }
-
-    /// Sets [`Tuning::segmented_strategy`](crate::Tuning::segmented_strategy).
-    pub fn set_segmented_strategy(&mut self, strategy: SegmentedStrategy) {
-        self.tuning.segmented_strategy = strategy;
-    }
-
     /// Compiles (or finds in a cache) and loads every segmented kernel of
     /// the current strategy now, each of which the first segmented scan
     /// needing it would load otherwise, and says how they were obtained.
@@ -237,11 +227,11 @@ where
         if tiles <= 1 {
             return Ok(());
         }
-        if single_pass(self.path()) {
+        if single_pass(self.tuning.path) {
             // Segmented single passes use the full tiles, or the pipelined ones.
             return self
                 .reserve_single_pass(
-                    single_pass_tiles_for::<Op>(n, resolve_path(self.path())),
+                    single_pass_tiles_for::<Op>(n, resolve_path(self.tuning.path)),
                     stream,
                 )
                 .map(|_| ());

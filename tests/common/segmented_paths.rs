@@ -176,8 +176,12 @@ pub fn scan_every_path<'a, Op: Case>(
     let n = expected.len();
     for (q, path) in PATHS.into_iter().enumerate() {
         for (s, strategy) in SegmentedStrategy::ALL.into_iter().enumerate() {
-            scanner.set_path(path);
-            scanner.set_segmented_strategy(strategy);
+            scanner.set_tuning(
+                scanner
+                    .tuning()
+                    .with_path(path)
+                    .with_segmented_strategy(strategy),
+            );
             let row = &mut rows[first_row + q * 2 + s];
             let start = Instant::now();
             let mut out = unsafe { stream.alloc::<Op::Element>(n + GUARD) }.unwrap();
