@@ -318,6 +318,93 @@ impl AreaStep {
 /// can write one total per segment: rows, and offsets (CSR windows).
 pub const TOTALS_SOURCES: [SegmentSource; 2] = [SegmentSource::Rows, SegmentSource::Offsets];
 
+/// A pass of a scan over tiles, whichever [`Family`] of kernels runs it:
+/// the steps every path of the runtime's planner is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pass {
+    /// Each tile reduced to its total (reduce-then-scan's first pass).
+    ReduceTiles,
+    /// One block scans the tile totals (the second pass).
+    ScanTileTotals,
+    /// Each tile scanned, seeded with its prefix (the third pass, or the
+    /// whole scan of one tile).
+    ScanTiles,
+    /// The single pass with decoupled look-back over full tiles.
+    SinglePass,
+    /// The single pass over small tiles (plain scans only).
+    SinglePassSmall,
+    /// The pipelined single pass (sm_90 and newer).
+    Pipelined,
+}
+
+impl Pass {
+    /// Every pass.
+    pub const ALL: [Pass; 6] = [
+        Pass::ReduceTiles,
+        Pass::ScanTileTotals,
+        Pass::ScanTiles,
+        Pass::SinglePass,
+        Pass::SinglePassSmall,
+        Pass::Pipelined,
+    ];
+}
+
+/// Which kernels run a scan over tiles: the plain ones, or the segmented
+/// ones of one segment source and strategy. On the device a plain scan is a
+/// segmented one with no segments (`gpu_scan::no_segments`); the families
+/// differ only in the parameters that carry segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// No segments.
+    Plain,
+    /// Segments whose heads come from a source, in a strategy.
+    Segmented(SegmentSource, SegmentedStrategy),
+}
+
+impl Family {
+    /// The kernel that runs `pass` of an inclusive or exclusive scan in
+    /// `direction`; `None` where the family has none (small tiles are
+    /// plain only; the segmented pipelined pass runs forward only).
+    ///
+    /// ```
+    /// use kernels_gen::abi::{Family, KernelAbi, Pass};
+    /// use kernels_gen::{Direction, Kernel, SegmentSource, SegmentedStrategy};
+    ///
+    /// let plain = Family::Plain.kernel(Pass::ScanTiles, true, Direction::Forward);
+    /// assert_eq!(plain, Some(KernelAbi::plain(Kernel::ScanTilesInclusive)));
+    /// let rows = Family::Segmented(SegmentSource::Rows, SegmentedStrategy::ALL[0]);
+    /// assert_eq!(rows.kernel(Pass::Pipelined, true, Direction::Reverse), None);
+    /// ```
+    pub fn kernel(self, pass: Pass, inclusive: bool, direction: Direction) -> Option<KernelAbi> {
+        let forward = match self {
+            Family::Plain => KernelAbi::Plain(match (pass, inclusive) {
+                (Pass::ReduceTiles, _) => Kernel::ReduceTiles,
+                (Pass::ScanTileTotals, _) => Kernel::ScanTileTotals,
+                (Pass::ScanTiles, true) => Kernel::ScanTilesInclusive,
+                (Pass::ScanTiles, false) => Kernel::ScanTilesExclusive,
+                (Pass::SinglePass, true) => Kernel::SinglePassInclusive,
+                (Pass::SinglePass, false) => Kernel::SinglePassExclusive,
+                (Pass::SinglePassSmall, true) => Kernel::SinglePassSmallInclusive,
+                (Pass::SinglePassSmall, false) => Kernel::SinglePassSmallExclusive,
+                (Pass::Pipelined, true) => Kernel::PipelinedInclusive,
+                (Pass::Pipelined, false) => Kernel::PipelinedExclusive,
+            }),
+            Family::Segmented(source, strategy) => KernelAbi::Segmented(
+                match pass {
+                    Pass::ReduceTiles => SegmentedKernel::ReduceTiles(source),
+                    Pass::ScanTileTotals => SegmentedKernel::ScanTileTotals,
+                    Pass::ScanTiles => SegmentedKernel::ScanTiles { inclusive, source },
+                    Pass::SinglePass => SegmentedKernel::SinglePass { inclusive, source },
+                    Pass::SinglePassSmall => return None,
+                    Pass::Pipelined => SegmentedKernel::Pipelined { inclusive, source },
+                },
+                strategy,
+            ),
+        };
+        forward.in_direction(direction)
+    }
+}
+
 /// One exported kernel of an operator's program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelAbi {
@@ -815,6 +902,50 @@ impl KernelAbi {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn the_families_passes_reach_every_kernel_of_a_scan_over_tiles() {
+        let mut reached = HashSet::new();
+        let families = std::iter::once(Family::Plain).chain(
+            SegmentedStrategy::ALL.into_iter().flat_map(|strategy| {
+                SegmentSource::ALL
+                    .into_iter()
+                    .map(move |source| Family::Segmented(source, strategy))
+            }),
+        );
+        for family in families {
+            for pass in Pass::ALL {
+                for inclusive in [true, false] {
+                    for direction in [Direction::Forward, Direction::Reverse] {
+                        let Some(abi) = family.kernel(pass, inclusive, direction) else {
+                            let segmented_small =
+                                family != Family::Plain && pass == Pass::SinglePassSmall;
+                            let segmented_pipelined_reverse = family != Family::Plain
+                                && pass == Pass::Pipelined
+                                && direction == Direction::Reverse;
+                            assert!(segmented_small || segmented_pipelined_reverse);
+                            continue;
+                        };
+                        assert_eq!(abi.direction(), direction, "{abi:?}");
+                        let plain = matches!(abi.forward(), KernelAbi::Plain(_));
+                        assert_eq!(plain, family == Family::Plain, "{abi:?}");
+                        reached.insert(abi);
+                    }
+                }
+            }
+        }
+        // Every plain and segmented kernel but the column scans.
+        let expected: HashSet<KernelAbi> = KernelAbi::all()
+            .filter(|abi| match abi.forward() {
+                KernelAbi::Plain(k) => {
+                    !matches!(k, Kernel::ColumnsInclusive | Kernel::ColumnsExclusive)
+                }
+                KernelAbi::Segmented(..) => true,
+                _ => false,
+            })
+            .collect();
+        assert_eq!(reached, expected);
+    }
 
     #[test]
     fn every_kernel_has_a_distinct_symbol() {

@@ -3,13 +3,14 @@
 
 use crate::entry::Operands;
 use crate::error::{Result, ScanError};
-use crate::gpu::{directed, GpuScanner};
+use crate::gpu::GpuScanner;
 use crate::kernels::layout;
 use crate::launch;
 use crate::path::MAX_TILES;
 use cudarc::driver::{
     CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
+use kernels_gen::abi::KernelAbi;
 use kernels_gen::{columns_tiles, Kernel};
 use scan_core::segmented::RowLengthMismatch;
 use scan_core::{NoCarryOut, ScanOp, ScanSpec};
@@ -158,7 +159,9 @@ where
             Kernel::ColumnsExclusive
         };
         let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
-        let abi = directed(kernel, spec.direction);
+        let abi = KernelAbi::plain(kernel)
+            .in_direction(spec.direction)
+            .expect("every plain kernel runs in both directions");
         let kernel = self.kernel(abi)?;
         let resident = match self.column_residency {
             Some(blocks) => blocks,

@@ -6,10 +6,10 @@ use crate::carry::DeviceCarryOut;
 use crate::entry::Operands;
 use crate::error::{Result, ScanError};
 use crate::kernels::{
-    compile_target, kernel_without_compiling, layout, load_kernel, wait_for_compiles, Availability,
+    compile_target, kernel_without_compiling, load_kernel, wait_for_compiles, Availability,
     ColdKernel, LoadedKernel, PipelinedLaunch, ProgramStats,
 };
-use crate::launch;
+use crate::launch::{self, PassScratch, TileScanArgs};
 use crate::laws::LawCheck;
 use crate::path::{
     pipelined_tile_items, resolve_path, single_pass, single_pass_tiles_for, small_tile_items,
@@ -24,7 +24,7 @@ use cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
     ValidAsZeroBits,
 };
-use kernels_gen::abi::KernelAbi;
+use kernels_gen::abi::{KernelAbi, Pass};
 use kernels_gen::{Arch, Kernel};
 use scan_core::{
     Direction, HostSegmentedCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec,
@@ -580,7 +580,7 @@ where
             &mut carry_out,
             |s| s.prepare(n, stream),
             |s, (), b| {
-                s.launch(stream, spec, b.src, b.dst, n, b.carry)?;
+                s.launch_tiles(stream, spec, None, b)?;
                 s.store_unsegmented_count(stream, b.count)
             },
         )
@@ -766,13 +766,14 @@ where
 
     /// The planner's path for `request` ([`plan::choose`]), asking about
     /// the pipelined kernel `pipelined` (its ABI entry and dynamic shared
-    /// memory) and the full-tile look-back kernel `full_tiles`; with the
-    /// pipelined kernel and its launch shape where it chose that pass.
+    /// memory; `None`: there is none) and the full-tile look-back kernel
+    /// `full_tiles`; with the pipelined kernel and its launch shape where
+    /// it chose that pass.
     pub(crate) fn plan_path(
         &mut self,
         stream: &CudaStream,
         request: &plan::Request,
-        pipelined: (KernelAbi, usize),
+        pipelined: Option<(KernelAbi, usize)>,
         full_tiles: Option<KernelAbi>,
     ) -> Result<(Path, Option<ReadyPipelined>)> {
         let tuning = self.tuning;
@@ -818,213 +819,6 @@ where
         }
         self.reserve(n, stream)
     }
-
-    /// One launch of the single-pass kernel over `n` elements in `tiles`
-    /// tiles, small or full ones ([`plan::choose`]).
-    #[allow(clippy::too_many_arguments)]
-    fn launch_single_pass(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        direction: Direction,
-        inclusive: bool,
-        seed: Op::Element,
-        src: u64,
-        dst: u64,
-        n: usize,
-        carry: u64,
-        tiles: usize,
-        small: bool,
-    ) -> Result<()> {
-        let scratch = self.reserve_single_pass(tiles, stream)?;
-        let abi = directed(
-            match (small, inclusive) {
-                (false, true) => Kernel::SinglePassInclusive,
-                (false, false) => Kernel::SinglePassExclusive,
-                (true, true) => Kernel::SinglePassSmallInclusive,
-                (true, false) => Kernel::SinglePassSmallExclusive,
-            },
-            direction,
-        );
-        let kernel = self.kernel(abi)?;
-        let args = launch::single_pass(src, dst, &scratch, carry, seed, n as u64, None);
-        let config = LaunchConfig {
-            grid_dim: (tiles as u32, 1, 1),
-            block_dim: (Op::BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
-        // scan_launch_state* launch, T* carry_out, T seed, u64 n), checked against the ABI
-        // table; src and dst hold n elements; carry is null or one element;
-        // this stream's scratch holds >= tiles status entries of
-        // the kernel's tile size (value arrays only when the status cannot hold the value)
-        // and a launch state that the previous launch on this stream left reset; one block
-        // per tile, so the launch takes exactly `tiles` indices.
-        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
-    }
-
-    /// One launch of the pipelined single pass over `n` elements.
-    #[allow(clippy::too_many_arguments)]
-    fn launch_pipelined(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        kernel: &LoadedKernel,
-        launch_shape: PipelinedLaunch,
-        direction: Direction,
-        inclusive: bool,
-        seed: Op::Element,
-        src: u64,
-        dst: u64,
-        n: usize,
-        tiles: usize,
-        carry: u64,
-    ) -> Result<()> {
-        let scratch = self.reserve_single_pass(tiles, stream)?;
-        let abi = pipelined_abi(inclusive, direction);
-        let args = launch::single_pass(
-            src,
-            dst,
-            &scratch,
-            carry,
-            seed,
-            n as u64,
-            Some(tiles as u64),
-        );
-        // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
-        // scan_launch_state* launch, T* carry_out, T seed, u64 n, u64 tiles), checked
-        // against the ABI table; src and dst hold n elements and are 16-byte aligned
-        // (checked by the caller); carry is null or one element; this stream's scratch holds >= tiles entries and a reset launch state;
-        // the kernel was given its dynamic shared memory at load; every block takes one
-        // index past the last tile, which the state's reset counts on.
-        let config = launch_shape.config(tiles);
-        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
-    }
-
-    /// Enqueues the kernels. `src` and `dst` may be equal (in place): every
-    /// tile reads all of its input before writing, and tile prefixes come
-    /// from an earlier kernel.
-    /// A reverse scan runs the same kernels instantiated in reverse
-    /// (`KernelAbi::PlainReverse`), on the same paths. `carry` is the
-    /// carry-out slot's address (0: none); the last tile in scan order
-    /// writes it.
-    fn launch(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: ScanSpec<Op::Element>,
-        src: u64,
-        dst: u64,
-        n: usize,
-        carry: u64,
-    ) -> Result<()> {
-        let direction = spec.direction;
-        let (inclusive, seed) = (
-            spec.kind.is_inclusive(),
-            spec.kind.init().unwrap_or(Op::IDENTITY),
-        );
-        if n == 0 {
-            return self.launch_empty_carry(stream, seed, carry);
-        }
-        let scan_tiles_abi = directed(
-            if inclusive {
-                Kernel::ScanTilesInclusive
-            } else {
-                Kernel::ScanTilesExclusive
-            },
-            direction,
-        );
-        let n64 = n as u64;
-        let block = (Op::BLOCK_THREADS, 1, 1);
-        let grid = |x: usize| LaunchConfig {
-            grid_dim: (x as u32, 1, 1),
-            block_dim: block,
-            shared_mem_bytes: 0,
-        };
-        let request = self.plan_request(n, direction, None, src % 16 == 0 && dst % 16 == 0);
-        let full_tiles_abi = directed(
-            if inclusive {
-                Kernel::SinglePassInclusive
-            } else {
-                Kernel::SinglePassExclusive
-            },
-            direction,
-        );
-        let (path, ready) = self.plan_path(
-            stream,
-            &request,
-            (
-                pipelined_abi(inclusive, direction),
-                layout::<Op>().pipelined_shared_bytes,
-            ),
-            Some(full_tiles_abi),
-        )?;
-        let tiles = match path {
-            Path::Empty => unreachable!("n > 0"),
-            Path::OneTile => {
-                // One tile: a single launch, seeded directly.
-                let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
-                let args = launch::scan_tiles(src, dst, 0, carry, seed, n64);
-                // SAFETY: (const T* input, T* output, const T* tile_prefixes, T* carry_out,
-                // T seed, u64 n), checked against the ABI table; src/dst hold n elements; a
-                // null prefix array selects the seed; carry is null or one element.
-                return unsafe {
-                    launch::launch(stream, scan_tiles, scan_tiles_abi, Op::NAME, &args, grid(1))
-                };
-            }
-            Path::Pipelined { tiles } => {
-                let (kernel, shape) = ready.expect("the planner chose a ready pipelined kernel");
-                return self.launch_pipelined(
-                    stream, &kernel, shape, direction, inclusive, seed, src, dst, n, tiles, carry,
-                );
-            }
-            Path::SinglePass { tiles, small } => {
-                return self.launch_single_pass(
-                    stream, direction, inclusive, seed, src, dst, n, carry, tiles, small,
-                );
-            }
-            Path::ReduceThenScan { tiles } => tiles,
-        };
-        let reduce_abi = directed(Kernel::ReduceTiles, direction);
-        let scan_totals_abi = directed(Kernel::ScanTileTotals, direction);
-        let reduce_tiles = self.kernel(reduce_abi)?;
-        let scan_tile_totals = self.kernel(scan_totals_abi)?;
-        let scan_tiles = self.kernel(scan_tiles_abi)?;
-        let totals = self.workspace(stream).tile_totals();
-        let tiles64 = tiles as u64;
-        let name = Op::NAME;
-        let args = launch::reduce_tiles::<Op::Element>(src, totals, n64);
-        let abi = reduce_abi;
-        // SAFETY: (const T* input, T* tile_totals, u64 n), checked against the ABI table;
-        // the workspace holds >= tiles elements.
-        unsafe {
-            launch::launch(
-                stream,
-                &reduce_tiles.function,
-                abi,
-                name,
-                &args,
-                grid(tiles),
-            )
-        }?;
-        let args = launch::scan_tile_totals(totals, tiles64, seed);
-        let abi = scan_totals_abi;
-        // SAFETY: (T* tile_totals, u64 num_tiles, T seed), checked against the ABI table;
-        // one block walks all totals.
-        unsafe {
-            launch::launch(
-                stream,
-                &scan_tile_totals.function,
-                abi,
-                name,
-                &args,
-                grid(1),
-            )
-        }?;
-        let args = launch::scan_tiles(src, dst, totals, carry, seed, n64);
-        // SAFETY: (const T* input, T* output, const T* tile_prefixes, T* carry_out,
-        // T seed, u64 n), checked against the ABI table; prefixes hold `tiles`
-        // elements; carry is null or one element.
-        let function = &scan_tiles.function;
-        unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }
-    }
 }
 
 impl<Op: ScanOp> GpuScanner<Op>
@@ -1046,7 +840,16 @@ where
         }
         let abi = KernelAbi::plain(Kernel::ScanTilesExclusive);
         let function = &self.kernel(abi)?.function;
-        let args = launch::scan_tiles(0, 0, 0, carry, seed, 0);
+        let empty = TileScanArgs {
+            input: 0,
+            output: 0,
+            heads: None,
+            carry_out: carry,
+            seed,
+            seeded: false,
+            n: 0,
+        };
+        let args = launch::tile_pass(Pass::ScanTiles, &empty, PassScratch::None, 1);
         let config = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (Op::BLOCK_THREADS, 1, 1),
@@ -1074,25 +877,6 @@ pub(crate) fn put_carry<E: DeviceRepr, C: HostSegmentedCarryOut<E>>(
     Ok(())
 }
 
-/// The plain kernel `kernel` scanning in `direction`.
-pub(crate) fn directed(kernel: Kernel, direction: Direction) -> KernelAbi {
-    KernelAbi::plain(kernel)
-        .in_direction(direction)
-        .expect("every plain kernel runs in both directions")
-}
-
-/// The plain pipelined kernel of a scan kind and direction.
-fn pipelined_abi(inclusive: bool, direction: Direction) -> KernelAbi {
-    directed(
-        if inclusive {
-            Kernel::PipelinedInclusive
-        } else {
-            Kernel::PipelinedExclusive
-        },
-        direction,
-    )
-}
-
 /// A pipelined kernel found ready, and how it launches here.
 pub(crate) type ReadyPipelined = (Arc<LoadedKernel>, PipelinedLaunch);
 
@@ -1102,7 +886,7 @@ pub(crate) type ReadyPipelined = (Arc<LoadedKernel>, PipelinedLaunch);
 struct KernelProbe<'s, Op: ScanOp> {
     scanner: &'s mut GpuScanner<Op>,
     stream: &'s CudaStream,
-    pipelined: (KernelAbi, usize),
+    pipelined: Option<(KernelAbi, usize)>,
     full_tiles: Option<KernelAbi>,
     /// The pipelined kernel and its launch shape, once found ready.
     ready: Option<ReadyPipelined>,
@@ -1115,7 +899,9 @@ where
     type Error = ScanError;
 
     fn pipelined(&mut self) -> Result<Readiness> {
-        let (abi, shared_bytes) = self.pipelined;
+        let Some((abi, shared_bytes)) = self.pipelined else {
+            return Ok(Readiness::CannotRun);
+        };
         Ok(
             match self
                 .scanner

@@ -8,11 +8,20 @@
 use crate::error::{Result, ScanError};
 use crate::workspace::SinglePassArgs;
 use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
-use kernels_gen::abi::{KernelAbi, ParamType};
+use kernels_gen::abi::{KernelAbi, ParamType, Pass};
 
-/// One argument of a launch, tagged with the parameter it is for.
+/// One argument of a launch, tagged with the parameter it is for: its
+/// name in the ABI table and what kind of value it is.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum KernelArg<E> {
+pub(crate) struct KernelArg<E> {
+    /// The parameter's name ([`kernels_gen::abi::Param::name`]).
+    pub(crate) name: &'static str,
+    pub(crate) value: ArgValue<E>,
+}
+
+/// The value of a [`KernelArg`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum ArgValue<E> {
     /// A device address for a pointer parameter of this type.
     Ptr(ParamType, u64),
     /// An element, by value.
@@ -83,32 +92,32 @@ impl Heads {
     /// `keys` parameter.
     fn arg<E>(self) -> KernelArg<E> {
         match self {
-            Heads::Flags(flags) => Ptr(HeadFlags, flags),
-            Heads::Rows(length) => KernelArg::RowLength(length),
-            Heads::Offsets(offsets) => KernelArg::Offsets(offsets),
-            Heads::Keys(keys) => KernelArg::Keys(keys),
+            Heads::Flags(flags) => ptr("flags", HeadFlags, flags),
+            Heads::Rows(length) => arg("row_length", ArgValue::RowLength(length)),
+            Heads::Offsets(offsets) => arg("offsets", ArgValue::Offsets(offsets)),
+            Heads::Keys(keys) => arg("keys", ArgValue::Keys(keys)),
         }
     }
 }
 
-impl<E> KernelArg<E> {
-    /// The parameter type this argument is for.
+impl<E> ArgValue<E> {
+    /// The parameter type this value is for.
     fn param_type(&self) -> ParamType {
         match self {
-            KernelArg::Ptr(ty, _) => *ty,
-            KernelArg::Element(_) => ParamType::Element,
-            KernelArg::Flag(_) => ParamType::Flag,
-            KernelArg::Count(_) => ParamType::Count,
-            KernelArg::RowLength(_) => ParamType::RowLength,
-            KernelArg::Offsets(_) => ParamType::SegmentOffsets,
-            KernelArg::Keys(_) => ParamType::SegmentKeys,
+            ArgValue::Ptr(ty, _) => *ty,
+            ArgValue::Element(_) => ParamType::Element,
+            ArgValue::Flag(_) => ParamType::Flag,
+            ArgValue::Count(_) => ParamType::Count,
+            ArgValue::RowLength(_) => ParamType::RowLength,
+            ArgValue::Offsets(_) => ParamType::SegmentOffsets,
+            ArgValue::Keys(_) => ParamType::SegmentKeys,
         }
     }
 
     /// Whether the value's kind can be passed for its parameter type.
     fn well_formed(&self) -> bool {
         match self {
-            KernelArg::Ptr(ty, _) => !matches!(
+            ArgValue::Ptr(ty, _) => !matches!(
                 ty,
                 ParamType::Element
                     | ParamType::Flag
@@ -122,8 +131,9 @@ impl<E> KernelArg<E> {
     }
 }
 
-/// Checks `args` against `abi`'s parameter list: same length, same type at
-/// every position.
+/// Checks `args` against `abi`'s parameter list: same length, and at every
+/// position the same name and type (so two arguments swapped are refused
+/// even where their types agree).
 pub(crate) fn check_args<E>(abi: KernelAbi, op: &'static str, args: &[KernelArg<E>]) -> Result<()> {
     let params = abi.param_list();
     let mismatch = |detail: String| ScanError::KernelAbi {
@@ -138,12 +148,11 @@ pub(crate) fn check_args<E>(abi: KernelAbi, op: &'static str, args: &[KernelArg<
         )));
     }
     for (i, (param, arg)) in params.zip(args).enumerate() {
-        if param.ty != arg.param_type() || !arg.well_formed() {
+        let ty = arg.value.param_type();
+        if param.name != arg.name || param.ty != ty || !arg.value.well_formed() {
             return Err(mismatch(format!(
-                "argument {i} is {:?}, parameter `{}` is {:?}",
-                arg.param_type(),
-                param.name,
-                param.ty
+                "argument {i} is `{}` ({ty:?}), parameter `{}` is {:?}",
+                arg.name, param.name, param.ty
             )));
         }
     }
@@ -169,13 +178,13 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
     check_args(abi, op, args)?;
     let mut builder = stream.launch_builder(function);
     for arg in args {
-        match arg {
-            KernelArg::Ptr(_, address) => builder.arg(address),
-            KernelArg::Element(e) => builder.arg(e),
-            KernelArg::Flag(f) => builder.arg(f),
-            KernelArg::Count(c) | KernelArg::RowLength(c) => builder.arg(c),
-            KernelArg::Offsets(o) => builder.arg(o),
-            KernelArg::Keys(k) => builder.arg(k),
+        match &arg.value {
+            ArgValue::Ptr(_, address) => builder.arg(address),
+            ArgValue::Element(e) => builder.arg(e),
+            ArgValue::Flag(f) => builder.arg(f),
+            ArgValue::Count(c) | ArgValue::RowLength(c) => builder.arg(c),
+            ArgValue::Offsets(o) => builder.arg(o),
+            ArgValue::Keys(k) => builder.arg(k),
         };
     }
     // SAFETY: the argument list matches the kernel's parameters (checked
@@ -184,88 +193,139 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
     Ok(())
 }
 
-use KernelArg::{Count, Element, Flag, Ptr};
 use ParamType::{ElementsIn, ElementsOut, HeadFlags, SegmentCount, TileFlagsIn, TileFlagsOut};
+
+/// The argument for parameter `name`.
+fn arg<E>(name: &'static str, value: ArgValue<E>) -> KernelArg<E> {
+    KernelArg { name, value }
+}
+
+/// A device address for pointer parameter `name` of type `ty`.
+fn ptr<E>(name: &'static str, ty: ParamType, address: u64) -> KernelArg<E> {
+    arg(name, ArgValue::Ptr(ty, address))
+}
+
+/// An element for parameter `name`.
+fn element<E>(name: &'static str, e: E) -> KernelArg<E> {
+    arg(name, ArgValue::Element(e))
+}
+
+/// An `int` flag for parameter `name`.
+fn flag<E>(name: &'static str, on: bool) -> KernelArg<E> {
+    arg(name, ArgValue::Flag(on as i32))
+}
+
+/// A count for parameter `name`.
+fn count<E>(name: &'static str, c: u64) -> KernelArg<E> {
+    arg(name, ArgValue::Count(c))
+}
 
 /// The most arguments a kernel of the ABI table takes.
 const MOST_ARGS: usize = 12;
 
-/// An argument list starting with `first`, with room for every argument it
-/// gets after them (one allocation per launch).
-fn args_for_extending<E, const N: usize>(first: [KernelArg<E>; N]) -> Vec<KernelArg<E>> {
-    let mut args = Vec::with_capacity(MOST_ARGS);
-    args.extend(first);
-    args
-}
-
 fn scratch<E>(s: &SinglePassArgs) -> [KernelArg<E>; 4] {
     [
-        Ptr(ParamType::Status, s.status),
-        Ptr(ElementsOut, s.aggregates),
-        Ptr(ElementsOut, s.prefixes),
-        Ptr(ParamType::LaunchState, s.launch),
+        ptr("status", ParamType::Status, s.status),
+        ptr("aggregates", ElementsOut, s.aggregates),
+        ptr("prefixes", ElementsOut, s.prefixes),
+        ptr("launch", ParamType::LaunchState, s.launch),
     ]
 }
 
 /// `(left, right, output, n)`.
 pub(crate) fn combine_pairs<E>(left: u64, right: u64, output: u64, n: u64) -> Vec<KernelArg<E>> {
     vec![
-        Ptr(ElementsIn, left),
-        Ptr(ElementsIn, right),
-        Ptr(ElementsOut, output),
-        Count(n),
+        ptr("left", ElementsIn, left),
+        ptr("right", ElementsIn, right),
+        ptr("output", ElementsOut, output),
+        count("n", n),
     ]
 }
 
-/// `(input, tile_totals, n)`.
-pub(crate) fn reduce_tiles<E>(input: u64, tile_totals: u64, n: u64) -> Vec<KernelArg<E>> {
-    vec![
-        Ptr(ElementsIn, input),
-        Ptr(ElementsOut, tile_totals),
-        Count(n),
-    ]
+/// What a scan over tiles passes to each of its [`Pass`]es, plain or
+/// segmented (a plain scan has no `heads`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TileScanArgs<E> {
+    pub(crate) input: u64,
+    pub(crate) output: u64,
+    /// Where segment heads come from; `None` for a plain scan.
+    pub(crate) heads: Option<Heads>,
+    /// The carry-out slot's address (0: none).
+    pub(crate) carry_out: u64,
+    pub(crate) seed: E,
+    /// Whether the seed goes in front of every segment.
+    pub(crate) seeded: bool,
+    pub(crate) n: u64,
 }
 
-/// `(tile_totals, num_tiles, seed)`.
-pub(crate) fn scan_tile_totals<E>(tile_totals: u64, tiles: u64, seed: E) -> Vec<KernelArg<E>> {
-    vec![Ptr(ElementsOut, tile_totals), Count(tiles), Element(seed)]
+/// The scratch a [`Pass`] of a scan over tiles reads and writes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PassScratch {
+    /// None (one tile, seeded directly).
+    None,
+    /// Reduce-then-scan's tile totals (and, segmented, tile flags).
+    TileTotals { totals: u64, flags: u64 },
+    /// The single passes' status, values and launch state.
+    SinglePass(SinglePassArgs),
 }
 
-/// `(input, output, tile_prefixes, carry_out, seed, n)`; prefixes 0 for a
-/// single tile, `carry_out` 0 for none.
-pub(crate) fn scan_tiles<E>(
-    input: u64,
-    output: u64,
-    prefixes: u64,
-    carry_out: u64,
-    seed: E,
-    n: u64,
+/// The arguments of `pass` of the scan `a` over `tiles` tiles, with its
+/// scratch: the same builder for the plain kernels and the segmented ones,
+/// which take the heads after the input and whether the seed starts every
+/// segment after the seed.
+pub(crate) fn tile_pass<E: Copy>(
+    pass: Pass,
+    a: &TileScanArgs<E>,
+    s: PassScratch,
+    tiles: u64,
 ) -> Vec<KernelArg<E>> {
-    vec![
-        Ptr(ElementsIn, input),
-        Ptr(ElementsOut, output),
-        Ptr(ElementsIn, prefixes),
-        Ptr(ElementsOut, carry_out),
-        Element(seed),
-        Count(n),
-    ]
-}
-
-/// `(input, output, scratch…, carry_out, seed, n)`, and `tiles` for the
-/// pipelined pass; `carry_out` 0 for none.
-pub(crate) fn single_pass<E>(
-    input: u64,
-    output: u64,
-    s: &SinglePassArgs,
-    carry_out: u64,
-    seed: E,
-    n: u64,
-    pipelined_tiles: Option<u64>,
-) -> Vec<KernelArg<E>> {
-    let mut args = args_for_extending([Ptr(ElementsIn, input), Ptr(ElementsOut, output)]);
-    args.extend(scratch(s));
-    args.extend([Ptr(ElementsOut, carry_out), Element(seed), Count(n)]);
-    args.extend(pipelined_tiles.map(Count));
+    let mut args = Vec::with_capacity(MOST_ARGS);
+    let heads = a.heads.map(Heads::arg);
+    let seeded = a.heads.map(|_| flag("seeded", a.seeded));
+    let (totals, tile_flags) = match s {
+        PassScratch::TileTotals { totals, flags } => (totals, flags),
+        _ => (0, 0),
+    };
+    match pass {
+        Pass::ReduceTiles => {
+            args.push(ptr("input", ElementsIn, a.input));
+            args.extend(heads);
+            args.push(ptr("tile_totals", ElementsOut, totals));
+            if a.heads.is_some() {
+                args.push(ptr("tile_flags", TileFlagsOut, tile_flags));
+                args.push(element("seed", a.seed));
+            }
+            args.extend(seeded);
+            args.push(count("n", a.n));
+        }
+        Pass::ScanTileTotals => {
+            args.push(ptr("tile_totals", ElementsOut, totals));
+            if a.heads.is_some() {
+                args.push(ptr("tile_flags", TileFlagsIn, tile_flags));
+                args.push(count("num_tiles", tiles));
+            } else {
+                args.push(count("num_tiles", tiles));
+                args.push(element("seed", a.seed));
+            }
+        }
+        Pass::ScanTiles | Pass::SinglePass | Pass::SinglePassSmall | Pass::Pipelined => {
+            args.push(ptr("input", ElementsIn, a.input));
+            args.extend(heads);
+            args.push(ptr("output", ElementsOut, a.output));
+            match s {
+                PassScratch::SinglePass(single) => args.extend(scratch(&single)),
+                // Null prefixes: one tile, seeded directly.
+                _ => args.push(ptr("tile_prefixes", ElementsIn, totals)),
+            }
+            args.push(ptr("carry_out", ElementsOut, a.carry_out));
+            args.push(element("seed", a.seed));
+            args.extend(seeded);
+            args.push(count("n", a.n));
+            if pass == Pass::Pipelined {
+                args.push(count("tiles", tiles));
+            }
+        }
+    }
     args
 }
 
@@ -279,98 +339,18 @@ pub(crate) fn columns<E>(
     cols: u64,
     walk: bool,
 ) -> Vec<KernelArg<E>> {
-    let mut args = args_for_extending([Ptr(ElementsIn, input), Ptr(ElementsOut, output)]);
-    args.extend(scratch(s));
-    args.extend([Element(seed), Count(rows), Count(cols), Flag(walk as i32)]);
-    args
-}
-
-/// Segmented `(input, flags | row_length, tile_totals, tile_flags, seed, seeded, n)`.
-pub(crate) fn segmented_reduce_tiles<E>(
-    input: u64,
-    heads: Heads,
-    tile_totals: u64,
-    tile_flags: u64,
-    seed: E,
-    seeded: bool,
-    n: u64,
-) -> Vec<KernelArg<E>> {
-    vec![
-        Ptr(ElementsIn, input),
-        heads.arg(),
-        Ptr(ElementsOut, tile_totals),
-        Ptr(TileFlagsOut, tile_flags),
-        Element(seed),
-        Flag(seeded as i32),
-        Count(n),
-    ]
-}
-
-/// Segmented `(tile_totals, tile_flags, num_tiles)`.
-pub(crate) fn segmented_scan_tile_totals<E>(
-    tile_totals: u64,
-    tile_flags: u64,
-    tiles: u64,
-) -> Vec<KernelArg<E>> {
-    vec![
-        Ptr(ElementsOut, tile_totals),
-        Ptr(TileFlagsIn, tile_flags),
-        Count(tiles),
-    ]
-}
-
-/// Segmented `(input, heads, output, tile_prefixes, carry_out, seed,
-/// seeded, n)`; `carry_out` 0 for none.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn segmented_scan_tiles<E>(
-    input: u64,
-    heads: Heads,
-    output: u64,
-    prefixes: u64,
-    carry_out: u64,
-    seed: E,
-    seeded: bool,
-    n: u64,
-) -> Vec<KernelArg<E>> {
-    vec![
-        Ptr(ElementsIn, input),
-        heads.arg(),
-        Ptr(ElementsOut, output),
-        Ptr(ElementsIn, prefixes),
-        Ptr(ElementsOut, carry_out),
-        Element(seed),
-        Flag(seeded as i32),
-        Count(n),
-    ]
-}
-
-/// Segmented `(input, heads, output, scratch…, carry_out, seed, seeded,
-/// n)`, and `tiles` for the pipelined pass; `carry_out` 0 for none.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn segmented_single_pass<E>(
-    input: u64,
-    heads: Heads,
-    output: u64,
-    s: &SinglePassArgs,
-    carry_out: u64,
-    seed: E,
-    seeded: bool,
-    n: u64,
-    pipelined_tiles: Option<u64>,
-) -> Vec<KernelArg<E>> {
-    let mut args = args_for_extending([
-        Ptr(ElementsIn, input),
-        heads.arg(),
-        Ptr(ElementsOut, output),
+    let mut args = Vec::with_capacity(MOST_ARGS);
+    args.extend([
+        ptr("input", ElementsIn, input),
+        ptr("output", ElementsOut, output),
     ]);
     args.extend(scratch(s));
     args.extend([
-        Ptr(ElementsOut, carry_out),
-        Element(seed),
-        Flag(seeded as i32),
-        Count(n),
+        element("seed", seed),
+        count("rows", rows),
+        count("cols", cols),
+        flag("walk", walk),
     ]);
-    args.extend(pipelined_tiles.map(Count));
     args
 }
 
@@ -386,12 +366,12 @@ pub(crate) fn segment_boundaries<E>(
     reverse: bool,
 ) -> Vec<KernelArg<E>> {
     vec![
-        Ptr(ElementsIn, input),
+        ptr("input", ElementsIn, input),
         ranges.arg(),
-        Ptr(ElementsOut, totals),
-        Count(segments),
-        Ptr(SegmentCount, segment_count),
-        Flag(reverse as i32),
+        ptr("totals", ElementsOut, totals),
+        count("segments", segments),
+        ptr("segment_count", SegmentCount, segment_count),
+        flag("reverse", reverse),
     ]
 }
 
@@ -410,15 +390,15 @@ pub(crate) fn segment_totals<E>(
     reverse: bool,
 ) -> Vec<KernelArg<E>> {
     vec![
-        Ptr(ElementsIn, output),
+        ptr("output", ElementsIn, output),
         ranges.arg(),
-        Ptr(ElementsOut, totals),
-        Count(segments),
-        Ptr(SegmentCount, segment_count),
-        Element(seed),
-        Flag(seeded as i32),
-        Flag(exclusive as i32),
-        Flag(reverse as i32),
+        ptr("totals", ElementsOut, totals),
+        count("segments", segments),
+        ptr("segment_count", SegmentCount, segment_count),
+        element("seed", seed),
+        flag("seeded", seeded),
+        flag("exclusive", exclusive),
+        flag("reverse", reverse),
     ]
 }
 
@@ -439,14 +419,14 @@ pub(crate) struct AreaArgs {
 /// reverse)` of a two-dimensional scan's first step.
 pub(crate) fn area_tile_totals<E>(input: u64, a: &AreaArgs, reverse: bool) -> Vec<KernelArg<E>> {
     vec![
-        Ptr(ElementsIn, input),
-        Ptr(ElementsOut, a.row_totals),
-        Ptr(ElementsOut, a.column_totals),
-        Ptr(ElementsOut, a.tile_totals),
-        Count(a.rows),
-        Count(a.cols),
-        Count(a.band),
-        Flag(reverse as i32),
+        ptr("input", ElementsIn, input),
+        ptr("row_totals", ElementsOut, a.row_totals),
+        ptr("column_totals", ElementsOut, a.column_totals),
+        ptr("tile_totals", ElementsOut, a.tile_totals),
+        count("rows", a.rows),
+        count("cols", a.cols),
+        count("band", a.band),
+        flag("reverse", reverse),
     ]
 }
 
@@ -454,13 +434,13 @@ pub(crate) fn area_tile_totals<E>(input: u64, a: &AreaArgs, reverse: bool) -> Ve
 /// two-dimensional scan's carries.
 pub(crate) fn area_carries<E>(a: &AreaArgs, seed: E) -> Vec<KernelArg<E>> {
     vec![
-        Ptr(ElementsOut, a.row_totals),
-        Ptr(ElementsOut, a.column_totals),
-        Ptr(ElementsOut, a.tile_totals),
-        Count(a.rows),
-        Count(a.cols),
-        Count(a.band),
-        Element(seed),
+        ptr("row_totals", ElementsOut, a.row_totals),
+        ptr("column_totals", ElementsOut, a.column_totals),
+        ptr("tile_totals", ElementsOut, a.tile_totals),
+        count("rows", a.rows),
+        count("cols", a.cols),
+        count("band", a.band),
+        element("seed", seed),
     ]
 }
 
@@ -474,16 +454,16 @@ pub(crate) fn area_finish<E>(
     exclusive: bool,
 ) -> Vec<KernelArg<E>> {
     vec![
-        Ptr(ElementsIn, input),
-        Ptr(ElementsOut, output),
-        Ptr(ElementsIn, a.row_totals),
-        Ptr(ElementsIn, a.column_totals),
-        Ptr(ElementsIn, a.tile_totals),
-        Count(a.rows),
-        Count(a.cols),
-        Count(a.band),
-        Flag(reverse as i32),
-        Flag(exclusive as i32),
+        ptr("input", ElementsIn, input),
+        ptr("output", ElementsOut, output),
+        ptr("left", ElementsIn, a.row_totals),
+        ptr("above", ElementsIn, a.column_totals),
+        ptr("corners", ElementsIn, a.tile_totals),
+        count("rows", a.rows),
+        count("cols", a.cols),
+        count("band", a.band),
+        flag("reverse", reverse),
+        flag("exclusive", exclusive),
     ]
 }
 
@@ -491,7 +471,8 @@ pub(crate) fn area_finish<E>(
 mod tests {
     use super::*;
     use kernels_gen::abi::{AreaStep, TotalsStep};
-    use kernels_gen::{Kernel, SegmentSource, SegmentedKernel};
+    use kernels_gen::abi::{Family, Pass};
+    use kernels_gen::{Direction, Kernel, SegmentSource, SegmentedKernel};
 
     /// The argument list the runtime builds for `abi` (dummy values).
     fn built(abi: KernelAbi) -> Vec<KernelArg<u32>> {
@@ -541,38 +522,54 @@ mod tests {
             KernelAbi::SegmentTotals(TotalsStep::Finish, _) => {
                 segment_totals(1, heads, 3, 4, 5, 7, true, false, true)
             }
-            KernelAbi::Plain(k) => match k {
-                Kernel::ReduceTiles => reduce_tiles(1, 2, 3),
-                Kernel::ScanTileTotals => scan_tile_totals(1, 2, 7),
-                Kernel::ScanTilesInclusive | Kernel::ScanTilesExclusive => {
-                    scan_tiles(1, 2, 0, 5, 7, 9)
-                }
-                Kernel::SinglePassInclusive
-                | Kernel::SinglePassExclusive
-                | Kernel::SinglePassSmallInclusive
-                | Kernel::SinglePassSmallExclusive => single_pass(1, 2, &s, 5, 7, 9, None),
-                Kernel::PipelinedInclusive | Kernel::PipelinedExclusive => {
-                    single_pass(1, 2, &s, 5, 7, 9, Some(3))
-                }
-                Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => {
-                    columns(1, 2, &s, 7, 8, 9, true)
-                }
-            },
-            KernelAbi::Segmented(k, _) => match k {
-                SegmentedKernel::ReduceTiles(_) => {
-                    segmented_reduce_tiles(1, heads, 3, 4, 7, true, 9)
-                }
-                SegmentedKernel::ScanTileTotals => segmented_scan_tile_totals(1, 2, 3),
-                SegmentedKernel::ScanTiles { .. } => {
-                    segmented_scan_tiles(1, heads, 3, 4, 5, 7, false, 9)
-                }
-                SegmentedKernel::SinglePass { .. } => {
-                    segmented_single_pass(1, heads, 3, &s, 5, 7, true, 9, None)
-                }
-                SegmentedKernel::Pipelined { .. } => {
-                    segmented_single_pass(1, heads, 3, &s, 5, 7, true, 9, Some(4))
-                }
-            },
+            KernelAbi::Plain(Kernel::ColumnsInclusive | Kernel::ColumnsExclusive) => {
+                columns(1, 2, &s, 7, 8, 9, true)
+            }
+            forward @ (KernelAbi::Plain(_) | KernelAbi::Segmented(..)) => {
+                // The pass of a family whose kernel this is.
+                let (family, inclusive) = match forward {
+                    KernelAbi::Plain(k) => (Family::Plain, !k.suffix().contains("exclusive")),
+                    KernelAbi::Segmented(k, strategy) => (
+                        Family::Segmented(k.source().unwrap_or(SegmentSource::Rows), strategy),
+                        !matches!(
+                            k,
+                            SegmentedKernel::ScanTiles {
+                                inclusive: false,
+                                ..
+                            } | SegmentedKernel::SinglePass {
+                                inclusive: false,
+                                ..
+                            } | SegmentedKernel::Pipelined {
+                                inclusive: false,
+                                ..
+                            }
+                        ),
+                    ),
+                    _ => unreachable!(),
+                };
+                let pass = Pass::ALL
+                    .into_iter()
+                    .find(|&p| family.kernel(p, inclusive, Direction::Forward) == Some(forward))
+                    .unwrap_or_else(|| panic!("no pass runs {forward:?}"));
+                let a = TileScanArgs {
+                    input: 1,
+                    output: 2,
+                    heads: (family != Family::Plain).then_some(heads),
+                    carry_out: 5,
+                    seed: 7,
+                    seeded: true,
+                    n: 9,
+                };
+                let scratch = match pass {
+                    Pass::ReduceTiles | Pass::ScanTileTotals => PassScratch::TileTotals {
+                        totals: 3,
+                        flags: 4,
+                    },
+                    Pass::ScanTiles => PassScratch::None,
+                    _ => PassScratch::SinglePass(s),
+                };
+                tile_pass(pass, &a, scratch, 6)
+            }
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => unreachable!(),
         }
     }
@@ -591,18 +588,35 @@ mod tests {
     #[test]
     fn a_drifted_argument_list_is_refused() {
         let abi = KernelAbi::plain(Kernel::ScanTilesInclusive);
-        let mut args = scan_tiles::<u32>(1, 2, 0, 5, 7, 9);
-        args.swap(4, 5);
-        let err = check_args(abi, "sum", &args).unwrap_err().to_string();
+        let a = TileScanArgs {
+            input: 1,
+            output: 2,
+            heads: None,
+            carry_out: 5,
+            seed: 7u32,
+            seeded: false,
+            n: 9,
+        };
+        let args = tile_pass(Pass::ScanTiles, &a, PassScratch::None, 1);
+        check_args(abi, "sum", &args).unwrap();
+        let mut swapped = args.clone();
+        swapped.swap(4, 5);
+        let err = check_args(abi, "sum", &swapped).unwrap_err().to_string();
         assert!(err.contains("gpu_scan_sum_scan_tiles_inclusive"), "{err}");
         assert!(err.contains("argument 4"), "{err}");
-        args.pop();
-        assert!(check_args(abi, "sum", &args).is_err());
+        // Two pointers of one type swapped: refused by their names.
+        let mut swapped = args.clone();
+        swapped.swap(0, 2);
+        let err = check_args(abi, "sum", &swapped).unwrap_err().to_string();
+        assert!(err.contains("argument 0 is `tile_prefixes`"), "{err}");
+        let mut short = args;
+        short.pop();
+        assert!(check_args(abi, "sum", &short).is_err());
         // A count passed as a pointer is refused even where a count is due.
         let bad_kind = vec![
-            Ptr(ElementsIn, 1u64),
-            Ptr(ElementsOut, 2),
-            Ptr(ParamType::Count, 3),
+            ptr("input", ElementsIn, 1u64),
+            ptr("tile_totals", ElementsOut, 2),
+            ptr("n", ParamType::Count, 3),
         ];
         assert!(check_args::<u32>(KernelAbi::plain(Kernel::ReduceTiles), "s", &bad_kind).is_err());
     }

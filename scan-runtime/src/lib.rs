@@ -27,6 +27,7 @@ mod device;
 mod device_api;
 mod entry;
 mod error;
+mod execute;
 mod flag_builder;
 mod gpu;
 mod image_check;

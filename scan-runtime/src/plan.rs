@@ -9,6 +9,7 @@
 
 use crate::path::{pipelined_wanted_for, ScanPath};
 use crate::tuning::Tuning;
+use kernels_gen::abi::Pass;
 use scan_core::Direction;
 
 /// What a scan asks for, as far as its path depends on it.
@@ -72,6 +73,65 @@ pub(crate) enum Path {
     SinglePass { tiles: usize, small: bool },
     /// Reduce the `tiles` tiles, scan their totals, rescan them.
     ReduceThenScan { tiles: usize },
+}
+
+/// One launch of a path: a [`Pass`] over `tiles` tiles (the pass over
+/// tile totals walks `tiles` totals in one block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    pub(crate) pass: Pass,
+    pub(crate) tiles: usize,
+}
+
+/// The scratch a path needs in the workspace of the scan's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scratch {
+    /// None.
+    None,
+    /// Single-pass status and values for `tiles` tiles, and a launch state.
+    SinglePass { tiles: usize },
+    /// One element per tile, and with `flags` one byte per tile.
+    TileTotals { tiles: usize, flags: bool },
+}
+
+impl Path {
+    /// The launches of the path, in order.
+    pub(crate) fn steps(self) -> Vec<Step> {
+        let step = |pass, tiles| Step { pass, tiles };
+        match self {
+            Path::Empty => Vec::new(),
+            Path::OneTile => vec![step(Pass::ScanTiles, 1)],
+            Path::Pipelined { tiles } => vec![step(Pass::Pipelined, tiles)],
+            Path::SinglePass { tiles, small } => vec![step(
+                if small {
+                    Pass::SinglePassSmall
+                } else {
+                    Pass::SinglePass
+                },
+                tiles,
+            )],
+            Path::ReduceThenScan { tiles } => vec![
+                step(Pass::ReduceTiles, tiles),
+                step(Pass::ScanTileTotals, tiles),
+                step(Pass::ScanTiles, tiles),
+            ],
+        }
+    }
+
+    /// The scratch the path's launches use (segmented reduce-then-scan
+    /// keeps a head flag per tile beside each total).
+    pub(crate) fn scratch(self, segmented: bool) -> Scratch {
+        match self {
+            Path::Empty | Path::OneTile => Scratch::None,
+            Path::Pipelined { tiles } | Path::SinglePass { tiles, .. } => {
+                Scratch::SinglePass { tiles }
+            }
+            Path::ReduceThenScan { tiles } => Scratch::TileTotals {
+                tiles,
+                flags: segmented,
+            },
+        }
+    }
 }
 
 /// How far the kernels a choice depends on are, asked only when the choice
@@ -350,6 +410,47 @@ mod tests {
             pick(&request, &reduce, ready, ready),
             Path::ReduceThenScan { tiles: 257 }
         );
+    }
+
+    #[test]
+    fn steps_and_scratch_follow_the_path() {
+        let step = |pass, tiles| Step { pass, tiles };
+        assert_eq!(Path::Empty.steps(), []);
+        assert_eq!(Path::Empty.scratch(true), Scratch::None);
+        assert_eq!(Path::OneTile.steps(), [step(Pass::ScanTiles, 1)]);
+        assert_eq!(Path::OneTile.scratch(false), Scratch::None);
+        let pipelined = Path::Pipelined { tiles: 9 };
+        assert_eq!(pipelined.steps(), [step(Pass::Pipelined, 9)]);
+        assert_eq!(pipelined.scratch(true), Scratch::SinglePass { tiles: 9 });
+        let small = Path::SinglePass {
+            tiles: 7,
+            small: true,
+        };
+        assert_eq!(small.steps(), [step(Pass::SinglePassSmall, 7)]);
+        assert_eq!(small.scratch(false), Scratch::SinglePass { tiles: 7 });
+        let full = Path::SinglePass {
+            tiles: 5,
+            small: false,
+        };
+        assert_eq!(full.steps(), [step(Pass::SinglePass, 5)]);
+        let reduce = Path::ReduceThenScan { tiles: 3 };
+        assert_eq!(
+            reduce.steps(),
+            [
+                step(Pass::ReduceTiles, 3),
+                step(Pass::ScanTileTotals, 3),
+                step(Pass::ScanTiles, 3)
+            ]
+        );
+        for segmented in [false, true] {
+            assert_eq!(
+                reduce.scratch(segmented),
+                Scratch::TileTotals {
+                    tiles: 3,
+                    flags: segmented
+                }
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! offsets.
 
 use crate::carry::DeviceCarryOut;
+use crate::entry::Bound;
 use crate::error::Result;
 use crate::flag_builder::{HeadFlagBuilder, StartsScratch};
 use crate::gpu::GpuScanner;
@@ -191,7 +192,14 @@ where
             // fewer segments.
             unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }?;
         }
-        self.launch_segmented(stream, spec, segments, src, dst, n, 0)?;
+        let bound = Bound {
+            src,
+            dst,
+            n,
+            carry: 0,
+            count: 0,
+        };
+        self.launch_tiles(stream, spec, Some(segments), bound)?;
         if written == 0 {
             return Ok(());
         }

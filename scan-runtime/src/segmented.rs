@@ -7,15 +7,14 @@ use crate::carry::DeviceCarryOut;
 use crate::entry::{Bound, Operands};
 use crate::error::Result;
 use crate::gpu::{put_carry, GpuScanner};
-use crate::kernels::{layout, ProgramStats};
+use crate::kernels::ProgramStats;
 use crate::keys::DeviceKeys;
-use crate::launch::{self, Heads};
 use crate::offsets::DeviceOffsets;
 use crate::path::{resolve_path, single_pass, single_pass_tiles_for, ScanPath};
-use crate::plan::{self, Path};
+
 use crate::segment_totals::TotalsPlan;
 use crate::segments::{DeviceHeadFlags, DeviceSegments};
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::SegmentedKernel;
 use scan_core::segmented::{segment_ranges, HeadFlags, SegmentOffsets, Segments};
@@ -194,9 +193,7 @@ where
         plan: TotalsPlan,
     ) -> Result<()> {
         match plan {
-            TotalsPlan::None => {
-                self.launch_segmented(stream, spec, segments, b.src, b.dst, b.n, b.carry)
-            }
+            TotalsPlan::None => self.launch_tiles(stream, spec, Some(segments), b),
             plan => self.launch_segmented_with_totals(
                 stream,
                 spec,
@@ -237,175 +234,6 @@ where
                 .map(|_| ());
         }
         self.reserve_tile_totals(tiles, true, stream)
-    }
-
-    /// Enqueues the segmented kernels (the library templates with a `head_flags` segment source, `segments.cuh`): one launch for a
-    /// single tile; else the single pass, or reduce, scan of the tile pairs,
-    /// and rescan, as the [`ScanPath`] says.
-    /// In reverse, the same kernels instantiated in reverse, as for plain
-    /// scans (no pipelined pass). `carry` is the carry-out slot's address
-    /// (0: none); the last tile in scan order writes it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn launch_segmented(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: ScanSpec<Op::Element>,
-        segments: &DeviceSegments<'_>,
-        src: u64,
-        dst: u64,
-        n: usize,
-        carry: u64,
-    ) -> Result<()> {
-        let direction = spec.direction;
-        let (inclusive, seed, seeded) = kind_parts::<Op>(spec.kind);
-        if n == 0 {
-            return self.launch_empty_carry(stream, seed, carry);
-        }
-        let source = segments.source();
-        // The guards order the flags' or offsets' use after their writes.
-        let at = self.address_stream(stream)?;
-        let (heads, _guards) = segments.heads_arg(&at);
-        let strategy = self.tuning.segmented_strategy;
-        let abi = |k: SegmentedKernel| {
-            KernelAbi::segmented(k, strategy)
-                .in_direction(direction)
-                .expect("every segmented kernel but the pipelined ones runs in reverse")
-        };
-        let scan_tiles_abi = abi(SegmentedKernel::ScanTiles { inclusive, source });
-        let name = Op::NAME;
-        let n64 = n as u64;
-        let grid = |x: usize| LaunchConfig {
-            grid_dim: (x as u32, 1, 1),
-            block_dim: (Op::BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let pipelined_abi =
-            KernelAbi::segmented(SegmentedKernel::Pipelined { inclusive, source }, strategy);
-        let flags_aligned = match heads {
-            Heads::Flags(flags) => flags % 16 == 0,
-            Heads::Rows(_) | Heads::Offsets(_) | Heads::Keys(_) => true,
-        };
-        let request = self.plan_request(
-            n,
-            direction,
-            Some(match segments {
-                DeviceSegments::Keys(_) => plan::Segments::Keys,
-                DeviceSegments::Rows { row_length } => plan::Segments::Rows(*row_length),
-                _ => plan::Segments::FlagsOrOffsets,
-            }),
-            src % 16 == 0 && dst % 16 == 0 && flags_aligned,
-        );
-        let (path, ready) = self.plan_path(
-            stream,
-            &request,
-            (
-                pipelined_abi,
-                layout::<Op>().pipelined_segmented_shared_bytes,
-            ),
-            None,
-        )?;
-        let tiles = match path {
-            Path::Empty => unreachable!("n > 0"),
-            Path::OneTile => {
-                let scan_tiles = &self.kernel(scan_tiles_abi)?.function;
-                let args =
-                    launch::segmented_scan_tiles(src, heads, dst, 0, carry, seed, seeded, n64);
-                // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
-                // offsets or scan_keys keys, T* output, const T* tile_prefixes, T* carry_out,
-                // T seed, int seeded, u64 n), checked against the ABI table; lengths were
-                // checked; null prefixes select a single tile; offsets (when given) are read
-                // below their count and were checked for n; carry is null or one element.
-                return unsafe {
-                    launch::launch(stream, scan_tiles, scan_tiles_abi, name, &args, grid(1))
-                };
-            }
-            Path::Pipelined { tiles } => {
-                let (pipelined, shape) = ready.expect("the planner chose a ready pipelined kernel");
-                let scratch = self.workspace(stream).single_pass_args();
-                let args = launch::segmented_single_pass(
-                    src,
-                    heads,
-                    dst,
-                    &scratch,
-                    carry,
-                    seed,
-                    seeded,
-                    n64,
-                    Some(tiles as u64),
-                );
-                // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
-                // offsets or scan_keys keys, T* output, void* status, T* aggregates,
-                // T* prefixes, scan_launch_state* launch, T* carry_out, T seed, int seeded,
-                // u64 n, u64 tiles), checked against the ABI table; lengths were checked;
-                // carry is null or one element; input, output and flags (when given) are
-                // 16-byte aligned (the request said so); this stream's scratch holds
-                // >= tiles entries (prepare reserved the larger of both tilings) and a reset
-                // launch state; the kernel was given its dynamic shared memory at load; every
-                // block takes one index past the last tile.
-                let config = shape.config(tiles);
-                return unsafe {
-                    launch::launch(
-                        stream,
-                        &pipelined.function,
-                        pipelined_abi,
-                        name,
-                        &args,
-                        config,
-                    )
-                };
-            }
-            Path::SinglePass { tiles, .. } => {
-                let single_pass_abi = abi(SegmentedKernel::SinglePass { inclusive, source });
-                let single_pass = self.kernel(single_pass_abi)?;
-                let scratch = self.workspace(stream).single_pass_args();
-                let args = launch::segmented_single_pass(
-                    src, heads, dst, &scratch, carry, seed, seeded, n64, None,
-                );
-                // SAFETY: (const T* input, const void* flags, u64 row_length, scan_offsets
-                // offsets or scan_keys keys, T* output, void* status, T* aggregates,
-                // T* prefixes, scan_launch_state* launch, T* carry_out, T seed, int seeded,
-                // u64 n), checked against the ABI table; lengths were checked; carry is null
-                // or one element; this stream's scratch holds >= tiles entries and a reset
-                // launch state; one block per tile.
-                let function = &single_pass.function;
-                return unsafe {
-                    launch::launch(stream, function, single_pass_abi, name, &args, grid(tiles))
-                };
-            }
-            Path::ReduceThenScan { tiles } => tiles,
-        };
-        let reduce_abi = abi(SegmentedKernel::ReduceTiles(source));
-        let scan_totals_abi = abi(SegmentedKernel::ScanTileTotals);
-        let reduce = self.kernel(reduce_abi)?;
-        let scan_totals = self.kernel(scan_totals_abi)?;
-        let scan_tiles = self.kernel(scan_tiles_abi)?;
-        let workspace = self.workspace(stream);
-        let (totals, tile_flags) = (workspace.tile_totals(), workspace.tile_flags());
-        let args =
-            launch::segmented_reduce_tiles(src, heads, totals, tile_flags, seed, seeded, n64);
-        // SAFETY: (const T* input, const void* flags, u64 row_length or scan_offsets offsets, T* tile_totals, u8* tile_flags,
-        // T seed, int seeded, u64 n), checked against the ABI table; both workspaces hold
-        // >= tiles entries.
-        unsafe {
-            launch::launch(
-                stream,
-                &reduce.function,
-                reduce_abi,
-                name,
-                &args,
-                grid(tiles),
-            )
-        }?;
-        let args =
-            launch::segmented_scan_tile_totals::<Op::Element>(totals, tile_flags, tiles as u64);
-        // SAFETY: (T* tile_totals, const u8* tile_flags, u64 num_tiles), checked against
-        // the ABI table; one block walks them.
-        let function = &scan_totals.function;
-        unsafe { launch::launch(stream, function, scan_totals_abi, name, &args, grid(1)) }?;
-        let args = launch::segmented_scan_tiles(src, heads, dst, totals, carry, seed, seeded, n64);
-        // SAFETY: as the single-tile launch, with `tiles` prefixes in the workspace.
-        let function = &scan_tiles.function;
-        unsafe { launch::launch(stream, function, scan_tiles_abi, name, &args, grid(tiles)) }
     }
 }
 

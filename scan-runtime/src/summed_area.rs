@@ -4,7 +4,7 @@
 //! ones anywhere and exclusive ones out of place; every other scan runs
 //! along the rows, then down the columns.
 
-use crate::entry::Operands;
+use crate::entry::{Bound, Operands};
 use crate::error::Result;
 use crate::gpu::GpuScanner;
 use crate::launch::{self, AreaArgs};
@@ -220,13 +220,20 @@ where
             Plan::Empty => Ok(()),
             Plan::RowsThenColumns { column_tiles } => {
                 let rows = DeviceSegments::rows(row_length);
-                self.launch_segmented(stream, row_spec(&spec), &rows, src, dst, n, 0)?;
+                let bound = Bound {
+                    src,
+                    dst,
+                    n,
+                    carry: 0,
+                    count: 0,
+                };
+                self.launch_tiles(stream, row_spec(&spec), Some(&rows), bound)?;
                 self.launch_columns(stream, spec, row_length, column_tiles, dst, dst, n)
             }
             Plan::Tiled(tiles) => {
                 let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
                 let exclusive = !spec.kind.is_inclusive();
-                self.launch_tiles(
+                self.launch_area_tiles(
                     stream,
                     tiles,
                     seed,
@@ -244,7 +251,7 @@ where
     /// The three launches of a scan in tiles (`summed_area.cuh`); an
     /// exclusive one (`exclusive`) out of place only.
     #[allow(clippy::too_many_arguments)]
-    fn launch_tiles(
+    fn launch_area_tiles(
         &mut self,
         stream: &Arc<CudaStream>,
         tiles: AreaTiles,

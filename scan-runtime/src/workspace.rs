@@ -67,6 +67,7 @@ pub(crate) struct SinglePassScratch<T> {
 
 /// Device addresses of the single-pass scratch, in the order every
 /// single-pass kernel takes them after its data pointers.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct SinglePassArgs {
     pub(crate) status: u64,
     pub(crate) aggregates: u64,

@@ -1,0 +1,228 @@
+//! The one executor of scans over tiles, plain and segmented alike (a plain
+//! scan is a segmented one with no segments, on the host as on the device):
+//! the planner's [`Path`] ([`plan::choose`]) run as its [`Step`]s, each the
+//! kernel of its [`Pass`] in the scan's [`Family`], with arguments from one
+//! builder ([`launch::tile_pass`]) and the scratch the path asks for.
+
+use crate::entry::Bound;
+use crate::error::Result;
+use crate::gpu::{GpuScanner, ReadyPipelined};
+use crate::kernels::{layout, LoadedKernel};
+use crate::launch::{self, Heads, PassScratch, TileScanArgs};
+use crate::plan::{self, Path, Scratch, Step};
+use crate::segments::DeviceSegments;
+use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
+use kernels_gen::abi::{Family, KernelAbi, Pass};
+use kernels_gen::SegmentSource;
+use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
+use std::sync::Arc;
+
+/// One scan over tiles, its addresses bound: what the executor runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TileScan<E> {
+    pub(crate) direction: Direction,
+    pub(crate) inclusive: bool,
+    /// The arguments every pass takes (with the heads of a segmented scan).
+    pub(crate) args: TileScanArgs<E>,
+    /// A segmented scan's source, and what the planner needs of it.
+    pub(crate) segments: Option<(SegmentSource, plan::Segments)>,
+}
+
+impl<E: Copy> TileScan<E> {
+    /// A scan of `kind` in `direction` over the `n` elements at `input`
+    /// into `output` (the same address in place), writing the carry-out to
+    /// `carry_out` (0: none); `identity` seeds kinds without an initial
+    /// value.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        kind: ScanKind<E>,
+        direction: Direction,
+        identity: E,
+        input: u64,
+        output: u64,
+        n: usize,
+        carry_out: u64,
+        segments: Option<(SegmentSource, plan::Segments, Heads)>,
+    ) -> Self {
+        let init = kind.init();
+        TileScan {
+            direction,
+            inclusive: kind.is_inclusive(),
+            args: TileScanArgs {
+                input,
+                output,
+                heads: segments.map(|(_, _, heads)| heads),
+                carry_out,
+                seed: init.unwrap_or(identity),
+                seeded: init.is_some(),
+                n: n as u64,
+            },
+            segments: segments.map(|(source, planned, _)| (source, planned)),
+        }
+    }
+
+    /// Whether every buffer the pipelined pass copies in bulk (input,
+    /// output, head flags) is 16-byte aligned.
+    fn aligned(&self) -> bool {
+        let a = &self.args;
+        let flags = match a.heads {
+            Some(Heads::Flags(flags)) => flags,
+            _ => 0,
+        };
+        (a.input | a.output | flags) % 16 == 0
+    }
+}
+
+impl<Op: ScanOp> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    /// Enqueues the scan `spec` of `b.n` elements from `b.src` into `b.dst`
+    /// (the same address in place), plain or over `segments`, writing the
+    /// carry-out (the last segment's) to `b.carry` (0: none). A reverse
+    /// scan runs the same kernels instantiated in reverse (no segmented
+    /// pipelined pass).
+    pub(crate) fn launch_tiles(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element>,
+        segments: Option<&DeviceSegments<'_>>,
+        b: Bound,
+    ) -> Result<()> {
+        // The guards order the flags', offsets' or keys' use after their
+        // writes.
+        let at = self.address_stream(stream)?;
+        let (heads, _guards) = match segments {
+            Some(segments) => {
+                let (heads, guards) = segments.heads_arg(&at);
+                let planned = match segments {
+                    DeviceSegments::Keys(_) => plan::Segments::Keys,
+                    DeviceSegments::Rows { row_length } => plan::Segments::Rows(*row_length),
+                    _ => plan::Segments::FlagsOrOffsets,
+                };
+                (Some((segments.source(), planned, heads)), guards)
+            }
+            None => (None, Vec::new()),
+        };
+        let scan = TileScan::new(
+            spec.kind,
+            spec.direction,
+            Op::IDENTITY,
+            b.src,
+            b.dst,
+            b.n,
+            b.carry,
+            heads,
+        );
+        self.execute(stream, &scan)
+    }
+
+    /// Plans `scan` and enqueues its launches on `stream`: every kernel is
+    /// loaded and the scratch reserved before the first launch, so a
+    /// failure enqueues nothing. `input` and `output` may be equal (in
+    /// place): every tile reads all of its input before writing, and tile
+    /// prefixes come from an earlier pass or from the look-back.
+    pub(crate) fn execute(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        scan: &TileScan<Op::Element>,
+    ) -> Result<()> {
+        let a = &scan.args;
+        let n = a.n as usize;
+        let family = match scan.segments {
+            None => Family::Plain,
+            Some((source, _)) => Family::Segmented(source, self.tuning.segmented_strategy),
+        };
+        let kernel = |pass| family.kernel(pass, scan.inclusive, scan.direction);
+        let request = self.plan_request(
+            n,
+            scan.direction,
+            scan.segments.map(|(_, planned)| planned),
+            scan.aligned(),
+        );
+        let shared_bytes = match family {
+            Family::Plain => layout::<Op>().pipelined_shared_bytes,
+            Family::Segmented(..) => layout::<Op>().pipelined_segmented_shared_bytes,
+        };
+        let (path, mut ready) = self.plan_path(
+            stream,
+            &request,
+            kernel(Pass::Pipelined).map(|abi| (abi, shared_bytes)),
+            kernel(Pass::SinglePass),
+        )?;
+        if path == Path::Empty {
+            return self.launch_empty_carry(stream, a.seed, a.carry_out);
+        }
+        let scratch = self.reserve_path_scratch(path, family != Family::Plain, stream)?;
+        let mut launches = Vec::with_capacity(3);
+        for step in path.steps() {
+            let abi = kernel(step.pass).expect("the planner chose a pass of this family");
+            launches.push(self.load_step(abi, step, &mut ready)?);
+        }
+        for (kernel, abi, config, step) in launches {
+            let args = launch::tile_pass(step.pass, a, scratch, step.tiles as u64);
+            // SAFETY: `tile_pass` built the arguments of the step's pass,
+            // checked against the ABI table at launch. The prologue checked
+            // that input and output hold n elements and the segments cover
+            // them (offsets read below their count, checked for n), and that
+            // the carry-out slot is null or one element; the path's scratch
+            // on this stream was reserved above for its tiles, with a launch
+            // state the previous single pass left reset; the grids are one
+            // block per tile, one block for the pass over tile totals, and
+            // the pipelined pass's persistent grid (each block takes one
+            // index past the last tile) with the dynamic shared memory given
+            // at load, on 16-byte aligned buffers (the request said so).
+            unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }?;
+        }
+        Ok(())
+    }
+
+    /// The kernel of `step` (`abi`), loaded, and its launch shape; the
+    /// pipelined kernel is the one the planner found ready.
+    fn load_step(
+        &mut self,
+        abi: KernelAbi,
+        step: Step,
+        ready: &mut Option<ReadyPipelined>,
+    ) -> Result<(Arc<LoadedKernel>, KernelAbi, LaunchConfig, Step)> {
+        let blocks = |x: usize| LaunchConfig {
+            grid_dim: (x as u32, 1, 1),
+            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        Ok(match step.pass {
+            Pass::Pipelined => {
+                let (kernel, shape) = ready
+                    .take()
+                    .expect("the planner chose a ready pipelined kernel");
+                (kernel, abi, shape.config(step.tiles), step)
+            }
+            Pass::ScanTileTotals => (self.kernel(abi)?, abi, blocks(1), step),
+            _ => (self.kernel(abi)?, abi, blocks(step.tiles), step),
+        })
+    }
+
+    /// Reserves the scratch of `path` on `stream` (nothing where
+    /// [`GpuScanner::reserve`] covered it) and returns its addresses.
+    fn reserve_path_scratch(
+        &mut self,
+        path: Path,
+        segmented: bool,
+        stream: &Arc<CudaStream>,
+    ) -> Result<PassScratch> {
+        Ok(match path.scratch(segmented) {
+            Scratch::None => PassScratch::None,
+            Scratch::SinglePass { tiles } => {
+                PassScratch::SinglePass(self.reserve_single_pass(tiles, stream)?)
+            }
+            Scratch::TileTotals { tiles, flags } => {
+                self.reserve_tile_totals(tiles, flags, stream)?;
+                let workspace = self.workspace(stream);
+                PassScratch::TileTotals {
+                    totals: workspace.tile_totals(),
+                    flags: if flags { workspace.tile_flags() } else { 0 },
+                }
+            }
+        })
+    }
+}
