@@ -333,7 +333,6 @@ fn every_scan_replays_in_a_graph_under_cudarcs_event_tracking() {
         let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
         scanner.set_tuning(scanner.tuning().with_path(path));
         scanner.reserve(N, &stream).unwrap();
-        scanner.reserve_segmented(N, &stream).unwrap();
         scanner
             .reserve_counted_totals(N, KEY_CAPACITY, &stream)
             .unwrap();

@@ -127,7 +127,7 @@ pub enum ScanError {
     /// into a CUDA graph, where an allocation would belong to the graph.
     #[error(
         "the scan needs {bytes} more bytes of workspace while its stream is being captured into a CUDA graph: \
-         call GpuScanner::reserve (or reserve_segmented) for the longest input before beginning the capture"
+         call GpuScanner::reserve for the longest input before beginning the capture"
     )]
     WorkspaceDuringCapture {
         /// Bytes the scan would have allocated.

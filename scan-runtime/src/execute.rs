@@ -8,8 +8,8 @@ use crate::entry::Bound;
 use crate::error::Result;
 use crate::gpu::{GpuScanner, ReadyPipelined};
 use crate::kernels::{layout, LoadedKernel};
-use crate::launch::{self, Heads, PassScratch, TileScanArgs};
-use crate::plan::{self, Path, Scratch, Step};
+use crate::launch::{self, Heads, TileScanArgs};
+use crate::plan::{self, Path, Step};
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::{Family, KernelAbi, Pass};
@@ -153,7 +153,7 @@ where
         if path == Path::Empty {
             return self.launch_empty_carry(stream, a.seed, a.carry_out);
         }
-        let scratch = self.reserve_path_scratch(path, family != Family::Plain, stream)?;
+        let scratch = self.reserve_scratch(path.scratch(family != Family::Plain), stream)?;
         let mut launches = Vec::with_capacity(3);
         for step in path.steps() {
             let abi = kernel(step.pass).expect("the planner chose a pass of this family");
@@ -199,30 +199,6 @@ where
             }
             Pass::ScanTileTotals => (self.kernel(abi)?, abi, blocks(1), step),
             _ => (self.kernel(abi)?, abi, blocks(step.tiles), step),
-        })
-    }
-
-    /// Reserves the scratch of `path` on `stream` (nothing where
-    /// [`GpuScanner::reserve`] covered it) and returns its addresses.
-    fn reserve_path_scratch(
-        &mut self,
-        path: Path,
-        segmented: bool,
-        stream: &Arc<CudaStream>,
-    ) -> Result<PassScratch> {
-        Ok(match path.scratch(segmented) {
-            Scratch::None => PassScratch::None,
-            Scratch::SinglePass { tiles } => {
-                PassScratch::SinglePass(self.reserve_single_pass(tiles, stream)?)
-            }
-            Scratch::TileTotals { tiles, flags } => {
-                self.reserve_tile_totals(tiles, flags, stream)?;
-                let workspace = self.workspace(stream);
-                PassScratch::TileTotals {
-                    totals: workspace.tile_totals(),
-                    flags: if flags { workspace.tile_flags() } else { 0 },
-                }
-            }
         })
     }
 }

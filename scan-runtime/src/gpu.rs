@@ -11,11 +11,8 @@ use crate::kernels::{
 };
 use crate::launch::{self, PassScratch, TileScanArgs};
 use crate::laws::LawCheck;
-use crate::path::{
-    pipelined_tile_items, resolve_path, single_pass, single_pass_tiles_for, small_tile_items,
-    ScanPath, MAX_TILES,
-};
-use crate::plan::{self, Path, Readiness};
+use crate::path::{pipelined_tile_items, small_tile_items, ScanPath, MAX_TILES};
+use crate::plan::{self, Path, Readiness, Scratch};
 use crate::segments::DeviceSegmentsSpec;
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, SinglePassArgs, Workspace};
@@ -72,8 +69,7 @@ use std::sync::Arc;
 /// is ordered by its stream alone (no cudarc events), so scans can be
 /// captured into a CUDA graph and replayed any number of times, on new
 /// data in the same buffers. Reserve before capturing
-/// ([`GpuScanner::reserve`], [`GpuScanner::reserve_segmented`] for segmented
-/// scans): a scan that would grow its workspace while its stream is being
+/// ([`GpuScanner::reserve`]): a scan that would grow its workspace while its stream is being
 /// captured fails with [`ScanError::WorkspaceDuringCapture`] and enqueues
 /// nothing. Streams from `ctx.new_stream()` with cudarc's event tracking on
 /// (its default) capture too: while a stream is captured, the scan leaves
@@ -347,27 +343,22 @@ where
         small_tile_items::<Op>()
     }
 
-    /// Scratch bytes a plain scan of `n` elements needs on `path` with the
-    /// default small-tile limit: per tile, one element for reduce-then-scan;
-    /// for the single pass a status entry every 64 bytes (elements over 48
-    /// bytes: every multiple of 64 that holds a 16-byte chunk per 12 bytes),
-    /// plus two elements and a 16-byte launch state. None for a single
-    /// tile.
+    /// Scratch bytes [`GpuScanner::reserve`] reserves for scans of `n`
+    /// elements on `path` (with the default tuning otherwise), plain or
+    /// segmented: for the single passes a status entry every 64 bytes
+    /// (elements over 48 bytes: every multiple of 64 that holds a 16-byte
+    /// chunk per 12 bytes) plus two elements per tile and a 16-byte launch
+    /// state, for the most tiles the path may use; for reduce-then-scan one
+    /// element and one byte per tile. None for a single tile.
     /// Each stream a scanner scans on has a workspace of its own.
     pub fn workspace_bytes(n: usize, path: ScanPath) -> usize {
-        let tiles = n.div_ceil(Op::tile_items());
-        if tiles <= 1 {
-            return 0;
-        }
-        if single_pass(path) {
-            let tiles = if n <= Tuning::default().small_tile_limit {
-                n.div_ceil(small_tile_items::<Op>())
-            } else {
-                single_pass_tiles_for::<Op>(n, resolve_path(path))
-            };
-            single_pass_bytes::<Op::Element>(tiles)
-        } else {
-            tiles * std::mem::size_of::<Op::Element>()
+        let request = plan_request::<Op>(n, Direction::Forward, None, true);
+        match plan::reserved_scratch(&request, &Tuning::default().with_path(path)) {
+            Scratch::None => 0,
+            Scratch::SinglePass { tiles } => single_pass_bytes::<Op::Element>(tiles),
+            Scratch::TileTotals { tiles, flags } => {
+                tiles * (std::mem::size_of::<Op::Element>() + flags as usize)
+            }
         }
     }
 
@@ -377,23 +368,45 @@ where
         self.workspace_allocations
     }
 
-    /// Makes sure scans of up to `n` elements on the current [`ScanPath`]
-    /// need no allocation.
+    /// Makes sure scans of up to `n` elements on `stream`, plain or
+    /// segmented, need no allocation on the current [`ScanPath`] (the
+    /// scratch of [`GpuScanner::workspace_bytes`]): call it before
+    /// capturing scans into a CUDA graph. Inputs longer than the scans can
+    /// take are [`ScanError::TooLong`].
     pub fn reserve(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
         let tiles = n.div_ceil(Op::tile_items());
-        if tiles <= 1 {
-            return Ok(());
+        if tiles > MAX_TILES {
+            return Err(ScanError::TooLong {
+                len: n,
+                max: MAX_TILES * Op::tile_items(),
+            });
         }
-        if single_pass(self.tuning.path) {
-            let tiles = if n <= self.tuning.small_tile_limit {
-                n.div_ceil(small_tile_items::<Op>())
-            } else {
-                single_pass_tiles_for::<Op>(n, resolve_path(self.tuning.path))
-            };
-            self.reserve_single_pass(tiles, stream).map(|_| ())
-        } else {
-            self.reserve_tile_totals(tiles, false, stream)
-        }
+        let request = self.plan_request(n, Direction::Forward, None, true);
+        let scratch = plan::reserved_scratch(&request, &self.tuning);
+        self.reserve_scratch(scratch, stream).map(|_| ())
+    }
+
+    /// Reserves `scratch` on `stream` (nothing where the workspace holds it
+    /// already) and returns its addresses.
+    pub(crate) fn reserve_scratch(
+        &mut self,
+        scratch: Scratch,
+        stream: &Arc<CudaStream>,
+    ) -> Result<PassScratch> {
+        Ok(match scratch {
+            Scratch::None => PassScratch::None,
+            Scratch::SinglePass { tiles } => {
+                PassScratch::SinglePass(self.reserve_single_pass(tiles, stream)?)
+            }
+            Scratch::TileTotals { tiles, flags } => {
+                self.reserve_tile_totals(tiles, flags, stream)?;
+                let workspace = self.workspace(stream);
+                PassScratch::TileTotals {
+                    totals: workspace.tile_totals(),
+                    flags: if flags { workspace.tile_flags() } else { 0 },
+                }
+            }
+        })
     }
 
     /// The workspace of `stream` (created empty on first use).
@@ -797,26 +810,12 @@ where
         segments: Option<plan::Segments>,
         aligned: bool,
     ) -> plan::Request {
-        plan::Request {
-            n,
-            element_size: std::mem::size_of::<Op::Element>(),
-            tile_items: Op::tile_items(),
-            small_tile_items: small_tile_items::<Op>(),
-            pipelined_tile_items: pipelined_tile_items::<Op>(),
-            direction,
-            segments,
-            aligned,
-        }
+        plan_request::<Op>(n, direction, segments, aligned)
     }
 
+    /// Checks the length and reserves the scratch of a scan of `n`
+    /// elements, plain or segmented ([`GpuScanner::reserve`]).
     pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
-        let tiles = n.div_ceil(Op::tile_items());
-        if tiles > MAX_TILES {
-            return Err(ScanError::TooLong {
-                len: n,
-                max: MAX_TILES * Op::tile_items(),
-            });
-        }
         self.reserve(n, stream)
     }
 }
@@ -875,6 +874,26 @@ pub(crate) fn put_carry<E: DeviceRepr, C: HostSegmentedCarryOut<E>>(
         carry_out.put_unsegmented(carry.expect("a one-element slot"));
     }
     Ok(())
+}
+
+/// What the planner needs to know of a scan of `n` elements of `Op`
+/// ([`plan::Request`]).
+fn plan_request<Op: ScanOp>(
+    n: usize,
+    direction: Direction,
+    segments: Option<plan::Segments>,
+    aligned: bool,
+) -> plan::Request {
+    plan::Request {
+        n,
+        element_size: std::mem::size_of::<Op::Element>(),
+        tile_items: Op::tile_items(),
+        small_tile_items: small_tile_items::<Op>(),
+        pipelined_tile_items: pipelined_tile_items::<Op>(),
+        direction,
+        segments,
+        aligned,
+    }
 }
 
 /// A pipelined kernel found ready, and how it launches here.

@@ -106,22 +106,6 @@ pub(crate) fn pipelined_wanted_for(size: usize, path: ScanPath, n: usize, segmen
     }
 }
 
-/// Whether `path` scans in a single pass (either kind).
-pub(crate) fn single_pass(path: ScanPath) -> bool {
-    resolve_path(path) != ScanPath::ReduceThenScan
-}
-
-/// Status entries a single pass over `n` elements (in full-size tiles) may
-/// need on `path`: the pipelined tiles are larger, but a scan that cannot
-/// take them falls back to the others.
-pub(crate) fn single_pass_tiles_for<Op: ScanOp>(n: usize, path: ScanPath) -> usize {
-    let tiles = n.div_ceil(Op::tile_items());
-    match pipelined_tile_items::<Op>() {
-        t if t > 0 && path == ScanPath::Pipelined => tiles.max(n.div_ceil(t)),
-        _ => tiles,
-    }
-}
-
 /// Elements the pass over tile totals and the grid can handle (grid.x < 2^31).
 pub(crate) const MAX_TILES: usize = i32::MAX as usize;
 

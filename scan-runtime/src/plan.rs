@@ -7,7 +7,7 @@
 //! every kind of request is a snapshot test, so a change of path shows
 //! without a GPU.
 
-use crate::path::{pipelined_wanted_for, ScanPath};
+use crate::path::{pipelined_wanted_for, resolve_path, ScanPath};
 use crate::tuning::Tuning;
 use kernels_gen::abi::Pass;
 use scan_core::Direction;
@@ -218,6 +218,31 @@ pub(crate) fn choose<P: Probe>(
     )
 }
 
+/// The scratch that covers every path a scan of up to `request.n`
+/// elements, plain or segmented, takes under `tuning` (what
+/// `GpuScanner::reserve` reserves): single-pass entries for the most tiles
+/// of the tilings the path may use (small tiles for short plain inputs,
+/// the pipelined tiles where that pass may run), or reduce-then-scan's
+/// totals with a flag byte per tile. None for one tile.
+pub(crate) fn reserved_scratch(request: &Request, tuning: &Tuning) -> Scratch {
+    let n = request.n;
+    let tiles = n.div_ceil(request.tile_items);
+    if tiles <= 1 {
+        return Scratch::None;
+    }
+    if tuning.path == ScanPath::ReduceThenScan {
+        return Scratch::TileTotals { tiles, flags: true };
+    }
+    let mut most = tiles;
+    if request.pipelined_tile_items > 0 && resolve_path(tuning.path) == ScanPath::Pipelined {
+        most = most.max(n.div_ceil(request.pipelined_tile_items));
+    }
+    if n <= tuning.small_tile_limit {
+        most = most.max(n.div_ceil(request.small_tile_items));
+    }
+    Scratch::SinglePass { tiles: most }
+}
+
 /// Rows of a power-of-two length up to this many elements of at most 4
 /// bytes take the look-back single pass on [`ScanPath::Auto`], not the
 /// pipelined one (`SCAN_BENCH_ROWS_SWEEP=1 scan_bench`, BENCHMARKS.md:
@@ -410,6 +435,73 @@ mod tests {
             pick(&request, &reduce, ready, ready),
             Path::ReduceThenScan { tiles: 257 }
         );
+    }
+
+    #[test]
+    fn the_reserved_scratch_covers_every_path_of_every_request() {
+        use Readiness::{CannotRun, Ready};
+        let cover = |reserved: Scratch, needed: Scratch| match (reserved, needed) {
+            (_, Scratch::None) => true,
+            (Scratch::SinglePass { tiles: r }, Scratch::SinglePass { tiles: n }) => r >= n,
+            (
+                Scratch::TileTotals {
+                    tiles: r,
+                    flags: rf,
+                },
+                Scratch::TileTotals {
+                    tiles: n,
+                    flags: nf,
+                },
+            ) => r >= n && (rf || !nf),
+            _ => false,
+        };
+        for (size, tile, small, pipelined_tile) in ELEMENTS {
+            let limit = Tuning::default().small_tile_limit;
+            for n in [
+                0,
+                1,
+                tile,
+                tile + 1,
+                limit,
+                limit + 1,
+                1 << 22,
+                (1 << 22) + 1,
+            ] {
+                for path in [
+                    ScanPath::Auto,
+                    ScanPath::Pipelined,
+                    ScanPath::SinglePass,
+                    ScanPath::ReduceThenScan,
+                ] {
+                    let tuning = Tuning::default().with_path(path);
+                    let mut request = Request {
+                        n,
+                        element_size: size,
+                        tile_items: tile,
+                        small_tile_items: small,
+                        pipelined_tile_items: pipelined_tile,
+                        direction: Direction::Forward,
+                        segments: None,
+                        aligned: true,
+                    };
+                    let reserved = reserved_scratch(&request, &tuning);
+                    for segments in [None, Some(Segments::FlagsOrOffsets), Some(Segments::Keys)] {
+                        request.segments = segments;
+                        // Kernels ready or unable to run: the small tiles
+                        // a scan takes while a kernel compiles in the
+                        // background are not reserved for.
+                        for (p, f) in [(Ready, Ready), (CannotRun, Ready)] {
+                            let path_taken = pick(&request, &tuning, p, f);
+                            let needed = path_taken.scratch(segments.is_some());
+                            assert!(
+                                cover(reserved, needed),
+                                "{size} B, n = {n}, {path:?}, {segments:?}: {reserved:?} for {path_taken:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

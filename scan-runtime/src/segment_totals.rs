@@ -230,7 +230,7 @@ where
     /// `capacity` elements allocate nothing, whatever their segments (the
     /// segments' starts need 8 bytes per 4096 elements and per total), and
     /// loads every kernel they launch: call it before capturing them into
-    /// a CUDA graph. It does what [`GpuScanner::reserve_segmented`] does.
+    /// a CUDA graph. It does what [`GpuScanner::reserve`] does.
     ///
     /// ```no_run
     /// use gpu_scan::prelude::*;
@@ -252,7 +252,7 @@ where
         capacity: usize,
         stream: &Arc<CudaStream>,
     ) -> Result<()> {
-        self.prepare_segmented_scan(n, stream)?;
+        self.prepare(n, stream)?;
         self.workspace_allocations += self
             .workspace(stream)
             .reserve_starts(stream, starts_scratch_words(n, capacity))?;

@@ -10,7 +10,6 @@ use crate::gpu::{put_carry, GpuScanner};
 use crate::kernels::ProgramStats;
 use crate::keys::DeviceKeys;
 use crate::offsets::DeviceOffsets;
-use crate::path::{resolve_path, single_pass, single_pass_tiles_for, ScanPath};
 
 use crate::segment_totals::TotalsPlan;
 use crate::segments::{DeviceHeadFlags, DeviceSegments};
@@ -37,21 +36,6 @@ where
         Ok(stats)
     }
 
-    /// Scratch bytes a segmented scan of `n` elements needs on `path`: for
-    /// reduce-then-scan one element and one byte per tile, for the single
-    /// pass what a plain single pass of full tiles needs (none for a single
-    /// tile).
-    pub fn segmented_workspace_bytes(n: usize, path: ScanPath) -> usize {
-        let tiles = n.div_ceil(Op::tile_items());
-        if tiles <= 1 {
-            0
-        } else if single_pass(path) {
-            crate::workspace::single_pass_bytes::<Op::Element>(tiles)
-        } else {
-            tiles * (std::mem::size_of::<Op::Element>() + 1)
-        }
-    }
-
     /// [`GpuScanner::scan`] and [`GpuScanner::scan_in_place`] over
     /// segments: the spec without its segments, and the segments.
     pub(crate) fn scan_segments(
@@ -70,7 +54,7 @@ where
             operands,
             n,
             &mut carry_out,
-            |s| s.prepare_segmented_scan(n, stream),
+            |s| s.prepare(n, stream),
             |s, (), b| s.launch_with_plan(stream, spec, &segments, b, plan),
         )
     }
@@ -205,35 +189,6 @@ where
                 plan,
             ),
         }
-    }
-
-    /// Makes sure segmented scans of up to `n` elements on `stream` (on the
-    /// current [`ScanPath`]) allocate nothing, and loads the segmented
-    /// program: call it before capturing segmented scans into a CUDA graph.
-    pub fn reserve_segmented(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
-        self.prepare_segmented_scan(n, stream)
-    }
-
-    pub(crate) fn prepare_segmented_scan(
-        &mut self,
-        n: usize,
-        stream: &Arc<CudaStream>,
-    ) -> Result<()> {
-        self.prepare(n, stream)?;
-        let tiles = n.div_ceil(Op::tile_items());
-        if tiles <= 1 {
-            return Ok(());
-        }
-        if single_pass(self.tuning.path) {
-            // Segmented single passes use the full tiles, or the pipelined ones.
-            return self
-                .reserve_single_pass(
-                    single_pass_tiles_for::<Op>(n, resolve_path(self.tuning.path)),
-                    stream,
-                )
-                .map(|_| ());
-        }
-        self.reserve_tile_totals(tiles, true, stream)
     }
 }
 

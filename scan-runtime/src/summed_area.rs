@@ -183,7 +183,7 @@ where
                 return Ok(Plan::Tiled(tiles));
             }
         }
-        self.prepare_segmented_scan(n, stream)?;
+        self.prepare(n, stream)?;
         let column_tiles = self.prepare_columns(n, row_length, stream)?;
         Ok(Plan::RowsThenColumns { column_tiles })
     }
