@@ -1,5 +1,5 @@
 //! Matrices: a row-major matrix scanned along its rows
-//! (`DeviceSegments::rows`), down its columns (`scan_columns`), and both
+//! (`DeviceSegments::rows`), down its columns (`ScanSpec::columns`), and both
 //! (a summed-area table), beside `torch.cumsum` on the same shapes.
 //!
 //! `matrix_bench [FILE]`: FILE holds what `cub/torch_matrix.py` wrote in
@@ -9,7 +9,7 @@
 //! Cases (inclusive sums): rows 2^14 × 2^12 `u32`, 2^22 × 16 `f32`, 2^18 ×
 //! 1000 `u32`; columns 2^12 × 2^14 `f32`, 2^16 × 2^10 `u32`, 2^22 × 16
 //! `f32` (a narrow matrix: one strip of columns); summed-area tables of
-//! 8192 × 8192 `f32` by `scan_2d` (in tiles: `Sum` is commutative) and, for
+//! 8192 × 8192 `f32` by `ScanSpec::summed_area` (in tiles: `Sum` is commutative) and, for
 //! reference, rows then columns, of 8192 × 8192 `u32`, and an exclusive
 //! one of 8192 × 8192 `f32` (in tiles, out of place), and one of
 //! 4096 × 4096 24-byte moments (count, sum, sum of squares: the tiles'
@@ -53,14 +53,14 @@ fn torch_result(file: Option<&str>, case: &str) -> Option<(f64, f64)> {
 enum Shape {
     /// Along rows of this length (`DeviceSegments::rows`).
     Rows(usize),
-    /// Down columns, rows of this length (`scan_columns`).
+    /// Down columns, rows of this length (`ScanSpec::columns`).
     Columns(usize),
-    /// A summed-area table of rows of this length (`scan_2d`: in tiles for
+    /// A summed-area table of rows of this length (`ScanSpec::summed_area`: in tiles for
     /// a commutative operator).
     SummedArea(usize),
     /// The same, along the rows, then down the columns of the result.
     RowsThenColumns(usize),
-    /// An exclusive summed-area table (`scan_2d`, out of place).
+    /// An exclusive summed-area table (`ScanSpec::summed_area`, out of place).
     ExclusiveArea(usize),
 }
 
@@ -99,11 +99,13 @@ fn run<Op: ScanOp>(
             )
             .unwrap(),
         Shape::Columns(l) => scanner
-            .scan_columns(stream, kind, l, input, output)
+            .scan(stream, ScanSpec::from(kind).columns(l), input, output)
             .unwrap(),
-        Shape::SummedArea(l) => scanner.scan_2d(stream, kind, l, input, output).unwrap(),
+        Shape::SummedArea(l) => scanner
+            .scan(stream, ScanSpec::from(kind).summed_area(l), input, output)
+            .unwrap(),
         Shape::ExclusiveArea(l) => scanner
-            .scan_2d(stream, ScanKind::Exclusive, l, input, output)
+            .scan(stream, ScanSpec::exclusive().summed_area(l), input, output)
             .unwrap(),
         Shape::RowsThenColumns(l) => {
             scanner
@@ -115,7 +117,7 @@ fn run<Op: ScanOp>(
                 )
                 .unwrap();
             scanner
-                .scan_columns(stream, kind, l, scratch, output)
+                .scan(stream, ScanSpec::from(kind).columns(l), scratch, output)
                 .unwrap()
         }
     }

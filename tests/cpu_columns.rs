@@ -17,6 +17,7 @@ use gpu_scan::columns;
 use gpu_scan::prelude::*;
 use gpu_scan::segmented::{RowLengthMismatch, SegmentedError};
 use gpu_scan::LengthMismatch;
+use gpu_scan::NoCarryOut;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -41,7 +42,35 @@ fn by_columns<Op: ScanOp>(
     out
 }
 
-fn check<Op: ScanOp>(rows: usize, cols: usize, input: &[Op::Element], init: Op::Element)
+/// `Scanner::scan` of a matrix on the CPU backend (`None` without the
+/// `gpu` feature, which has no `Scanner`).
+trait ViaScanner: ScanOp {
+    fn via_scanner(
+        spec: ScanSpec<Self::Element, NoCarryOut, gpu_scan::Columns>,
+        input: &[Self::Element],
+    ) -> Option<Vec<Self::Element>>;
+}
+
+macro_rules! via_scanner {
+    ($($op:ty),*) => {$(
+        impl ViaScanner for $op {
+            #[allow(unused_variables)]
+            fn via_scanner(
+                spec: ScanSpec<Self::Element, NoCarryOut, gpu_scan::Columns>,
+                input: &[Self::Element],
+            ) -> Option<Vec<Self::Element>> {
+                #[cfg(feature = "gpu")]
+                return Some(Scanner::<Self>::cpu().scan(spec, input).unwrap());
+                #[cfg(not(feature = "gpu"))]
+                None
+            }
+        }
+    )*};
+}
+
+via_scanner!(AffineU32, Latest);
+
+fn check<Op: ViaScanner>(rows: usize, cols: usize, input: &[Op::Element], init: Op::Element)
 where
     Op::Element: PartialEq + std::fmt::Debug,
 {
@@ -60,6 +89,9 @@ where
         let mut data = input.to_vec();
         columns::par_scan_in_place::<Op>(spec, cols, &mut data).unwrap();
         assert!(data == want, "{label}: par_scan_in_place");
+        // The one verb, with the shape in the spec (the CPU backend).
+        let got = Op::via_scanner(spec.columns(cols), input);
+        assert!(got.is_none_or(|got| got == want), "{label}: Scanner::scan");
     }
 }
 
@@ -103,6 +135,16 @@ fn bad_shapes_are_typed_errors_that_write_nothing() {
             .unwrap_err();
         assert_eq!(err, want);
         assert_eq!(out, [99; 6]);
+        #[cfg(feature = "gpu")]
+        {
+            let err = Scanner::<SumU32>::cpu()
+                .scan(ScanSpec::inclusive().columns(cols), &input[..len])
+                .unwrap_err();
+            assert!(
+                matches!(err, ScanError::RowLength(e) if e == RowLengthMismatch { elements: len, row_length: cols }),
+                "{err:?}"
+            );
+        }
     }
     let mut out = [99u32; 4];
     let err = columns::par_scan::<SumU32>(ScanKind::Inclusive, 2, &input, &mut out).unwrap_err();

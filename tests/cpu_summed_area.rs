@@ -20,6 +20,7 @@ use common::specs::*;
 use gpu_scan::ops::{BitXor, Max, Min, Or, Product, Sum};
 use gpu_scan::prelude::*;
 use gpu_scan::segmented::{RowLengthMismatch, SegmentedError};
+use gpu_scan::NoCarryOut;
 use gpu_scan::{check_associativity, check_laws, summed_area, Counterexample};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -72,7 +73,35 @@ fn by_rectangles<Op: ScanOp>(
     out
 }
 
-fn check<Op: ScanOp>(rows: usize, cols: usize, input: &[Op::Element], init: Op::Element)
+/// `Scanner::scan` of a matrix on the CPU backend (`None` without the
+/// `gpu` feature, which has no `Scanner`).
+trait ViaScanner: ScanOp {
+    fn via_scanner(
+        spec: ScanSpec<Self::Element, NoCarryOut, gpu_scan::SummedArea>,
+        input: &[Self::Element],
+    ) -> Option<Vec<Self::Element>>;
+}
+
+macro_rules! via_scanner {
+    ($($op:ty),*) => {$(
+        impl ViaScanner for $op {
+            #[allow(unused_variables)]
+            fn via_scanner(
+                spec: ScanSpec<Self::Element, NoCarryOut, gpu_scan::SummedArea>,
+                input: &[Self::Element],
+            ) -> Option<Vec<Self::Element>> {
+                #[cfg(feature = "gpu")]
+                return Some(Scanner::<Self>::cpu().scan(spec, input).unwrap());
+                #[cfg(not(feature = "gpu"))]
+                None
+            }
+        }
+    )*};
+}
+
+via_scanner!(AffineU32, Latest);
+
+fn check<Op: ViaScanner>(rows: usize, cols: usize, input: &[Op::Element], init: Op::Element)
 where
     Op::Element: PartialEq + std::fmt::Debug,
 {
@@ -91,6 +120,9 @@ where
         let mut data = input.to_vec();
         summed_area::par_scan_in_place::<Op>(spec, cols, &mut data).unwrap();
         assert!(data == want, "{label}: par_scan_in_place");
+        // The one verb, with the shape in the spec (the CPU backend).
+        let got = Op::via_scanner(spec.summed_area(cols), input);
+        assert!(got.is_none_or(|got| got == want), "{label}: Scanner::scan");
     }
 }
 
@@ -146,6 +178,16 @@ fn bad_shapes_are_typed_errors_that_write_nothing() {
                 .unwrap_err();
         assert_eq!(err, want);
         assert_eq!(out, [99; 6]);
+        #[cfg(feature = "gpu")]
+        {
+            let err = Scanner::<SumU32>::cpu()
+                .scan(ScanSpec::inclusive().summed_area(cols), &input[..len])
+                .unwrap_err();
+            assert!(
+                matches!(err, ScanError::RowLength(e) if e == RowLengthMismatch { elements: len, row_length: cols }),
+                "{err:?}"
+            );
+        }
     }
     let mut out = [99u32; 4];
     let err =

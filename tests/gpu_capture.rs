@@ -332,10 +332,7 @@ fn every_scan_replays_in_a_graph_under_cudarcs_event_tracking() {
     for path in PATHS {
         let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
         scanner.set_tuning(scanner.tuning().with_path(path));
-        scanner.reserve(N, &stream).unwrap();
-        scanner
-            .reserve_counted_totals(N, KEY_CAPACITY, &stream)
-            .unwrap();
+        scanner.reserve(&stream, ScanKind::Inclusive, N).unwrap();
         let mut b = Buffers {
             data: stream.alloc_zeros(N).unwrap(),
             flags: stream.alloc_zeros(N).unwrap(),
@@ -347,6 +344,10 @@ fn every_scan_replays_in_a_graph_under_cudarcs_event_tracking() {
             key_totals: stream.alloc_zeros(KEY_CAPACITY).unwrap(),
             key_count: stream.alloc_zeros(1).unwrap(),
         };
+        let counted = ScanSpec::inclusive()
+            .segments(DeviceKeys::new(&b.keys))
+            .counted_segment_totals(&mut b.key_totals, &mut b.key_count);
+        scanner.reserve(&stream, counted, N).unwrap();
         // Ordinary scans first, on this stream, and one on the other.
         let first = inputs(seed ^ (path as u64) << 32);
         upload(&stream, &mut b, &first);

@@ -1,5 +1,5 @@
 //! Column scans on the GPU: a row-major matrix scanned down its columns
-//! (`GpuScanner::scan_columns`, `torch.cumsum(x, dim=0)`), inclusive,
+//! (`ScanSpec::columns`, `torch.cumsum(x, dim=0)`), inclusive,
 //! exclusive and exclusive with init, forward and in reverse
 //! (`GPU_SUITE_DIRECTIONS` runs one), for sums and non-commutative
 //! operators of 1 to 24 bytes, and two wide ones: 256-byte affine maps of
@@ -107,10 +107,10 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                 let result = if in_place {
                     let mut view = out.slice_mut(..n);
                     stream.memcpy_dtod(&d_input, &mut view).unwrap();
-                    scanner.scan_columns_in_place(stream, *spec, cols, &mut view)
+                    scanner.scan_in_place(stream, spec.columns(cols), &mut view)
                 } else {
                     let mut view = out.slice_mut(..n);
-                    scanner.scan_columns(stream, *spec, cols, &d_input, &mut view)
+                    scanner.scan(stream, spec.columns(cols), &d_input, &mut view)
                 };
                 let got = stream.clone_dtoh(&out).unwrap();
                 row.lengths += 1;
@@ -140,7 +140,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     // nothing written.
     check_row_length_refusals::<Op>(
         stream,
-        |cols, data, out| scanner.scan_columns(stream, ScanKind::Inclusive, cols, data, out),
+        |cols, data, out| scanner.scan(stream, ScanSpec::inclusive().columns(cols), data, out),
         &mut row.failures,
     );
     row.seconds = start.elapsed().as_secs_f64();

@@ -97,7 +97,7 @@ fn graph_capture_replays_on_changing_inputs() {
 
             // Reserve, then capture two scans (the second takes its launch
             // state from the first, inside the graph).
-            scanner.reserve(n, &stream).unwrap();
+            scanner.reserve(&stream, ScanKind::Inclusive, n).unwrap();
             stream
                 .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .unwrap();
@@ -177,13 +177,14 @@ fn segmented_scans_by_keys_and_offsets_replay_in_a_graph() {
         // Per-key totals for up to half the elements' runs: more at the
         // first replay (every element a run), whose count still shows.
         let capacity = n / 2 + 7;
-        scanner
-            .reserve_counted_totals(n, capacity, &stream)
-            .unwrap();
         let mut input = stream.alloc_zeros::<AffineU32>(n).unwrap();
         let mut keys = stream.alloc_zeros::<u16>(n).unwrap();
         let mut key_totals = stream.alloc_zeros::<AffineU32>(capacity).unwrap();
         let mut key_count = stream.alloc_zeros::<u64>(1).unwrap();
+        let counted = ScanSpec::inclusive()
+            .segments(DeviceKeys::new(&keys))
+            .counted_segment_totals(&mut key_totals, &mut key_count);
+        scanner.reserve(&stream, counted, n).unwrap();
         let mut by_keys_counted = stream.alloc_zeros::<AffineU32>(n).unwrap();
         let mut by_keys = stream.alloc_zeros::<AffineU32>(n).unwrap();
         let mut by_offsets = stream.alloc_zeros::<AffineU32>(n).unwrap();

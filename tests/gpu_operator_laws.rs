@@ -96,7 +96,7 @@ fn a_lawful_operator_passes_and_captures_are_not_checked() {
     let mut out = stream.alloc_zeros::<Affine>(n).unwrap();
     let mut scanner = GpuScanner::<Affine>::new(&ctx).unwrap();
     scanner.set_law_checks(true);
-    scanner.reserve(n, &stream).unwrap();
+    scanner.reserve(&stream, ScanKind::Inclusive, n).unwrap();
 
     // Captured with the check pending: not checked, captured fine.
     stream

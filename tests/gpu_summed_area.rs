@@ -1,4 +1,4 @@
-//! Two-dimensional scans on the GPU (`GpuScanner::scan_2d`, summed-area
+//! Two-dimensional scans on the GPU (`ScanSpec::summed_area`, summed-area
 //! tables): inclusive, inclusive from an initial value, exclusive and
 //! exclusive from an initial value, forward and in reverse
 //! (`GPU_SUITE_DIRECTIONS` runs one), each out of place and in place.
@@ -155,9 +155,9 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
                     let mut view = out.slice_mut(..n);
                     if in_place {
                         stream.memcpy_dtod(&d_input, &mut view).unwrap();
-                        scanner.scan_2d_in_place(stream, *spec, cols, &mut view)
+                        scanner.scan_in_place(stream, spec.summed_area(cols), &mut view)
                     } else {
-                        scanner.scan_2d(stream, *spec, cols, &d_input, &mut view)
+                        scanner.scan(stream, spec.summed_area(cols), &d_input, &mut view)
                     }
                 };
                 let got = stream.clone_dtoh(&out).unwrap();
@@ -200,7 +200,7 @@ fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut 
     // nothing written.
     check_row_length_refusals::<Op>(
         stream,
-        |cols, data, out| scanner.scan_2d(stream, ScanKind::Inclusive, cols, data, out),
+        |cols, data, out| scanner.scan(stream, ScanSpec::inclusive().summed_area(cols), data, out),
         &mut row.failures,
     );
     row.seconds = start.elapsed().as_secs_f64();

@@ -21,8 +21,9 @@ pub use associativity::{check_associativity, Counterexample};
 pub use cpu::{LengthMismatch, ScanKind};
 pub use laws::check_laws;
 pub use spec::{
-    CountedSegmentTotals, Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments,
-    IntoScanSpec, NoCarryOut, NoSegments, ScanSpec, SegmentTotals, SegmentedBy,
+    Columns, CountedSegmentTotals, Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments,
+    IntoScanSpec, NoCarryOut, NoSegments, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea,
+    TakesCarryOut,
 };
 
 /// A type that can be scanned on the GPU: plain data whose CUDA declaration

@@ -59,8 +59,9 @@ pub use kernels_gen::Direction;
 
 /// A scan's kind, direction, carry-out slot (`C`: [`NoCarryOut`], or where
 /// the backend writes the carry-out, see the [module docs](self)) and
-/// segments (`S`: [`NoSegments`], or [`SegmentedBy`] what
-/// [`ScanSpec::segments`] was given).
+/// shape (`S`: [`NoSegments`], a whole sequence; [`SegmentedBy`] what
+/// [`ScanSpec::segments`] was given; or a row-major matrix scanned down its
+/// [`Columns`] or in two dimensions, [`SummedArea`]).
 ///
 /// Build one from a [`ScanKind`] (`ScanKind::Inclusive.into()`, or pass the
 /// kind itself where `impl Into<ScanSpec>` is taken) or with the
@@ -84,8 +85,9 @@ pub struct ScanSpec<E, C = NoCarryOut, S = NoSegments> {
     /// Where the carry-out goes: [`NoCarryOut`], a `&mut E` on the CPU, a
     /// one-element device buffer on the GPU.
     pub carry_out: C,
-    /// How the input is cut into segments, each scanned on its own:
-    /// [`NoSegments`], or [`SegmentedBy`] flags, rows, offsets or keys.
+    /// The input's shape: [`NoSegments`]; [`SegmentedBy`] flags, rows,
+    /// offsets or keys, each segment scanned on its own; or a matrix,
+    /// [`Columns`] or [`SummedArea`].
     pub segments: S,
 }
 
@@ -123,6 +125,59 @@ pub struct NoCarryOut;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NoSegments;
 
+/// A row-major matrix of rows of `row_length` elements scanned down its
+/// columns, each column on its own ([`ScanSpec::columns`]; PyTorch's
+/// `cumsum(dim=0)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Columns {
+    /// Elements per row (the number of columns).
+    pub row_length: usize,
+}
+
+/// A row-major matrix of rows of `row_length` elements scanned in two
+/// dimensions ([`ScanSpec::summed_area`]): output `(r, c)` combines the
+/// rectangle of rows `0..=r` and columns `0..=c` (a summed-area table),
+/// from the bottom right in reverse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SummedArea {
+    /// Elements per row (the number of columns).
+    pub row_length: usize,
+}
+
+/// The shape a spec gives its input, as a backend dispatches on it: `S`
+/// is the segments in the backend's form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Shape<S> {
+    /// One sequence.
+    Flat,
+    /// Segments, each scanned on its own.
+    Segmented(S),
+    /// A matrix scanned down its columns ([`Columns`]).
+    Columns {
+        /// Elements per row.
+        row_length: usize,
+    },
+    /// A matrix scanned in two dimensions ([`SummedArea`]).
+    SummedArea {
+        /// Elements per row.
+        row_length: usize,
+    },
+}
+
+/// The shapes that take a carry-out slot ([`ScanSpec::carry_out`]): a
+/// sequence and segments; a matrix has none.
+pub trait TakesCarryOut: sealed::Sealed {}
+
+impl TakesCarryOut for NoSegments {}
+impl<T> TakesCarryOut for SegmentedBy<T> {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::NoSegments {}
+    impl<T> Sealed for super::SegmentedBy<T> {}
+}
+
 /// The segments [`ScanSpec::segments`] was given, in whatever form the
 /// backend takes them: on the CPU anything that converts into
 /// [`Segments`] (head flags, [`Segments::rows`], offsets, keys), on the
@@ -130,22 +185,38 @@ pub struct NoSegments;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SegmentedBy<T>(pub T);
 
-/// A spec's segments for a host-slice scan (`Scanner::scan`): none, or
-/// the [`Segments`] they convert into.
+/// A spec's shape for a host-slice scan (`Scanner::scan`), with segments
+/// as the [`Segments`] they convert into.
 pub trait HostSegments<'a> {
-    /// The segments, `None` for a scan of the whole input.
-    fn into_segments(self) -> Option<Segments<'a>>;
+    /// The shape.
+    fn into_shape(self) -> Shape<Segments<'a>>;
 }
 
 impl<'a> HostSegments<'a> for NoSegments {
-    fn into_segments(self) -> Option<Segments<'a>> {
-        None
+    fn into_shape(self) -> Shape<Segments<'a>> {
+        Shape::Flat
     }
 }
 
 impl<'a, T: Into<Segments<'a>>> HostSegments<'a> for SegmentedBy<T> {
-    fn into_segments(self) -> Option<Segments<'a>> {
-        Some(self.0.into())
+    fn into_shape(self) -> Shape<Segments<'a>> {
+        Shape::Segmented(self.0.into())
+    }
+}
+
+impl<'a> HostSegments<'a> for Columns {
+    fn into_shape(self) -> Shape<Segments<'a>> {
+        Shape::Columns {
+            row_length: self.row_length,
+        }
+    }
+}
+
+impl<'a> HostSegments<'a> for SummedArea {
+    fn into_shape(self) -> Shape<Segments<'a>> {
+        Shape::SummedArea {
+            row_length: self.row_length,
+        }
     }
 }
 
@@ -325,7 +396,7 @@ impl<E> ScanSpec<E> {
     }
 }
 
-impl<E, C, S> ScanSpec<E, C, S> {
+impl<E, C, S: TakesCarryOut> ScanSpec<E, C, S> {
     /// The same scan, writing its carry-out (see the [module docs](self))
     /// to `slot`: a `&mut E` for the CPU backend, a one-element device
     /// buffer (`&mut CudaSlice<E>` or `&mut CudaViewMut<E>`) for the GPU.
@@ -425,7 +496,9 @@ impl<E, C, S> ScanSpec<E, C, S> {
     ) -> ScanSpec<E, CountedSegmentTotals<T, N>, S> {
         self.carry_out(CountedSegmentTotals { totals, count })
     }
+}
 
+impl<E, C> ScanSpec<E, C, NoSegments> {
     /// The same scan over segments, each scanned on its own: head flags,
     /// rows of a fixed length, offsets or keys (see
     /// [`segmented`](crate::segmented)), given as the backend takes them
@@ -453,7 +526,73 @@ impl<E, C, S> ScanSpec<E, C, S> {
             segments: SegmentedBy(segments),
         }
     }
+}
 
+impl<E> ScanSpec<E, NoCarryOut, NoSegments> {
+    /// The same scan over a row-major matrix of rows of `row_length`
+    /// elements, down each of its columns ([`Columns`]): `out[r][c]`
+    /// combines `in[0][c] … in[r][c]` (from the last row in reverse). A
+    /// row length of 0 or one that does not divide the input's length is
+    /// refused before anything is written.
+    ///
+    /// ```
+    /// use gpu_scan::ops::Sum;
+    /// use gpu_scan::prelude::*;
+    ///
+    /// let mut scanner = Scanner::<Sum<u32>>::new();
+    /// // A 3 × 2 matrix: cumsum along dim 0, then from the bottom.
+    /// let x = [1, 2, 3, 4, 5, 6];
+    /// let down = scanner.scan(ScanSpec::inclusive().columns(2), &x).unwrap();
+    /// assert_eq!(down, [1, 2, 4, 6, 9, 12]);
+    /// let up = scanner.scan(ScanSpec::inclusive().reverse().columns(2), &x).unwrap();
+    /// assert_eq!(up, [9, 12, 8, 10, 5, 6]);
+    /// ```
+    pub fn columns(self, row_length: usize) -> ScanSpec<E, NoCarryOut, Columns> {
+        ScanSpec {
+            kind: self.kind,
+            direction: self.direction,
+            carry_out: NoCarryOut,
+            segments: Columns { row_length },
+        }
+    }
+
+    /// The same scan over a row-major matrix of rows of `row_length`
+    /// elements in two dimensions ([`SummedArea`]): inclusive, `out[r][c]`
+    /// combines the rectangle of rows `0..=r` and columns `0..=c` (a
+    /// summed-area table; in reverse the rectangle to the bottom right;
+    /// exclusive, the rectangle of rows `0..r` and columns `0..c`). An
+    /// initial value comes first in scan order. The rectangle's elements
+    /// are combined in memory order, so any operator works
+    /// ([`summed_area`](crate::summed_area) states the definition; on the
+    /// GPU a commutative operator's scan runs in tiles, any other along the
+    /// rows and then down the columns). A row length of 0 or one that does
+    /// not divide the input's length is refused before anything is
+    /// written.
+    ///
+    /// ```
+    /// use gpu_scan::ops::Sum;
+    /// use gpu_scan::prelude::*;
+    ///
+    /// let mut scanner = Scanner::<Sum<u32>>::new();
+    /// // A 2 × 3 matrix: each output sums the rectangle from the top left.
+    /// let x = [1, 2, 3, 4, 5, 6];
+    /// let sat = scanner.scan(ScanSpec::inclusive().summed_area(3), &x).unwrap();
+    /// assert_eq!(sat, [1, 3, 6, 5, 12, 21]);
+    /// // From the bottom right.
+    /// let sat = scanner.scan(ScanSpec::inclusive().reverse().summed_area(3), &x).unwrap();
+    /// assert_eq!(sat, [21, 16, 9, 15, 11, 6]);
+    /// ```
+    pub fn summed_area(self, row_length: usize) -> ScanSpec<E, NoCarryOut, SummedArea> {
+        ScanSpec {
+            kind: self.kind,
+            direction: self.direction,
+            carry_out: NoCarryOut,
+            segments: SummedArea { row_length },
+        }
+    }
+}
+
+impl<E, C, S> ScanSpec<E, C, S> {
     /// The spec without its carry-out slot, and the slot.
     pub fn split_carry_out(self) -> (ScanSpec<E, NoCarryOut, S>, C) {
         let spec = ScanSpec {

@@ -7,7 +7,7 @@ use crate::laws::{self, LawCheck};
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented;
 use scan_core::{
-    cpu, HostSegmentedCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec,
+    cpu, HostSegmentedCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec, Shape,
 };
 use std::sync::Arc;
 
@@ -217,25 +217,41 @@ where
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
         self.first_call_law_check(input)?;
-        let (spec, segments) = spec.into_spec().split_segments();
-        let segments = segments.into_segments();
-        match (&mut self.inner, segments) {
-            (Inner::Gpu { scanner, stream }, None) => scanner.scan_host(stream, spec, input),
-            (Inner::Gpu { scanner, stream }, Some(segments)) => {
+        let (spec, shape) = spec.into_spec().split_segments();
+        match (&mut self.inner, shape.into_shape()) {
+            (Inner::Gpu { scanner, stream }, Shape::Segmented(segments)) => {
                 scanner.scan_host(stream, spec.segments(segments), input)
             }
-            (Inner::Cpu { .. }, None) => {
+            (Inner::Gpu { scanner, stream }, Shape::Columns { row_length }) => {
+                scanner.scan_host(stream, matrix(spec)?.columns(row_length), input)
+            }
+            (Inner::Gpu { scanner, stream }, Shape::SummedArea { row_length }) => {
+                scanner.scan_host(stream, matrix(spec)?.summed_area(row_length), input)
+            }
+            (Inner::Gpu { scanner, stream }, _) => scanner.scan_host(stream, spec, input),
+            (Inner::Cpu { .. }, Shape::Segmented(segments)) => {
+                let mut out = input.to_vec();
+                segmented::par_scan_in_place::<Op>(spec, segments, &mut out)?;
+                Ok(out)
+            }
+            (Inner::Cpu { .. }, Shape::Columns { row_length }) => {
+                let mut out = input.to_vec();
+                scan_core::columns::par_scan_in_place::<Op>(matrix(spec)?, row_length, &mut out)?;
+                Ok(out)
+            }
+            (Inner::Cpu { .. }, Shape::SummedArea { row_length }) => {
+                let mut out = input.to_vec();
+                let spec = matrix(spec)?;
+                scan_core::summed_area::par_scan_in_place::<Op>(spec, row_length, &mut out)?;
+                Ok(out)
+            }
+            (Inner::Cpu { .. }, _) => {
                 let (spec, mut carry_out) = spec.split_carry_out();
                 carry_out.check_unsegmented()?;
                 let mut out = input.to_vec();
                 let mut carry = Op::IDENTITY;
                 cpu::par_scan_in_place::<Op>(spec.carry_out(&mut carry), &mut out);
                 carry_out.put_unsegmented(carry);
-                Ok(out)
-            }
-            (Inner::Cpu { .. }, Some(segments)) => {
-                let mut out = input.to_vec();
-                segmented::par_scan_in_place::<Op>(spec, segments, &mut out)?;
                 Ok(out)
             }
         }
@@ -259,103 +275,15 @@ where
     ) -> Result<Vec<Op::Element>> {
         self.scan(ScanKind::ExclusiveWithInit(init), input)
     }
+}
 
-    /// A row-major matrix of rows of `row_length` elements scanned down its
-    /// columns (see [`scan_core::columns`]; on the GPU,
-    /// [`GpuScanner::scan_columns`]).
-    ///
-    /// ```
-    /// use gpu_scan::ops::Sum;
-    /// use gpu_scan::prelude::*;
-    ///
-    /// let mut scanner = Scanner::<Sum<u32>>::new();
-    /// // A 3 × 2 matrix: cumsum along dim 0, then from the bottom.
-    /// let x = [1, 2, 3, 4, 5, 6];
-    /// assert_eq!(scanner.scan_columns(ScanKind::Inclusive, 2, &x).unwrap(), [1, 2, 4, 6, 9, 12]);
-    /// assert_eq!(scanner.scan_columns(ScanKind::Inclusive.reverse(), 2, &x).unwrap(), [9, 12, 8, 10, 5, 6]);
-    /// ```
-    pub fn scan_columns(
-        &mut self,
-        spec: impl Into<ScanSpec<Op::Element>>,
-        row_length: usize,
-        input: &[Op::Element],
-    ) -> Result<Vec<Op::Element>> {
-        self.scan_matrix(
-            spec.into(),
-            row_length,
-            input,
-            GpuScanner::scan_columns_in_place,
-            scan_core::columns::par_scan_in_place::<Op>,
-        )
-    }
-
-    /// A row-major matrix of rows of `row_length` elements scanned in two
-    /// dimensions: a summed-area table when inclusive (see
-    /// [`scan_core::summed_area`]; on the GPU, [`GpuScanner::scan_2d`]).
-    ///
-    /// ```
-    /// use gpu_scan::ops::Sum;
-    /// use gpu_scan::prelude::*;
-    ///
-    /// let mut scanner = Scanner::<Sum<u32>>::new();
-    /// // A 2 × 3 matrix: each output sums the rectangle from the top left.
-    /// let x = [1, 2, 3, 4, 5, 6];
-    /// assert_eq!(scanner.scan_2d(ScanKind::Inclusive, 3, &x).unwrap(), [1, 3, 6, 5, 12, 21]);
-    /// // From the bottom right.
-    /// assert_eq!(scanner.scan_2d(ScanKind::Inclusive.reverse(), 3, &x).unwrap(), [21, 16, 9, 15, 11, 6]);
-    /// ```
-    pub fn scan_2d(
-        &mut self,
-        spec: impl Into<ScanSpec<Op::Element>>,
-        row_length: usize,
-        input: &[Op::Element],
-    ) -> Result<Vec<Op::Element>> {
-        self.scan_matrix(
-            spec.into(),
-            row_length,
-            input,
-            GpuScanner::scan_2d_in_place,
-            scan_core::summed_area::par_scan_in_place::<Op>,
-        )
-    }
-
-    /// A scan of a matrix of rows of `row_length`: a copy of `input`
-    /// scanned in place by `gpu` on the device, or by `cpu`.
-    fn scan_matrix(
-        &mut self,
-        spec: ScanSpec<Op::Element>,
-        row_length: usize,
-        input: &[Op::Element],
-        gpu: impl FnOnce(
-            &mut GpuScanner<Op>,
-            &Arc<CudaStream>,
-            ScanSpec<Op::Element>,
-            usize,
-            &mut cudarc::driver::CudaSlice<Op::Element>,
-        ) -> Result<()>,
-        cpu: impl FnOnce(
-            ScanSpec<Op::Element>,
-            usize,
-            &mut [Op::Element],
-        ) -> std::result::Result<(), segmented::SegmentedError>,
-    ) -> Result<Vec<Op::Element>> {
-        self.first_call_law_check(input)?;
-        match &mut self.inner {
-            Inner::Gpu { scanner, stream } => {
-                segmented::RowLengthMismatch::check(input.len(), row_length)?;
-                if input.is_empty() {
-                    return Ok(Vec::new());
-                }
-                let mut data = stream.clone_htod(input)?;
-                gpu(scanner, stream, spec, row_length, &mut data)?;
-                Ok(stream.clone_dtoh(&data)?)
-            }
-            Inner::Cpu { .. } => {
-                let mut out = input.to_vec();
-                cpu(spec, row_length, &mut out)?;
-                Ok(out)
-            }
-        }
+/// The spec of a scan of a matrix, which writes no carry-out (the spec's
+/// builder allows none; this guards specs put together otherwise).
+fn matrix<E, C: HostSegmentedCarryOut<E>>(spec: ScanSpec<E, C>) -> Result<ScanSpec<E>> {
+    let (spec, _) = spec.split_carry_out();
+    match C::WANTED {
+        false => Ok(spec),
+        true => Err(ScanError::MatrixCarryOut),
     }
 }
 

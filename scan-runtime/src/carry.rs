@@ -47,6 +47,12 @@ pub trait DeviceCarryOut<E>: sealed::Sealed {
     /// that orders the scan's write after the slot's earlier uses.
     fn slot<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, Option<SyncOnDrop<'a>>);
 
+    /// Whether this is no slot at all ([`NoCarryOut`](scan_core::NoCarryOut)).
+    #[doc(hidden)]
+    fn is_none(&self) -> bool {
+        false
+    }
+
     /// Whether the slot takes as many totals as it holds and receives the
     /// number of segments ([`CountedSegmentTotals`]).
     fn counts_segments(&self) -> bool {
@@ -91,6 +97,10 @@ mod sealed {
 impl<E> DeviceCarryOut<E> for NoCarryOut {
     fn check(&self) -> Result<()> {
         Ok(())
+    }
+
+    fn is_none(&self) -> bool {
+        true
     }
 
     fn slot<'a>(&'a mut self, _: &'a CudaStream) -> (u64, Option<SyncOnDrop<'a>>) {

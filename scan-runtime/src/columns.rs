@@ -1,5 +1,10 @@
-//! Column scans on the GPU: [`GpuScanner::scan_columns`], a row-major
-//! matrix scanned down its columns (`columns.cuh`).
+//! Column scans on the GPU ([`ScanSpec::columns`]), a row-major matrix
+//! scanned down its columns (`columns.cuh`): one pass reads the matrix
+//! once and writes it once, each warp scanning 32 adjacent columns with
+//! coalesced loads. Where the matrix has enough strips of 32 columns to
+//! fill half the device, each block walks down a whole strip; otherwise
+//! the tiles of a strip are chained by decoupled look-back (narrow
+//! matrices are far slower than wide ones: BENCHMARKS.md).
 
 use crate::entry::Operands;
 use crate::error::{Result, ScanError};
@@ -7,9 +12,7 @@ use crate::gpu::GpuScanner;
 use crate::kernels::layout;
 use crate::launch;
 use crate::path::MAX_TILES;
-use cudarc::driver::{
-    CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
-};
+use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::{columns_tiles, Kernel};
 use scan_core::segmented::RowLengthMismatch;
@@ -20,70 +23,9 @@ impl<Op: ScanOp> GpuScanner<Op>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
-    /// Scans a row-major matrix of rows of `row_length` elements down its
-    /// columns (`torch.cumsum(x, dim=0)`): column `c` is `input[c],
-    /// input[row_length + c], …`, scanned with `spec` (in reverse from its
-    /// last row; an exclusive scan's initial value at the top of every
-    /// column, at the bottom in reverse). One pass reads the matrix once
-    /// and writes it once: each warp scans 32 adjacent columns with
-    /// coalesced loads. Where the matrix has enough strips of 32 columns
-    /// to fill half the device, each block walks down a whole strip;
-    /// otherwise the tiles of a strip are chained by decoupled look-back
-    /// (narrow matrices are therefore far slower than wide ones: see
-    /// BENCHMARKS.md). The CPU oracle is `scan_core::columns`.
-    ///
-    /// A row length of 0 or one that does not divide the length is
-    /// [`ScanError::RowLength`]; lengths are checked before anything is
-    /// enqueued.
-    ///
-    /// ```no_run
-    /// use gpu_scan::ops::Sum;
-    /// use gpu_scan::prelude::*;
-    /// use gpu_scan::scan_runtime::open_device;
-    ///
-    /// let ctx = open_device(0)?;
-    /// let stream = ctx.default_stream();
-    /// // A 3 × 2 matrix, row-major.
-    /// let x = stream.clone_htod(&[1u32, 2, 3, 4, 5, 6])?;
-    /// let mut y = stream.alloc_zeros::<u32>(6)?;
-    /// let mut scanner = GpuScanner::<Sum<u32>>::new(&ctx)?;
-    /// scanner.scan_columns(&stream, ScanKind::Inclusive, 2, &x, &mut y)?;
-    /// assert_eq!(stream.clone_dtoh(&y)?, [1, 2, 4, 6, 9, 12]);
-    /// # Ok::<(), ScanError>(())
-    /// ```
-    pub fn scan_columns<I, O>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
-        row_length: usize,
-        input: &I,
-        output: &mut O,
-    ) -> Result<()>
-    where
-        I: DevicePtr<Op::Element>,
-        O: DevicePtrMut<Op::Element>,
-    {
-        self.scan_columns_of(
-            stream,
-            spec.into(),
-            row_length,
-            Operands::apart(input, output),
-        )
-    }
-
-    /// [`GpuScanner::scan_columns`] of `data` onto itself.
-    pub fn scan_columns_in_place<D: DevicePtrMut<Op::Element>>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
-        row_length: usize,
-        data: &mut D,
-    ) -> Result<()> {
-        self.scan_columns_of(stream, spec.into(), row_length, Operands::in_place(data))
-    }
-
-    /// [`GpuScanner::scan_columns`] and [`GpuScanner::scan_columns_in_place`].
-    fn scan_columns_of(
+    /// [`GpuScanner::scan`] of a matrix down its columns
+    /// ([`ScanSpec::columns`]).
+    pub(crate) fn scan_columns_of(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element>,
@@ -99,18 +41,6 @@ where
             |s| s.prepare_columns(n, row_length, stream),
             |s, tiles, b| s.launch_columns(stream, spec, row_length, tiles, b.src, b.dst, n),
         )
-    }
-
-    /// Makes sure column scans of up to `n` elements in rows of
-    /// `row_length` on `stream` allocate nothing (call it before capturing
-    /// them into a CUDA graph).
-    pub fn reserve_columns(
-        &mut self,
-        n: usize,
-        row_length: usize,
-        stream: &Arc<CudaStream>,
-    ) -> Result<()> {
-        self.prepare_columns(n, row_length, stream).map(|_| ())
     }
 
     /// Checks the shape and reserves the scratch; returns the launch's tiles.

@@ -115,6 +115,11 @@ pub enum ScanError {
         /// The slot's length.
         len: usize,
     },
+    /// A carry-out slot in the spec of a scan of a matrix, which has none
+    /// (the spec's builder refuses one at compile time; this guards specs
+    /// put together otherwise).
+    #[error("a scan of a matrix (down its columns or in two dimensions) writes no carry-out: leave the spec's carry-out slot out")]
+    MatrixCarryOut,
     /// The input is longer than the kernels' grid can cover.
     #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
     TooLong {

@@ -23,8 +23,9 @@ use cudarc::driver::{
 };
 use kernels_gen::abi::{KernelAbi, Pass};
 use kernels_gen::{Arch, Kernel};
+use scan_core::segmented::RowLengthMismatch;
 use scan_core::{
-    Direction, HostSegmentedCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec,
+    Direction, HostSegmentedCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec, Shape,
 };
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -89,7 +90,7 @@ use std::sync::Arc;
 /// let mut input = stream.alloc_zeros::<u32>(1 << 20)?;
 /// let mut output = stream.alloc_zeros::<u32>(1 << 20)?;
 /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
-/// scanner.reserve(1 << 20, &stream)?;
+/// scanner.reserve(&stream, ScanKind::Inclusive, 1 << 20)?;
 /// stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
 /// scanner.inclusive(&stream, &input, &mut output)?;
 /// let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.expect("a graph");
@@ -368,22 +369,67 @@ where
         self.workspace_allocations
     }
 
-    /// Makes sure scans of up to `n` elements on `stream`, plain or
-    /// segmented, need no allocation on the current [`ScanPath`] (the
-    /// scratch of [`GpuScanner::workspace_bytes`]): call it before
-    /// capturing scans into a CUDA graph. Inputs longer than the scans can
-    /// take are [`ScanError::TooLong`].
-    pub fn reserve(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
-        let tiles = n.div_ceil(Op::tile_items());
-        if tiles > MAX_TILES {
-            return Err(ScanError::TooLong {
-                len: n,
-                max: MAX_TILES * Op::tile_items(),
-            });
+    /// Makes sure scans like `spec` of up to `n` elements on `stream` need
+    /// no allocation, and loads the kernels they need beyond the scan's own:
+    /// call it before capturing scans into a CUDA graph. A spec without
+    /// segments ([`ScanKind::Inclusive`], say) reserves for every scan of a
+    /// sequence or of segments on the current [`ScanPath`] (the scratch of
+    /// [`GpuScanner::workspace_bytes`]); a counted totals slot
+    /// ([`ScanSpec::counted_segment_totals`]) also reserves for up to as
+    /// many totals as the slot holds, whatever the segments; a matrix
+    /// ([`ScanSpec::columns`], [`ScanSpec::summed_area`]) for its row
+    /// length, in place or not. Inputs longer than the scans can take are
+    /// [`ScanError::TooLong`], a row length that does not divide `n`
+    /// [`ScanError::RowLength`].
+    ///
+    /// ```no_run
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::scan_runtime::{open_device, DeviceKeys};
+    ///
+    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+    /// struct Sum;
+    ///
+    /// let ctx = open_device(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
+    /// // Scans and segmented scans of up to 2^20 elements, then scans by
+    /// // key of up to 2^20 elements with up to 4096 totals.
+    /// scanner.reserve(&stream, ScanKind::Inclusive, 1 << 20)?;
+    /// let keys = stream.alloc_zeros::<u32>(1 << 20)?;
+    /// let (mut totals, mut count) = (stream.alloc_zeros::<u32>(4096)?, stream.alloc_zeros::<u64>(1)?);
+    /// let spec = ScanSpec::inclusive()
+    ///     .segments(DeviceKeys::new(&keys))
+    ///     .counted_segment_totals(&mut totals, &mut count);
+    /// scanner.reserve(&stream, spec, 1 << 20)?;
+    /// # Ok::<(), ScanError>(())
+    /// ```
+    pub fn reserve<'a>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: impl IntoScanSpec<
+            Op::Element,
+            Carry: DeviceCarryOut<Op::Element>,
+            Segments: DeviceSegmentsSpec<'a>,
+        >,
+        n: usize,
+    ) -> Result<()> {
+        let (spec, shape) = spec.into_spec().split_segments();
+        let (spec, carry_out) = spec.split_carry_out();
+        match shape.into_device_shape() {
+            Shape::Columns { row_length } => {
+                return self.prepare_columns(n, row_length, stream).map(|_| ())
+            }
+            Shape::SummedArea { row_length } => {
+                return self.reserve_2d(stream, &spec, n, row_length)
+            }
+            _ => {}
         }
-        let request = self.plan_request(n, Direction::Forward, None, true);
-        let scratch = plan::reserved_scratch(&request, &self.tuning);
-        self.reserve_scratch(scratch, stream).map(|_| ())
+        self.prepare(n, stream)?;
+        if carry_out.counts_segments() {
+            let capacity = carry_out.totals_len().expect("a counted slot has totals");
+            self.reserve_counted_totals(n, capacity, stream)?;
+        }
+        Ok(())
     }
 
     /// Reserves `scratch` on `stream` (nothing where the workspace holds it
@@ -525,8 +571,10 @@ where
     /// element (with segments, the last segment's partial), written on the
     /// stream by the scan's last kernel, or a slot of one total per segment
     /// ([`ScanSpec::segment_totals`], segments given as rows or offsets).
-    /// Lengths (output, segments, slot) are checked before anything is
-    /// enqueued.
+    /// The spec's shape may instead be a row-major matrix, scanned down its
+    /// columns ([`ScanSpec::columns`]) or in two dimensions
+    /// ([`ScanSpec::summed_area`]). Lengths (output, segments, slot, row
+    /// length) are checked before anything is enqueued.
     ///
     /// ```no_run
     /// use gpu_scan::prelude::*;
@@ -551,6 +599,9 @@ where
     /// scanner.scan(&stream, spec, &input, &mut out)?;
     /// assert_eq!(stream.clone_dtoh(&out)?, [1, 3, 3, 7]);
     /// assert_eq!(stream.clone_dtoh(&total)?, [7]);
+    /// // A 2 × 2 matrix down its columns.
+    /// scanner.scan(&stream, ScanSpec::inclusive().columns(2), &input, &mut out)?;
+    /// assert_eq!(stream.clone_dtoh(&out)?, [1, 2, 4, 6]);
     /// # Ok::<(), ScanError>(())
     /// ```
     pub fn scan<'a, I, O>(
@@ -568,11 +619,40 @@ where
         I: DevicePtr<Op::Element>,
         O: DevicePtrMut<Op::Element>,
     {
-        let (spec, segments) = spec.into_spec().split_segments();
-        if let Some(segments) = segments.into_device_segments() {
-            return self.scan_segments(stream, spec, segments, Operands::apart(input, output));
+        self.scan_shaped(stream, spec.into_spec(), Operands::apart(input, output))
+    }
+
+    /// [`GpuScanner::scan`] and [`GpuScanner::scan_in_place`]: the spec's
+    /// shape decides which scan runs.
+    fn scan_shaped<'a>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element, impl DeviceCarryOut<Op::Element>, impl DeviceSegmentsSpec<'a>>,
+        operands: Operands<'_, Op::Element>,
+    ) -> Result<()> {
+        let (spec, shape) = spec.split_segments();
+        // A matrix has no carry-out (the spec's builder allows none; this
+        // guards specs put together otherwise).
+        let matrix = |spec: ScanSpec<Op::Element, _>| {
+            let (spec, carry_out) = spec.split_carry_out();
+            match DeviceCarryOut::<Op::Element>::is_none(&carry_out) {
+                true => Ok(spec),
+                false => Err(ScanError::MatrixCarryOut),
+            }
+        };
+        match shape.into_device_shape() {
+            Shape::Flat => self.scan_plain(stream, spec, operands),
+            Shape::Segmented(segments) => self.scan_segments(stream, spec, segments, operands),
+            Shape::Columns { row_length } => {
+                let spec = matrix(spec)?;
+                self.scan_columns_of(stream, spec, row_length, operands)
+            }
+            Shape::SummedArea { row_length } => {
+                let spec = matrix(spec)?;
+                self.scan_2d_of(stream, spec, row_length, operands)
+            }
+            _ => unreachable!("a shape of scan-core without a GPU scan"),
         }
-        self.scan_plain(stream, spec, Operands::apart(input, output))
     }
 
     /// [`GpuScanner::scan`] and [`GpuScanner::scan_in_place`] without
@@ -638,11 +718,7 @@ where
         >,
         data: &mut D,
     ) -> Result<()> {
-        let (spec, segments) = spec.into_spec().split_segments();
-        if let Some(segments) = segments.into_device_segments() {
-            return self.scan_segments(stream, spec, segments, Operands::in_place(data));
-        }
-        self.scan_plain(stream, spec, Operands::in_place(data))
+        self.scan_shaped(stream, spec.into_spec(), Operands::in_place(data))
     }
 
     /// The operator applied element-wise: `output[i] = combine(left[i],
@@ -750,11 +826,20 @@ where
         >,
         input: &[Op::Element],
     ) -> Result<Vec<Op::Element>> {
-        let (spec, segments) = spec.into_spec().split_segments();
-        if let Some(segments) = segments.into_segments() {
-            return self.scan_segments_host(stream, spec, segments, input);
-        }
+        let (spec, shape) = spec.into_spec().split_segments();
+        let matrix = match shape.into_shape() {
+            Shape::Flat => None,
+            Shape::Segmented(segments) => {
+                return self.scan_segments_host(stream, spec, segments, input)
+            }
+            Shape::Columns { row_length } => Some((row_length, false)),
+            Shape::SummedArea { row_length } => Some((row_length, true)),
+            _ => unreachable!("a shape of scan-core without a GPU scan"),
+        };
         let (spec, mut carry_out) = spec.split_carry_out();
+        if let Some((row_length, two_d)) = matrix {
+            return self.scan_matrix_host(stream, spec, carry_out, row_length, two_d, input);
+        }
         carry_out.check_unsegmented()?;
         if input.is_empty() {
             // Nothing to move: the carry-out is the seed.
@@ -767,6 +852,33 @@ where
         let mut slot = stream.alloc_zeros::<Op::Element>(1)?;
         self.scan_in_place(stream, spec.carry_out(&mut slot), &mut data)?;
         put_carry(stream, &slot, carry_out)?;
+        Ok(stream.clone_dtoh(&data)?)
+    }
+
+    /// [`GpuScanner::scan_host`] of a matrix of rows of `row_length`, down
+    /// its columns or (`two_d`) in two dimensions.
+    fn scan_matrix_host<C: HostSegmentedCarryOut<Op::Element>>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: ScanSpec<Op::Element>,
+        _carry_out: C,
+        row_length: usize,
+        two_d: bool,
+        input: &[Op::Element],
+    ) -> Result<Vec<Op::Element>> {
+        if C::WANTED {
+            return Err(ScanError::MatrixCarryOut);
+        }
+        RowLengthMismatch::check(input.len(), row_length)?;
+        if input.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut data = stream.clone_htod(input)?;
+        if two_d {
+            self.scan_in_place(stream, spec.summed_area(row_length), &mut data)?;
+        } else {
+            self.scan_in_place(stream, spec.columns(row_length), &mut data)?;
+        }
         Ok(stream.clone_dtoh(&data)?)
     }
 
@@ -813,10 +925,19 @@ where
         plan_request::<Op>(n, direction, segments, aligned)
     }
 
-    /// Checks the length and reserves the scratch of a scan of `n`
-    /// elements, plain or segmented ([`GpuScanner::reserve`]).
+    /// Checks the length and reserves the scratch of scans of up to `n`
+    /// elements, plain or segmented ([`plan::reserved_scratch`]).
     pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
-        self.reserve(n, stream)
+        let tiles = n.div_ceil(Op::tile_items());
+        if tiles > MAX_TILES {
+            return Err(ScanError::TooLong {
+                len: n,
+                max: MAX_TILES * Op::tile_items(),
+            });
+        }
+        let request = self.plan_request(n, Direction::Forward, None, true);
+        let scratch = plan::reserved_scratch(&request, &self.tuning);
+        self.reserve_scratch(scratch, stream).map(|_| ())
     }
 }
 

@@ -225,34 +225,16 @@ where
         unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
     }
 
-    /// Makes sure segmented scans of up to `n` elements on `stream` with a
-    /// counted totals slot ([`ScanSpec::counted_segment_totals`]) of up to
-    /// `capacity` elements allocate nothing, whatever their segments (the
-    /// segments' starts need 8 bytes per 4096 elements and per total), and
-    /// loads every kernel they launch: call it before capturing them into
-    /// a CUDA graph. It does what [`GpuScanner::reserve`] does.
-    ///
-    /// ```no_run
-    /// use gpu_scan::prelude::*;
-    /// use gpu_scan::scan_runtime::open_device;
-    ///
-    /// #[scan_op(element = u32, identity = 0, op = |a, b| a + b)]
-    /// struct Sum;
-    ///
-    /// let ctx = open_device(0)?;
-    /// let stream = ctx.default_stream();
-    /// let mut scanner = GpuScanner::<Sum>::new(&ctx)?;
-    /// // Scans of up to 2^20 elements by key, up to 4096 totals, captured next.
-    /// scanner.reserve_counted_totals(1 << 20, 4096, &stream)?;
-    /// # Ok::<(), ScanError>(())
-    /// ```
-    pub fn reserve_counted_totals(
+    /// Reserves what a scan of up to `n` elements with a counted totals
+    /// slot of up to `capacity` elements needs beyond the scan's scratch,
+    /// whatever its segments (their starts: 8 bytes per 4096 elements and
+    /// per total), and loads every kernel it launches.
+    pub(crate) fn reserve_counted_totals(
         &mut self,
         n: usize,
         capacity: usize,
         stream: &Arc<CudaStream>,
     ) -> Result<()> {
-        self.prepare(n, stream)?;
         self.workspace_allocations += self
             .workspace(stream)
             .reserve_starts(stream, starts_scratch_words(n, capacity))?;

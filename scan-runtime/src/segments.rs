@@ -11,7 +11,7 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr, Syn
 use kernels_gen::segment_starts::HeadsIn;
 use kernels_gen::{FlagFormat, SegmentSource};
 use scan_core::segmented::{FlagsLengthMismatch, RowLengthMismatch, SegmentKey};
-use scan_core::{NoSegments, SegmentedBy};
+use scan_core::{Columns, NoSegments, SegmentedBy, Shape, SummedArea};
 
 /// Segment head flags in device memory, borrowed: one byte per element
 /// (non-zero marks a head) or bits packed into `u32` words (element `i` is
@@ -297,22 +297,39 @@ impl OwnedDeviceHeadFlags {
     }
 }
 
-/// A spec's segments for a GPU scan ([`ScanSpec::segments`](scan_core::ScanSpec::segments)): none
-/// ([`NoSegments`]), or anything that converts into [`DeviceSegments`]
-/// (head flags, rows, checked offsets, keys).
+/// A spec's shape for a GPU scan: one sequence ([`NoSegments`]),
+/// segments ([`ScanSpec::segments`](scan_core::ScanSpec::segments) given
+/// anything that converts into [`DeviceSegments`]: head flags, rows,
+/// checked offsets, keys), or a matrix ([`Columns`], [`SummedArea`]).
 pub trait DeviceSegmentsSpec<'a> {
-    /// The segments, `None` for a scan of the whole input.
-    fn into_device_segments(self) -> Option<DeviceSegments<'a>>;
+    /// The shape, with the segments as [`DeviceSegments`].
+    fn into_device_shape(self) -> Shape<DeviceSegments<'a>>;
 }
 
 impl<'a> DeviceSegmentsSpec<'a> for NoSegments {
-    fn into_device_segments(self) -> Option<DeviceSegments<'a>> {
-        None
+    fn into_device_shape(self) -> Shape<DeviceSegments<'a>> {
+        Shape::Flat
     }
 }
 
 impl<'a, T: Into<DeviceSegments<'a>>> DeviceSegmentsSpec<'a> for SegmentedBy<T> {
-    fn into_device_segments(self) -> Option<DeviceSegments<'a>> {
-        Some(self.0.into())
+    fn into_device_shape(self) -> Shape<DeviceSegments<'a>> {
+        Shape::Segmented(self.0.into())
+    }
+}
+
+impl<'a> DeviceSegmentsSpec<'a> for Columns {
+    fn into_device_shape(self) -> Shape<DeviceSegments<'a>> {
+        Shape::Columns {
+            row_length: self.row_length,
+        }
+    }
+}
+
+impl<'a> DeviceSegmentsSpec<'a> for SummedArea {
+    fn into_device_shape(self) -> Shape<DeviceSegments<'a>> {
+        Shape::SummedArea {
+            row_length: self.row_length,
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! Two-dimensional scans on the GPU (summed-area tables):
-//! [`GpuScanner::scan_2d`]. A commutative operator's scans run in tiles
+//! Two-dimensional scans on the GPU (summed-area tables,
+//! [`ScanSpec::summed_area`]). A commutative operator's scans run in tiles
 //! (`summed_area.cuh`: two reads and one write of the matrix), inclusive
 //! ones anywhere and exclusive ones out of place; every other scan runs
 //! along the rows, then down the columns.
@@ -9,9 +9,7 @@ use crate::error::Result;
 use crate::gpu::GpuScanner;
 use crate::launch::{self, AreaArgs};
 use crate::segments::DeviceSegments;
-use cudarc::driver::{
-    CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
-};
+use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::{AreaStep, KernelAbi, ELEMENTWISE_BLOCK_THREADS};
 use kernels_gen::AreaTiles;
 use scan_core::segmented::RowLengthMismatch;
@@ -39,80 +37,9 @@ impl<Op: ScanOp> GpuScanner<Op>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
-    /// Scans a row-major matrix of rows of `row_length` elements in two
-    /// dimensions: going forward, an inclusive scan's `output[r][c]`
-    /// combines the rectangle of rows `0..=r` and columns `0..=c` (a
-    /// summed-area table, or integral image), an exclusive one's the
-    /// rectangle of rows `0..r` and columns `0..c`; in reverse the
-    /// rectangle runs to the last row and column. An initial value comes
-    /// first in scan order (in front of the rectangle going forward, after
-    /// it in reverse). The rectangle's elements are combined in
-    /// memory order, so any operator works; `scan_core::summed_area` is
-    /// the CPU oracle and states the definition.
-    ///
-    /// For an operator that says it is commutative
-    /// ([`ScanOp::COMMUTATIVE`]: every built-in one) a scan runs in tiles,
-    /// reading the matrix twice and writing it once, where the matrix has
-    /// at most 256 tiles of the block's threads across (65536 columns in
-    /// blocks of 256); an exclusive scan does so out of place only (it
-    /// writes each value one row down and one column right, into other
-    /// tiles). Every other scan runs along the rows and then down the
-    /// columns ([`GpuScanner::scan_columns`]), reading and writing it twice.
-    ///
-    /// A row length of 0 or one that does not divide the length is
-    /// [`ScanError::RowLength`](crate::ScanError::RowLength), an output of
-    /// another length
-    /// [`ScanError::LengthMismatch`](crate::ScanError::LengthMismatch); both
-    /// are checked before anything is enqueued.
-    ///
-    /// ```no_run
-    /// use gpu_scan::ops::Sum;
-    /// use gpu_scan::prelude::*;
-    /// use gpu_scan::scan_runtime::open_device;
-    ///
-    /// let ctx = open_device(0)?;
-    /// let stream = ctx.default_stream();
-    /// // A 3 × 3 matrix, row-major.
-    /// let x = stream.clone_htod(&[1u32, 2, 3, 4, 5, 6, 7, 8, 9])?;
-    /// let mut sat = stream.alloc_zeros::<u32>(9)?;
-    /// let mut scanner = GpuScanner::<Sum<u32>>::new(&ctx)?;
-    /// scanner.scan_2d(&stream, ScanKind::Inclusive, 3, &x, &mut sat)?;
-    /// assert_eq!(stream.clone_dtoh(&sat)?, [1, 3, 6, 5, 12, 21, 12, 27, 45]);
-    /// # Ok::<(), ScanError>(())
-    /// ```
-    pub fn scan_2d<I, O>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
-        row_length: usize,
-        input: &I,
-        output: &mut O,
-    ) -> Result<()>
-    where
-        I: DevicePtr<Op::Element>,
-        O: DevicePtrMut<Op::Element>,
-    {
-        self.scan_2d_of(
-            stream,
-            spec.into(),
-            row_length,
-            Operands::apart(input, output),
-        )
-    }
-
-    /// [`GpuScanner::scan_2d`] of `data` onto itself.
-    pub fn scan_2d_in_place<D: DevicePtrMut<Op::Element>>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: impl Into<ScanSpec<Op::Element>>,
-        row_length: usize,
-        data: &mut D,
-    ) -> Result<()> {
-        self.scan_2d_of(stream, spec.into(), row_length, Operands::in_place(data))
-    }
-
-    /// [`GpuScanner::scan_2d`] and [`GpuScanner::scan_2d_in_place`].
-    fn scan_2d_of(
+    /// [`GpuScanner::scan`] of a matrix in two dimensions
+    /// ([`ScanSpec::summed_area`]).
+    pub(crate) fn scan_2d_of(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element>,
@@ -131,19 +58,17 @@ where
         )
     }
 
-    /// Makes sure two-dimensional scans of up to `n` elements in rows of
-    /// `row_length` on `stream`, of any kind, allocate nothing (call it
-    /// before capturing them into a CUDA graph).
-    pub fn reserve_2d(
+    /// Reserves the scratch of two-dimensional scans `spec` of up to `n`
+    /// elements in rows of `row_length` on `stream`, in place or not.
+    pub(crate) fn reserve_2d(
         &mut self,
+        stream: &Arc<CudaStream>,
+        spec: &ScanSpec<Op::Element>,
         n: usize,
         row_length: usize,
-        stream: &Arc<CudaStream>,
     ) -> Result<()> {
-        for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
-            for in_place in [false, true] {
-                self.prepare_2d(stream, &ScanSpec::new(kind), n, row_length, in_place)?;
-            }
+        for in_place in [false, true] {
+            self.prepare_2d(stream, spec, n, row_length, in_place)?;
         }
         Ok(())
     }
