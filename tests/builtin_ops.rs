@@ -16,7 +16,8 @@
 
 mod common;
 use common::gpu::{open_gpu, poison};
-use common::nvrtc::{assemble, compile_program, tools_available};
+use common::ledger::{self, compile_and_assemble};
+use common::nvrtc::tools_available;
 use gpu_scan::kernels_gen::abi::KernelAbi;
 use gpu_scan::kernels_gen::{self, Arch, Kernel};
 use gpu_scan::ops::*;
@@ -233,9 +234,15 @@ fn builtin_operators_compile_for_sm_75_and_sm_90_without_spills() {
             let (mut reports, mut failures) = (Vec::new(), Vec::new());
             let label = format!("{name}:{}", arch.sm_name());
             let options = kernels_gen::nvrtc_options(arch);
-            if let Some(ptx) = compile_program(&label, source, options, symbols, &mut failures) {
-                assemble(&label, arch, &ptx, &mut reports, &mut failures);
-            }
+            compile_and_assemble(
+                &label,
+                source,
+                options,
+                symbols,
+                arch,
+                &mut reports,
+                &mut failures,
+            );
             (reports, failures)
         })
         .collect();
@@ -259,6 +266,7 @@ fn builtin_operators_compile_for_sm_75_and_sm_90_without_spills() {
         "builtin_ops: {entries} kernels of {} operators compiled for sm_75 and sm_90, no spills",
         programs.len()
     );
+    println!("builtin_ops: {}", ledger::summary());
 }
 
 /// GPU: inclusive and reverse exclusive-from-init scans at lengths around

@@ -16,7 +16,8 @@
 mod common;
 
 use common::gpu::{compare, open_gpu, poison, poisoned, random_input, Case};
-use common::nvrtc::{assemble, compile_program, tools_available, KernelReport};
+use common::ledger::{self, compile_and_assemble};
+use common::nvrtc::{compile_program, tools_available, KernelReport};
 use common::ops::{AffineU32, Latest, Mat2, Stats, SumU8};
 use gpu_scan::cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
 use gpu_scan::cudarc::nvrtc;
@@ -190,15 +191,15 @@ fn compile_for<Op: ScanOp>(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     let label = format!("device_api:{}:{}", Op::NAME, arch.sm_name());
     let symbols = symbols();
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
-    if let Some(ptx) = compile_program(
+    compile_and_assemble(
         &label,
         &program::<Op>(),
         DeviceApi::nvrtc_options(arch),
         &symbols,
+        arch,
+        &mut reports,
         &mut failures,
-    ) {
-        assemble(&label, arch, &ptx, &mut reports, &mut failures);
-    }
+    );
     (reports, failures)
 }
 
@@ -258,15 +259,15 @@ fn the_selective_scan_example_compiles_for_every_architecture_without_spills() {
         .map(|&arch| {
             let label = format!("device_api:selective_scan:{}", arch.sm_name());
             let (mut reports, mut failures) = (Vec::new(), Vec::new());
-            if let Some(ptx) = compile_program(
+            compile_and_assemble(
                 &label,
                 &source,
                 DeviceApi::nvrtc_options(arch),
                 &["selective_scan".to_string()],
+                arch,
+                &mut reports,
                 &mut failures,
-            ) {
-                assemble(&label, arch, &ptx, &mut reports, &mut failures);
-            }
+            );
             (reports, failures)
         })
         .collect();
@@ -284,6 +285,7 @@ fn the_selective_scan_example_compiles_for_every_architecture_without_spills() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!("device_api: {}", ledger::summary());
 }
 
 #[test]

@@ -19,9 +19,8 @@
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
-use common::nvrtc::{
-    assemble, compile_program, parse_ptxas, tools_available, Coverage, KernelReport,
-};
+use common::ledger::{self, compile_and_assemble};
+use common::nvrtc::{parse_ptxas, tools_available, Coverage, KernelReport};
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::{AreaStep, KernelAbi, TotalsStep, TOTALS_SOURCES};
 use gpu_scan::kernels_gen::segment_starts::{find_starts_symbol, HeadsIn, STORE_COUNT_SYMBOL};
@@ -50,9 +49,15 @@ fn compile<Op: ScanOp>(arch: Arch, segmented: bool) -> (Vec<KernelReport>, Vec<S
     let label = format!("{}:{variant}:{}", Op::NAME, arch.sm_name());
     let source = gpu_scan::scan_runtime::program_source::<Op>(&kernels);
     let symbols: Vec<String> = kernels.iter().map(|k| k.symbol(Op::NAME)).collect();
-    if let Some(ptx) = compile_program(&label, &source, options, &symbols, &mut failures) {
-        assemble(&label, arch, &ptx, &mut reports, &mut failures);
-    }
+    compile_and_assemble(
+        &label,
+        &source,
+        options,
+        &symbols,
+        arch,
+        &mut reports,
+        &mut failures,
+    );
     (reports, failures)
 }
 
@@ -76,15 +81,15 @@ fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     symbols.extend(HeadsIn::ALL.map(find_starts_symbol));
     symbols.push(STORE_COUNT_SYMBOL.to_string());
     let label = format!("segment_flags:{}", arch.sm_name());
-    if let Some(ptx) = compile_program(
+    compile_and_assemble(
         &label,
         kernels_gen::SEGMENT_FLAGS_SOURCE,
         kernels_gen::nvrtc_options(arch),
         &symbols,
+        arch,
+        &mut reports,
         &mut failures,
-    ) {
-        assemble(&label, arch, &ptx, &mut reports, &mut failures);
-    }
+    );
     (reports, failures)
 }
 
@@ -108,15 +113,15 @@ fn an_operator_from_a_declarative_macro_compiles() {
         .collect();
     let mut failures = Vec::new();
     let mut reports = Vec::new();
-    if let Some(ptx) = compile_program(
+    compile_and_assemble(
         "macro_lanes3",
         &source,
         kernels_gen::nvrtc_options(arch),
         &symbols,
+        arch,
+        &mut reports,
         &mut failures,
-    ) {
-        assemble("macro_lanes3", arch, &ptx, &mut reports, &mut failures);
-    }
+    );
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(reports.len(), 1);
 }
@@ -321,4 +326,5 @@ fn every_generated_kernel_compiles_without_spills() {
         OPERATORS.len(),
         coverage.describe(),
     );
+    println!("nvrtc_compile: {}", ledger::summary());
 }

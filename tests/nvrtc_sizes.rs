@@ -21,7 +21,8 @@
 //! them and sets `SCAN_REQUIRE_NVRTC=1`).
 
 mod common;
-use common::nvrtc::{assemble, compile_program, tools_available, Coverage, KernelReport};
+use common::ledger::{self, compile_and_assemble};
+use common::nvrtc::{tools_available, Coverage, KernelReport};
 use gpu_scan::kernels_gen::abi::{AreaStep, KernelAbi};
 use gpu_scan::kernels_gen::ir::{
     BinOp, Block, ElementType, Expr, FieldDesc, FieldType, Lit, OpDesc, Prim, StructDesc,
@@ -294,9 +295,15 @@ fn every_element_size_compiles_without_spills() {
             );
             let (source, symbols) = program(chunk);
             let options = kernels_gen::nvrtc_options(arch);
-            if let Some(ptx) = compile_program(&label, &source, options, &symbols, &mut failures) {
-                assemble(&label, arch, &ptx, &mut reports, &mut failures);
-            }
+            compile_and_assemble(
+                &label,
+                &source,
+                options,
+                &symbols,
+                arch,
+                &mut reports,
+                &mut failures,
+            );
             (reports, failures)
         })
         .collect();
@@ -330,4 +337,5 @@ fn every_element_size_compiles_without_spills() {
         sizes.len(),
         coverage.describe(),
     );
+    println!("nvrtc_sizes: {}", ledger::summary());
 }

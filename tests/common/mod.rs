@@ -3,6 +3,7 @@ pub mod gpu;
 pub mod host_cuda;
 pub mod ir_gen;
 pub mod ir_interp;
+pub mod ledger;
 pub mod nvrtc;
 pub mod ops;
 pub mod seed;

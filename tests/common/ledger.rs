@@ -1,0 +1,280 @@
+//! The kernel ledger (`tests/kernel-ledger.txt`): what NVRTC and ptxas
+//! reported for every program the compile tests build, keyed by a SHA-256
+//! of everything the result depends on (the source, the NVRTC options, the
+//! architecture, NVRTC's version and library, ptxas's version). Compiling
+//! a program is a pure function of that key, so a program whose key is in
+//! the ledger need not be compiled again to know that it compiles, which
+//! kernels it has and what each takes (registers, spills, stack, shared
+//! memory): the tests read the result from the ledger.
+//!
+//! The ledger stays honest three ways. A program whose key is missing (its
+//! source, options or tools changed) is compiled, as before the ledger. A
+//! share of the programs found in it ([`SAMPLE_ONE_IN`], chosen anew by
+//! each commit) is compiled anyway and must agree with its entry exactly,
+//! so over a few commits every entry is checked again. And
+//! `SCAN_LEDGER=off` ignores it, compiling everything.
+//!
+//! Programs compiled here with no failure are appended to the ledger in
+//! the working tree (commit it with the change that made them);
+//! `scripts/kernel-ledger` writes it afresh for today's sources.
+
+#![allow(dead_code)]
+
+use super::nvrtc::{assemble, compile_program, KernelReport};
+use gpu_scan::kernels_gen::Arch;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+/// One in this many programs found in the ledger is compiled anyway and
+/// checked against its entry.
+pub const SAMPLE_ONE_IN: u8 = 8;
+
+/// A program's entry: its label and its kernels' `[registers, spill
+/// bytes, stack bytes, shared memory bytes]` in ptxas's order.
+type Entry = (String, Vec<[u32; 4]>);
+
+/// What the ledger knows, per key.
+struct Ledger {
+    entries: HashMap<String, Entry>,
+    /// The salt that picks the sampled programs.
+    salt: String,
+    mode: Mode,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Read the ledger, compile what it lacks and a sample, append.
+    Use,
+    /// Compile everything; leave the ledger alone (`SCAN_LEDGER=off`).
+    Off,
+}
+
+fn path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernel-ledger.txt")
+}
+
+fn ledger() -> &'static Mutex<Ledger> {
+    static LEDGER: OnceLock<Mutex<Ledger>> = OnceLock::new();
+    LEDGER.get_or_init(|| {
+        let mode = match std::env::var("SCAN_LEDGER").as_deref() {
+            Ok("off") => Mode::Off,
+            _ => Mode::Use,
+        };
+        let mut entries = HashMap::new();
+        if mode == Mode::Use {
+            for line in std::fs::read_to_string(path()).unwrap_or_default().lines() {
+                if let Some((key, entry)) = parse(line) {
+                    entries.insert(key, entry);
+                }
+            }
+        }
+        // Each commit samples other programs (SCAN_LEDGER_SALT overrides).
+        let salt = std::env::var("SCAN_LEDGER_SALT").unwrap_or_else(|_| {
+            std::process::Command::new("git")
+                .args(["rev-parse", "HEAD"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default()
+        });
+        Mutex::new(Ledger {
+            entries,
+            salt,
+            mode,
+        })
+    })
+}
+
+/// `KEY LABEL R/S/T/M R/S/T/M …`.
+fn parse(line: &str) -> Option<(String, Entry)> {
+    if line.starts_with('#') {
+        return None;
+    }
+    let mut words = line.split_whitespace();
+    let key = words.next()?.to_string();
+    let label = words.next()?.to_string();
+    let kernels = words
+        .map(|w| {
+            let mut n = w.split('/').map(|x| x.parse::<u32>());
+            let mut next = || n.next().and_then(Result::ok);
+            Some([next()?, next()?, next()?, next()?])
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((key, (label, kernels)))
+}
+
+/// The versions of the tools, as part of every key: ptxas's, NVRTC's and
+/// the size of the NVRTC library this process loaded.
+fn tools() -> &'static str {
+    static TOOLS: OnceLock<String> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let ptxas = std::process::Command::new(super::nvrtc::ptxas())
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: two out-parameters; NVRTC is loaded (the caller checked).
+        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        let library = std::fs::read_to_string("/proc/self/maps")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| {
+                l.split_whitespace()
+                    .nth(5)
+                    .filter(|p| p.contains("libnvrtc.so"))
+            })
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        format!("{ptxas}\nnvrtc {major}.{minor} {library}")
+    })
+}
+
+fn key(source: &str, options: &[String], arch: Arch) -> String {
+    let mut h = Sha256::new();
+    h.update(b"gpu-scan kernel ledger 1\n");
+    h.update(tools().as_bytes());
+    h.update(format!("\n{}\n", arch.sm_name()).as_bytes());
+    for option in options {
+        h.update(option.as_bytes());
+        h.update(b"\n");
+    }
+    h.update(source.as_bytes());
+    h.finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether the program of `key` is compiled although the ledger has it.
+fn sampled(key: &str, salt: &str) -> bool {
+    let digest = Sha256::digest(format!("{salt}{key}").as_bytes());
+    digest[0] < u8::MAX / SAMPLE_ONE_IN + 1
+}
+
+/// How a program's result was obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Compiled: not in the ledger (now appended to it).
+    Compiled,
+    /// Compiled although in the ledger (the sample), and agreeing with it.
+    Checked,
+    /// Read from the ledger.
+    Ledger,
+}
+
+/// Compiles `source` (program `label`, exporting `symbols`) with NVRTC and
+/// assembles it for `arch` with `ptxas -v`, or reads the result from the
+/// ledger: either way `reports` gets one row per kernel (a ledger row's
+/// kernel is its position, `#3`), `failures` every failure.
+pub fn compile_and_assemble(
+    label: &str,
+    source: &str,
+    options: Vec<String>,
+    symbols: &[String],
+    arch: Arch,
+    reports: &mut Vec<KernelReport>,
+    failures: &mut Vec<String>,
+) -> Source {
+    let key = key(source, &options, arch);
+    let (known, salt, mode) = {
+        let ledger = ledger().lock().unwrap();
+        (
+            ledger.entries.get(&key).cloned(),
+            ledger.salt.clone(),
+            ledger.mode,
+        )
+    };
+    if let Some((_, kernels)) = &known {
+        if !sampled(&key, &salt) {
+            reports.extend(kernels.iter().enumerate().map(|(i, k)| KernelReport {
+                program: label.to_string(),
+                kernel: format!("#{i} (ledger)"),
+                registers: k[0],
+                spill_bytes: k[1],
+                stack_bytes: k[2],
+                smem_bytes: k[3],
+            }));
+            sources().lock().unwrap().push(Source::Ledger);
+            return Source::Ledger;
+        }
+    }
+    let (mut mine, mut failed) = (Vec::new(), Vec::new());
+    if let Some(ptx) = compile_program(label, source, options, symbols, &mut failed) {
+        assemble(label, arch, &ptx, &mut mine, &mut failed);
+    }
+    let kernels: Vec<[u32; 4]> = mine
+        .iter()
+        .map(|r| [r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes])
+        .collect();
+    let clean = failed.is_empty() && mine.iter().all(|r| r.spill_bytes == 0);
+    let source = match known {
+        Some((_, recorded)) => {
+            if recorded != kernels {
+                failed.push(format!(
+                    "{label}: the kernel ledger's entry {key} disagrees with this compile \
+                     ({} kernels recorded, {} now, or another register/spill/stack/shared count): \
+                     the tools are not what the key says, or the entry is wrong \
+                     (scripts/kernel-ledger writes it afresh)",
+                    recorded.len(),
+                    kernels.len()
+                ));
+            }
+            Source::Checked
+        }
+        None => {
+            if clean && mode == Mode::Use {
+                append(&key, label, &kernels);
+            }
+            Source::Compiled
+        }
+    };
+    reports.extend(mine);
+    failures.extend(failed);
+    sources().lock().unwrap().push(source);
+    source
+}
+
+/// Appends a compiled program's entry to the ledger.
+fn append(key: &str, label: &str, kernels: &[[u32; 4]]) {
+    let mut ledger = ledger().lock().unwrap();
+    let mut line = format!("{key} {label}");
+    for k in kernels {
+        line.push_str(&format!(" {}/{}/{}/{}", k[0], k[1], k[2], k[3]));
+    }
+    line.push('\n');
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path())
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if written.is_ok() {
+        ledger
+            .entries
+            .insert(key.to_string(), (label.to_string(), kernels.to_vec()));
+    }
+}
+
+/// How this process's programs were obtained, in order.
+fn sources() -> &'static Mutex<Vec<Source>> {
+    static SOURCES: Mutex<Vec<Source>> = Mutex::new(Vec::new());
+    &SOURCES
+}
+
+/// A line for a test's summary: how many of this process's programs were
+/// compiled, read from the ledger, and compiled again to check it.
+pub fn summary() -> String {
+    let sources = sources().lock().unwrap();
+    let count = |s: Source| sources.iter().filter(|&&x| x == s).count();
+    format!(
+        "{} programs compiled, {} read from the kernel ledger, {} compiled again and checked against it (one in {SAMPLE_ONE_IN})",
+        count(Source::Compiled),
+        count(Source::Ledger),
+        count(Source::Checked),
+    )
+}
