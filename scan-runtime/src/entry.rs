@@ -52,8 +52,8 @@ impl<'b, E> Operands<'b, E> {
     }
 }
 
-/// The device addresses a launch takes.
-#[derive(Clone, Copy, Debug)]
+/// The device addresses a launch takes, and the stream they were taken on.
+#[derive(Clone, Debug)]
 pub(crate) struct Bound {
     /// Where the input lies.
     pub(crate) src: u64,
@@ -65,6 +65,20 @@ pub(crate) struct Bound {
     pub(crate) carry: u64,
     /// The segment count's slot (0: none).
     pub(crate) count: u64,
+    /// Where the scan takes the addresses of the other buffers it is given
+    /// ([`GpuScanner::address_stream`], asked once per scan).
+    pub(crate) at: Arc<CudaStream>,
+}
+
+impl Bound {
+    /// The same buffers, without the carry-out's slots.
+    pub(crate) fn without_carry(&self) -> Bound {
+        Bound {
+            carry: 0,
+            count: 0,
+            ..self.clone()
+        }
+    }
 }
 
 impl<Op: ScanOp> GpuScanner<Op>
@@ -105,6 +119,7 @@ where
             n,
             carry: slots.carry,
             count: slots.count,
+            at: at.clone(),
         };
         let launched = launch(self, prepared, bound);
         self.then_start_background_compiles(launched)

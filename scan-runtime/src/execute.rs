@@ -87,14 +87,13 @@ where
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element>,
         segments: Option<&DeviceSegments<'_>>,
-        b: Bound,
+        b: &Bound,
     ) -> Result<()> {
         // The guards order the flags', offsets' or keys' use after their
         // writes.
-        let at = self.address_stream(stream)?;
         let (heads, _guards) = match segments {
             Some(segments) => {
-                let (heads, guards) = segments.heads_arg(&at);
+                let (heads, guards) = segments.heads_arg(&b.at);
                 let planned = match segments {
                     DeviceSegments::Keys(_) => plan::Segments::Keys,
                     DeviceSegments::Rows { row_length } => plan::Segments::Rows(*row_length),

@@ -673,7 +673,7 @@ where
             &mut carry_out,
             |s| s.prepare(n, stream),
             |s, (), b| {
-                s.launch_tiles(stream, spec, None, b)?;
+                s.launch_tiles(stream, spec, None, &b)?;
                 s.store_unsegmented_count(stream, b.count)
             },
         )

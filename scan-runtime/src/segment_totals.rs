@@ -91,20 +91,17 @@ where
         stream: &Arc<CudaStream>,
         spec: ScanSpec<Op::Element>,
         segments: &DeviceSegments<'_>,
-        src: u64,
-        dst: u64,
-        n: usize,
-        (totals, count): (u64, u64),
+        b: &Bound,
         plan: TotalsPlan,
     ) -> Result<()> {
+        let (src, dst, n, totals, count) = (b.src, b.dst, b.n, b.carry, b.count);
         let (inclusive, seed, seeded) = kind_parts::<Op>(spec.kind);
         let reverse = spec.direction == Direction::Reverse;
         // The segments the totals kernels read (rows, offsets, or the starts
         // found on the device), how many they may write, and the device's
         // count bounding them (0: none). The guards order the segments' use
         // after their writes.
-        let at = self.address_stream(stream)?;
-        let (heads, _guards) = segments.heads_arg(&at);
+        let (heads, _guards) = segments.heads_arg(&b.at);
         let (ranges, source, written, device_count) = match plan {
             TotalsPlan::None => unreachable!("a plan with totals"),
             TotalsPlan::Host {
@@ -192,14 +189,7 @@ where
             // fewer segments.
             unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }?;
         }
-        let bound = Bound {
-            src,
-            dst,
-            n,
-            carry: 0,
-            count: 0,
-        };
-        self.launch_tiles(stream, spec, Some(segments), bound)?;
+        self.launch_tiles(stream, spec, Some(segments), &b.without_carry())?;
         if written == 0 {
             return Ok(());
         }

@@ -177,17 +177,8 @@ where
         plan: TotalsPlan,
     ) -> Result<()> {
         match plan {
-            TotalsPlan::None => self.launch_tiles(stream, spec, Some(segments), b),
-            plan => self.launch_segmented_with_totals(
-                stream,
-                spec,
-                segments,
-                b.src,
-                b.dst,
-                b.n,
-                (b.carry, b.count),
-                plan,
-            ),
+            TotalsPlan::None => self.launch_tiles(stream, spec, Some(segments), &b),
+            plan => self.launch_segmented_with_totals(stream, spec, segments, &b, plan),
         }
     }
 }

@@ -54,7 +54,7 @@ where
             n,
             &mut NoCarryOut,
             |s| s.prepare_2d(stream, &spec, n, row_length, in_place),
-            |s, plan, b| s.launch_2d(stream, spec, plan, row_length, b.src, b.dst, n),
+            |s, plan, b| s.launch_2d(stream, spec, plan, row_length, &b),
         )
     }
 
@@ -137,22 +137,14 @@ where
         spec: ScanSpec<Op::Element>,
         plan: Plan,
         row_length: usize,
-        src: u64,
-        dst: u64,
-        n: usize,
+        b: &Bound,
     ) -> Result<()> {
+        let (src, dst, n) = (b.src, b.dst, b.n);
         match plan {
             Plan::Empty => Ok(()),
             Plan::RowsThenColumns { column_tiles } => {
                 let rows = DeviceSegments::rows(row_length);
-                let bound = Bound {
-                    src,
-                    dst,
-                    n,
-                    carry: 0,
-                    count: 0,
-                };
-                self.launch_tiles(stream, row_spec(&spec), Some(&rows), bound)?;
+                self.launch_tiles(stream, row_spec(&spec), Some(&rows), &b.without_carry())?;
                 self.launch_columns(stream, spec, row_length, column_tiles, dst, dst, n)
             }
             Plan::Tiled(tiles) => {
