@@ -19,7 +19,8 @@
 //! ```
 
 use crate::kernel_kinds::{
-    Direction, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
+    Direction, FlagFormat, FlagFormatNames, Kernel, SegmentSource, SegmentedKernel,
+    SegmentedStrategy,
 };
 use crate::{POLICY_NAMESPACE, SYMBOL_PREFIX};
 

@@ -2,21 +2,7 @@
 //! segmented ones ([`SegmentedKernel`]) of each strategy and segment
 //! source, the direction of a scan, and their exported names.
 
-/// Which end of the sequence a scan starts from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Direction {
-    /// Prefix scans: `out[i]` combines `in[0] … in[i]`.
-    #[default]
-    Forward,
-    /// Suffix scans: `out[i]` combines `in[i] … in[n-1]`, still in sequence
-    /// order (`in[i] ∘ in[i+1] ∘ …`), so non-commutative operators keep
-    /// their meaning. An exclusive reverse scan leaves out `in[i]`; its
-    /// initial value goes at the right end: `out[i] = in[i+1] ∘ … ∘ in[n-1]
-    /// ∘ init` and `out[n-1] = init`. Segmented, every segment is scanned
-    /// from its last element.
-    Reverse,
-}
+pub use scan_types::{Direction, FlagFormat};
 
 /// The kernels (`extern "C" __global__` entry points) of one operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -124,37 +110,23 @@ pub const SYMBOL_PREFIX: &str = "gpu_scan_";
 /// kernel, so programs of plain scans do not parse those templates.
 pub const SEGMENTED_DEFINE: &str = "GPU_SCAN_SEGMENTED";
 
-/// How segment head flags are stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FlagFormat {
-    /// One byte per element; non-zero marks a head.
-    Bytes,
-    /// One bit per element, packed into `u32` words, least significant bit
-    /// first: element `i` is bit `i % 32` of word `i / 32`.
-    Bits,
+/// The names the generated CUDA gives a [`FlagFormat`].
+pub(crate) trait FlagFormatNames {
+    /// The CUDA template argument selecting this format.
+    fn cuda_name(self) -> &'static str;
+    /// The suffix of the symbols of kernels that read this format.
+    fn suffix(self) -> &'static str;
 }
 
-impl FlagFormat {
-    /// Both formats.
-    pub const ALL: [FlagFormat; 2] = [FlagFormat::Bytes, FlagFormat::Bits];
-
-    /// Storage units (bytes or `u32` words) that `n` elements need.
-    pub const fn units(self, n: usize) -> usize {
-        match self {
-            FlagFormat::Bytes => n,
-            FlagFormat::Bits => n.div_ceil(32),
-        }
-    }
-
-    /// The CUDA template argument selecting this format.
-    pub fn cuda_name(self) -> &'static str {
+impl FlagFormatNames for FlagFormat {
+    fn cuda_name(self) -> &'static str {
         match self {
             FlagFormat::Bytes => "scan_flags_bytes",
             FlagFormat::Bits => "scan_flags_bits",
         }
     }
 
-    pub(crate) fn suffix(self) -> &'static str {
+    fn suffix(self) -> &'static str {
         match self {
             FlagFormat::Bytes => "bytes",
             FlagFormat::Bits => "bits",

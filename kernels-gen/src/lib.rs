@@ -93,6 +93,7 @@ pub use single_pass_sizes::{status_capacity, status_chunk_offset};
 
 use expr::{ExprPrinter, Hint};
 use ir::{ElementType, Expr, FieldType, OpDesc, StructDesc};
+use kernel_kinds::FlagFormatNames;
 use std::fmt::Write;
 
 /// Helpers every program starts with: Rust's integer and float semantics,

@@ -18,6 +18,7 @@
 //! assert_eq!(starts_chunks(4097), 2);
 //! ```
 
+use crate::kernel_kinds::FlagFormatNames;
 use crate::FlagFormat;
 
 /// Elements per chunk of [`find_starts_symbol`] (`SCAN_STARTS_CHUNK`).

@@ -23,59 +23,8 @@ use crate::spec::{HostCarryOut, IntoScanSpec, NoSegments, ScanSpec};
 use crate::ScanOp;
 use rayon::prelude::*;
 
-/// Which scan to compute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ScanKind<E> {
-    /// `out[i] = in[0] ∘ … ∘ in[i]`
-    Inclusive,
-    /// `out[i] = in[0] ∘ … ∘ in[i-1]`, `out[0] = identity`
-    Exclusive,
-    /// `out[i] = init ∘ in[0] ∘ … ∘ in[i-1]`, `out[0] = init`
-    ExclusiveWithInit(E),
-    /// `out[i] = init ∘ in[0] ∘ … ∘ in[i]`: the inclusive scan behind
-    /// `init`, as the next chunk of a sequence scanned in chunks takes the
-    /// previous chunk's carry-out (CUB's `InclusiveScanInit`)
-    InclusiveWithInit(E),
-}
-
-impl<E: Copy> ScanKind<E> {
-    /// Whether each output includes its own input.
-    ///
-    /// ```
-    /// use gpu_scan::ScanKind;
-    /// assert!(ScanKind::InclusiveWithInit(5u32).is_inclusive());
-    /// assert!(!ScanKind::<u32>::Exclusive.is_inclusive());
-    /// ```
-    pub fn is_inclusive(&self) -> bool {
-        matches!(self, ScanKind::Inclusive | ScanKind::InclusiveWithInit(_))
-    }
-
-    /// The initial value the scan starts from, if it has one (else the
-    /// operator's identity).
-    ///
-    /// ```
-    /// use gpu_scan::ScanKind;
-    /// assert_eq!(ScanKind::ExclusiveWithInit(7u32).init(), Some(7));
-    /// assert_eq!(ScanKind::<u32>::Inclusive.init(), None);
-    /// ```
-    pub fn init(&self) -> Option<E> {
-        match *self {
-            ScanKind::ExclusiveWithInit(init) | ScanKind::InclusiveWithInit(init) => Some(init),
-            ScanKind::Inclusive | ScanKind::Exclusive => None,
-        }
-    }
-}
-
-/// The output slice's length differs from the input's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("output has {output} elements but the input has {input}: scans write one output element per input element")]
-pub struct LengthMismatch {
-    /// Input length.
-    pub input: usize,
-    /// Output length.
-    pub output: usize,
-}
+pub use crate::lengths::LengthMismatch;
+pub use crate::spec::ScanKind;
 
 /// `x` joined to the running partial in scan order: `running ∘ x` going
 /// forward, `x ∘ running` in reverse (`None`: nothing yet).

@@ -11,15 +11,18 @@ pub mod columns;
 pub mod const_str;
 pub mod cpu;
 pub mod laws;
+mod lengths;
 pub mod segment_totals;
 pub mod segmented;
+mod segments;
 pub mod semantics;
 pub mod spec;
 pub mod summed_area;
 
 pub use associativity::{check_associativity, Counterexample};
-pub use cpu::{LengthMismatch, ScanKind};
 pub use laws::check_laws;
+pub use lengths::LengthMismatch;
+pub use spec::ScanKind;
 pub use spec::{
     Columns, CountedSegmentTotals, Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments,
     IntoScanSpec, NoCarryOut, NoSegments, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea,

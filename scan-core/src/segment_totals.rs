@@ -1,38 +1,13 @@
 //! Per-segment totals on the CPU ([`ScanSpec::segment_totals`](crate::ScanSpec::segment_totals)):
-//! which elements each segment holds ([`segment_ranges`]), the check of a
-//! totals slot's length ([`SegmentTotalsLength`]), and every segment's
+//! which elements each segment holds ([`segment_ranges`]) and every segment's
 //! carry-out, folded from the input in scan order (the oracle of the
 //! GPU's totals).
 
 use crate::cpu::{carry_of, nth_index, step};
-use crate::segmented::{SegmentOffset, SegmentOffsets, Segments};
+use crate::segments::{SegmentOffset, SegmentOffsets, Segments};
 use crate::ScanOp;
 use rayon::prelude::*;
 use std::ops::Range;
-
-/// A per-segment totals slot ([`SegmentTotals`](crate::SegmentTotals))
-/// whose length is not the number of segments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the segment totals slot has {slot} elements for {segments} segments: it takes one per segment"
-)]
-pub struct SegmentTotalsLength {
-    /// Elements in the slot.
-    pub slot: usize,
-    /// Segments of the scan.
-    pub segments: usize,
-}
-
-impl SegmentTotalsLength {
-    /// `Ok` when a slot of `slot` elements takes the totals of `segments`.
-    pub fn check(slot: usize, segments: usize) -> Result<(), Self> {
-        if slot == segments {
-            Ok(())
-        } else {
-            Err(SegmentTotalsLength { slot, segments })
-        }
-    }
-}
 
 /// The elements of each segment of a checked sequence of `n`, in memory
 /// order: the runs that start at each head for flags, rows and keys (none

@@ -52,10 +52,52 @@
 //! assert_eq!((first, second), ([1, 3, 6], [10, 15, 21]));
 //! ```
 
-use crate::cpu::ScanKind;
-use crate::segment_totals::SegmentTotalsLength;
-use crate::segmented::Segments;
-pub use kernels_gen::Direction;
+use crate::segments::{SegmentTotalsLength, Segments};
+pub use scan_types::Direction;
+
+/// Which scan to compute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScanKind<E> {
+    /// `out[i] = in[0] ∘ … ∘ in[i]`
+    Inclusive,
+    /// `out[i] = in[0] ∘ … ∘ in[i-1]`, `out[0] = identity`
+    Exclusive,
+    /// `out[i] = init ∘ in[0] ∘ … ∘ in[i-1]`, `out[0] = init`
+    ExclusiveWithInit(E),
+    /// `out[i] = init ∘ in[0] ∘ … ∘ in[i]`: the inclusive scan behind
+    /// `init`, as the next chunk of a sequence scanned in chunks takes the
+    /// previous chunk's carry-out (CUB's `InclusiveScanInit`)
+    InclusiveWithInit(E),
+}
+
+impl<E: Copy> ScanKind<E> {
+    /// Whether each output includes its own input.
+    ///
+    /// ```
+    /// use gpu_scan::ScanKind;
+    /// assert!(ScanKind::InclusiveWithInit(5u32).is_inclusive());
+    /// assert!(!ScanKind::<u32>::Exclusive.is_inclusive());
+    /// ```
+    pub fn is_inclusive(&self) -> bool {
+        matches!(self, ScanKind::Inclusive | ScanKind::InclusiveWithInit(_))
+    }
+
+    /// The initial value the scan starts from, if it has one (else the
+    /// operator's identity).
+    ///
+    /// ```
+    /// use gpu_scan::ScanKind;
+    /// assert_eq!(ScanKind::ExclusiveWithInit(7u32).init(), Some(7));
+    /// assert_eq!(ScanKind::<u32>::Inclusive.init(), None);
+    /// ```
+    pub fn init(&self) -> Option<E> {
+        match *self {
+            ScanKind::ExclusiveWithInit(init) | ScanKind::InclusiveWithInit(init) => Some(init),
+            ScanKind::Inclusive | ScanKind::Exclusive => None,
+        }
+    }
+}
 
 /// A scan's kind, direction, carry-out slot (`C`: [`NoCarryOut`], or where
 /// the backend writes the carry-out, see the [module docs](self)) and
