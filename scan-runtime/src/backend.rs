@@ -2,8 +2,8 @@
 
 use crate::device::open_device;
 use crate::error::{Result, ScanError};
-use crate::gpu::GpuScanner;
-use crate::laws::{self, LawCheck};
+use crate::gpu::{GpuScanner, LawCheck};
+use crate::laws;
 use cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use scan_core::segmented;
 use scan_core::{

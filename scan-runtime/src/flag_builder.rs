@@ -4,8 +4,8 @@
 use crate::cache::DiskCache;
 use crate::capture::AddressStream;
 use crate::error::Result;
+use crate::head_flags::OwnedDeviceHeadFlags;
 use crate::kernels::{build_module, compile_target};
-use crate::segments::OwnedDeviceHeadFlags;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
     DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,

@@ -3,7 +3,7 @@
 //! [`scan_core::laws::check_laws`]).
 
 use crate::error::{Result, ScanError};
-use crate::gpu::GpuScanner;
+use crate::gpu::{GpuScanner, LawCheck};
 use cudarc::driver::sys::CUstreamCaptureStatus;
 use cudarc::driver::{CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
 use scan_core::laws::{check_laws, sample_ranges};
@@ -13,31 +13,6 @@ use std::sync::Arc;
 /// Elements sampled from an input for the check: six runs of 16, about
 /// 300 calls of `combine`.
 pub(crate) const LAW_SAMPLE: usize = 96;
-
-/// Whether a scanner still checks the laws on its next scan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LawCheck {
-    /// Check on the next scan that has data and is not being captured.
-    Pending,
-    /// Checked once, or turned off.
-    Done,
-}
-
-impl LawCheck {
-    /// What a new scanner does: check its first call in debug builds.
-    pub(crate) fn initial() -> Self {
-        Self::requested(cfg!(debug_assertions))
-    }
-
-    /// Check the next scan when `on`, never otherwise (`set_law_checks`).
-    pub(crate) fn requested(on: bool) -> Self {
-        if on {
-            LawCheck::Pending
-        } else {
-            LawCheck::Done
-        }
-    }
-}
 
 /// [`check_laws`] on a sample of `data`, as a [`ScanError`].
 pub(crate) fn check_host<Op: ScanOp>(data: &[Op::Element]) -> Result<()> {

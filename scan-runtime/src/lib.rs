@@ -30,6 +30,7 @@ mod error;
 mod execute;
 mod flag_builder;
 mod gpu;
+mod head_flags;
 mod image_check;
 /// NVRTC compilation and its caches, for the test suites and tools: not
 /// part of the API.
@@ -47,6 +48,7 @@ mod segmented;
 mod segments;
 mod summed_area;
 mod tuning;
+mod verbs;
 mod workspace;
 
 pub use backend::{BackendKind, Scanner};
@@ -58,6 +60,7 @@ pub use device_api::DeviceApi;
 pub use error::{Result, ScanError};
 pub use flag_builder::{FlagWord, HeadFlagBuilder};
 pub use gpu::GpuScanner;
+pub use head_flags::{DeviceHeadFlags, OwnedDeviceHeadFlags};
 #[doc(hidden)]
 pub use kernels::{layout, program_source};
 pub use kernels::{ProgramOrigin, ProgramStats};
@@ -65,5 +68,5 @@ pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
 pub use keys::{DeviceKeys, KeyView};
 pub use offsets::{DeviceOffset, DeviceOffsets};
 pub use path::ScanPath;
-pub use segments::{DeviceHeadFlags, DeviceSegments, DeviceSegmentsSpec, OwnedDeviceHeadFlags};
+pub use segments::{DeviceSegments, DeviceSegmentsSpec};
 pub use tuning::Tuning;

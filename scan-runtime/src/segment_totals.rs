@@ -12,7 +12,6 @@ use crate::error::Result;
 use crate::flag_builder::{HeadFlagBuilder, StartsScratch};
 use crate::gpu::GpuScanner;
 use crate::launch::{self, Heads, OffsetsArg};
-use crate::segmented::kind_parts;
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::{KernelAbi, TotalsStep, ELEMENTWISE_BLOCK_THREADS};
@@ -95,7 +94,12 @@ where
         plan: TotalsPlan,
     ) -> Result<()> {
         let (src, dst, n, totals, count) = (b.src, b.dst, b.n, b.carry, b.count);
-        let (inclusive, seed, seeded) = kind_parts::<Op>(spec.kind);
+        let init = spec.kind.init();
+        let (inclusive, seed, seeded) = (
+            spec.kind.is_inclusive(),
+            init.unwrap_or(Op::IDENTITY),
+            init.is_some(),
+        );
         let reverse = spec.direction == Direction::Reverse;
         // The segments the totals kernels read (rows, offsets, or the starts
         // found on the device), how many they may write, and the device's

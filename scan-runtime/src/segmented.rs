@@ -6,18 +6,20 @@
 use crate::carry::DeviceCarryOut;
 use crate::entry::{Bound, Operands};
 use crate::error::Result;
-use crate::gpu::{put_carry, GpuScanner};
+use crate::gpu::GpuScanner;
 use crate::kernels::ProgramStats;
 use crate::keys::DeviceKeys;
 use crate::offsets::DeviceOffsets;
+use crate::verbs::put_carry;
 
+use crate::head_flags::DeviceHeadFlags;
 use crate::segment_totals::TotalsPlan;
-use crate::segments::{DeviceHeadFlags, DeviceSegments};
+use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::SegmentedKernel;
 use scan_core::segmented::{segment_ranges, HeadFlags, SegmentOffsets, Segments};
-use scan_core::{HostSegmentedCarryOut, ScanKind, ScanOp, ScanSpec};
+use scan_core::{HostSegmentedCarryOut, ScanOp, ScanSpec};
 use std::sync::Arc;
 
 impl<Op: ScanOp> GpuScanner<Op>
@@ -181,15 +183,4 @@ where
             plan => self.launch_segmented_with_totals(stream, spec, segments, &b, plan),
         }
     }
-}
-
-/// A kind's parts as the segmented kernels take them: inclusive or not,
-/// the seed, and whether it goes in front of every segment.
-pub(crate) fn kind_parts<Op: ScanOp>(kind: ScanKind<Op::Element>) -> (bool, Op::Element, bool) {
-    let init = kind.init();
-    (
-        kind.is_inclusive(),
-        init.unwrap_or(Op::IDENTITY),
-        init.is_some(),
-    )
 }
