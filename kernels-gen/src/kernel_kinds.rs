@@ -5,6 +5,10 @@
 pub use scan_types::{Direction, FlagFormat};
 
 /// The kernels (`extern "C" __global__` entry points) of one operator.
+/// Their parameters are written once, in the ABI table
+/// ([`KernelAbi::params`](crate::abi::KernelAbi::params)), which prints the
+/// wrappers and checks every launch; the docs here say what each kernel
+/// does with them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
     /// Global pass 1: each block reduces its tile to one tile total.
@@ -15,9 +19,7 @@ pub enum Kernel {
     ScanTilesInclusive,
     /// Global pass 3 (or the whole scan when it fits one tile): exclusive.
     ScanTilesExclusive,
-    /// Single pass with decoupled look-back, inclusive: `(const T* input,
-    /// T* output, void* status, T* aggregates, T* prefixes,
-    /// scan_launch_state* launch, T seed, u64 n)`, one block per tile
+    /// Single pass with decoupled look-back, inclusive, one block per tile
     /// (`launch`: a [`crate::launch_state::LaunchState`]). `status` holds
     /// [`TILE_STATUS_STRIDE`](crate::TILE_STATUS_STRIDE) bytes per tile (an entry of
     /// [`tile_status_bytes`](crate::tile_status_bytes) bytes at the start of each); `aggregates` and `prefixes` one
@@ -30,9 +32,8 @@ pub enum Kernel {
     SinglePassSmallInclusive,
     /// [`Kernel::SinglePassExclusive`] over small tiles.
     SinglePassSmallExclusive,
-    /// The pipelined single pass (sm_90 and newer), inclusive: `(const T*
-    /// input, T* output, void* status, T* aggregates, T* prefixes,
-    /// scan_launch_state* launch, T seed, u64 n, u64 tiles)`,
+    /// The pipelined single pass (sm_90 and newer), inclusive, with `tiles`
+    /// after the single pass's parameters:
     /// [`pipelined_block_threads`](crate::pipelined_block_threads) threads and [`pipelined_shared_bytes`](crate::pipelined_shared_bytes)
     /// of dynamic shared memory per block, a persistent grid (each block
     /// takes one counter value past the last tile), tiles of
@@ -42,10 +43,8 @@ pub enum Kernel {
     PipelinedInclusive,
     /// The pipelined single pass, exclusive (same parameters).
     PipelinedExclusive,
-    /// A row-major matrix scanned down its columns, inclusive: `(const T*
-    /// input, T* output, void* status, T* aggregates, T* prefixes,
-    /// scan_launch_state* launch, T seed, u64 rows, u64 cols, int walk)`,
-    /// the single pass with decoupled look-back over tiles of 32 columns ×
+    /// A row-major matrix scanned down its columns, inclusive: the single
+    /// pass with decoupled look-back over tiles of 32 columns ×
     /// [`crate::layout::Layout::column_tile_rows`] rows (`columns.cuh`), one block per tile:
     /// [`columns_tiles`](crate::columns_tiles) of them; with `walk` one block per strip of 32
     /// columns instead, walking down the whole strip
@@ -224,41 +223,33 @@ impl SegmentedStrategy {
 /// The kernels of a program's segmented part: reduce-then-scan with a head
 /// flag per tile, and the single pass. Each exists once per
 /// [`SegmentedStrategy`], and once per [`SegmentSource`] where it reads
-/// heads: the `const void* flags` parameter below is `u64 row_length` for
-/// [`SegmentSource::Rows`].
+/// heads (`flags`, `row_length`, `offsets` or `keys` in the parameters of
+/// the ABI table, [`KernelAbi::params`](crate::abi::KernelAbi::params)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SegmentedKernel {
-    /// `(const T* input, const void* flags, T* tile_totals, u8* tile_flags,
-    /// T seed, int seeded, u64 n)`: per tile, whether it holds a head and
-    /// the (seeded) partial of its last segment.
+    /// Per tile, whether it holds a head (`tile_flags`) and the (seeded)
+    /// partial of its last segment (`tile_totals`).
     ReduceTiles(SegmentSource),
-    /// `(T* tile_totals, const u8* tile_flags, u64 num_tiles)`: one block
-    /// turns the tile totals into the partial of the segment open at each
-    /// tile's start.
+    /// One block turns the tile totals into the partial of the segment open
+    /// at each tile's start.
     ScanTileTotals,
-    /// `(const T* input, const void* flags, T* output, const T* tile_prefixes,
-    /// T seed, int seeded, u64 n)`: scans every tile seeded with its prefix
-    /// (`tile_prefixes == nullptr`: a single tile).
+    /// Scans every tile seeded with its prefix (`tile_prefixes == nullptr`:
+    /// a single tile).
     ScanTiles {
         /// Inclusive or exclusive.
         inclusive: bool,
         /// Where the segments' heads come from.
         source: SegmentSource,
     },
-    /// `(const T* input, const void* flags, T* output, void* status,
-    /// T* aggregates, T* prefixes, scan_launch_state* launch, T seed,
-    /// int seeded, u64 n)`: the single pass with
-    /// decoupled look-back, with the scratch of [`Kernel::SinglePassInclusive`].
+    /// The single pass with decoupled look-back, with the scratch of
+    /// [`Kernel::SinglePassInclusive`].
     SinglePass {
         /// Inclusive or exclusive.
         inclusive: bool,
         /// Where the segments' heads come from.
         source: SegmentSource,
     },
-    /// `(const T* input, const void* flags, T* output, void* status,
-    /// T* aggregates, T* prefixes, scan_launch_state* launch, T seed,
-    /// int seeded, u64 n, u64 tiles)`: the pipelined
-    /// single pass (sm_90 and newer), launched as
+    /// The pipelined single pass (sm_90 and newer), launched as
     /// [`Kernel::PipelinedInclusive`] but with
     /// [`pipelined_segmented_shared_bytes`](crate::pipelined_segmented_shared_bytes) of dynamic shared memory, the
     /// flags 16-byte aligned too.
