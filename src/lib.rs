@@ -110,7 +110,9 @@
 pub mod ops;
 
 /// The CUDA generator behind the GPU backend, for the test suites and
-/// tools: not part of the API, and free to change in any release.
+/// tools (the `internals` feature): not part of the API, and free to change
+/// in any release.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use kernels_gen;
 pub use scan_core::{

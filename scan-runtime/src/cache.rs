@@ -39,11 +39,13 @@ use std::sync::{Mutex, OnceLock};
 
 const MAGIC: &str = "gpu-scan-image v2";
 
-/// The identity of a compiled program (for the runtime and its tests: not
-/// part of the API).
-#[doc(hidden)]
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CacheKey(String);
+internal! {
+    /// The identity of a compiled program (for the runtime and its tests: not
+    /// part of the API).
+    #[doc(hidden)]
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    pub struct CacheKey(String);
+}
 
 impl CacheKey {
     /// Hashes what decides NVRTC's output and the driver's version.
@@ -133,95 +135,105 @@ impl DiskCache {
         self.dir.as_deref()
     }
 
-    /// The file of `key`.
-    #[doc(hidden)]
-    pub fn entry_path(&self, key: &CacheKey) -> Option<PathBuf> {
-        self.dir
-            .as_ref()
-            .map(|d| d.join(format!("{}.bin", key.as_str())))
+    internal! {
+        /// The file of `key`.
+        #[doc(hidden)]
+        pub fn entry_path(&self, key: &CacheKey) -> Option<PathBuf> {
+            self.dir
+                .as_ref()
+                .map(|d| d.join(format!("{}.bin", key.as_str())))
+        }
     }
 
-    /// The cached image of `key`, if present and intact. A damaged entry is
-    /// removed (and so rebuilt by the caller).
-    #[doc(hidden)]
-    pub fn load(&self, key: &CacheKey) -> Option<Vec<u8>> {
-        let path = self.entry_path(key)?;
-        if path.is_dir() {
-            // Not an entry we wrote: it would keep every later store of
-            // this key from renaming its file into place.
-            let _ = std::fs::remove_dir_all(&path);
-            return None;
-        }
-        let bytes = std::fs::read(&path).ok()?;
-        match parse_entry(&bytes) {
-            Some(image) => Some(image),
-            None => {
-                let _ = std::fs::remove_file(&path);
-                None
+    internal! {
+        /// The cached image of `key`, if present and intact. A damaged entry is
+        /// removed (and so rebuilt by the caller).
+        #[doc(hidden)]
+        pub fn load(&self, key: &CacheKey) -> Option<Vec<u8>> {
+            let path = self.entry_path(key)?;
+            if path.is_dir() {
+                // Not an entry we wrote: it would keep every later store of
+                // this key from renaming its file into place.
+                let _ = std::fs::remove_dir_all(&path);
+                return None;
+            }
+            let bytes = std::fs::read(&path).ok()?;
+            match parse_entry(&bytes) {
+                Some(image) => Some(image),
+                None => {
+                    let _ = std::fs::remove_file(&path);
+                    None
+                }
             }
         }
     }
 
-    /// Deletes the entry for `key`, if there is one (an image the driver
-    /// refused to load).
-    #[doc(hidden)]
-    pub fn remove(&self, key: &CacheKey) {
-        if let Some(path) = self.entry_path(key) {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-
-    /// Stores `image` (a CUBIN or PTX) under `key`, atomically. A failure
-    /// does not fail the scan (the cache is an optimisation); the first
-    /// one in each directory is reported as a `tracing` warning.
-    #[doc(hidden)]
-    pub fn store(&self, key: &CacheKey, image: &[u8]) {
-        if let Err(e) = self.try_store(key, image) {
-            let dir = self.dir.clone().unwrap_or_default();
-            static REPORTED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
-            let first = REPORTED
-                .get_or_init(Default::default)
-                .lock()
-                .map(|mut seen| seen.insert(dir.clone()))
-                .unwrap_or(false);
-            if first {
-                tracing::warn!(
-                    "gpu-scan: cannot write the disk cache in {}: {e}; compiled kernels are not kept between processes",
-                    dir.display()
-                );
+    internal! {
+        /// Deletes the entry for `key`, if there is one (an image the driver
+        /// refused to load).
+        #[doc(hidden)]
+        pub fn remove(&self, key: &CacheKey) {
+            if let Some(path) = self.entry_path(key) {
+                let _ = std::fs::remove_file(path);
             }
         }
     }
 
-    /// [`DiskCache::store`], saying why it failed. Storing in a disabled
-    /// cache succeeds (there is nothing to do).
-    #[doc(hidden)]
-    pub fn try_store(&self, key: &CacheKey, image: &[u8]) -> std::io::Result<()> {
-        let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry_path(key)) else {
-            return Ok(());
-        };
-        std::fs::create_dir_all(dir)?;
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let tmp = dir.join(format!(
-            ".{}.{}.{}.tmp",
-            key.as_str(),
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)?;
-            f.write_all(format!("{MAGIC} {}\n", hex(&Sha256::digest(image))).as_bytes())?;
-            f.write_all(image)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+    internal! {
+        /// Stores `image` (a CUBIN or PTX) under `key`, atomically. A failure
+        /// does not fail the scan (the cache is an optimisation); the first
+        /// one in each directory is reported as a `tracing` warning.
+        #[doc(hidden)]
+        pub fn store(&self, key: &CacheKey, image: &[u8]) {
+            if let Err(e) = self.try_store(key, image) {
+                let dir = self.dir.clone().unwrap_or_default();
+                static REPORTED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+                let first = REPORTED
+                    .get_or_init(Default::default)
+                    .lock()
+                    .map(|mut seen| seen.insert(dir.clone()))
+                    .unwrap_or(false);
+                if first {
+                    tracing::warn!(
+                        "gpu-scan: cannot write the disk cache in {}: {e}; compiled kernels are not kept between processes",
+                        dir.display()
+                    );
+                }
+            }
         }
-        written
+    }
+
+    internal! {
+        /// [`DiskCache::store`], saying why it failed. Storing in a disabled
+        /// cache succeeds (there is nothing to do).
+        #[doc(hidden)]
+        pub fn try_store(&self, key: &CacheKey, image: &[u8]) -> std::io::Result<()> {
+            let (Some(dir), Some(path)) = (self.dir.as_ref(), self.entry_path(key)) else {
+                return Ok(());
+            };
+            std::fs::create_dir_all(dir)?;
+            static COUNTER: AtomicU64 = AtomicU64::new(0);
+            let tmp = dir.join(format!(
+                ".{}.{}.{}.tmp",
+                key.as_str(),
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            let written = (|| -> std::io::Result<()> {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)?;
+                f.write_all(format!("{MAGIC} {}\n", hex(&Sha256::digest(image))).as_bytes())?;
+                f.write_all(image)?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, &path)
+            })();
+            if written.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            written
+        }
     }
 }
 

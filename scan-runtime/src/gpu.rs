@@ -401,35 +401,41 @@ where
         Ok(())
     }
 
-    /// The launch state of the single passes on `stream` as the device holds
-    /// it (synchronises `stream`; `None` before the first single pass on it).
-    /// For tests of the launch-state protocol.
-    #[doc(hidden)]
-    pub fn launch_state_for_tests(
-        &mut self,
-        stream: &Arc<CudaStream>,
-    ) -> Result<Option<kernels_gen::launch_state::LaunchState>> {
-        self.workspace(stream).read_launch_state(stream)
+    internal! {
+        /// The launch state of the single passes on `stream` as the device holds
+        /// it (synchronises `stream`; `None` before the first single pass on it).
+        /// For tests of the launch-state protocol.
+        #[doc(hidden)]
+        pub fn launch_state_for_tests(
+            &mut self,
+            stream: &Arc<CudaStream>,
+        ) -> Result<Option<kernels_gen::launch_state::LaunchState>> {
+            self.workspace(stream).read_launch_state(stream)
+        }
     }
 
-    /// The symbols of the kernels this scanner has used, sorted. For tests
-    /// of which kernels a scan takes.
-    #[doc(hidden)]
-    pub fn kernel_symbols_for_tests(&self) -> Vec<String> {
-        let mut symbols: Vec<String> = self.kernels.keys().map(|k| k.symbol(Op::NAME)).collect();
-        symbols.sort();
-        symbols
+    internal! {
+        /// The symbols of the kernels this scanner has used, sorted. For tests
+        /// of which kernels a scan takes.
+        #[doc(hidden)]
+        pub fn kernel_symbols_for_tests(&self) -> Vec<String> {
+            let mut symbols: Vec<String> = self.kernels.keys().map(|k| k.symbol(Op::NAME)).collect();
+            symbols.sort();
+            symbols
+        }
     }
 
-    /// Sets the epoch the next single pass on `stream` uses (synchronises
-    /// `stream`), to exercise the epoch's wrap-around in tests.
-    #[doc(hidden)]
-    pub fn set_launch_epoch_for_tests(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        epoch: u32,
-    ) -> Result<()> {
-        self.workspace(stream).write_launch_epoch(stream, epoch)
+    internal! {
+        /// Sets the epoch the next single pass on `stream` uses (synchronises
+        /// `stream`), to exercise the epoch's wrap-around in tests.
+        #[doc(hidden)]
+        pub fn set_launch_epoch_for_tests(
+            &mut self,
+            stream: &Arc<CudaStream>,
+            epoch: u32,
+        ) -> Result<()> {
+            self.workspace(stream).write_launch_epoch(stream, epoch)
+        }
     }
 
     /// Makes sure `stream`'s single-pass scratch covers `tiles` tiles.

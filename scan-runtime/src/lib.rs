@@ -17,6 +17,18 @@
 //! Every failure is a [`ScanError`]; a missing `libcuda` or `libnvrtc` is
 //! detected before cudarc would panic.
 
+/// Items public with the `internals` feature (for this workspace's tests
+/// and tools) and crate-private without it.
+macro_rules! internal {
+    ($(#[$attr:meta])* pub $($item:tt)*) => {
+        #[cfg(feature = "internals")]
+        $(#[$attr])* pub $($item)*
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports)]
+        $(#[$attr])* pub(crate) $($item)*
+    };
+}
+
 mod backend;
 mod background;
 pub mod cache;
@@ -32,10 +44,12 @@ mod flag_builder;
 mod gpu;
 mod head_flags;
 mod image_check;
-/// NVRTC compilation and its caches, for the test suites and tools: not
-/// part of the API.
-#[doc(hidden)]
-pub mod jit;
+internal! {
+    /// NVRTC compilation and its caches, for the test suites and tools: not
+    /// part of the API.
+    #[doc(hidden)]
+    pub mod jit;
+}
 mod kernels;
 mod keys;
 mod launch;
@@ -61,8 +75,10 @@ pub use error::{Result, ScanError};
 pub use flag_builder::{FlagWord, HeadFlagBuilder};
 pub use gpu::GpuScanner;
 pub use head_flags::{DeviceHeadFlags, OwnedDeviceHeadFlags};
-#[doc(hidden)]
-pub use kernels::{layout, program_source};
+internal! {
+    #[doc(hidden)]
+    pub use kernels::{layout, program_source};
+}
 pub use kernels::{ProgramOrigin, ProgramStats};
 pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
 pub use keys::{DeviceKeys, KeyView};
