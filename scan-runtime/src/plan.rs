@@ -396,6 +396,101 @@ mod tests {
         insta::assert_snapshot!(table);
     }
 
+    /// The whole plan of every kind of request on every [`ScanPath`] with
+    /// its kernels ready: the launches in order, each its kernel (inclusive
+    /// and exclusive, `op`'s symbols without their common prefix) and its
+    /// tiles, then the scratch the plan uses. A snapshot (`src/snapshots`),
+    /// so that a change of kernel, tile count, launch order or workspace
+    /// shows in review.
+    #[test]
+    fn the_plans_of_every_kind_of_request() {
+        use kernels_gen::abi::Family;
+        use kernels_gen::{FlagFormat, SegmentSource};
+        let strategy = Tuning::default().segmented_strategy;
+        let family = |segments: Option<Segments>| match segments {
+            None => Family::Plain,
+            Some(Segments::FlagsOrOffsets) => {
+                Family::Segmented(SegmentSource::Flags(FlagFormat::Bytes), strategy)
+            }
+            Some(Segments::Keys) => Family::Segmented(SegmentSource::Keys, strategy),
+            Some(Segments::Rows(_)) => Family::Segmented(SegmentSource::Rows, strategy),
+        };
+        let mut table = String::from(
+            "size n        segments             direction path           plan ; scratch\n",
+        );
+        for (size, tile, small, pipelined_tile) in ELEMENTS {
+            let limit = Tuning::default().small_tile_limit;
+            for n in [0, tile, tile + 1, limit + 1, (2 << 20) / size + 1] {
+                for segments in [
+                    None,
+                    Some(Segments::FlagsOrOffsets),
+                    Some(Segments::Keys),
+                    Some(Segments::Rows(1000)),
+                ] {
+                    for direction in [Direction::Forward, Direction::Reverse] {
+                        for path in [
+                            ScanPath::Auto,
+                            ScanPath::Pipelined,
+                            ScanPath::SinglePass,
+                            ScanPath::ReduceThenScan,
+                        ] {
+                            let request = Request {
+                                n,
+                                element_size: size,
+                                tile_items: tile,
+                                small_tile_items: small,
+                                pipelined_tile_items: pipelined_tile,
+                                direction,
+                                segments,
+                                aligned: true,
+                            };
+                            let tuning = Tuning::default().with_path(path);
+                            let plan = pick(&request, &tuning, Readiness::Ready, Readiness::Ready);
+                            let launches: Vec<String> = plan
+                                .steps()
+                                .iter()
+                                .map(|step| {
+                                    let symbol = |inclusive| {
+                                        family(segments)
+                                            .kernel(step.pass, inclusive, direction)
+                                            .expect("the plan's passes exist in the family")
+                                            .symbol("op")
+                                            .trim_start_matches("gpu_scan_op_")
+                                            .to_string()
+                                    };
+                                    let (inclusive, exclusive) = (symbol(true), symbol(false));
+                                    // One name for both kinds where they differ
+                                    // only by the word.
+                                    let kernels = if inclusive == exclusive {
+                                        inclusive
+                                    } else {
+                                        let both = inclusive.replace("inclusive", "(in|ex)clusive");
+                                        assert_eq!(
+                                            exclusive,
+                                            inclusive.replace("inclusive", "exclusive")
+                                        );
+                                        both
+                                    };
+                                    format!("{kernels}×{}", step.tiles)
+                                })
+                                .collect();
+                            let _ = writeln!(
+                                table,
+                                "{size:>4} {n:<9} {:<20} {:<9} {:<14} {} ; {:?}",
+                                format!("{segments:?}"),
+                                format!("{direction:?}"),
+                                format!("{path:?}"),
+                                launches.join(" → "),
+                                plan.scratch(segments.is_some()),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        insta::assert_snapshot!(table);
+    }
+
     /// Tiles as the path says: the pipelined pass's, small or full ones.
     #[test]
     fn tiles_follow_the_path() {
