@@ -413,7 +413,8 @@ fn bench_segmented(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) 
     let d_values = stream.clone_htod(&values).unwrap();
     let d_bits = stream.clone_htod(&bits).unwrap();
     let mut scanner = timing::bench_scanner::<SumU32>(stream);
-    scanner.prepare_segmented().unwrap();
+    let spec = ScanSpec::inclusive().segments(DeviceHeadFlags::bits(d_bits.as_view(), n));
+    scanner.reserve(stream, spec, n).unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     scanner
         .scan(
@@ -565,7 +566,9 @@ fn bench_offsets(
     let d_offsets = stream.clone_htod(&offsets).unwrap();
     let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
     let mut scanner = timing::bench_scanner::<SumU32>(stream);
-    scanner.prepare_segmented().unwrap();
+    scanner
+        .reserve(stream, ScanSpec::inclusive().segments(&checked), n)
+        .unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     scanner
         .scan(
@@ -677,9 +680,11 @@ fn bench_keys(stream: &Arc<CudaStream>, cub_dir: Option<&str>, log_n: u32) -> Ro
     let d_values = stream.clone_htod(&values).unwrap();
     let d_keys = stream.clone_htod(&keys).unwrap();
     let mut scanner = timing::bench_scanner::<SumU32>(stream);
-    scanner.prepare_segmented().unwrap();
     let mut output = stream.alloc_zeros::<u32>(n).unwrap();
     let keyed = || DeviceKeys::new(&d_keys);
+    scanner
+        .reserve(stream, ScanSpec::inclusive().segments(keyed()), n)
+        .unwrap();
     scanner
         .scan(
             stream,

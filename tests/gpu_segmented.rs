@@ -93,7 +93,6 @@ fn combinations() -> Vec<(usize, usize, SegmentedStrategy, usize, FlagFormat)> {
 
 fn run_op<Op: Case>(stream: &Arc<CudaStream>, big: usize, seed: u64, rows: &mut Vec<Row>) {
     let mut scanner = GpuScanner::<Op>::new(stream.context()).expect("scanner");
-    scanner.prepare_segmented().expect("segmented program");
     let init = Op::random(&mut Rng64::seed_from_u64(seed ^ 0x2222));
     let specs = named_specs(init, &suite_directions());
     let first_row = rows.len();

@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::gpu::{GpuScanner, ReadyPipelined};
 use crate::kernels::{layout, LoadedKernel};
 use crate::launch::{self, Heads, TileScanArgs};
+use crate::path::ScanPath;
 use crate::plan::{self, Path, Step};
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
@@ -114,6 +115,41 @@ where
             heads,
         );
         self.execute(stream, &scan)
+    }
+
+    /// Loads the kernels of `family` for an inclusive or exclusive scan in
+    /// `direction` on every path the current tuning may take (the pipelined
+    /// one only where it can run here), so that no later scan compiles.
+    pub(crate) fn load_passes(
+        &mut self,
+        family: Family,
+        inclusive: bool,
+        direction: Direction,
+    ) -> Result<()> {
+        let passes: &[Pass] = match self.tuning.path {
+            ScanPath::ReduceThenScan => &[Pass::ScanTiles, Pass::ReduceTiles, Pass::ScanTileTotals],
+            ScanPath::SinglePass => &[Pass::ScanTiles, Pass::SinglePass, Pass::SinglePassSmall],
+            _ => &[
+                Pass::ScanTiles,
+                Pass::SinglePass,
+                Pass::SinglePassSmall,
+                Pass::Pipelined,
+            ],
+        };
+        let shared_bytes = match family {
+            Family::Plain => layout::<Op>().pipelined_shared_bytes,
+            Family::Segmented(..) => layout::<Op>().pipelined_segmented_shared_bytes,
+        };
+        for &pass in passes {
+            let Some(abi) = family.kernel(pass, inclusive, direction) else {
+                continue;
+            };
+            if pass == Pass::Pipelined && !(self.arch.has_bulk_copies() && shared_bytes > 0) {
+                continue;
+            }
+            self.kernel(abi)?;
+        }
+        Ok(())
     }
 
     /// Plans `scan` and enqueues its launches on `stream`: every kernel is

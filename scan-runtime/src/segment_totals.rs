@@ -233,6 +233,11 @@ where
             .workspace(stream)
             .reserve_starts(stream, starts_scratch_words(n, capacity))?;
         HeadFlagBuilder::new(self.context())?;
+        self.load_totals_kernels()
+    }
+
+    /// Loads the kernels that read per-segment totals off a scan's output.
+    pub(crate) fn load_totals_kernels(&mut self) -> Result<()> {
         for source in [SegmentSource::Rows, SegmentSource::Offsets] {
             for step in TotalsStep::ALL {
                 self.kernel(KernelAbi::SegmentTotals(step, source))?;

@@ -7,7 +7,6 @@ use crate::carry::DeviceCarryOut;
 use crate::entry::{Bound, Operands};
 use crate::error::Result;
 use crate::gpu::GpuScanner;
-use crate::kernels::ProgramStats;
 use crate::keys::DeviceKeys;
 use crate::offsets::DeviceOffsets;
 use crate::verbs::put_carry;
@@ -16,8 +15,6 @@ use crate::head_flags::DeviceHeadFlags;
 use crate::segment_totals::TotalsPlan;
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use kernels_gen::abi::KernelAbi;
-use kernels_gen::SegmentedKernel;
 use scan_core::segmented::{segment_ranges, HeadFlags, SegmentOffsets, Segments};
 use scan_core::{HostSegmentedCarryOut, ScanOp, ScanSpec};
 use std::sync::Arc;
@@ -26,18 +23,6 @@ impl<Op: ScanOp> GpuScanner<Op>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
-    /// Compiles (or finds in a cache) and loads every segmented kernel of
-    /// the current strategy now, each of which the first segmented scan
-    /// needing it would load otherwise, and says how they were obtained.
-    pub fn prepare_segmented(&mut self) -> Result<ProgramStats> {
-        let mut stats = ProgramStats::NONE;
-        for kernel in SegmentedKernel::ALL {
-            let abi = KernelAbi::segmented(kernel, self.tuning.segmented_strategy);
-            stats = stats.then(self.load(abi)?.1);
-        }
-        Ok(stats)
-    }
-
     /// [`GpuScanner::scan`] and [`GpuScanner::scan_in_place`] over
     /// segments: the spec without its segments, and the segments.
     pub(crate) fn scan_segments(

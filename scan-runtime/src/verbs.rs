@@ -13,7 +13,8 @@ use crate::segments::DeviceSegmentsSpec;
 use cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
-use kernels_gen::abi::KernelAbi;
+use kernels_gen::abi::{Family, KernelAbi};
+use kernels_gen::Kernel;
 use scan_core::segmented::RowLengthMismatch;
 use scan_core::{
     HostSegmentedCarryOut, HostSegments, IntoScanSpec, ScanKind, ScanOp, ScanSpec, Shape,
@@ -28,15 +29,18 @@ where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
     /// Makes sure scans like `spec` of up to `n` elements on `stream` need
-    /// no allocation, and loads the kernels they need beyond the scan's own:
-    /// call it before capturing scans into a CUDA graph. A spec without
-    /// segments ([`ScanKind::Inclusive`], say) reserves for every scan of a
-    /// sequence or of segments on the current [`ScanPath`] (the scratch of
-    /// [`GpuScanner::workspace_bytes`]); a counted totals slot
+    /// no allocation and compile nothing: call it before capturing scans
+    /// into a CUDA graph, or before timing them. A spec without segments
+    /// ([`ScanKind::Inclusive`], say) reserves the scratch of every scan of a
+    /// sequence or of segments on the current [`ScanPath`] (that of
+    /// [`GpuScanner::workspace_bytes`]) and loads the kernels of the spec's
+    /// kind and direction on every path the scan may take; segments load
+    /// their source's; a counted totals slot
     /// ([`ScanSpec::counted_segment_totals`]) also reserves for up to as
-    /// many totals as the slot holds, whatever the segments; a matrix
-    /// ([`ScanSpec::columns`], [`ScanSpec::summed_area`]) for its row
-    /// length, in place or not. Inputs longer than the scans can take are
+    /// many totals as the slot holds, whatever the segments, and loads the
+    /// kernels that find and count them; a matrix
+    /// ([`ScanSpec::columns`], [`ScanSpec::summed_area`]) reserves for its
+    /// row length, in place or not (a column scan also loads its kernel). Inputs longer than the scans can take are
     /// [`ScanError::TooLong`], a row length that does not divide `n`
     /// [`ScanError::RowLength`].
     ///
@@ -73,19 +77,34 @@ where
     ) -> Result<()> {
         let (spec, shape) = spec.into_spec().split_segments();
         let (spec, carry_out) = spec.split_carry_out();
-        match shape.into_device_shape() {
+        let inclusive = spec.kind.is_inclusive();
+        let family = match shape.into_device_shape() {
             Shape::Columns { row_length } => {
-                return self.prepare_columns(n, row_length, stream).map(|_| ())
+                self.prepare_columns(n, row_length, stream)?;
+                let kernel = match inclusive {
+                    true => Kernel::ColumnsInclusive,
+                    false => Kernel::ColumnsExclusive,
+                };
+                let abi = KernelAbi::plain(kernel).in_direction(spec.direction);
+                return self
+                    .kernel(abi.expect("a column scan runs both ways"))
+                    .map(|_| ());
             }
             Shape::SummedArea { row_length } => {
                 return self.reserve_2d(stream, &spec, n, row_length)
             }
-            _ => {}
-        }
+            Shape::Segmented(segments) => {
+                Family::Segmented(segments.source(), self.tuning().segmented_strategy)
+            }
+            _ => Family::Plain,
+        };
         self.prepare(n, stream)?;
-        if carry_out.counts_segments() {
-            let capacity = carry_out.totals_len().expect("a counted slot has totals");
-            self.reserve_counted_totals(n, capacity, stream)?;
+        self.load_passes(family, inclusive, spec.direction)?;
+        if let Some(capacity) = carry_out.totals_len() {
+            match carry_out.counts_segments() {
+                true => self.reserve_counted_totals(n, capacity, stream)?,
+                false => self.load_totals_kernels()?,
+            }
         }
         Ok(())
     }
