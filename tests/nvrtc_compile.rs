@@ -258,11 +258,15 @@ fn every_generated_kernel_compiles_without_spills() {
         "{:<34} {:<62} {:>5} {:>6} {:>6} {:>6}",
         "program", "kernel", "regs", "spill", "stack", "smem"
     );
+    // The kernels compiled in this run (those read from the ledger are in
+    // tests/kernel-ledger.txt).
     for r in &reports {
-        println!(
-            "{:<34} {:<62} {:>5} {:>6} {:>6} {:>6}",
-            r.program, r.kernel, r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes
-        );
+        if !ledger::is_ledger_row(r) {
+            println!(
+                "{:<34} {:<62} {:>5} {:>6} {:>6} {:>6}",
+                r.program, r.kernel, r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes
+            );
+        }
         if r.spill_bytes > 0 {
             failures.push(format!(
                 "{}: {} spills {} bytes to local memory",

@@ -194,7 +194,7 @@ pub fn compile_and_assemble(
         if !sampled(&key, &salt) {
             reports.extend(kernels.iter().enumerate().map(|(i, k)| KernelReport {
                 program: label.to_string(),
-                kernel: format!("#{i} (ledger)"),
+                kernel: format!("#{i}{LEDGER_ROW}"),
                 registers: k[0],
                 spill_bytes: k[1],
                 stack_bytes: k[2],
@@ -239,6 +239,15 @@ pub fn compile_and_assemble(
     sources().lock().unwrap().push(source);
     source
 }
+
+/// Whether a report row was read from the ledger (not compiled in this
+/// run).
+pub fn is_ledger_row(r: &KernelReport) -> bool {
+    r.kernel.ends_with(LEDGER_ROW)
+}
+
+/// What ends the kernel name of a row read from the ledger.
+const LEDGER_ROW: &str = " (ledger)";
 
 /// Appends a compiled program's entry to the ledger.
 fn append(key: &str, label: &str, kernels: &[[u32; 4]]) {
