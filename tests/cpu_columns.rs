@@ -13,11 +13,11 @@
 mod common;
 use common::ops::*;
 use common::specs::*;
+use common::verb::ViaScanner;
 use gpu_scan::columns;
 use gpu_scan::prelude::*;
 use gpu_scan::segmented::{RowLengthMismatch, SegmentedError};
 use gpu_scan::LengthMismatch;
-use gpu_scan::NoCarryOut;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -41,34 +41,6 @@ fn by_columns<Op: ScanOp>(
     }
     out
 }
-
-/// `Scanner::scan` of a matrix on the CPU backend (`None` without the
-/// `gpu` feature, which has no `Scanner`).
-trait ViaScanner: ScanOp {
-    fn via_scanner(
-        spec: ScanSpec<Self::Element, NoCarryOut, gpu_scan::Columns>,
-        input: &[Self::Element],
-    ) -> Option<Vec<Self::Element>>;
-}
-
-macro_rules! via_scanner {
-    ($($op:ty),*) => {$(
-        impl ViaScanner for $op {
-            #[allow(unused_variables)]
-            fn via_scanner(
-                spec: ScanSpec<Self::Element, NoCarryOut, gpu_scan::Columns>,
-                input: &[Self::Element],
-            ) -> Option<Vec<Self::Element>> {
-                #[cfg(feature = "gpu")]
-                return Some(Scanner::<Self>::cpu().scan(spec, input).unwrap());
-                #[cfg(not(feature = "gpu"))]
-                None
-            }
-        }
-    )*};
-}
-
-via_scanner!(AffineU32, Latest);
 
 fn check<Op: ViaScanner>(rows: usize, cols: usize, input: &[Op::Element], init: Op::Element)
 where

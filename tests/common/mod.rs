@@ -11,3 +11,4 @@ pub mod seed;
 pub mod segmented_paths;
 pub mod segments;
 pub mod specs;
+pub mod verb;
