@@ -118,8 +118,8 @@ pub use kernels_gen;
 pub use scan_core::{
     check_associativity, check_laws, columns, cpu, laws, segmented, semantics, summed_area,
     Columns, CountedSegmentTotals, Counterexample, Direction, HostCarryOut, HostSegmentedCarryOut,
-    HostSegments, IntoScanSpec, LengthMismatch, NoCarryOut, NoSegments, ScanElement, ScanKind,
-    ScanOp, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea, TakesCarryOut,
+    HostSegments, IntoScanSpec, LengthMismatch, NoCarryOut, NoSegments, Rows, ScanElement,
+    ScanKind, ScanOp, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea, TakesCarryOut,
 };
 pub use scan_macros::scan_op;
 #[cfg(feature = "gpu")]

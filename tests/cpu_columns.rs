@@ -64,6 +64,12 @@ where
         // The one verb, with the shape in the spec (the CPU backend).
         let got = Op::via_scanner(spec.columns(cols), input);
         assert!(got.is_none_or(|got| got == want), "{label}: Scanner::scan");
+        // Along the rows: the same matrix as segments of a fixed length.
+        let mut along = vec![Op::IDENTITY; input.len()];
+        let rows = gpu_scan::segmented::Segments::rows(cols);
+        gpu_scan::segmented::scan::<Op>(spec, rows, input, &mut along).unwrap();
+        let got = Op::via_scanner(spec.rows(cols), input);
+        assert!(got.is_none_or(|got| got == along), "{label}: rows");
     }
 }
 

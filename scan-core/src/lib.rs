@@ -25,8 +25,8 @@ pub use lengths::LengthMismatch;
 pub use spec::ScanKind;
 pub use spec::{
     Columns, CountedSegmentTotals, Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments,
-    IntoScanSpec, NoCarryOut, NoSegments, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea,
-    TakesCarryOut,
+    IntoScanSpec, NoCarryOut, NoSegments, Rows, ScanSpec, SegmentTotals, SegmentedBy, Shape,
+    SummedArea, TakesCarryOut,
 };
 
 /// A type that can be scanned on the GPU: plain data whose CUDA declaration

@@ -167,6 +167,22 @@ pub struct NoCarryOut;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NoSegments;
 
+/// A row-major matrix of rows of `row_length` elements scanned along its
+/// rows, each row a segment ([`ScanSpec::rows`]; PyTorch's `cumsum(dim=1)`):
+/// segments that need no flags, on the CPU ([`Segments::rows`]) and the
+/// GPU alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rows {
+    /// Elements per row.
+    pub row_length: usize,
+}
+
+impl From<Rows> for Segments<'_> {
+    fn from(rows: Rows) -> Self {
+        Segments::rows(rows.row_length)
+    }
+}
+
 /// A row-major matrix of rows of `row_length` elements scanned down its
 /// columns, each column on its own ([`ScanSpec::columns`]; PyTorch's
 /// `cumsum(dim=0)`).
@@ -567,6 +583,27 @@ impl<E, C> ScanSpec<E, C, NoSegments> {
             carry_out: self.carry_out,
             segments: SegmentedBy(segments),
         }
+    }
+
+    /// The same scan over a row-major matrix of rows of `row_length`
+    /// elements, along each row ([`Rows`]: segments of a fixed length, on
+    /// any backend; `torch.cumsum(x, dim=1)`). A carry-out is the last
+    /// row's, and [`ScanSpec::segment_totals`] takes every row's total. A
+    /// row length of 0 or one that does not divide the input's length is
+    /// refused before anything is written.
+    ///
+    /// ```
+    /// use gpu_scan::ops::Sum;
+    /// use gpu_scan::prelude::*;
+    ///
+    /// let mut scanner = Scanner::<Sum<u32>>::new();
+    /// let mut totals = [0; 2];
+    /// let spec = ScanSpec::inclusive().rows(3).segment_totals(&mut totals[..]);
+    /// let out = scanner.scan(spec, &[1, 2, 3, 4, 5, 6]).unwrap();
+    /// assert_eq!((out, totals), (vec![1, 3, 6, 4, 9, 15], [6, 15]));
+    /// ```
+    pub fn rows(self, row_length: usize) -> ScanSpec<E, C, SegmentedBy<Rows>> {
+        self.segments(Rows { row_length })
     }
 }
 

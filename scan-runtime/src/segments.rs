@@ -12,7 +12,7 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DeviceRepr, Syn
 use kernels_gen::segment_starts::HeadsIn;
 use kernels_gen::SegmentSource;
 use scan_core::segmented::{RowLengthMismatch, SegmentKey};
-use scan_core::{Columns, NoSegments, SegmentedBy, Shape, SummedArea};
+use scan_core::{Columns, NoSegments, Rows, SegmentedBy, Shape, SummedArea};
 
 /// How a GPU segmented scan's input is cut into segments: head flags in
 /// device memory (a [`DeviceHeadFlags`], a `&CudaSlice<u8>` or a byte view
@@ -149,6 +149,12 @@ impl<'a> DeviceSegments<'a> {
                 (Heads::Keys(keys), vec![sync])
             }
         }
+    }
+}
+
+impl From<Rows> for DeviceSegments<'_> {
+    fn from(rows: Rows) -> Self {
+        DeviceSegments::rows(rows.row_length)
     }
 }
 
