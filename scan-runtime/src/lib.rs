@@ -57,6 +57,7 @@ mod laws;
 mod offsets;
 mod path;
 mod plan;
+mod policy;
 mod segment_totals;
 mod segmented;
 mod segments;

@@ -2,6 +2,7 @@
 //! the tile counts that follow from it.
 
 use crate::kernels::layout;
+use crate::policy::PLANNER_POLICY;
 use scan_core::ScanOp;
 
 /// How a scan of more than one tile runs on the device.
@@ -44,14 +45,6 @@ pub enum ScanPath {
     ReduceThenScan,
 }
 
-/// On [`ScanPath::Auto`], inputs of at least this many bytes take the
-/// pipelined single pass (where it can run); shorter ones the single pass
-/// with look-back. Measured on the H200 (`u32` sum, CUDA events around each
-/// call): the pipelined pass takes 7.8 µs at 2^14-2^16 elements against
-/// 7.1 µs, ties at 2^18 (8.1 against 8.0 µs) and wins from 2^20 on (9.2
-/// against 10.1 µs; 41 against 53 µs at 2^24).
-pub(crate) const PIPELINED_AUTO_MIN_BYTES: usize = 2 << 20;
-
 /// Elements per tile of the pipelined single pass (0 where the element
 /// cannot take it).
 pub(crate) fn pipelined_tile_items<Op: ScanOp>() -> usize {
@@ -76,31 +69,18 @@ pub(crate) fn resolve_path(path: ScanPath) -> ScanPath {
     }
 }
 
-/// Element sizes (bytes) past 12 whose plain scans take the pipelined
-/// single pass on [`ScanPath::Auto`]: all of them. Measured
-/// (`SCAN_BENCH_WIDE=paths scan_bench`: affine maps of vectors of `u32`
-/// lanes, 2^24 elements) against the look-back pass: on the H200, with
-/// tile status in 128-bit chunks, 68-87% of a copy against 18-71% from 13
-/// to 48 bytes; on an H100, with the long tiles of
-/// `kernels_gen::pipelined_items_per_thread`, 74-89% against 14-17% from
-/// 56 to 108 bytes, 75% against 11% at 128 (items in rotated chunks) and
-/// 38% against 9% at 256 (squads of 2 warps).
-pub(crate) const PIPELINED_AUTO_WIDE_SIZES: std::ops::RangeInclusive<usize> =
-    13..=kernels_gen::PIPELINED_MAX_ELEMENT_SIZE;
-
 /// Whether a scan of `n` elements of `size` bytes (more than one tile;
 /// plain or segmented) on `path` should take the pipelined single pass
 /// where it can: always on [`ScanPath::Pipelined`]; on [`ScanPath::Auto`]
-/// only where it was measured faster: inputs of at least
-/// [`PIPELINED_AUTO_MIN_BYTES`], of elements of at most 12 bytes or, for
-/// plain scans, of [`PIPELINED_AUTO_WIDE_SIZES`] (segmented scans of those
-/// were not measured, and keep the look-back pass).
+/// only where it was measured faster ([`PLANNER_POLICY`]).
 pub(crate) fn pipelined_wanted_for(size: usize, path: ScanPath, n: usize, segmented: bool) -> bool {
+    let policy = &PLANNER_POLICY;
     match path {
         ScanPath::Pipelined => true,
         ScanPath::Auto => {
-            n * size >= PIPELINED_AUTO_MIN_BYTES
-                && (size <= 12 || (!segmented && PIPELINED_AUTO_WIDE_SIZES.contains(&size)))
+            n * size >= policy.pipelined_min_bytes
+                && (size <= policy.pipelined_packed_max_size
+                    || (!segmented && policy.pipelined_wide_plain_sizes.contains(&size)))
         }
         _ => false,
     }

@@ -8,6 +8,7 @@
 //! without a GPU.
 
 use crate::path::{pipelined_wanted_for, resolve_path, ScanPath};
+use crate::policy::PLANNER_POLICY;
 use crate::tuning::Tuning;
 use kernels_gen::abi::Pass;
 use scan_core::Direction;
@@ -243,17 +244,13 @@ pub(crate) fn reserved_scratch(request: &Request, tuning: &Tuning) -> Scratch {
     Scratch::SinglePass { tiles: most }
 }
 
-/// Rows of a power-of-two length up to this many elements of at most 4
-/// bytes take the look-back single pass on [`ScanPath::Auto`], not the
-/// pipelined one (`SCAN_BENCH_ROWS_SWEEP=1 scan_bench`, BENCHMARKS.md:
-/// faster by 2-5 points of copy on the H200 and about 1 on an H100; longer
-/// rows and lengths that are not powers of two are faster pipelined).
-pub(crate) const LOOK_BACK_ROWS_MAX: usize = 4096;
-
 /// Whether rows of `row_length` elements of `element_size` bytes are faster
-/// on the look-back single pass (see [`LOOK_BACK_ROWS_MAX`]).
+/// on the look-back single pass ([`PLANNER_POLICY`]).
 pub(crate) fn look_back_rows(row_length: usize, element_size: usize) -> bool {
-    element_size <= 4 && row_length.is_power_of_two() && row_length <= LOOK_BACK_ROWS_MAX
+    let policy = &PLANNER_POLICY;
+    element_size <= policy.look_back_rows_max_size
+        && row_length.is_power_of_two()
+        && row_length <= policy.look_back_rows_max
 }
 
 #[cfg(test)]

@@ -2,15 +2,8 @@
 //! [`Tuning`].
 
 use crate::path::ScanPath;
+use crate::policy::PLANNER_POLICY;
 use kernels_gen::SegmentedStrategy;
-
-/// Inputs of at most this many elements take the single pass over small
-/// tiles (a quarter of the items per thread). On the H200 (u32 sum) small
-/// tiles gained a little at 2^14 (6.5 against 6.8 µs), nothing at 2^16 and
-/// lost above (7.7 against 7.0 µs at 2^17): short scans are bound by launch
-/// latency (a one-block scan of 4096 elements takes 5.5 µs and a 256 KiB
-/// copy 6.0 µs, timed the same way).
-const DEFAULT_SMALL_TILE_LIMIT: usize = 1 << 15;
 
 /// How a [`GpuScanner`](crate::GpuScanner) runs its scans. Every choice
 /// gives the same results (bit for bit for exactly associative operators);
@@ -63,7 +56,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Tuning {
             path: ScanPath::Auto,
-            small_tile_limit: DEFAULT_SMALL_TILE_LIMIT,
+            small_tile_limit: PLANNER_POLICY.small_tile_limit,
             segmented_strategy: SegmentedStrategy::ConditionalIndexing,
             background_compile: true,
         }
