@@ -6,7 +6,7 @@
 
 use crate::entry::Bound;
 use crate::error::Result;
-use crate::gpu::{GpuScanner, ReadyPipelined};
+use crate::gpu::{plan_request, GpuScanner, ReadyPipelined};
 use crate::kernels::{layout, LoadedKernel};
 use crate::launch::{self, Heads, TileScanArgs};
 use crate::path::ScanPath;
@@ -136,10 +136,7 @@ where
                 Pass::Pipelined,
             ],
         };
-        let shared_bytes = match family {
-            Family::Plain => layout::<Op>().pipelined_shared_bytes,
-            Family::Segmented(..) => layout::<Op>().pipelined_segmented_shared_bytes,
-        };
+        let shared_bytes = pipelined_shared_bytes::<Op>(family);
         for &pass in passes {
             let Some(abi) = family.kernel(pass, inclusive, direction) else {
                 continue;
@@ -169,16 +166,13 @@ where
             Some((source, _)) => Family::Segmented(source, self.tuning.segmented_strategy),
         };
         let kernel = |pass| family.kernel(pass, scan.inclusive, scan.direction);
-        let request = self.plan_request(
+        let request = plan_request::<Op>(
             n,
             scan.direction,
             scan.segments.map(|(_, planned)| planned),
             scan.aligned(),
         );
-        let shared_bytes = match family {
-            Family::Plain => layout::<Op>().pipelined_shared_bytes,
-            Family::Segmented(..) => layout::<Op>().pipelined_segmented_shared_bytes,
-        };
+        let shared_bytes = pipelined_shared_bytes::<Op>(family);
         let (path, mut ready) = self.plan_path(
             stream,
             &request,
@@ -235,5 +229,14 @@ where
             Pass::ScanTileTotals => (self.kernel(abi)?, abi, blocks(1), step),
             _ => (self.kernel(abi)?, abi, blocks(step.tiles), step),
         })
+    }
+}
+
+/// Dynamic shared memory of `family`'s pipelined pass for `Op` (0: it
+/// cannot take that pass).
+fn pipelined_shared_bytes<Op: ScanOp>(family: Family) -> usize {
+    match family {
+        Family::Plain => layout::<Op>().pipelined_shared_bytes,
+        Family::Segmented(..) => layout::<Op>().pipelined_segmented_shared_bytes,
     }
 }

@@ -481,18 +481,6 @@ where
         Ok((path, probe.ready))
     }
 
-    /// What the planner needs to know of a scan of `n` elements of `Op`
-    /// ([`plan::Request`]).
-    pub(crate) fn plan_request(
-        &self,
-        n: usize,
-        direction: Direction,
-        segments: Option<plan::Segments>,
-        aligned: bool,
-    ) -> plan::Request {
-        plan_request::<Op>(n, direction, segments, aligned)
-    }
-
     /// Checks the length and reserves the scratch of scans of up to `n`
     /// elements, plain or segmented ([`plan::reserved_scratch`]).
     pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
@@ -503,7 +491,7 @@ where
                 max: MAX_TILES * Op::tile_items(),
             });
         }
-        let request = self.plan_request(n, Direction::Forward, None, true);
+        let request = plan_request::<Op>(n, Direction::Forward, None, true);
         let scratch = plan::reserved_scratch(&request, &self.tuning);
         self.reserve_scratch(scratch, stream).map(|_| ())
     }
@@ -553,7 +541,7 @@ where
 
 /// What the planner needs to know of a scan of `n` elements of `Op`
 /// ([`plan::Request`]).
-fn plan_request<Op: ScanOp>(
+pub(crate) fn plan_request<Op: ScanOp>(
     n: usize,
     direction: Direction,
     segments: Option<plan::Segments>,
