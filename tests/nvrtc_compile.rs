@@ -23,7 +23,8 @@ use common::ledger::{self, compile_and_assemble};
 use common::nvrtc::{parse_ptxas, tools_available, Coverage, KernelReport};
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::{AreaStep, KernelAbi, TotalsStep, TOTALS_SOURCES};
-use gpu_scan::kernels_gen::segment_starts::{find_starts_symbol, HeadsIn, STORE_COUNT_SYMBOL};
+use gpu_scan::kernels_gen::segment_flags::{segment_flags_program, FlagsKernel};
+use gpu_scan::kernels_gen::segment_starts::HeadsIn;
 use gpu_scan::kernels_gen::{
     self, Arch, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
 };
@@ -65,25 +66,11 @@ fn compile<Op: ScanOp>(arch: Arch, segmented: bool) -> (Vec<KernelReport>, Vec<S
 /// segments' starts.
 fn compile_flag_builders(arch: Arch) -> (Vec<KernelReport>, Vec<String>) {
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
-    let mut symbols = Vec::new();
-    for format in FlagFormat::ALL {
-        for bits in [32, 64] {
-            symbols.push(kernels_gen::heads_from_offsets_symbol(bits, format));
-        }
-        for bits in [8, 16, 32, 64] {
-            symbols.push(kernels_gen::heads_from_keys_symbol(bits, format));
-        }
-    }
-    symbols.extend([32, 64].map(kernels_gen::check_offsets_symbol));
-    for entry_bits in [32, 64] {
-        symbols.extend([32, 64].map(|b| kernels_gen::index_offsets_symbol(b, entry_bits)));
-    }
-    symbols.extend(HeadsIn::ALL.map(find_starts_symbol));
-    symbols.push(STORE_COUNT_SYMBOL.to_string());
+    let symbols: Vec<String> = FlagsKernel::all().map(FlagsKernel::symbol).collect();
     let label = format!("segment_flags:{}", arch.sm_name());
     compile_and_assemble(
         &label,
-        kernels_gen::SEGMENT_FLAGS_SOURCE,
+        &segment_flags_program(),
         kernels_gen::nvrtc_options(arch),
         &symbols,
         arch,

@@ -120,5 +120,8 @@ fn same_named_structs_from_two_modules() {
 
 #[test]
 fn segment_flag_builders() {
-    insta::assert_snapshot!("segment_flags", kernels_gen::SEGMENT_FLAGS_SOURCE);
+    insta::assert_snapshot!(
+        "segment_flags",
+        kernels_gen::segment_flags::segment_flags_program()
+    );
 }

@@ -66,6 +66,12 @@ pub enum ParamType {
     /// the `segments` [`ParamType::Count`]; null where the host counted
     /// them.
     SegmentCount,
+    /// `const unsigned ...*` of this many bits (8, 16, 32 or 64): offsets
+    /// or keys a kernel of the segment-flags program reads
+    /// ([`crate::segment_flags`]).
+    UnsignedIn(u32),
+    /// `unsigned ...*` of this many bits: what such a kernel writes.
+    UnsignedOut(u32),
 }
 
 impl ParamType {
@@ -86,6 +92,19 @@ impl ParamType {
             ParamType::Flag => "int".into(),
             ParamType::Count => "unsigned long long".into(),
             ParamType::SegmentCount => "const unsigned long long*".into(),
+            ParamType::UnsignedIn(bits) => format!("const {}*", Self::unsigned_name(bits)),
+            ParamType::UnsignedOut(bits) => format!("{}*", Self::unsigned_name(bits)),
+        }
+    }
+
+    /// The CUDA unsigned integer type of `bits` bits (8, 16, 32 or 64).
+    pub fn unsigned_name(bits: u32) -> &'static str {
+        match bits {
+            8 => "unsigned char",
+            16 => "unsigned short",
+            32 => "unsigned",
+            64 => "unsigned long long",
+            _ => panic!("no unsigned type of {bits} bits"),
         }
     }
 }
@@ -698,7 +717,7 @@ impl KernelAbi {
             {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, 1)")
             }
-            _ => format!("SCAN_BOUNDS(gpu_scan::Shape<{op}>::block_threads)"),
+            _ => format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, gpu_scan::Shape<{op}>::default_min_blocks)"),
         }
     }
 

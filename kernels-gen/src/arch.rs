@@ -50,14 +50,15 @@ impl Arch {
     ];
 
     /// Whether the pipelined pass over segment offsets has more than one
-    /// heads warp here ([`crate::pipelined_heads_warps`]): on sm_90 only.
-    /// Its blocks of more than 384 threads leave 128 registers a thread,
-    /// which the squads of some operators exceed elsewhere (ptxas 13.0:
-    /// the 2×2 matrix product spilled 28 bytes on sm_120, the 24-byte
-    /// statistics 8 on sm_100; on sm_90 they take 95 and 126). The
-    /// generated code says the same with `__CUDA_ARCH__` (`Shape<Op>`).
-    pub const fn has_pipelined_heads_warps(self) -> bool {
-        self.major == 9 && self.minor == 0
+    /// heads warp here ([`crate::pipelined_heads_warps`]), as its row of the
+    /// tuning table says ([`crate::tuning::ArchTuning::pipelined_heads_warps`]):
+    /// on sm_90 only. Its blocks of more than 384 threads leave 128
+    /// registers a thread, which the squads of some operators exceed
+    /// elsewhere (ptxas 13.0: the 2×2 matrix product spilled 28 bytes on
+    /// sm_120, the 24-byte statistics 8 on sm_100; on sm_90 they take 95
+    /// and 126).
+    pub fn has_pipelined_heads_warps(self) -> bool {
+        crate::tuning::arch_tuning(self).pipelined_heads_warps
     }
 
     /// Parses `sm_90`, `compute_90`, `90` or `9.0`.

@@ -144,7 +144,8 @@ pub enum SegmentSource {
     Rows,
     /// Segment start offsets, ascending (CSR row pointers: an `offsets`
     /// parameter, a `scan_offsets` by value holding their address, count,
-    /// width of 4 or 8 bytes and index, see [`crate::index_offsets_symbol`]):
+    /// width of 4 or 8 bytes and index, see
+    /// [`crate::segment_flags::FlagsKernel::IndexOffsets`]):
     /// element `offsets[r]` starts a segment. Each thread finds the offsets
     /// of its items between two index entries; no flags are read or
     /// written.

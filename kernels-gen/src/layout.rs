@@ -28,6 +28,11 @@ use crate::single_pass_sizes::{
     pipelined_shared_bytes, pipelined_squad_warps, pipelined_stages, pipelined_supported,
     pipelined_tile_bytes, pipelined_warp_total_slots, tile_status_bytes, tile_status_stride,
 };
+use crate::tuning::{
+    arch_tuning, by_size, single_pass_min_blocks, ArchTuning, ARCH_TUNING,
+    LOOKAHEAD_TILES_PER_LANE, MIRRORED_OVERHEAD, SEGMENTED_SINGLE_PASS_OVERHEAD,
+    SINGLE_PASS_OVERHEAD,
+};
 use crate::{abi::KernelAbi, Arch};
 use std::fmt::Write;
 
@@ -91,6 +96,34 @@ pub struct Layout {
     pub pipelined_segmented_stages: usize,
     /// Its dynamic shared memory per block (0: unsupported).
     pub pipelined_segmented_shared_bytes: usize,
+    /// Tiles a pipelined lookahead lane polls per round
+    /// ([`LOOKAHEAD_TILES_PER_LANE`]).
+    pub lookahead_tiles_per_lane: u32,
+}
+
+/// What a [`Layout`] asks of the compiler on one architecture, from its
+/// row of the tuning table ([`Layout::tuned`]): launch bounds and the
+/// pipelined pass's heads warps. `min_blocks` 0 is ptxas's default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tuned {
+    /// Blocks per SM of the plain single passes.
+    pub single_pass_min_blocks: u32,
+    /// The same in reverse ([`MIRRORED_OVERHEAD`] more registers a thread).
+    pub single_pass_min_blocks_mirrored: u32,
+    /// Blocks per SM of the segmented single passes.
+    pub segmented_single_pass_min_blocks: u32,
+    /// The same in reverse.
+    pub segmented_single_pass_min_blocks_mirrored: u32,
+    /// Blocks per SM of the column scans ([`Layout::column_one_block_per_sm`]).
+    pub column_min_blocks: u32,
+    /// Blocks per SM of the kernels with no target of their own.
+    pub default_min_blocks: u32,
+    /// Heads warps of the pipelined pass over segment offsets.
+    pub pipelined_heads_warps: u32,
+    /// Threads per block of that pass.
+    pub pipelined_offsets_block_threads: u32,
+    /// Blocks per SM of the summed-area kernels over a staged 4-byte scalar.
+    pub area_scalar_min_blocks: u32,
 }
 
 impl Layout {
@@ -128,6 +161,50 @@ impl Layout {
             pipelined_shared_bytes: pipelined_shared_bytes(element_size),
             pipelined_segmented_stages: pipelined_segmented_stages(element_size),
             pipelined_segmented_shared_bytes: pipelined_segmented_shared_bytes(element_size),
+            lookahead_tiles_per_lane: by_size(&LOOKAHEAD_TILES_PER_LANE, element_size),
+        }
+    }
+
+    /// What this layout asks of the compiler on the architectures of
+    /// tuning row `row` ([`crate::tuning`]).
+    pub fn tuned(&self, row: &ArchTuning) -> Tuned {
+        let size = self.element_size;
+        let (threads, items) = (self.block_threads, self.items_per_thread);
+        let plain = by_size(&SINGLE_PASS_OVERHEAD, size);
+        let segmented = by_size(&SEGMENTED_SINGLE_PASS_OVERHEAD, size);
+        let mirrored = |overhead: u32| {
+            if overhead == 0 {
+                0
+            } else {
+                overhead + MIRRORED_OVERHEAD
+            }
+        };
+        let target = |overhead: u32| {
+            if row.occupancy_targets {
+                single_pass_min_blocks(threads, items, size, overhead)
+            } else {
+                1
+            }
+        };
+        let heads_warps = if row.pipelined_heads_warps {
+            self.pipelined_heads_warps
+        } else {
+            1
+        };
+        Tuned {
+            single_pass_min_blocks: target(plain),
+            single_pass_min_blocks_mirrored: target(mirrored(plain)),
+            segmented_single_pass_min_blocks: target(segmented),
+            segmented_single_pass_min_blocks_mirrored: target(mirrored(segmented)),
+            column_min_blocks: if !row.occupancy_targets || self.column_one_block_per_sm {
+                1
+            } else {
+                0
+            },
+            default_min_blocks: if row.occupancy_targets { 0 } else { 1 },
+            pipelined_heads_warps: heads_warps,
+            pipelined_offsets_block_threads: self.pipelined_block_threads + 32 * (heads_warps - 1),
+            area_scalar_min_blocks: row.area_scalar_min_blocks,
         }
     }
 
@@ -172,8 +249,9 @@ impl Layout {
     /// assert_eq!(layout.pipelined_threads(over_offsets, Arch::SM_100), 384);
     /// ```
     pub fn pipelined_threads(&self, abi: KernelAbi, arch: Arch) -> u32 {
-        if abi.pipelined_over_offsets() && arch.has_pipelined_heads_warps() {
-            self.pipelined_offsets_block_threads
+        if abi.pipelined_over_offsets() {
+            self.tuned(arch_tuning(arch))
+                .pipelined_offsets_block_threads
         } else {
             self.pipelined_block_threads
         }
@@ -193,7 +271,7 @@ impl Layout {
              struct {} {{\n",
             layout_struct(op_name)
         );
-        let ints: [(&str, usize); 20] = [
+        let ints: [(&str, usize); 19] = [
             ("element_size", self.element_size),
             ("block_threads", self.block_threads as usize),
             ("items_per_thread", self.items_per_thread as usize),
@@ -211,11 +289,6 @@ impl Layout {
                 "pipelined_block_threads",
                 self.pipelined_block_threads as usize,
             ),
-            (
-                "pipelined_offsets_block_threads",
-                self.pipelined_offsets_block_threads as usize,
-            ),
-            ("pipelined_heads_warps", self.pipelined_heads_warps as usize),
             ("pipelined_squad_warps", self.pipelined_squad_warps as usize),
             (
                 "pipelined_items_per_thread",
@@ -238,6 +311,10 @@ impl Layout {
                 "pipelined_segmented_shared_bytes",
                 self.pipelined_segmented_shared_bytes,
             ),
+            (
+                "lookahead_tiles_per_lane",
+                self.lookahead_tiles_per_lane as usize,
+            ),
         ];
         for (name, value) in ints {
             let _ = writeln!(out, "  static constexpr unsigned {name} = {value}u;");
@@ -250,7 +327,47 @@ impl Layout {
         for (name, value) in bools {
             let _ = writeln!(out, "  static constexpr bool {name} = {value};");
         }
-        out.push_str("};\n");
+        out.push_str("  // Per architecture (kernels_gen::tuning::ARCH_TUNING).\n");
+        for (i, row) in ARCH_TUNING.iter().enumerate() {
+            let _ = match (row.cuda_arch, i) {
+                (Some(arch), 0) => {
+                    writeln!(out, "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {arch}")
+                }
+                (Some(arch), _) => writeln!(
+                    out,
+                    "#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {arch}"
+                ),
+                (None, _) => writeln!(out, "#else"),
+            };
+            let t = self.tuned(row);
+            let tuned = [
+                ("single_pass_min_blocks", t.single_pass_min_blocks),
+                (
+                    "single_pass_min_blocks_mirrored",
+                    t.single_pass_min_blocks_mirrored,
+                ),
+                (
+                    "segmented_single_pass_min_blocks",
+                    t.segmented_single_pass_min_blocks,
+                ),
+                (
+                    "segmented_single_pass_min_blocks_mirrored",
+                    t.segmented_single_pass_min_blocks_mirrored,
+                ),
+                ("column_min_blocks", t.column_min_blocks),
+                ("default_min_blocks", t.default_min_blocks),
+                ("pipelined_heads_warps", t.pipelined_heads_warps),
+                (
+                    "pipelined_offsets_block_threads",
+                    t.pipelined_offsets_block_threads,
+                ),
+                ("area_scalar_min_blocks", t.area_scalar_min_blocks),
+            ];
+            for (name, value) in tuned {
+                let _ = writeln!(out, "  static constexpr unsigned {name} = {value}u;");
+            }
+        }
+        out.push_str("#endif\n};\n");
         out
     }
 }
@@ -286,7 +403,20 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        assert_eq!(text.matches("static constexpr").count(), 23);
+        // 22 fields, then 9 tuned ones for each row of the tuning table.
+        assert_eq!(
+            text.matches("static constexpr").count(),
+            22 + 9 * ARCH_TUNING.len()
+        );
+        let (hopper, others) = text.split_once("#else").unwrap();
+        assert!(hopper.contains("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900"));
+        assert!(others.contains("pipelined_heads_warps = 1u;"), "{others}");
+        assert!(
+            others.contains("pipelined_offsets_block_threads = 384u;"),
+            "{others}"
+        );
+        assert!(others.contains("single_pass_min_blocks = 1u;"), "{others}");
+        assert!(hopper.contains("default_min_blocks = 0u;"), "{hopper}");
         let bytes = Layout::new(201, 201, 128, 1).cuda_declaration("op");
         assert!(bytes.contains("packed_element = true;"), "{bytes}");
         assert!(bytes.contains("column_one_block_per_sm = true;"), "{bytes}");

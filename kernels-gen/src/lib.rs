@@ -24,7 +24,7 @@
 //!   from the ABI table ([`abi`]) that the runtime also builds its launches
 //!   from.
 //!
-//! [`SEGMENT_FLAGS_SOURCE`] is a separate, operator-independent program that
+//! [`segment_flags`] is a separate, operator-independent program that
 //! builds head flags from segment offsets or keys, and finds segments'
 //! starts and count from head flags or keys ([`segment_starts`]).
 //!
@@ -61,7 +61,9 @@ pub mod infer;
 pub mod ir;
 pub mod launch_state;
 pub mod layout;
+pub mod segment_flags;
 pub mod segment_starts;
+pub mod tuning;
 
 mod arch;
 mod kernel_kinds;
@@ -93,7 +95,6 @@ pub use single_pass_sizes::{status_capacity, status_chunk_offset};
 
 use expr::{ExprPrinter, Hint};
 use ir::{ElementType, Expr, FieldType, OpDesc, StructDesc};
-use kernel_kinds::FlagFormatNames;
 use std::fmt::Write;
 
 /// Helpers every program starts with: Rust's integer and float semantics,
@@ -215,38 +216,6 @@ pub fn program(
     out
 }
 
-/// The program that builds segment head flags: from segment start offsets
-/// ([`heads_from_offsets_symbol`]) and from keys ([`heads_from_keys_symbol`]).
-/// It does not depend on any operator.
-pub const SEGMENT_FLAGS_SOURCE: &str = include_str!("templates/segment_flags.cuh");
-
-/// The kernel of [`SEGMENT_FLAGS_SOURCE`] that marks heads at the offsets of
-/// an array of `offset_bits`-bit (32 or 64) unsigned offsets:
-/// `(const uN* offsets, u64 count, flags*, u64 n)`; the flags must be zeroed.
-pub fn heads_from_offsets_symbol(offset_bits: u32, format: FlagFormat) -> String {
-    format!("scan_heads_from_offsets{offset_bits}_{}", format.suffix())
-}
-
-/// The kernel of [`SEGMENT_FLAGS_SOURCE`] that checks `offset_bits`-bit
-/// offsets before [`heads_from_offsets_symbol`] uses them:
-/// `(const uN* offsets, u64 count, u64 n, u64* first_bad)`; `first_bad`, set
-/// to `u64::MAX` first, receives the smallest index of an offset past `n` or
-/// smaller than the one before it.
-pub fn check_offsets_symbol(offset_bits: u32) -> String {
-    format!("scan_check_offsets{offset_bits}")
-}
-
-/// The kernel of [`SEGMENT_FLAGS_SOURCE`] that indexes checked
-/// `offset_bits`-bit offsets for the segmented scans over offsets, in
-/// `entry_bits`-bit entries (32 where the offsets' count fits, else 64):
-/// `(const uN* offsets, u64 count, u64 n, u64 shift, uM* index)` writes
-/// [`offsets_index_len`]`(n)` entries, entry `j` the first `r` with
-/// `offsets[r] >= j << shift` (`count` where none is), `shift` being
-/// [`OFFSETS_INDEX_SHIFT`].
-pub fn index_offsets_symbol(offset_bits: u32, entry_bits: u32) -> String {
-    format!("scan_index_offsets{offset_bits}_{entry_bits}")
-}
-
 /// The offsets index of the segmented scans over offsets has an entry
 /// every `1 << OFFSETS_INDEX_SHIFT` elements (32): a thread finds the
 /// offsets of its items between two entries, read with two independent
@@ -259,13 +228,6 @@ pub const OFFSETS_INDEX_SHIFT: u32 = 5;
 /// `1 << OFFSETS_INDEX_SHIFT` elements and one past the end.
 pub const fn offsets_index_len(n: usize) -> usize {
     n.div_ceil(1 << OFFSETS_INDEX_SHIFT) + 1
-}
-
-/// The kernel of [`SEGMENT_FLAGS_SOURCE`] that marks heads where a key of
-/// `key_bits` bits (8, 16, 32 or 64) differs from the one before:
-/// `(const uN* keys, flags*, u64 n)`.
-pub fn heads_from_keys_symbol(key_bits: u32, format: FlagFormat) -> String {
-    format!("scan_heads_from_keys{key_bits}_{}", format.suffix())
 }
 
 /// A piece of generated source whose CUDA type names are only known when

@@ -132,7 +132,8 @@ pub const fn packed_element(element_size: usize, element_registers: usize) -> bo
 }
 
 /// Whether the column scans ask ptxas to fit one block per SM on sm_90
-/// (every other architecture always asks for one: `SCAN_BOUNDS`): for
+/// (architectures without occupancy targets always ask for one:
+/// [`crate::tuning::ArchTuning::occupancy_targets`]): for
 /// elements over 128 bytes, and for elements whose fields take more
 /// registers than their bytes fill words (structs of bytes or half-words).
 /// Without it ptxas 13.0 picks its own register budget on sm_90, which

@@ -533,58 +533,6 @@ template <class T, int N> __device__ __forceinline__ void scan_assign(T (&to)[N]
   for (int i = 0; i < N; ++i) to[i] = from[i];
 }
 
-// Blocks per SM the single-pass kernels ask ptxas to fit (__launch_bounds__'
-// second argument): a block spends part of its time on the tile counter and
-// the look-back with no loads in flight, so more resident blocks keep more
-// bytes in flight. The register budget assumed per thread: its items' words
-// plus an overhead, the least with which ptxas 13.0 fits every test
-// operator's kernels on sm_90 without spilling (found by compiling each at
-// overheads 16, 20, 24, 28, …): plain scans 24 for elements of at most 4
-// bytes, 20 up to 8 bytes (16 fitted the test operators, not the built-in
-// u64 product or f64 sum, min, max and product, which spilled 16-24 bytes
-// at 40 registers), 28 up to 12, 20 up to 20 and 28 above (21 to 24
-// bytes: the two status chunks a look-back lane polls made the 24-byte
-// `stats` spill 8 bytes at 5 blocks per SM with 20); segmented ones 24 up to
-// 4 bytes and 32 up to 8. For 4-byte elements in 256 × 16 tiles that is 40 registers and 6
-// blocks per SM for both. Segmented scans of larger elements ask for no
-// particular occupancy (overhead 0 here means "one block"): how many
-// registers their (flag, value) pairs need depends on the operator more
-// than on the element's size (a 12-byte span join needed 88 per thread, a
-// 24-byte sum of three fields 56). Other architectures are not tuned
-// either: there every single pass asks for one block per SM, so ptxas
-// never caps registers below what a kernel needs.
-__host__ __device__ constexpr int scan_single_pass_overhead(unsigned long long element_size) {
-  return element_size <= 4 ? 24 : element_size <= 8 ? 20 : element_size <= 12 ? 28 : element_size <= 20 ? 20 : 28;
-}
-__host__ __device__ constexpr int scan_segmented_single_pass_overhead(unsigned long long element_size) {
-  return element_size <= 4 ? 24 : element_size <= 8 ? 32 : 0;
-}
-__host__ __device__ constexpr int scan_single_pass_min_blocks(int threads, int items, unsigned long long element_size, int overhead) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
-  return 1;
-#else
-  // The overheads above were measured for elements of 1, 2 and whole words
-  // up to 24 bytes. Other elements ask for one block: structs of byte or
-  // half-word fields take a register per field, not per word, and larger
-  // elements need registers for several whole values in the look-back
-  // (tests/nvrtc_sizes.rs found spills at every such size otherwise).
-  return overhead == 0 || !(element_size <= 2 || (element_size % 4 == 0 && element_size <= 24)) ? 1 : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) < 1 ? 1
-         : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead)) > 2048 / threads ? 2048 / threads
-         : 65536 / (threads * (items * (int)((element_size + 3) / 4) + overhead));
-#endif
-}
-
-// Launch bounds of the kernels with no occupancy target. On sm_90, ptxas's
-// default; on other architectures one block per SM, which lets ptxas use
-// the registers it needs (without it, ptxas 13.0 spilled a one-block
-// segmented pass over tile totals on sm_100 and a segmented tile scan on
-// sm_80).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
-#define SCAN_BOUNDS(threads) __launch_bounds__(threads, 1)
-#else
-#define SCAN_BOUNDS(threads) __launch_bounds__(threads)
-#endif
-
 // Template arguments of the scans: how head flags are stored (or that
 // segments are rows of a fixed length, or given by offsets or by keys, with
 // no flags), how a warp

@@ -1,36 +1,38 @@
-//! The segment-starts kernels of [`SEGMENT_FLAGS_SOURCE`](crate::SEGMENT_FLAGS_SOURCE):
+//! The segment-starts kernels of the segment-flags program
+//! ([`FlagsKernel::FindStarts`]):
 //! every segment's first element, in order, and the number of segments,
 //! found on the device from head flags or keys, whose count the host does
 //! not know. A scan's per-segment totals over such segments read their
 //! windows off these starts as off CSR offsets.
 //!
-//! One launch of [`find_starts_symbol`], a block of [`STARTS_BLOCK_THREADS`]
+//! One launch of [`FlagsKernel::FindStarts`], a block of [`STARTS_BLOCK_THREADS`]
 //! per chunk of [`STARTS_CHUNK_ITEMS`] elements, after the host zeroes its
 //! [`starts_status_words`] words of status (a compaction with decoupled
 //! look-back, reading the heads once).
 //!
 //! ```
-//! use kernels_gen::segment_starts::{find_starts_symbol, starts_chunks, HeadsIn};
+//! use kernels_gen::segment_flags::FlagsKernel;
+//! use kernels_gen::segment_starts::{starts_chunks, HeadsIn};
 //! use kernels_gen::FlagFormat;
 //!
-//! assert_eq!(find_starts_symbol(HeadsIn::Flags(FlagFormat::Bits)), "scan_find_starts_bits");
-//! assert_eq!(find_starts_symbol(HeadsIn::Keys { key_bits: 16 }), "scan_find_starts_keys16");
+//! let bits = FlagsKernel::FindStarts(HeadsIn::Flags(FlagFormat::Bits));
+//! assert_eq!(bits.symbol(), "scan_find_starts_bits");
+//! let keys = FlagsKernel::FindStarts(HeadsIn::Keys { key_bits: 16 });
+//! assert_eq!(keys.symbol(), "scan_find_starts_keys16");
 //! assert_eq!(starts_chunks(4097), 2);
 //! ```
 
 use crate::kernel_kinds::FlagFormatNames;
+#[cfg(doc)]
+use crate::segment_flags::FlagsKernel;
 use crate::FlagFormat;
 
-/// Elements per chunk of [`find_starts_symbol`] (`SCAN_STARTS_CHUNK`).
+/// Elements per chunk of [`FlagsKernel::FindStarts`] (`SCAN_STARTS_CHUNK`).
 pub const STARTS_CHUNK_ITEMS: usize = 4096;
 
-/// Threads per block of [`find_starts_symbol`] (`SCAN_STARTS_THREADS`,
+/// Threads per block of [`FlagsKernel::FindStarts`] (`SCAN_STARTS_THREADS`,
 /// its launch bounds).
 pub const STARTS_BLOCK_THREADS: u32 = 256;
-
-/// `(u64* slot, u64 value)`: stores a count the host knows in stream
-/// order (one thread).
-pub const STORE_COUNT_SYMBOL: &str = "scan_store_count";
 
 /// Where the heads come from: head flags in a format, or keys of
 /// `key_bits` bits (8, 16, 32 or 64; element `i > 0` starts a segment
@@ -57,7 +59,7 @@ impl HeadsIn {
         HeadsIn::Keys { key_bits: 64 },
     ];
 
-    fn suffix(self) -> String {
+    pub(crate) fn suffix(self) -> String {
         match self {
             HeadsIn::Flags(format) => format.suffix().to_string(),
             HeadsIn::Keys { key_bits } => format!("keys{key_bits}"),
@@ -65,17 +67,7 @@ impl HeadsIn {
     }
 }
 
-/// `(const void* heads, u64 n, u64* status, u64* starts, u64 capacity,
-/// u64* count)`, one block per chunk: `starts[rank] = i` for the head at
-/// element `i` whose segment is number `rank`, where `rank <= capacity`;
-/// `*count` receives the number of segments and, where it is at most
-/// `capacity`, `starts[count] = n`. `status` holds
-/// [`starts_status_words`]`(n)` words, zeroed before the launch.
-pub fn find_starts_symbol(heads: HeadsIn) -> String {
-    format!("scan_find_starts_{}", heads.suffix())
-}
-
-/// Words of status [`find_starts_symbol`] takes for `n` elements: one per
+/// Words of status [`FlagsKernel::FindStarts`] takes for `n` elements: one per
 /// chunk, and the chunks' ticket counter.
 pub const fn starts_status_words(n: usize) -> usize {
     starts_chunks(n) + 1
@@ -88,7 +80,7 @@ pub const fn starts_scratch_words(n: usize, capacity: usize) -> usize {
     starts_status_words(n) + capacity + 1
 }
 
-/// Chunks of [`find_starts_symbol`] for `n` elements.
+/// Chunks of [`FlagsKernel::FindStarts`] for `n` elements.
 pub const fn starts_chunks(n: usize) -> usize {
     n.div_ceil(STARTS_CHUNK_ITEMS)
 }
@@ -96,11 +88,11 @@ pub const fn starts_chunks(n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SEGMENT_FLAGS_SOURCE;
+    use crate::segment_flags::segment_flags_program;
 
     fn define(name: &str) -> String {
         let prefix = format!("#define {name} ");
-        SEGMENT_FLAGS_SOURCE
+        segment_flags_program()
             .lines()
             .find_map(|l| l.strip_prefix(&prefix))
             .unwrap_or_else(|| panic!("no #define {name}"))
@@ -114,16 +106,5 @@ mod tests {
         let run: usize = define("SCAN_STARTS_RUN").parse().unwrap();
         assert_eq!(threads, STARTS_BLOCK_THREADS);
         assert_eq!(run * threads as usize, STARTS_CHUNK_ITEMS);
-    }
-
-    #[test]
-    fn every_symbol_is_exported() {
-        for heads in HeadsIn::ALL {
-            let symbol = find_starts_symbol(heads);
-            let suffix = symbol.strip_prefix("scan_find_starts_").unwrap();
-            let instance = format!("SCAN_STARTS_KERNEL({suffix},");
-            assert!(SEGMENT_FLAGS_SOURCE.contains(&instance), "{symbol}");
-        }
-        assert!(SEGMENT_FLAGS_SOURCE.contains(&format!("void {STORE_COUNT_SYMBOL}(")));
     }
 }

@@ -100,15 +100,15 @@ where
     ) -> Result<()> {
         let prepared = prepare(self)?;
         let at = self.address_stream(stream)?;
-        let (src, dst, _guards): (u64, u64, Vec<SyncOnDrop<'_>>) = match operands {
+        let (src, dst, _guards): (u64, u64, [Option<SyncOnDrop<'_>>; 2]) = match operands {
             Operands::Apart(input, output) => {
                 let (src, src_guard) = input.device_ptr(&at);
                 let (dst, dst_guard) = output.device_ptr_mut(&at);
-                (src, dst, vec![src_guard, dst_guard])
+                (src, dst, [Some(src_guard), Some(dst_guard)])
             }
             Operands::InPlace(data) => {
                 let (ptr, guard) = data.device_ptr_mut(&at);
-                (ptr, ptr, vec![guard])
+                (ptr, ptr, [Some(guard), None])
             }
         };
         self.first_call_law_check(stream, src, n)?;

@@ -183,12 +183,13 @@ where
             return self.launch_empty_carry(stream, a.seed, a.carry_out);
         }
         let scratch = self.reserve_scratch(path.scratch(family != Family::Plain), stream)?;
-        let mut launches = Vec::with_capacity(3);
-        for step in path.steps() {
+        // Every step's kernel first (a path has at most three steps).
+        let mut launches = [None, None, None];
+        for (slot, step) in launches.iter_mut().zip(path.steps()) {
             let abi = kernel(step.pass).expect("the planner chose a pass of this family");
-            launches.push(self.load_step(abi, step, &mut ready)?);
+            *slot = Some(self.load_step(abi, step, &mut ready)?);
         }
-        for (kernel, abi, config, step) in launches {
+        for (kernel, abi, config, step) in launches.into_iter().flatten() {
             let args = launch::tile_pass(step.pass, a, scratch, step.tiles as u64);
             // SAFETY: `tile_pass` built the arguments of the step's pass,
             // checked against the ABI table at launch. The prologue checked

@@ -6,13 +6,14 @@ use crate::capture::AddressStream;
 use crate::error::Result;
 use crate::head_flags::OwnedDeviceHeadFlags;
 use crate::kernels::{build_module, compile_target};
+use crate::launch::{launch_flags, KernelArg, NoElement};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-    DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
+use kernels_gen::segment_flags::{segment_flags_program, FlagsKernel};
 use kernels_gen::segment_starts::{
-    find_starts_symbol, starts_chunks, starts_status_words, HeadsIn, STARTS_BLOCK_THREADS,
-    STORE_COUNT_SYMBOL,
+    starts_chunks, starts_status_words, HeadsIn, STARTS_BLOCK_THREADS,
 };
 use kernels_gen::FlagFormat;
 use scan_core::segmented::{FlagsLengthMismatch, InvalidOffsets, SegmentKey, SegmentOffset};
@@ -42,7 +43,7 @@ pub struct HeadFlagBuilder {
 
 struct FlagProgram {
     _module: Arc<CudaModule>,
-    functions: HashMap<String, CudaFunction>,
+    functions: HashMap<FlagsKernel, CudaFunction>,
 }
 
 fn flag_programs() -> &'static Mutex<HashMap<usize, Arc<FlagProgram>>> {
@@ -72,25 +73,11 @@ impl HeadFlagBuilder {
             });
         }
         let target = compile_target(ctx)?;
-        let source = kernels_gen::SEGMENT_FLAGS_SOURCE;
-        let (module, _) = build_module(ctx, disk, target, "segment_flags", source)?;
+        let source = segment_flags_program();
+        let (module, _) = build_module(ctx, disk, target, "segment_flags", &source)?;
         let mut functions = HashMap::new();
-        for format in FlagFormat::ALL {
-            let symbols = [32, 64]
-                .map(|b| kernels_gen::heads_from_offsets_symbol(b, format))
-                .into_iter()
-                .chain([8, 16, 32, 64].map(|b| kernels_gen::heads_from_keys_symbol(b, format)));
-            let checks = [32, 64].map(kernels_gen::check_offsets_symbol);
-            let indexes = [(32, 32), (32, 64), (64, 32), (64, 64)]
-                .map(|(offset, entry)| kernels_gen::index_offsets_symbol(offset, entry));
-            let starts = HeadsIn::ALL
-                .map(find_starts_symbol)
-                .into_iter()
-                .chain([STORE_COUNT_SYMBOL.to_string()]);
-            for symbol in symbols.chain(checks).chain(indexes).chain(starts) {
-                let f = module.load_function(&symbol)?;
-                functions.insert(symbol, f);
-            }
+        for kernel in FlagsKernel::all() {
+            functions.insert(kernel, module.load_function(&kernel.symbol())?);
         }
         let program = Arc::new(FlagProgram {
             _module: module,
@@ -106,8 +93,21 @@ impl HeadFlagBuilder {
         })
     }
 
-    fn function(&self, symbol: &str) -> &CudaFunction {
-        &self.program.functions[symbol]
+    /// Enqueues `kernel` with `args`, checked against its parameters.
+    ///
+    /// # Safety
+    /// The pointers in `args` must be valid for what `kernel` does with
+    /// them, and `config` its launch shape.
+    unsafe fn launch(
+        &self,
+        stream: &CudaStream,
+        kernel: FlagsKernel,
+        args: &[KernelArg<NoElement>],
+        config: LaunchConfig,
+    ) -> Result<()> {
+        let function = &self.program.functions[&kernel];
+        // SAFETY: the caller's contract.
+        unsafe { launch_flags(stream, function, kernel, args, config) }
     }
 
     /// New flags for `n` elements where element `offsets[r]` starts a
@@ -201,21 +201,13 @@ impl HeadFlagBuilder {
         stream.memset_zeros(out)?;
         // With no offsets the kernel still marks element 0.
         let count = offsets.len();
-        let symbol =
-            kernels_gen::heads_from_offsets_symbol(8 * std::mem::size_of::<O>() as u32, format);
         let (offsets_ptr, _s1) = offsets.device_ptr(stream);
         let (out_ptr, _s2) = out.device_ptr_mut(stream);
-        let (count64, n64) = (count as u64, n as u64);
-        let mut launch = stream.launch_builder(self.function(&symbol));
-        launch
-            .arg(&offsets_ptr)
-            .arg(&count64)
-            .arg(&out_ptr)
-            .arg(&n64);
-        // SAFETY: (const uN* offsets, u64 count, flags*, u64 n); `out` holds the units of
-        // n elements (checked), offsets are read for r < count and written only below n.
-        unsafe { launch.launch(builder_grid(count)) }?;
-        Ok(())
+        let (kernel, args) =
+            args::heads_from_offsets(bits::<O>(), format, offsets_ptr, count, out_ptr, n);
+        // SAFETY: `out` holds the units of n elements (checked), offsets are
+        // read for r < count and written only below n.
+        unsafe { self.launch(stream, kernel, &args, builder_grid(count)) }
     }
 
     /// The first reason `offsets` are not row pointers of `n` elements, found
@@ -236,20 +228,13 @@ impl HeadFlagBuilder {
             return Ok(());
         }
         let mut first_bad = stream.clone_htod(&[u64::MAX])?;
-        let symbol = kernels_gen::check_offsets_symbol(8 * std::mem::size_of::<O>() as u32);
         {
             let (offsets_ptr, _s1) = offsets.device_ptr(stream);
             let (bad_ptr, _s2) = first_bad.device_ptr_mut(stream);
-            let (count64, n64) = (count as u64, n as u64);
-            let mut launch = stream.launch_builder(self.function(&symbol));
-            launch
-                .arg(&offsets_ptr)
-                .arg(&count64)
-                .arg(&n64)
-                .arg(&bad_ptr);
-            // SAFETY: (const uN* offsets, u64 count, u64 n, u64* first_bad); offsets are
-            // read for r < count, and first_bad is one u64 of ours.
-            unsafe { launch.launch(builder_grid(count)) }?;
+            let (kernel, args) = args::check_offsets(bits::<O>(), offsets_ptr, count, n, bad_ptr);
+            // SAFETY: offsets are read for r < count, and first_bad is one
+            // u64 of ours.
+            unsafe { self.launch(stream, kernel, &args, builder_grid(count)) }?;
         }
         let index = stream.clone_dtoh(&first_bad)?[0];
         if index == u64::MAX {
@@ -297,7 +282,7 @@ impl HeadFlagBuilder {
     }
 
     /// The index of checked `offsets` of `n` elements
-    /// ([`kernels_gen::index_offsets_symbol`]) in `E` entries (`u32` or
+    /// ([`FlagsKernel::IndexOffsets`]) in `E` entries (`u32` or
     /// `u64`, wide enough for the offsets' count), enqueued on `stream`.
     pub(crate) fn index_offsets<O, P, E>(
         &self,
@@ -313,28 +298,19 @@ impl HeadFlagBuilder {
         let entries = kernels_gen::offsets_index_len(n);
         // SAFETY: every entry is written by the kernel below before any read.
         let mut index = unsafe { stream.alloc::<E>(entries) }?;
-        let symbol = kernels_gen::index_offsets_symbol(
-            8 * std::mem::size_of::<O>() as u32,
-            8 * std::mem::size_of::<E>() as u32,
-        );
         let (offsets_ptr, _s1) = offsets.device_ptr(stream);
         let (index_ptr, _s2) = index.device_ptr_mut(stream);
-        let (count, n64, shift) = (
-            offsets.len() as u64,
-            n as u64,
-            kernels_gen::OFFSETS_INDEX_SHIFT as u64,
+        let (kernel, args) = args::index_offsets(
+            (bits::<O>(), bits::<E>()),
+            offsets_ptr,
+            offsets.len(),
+            n,
+            index_ptr,
         );
-        let mut launch = stream.launch_builder(self.function(&symbol));
-        launch
-            .arg(&offsets_ptr)
-            .arg(&count)
-            .arg(&n64)
-            .arg(&shift)
-            .arg(&index_ptr);
-        // SAFETY: (const uN* offsets, u64 count, u64 n, u64 shift, uM* index); offsets
-        // are read below count, and the index has offsets_index_len(n) entries of E, the
-        // kernel's grid-stride bound and entry type (the symbol names both widths).
-        unsafe { launch.launch(builder_grid(entries)) }?;
+        // SAFETY: offsets are read below count, and the index has
+        // offsets_index_len(n) entries of E, the kernel's grid-stride bound
+        // and entry type (checked: its parameter's width).
+        unsafe { self.launch(stream, kernel, &args, builder_grid(entries)) }?;
         drop((_s1, _s2));
         Ok(index)
     }
@@ -359,18 +335,14 @@ impl HeadFlagBuilder {
         if n == 0 {
             return Ok(());
         }
-        let symbol =
-            kernels_gen::heads_from_keys_symbol(8 * std::mem::size_of::<K>() as u32, format);
         let at = self.addresses.for_stream(stream)?;
         let (keys_ptr, _s1) = keys.device_ptr(&at);
         let (out_ptr, _s2) = out.device_ptr_mut(&at);
-        let n64 = n as u64;
-        let mut launch = stream.launch_builder(self.function(&symbol));
-        launch.arg(&keys_ptr).arg(&out_ptr).arg(&n64);
-        // SAFETY: (const uN* keys, flags*, u64 n); SegmentKey guarantees a plain N-bit
-        // value; `out` holds the units of n elements (checked).
-        unsafe { launch.launch(builder_grid(format.units(n).max(1) * 32)) }?;
-        Ok(())
+        let (kernel, args) = args::heads_from_keys(bits::<K>(), format, keys_ptr, out_ptr, n);
+        let grid = builder_grid(format.units(n).max(1) * 32);
+        // SAFETY: SegmentKey guarantees a plain N-bit value; `out` holds the
+        // units of n elements (checked).
+        unsafe { self.launch(stream, kernel, &args, grid) }
     }
 }
 
@@ -412,28 +384,19 @@ impl HeadFlagBuilder {
                 stream.cu_stream(),
             )
         }?;
-        let n64 = n as u64;
-        let mut launch = stream.launch_builder(self.function(&find_starts_symbol(source)));
-        launch
-            .arg(&address)
-            .arg(&n64)
-            .arg(&scratch.status)
-            .arg(&scratch.starts)
-            .arg(&scratch.capacity)
-            .arg(&count);
+        let (kernel, args) = args::find_starts(source, address, n, scratch, count);
         let grid = LaunchConfig {
             grid_dim: (starts_chunks(n) as u32, 1, 1),
             block_dim: (STARTS_BLOCK_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: (const void* heads, u64 n, u64* status, u64* starts, u64 capacity,
-        // u64* count); `heads` holds the flags or keys of n elements (checked by the
-        // caller, of the kernel's format or width), status its starts_status_words(n)
-        // zeroed words, starts capacity + 1 words (written only at ranks <= capacity),
-        // count one u64; one block per chunk (the chunks of n < 2^43 elements fit the
-        // grid, checked by the caller's length limits).
-        unsafe { launch.launch(grid) }?;
-        Ok(())
+        // SAFETY: `heads` holds the flags or keys of n elements (checked by
+        // the caller, of the kernel's format or width), status its
+        // starts_status_words(n) zeroed words, starts capacity + 1 words
+        // (written only at ranks <= capacity), count one u64; one block per
+        // chunk (the chunks of n < 2^43 elements fit the grid, checked by
+        // the caller's length limits).
+        unsafe { self.launch(stream, kernel, &args, grid) }
     }
 
     /// Enqueues the store of `value` at `slot` (one `u64`): a count the
@@ -444,12 +407,11 @@ impl HeadFlagBuilder {
         slot: u64,
         value: u64,
     ) -> Result<()> {
-        let mut launch = stream.launch_builder(self.function(STORE_COUNT_SYMBOL));
-        launch.arg(&slot).arg(&value);
-        // SAFETY: (u64* slot, u64 value); `slot` is one u64 of the caller's (its
-        // length checked), written by one thread.
-        unsafe { launch.launch(LaunchConfig::for_num_elems(1)) }?;
-        Ok(())
+        let (kernel, args) = args::store_count(slot, value);
+        let grid = LaunchConfig::for_num_elems(1);
+        // SAFETY: `slot` is one u64 of the caller's (its length checked),
+        // written by one thread.
+        unsafe { self.launch(stream, kernel, &args, grid) }
     }
 }
 
@@ -471,6 +433,193 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for u8 {}
     impl Sealed for u32 {}
+}
+
+/// The width in bits of `T`.
+const fn bits<T>() -> u32 {
+    8 * std::mem::size_of::<T>() as u32
+}
+
+/// Each kernel's arguments from the addresses and sizes it takes (checked
+/// against [`FlagsKernel::params`] at every launch, and here by a test
+/// without a GPU).
+mod args {
+    use super::StartsScratch;
+    use crate::launch::{flags_count, flags_ptr, KernelArg, NoElement};
+    use kernels_gen::abi::ParamType::{HeadFlags, UnsignedIn, UnsignedOut};
+    use kernels_gen::segment_flags::FlagsKernel;
+    use kernels_gen::segment_starts::HeadsIn;
+    use kernels_gen::FlagFormat;
+
+    type Args<const N: usize> = (FlagsKernel, [KernelArg<NoElement>; N]);
+
+    /// A flag builder's output: `flags` (bytes) or `words` (bits).
+    fn flags_out(format: FlagFormat, address: u64) -> KernelArg<NoElement> {
+        match format {
+            FlagFormat::Bytes => flags_ptr("flags", UnsignedOut(8), address),
+            FlagFormat::Bits => flags_ptr("words", UnsignedOut(32), address),
+        }
+    }
+
+    pub(super) fn heads_from_offsets(
+        offset_bits: u32,
+        format: FlagFormat,
+        offsets: u64,
+        count: usize,
+        out: u64,
+        n: usize,
+    ) -> Args<4> {
+        let kernel = FlagsKernel::HeadsFromOffsets {
+            offset_bits,
+            format,
+        };
+        let args = [
+            flags_ptr("offsets", UnsignedIn(offset_bits), offsets),
+            flags_count("count", count as u64),
+            flags_out(format, out),
+            flags_count("n", n as u64),
+        ];
+        (kernel, args)
+    }
+
+    pub(super) fn check_offsets(
+        offset_bits: u32,
+        offsets: u64,
+        count: usize,
+        n: usize,
+        first_bad: u64,
+    ) -> Args<4> {
+        let args = [
+            flags_ptr("offsets", UnsignedIn(offset_bits), offsets),
+            flags_count("count", count as u64),
+            flags_count("n", n as u64),
+            flags_ptr("first_bad", UnsignedOut(64), first_bad),
+        ];
+        (FlagsKernel::CheckOffsets { offset_bits }, args)
+    }
+
+    pub(super) fn index_offsets(
+        (offset_bits, entry_bits): (u32, u32),
+        offsets: u64,
+        count: usize,
+        n: usize,
+        index: u64,
+    ) -> Args<5> {
+        let kernel = FlagsKernel::IndexOffsets {
+            offset_bits,
+            entry_bits,
+        };
+        let args = [
+            flags_ptr("offsets", UnsignedIn(offset_bits), offsets),
+            flags_count("count", count as u64),
+            flags_count("n", n as u64),
+            flags_count("shift", kernels_gen::OFFSETS_INDEX_SHIFT as u64),
+            flags_ptr("index", UnsignedOut(entry_bits), index),
+        ];
+        (kernel, args)
+    }
+
+    pub(super) fn heads_from_keys(
+        key_bits: u32,
+        format: FlagFormat,
+        keys: u64,
+        out: u64,
+        n: usize,
+    ) -> Args<3> {
+        let args = [
+            flags_ptr("keys", UnsignedIn(key_bits), keys),
+            flags_out(format, out),
+            flags_count("n", n as u64),
+        ];
+        (FlagsKernel::HeadsFromKeys { key_bits, format }, args)
+    }
+
+    pub(super) fn find_starts(
+        source: HeadsIn,
+        heads: u64,
+        n: usize,
+        scratch: &StartsScratch,
+        count: u64,
+    ) -> Args<6> {
+        let args = [
+            flags_ptr("heads", HeadFlags, heads),
+            flags_count("n", n as u64),
+            flags_ptr("status", UnsignedOut(64), scratch.status),
+            flags_ptr("starts", UnsignedOut(64), scratch.starts),
+            flags_count("capacity", scratch.capacity),
+            flags_ptr("count", UnsignedOut(64), count),
+        ];
+        (FlagsKernel::FindStarts(source), args)
+    }
+
+    pub(super) fn store_count(slot: u64, value: u64) -> Args<2> {
+        let args = [
+            flags_ptr("slot", UnsignedOut(64), slot),
+            flags_count("value", value),
+        ];
+        (FlagsKernel::StoreCount, args)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::launch::check_flags_args;
+
+        /// The arguments the builders make for `kernel`, from distinct
+        /// addresses and sizes.
+        fn built(kernel: FlagsKernel) -> Vec<KernelArg<NoElement>> {
+            let scratch = StartsScratch {
+                status: 5,
+                starts: 6,
+                capacity: 7,
+            };
+            match kernel {
+                FlagsKernel::HeadsFromOffsets {
+                    offset_bits,
+                    format,
+                } => heads_from_offsets(offset_bits, format, 1, 2, 3, 4)
+                    .1
+                    .to_vec(),
+                FlagsKernel::CheckOffsets { offset_bits } => {
+                    check_offsets(offset_bits, 1, 2, 3, 4).1.to_vec()
+                }
+                FlagsKernel::IndexOffsets {
+                    offset_bits,
+                    entry_bits,
+                } => index_offsets((offset_bits, entry_bits), 1, 2, 3, 4)
+                    .1
+                    .to_vec(),
+                FlagsKernel::HeadsFromKeys { key_bits, format } => {
+                    heads_from_keys(key_bits, format, 1, 2, 3).1.to_vec()
+                }
+                FlagsKernel::FindStarts(source) => {
+                    find_starts(source, 1, 2, &scratch, 8).1.to_vec()
+                }
+                FlagsKernel::StoreCount => store_count(1, 2).1.to_vec(),
+            }
+        }
+
+        #[test]
+        fn every_flag_builder_matches_its_parameters() {
+            for kernel in FlagsKernel::all() {
+                check_flags_args(kernel, &built(kernel)).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+
+        #[test]
+        fn a_wrong_width_or_order_is_refused() {
+            let (kernel, mut args) = index_offsets((32, 64), 1, 2, 3, 4);
+            check_flags_args(kernel, &args).unwrap();
+            let wide = FlagsKernel::IndexOffsets {
+                offset_bits: 32,
+                entry_bits: 32,
+            };
+            let err = check_flags_args(wide, &args).unwrap_err().to_string();
+            assert!(err.contains("scan_index_offsets32_32"), "{err}");
+            args.swap(1, 2);
+            assert!(check_flags_args(kernel, &args).is_err());
+        }
+    }
 }
 
 fn builder_grid(threads: usize) -> LaunchConfig {

@@ -8,7 +8,8 @@
 use crate::error::{Result, ScanError};
 use crate::workspace::SinglePassArgs;
 use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
-use kernels_gen::abi::{KernelAbi, ParamType, Pass};
+use kernels_gen::abi::{KernelAbi, Param, ParamType, Pass};
+use kernels_gen::segment_flags::FlagsKernel;
 
 /// One argument of a launch, tagged with the parameter it is for: its
 /// name in the ABI table and what kind of value it is.
@@ -135,9 +136,18 @@ impl<E> ArgValue<E> {
 /// position the same name and type (so two arguments swapped are refused
 /// even where their types agree).
 pub(crate) fn check_args<E>(abi: KernelAbi, op: &'static str, args: &[KernelArg<E>]) -> Result<()> {
-    let params = abi.param_list();
+    check_against(abi.param_list(), || abi.symbol(op), args)
+}
+
+/// Checks `args` against `params`, the parameter list of the kernel that
+/// `symbol` names (see [`check_args`]).
+fn check_against<E>(
+    params: impl ExactSizeIterator<Item = Param>,
+    symbol: impl FnOnce() -> String,
+    args: &[KernelArg<E>],
+) -> Result<()> {
     let mismatch = |detail: String| ScanError::KernelAbi {
-        kernel: abi.symbol(op),
+        kernel: symbol(),
         detail,
     };
     if params.len() != args.len() {
@@ -176,6 +186,45 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
     config: LaunchConfig,
 ) -> Result<()> {
     check_args(abi, op, args)?;
+    // SAFETY: the caller's contract, the arguments checked above.
+    unsafe { enqueue(stream, function, args, config) }
+}
+
+/// Enqueues `function`, kernel `kernel` of the segment-flags program, on
+/// `stream` with `args` after checking them against its parameter list
+/// ([`FlagsKernel::params`]).
+///
+/// # Safety
+/// As for [`launch`]: the pointers must be valid for what the kernel does
+/// with them ([`FlagsKernel`]'s documentation), and `config` its shape.
+pub(crate) unsafe fn launch_flags(
+    stream: &CudaStream,
+    function: &CudaFunction,
+    kernel: FlagsKernel,
+    args: &[KernelArg<NoElement>],
+    config: LaunchConfig,
+) -> Result<()> {
+    check_flags_args(kernel, args)?;
+    // SAFETY: the caller's contract, the arguments checked above.
+    unsafe { enqueue(stream, function, args, config) }
+}
+
+/// Checks `args` against the parameters of `kernel` of the segment-flags
+/// program, as [`check_args`] does for the scans' kernels.
+pub(crate) fn check_flags_args(kernel: FlagsKernel, args: &[KernelArg<NoElement>]) -> Result<()> {
+    check_against(kernel.params(), || kernel.symbol(), args)
+}
+
+/// Pushes checked `args` and enqueues the launch.
+///
+/// # Safety
+/// `args` match `function`'s parameters, valid for what it does with them.
+unsafe fn enqueue<E: DeviceRepr>(
+    stream: &CudaStream,
+    function: &CudaFunction,
+    args: &[KernelArg<E>],
+    config: LaunchConfig,
+) -> Result<()> {
     let mut builder = stream.launch_builder(function);
     for arg in args {
         match &arg.value {
@@ -187,10 +236,28 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
             ArgValue::Keys(k) => builder.arg(k),
         };
     }
-    // SAFETY: the argument list matches the kernel's parameters (checked
-    // above); the caller vouches for the pointers and the launch shape.
+    // SAFETY: the caller's contract.
     unsafe { builder.launch(config) }?;
     Ok(())
+}
+
+/// The element type of kernels that take no element (the segment-flags
+/// program's): no value of it exists.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum NoElement {}
+
+// SAFETY: uninhabited, so never passed to a kernel.
+unsafe impl DeviceRepr for NoElement {}
+
+/// The argument for parameter `name` of the segment-flags program: a
+/// pointer of type `ty`.
+pub(crate) fn flags_ptr(name: &'static str, ty: ParamType, address: u64) -> KernelArg<NoElement> {
+    ptr(name, ty, address)
+}
+
+/// The argument for count parameter `name` of the segment-flags program.
+pub(crate) fn flags_count(name: &'static str, value: u64) -> KernelArg<NoElement> {
+    arg(name, ArgValue::Count(value))
 }
 
 use ParamType::{ElementsIn, ElementsOut, HeadFlags, SegmentCount, TileFlagsIn, TileFlagsOut};
@@ -222,6 +289,42 @@ fn count<E>(name: &'static str, c: u64) -> KernelArg<E> {
 
 /// The most arguments a kernel of the ABI table takes.
 const MOST_ARGS: usize = 12;
+
+/// A launch's arguments, held inline (the scans' launches allocate
+/// nothing on the heap).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ArgList<E> {
+    args: [KernelArg<E>; MOST_ARGS],
+    len: usize,
+}
+
+impl<E: Copy> ArgList<E> {
+    fn new() -> Self {
+        ArgList {
+            args: [arg("", ArgValue::Count(0)); MOST_ARGS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, arg: KernelArg<E>) {
+        self.args[self.len] = arg;
+        self.len += 1;
+    }
+
+    fn extend(&mut self, args: impl IntoIterator<Item = KernelArg<E>>) {
+        for arg in args {
+            self.push(arg);
+        }
+    }
+}
+
+impl<E> std::ops::Deref for ArgList<E> {
+    type Target = [KernelArg<E>];
+
+    fn deref(&self) -> &[KernelArg<E>] {
+        &self.args[..self.len]
+    }
+}
 
 fn scratch<E>(s: &SinglePassArgs) -> [KernelArg<E>; 4] {
     [
@@ -278,8 +381,8 @@ pub(crate) fn tile_pass<E: Copy>(
     a: &TileScanArgs<E>,
     s: PassScratch,
     tiles: u64,
-) -> Vec<KernelArg<E>> {
-    let mut args = Vec::with_capacity(MOST_ARGS);
+) -> ArgList<E> {
+    let mut args = ArgList::new();
     let heads = a.heads.map(Heads::arg);
     let seeded = a.heads.map(|_| flag("seeded", a.seeded));
     let (totals, tile_flags) = match s {
@@ -568,7 +671,7 @@ mod tests {
                     Pass::ScanTiles => PassScratch::None,
                     _ => PassScratch::SinglePass(s),
                 };
-                tile_pass(pass, &a, scratch, 6)
+                tile_pass(pass, &a, scratch, 6).to_vec()
             }
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => unreachable!(),
         }
@@ -597,7 +700,7 @@ mod tests {
             seeded: false,
             n: 9,
         };
-        let args = tile_pass(Pass::ScanTiles, &a, PassScratch::None, 1);
+        let args = tile_pass(Pass::ScanTiles, &a, PassScratch::None, 1).to_vec();
         check_args(abi, "sum", &args).unwrap();
         let mut swapped = args.clone();
         swapped.swap(4, 5);

@@ -97,26 +97,27 @@ pub(crate) enum Scratch {
 
 impl Path {
     /// The launches of the path, in order.
-    pub(crate) fn steps(self) -> Vec<Step> {
-        let step = |pass, tiles| Step { pass, tiles };
-        match self {
-            Path::Empty => Vec::new(),
-            Path::OneTile => vec![step(Pass::ScanTiles, 1)],
-            Path::Pipelined { tiles } => vec![step(Pass::Pipelined, tiles)],
-            Path::SinglePass { tiles, small } => vec![step(
-                if small {
+    pub(crate) fn steps(self) -> impl Iterator<Item = Step> {
+        let step = |pass, tiles| Some(Step { pass, tiles });
+        let steps = match self {
+            Path::Empty => [None, None, None],
+            Path::OneTile => [step(Pass::ScanTiles, 1), None, None],
+            Path::Pipelined { tiles } => [step(Pass::Pipelined, tiles), None, None],
+            Path::SinglePass { tiles, small } => {
+                let pass = if small {
                     Pass::SinglePassSmall
                 } else {
                     Pass::SinglePass
-                },
-                tiles,
-            )],
-            Path::ReduceThenScan { tiles } => vec![
+                };
+                [step(pass, tiles), None, None]
+            }
+            Path::ReduceThenScan { tiles } => [
                 step(Pass::ReduceTiles, tiles),
                 step(Pass::ScanTileTotals, tiles),
                 step(Pass::ScanTiles, tiles),
             ],
-        }
+        };
+        steps.into_iter().flatten()
     }
 
     /// The scratch the path's launches use (segmented reduce-then-scan
@@ -445,7 +446,6 @@ mod tests {
                             let plan = pick(&request, &tuning, Readiness::Ready, Readiness::Ready);
                             let launches: Vec<String> = plan
                                 .steps()
-                                .iter()
                                 .map(|step| {
                                     let symbol = |inclusive| {
                                         family(segments)
@@ -599,27 +599,39 @@ mod tests {
     #[test]
     fn steps_and_scratch_follow_the_path() {
         let step = |pass, tiles| Step { pass, tiles };
-        assert_eq!(Path::Empty.steps(), []);
+        assert_eq!(Path::Empty.steps().collect::<Vec<_>>(), []);
         assert_eq!(Path::Empty.scratch(true), Scratch::None);
-        assert_eq!(Path::OneTile.steps(), [step(Pass::ScanTiles, 1)]);
+        assert_eq!(
+            Path::OneTile.steps().collect::<Vec<_>>(),
+            [step(Pass::ScanTiles, 1)]
+        );
         assert_eq!(Path::OneTile.scratch(false), Scratch::None);
         let pipelined = Path::Pipelined { tiles: 9 };
-        assert_eq!(pipelined.steps(), [step(Pass::Pipelined, 9)]);
+        assert_eq!(
+            pipelined.steps().collect::<Vec<_>>(),
+            [step(Pass::Pipelined, 9)]
+        );
         assert_eq!(pipelined.scratch(true), Scratch::SinglePass { tiles: 9 });
         let small = Path::SinglePass {
             tiles: 7,
             small: true,
         };
-        assert_eq!(small.steps(), [step(Pass::SinglePassSmall, 7)]);
+        assert_eq!(
+            small.steps().collect::<Vec<_>>(),
+            [step(Pass::SinglePassSmall, 7)]
+        );
         assert_eq!(small.scratch(false), Scratch::SinglePass { tiles: 7 });
         let full = Path::SinglePass {
             tiles: 5,
             small: false,
         };
-        assert_eq!(full.steps(), [step(Pass::SinglePass, 5)]);
+        assert_eq!(
+            full.steps().collect::<Vec<_>>(),
+            [step(Pass::SinglePass, 5)]
+        );
         let reduce = Path::ReduceThenScan { tiles: 3 };
         assert_eq!(
-            reduce.steps(),
+            reduce.steps().collect::<Vec<_>>(),
             [
                 step(Pass::ReduceTiles, 3),
                 step(Pass::ScanTileTotals, 3),

@@ -5,15 +5,6 @@
 namespace gpu_scan {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// Tiles each lookahead lane polls per round (measured on the H200: 4 per
-// lane ran the u32 sum at 94% of copy speed, 2 at 81%, 1 at 62%). Elements
-// over 88 bytes poll 2: four values of theirs and the chunks of a poll
-// made ptxas spill at the pipelined kernels' register cap (168: over 96
-// bytes on sm_90, 92 and 96 on sm_100 and sm_120). Elements past
-// kernels_gen::PIPELINED_FULL_SQUAD_MAX (156) bytes poll 1.
-template <class T>
-constexpr int lookahead_tiles_per_lane() { return sizeof(T) > 156 ? 1 : sizeof(T) > 88 ? 2 : 4; }
-
 // One round of a lookahead warp's polling (both pipelined kernels): lane l
 // reads the status and value of its per_lane consecutive tiles next +
 // per_lane·l … below `target` (four: next + 4l … next + 4l + 3); the warp then
@@ -23,7 +14,7 @@ constexpr int lookahead_tiles_per_lane() { return sizeof(T) > 156 ? 1 : sizeof(T
 template <class Op>
 struct lookahead_round {
   typedef typename Op::T T;
-  static constexpr int per_lane = lookahead_tiles_per_lane<T>();
+  static constexpr int per_lane = Shape<Op>::lookahead_tiles_per_lane;
   T values[per_lane];
   unsigned states[per_lane];
   unsigned long long first;  // this lane's first tile

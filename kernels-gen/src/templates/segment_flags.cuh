@@ -97,42 +97,6 @@ __device__ __forceinline__ void scan_heads_from_keys_bits(const Key* keys, unsig
   }
 }
 
-#define SCAN_OFFSET_KERNELS(BITS, T)                                                                                              \
-  extern "C" __global__ void scan_heads_from_offsets##BITS##_bytes(const T* offsets, unsigned long long count, unsigned char* flags, \
-                                                                   unsigned long long n) {                                        \
-    scan_heads_from_offsets_bytes(offsets, count, flags, n);                                                                      \
-  }                                                                                                                               \
-  extern "C" __global__ void scan_heads_from_offsets##BITS##_bits(const T* offsets, unsigned long long count, unsigned* words,     \
-                                                                  unsigned long long n) {                                         \
-    scan_heads_from_offsets_bits(offsets, count, words, n);                                                                       \
-  }                                                                                                                               \
-  extern "C" __global__ void scan_check_offsets##BITS(const T* offsets, unsigned long long count, unsigned long long n,           \
-                                                    unsigned long long* first_bad) {                                              \
-    scan_check_offsets(offsets, count, n, first_bad);                                                                             \
-  }                                                                                                                               \
-  extern "C" __global__ void scan_index_offsets##BITS##_32(const T* offsets, unsigned long long count, unsigned long long n,      \
-                                                         unsigned long long shift, unsigned* index) {                             \
-    scan_index_offsets(offsets, count, n, shift, index);                                                                          \
-  }                                                                                                                               \
-  extern "C" __global__ void scan_index_offsets##BITS##_64(const T* offsets, unsigned long long count, unsigned long long n,      \
-                                                         unsigned long long shift, unsigned long long* index) {                   \
-    scan_index_offsets(offsets, count, n, shift, index);                                                                          \
-  }
-SCAN_OFFSET_KERNELS(32, unsigned int)
-SCAN_OFFSET_KERNELS(64, unsigned long long)
-
-#define SCAN_KEY_KERNELS(BITS, T)                                                                                        \
-  extern "C" __global__ void scan_heads_from_keys##BITS##_bytes(const T* keys, unsigned char* flags, unsigned long long n) { \
-    scan_heads_from_keys_bytes(keys, flags, n);                                                                          \
-  }                                                                                                                      \
-  extern "C" __global__ void scan_heads_from_keys##BITS##_bits(const T* keys, unsigned* words, unsigned long long n) {     \
-    scan_heads_from_keys_bits(keys, words, n);                                                                           \
-  }
-SCAN_KEY_KERNELS(8, unsigned char)
-SCAN_KEY_KERNELS(16, unsigned short)
-SCAN_KEY_KERNELS(32, unsigned int)
-SCAN_KEY_KERNELS(64, unsigned long long)
-
 // ---- Segment starts: every head's position, in order ----
 // What a per-segment reduction over head flags or keys needs, whose number
 // of segments only the device knows: starts[r], the position of segment r's
@@ -303,22 +267,8 @@ __device__ __forceinline__ void find_starts(Runs runs, unsigned long long n, uns
   }
 }
 
-#define SCAN_STARTS_KERNEL(NAME, RUNS, ARG)                                                                  \
-  extern "C" __global__ void __launch_bounds__(SCAN_STARTS_THREADS)                                        \
-      scan_find_starts_##NAME(const void* heads, unsigned long long n, unsigned long long* status,         \
-                              unsigned long long* starts, unsigned long long capacity,                     \
-                              unsigned long long* count) {                                                  \
-    find_starts(RUNS{(ARG)heads}, n, status, starts, capacity, count);                                     \
-  }
-SCAN_STARTS_KERNEL(bytes, byte_runs, const unsigned char*)
-SCAN_STARTS_KERNEL(bits, bit_runs, const unsigned*)
-SCAN_STARTS_KERNEL(keys8, key_runs<unsigned char>, const unsigned char*)
-SCAN_STARTS_KERNEL(keys16, key_runs<unsigned short>, const unsigned short*)
-SCAN_STARTS_KERNEL(keys32, key_runs<unsigned int>, const unsigned int*)
-SCAN_STARTS_KERNEL(keys64, key_runs<unsigned long long>, const unsigned long long*)
-
 // A count the host knows, stored where a scan's caller asked for it, in
 // stream order (a scan over rows or offsets, or without segments).
-extern "C" __global__ void scan_store_count(unsigned long long* slot, unsigned long long value) {
+__device__ __forceinline__ void scan_store_count_at(unsigned long long* slot, unsigned long long value) {
   if (blockIdx.x == 0 && threadIdx.x == 0) *slot = value;
 }

@@ -29,38 +29,26 @@ struct Shape {
   // The single-pass status entries (scan_tile_status).
   static constexpr unsigned tile_status_bytes = L::tile_status_bytes;
   static constexpr unsigned tile_status_stride = L::tile_status_stride;
-  // Blocks per SM the single passes ask the register allocator for.
-  // A reverse scan's tiles (mirrored_memory) take a few more registers for
-  // their mirrored indices and spans.
-  static constexpr int mirror_overhead = mirrored_memory<Op>::value ? 4 : 0;
+  // Blocks per SM each kind of kernel asks ptxas for, and the pipelined
+  // pass's heads warps over offsets: the layout's row of the tuning table
+  // for the architecture compiled for (kernels_gen::tuning). A reverse
+  // scan's tiles (mirrored_memory) take a few more registers.
   static constexpr int single_pass_min_blocks =
-      scan_single_pass_min_blocks(block_threads, items_per_thread, sizeof(T), scan_single_pass_overhead(sizeof(T)) + mirror_overhead);
-  static constexpr int segmented_single_pass_min_blocks = scan_single_pass_min_blocks(
-      block_threads, items_per_thread, sizeof(T),
-      scan_segmented_single_pass_overhead(sizeof(T)) == 0 ? 0 : scan_segmented_single_pass_overhead(sizeof(T)) + mirror_overhead);
-  // Blocks per SM the column scans ask ptxas to fit: one, as every kernel
-  // without an occupancy target outside sm_90 (SCAN_BOUNDS); on sm_90 where
-  // the layout says (kernels_gen::column_one_block_per_sm: large elements
-  // and those of byte or half-word fields, which spilled under ptxas's
-  // default), else none (0: ptxas's default).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
-  static constexpr int column_min_blocks = 1;
-#else
-  static constexpr int column_min_blocks = L::column_one_block_per_sm ? 1 : 0;
-#endif
+      mirrored_memory<Op>::value ? L::single_pass_min_blocks_mirrored : L::single_pass_min_blocks;
+  static constexpr int segmented_single_pass_min_blocks =
+      mirrored_memory<Op>::value ? L::segmented_single_pass_min_blocks_mirrored : L::segmented_single_pass_min_blocks;
+  static constexpr int column_min_blocks = L::column_min_blocks;
+  // 0: ptxas's default.
+  static constexpr int default_min_blocks = L::default_min_blocks;
+  static constexpr int area_scalar_min_blocks = L::area_scalar_min_blocks;
   // The pipelined single pass (sm_90 and newer): two squads of warps
   // (reduce, rescan) and a producer, a lookahead and a store warp.
   static constexpr int pipelined_block_threads = L::pipelined_block_threads;
-  // Over segment offsets: more heads warps (pipelined.cuh), more threads,
-  // on sm_90 only (kernels_gen::Arch::has_pipelined_heads_warps: elsewhere
-  // the 128 registers a block of more threads leaves made ptxas spill).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
-  static constexpr int pipelined_heads_warps = 1;
-  static constexpr int pipelined_offsets_block_threads = L::pipelined_block_threads;
-#else
+  // Over segment offsets: more heads warps (pipelined.cuh), more threads.
   static constexpr int pipelined_heads_warps = L::pipelined_heads_warps;
   static constexpr int pipelined_offsets_block_threads = L::pipelined_offsets_block_threads;
-#endif
+  // Tiles a lookahead lane polls per round (pipelined_roles.cuh).
+  static constexpr int lookahead_tiles_per_lane = L::lookahead_tiles_per_lane;
   static constexpr int pipelined_squad_warps = L::pipelined_squad_warps;
   static constexpr int pipelined_squad_threads = 32 * pipelined_squad_warps;
   static constexpr int pipelined_items_per_thread = L::pipelined_items_per_thread;

@@ -87,16 +87,12 @@ struct area_stage {
                                  (slots + rows) * (int)sizeof(T) <= 40 * 1024;
   // Double-buffered where two chunks fit: one barrier fewer a chunk.
   static constexpr int buffers = fits_twice ? 2 : 1;
-  // Blocks an SM should hold (the kernels' launch bounds): on sm_90, three
-  // for staged elements of one 4-byte scalar, whose loads in flight then
-  // cover a DRAM round trip (measured there); ptxas's choice otherwise.
-  // Under three, a struct of three bytes spilled on sm_90 (three registers
-  // a value) and a `u8` sum on sm_75.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-  static constexpr int min_blocks = staged && sizeof(T) == 4 && alignof(T) == 4 ? 3 : 1;
-#else
-  static constexpr int min_blocks = 1;
-#endif
+  // Blocks an SM should hold (the kernels' launch bounds): for staged
+  // elements of one 4-byte scalar the tuning table's number (three on
+  // sm_90, whose loads in flight then cover a DRAM round trip), one for
+  // others (a struct of three bytes spilled on sm_90 under three, a `u8`
+  // sum on sm_75).
+  static constexpr int min_blocks = staged && sizeof(T) == 4 && alignof(T) == 4 ? Shape<Op>::area_scalar_min_blocks : 1;
   static __device__ __forceinline__ int slot(int i) { return i + (i >> 5); }
   // Inclusive scan of `value` across each group of lanes_per_row lanes.
   static __device__ __forceinline__ T group_inclusive(T value) {
