@@ -27,7 +27,9 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
     const Shared shared{scan_dynamic_shared};
     const int warp = (int)(threadIdx.x >> 5);
     const unsigned lane = threadIdx.x & 31u;
-    constexpr bool heads_warp = heads_warp_finds_heads<Seg>();
+    // Where the tiles' heads come from (pipelined_heads.cuh).
+    typedef pipelined_heads<Seg> Heads;
+    constexpr bool heads_warp = Heads::heads_warps;
     // Heads warps taking the tiles in turn, each of them one tile at a
     // time: more than one where a tile's heads take longer than a tile's
     // share of the copy (its index, then its offsets: two round trips to
@@ -52,34 +54,11 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         // With segments the index comes first, so that the flags are read
         // while the tile loads (offsets' heads come with the tile, from the
         // heads warp).
-        scan_mbarrier_wait(shared.barrier(Seg::segmented && !heads_warp ? stage_indexed : stage_loaded, s), parity);
+        scan_mbarrier_wait(shared.barrier(Heads::first_wait, s), parity);
         const unsigned long long tile = shared.tile_index(s);
         if (tile >= tiles) break;
         const pipelined_extent<Op> extent(tile, n);
-        unsigned long long heads = 0;
-        if constexpr (keyed<Seg>()) {
-          // The squad compares the tile's keys together (coalesced, while
-          // the tile loads) into the stage's head bits, then reads its own.
-          write_key_words<items, squad, false, items>(seg.keys, extent.base, extent.valid, n, shared.head_bits(s));
-          scan_named_barrier(1, squad);
-          const int count = extent.valid - first < items ? extent.valid - first : items;
-          if (count > 0) heads = bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), count);
-          scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);
-        } else if constexpr (heads_warp) {
-          // The heads warp wrote the tile's head bits before the stage
-          // counted as loaded; element 0 is a head.
-          heads = bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), items);
-          if (extent.base + (unsigned long long)first == 0ull) heads |= 1ull;
-        } else if constexpr (Seg::segmented) {
-          const bool bits_loaded = Seg::format == scan_flags_bits && extent.valid == Shape<Op>::pipelined_items_per_tile;
-          if (!bits_loaded) heads = span_heads(seg, extent.base, first, extent.valid - first < items ? extent.valid - first : items);
-          scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);
-          if (bits_loaded) {
-            // A whole tile's head bits arrived with it; element 0 is a head.
-            heads = bit_window(shared.head_bits(s) + (first >> 5), (unsigned)(first & 31), items);
-            if (extent.base + (unsigned long long)first == 0ull) heads |= 1ull;
-          }
-        }
+        const unsigned long long heads = Heads::template squad_heads<items, squad>(seg, shared, s, parity, extent, first, n);
         pipelined_pad_tail<Op>(shared.tile(s), input, extent);  // padding has no heads
         T* const tile_items = shared.tile(s);
         const int t = (int)threadIdx.x;
@@ -144,20 +123,10 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         scan_mbarrier_arrive(shared.barrier(stage_rescanned, s));
       }
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps) {
-      // Producer (one lane); with bit flags, a whole tile's head bits come
-      // in a second bulk load on the same barrier (tiles start at multiples
-      // of 128 elements: their bits at 16 bytes).
-      const auto bits_bytes = [](const pipelined_extent<Op>& extent) -> unsigned {
-        if constexpr (Seg::segmented) {
-          return Seg::format == scan_flags_bits && extent.valid == Shape<Op>::pipelined_items_per_tile ? (unsigned)Shape<Op>::pipelined_items_per_tile / 8u : 0u;
-        } else {
-          return 0u;
-        }
-      };
+      // Producer (one lane), with the head bits that travel with a tile.
+      const auto bits_bytes = [](const pipelined_extent<Op>& extent) -> unsigned { return Heads::bulk_bytes(extent); };
       const auto load_bits = [&](int s, const pipelined_extent<Op>& extent, unsigned long long* loaded) {
-        if constexpr (Seg::segmented) {
-          if constexpr (Seg::format == scan_flags_bits) scan_bulk_load(shared.head_bits(s), (const unsigned char*)seg.flags + extent.base / 8, bits_bytes(extent), loaded);
-        }
+        Heads::bulk_load(seg, shared, s, extent, loaded);
       };
       if (stage_runs<Op>::warp_copies || lane == 0)
         pipelined_producer<Seg::segmented, heads_warps, Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
@@ -188,7 +157,7 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
         const unsigned long long tile = shared.tile_index(s);
         if (tile < tiles) {
           const pipelined_extent<Op> extent(tile, n);
-          warp_offsets_words<Shape<Op>::pipelined_items_per_tile>(seg.offsets, extent.base, extent.valid, shared.head_bits(s));
+          Heads::warp_heads(seg, shared, s, extent);
         }
         scan_mbarrier_arrive(shared.barrier(stage_loaded, s));
         if (tile >= tiles) break;

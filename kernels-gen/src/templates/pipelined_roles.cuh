@@ -285,7 +285,7 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
 // store in flight.
 template <class Seg>
 constexpr bool pipelined_frees_at_once(int stages) {
-  return stages <= 3 || heads_warp_finds_heads<Seg>();
+  return stages <= 3 || pipelined_heads<Seg>::heads_warps;
 }
 
 // Store (one lane, or a warp where stage_runs::warp_copies): each

@@ -51,9 +51,10 @@
 //   reduced (reduce squad → rescan), prefixed (lookahead → rescan),
 //   rescanned (rescan squad → store), free (store → producer).
 //
-// Three files: this one, the stages (a block's shared memory, and how a
+// Four files: this one, the stages (a block's shared memory, and how a
 // tile's elements lie in a stage and move between it, registers and
-// global memory); pipelined_roles.cuh, the warps' roles but the squads';
+// global memory); pipelined_heads.cuh, where each segment source finds a
+// tile's heads; pipelined_roles.cuh, the warps' roles but the squads';
 // pipelined.cuh, the kernel, with the reduce and rescan squads.
 namespace gpu_scan {
 
@@ -116,18 +117,6 @@ struct pipelined_shared {
   static_assert(!supported || end <= shared_bytes, "the pipelined layout fits the shared memory the host provides");
 };
 enum { stage_loaded = 0, stage_indexed = 1, stage_reduced = 2, stage_prefixed = 3, stage_rescanned = 4, stage_freed = 5 };
-
-// Whether heads warps find the tiles' heads (segments given by offsets):
-// the 32 lanes of a tile's heads warp then also arrive on its stage's
-// `loaded` barrier.
-template <class Seg>
-constexpr bool heads_warp_finds_heads() {
-  if constexpr (Seg::segmented) {
-    return Seg::format == scan_segment_offsets;
-  } else {
-    return false;
-  }
-}
 
 // How the squads move their items and lane totals between a stage and
 // registers. Elements of a multiple of 128 bytes all start in bank 0, so a
