@@ -156,7 +156,8 @@ type Job = fn(Arch, bool) -> (Vec<KernelReport>, Vec<String>);
 /// registers, to the Blackwell parts, which also compile the pipelined
 /// passes); the plain programs go to every architecture. The others are
 /// elements of at most 16 bytes, like the rotated ones, and outside sm_90
-/// every kernel may take 255 registers (`SCAN_BOUNDS`).
+/// every kernel may take 255 registers (one block per SM:
+/// `kernels_gen::tuning::ArchTuning::occupancy_targets`).
 const OPERATORS: [Job; 14] = [
     compile::<SumU8>,
     compile::<Affine>,
