@@ -192,7 +192,7 @@ where
         for (kernel, abi, config, step) in launches.into_iter().flatten() {
             let args = launch::tile_pass(step.pass, a, scratch, step.tiles as u64);
             // SAFETY: `tile_pass` built the arguments of the step's pass,
-            // checked against the ABI table at launch. The prologue checked
+            // checked against the ABI table (at the kernel's first launch). The prologue checked
             // that input and output hold n elements and the segments cover
             // them (offsets read below their count, checked for n), and that
             // the carry-out slot is null or one element; the path's scratch
@@ -202,7 +202,7 @@ where
             // the pipelined pass's persistent grid (each block takes one
             // index past the last tile) with the dynamic shared memory given
             // at load, on 16-byte aligned buffers (the request said so).
-            unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }?;
+            unsafe { launch::launch_loaded(stream, &kernel, abi, Op::NAME, &args, config) }?;
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 use crate::cache::DiskCache;
 use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
+use crate::fast_hash::FastMap;
 use crate::kernels::{
     compile_target, kernel_without_compiling, load_kernel, wait_for_compiles, Availability,
     ColdKernel, LoadedKernel, PipelinedLaunch, ProgramStats,
@@ -17,7 +18,6 @@ use cudarc::driver::{CudaContext, CudaStream, DeviceRepr, LaunchConfig, ValidAsZ
 use kernels_gen::abi::{KernelAbi, Pass};
 use kernels_gen::{Arch, Kernel};
 use scan_core::{Direction, ScanOp};
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -101,14 +101,14 @@ pub struct GpuScanner<Op: ScanOp> {
     /// The architecture kernels are compiled for (see [`target_arch`](crate::target_arch)).
     pub(crate) arch: Arch,
     /// The kernels this scanner has used, by ABI entry.
-    kernels: HashMap<KernelAbi, Arc<LoadedKernel>>,
+    kernels: FastMap<KernelAbi, Arc<LoadedKernel>>,
     /// Kernels a scan found cold, whose background compiles start after
     /// its launch.
     cold: Vec<ColdKernel>,
     stats: ProgramStats,
     pub(crate) disk: DiskCache,
     /// Scratch, one workspace per stream (keyed by [`stream_key`]).
-    workspaces: HashMap<usize, Workspace<Op::Element>>,
+    workspaces: FastMap<usize, Workspace<Op::Element>>,
     pub(crate) workspace_allocations: usize,
     pub(crate) tuning: Tuning,
     pub(crate) law_check: LawCheck,
@@ -159,11 +159,11 @@ where
         Ok(GpuScanner {
             ctx: ctx.clone(),
             arch,
-            kernels: HashMap::new(),
+            kernels: FastMap::default(),
             cold: Vec::new(),
             stats: ProgramStats::NONE,
             disk: disk.clone(),
-            workspaces: HashMap::new(),
+            workspaces: FastMap::default(),
             workspace_allocations: 0,
             tuning: Tuning::default(),
             law_check: LawCheck::initial(),

@@ -15,6 +15,7 @@ use kernels_gen::{Arch, Kernel, SegmentedKernel};
 use scan_core::ScanOp;
 use std::any::TypeId;
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -229,6 +230,9 @@ pub(crate) struct LoadedKernel {
     /// How a pipelined kernel launches on this device; `None` for the
     /// others, and for a pipelined kernel that cannot run here.
     pub(crate) pipelined: Option<PipelinedLaunch>,
+    /// Whether a launch's arguments were checked against the ABI table
+    /// ([`crate::launch::launch_loaded`]).
+    pub(crate) args_checked: AtomicBool,
 }
 
 type KernelKey = (usize, TypeId, KernelAbi, Arch);
@@ -408,6 +412,7 @@ fn load_new_kernel<Op: ScanOp>(
         _module: module,
         function,
         pipelined,
+        args_checked: AtomicBool::new(false),
     });
     loaded_kernels()
         .lock()

@@ -1,15 +1,19 @@
 //! Kernel launches built from the kernel ABI table
-//! ([`kernels_gen::abi::KernelAbi`]): every argument list is made by one of
-//! the builders here, tagged with what each argument is, and checked against
-//! the table before anything is enqueued. A builder that drifts from the
-//! table fails `every_builder_matches_the_abi_table` (no GPU needed) and
-//! every launch through it.
+//! ([`kernels_gen::abi::KernelAbi`], and the segment-flags program's
+//! [`FlagsKernel`]): every argument list is made by one of the builders
+//! here, tagged with what each argument is, and checked against the table
+//! before it is enqueued (a scan kernel's on its first launch, every one in
+//! debug builds). A builder that drifts from the table fails
+//! `every_builder_matches_the_abi_table` (no GPU needed) and the launches
+//! through it.
 
 use crate::error::{Result, ScanError};
+use crate::kernels::LoadedKernel;
 use crate::workspace::SinglePassArgs;
 use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use kernels_gen::abi::{KernelAbi, Param, ParamType, Pass};
 use kernels_gen::segment_flags::FlagsKernel;
+use std::sync::atomic::Ordering;
 
 /// One argument of a launch, tagged with the parameter it is for: its
 /// name in the ABI table and what kind of value it is.
@@ -188,6 +192,31 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
     check_args(abi, op, args)?;
     // SAFETY: the caller's contract, the arguments checked above.
     unsafe { enqueue(stream, function, args, config) }
+}
+
+/// [`launch`] for a loaded scan kernel on the hot path: its arguments are
+/// checked against the ABI table on its first launch (every launch in
+/// debug builds). The builders make the same parameter names and types
+/// for a kernel on every call, and `every_builder_matches_the_abi_table`
+/// checks each of them for every kernel without a GPU.
+///
+/// # Safety
+/// As for [`launch`].
+pub(crate) unsafe fn launch_loaded<E: DeviceRepr>(
+    stream: &CudaStream,
+    kernel: &LoadedKernel,
+    abi: KernelAbi,
+    op: &'static str,
+    args: &[KernelArg<E>],
+    config: LaunchConfig,
+) -> Result<()> {
+    if cfg!(debug_assertions) || !kernel.args_checked.load(Ordering::Relaxed) {
+        check_args(abi, op, args)?;
+        kernel.args_checked.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: the caller's contract, the arguments checked (for this
+    // kernel's builder) above.
+    unsafe { enqueue(stream, &kernel.function, args, config) }
 }
 
 /// Enqueues `function`, kernel `kernel` of the segment-flags program, on

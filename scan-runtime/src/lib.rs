@@ -40,6 +40,7 @@ mod device_api;
 mod entry;
 mod error;
 mod execute;
+mod fast_hash;
 mod flag_builder;
 mod gpu;
 mod head_flags;
