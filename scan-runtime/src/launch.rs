@@ -196,9 +196,12 @@ pub(crate) unsafe fn launch<E: DeviceRepr>(
 
 /// [`launch`] for a loaded scan kernel on the hot path: its arguments are
 /// checked against the ABI table on its first launch (every launch in
-/// debug builds). The builders make the same parameter names and types
-/// for a kernel on every call, and `every_builder_matches_the_abi_table`
-/// checks each of them for every kernel without a GPU.
+/// debug builds). [`tile_pass`] makes the same parameter names and types
+/// for a kernel on every call as long as its caller passes heads exactly
+/// for segmented families and a single pass its single-pass scratch (the
+/// executor does: [`crate::execute`]); `every_builder_matches_the_abi_table`
+/// checks those lists for every kernel without a GPU, and a caller that
+/// broke the rule would be refused on a kernel's first launch only.
 ///
 /// # Safety
 /// As for [`launch`].
