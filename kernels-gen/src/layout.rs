@@ -186,10 +186,15 @@ impl Layout {
                 1
             }
         };
-        let heads_warps = if row.pipelined_heads_warps {
-            self.pipelined_heads_warps
+        // Where the row has more heads warps, the layout's count and threads
+        // (single_pass_sizes); elsewhere one, in the plain pass's block.
+        let (heads_warps, offsets_threads) = if row.pipelined_heads_warps {
+            (
+                self.pipelined_heads_warps,
+                self.pipelined_offsets_block_threads,
+            )
         } else {
-            1
+            (1, self.pipelined_block_threads)
         };
         Tuned {
             single_pass_min_blocks: target(plain),
@@ -203,7 +208,7 @@ impl Layout {
             },
             default_min_blocks: if row.occupancy_targets { 0 } else { 1 },
             pipelined_heads_warps: heads_warps,
-            pipelined_offsets_block_threads: self.pipelined_block_threads + 32 * (heads_warps - 1),
+            pipelined_offsets_block_threads: offsets_threads,
             area_scalar_min_blocks: row.area_scalar_min_blocks,
         }
     }
