@@ -6,7 +6,10 @@
 //! wrappers of a program are printed from it ([`KernelAbi::wrapper`]), and
 //! the runtime checks every launch's arguments against
 //! [`KernelAbi::params`] before it enqueues anything, so the two cannot
-//! drift apart.
+//! drift apart. A wrapper passes each parameter on by name: the test
+//! `kernels-gen/tests/abi_names.rs` checks every call against the library
+//! template's (and policy's) parameter names, so an argument swapped on
+//! either side of the table fails a test.
 //!
 //! ```
 //! use kernels_gen::abi::{KernelAbi, ParamType};
