@@ -202,7 +202,7 @@ fn missing_nvrtc_worker() {
     let err = compile_sum(&DiskCache::disabled())
         .err()
         .expect("compiling without NVRTC must fail");
-    assert!(matches!(err, ScanError::NoNvrtc), "{err:?}");
+    assert!(matches!(err, ScanError::NoNvrtc { .. }), "{err:?}");
     println!("typed error: {err}");
 }
 
@@ -221,7 +221,10 @@ fn missing_nvrtc_is_a_typed_error() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     match out.status.code() {
-        Some(0) => assert!(stdout.contains("typed error: no NVRTC"), "{stdout}"),
+        Some(0) => assert!(
+            stdout.contains("typed error: no usable NVRTC (libnvrtc.so.13: "),
+            "{stdout}"
+        ),
         Some(3) => println!("missing NVRTC: skipped (an NVRTC is installed system-wide)"),
         other => panic!(
             "worker failed ({other:?}):\n{stdout}\n{}",
@@ -293,4 +296,103 @@ fn the_cpu_fallback_prints_nothing() {
         String::from_utf8_lossy(&out.stdout).contains("backend: "),
         "{out:?}"
     );
+}
+
+/// Worker for the NVRTC-choice tests: compiles the `u32` sum through the
+/// disk cache in `SCAN_WORKER_CACHE` with the NVRTC this process chose
+/// (`GPU_SCAN_NVRTC` may name one), and prints which and whether the image
+/// came from the cache; or prints the typed error.
+#[test]
+#[ignore = "worker process of the NVRTC-choice tests"]
+fn nvrtc_choice_worker() {
+    let disk = DiskCache::at(PathBuf::from(
+        std::env::var_os("SCAN_WORKER_CACHE").unwrap(),
+    ));
+    match compile_sum(&disk) {
+        Ok(compiled) => {
+            let nvrtc = gpu_scan::scan_runtime::nvrtc().unwrap();
+            println!(
+                "nvrtc {} from {} from_disk={}",
+                nvrtc.version(),
+                nvrtc.library(),
+                compiled.from_disk
+            );
+        }
+        Err(e) => println!("typed error: {e}"),
+    }
+}
+
+fn run_choice_worker(cache: &std::path::Path, nvrtc: Option<&std::ffi::OsStr>) -> String {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--ignored", "--exact", "nvrtc_choice_worker", "--nocapture"])
+        .env("SCAN_WORKER_CACHE", cache)
+        .env_remove("GPU_SCAN_NVRTC");
+    if let Some(path) = nvrtc {
+        cmd.env("GPU_SCAN_NVRTC", path);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "worker failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// `GPU_SCAN_NVRTC` picks the NVRTC (here CUDA 12.9's, which
+/// `scripts/cuda-tools` installs and names in `SCAN_NVRTC12`), and the disk
+/// cache keeps each NVRTC's images apart: NVRTC 13's entry is not handed
+/// out for 12.9, nor the other way round.
+#[test]
+fn an_nvrtc_named_in_the_environment_compiles_and_is_cached_apart() {
+    if !nvrtc_or_skip("NVRTC choice") {
+        return;
+    }
+    let Some(cu12) = std::env::var_os("SCAN_NVRTC12") else {
+        assert!(
+            std::env::var_os("SCAN_REQUIRE_NVRTC").is_none_or(|v| v != "1"),
+            "SCAN_REQUIRE_NVRTC=1 but SCAN_NVRTC12 names no NVRTC 12 (scripts/cuda-tools sets it)"
+        );
+        println!("NVRTC choice: skipped (SCAN_NVRTC12 unset)");
+        return;
+    };
+    let dir = fresh_dir("nvrtc-choice");
+    let line = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("nvrtc "))
+            .map(str::to_string)
+    };
+    let first12 = run_choice_worker(&dir, Some(&cu12));
+    assert!(
+        line(&first12)
+            .is_some_and(|l| l.starts_with("nvrtc 12.") && l.ends_with("from_disk=false")),
+        "{first12}"
+    );
+    let first13 = run_choice_worker(&dir, None);
+    assert!(
+        line(&first13)
+            .is_some_and(|l| l.starts_with("nvrtc 13.") && l.ends_with("from_disk=false")),
+        "{first13}"
+    );
+    let again12 = run_choice_worker(&dir, Some(&cu12));
+    assert!(
+        line(&again12).is_some_and(|l| l.starts_with("nvrtc 12.") && l.ends_with("from_disk=true")),
+        "{again12}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An NVRTC named in `GPU_SCAN_NVRTC` that cannot be loaded is a typed
+/// error naming it; the runtime does not fall back to another one.
+#[test]
+fn a_missing_nvrtc_named_in_the_environment_is_a_typed_error() {
+    let dir = fresh_dir("nvrtc-missing");
+    let bogus = std::ffi::OsStr::new("/nonexistent/libnvrtc.so.12");
+    let out = run_choice_worker(&dir, Some(bogus));
+    assert!(
+        out.contains("typed error: no usable NVRTC (/nonexistent/libnvrtc.so.12: "),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -27,6 +27,7 @@
 //! corrupted) is removed and rebuilt, and so is an intact one the driver
 //! refuses to load; cache failures never fail a scan.
 
+use crate::toolkit::CudaVersion;
 use kernels_gen::Arch;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -48,8 +49,15 @@ internal! {
 }
 
 impl CacheKey {
-    /// Hashes what decides NVRTC's output and the driver's version.
-    pub fn new(source: &str, options: &[String], arch: Arch, driver: i32) -> CacheKey {
+    /// Hashes what decides NVRTC's output: the source, the options, the
+    /// architecture, NVRTC's version; and the driver's version.
+    pub fn new(
+        source: &str,
+        options: &[String],
+        arch: Arch,
+        driver: i32,
+        nvrtc: CudaVersion,
+    ) -> CacheKey {
         let mut h = Sha256::new();
         for part in [
             source.as_bytes(),
@@ -58,7 +66,7 @@ impl CacheKey {
         ] {
             h.update(part);
         }
-        h.update(format!("\0arch {}\0driver {driver}", arch.sm_name()).as_bytes());
+        h.update(format!("\0arch {}\0driver {driver}\0nvrtc {nvrtc}", arch.sm_name()).as_bytes());
         CacheKey(hex(&h.finalize()))
     }
 
@@ -303,6 +311,15 @@ fn parse_entry(bytes: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const V13: CudaVersion = CudaVersion {
+        major: 13,
+        minor: 0,
+    };
+    const V12_9: CudaVersion = CudaVersion {
+        major: 12,
+        minor: 9,
+    };
     use std::ffi::OsString;
 
     fn os(v: &str) -> OsString {
@@ -318,33 +335,43 @@ mod tests {
 
     #[test]
     fn keys_change_with_every_input() {
-        let base = CacheKey::new("src", &["-a".into()], Arch::SM_90, 13000);
+        let base = CacheKey::new("src", &["-a".into()], Arch::SM_90, 13000, V13);
         assert_ne!(
             base,
-            CacheKey::new("src2", &["-a".into()], Arch::SM_90, 13000)
+            CacheKey::new("src2", &["-a".into()], Arch::SM_90, 13000, V13)
         );
         assert_ne!(
             base,
-            CacheKey::new("src", &["-b".into()], Arch::SM_90, 13000)
+            CacheKey::new("src", &["-b".into()], Arch::SM_90, 13000, V13)
         );
         assert_ne!(
             base,
-            CacheKey::new("src", &["-a".into()], Arch { major: 8, minor: 0 }, 13000)
+            CacheKey::new(
+                "src",
+                &["-a".into()],
+                Arch { major: 8, minor: 0 },
+                13000,
+                V13
+            )
         );
         assert_ne!(
             base,
-            CacheKey::new("src", &["-a".into()], Arch::SM_90, 12080)
+            CacheKey::new("src", &["-a".into()], Arch::SM_90, 12080, V13)
+        );
+        assert_ne!(
+            base,
+            CacheKey::new("src", &["-a".into()], Arch::SM_90, 13000, V12_9)
         );
         assert_eq!(
             base,
-            CacheKey::new("src", &["-a".into()], Arch::SM_90, 13000)
+            CacheKey::new("src", &["-a".into()], Arch::SM_90, 13000, V13)
         );
     }
 
     #[test]
     fn round_trip_and_corruption_is_detected_and_removed() {
         let cache = DiskCache::at(temp_dir("corrupt"));
-        let key = CacheKey::new("program", &[], Arch::SM_90, 0);
+        let key = CacheKey::new("program", &[], Arch::SM_90, 0, V13);
         assert_eq!(cache.load(&key), None);
         cache.store(&key, b".version 9.0\n// body\n");
         assert_eq!(
@@ -444,7 +471,7 @@ mod tests {
         std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
         std::fs::write(&dir, b"not a directory").unwrap();
         let cache = DiskCache::at(&dir);
-        let key = CacheKey::new("p", &[], Arch::SM_90, 0);
+        let key = CacheKey::new("p", &[], Arch::SM_90, 0, V13);
         assert!(cache.try_store(&key, b"x").is_err());
         cache.store(&key, b"x"); // reports, and does not panic
         assert_eq!(cache.load(&key), None);
@@ -455,7 +482,7 @@ mod tests {
     #[test]
     fn disabled_cache_stores_nothing() {
         let cache = DiskCache::disabled();
-        let key = CacheKey::new("p", &[], Arch::SM_90, 0);
+        let key = CacheKey::new("p", &[], Arch::SM_90, 0, V13);
         cache.store(&key, b"x");
         assert_eq!(cache.load(&key), None);
     }

@@ -2,7 +2,7 @@
 //! architecture programs are compiled for on it.
 
 use crate::error::{Result, ScanError};
-use crate::jit;
+use crate::toolkit;
 use cudarc::driver::CudaContext;
 use kernels_gen::Arch;
 use std::sync::Arc;
@@ -21,9 +21,8 @@ pub fn open_device(ordinal: usize) -> Result<Arc<CudaContext>> {
     if !driver_present() {
         return Err(ScanError::NoDriver);
     }
-    if !jit::nvrtc_present() {
-        return Err(ScanError::NoNvrtc);
-    }
+    // An NVRTC this driver can use, or why there is none.
+    toolkit::nvrtc()?;
     cudarc::driver::result::init()?;
     let count = cudarc::driver::result::device::get_count()?;
     if count <= 0 || ordinal >= count as usize {

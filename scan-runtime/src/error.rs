@@ -10,12 +10,34 @@ pub enum ScanError {
     /// The CUDA driver library (`libcuda.so`) cannot be loaded.
     #[error("no CUDA driver: libcuda could not be loaded (install the NVIDIA driver, or use the CPU backend)")]
     NoDriver,
-    /// The NVRTC library (`libnvrtc.so.13`) cannot be loaded.
+    /// No NVRTC library that the driver can use could be loaded: none was
+    /// found, or the one found is too old (before 12.4) or makes code the
+    /// driver cannot load (NVRTC 13 with a CUDA 12 driver).
     #[error(
-        "no NVRTC: libnvrtc could not be loaded (install the CUDA toolkit or `pip install nvidia-cuda-nvrtc`, and put \
-         its lib directory on LD_LIBRARY_PATH)"
+        "no usable NVRTC ({reason}); install the CUDA toolkit's NVRTC of your driver's CUDA version (12.4 or newer, \
+         or 13.x; `pip install nvidia-cuda-nvrtc-cu12` or `nvidia-cuda-nvrtc`) and put its lib directory on \
+         LD_LIBRARY_PATH, or name the library in GPU_SCAN_NVRTC"
     )]
-    NoNvrtc,
+    NoNvrtc {
+        /// Each library tried, and why it was not used.
+        reason: String,
+    },
+    /// The NVRTC in use is newer than the driver within one CUDA major
+    /// version: its CUBINs load, but PTX (an older target named by
+    /// `GPU_SCAN_TARGET_ARCH`, or a device newer than NVRTC knows) the
+    /// driver would refuse.
+    #[error(
+        "NVRTC {nvrtc} makes PTX for {target} that the CUDA {driver} driver cannot compile: use an NVRTC no newer than \
+         the driver (GPU_SCAN_NVRTC), a newer driver, or the device's own architecture as the target"
+    )]
+    PtxNewerThanDriver {
+        /// NVRTC's version.
+        nvrtc: String,
+        /// The driver's CUDA version.
+        driver: String,
+        /// The virtual architecture asked for (`compute_80`).
+        target: String,
+    },
     /// The driver loaded but reports no CUDA device.
     #[error(
         "no CUDA device found (check nvidia-smi and CUDA_VISIBLE_DEVICES, or use the CPU backend)"

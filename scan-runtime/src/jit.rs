@@ -3,47 +3,20 @@
 use crate::cache::{CacheKey, DiskCache};
 use crate::error::{Result, ScanError};
 use crate::image_check;
+use crate::toolkit::{self, CompiledImage};
 use cudarc::nvrtc;
 use kernels_gen::Arch;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
-/// Whether libnvrtc can be loaded (checked before any cudarc call that
-/// would panic without it). Found once per process, and then kept loaded:
-/// cudarc's own probe loads and unloads the library, which costs as much
-/// as loading it (about 10-16 ms), so without this the first compile would
-/// load it a second time.
+/// Whether an NVRTC the driver can use is loaded ([`toolkit::nvrtc`]).
 pub fn nvrtc_present() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    *PRESENT.get_or_init(|| {
-        // SAFETY: is_culib_present only tries to load the shared library;
-        // culib() loads it for good, and cannot fail once it was found.
-        unsafe {
-            let present = nvrtc::sys::is_culib_present();
-            if present {
-                let _ = nvrtc::sys::culib();
-            }
-            present
-        }
-    })
+    toolkit::nvrtc().is_ok()
 }
 
-/// NVRTC's version, `(major, minor)`.
+/// The version of the NVRTC in use, `(major, minor)`.
 pub fn nvrtc_version() -> Result<(i32, i32)> {
-    static VERSION: OnceLock<(i32, i32)> = OnceLock::new();
-    if let Some(v) = VERSION.get() {
-        return Ok(*v);
-    }
-    if !nvrtc_present() {
-        return Err(ScanError::NoNvrtc);
-    }
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: the library is present; nvrtcVersion writes two ints.
-    let status = unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
-    if status != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(ScanError::NoNvrtc);
-    }
-    Ok(*VERSION.get_or_init(|| (major, minor)))
+    let v = toolkit::nvrtc()?.version();
+    Ok((v.major as i32, v.minor as i32))
 }
 
 /// A compiled program: a CUBIN for one exact architecture, which the
@@ -103,7 +76,8 @@ pub fn compile(
     driver_version: i32,
     disk: &DiskCache,
 ) -> Result<Compiled> {
-    let key = CacheKey::new(source, &options, arch, driver_version);
+    let nvrtc = toolkit::nvrtc()?;
+    let key = CacheKey::new(source, &options, arch, driver_version, nvrtc.version());
     let cubin = wants_cubin(&options);
     if let Some(image) = cached_image(disk, &key, cubin, arch) {
         return Ok(Compiled {
@@ -111,15 +85,38 @@ pub fn compile(
             from_disk: true,
         });
     }
-    if !nvrtc_present() {
-        return Err(ScanError::NoNvrtc);
-    }
-    let image = nvrtc_compile(op, source, &options, cubin)?;
+    let image = match nvrtc.compile(source, &format!("{op}.cu"), &options, cubin) {
+        Ok(CompiledImage::Cubin(bytes)) => Image::Cubin(bytes),
+        Ok(CompiledImage::Ptx(text)) => Image::Ptx(text),
+        Err(log) => {
+            return Err(ScanError::Compile {
+                op,
+                log,
+                source_path: write_failed_source(op, source),
+            })
+        }
+    };
     disk.store(&key, image.bytes());
     Ok(Compiled {
         image,
         from_disk: false,
     })
+}
+
+/// Compiles `source` with the NVRTC in use ([`toolkit::nvrtc`]) and
+/// `options`, past the disk cache: a CUBIN for `--gpu-architecture=sm_XX`,
+/// else PTX. For the compile tests, which check every program.
+pub fn compile_uncached(op: &'static str, source: &str, options: &[String]) -> Result<Image> {
+    let nvrtc = toolkit::nvrtc()?;
+    match nvrtc.compile(source, &format!("{op}.cu"), options, wants_cubin(options)) {
+        Ok(CompiledImage::Cubin(bytes)) => Ok(Image::Cubin(bytes)),
+        Ok(CompiledImage::Ptx(text)) => Ok(Image::Ptx(text)),
+        Err(log) => Err(ScanError::Compile {
+            op,
+            log,
+            source_path: None,
+        }),
+    }
 }
 
 /// The image of `key` in the disk cache, if there is one the driver can be
@@ -152,67 +149,11 @@ fn cached_image(disk: &DiskCache, key: &CacheKey, cubin: bool, arch: Arch) -> Op
 /// these arguments: the runtime calls it when the driver refuses to load an
 /// image read from the cache, before compiling anew.
 pub fn forget(source: &str, options: &[String], arch: Arch, driver_version: i32, disk: &DiskCache) {
-    disk.remove(&CacheKey::new(source, options, arch, driver_version));
+    if let Ok(nvrtc) = toolkit::nvrtc() {
+        disk.remove(&CacheKey::new(source, options, arch, driver_version, nvrtc.version()));
+    }
 }
 
-/// One NVRTC compile: the CUBIN or the PTX of `source`.
-fn nvrtc_compile(op: &'static str, source: &str, options: &[String], cubin: bool) -> Result<Image> {
-    use nvrtc::result;
-    let failed = |log: String| ScanError::Compile {
-        op,
-        log,
-        source_path: write_failed_source(op, source),
-    };
-    let src =
-        std::ffi::CString::new(source).map_err(|_| failed("the source holds a NUL byte".into()))?;
-    let name = std::ffi::CString::new(format!("{op}.cu")).expect("operator names hold no NUL");
-    let program =
-        result::create_program(&src, Some(&name)).map_err(|e| failed(format!("{e:?}")))?;
-    // Destroys the program however this function returns.
-    struct Guard(nvrtc::sys::nvrtcProgram);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            // SAFETY: created above, destroyed once.
-            let _ = unsafe { result::destroy_program(self.0) };
-        }
-    }
-    let guard = Guard(program);
-    // SAFETY: a valid program; the options are plain strings.
-    if let Err(e) = unsafe { result::compile_program(guard.0, options) } {
-        // SAFETY: the program exists; its log is a NUL-terminated string.
-        let log = unsafe { result::get_program_log(guard.0) }
-            .map(|raw| {
-                // SAFETY: NVRTC terminates the log with a NUL.
-                unsafe { std::ffi::CStr::from_ptr(raw.as_ptr()) }
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .unwrap_or_else(|_| format!("{e:?}"));
-        return Err(failed(log));
-    }
-    if cubin {
-        let mut size = 0usize;
-        // SAFETY: the program compiled for a real architecture; NVRTC writes
-        // the CUBIN's size, then that many bytes.
-        let status = unsafe { nvrtc::sys::nvrtcGetCUBINSize(guard.0, &mut size) };
-        if status != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-            return Err(failed(format!("nvrtcGetCUBINSize: {status:?}")));
-        }
-        let mut bytes = vec![0u8; size];
-        // SAFETY: `bytes` holds `size` bytes.
-        let status = unsafe { nvrtc::sys::nvrtcGetCUBIN(guard.0, bytes.as_mut_ptr().cast()) };
-        if status != nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-            return Err(failed(format!("nvrtcGetCUBIN: {status:?}")));
-        }
-        Ok(Image::Cubin(bytes))
-    } else {
-        // SAFETY: the program compiled; NVRTC returns its PTX with a NUL.
-        let ptx = unsafe { result::get_ptx(guard.0) }.map_err(|e| failed(format!("{e:?}")))?;
-        // SAFETY: NVRTC terminates the PTX with a NUL.
-        let text = unsafe { std::ffi::CStr::from_ptr(ptx.as_ptr()) };
-        Ok(Image::Ptx(text.to_string_lossy().into_owned()))
-    }
-}
 /// Writes a source NVRTC rejected where the user can read it: `<op>.cu` in
 /// a new directory of the temporary directory, with an unpredictable name,
 /// readable by this user alone, the file created there anew (so nothing
@@ -243,6 +184,12 @@ pub(crate) fn write_failed_source(op: &str, source: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::toolkit::CudaVersion;
+
+    const NVRTC_13: CudaVersion = CudaVersion {
+        major: 13,
+        minor: 0,
+    };
 
     /// A fresh cache directory of this process.
     fn temp_cache(name: &str) -> DiskCache {
@@ -260,7 +207,7 @@ mod tests {
         let sm_90: &[u8] = include_bytes!("../tests/fixtures/k_sm_90.cubin");
         let sm_80: &[u8] = include_bytes!("../tests/fixtures/k_sm_80.cubin");
         let cache = temp_cache("bad-entries");
-        let key = CacheKey::new("program", &[], Arch::SM_90, 13000);
+        let key = CacheKey::new("program", &[], Arch::SM_90, 13000, NVRTC_13);
         let path = cache.entry_path(&key).unwrap();
         let random: Vec<u8> = (0u32..2048)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
@@ -300,7 +247,7 @@ mod tests {
             Some(Image::Cubin(sm_90.to_vec()))
         );
         // PTX for another architecture, or not text.
-        let ptx_key = CacheKey::new("program", &[], Arch::SM_80, 13000);
+        let ptx_key = CacheKey::new("program", &[], Arch::SM_80, 13000, NVRTC_13);
         let ptx_path = cache.entry_path(&ptx_key).unwrap();
         cache
             .try_store(&ptx_key, b".version 9.0\n.target sm_90\n")

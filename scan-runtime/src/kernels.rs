@@ -6,8 +6,9 @@
 use crate::background::{Job, Jobs};
 use crate::cache::{CacheKey, DiskCache};
 use crate::device::{device_arch, driver_version, target_arch};
-use crate::error::Result;
+use crate::error::{Result, ScanError};
 use crate::jit;
+use crate::toolkit;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, LaunchConfig};
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::layout::Layout;
@@ -157,17 +158,35 @@ pub(crate) fn compile_target(ctx: &CudaContext) -> Result<(Arch, bool)> {
     let device = device_arch(ctx)?;
     let target = target_arch(ctx)?;
     if target != device {
-        return Ok((target, false));
+        return ptx_target(target);
     }
-    if Arch::CUDA_13.contains(&device) {
+    let nvrtc = toolkit::nvrtc()?;
+    if nvrtc.archs().contains(&device) {
         return Ok((device, true));
     }
-    let newest = Arch::CUDA_13
-        .into_iter()
+    let newest = nvrtc
+        .archs()
+        .iter()
+        .copied()
         .filter(|a| *a <= device)
         .max()
         .unwrap_or(Arch::MIN_SUPPORTED);
-    Ok((newest, false))
+    ptx_target(newest)
+}
+
+/// A PTX target, if the driver can compile the PTX of the NVRTC in use
+/// ([`toolkit::Fit`]).
+fn ptx_target(arch: Arch) -> Result<(Arch, bool)> {
+    let nvrtc = toolkit::nvrtc()?;
+    match nvrtc.fit() {
+        toolkit::Fit::Any => Ok((arch, false)),
+        toolkit::Fit::CubinOnly => Err(ScanError::PtxNewerThanDriver {
+            nvrtc: nvrtc.version().to_string(),
+            driver: toolkit::CudaVersion::from_driver(driver_version())
+                .map_or_else(|| "unknown".to_string(), |v| v.to_string()),
+            target: arch.compute_name(),
+        }),
+    }
 }
 
 /// The NVRTC options of a program for `target` ([`compile_target`]).
@@ -342,7 +361,7 @@ pub(crate) fn kernel_without_compiling<Op: ScanOp>(
     }
     let source = program_source::<Op>(&[abi]);
     let on_disk = disk
-        .entry_path(&cache_key(target, &source))
+        .entry_path(&cache_key(target, &source)?)
         .is_some_and(|path| path.exists());
     if on_disk || !jit::nvrtc_present() {
         let (kernel, stats) = load_new_kernel::<Op>(ctx, disk, target, key, &source)?;
@@ -381,8 +400,14 @@ fn compiles() -> &'static Jobs<KernelKey> {
 
 /// The disk cache's key of `source` compiled for `target`, as
 /// [`build_module`] looks it up.
-fn cache_key(target: (Arch, bool), source: &str) -> CacheKey {
-    CacheKey::new(source, &compile_options(target), target.0, driver_version())
+fn cache_key(target: (Arch, bool), source: &str) -> Result<CacheKey> {
+    Ok(CacheKey::new(
+        source,
+        &compile_options(target),
+        target.0,
+        driver_version(),
+        toolkit::nvrtc()?.version(),
+    ))
 }
 
 /// Compiles (or reads from the disk cache) and loads the kernel of `key`

@@ -20,7 +20,12 @@ pub type Rng64 = rand::rngs::StdRng;
 /// GPU fails the test instead, so a GPU-less run never reads as green.
 pub fn open_gpu(test: &str) -> Option<Arc<gpu_scan::scan_runtime::cudarc::driver::CudaContext>> {
     match gpu_scan::scan_runtime::open_device(0) {
-        Ok(ctx) => Some(ctx),
+        Ok(ctx) => {
+            // Which NVRTC compiles (GPU_SCAN_NVRTC may name CUDA 12's).
+            let nvrtc = gpu_scan::scan_runtime::nvrtc().expect("open_device found one");
+            println!("{test}: NVRTC {} ({})", nvrtc.version(), nvrtc.library());
+            Some(ctx)
+        }
         Err(e) => {
             assert!(
                 std::env::var_os("GPU_REQUIRED").is_none_or(|v| v != "1"),

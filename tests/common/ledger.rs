@@ -29,8 +29,18 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 /// One in this many programs found in the ledger is compiled anyway and
-/// checked against its entry.
+/// checked against its entry (`SCAN_LEDGER_SAMPLE_ONE_IN` overrides it:
+/// CI's second pass, with NVRTC 12.9, samples fewer).
 pub const SAMPLE_ONE_IN: u8 = 8;
+
+/// [`SAMPLE_ONE_IN`], or the override.
+fn sample_one_in() -> u8 {
+    std::env::var("SCAN_LEDGER_SAMPLE_ONE_IN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(SAMPLE_ONE_IN)
+}
 
 /// A program's entry: its label and its kernels' `[registers, spill
 /// bytes, stack bytes, shared memory bytes]` in ptxas's order.
@@ -108,7 +118,8 @@ fn parse(line: &str) -> Option<(String, Entry)> {
 }
 
 /// The versions of the tools, as part of every key: ptxas's, NVRTC's and
-/// the size of the NVRTC library this process loaded.
+/// the size of the NVRTC library the runtime chose (`GPU_SCAN_NVRTC` names
+/// another).
 fn tools() -> &'static str {
     static TOOLS: OnceLock<String> = OnceLock::new();
     TOOLS.get_or_init(|| {
@@ -117,16 +128,18 @@ fn tools() -> &'static str {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: two out-parameters; NVRTC is loaded (the caller checked).
-        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        let nvrtc = gpu_scan::scan_runtime::nvrtc().expect("NVRTC is loaded (the caller checked)");
+        let (major, minor) = (nvrtc.version().major, nvrtc.version().minor);
+        let file = std::path::Path::new(nvrtc.library())
+            .file_name()
+            .map(|f| f.to_owned());
         let library = std::fs::read_to_string("/proc/self/maps")
             .unwrap_or_default()
             .lines()
             .find_map(|l| {
                 l.split_whitespace()
                     .nth(5)
-                    .filter(|p| p.contains("libnvrtc.so"))
+                    .filter(|p| std::path::Path::new(p).file_name().map(|f| f.to_owned()) == file)
             })
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len());
@@ -154,7 +167,7 @@ fn key(source: &str, options: &[String], arch: Arch) -> String {
 /// Whether the program of `key` is compiled although the ledger has it.
 fn sampled(key: &str, salt: &str) -> bool {
     let digest = Sha256::digest(format!("{salt}{key}").as_bytes());
-    digest[0] < u8::MAX / SAMPLE_ONE_IN + 1
+    digest[0] < u8::MAX / sample_one_in() + 1
 }
 
 /// How a program's result was obtained.
@@ -281,9 +294,10 @@ pub fn summary() -> String {
     let sources = sources().lock().unwrap();
     let count = |s: Source| sources.iter().filter(|&&x| x == s).count();
     format!(
-        "{} programs compiled, {} read from the kernel ledger, {} compiled again and checked against it (one in {SAMPLE_ONE_IN})",
+        "{} programs compiled, {} read from the kernel ledger, {} compiled again and checked against it (one in {})",
         count(Source::Compiled),
         count(Source::Ledger),
         count(Source::Checked),
+        sample_one_in(),
     )
 }

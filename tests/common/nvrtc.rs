@@ -2,8 +2,8 @@
 //! it with `ptxas -v`, and reading ptxas's per-function report.
 #![allow(dead_code)]
 
-use cudarc::nvrtc;
 use gpu_scan::kernels_gen::Arch;
+use gpu_scan::scan_runtime::jit;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -80,10 +80,10 @@ pub struct KernelReport {
     pub smem_bytes: u32,
 }
 
-/// Whether NVRTC can be loaded; with `SCAN_REQUIRE_NVRTC=1` its absence panics.
+/// Whether NVRTC can be loaded (the one the runtime chooses: `GPU_SCAN_NVRTC`
+/// names another); with `SCAN_REQUIRE_NVRTC=1` its absence panics.
 pub fn tools_available() -> bool {
-    // SAFETY: only probes whether the shared library can be loaded.
-    let nvrtc_present = unsafe { nvrtc::sys::is_culib_present() };
+    let nvrtc_present = jit::nvrtc_present();
     let required = std::env::var_os("SCAN_REQUIRE_NVRTC").is_some_and(|v| v == "1");
     if !nvrtc_present {
         assert!(
@@ -110,14 +110,11 @@ pub fn compile_program(
     symbols: &[String],
     failures: &mut Vec<String>,
 ) -> Option<String> {
-    let options = nvrtc::CompileOptions {
-        options,
-        ..Default::default()
-    };
-    let ptx = match nvrtc::compile_ptx_with_opts(source, options) {
-        Ok(ptx) => ptx.to_src(),
+    let ptx = match jit::compile_uncached("program", source, &options) {
+        Ok(jit::Image::Ptx(ptx)) => ptx,
+        Ok(jit::Image::Cubin(_)) => panic!("{label}: the compile tests ask NVRTC for PTX"),
         Err(e) => {
-            failures.push(format!("{label}: NVRTC failed: {e:?}"));
+            failures.push(format!("{label}: NVRTC failed: {e}"));
             return None;
         }
     };
