@@ -1,6 +1,7 @@
 //! Built-in operators: sums, products, minima and maxima over every integer
 //! and float primitive, bitwise and/or/xor over every integer, and logical
-//! and/or over `bool`, so the common scans need no `#[scan_op]`.
+//! and/or over `bool`, so the common scans need no `#[scan_op]`; and
+//! compensated float sums ([`CompensatedF32`], [`CompensatedF64`]).
 //!
 //! Each is a type parameterised by the element: `Sum<u32>`, `Max<f64>`,
 //! `BitXor<u8>`, `And<bool>`. Integer sums and products wrap (as CUB's and
@@ -124,4 +125,102 @@ pub mod markers {
 
     builtin!(And, BuiltinAndBool, bool, [true], [|a, b| a && b]);
     builtin!(Or, BuiltinOrBool, bool, [false], [|a, b| a || b]);
+}
+
+// The compensated sums: `#[scan_op]` structs that are both element and
+// operator, one per float type.
+macro_rules! compensated {
+    ($($(#[$doc:meta])* $name:ident($t:ident);)*) => {$(
+        $(#[$doc])*
+        #[scan_op(
+            crate = crate,
+            identity = $name { sum: 0.0, err: 0.0 },
+            commutative = true,
+            op = |x, y| {
+                // TwoSum of the high parts: sh + sl == x.sum + y.sum exactly.
+                let sh = x.sum + y.sum;
+                if !sh.is_finite() {
+                    $name { sum: sh, err: 0.0 }
+                } else {
+                    let xv = sh - y.sum;
+                    let yv = sh - xv;
+                    let sl = (x.sum - xv) + (y.sum - yv);
+                    // TwoSum of the low parts.
+                    let th = x.err + y.err;
+                    let xw = th - y.err;
+                    let yw = th - xw;
+                    let tl = (x.err - xw) + (y.err - yw);
+                    // Fast2Sum twice: renormalise to |err| <= ulp(sum) / 2.
+                    let c = sl + th;
+                    let vh = sh + c;
+                    let vl = c - (vh - sh);
+                    let w = tl + vl;
+                    let zh = vh + w;
+                    $name { sum: zh, err: w - (zh - vh) }
+                }
+            }
+        )]
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq)]
+        pub struct $name {
+            /// The sum, rounded.
+            pub sum: $t,
+            /// What rounding `sum` lost: the exact value is `sum + err`.
+            pub err: $t,
+        }
+
+        impl $name {
+            /// `x` as a pair with no error.
+            pub const fn new(x: $t) -> Self {
+                $name { sum: x, err: 0.0 }
+            }
+
+            /// `sum + err`, rounded once.
+            pub fn value(self) -> $t {
+                self.sum + self.err
+            }
+        }
+
+        impl From<$t> for $name {
+            fn from(x: $t) -> Self {
+                $name::new(x)
+            }
+        }
+    )*};
+}
+
+compensated! {
+    /// Float sums that carry their rounding error: each element is a
+    /// double-word number `sum + err` (the error-free transformations TwoSum
+    /// and Fast2Sum; `combine` is Joldes, Muller and Popescu's
+    /// *AccurateDWPlusDW*, 2017, relative error at most 3u² a step, with u =
+    /// 2^-24 for `f32` and 2^-53 for `f64`). A prefix sum of `CompensatedF32`
+    /// holds about twice `f32`'s precision, where a plain `Sum<f32>` over 2^28
+    /// elements loses most of its digits; BENCHMARKS.md has both errors against
+    /// an exact sum, and the speeds.
+    ///
+    /// Build elements with `CompensatedF32::new(x)` (error 0) and read a
+    /// result with [`CompensatedF32::value`] (`sum + err`, rounded once). A
+    /// non-finite sum (an infinity or NaN operand, or an overflow) is carried
+    /// as a plain sum with error 0, as `Sum<f32>` would give it. The laws hold
+    /// up to the rounding above, not bit for bit (like any float sum's), so
+    /// results on the GPU and the CPU agree to about 2u², not exactly.
+    ///
+    /// ```
+    /// use gpu_scan::ops::{CompensatedF32, Sum};
+    /// use gpu_scan::prelude::*;
+    ///
+    /// // 1 + 2^-30 rounds to 1 in f32; the pair keeps the 2^-30.
+    /// let tiny = 2f32.powi(-30);
+    /// let data = [1.0, tiny, tiny, -1.0];
+    /// let plain = cpu::inclusive_vec::<Sum<f32>>(&data);
+    /// let pairs: Vec<CompensatedF32> = data.iter().map(|&x| CompensatedF32::new(x)).collect();
+    /// let compensated = cpu::inclusive_vec::<CompensatedF32>(&pairs);
+    /// assert_eq!(plain[3], 0.0);
+    /// assert_eq!(compensated[3].value(), 2.0 * tiny);
+    /// ```
+    CompensatedF32(f32);
+    /// A compensated `f64` sum: [`CompensatedF32`]'s element and operator
+    /// over `f64`, about 106 bits of precision.
+    CompensatedF64(f64);
 }
