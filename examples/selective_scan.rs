@@ -20,7 +20,6 @@
 //! says so and runs the CPU side alone.
 
 use gpu_scan::cudarc::driver::{LaunchConfig, PushKernelArg};
-use gpu_scan::cudarc::nvrtc;
 use gpu_scan::prelude::*;
 use gpu_scan::DeviceApi;
 use rayon::prelude::*;
@@ -182,14 +181,7 @@ fn main() {
     let source = program(&DeviceApi::of::<Affine>());
     let arch = gpu_scan::scan_runtime::target_arch(&ctx).expect("architecture");
     let start = Instant::now();
-    let ptx = nvrtc::compile_ptx_with_opts(
-        source,
-        nvrtc::CompileOptions {
-            options: DeviceApi::nvrtc_options(arch),
-            ..Default::default()
-        },
-    )
-    .expect("NVRTC");
+    let ptx = DeviceApi::compile(&source, arch, &[]).expect("NVRTC");
     let module = ctx.load_module(ptx).expect("load");
     let kernel = module.load_function("selective_scan").expect("kernel");
     println!(

@@ -1,4 +1,4 @@
-//! The compensated float sums (`ops::CompensatedF32`, `CompensatedF64`)
+//! The compensated float sum (`ops::CompensatedF32`)
 //! against exact prefix sums, on the CPU backend and, where a GPU is
 //! usable, on the GPU: within the bound the double-word addition proves,
 //! and far more accurate than plain sums on inputs that defeat them.
@@ -8,16 +8,15 @@ mod common;
 #[path = "../examples/common/exact_sum.rs"]
 mod exact_sum;
 
-use exact_sum::{adversarial, exact_prefixes, max_errors, random_f32, random_f64, to_grid};
-use gpu_scan::ops::{CompensatedF32, CompensatedF64, Sum};
+use exact_sum::{adversarial, exact_prefixes, max_errors, random_f32, to_grid};
+use gpu_scan::ops::{CompensatedF32, Sum};
 use gpu_scan::prelude::*;
 use rand::SeedableRng;
 
 type Rng64 = rand::rngs::StdRng;
 
-/// u² for f32 and f64 (u = 2^-24, 2^-53).
+/// u² for f32 (u = 2^-24).
 const U2_F32: f64 = 1.0 / (1u64 << 48) as f64;
-const U2_F64: f64 = 1.0 / (1u128 << 106) as f64;
 
 /// The bound on a prefix's error relative to the sum of the magnitudes
 /// before it: AccurateDWPlusDW errs by at most 3u² (plus 13u³) of its
@@ -121,45 +120,6 @@ fn compensated_f32_sums_on_the_cpu_are_within_the_bound() {
             compensated,
             bound(n, U2_F32),
             U2_F32,
-        );
-    }
-}
-
-#[test]
-fn compensated_f64_sums_on_the_cpu_are_within_the_bound() {
-    let mut rng = Rng64::seed_from_u64(seed());
-    let n = (1 << 18) + 5;
-    let inputs = [
-        (
-            "random",
-            (0..n).map(|_| random_f64(&mut rng)).collect::<Vec<f64>>(),
-        ),
-        (
-            "adversarial",
-            adversarial(n, 2f64.powi(40), || random_f64(&mut rng) * 1e-3),
-        ),
-    ];
-    for (case, input) in inputs {
-        let (exact, magnitudes) = exact_prefixes(&input);
-        let pairs: Vec<CompensatedF64> = input.iter().map(|&x| CompensatedF64::new(x)).collect();
-        let compensated: Vec<i128> = cpu::inclusive_vec::<CompensatedF64>(&pairs)
-            .iter()
-            .map(|p| to_grid(p.sum) + to_grid(p.err))
-            .collect();
-        let plain: Vec<i128> = cpu::inclusive_vec::<Sum<f64>>(&input)
-            .iter()
-            .map(|&v| to_grid(v))
-            .collect();
-        // The grid (2^-64) is coarser than f64 pairs' precision on these
-        // magnitudes, so the error measured is at most the grid's: 2^-60
-        // of the magnitudes' sum.
-        judge(
-            "cpu f64",
-            case,
-            max_errors(&plain, &exact, &magnitudes),
-            max_errors(&compensated, &exact, &magnitudes),
-            bound(n, U2_F64).max(2f64.powi(-60)),
-            U2_F64,
         );
     }
 }

@@ -20,7 +20,6 @@ use common::ledger::{self, compile_and_assemble};
 use common::nvrtc::{compile_program, tools_available, KernelReport};
 use common::ops::{AffineU32, Latest, Mat2, Stats, SumU8};
 use gpu_scan::cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
-use gpu_scan::cudarc::nvrtc;
 use gpu_scan::prelude::*;
 use gpu_scan::{Arch, DeviceApi};
 use rayon::prelude::*;
@@ -525,14 +524,8 @@ const ROWS: [(usize, usize); 14] = [
 
 fn run_op<Op: Case>(ctx: &Arc<CudaContext>, seed: u64, failures: &mut Vec<String>) -> usize {
     let arch = gpu_scan::scan_runtime::target_arch(ctx).expect("target architecture");
-    let ptx = nvrtc::compile_ptx_with_opts(
-        program::<Op>(),
-        nvrtc::CompileOptions {
-            options: DeviceApi::nvrtc_options(arch),
-            ..Default::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{}: NVRTC failed: {e:?}", Op::NAME));
+    let ptx = DeviceApi::compile(&program::<Op>(), arch, &[])
+        .unwrap_or_else(|e| panic!("{}: NVRTC failed: {e}", Op::NAME));
     let module = ctx.load_module(ptx).expect("load the test module");
     let stream = ctx.default_stream();
     let mut cases = 0;

@@ -1,6 +1,8 @@
 //! An operator's warp- and block-level scans as CUDA source, for kernels
 //! you write and compile yourself ([`DeviceApi`]).
 
+use crate::error::{Result, ScanError};
+use crate::jit;
 use kernels_gen::{Arch, POLICY_NAMESPACE};
 use scan_core::ScanOp;
 
@@ -114,6 +116,29 @@ impl DeviceApi {
     /// own.
     pub fn nvrtc_options(arch: Arch) -> Vec<String> {
         kernels_gen::semantic_nvrtc_options(arch)
+    }
+
+    /// Compiles your program (holding [`source`](Self::source)) to PTX for
+    /// `arch` with [`nvrtc_options`](Self::nvrtc_options) and `extra`
+    /// options, with the NVRTC the runtime uses ([`crate::nvrtc`]: the one
+    /// that fits the driver, or `GPU_SCAN_NVRTC`'s) rather than the first
+    /// one cudarc finds. Load the result with `ctx.load_module`.
+    ///
+    /// # Errors
+    /// [`ScanError::NoNvrtc`], or [`ScanError::Compile`] with NVRTC's log
+    /// and where the source was written.
+    pub fn compile(program: &str, arch: Arch, extra: &[&str]) -> Result<cudarc::nvrtc::Ptx> {
+        let mut options = Self::nvrtc_options(arch);
+        options.extend(extra.iter().map(|o| o.to_string()));
+        match jit::compile_uncached("device_api", program, &options) {
+            Ok(image) => Ok(image.to_module_image()),
+            Err(ScanError::Compile { op, log, .. }) => Err(ScanError::Compile {
+                op,
+                log,
+                source_path: jit::write_failed_source(op, program),
+            }),
+            Err(e) => Err(e),
+        }
     }
 
     /// The shared memory `gpu_scan::BlockScan<Op, block_threads>` takes

@@ -27,8 +27,9 @@ pub enum ScanError {
     /// `GPU_SCAN_TARGET_ARCH`, or a device newer than NVRTC knows) the
     /// driver would refuse.
     #[error(
-        "NVRTC {nvrtc} makes PTX for {target} that the CUDA {driver} driver cannot compile: use an NVRTC no newer than \
-         the driver (GPU_SCAN_NVRTC), a newer driver, or the device's own architecture as the target"
+        "NVRTC {nvrtc} makes PTX for {target} that the CUDA {driver} driver cannot compile (an older target named by \
+         GPU_SCAN_TARGET_ARCH, or a device newer than this NVRTC knows takes PTX): use an NVRTC no newer than the driver \
+         (GPU_SCAN_NVRTC) or a newer driver"
     )]
     PtxNewerThanDriver {
         /// NVRTC's version.
@@ -64,6 +65,15 @@ pub enum ScanError {
         value: String,
         /// The device's architecture.
         device: String,
+    },
+    /// The NVRTC in use cannot compile for the architecture asked for
+    /// (`GPU_SCAN_TARGET_ARCH=compute_100` with NVRTC 12.4, say).
+    #[error("NVRTC {nvrtc} cannot compile for {target}: use a newer NVRTC (GPU_SCAN_NVRTC) or another target")]
+    TargetUnknownToNvrtc {
+        /// NVRTC's version.
+        nvrtc: String,
+        /// The architecture asked for (`compute_100`).
+        target: String,
     },
     /// A CUDA driver call failed (out of memory, launch failure, …).
     #[error("CUDA driver error: {0}")]

@@ -155,38 +155,53 @@ fn pipelined_launch(
 /// a device newer than NVRTC knows gets the PTX of the newest architecture
 /// it does.
 pub(crate) fn compile_target(ctx: &CudaContext) -> Result<(Arch, bool)> {
-    let device = device_arch(ctx)?;
-    let target = target_arch(ctx)?;
-    if target != device {
-        return ptx_target(target);
-    }
     let nvrtc = toolkit::nvrtc()?;
-    if nvrtc.archs().contains(&device) {
+    target_for(
+        device_arch(ctx)?,
+        target_arch(ctx)?,
+        nvrtc,
+        toolkit::CudaVersion::from_driver(driver_version()),
+    )
+}
+
+/// [`compile_target`] for a `device` and the `target` asked of it, with
+/// `nvrtc` on a driver of version `driver`.
+fn target_for(
+    device: Arch,
+    target: Arch,
+    nvrtc: &impl toolkit::NvrtcFacts,
+    driver: Option<toolkit::CudaVersion>,
+) -> Result<(Arch, bool)> {
+    let archs = nvrtc.archs();
+    let ptx = |arch: Arch| {
+        if !archs.contains(&arch) {
+            return Err(ScanError::TargetUnknownToNvrtc {
+                nvrtc: nvrtc.version().to_string(),
+                target: arch.compute_name(),
+            });
+        }
+        match nvrtc.fit() {
+            toolkit::Fit::Any => Ok((arch, false)),
+            toolkit::Fit::CubinOnly => Err(ScanError::PtxNewerThanDriver {
+                nvrtc: nvrtc.version().to_string(),
+                driver: driver.map_or_else(|| "unknown".to_string(), |v| v.to_string()),
+                target: arch.compute_name(),
+            }),
+        }
+    };
+    if target != device {
+        return ptx(target);
+    }
+    if archs.contains(&device) {
         return Ok((device, true));
     }
-    let newest = nvrtc
-        .archs()
+    let newest = archs
         .iter()
         .copied()
         .filter(|a| *a <= device)
         .max()
         .unwrap_or(Arch::MIN_SUPPORTED);
-    ptx_target(newest)
-}
-
-/// A PTX target, if the driver can compile the PTX of the NVRTC in use
-/// ([`toolkit::Fit`]).
-fn ptx_target(arch: Arch) -> Result<(Arch, bool)> {
-    let nvrtc = toolkit::nvrtc()?;
-    match nvrtc.fit() {
-        toolkit::Fit::Any => Ok((arch, false)),
-        toolkit::Fit::CubinOnly => Err(ScanError::PtxNewerThanDriver {
-            nvrtc: nvrtc.version().to_string(),
-            driver: toolkit::CudaVersion::from_driver(driver_version())
-                .map_or_else(|| "unknown".to_string(), |v| v.to_string()),
-            target: arch.compute_name(),
-        }),
-    }
+    ptx(newest)
 }
 
 /// The NVRTC options of a program for `target` ([`compile_target`]).
@@ -363,7 +378,7 @@ pub(crate) fn kernel_without_compiling<Op: ScanOp>(
     let on_disk = disk
         .entry_path(&cache_key(target, &source)?)
         .is_some_and(|path| path.exists());
-    if on_disk || !jit::nvrtc_present() {
+    if on_disk {
         let (kernel, stats) = load_new_kernel::<Op>(ctx, disk, target, key, &source)?;
         return Ok(Availability::Ready(kernel, stats));
     }
@@ -490,6 +505,69 @@ impl<Op: ScanOp> LayoutOf<Op> {
 mod tests {
     use super::*;
     use kernels_gen::{Direction, FlagFormat, SegmentedStrategy};
+    use toolkit::{CudaVersion, Fit};
+
+    struct Facts(CudaVersion, Fit, Vec<Arch>);
+    impl toolkit::NvrtcFacts for Facts {
+        fn version(&self) -> CudaVersion {
+            self.0
+        }
+        fn fit(&self) -> Fit {
+            self.1
+        }
+        fn archs(&self) -> &[Arch] {
+            &self.2
+        }
+    }
+
+    /// The compile target for each device, target and NVRTC: a CUBIN of
+    /// the device's own architecture where NVRTC knows it, else PTX, and
+    /// PTX only where the driver can compile it.
+    #[test]
+    fn compile_targets_follow_nvrtc_and_the_driver() {
+        let v = |major, minor| CudaVersion { major, minor };
+        let up_to_90 = vec![
+            Arch::SM_75,
+            Arch::SM_80,
+            Arch::SM_86,
+            Arch::SM_89,
+            Arch::SM_90,
+        ];
+        let nvrtc_12_4 = Facts(v(12, 4), Fit::Any, up_to_90.clone());
+        let driver = Some(v(12, 4));
+        // The device's own architecture: a CUBIN.
+        assert!(matches!(
+            target_for(Arch::SM_90, Arch::SM_90, &nvrtc_12_4, driver),
+            Ok((Arch::SM_90, true))
+        ));
+        // An older target: its PTX.
+        assert!(matches!(
+            target_for(Arch::SM_90, Arch::SM_80, &nvrtc_12_4, driver),
+            Ok((Arch::SM_80, false))
+        ));
+        // A device newer than NVRTC knows: the newest PTX it makes.
+        assert!(matches!(
+            target_for(Arch::SM_120, Arch::SM_120, &nvrtc_12_4, driver),
+            Ok((Arch::SM_90, false))
+        ));
+        // A target NVRTC does not know: a typed error.
+        let err = target_for(Arch::SM_120, Arch::SM_100, &nvrtc_12_4, driver).unwrap_err();
+        assert!(
+            matches!(err, ScanError::TargetUnknownToNvrtc { .. }),
+            "{err}"
+        );
+        // NVRTC 12.9 on a 12.4 driver: CUBINs, but no PTX.
+        let nvrtc_12_9 = Facts(v(12, 9), Fit::CubinOnly, up_to_90);
+        assert!(matches!(
+            target_for(Arch::SM_90, Arch::SM_90, &nvrtc_12_9, driver),
+            Ok((Arch::SM_90, true))
+        ));
+        for (device, target) in [(Arch::SM_90, Arch::SM_80), (Arch::SM_120, Arch::SM_120)] {
+            let err = target_for(device, target, &nvrtc_12_9, driver).unwrap_err();
+            assert!(matches!(err, ScanError::PtxNewerThanDriver { .. }), "{err}");
+            assert!(err.to_string().contains("NVRTC 12.9 makes PTX"), "{err}");
+        }
+    }
 
     #[test]
     fn pipelined_kernels_get_their_shared_memory_in_both_directions() {

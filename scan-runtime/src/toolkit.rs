@@ -11,7 +11,7 @@
 //! (cudarc's NVRTC bindings load the first library on their own list).
 
 use crate::error::{Result, ScanError};
-use cudarc::nvrtc::sys::{nvrtcProgram, nvrtcResult};
+use cudarc::nvrtc::sys::nvrtcProgram;
 use kernels_gen::Arch;
 use std::ffi::{c_char, c_int, CStr, CString, OsStr, OsString};
 use std::fmt;
@@ -102,21 +102,60 @@ pub fn library_names() -> Vec<OsString> {
     names.iter().map(OsString::from).collect()
 }
 
-/// Picks the first candidate the driver can use. `candidates` are the
-/// libraries tried, in order, each with its version or why it could not be
-/// loaded; the answer is its index and fit, or every candidate's refusal.
+/// Picks a candidate the driver can use: the first that fits fully
+/// ([`Fit::Any`]), else the first that makes CUBINs it can load
+/// ([`Fit::CubinOnly`]). `candidates` are the libraries tried, in order,
+/// each with its version or why it could not be loaded; the answer is the
+/// index and fit, or every candidate's refusal.
 pub fn choose(
     candidates: &[(String, std::result::Result<CudaVersion, String>)],
     driver: Option<CudaVersion>,
 ) -> std::result::Result<(usize, Fit), Vec<String>> {
     let mut refusals = Vec::new();
+    let mut cubin_only = None;
     for (i, (name, version)) in candidates.iter().enumerate() {
         match version.clone().and_then(|v| fit(v, driver)) {
-            Ok(fit) => return Ok((i, fit)),
+            Ok(Fit::Any) => return Ok((i, Fit::Any)),
+            Ok(Fit::CubinOnly) => {
+                cubin_only.get_or_insert(i);
+            }
             Err(why) => refusals.push(format!("{name}: {why}")),
         }
     }
-    Err(refusals)
+    cubin_only.map(|i| (i, Fit::CubinOnly)).ok_or(refusals)
+}
+
+/// NVRTC's status code, read as the C `int` it is (a newer NVRTC may
+/// return a code an older enum lacks); 0 is success.
+type Status = c_int;
+const SUCCESS: Status = 0;
+
+/// A status as text: NVRTC's name for the codes of 12.4 to 13.0.
+fn status_name(status: Status) -> String {
+    const NAMES: [&str; 18] = [
+        "NVRTC_SUCCESS",
+        "NVRTC_ERROR_OUT_OF_MEMORY",
+        "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+        "NVRTC_ERROR_INVALID_INPUT",
+        "NVRTC_ERROR_INVALID_PROGRAM",
+        "NVRTC_ERROR_INVALID_OPTION",
+        "NVRTC_ERROR_COMPILATION",
+        "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
+        "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
+        "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
+        "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
+        "NVRTC_ERROR_INTERNAL_ERROR",
+        "NVRTC_ERROR_TIME_FILE_WRITE_FAILED",
+        "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED",
+        "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED",
+        "NVRTC_ERROR_PCH_CREATE",
+        "NVRTC_ERROR_CANCELLED",
+        "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED",
+    ];
+    usize::try_from(status)
+        .ok()
+        .and_then(|i| NAMES.get(i))
+        .map_or_else(|| format!("NVRTC status {status}"), |name| name.to_string())
 }
 
 type CreateProgram = unsafe extern "C" fn(
@@ -126,12 +165,11 @@ type CreateProgram = unsafe extern "C" fn(
     c_int,
     *const *const c_char,
     *const *const c_char,
-) -> nvrtcResult;
-type CompileProgram =
-    unsafe extern "C" fn(nvrtcProgram, c_int, *const *const c_char) -> nvrtcResult;
-type DestroyProgram = unsafe extern "C" fn(*mut nvrtcProgram) -> nvrtcResult;
-type SizeOf = unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult;
-type BytesOf = unsafe extern "C" fn(nvrtcProgram, *mut c_char) -> nvrtcResult;
+) -> Status;
+type CompileProgram = unsafe extern "C" fn(nvrtcProgram, c_int, *const *const c_char) -> Status;
+type DestroyProgram = unsafe extern "C" fn(*mut nvrtcProgram) -> Status;
+type SizeOf = unsafe extern "C" fn(nvrtcProgram, *mut usize) -> Status;
+type BytesOf = unsafe extern "C" fn(nvrtcProgram, *mut c_char) -> Status;
 
 /// The C functions of NVRTC this crate calls.
 struct Functions {
@@ -144,6 +182,29 @@ struct Functions {
     cubin: BytesOf,
     ptx_size: SizeOf,
     ptx: BytesOf,
+}
+
+/// What the runtime asks of the NVRTC in use when it picks a compile
+/// target: a trait so that the choice is tested without a library.
+pub(crate) trait NvrtcFacts {
+    /// NVRTC's version.
+    fn version(&self) -> CudaVersion;
+    /// What the driver can load of its output.
+    fn fit(&self) -> Fit;
+    /// The real architectures it compiles for.
+    fn archs(&self) -> &[Arch];
+}
+
+impl NvrtcFacts for Nvrtc {
+    fn version(&self) -> CudaVersion {
+        self.version
+    }
+    fn fit(&self) -> Fit {
+        self.fit
+    }
+    fn archs(&self) -> &[Arch] {
+        &self.archs
+    }
 }
 
 /// A loaded NVRTC library.
@@ -173,35 +234,37 @@ impl Nvrtc {
     fn load(name: &OsStr) -> std::result::Result<Nvrtc, String> {
         // SAFETY: loading NVRTC runs no initialisation with requirements
         // on the caller; the library stays loaded for the process.
-        let library = unsafe { libloading::Library::new(name) }.map_err(|e| e.to_string())?;
+        let library = unsafe { libloading::Library::new(name) }.map_err(|e| with_cause(&e))?;
         // SAFETY: each symbol is NVRTC's function of that name, whose C
         // signature (NVRTC 12 and 13 alike) is the type it is read as.
         unsafe {
-            fn get<T: Copy>(
+            /// # Safety
+            /// `T` is the true type of `symbol`.
+            unsafe fn get<T: Copy>(
                 library: &libloading::Library,
                 symbol: &str,
             ) -> std::result::Result<T, String> {
                 // SAFETY: the caller names the symbol's true type.
                 unsafe { library.get::<T>(symbol.as_bytes()) }
                     .map(|s| *s)
-                    .map_err(|e| format!("no {symbol} in it ({e})"))
+                    .map_err(|e| format!("no {symbol} in it ({})", with_cause(&e)))
             }
-            let version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> nvrtcResult =
+            let version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> Status =
                 get(&library, "nvrtcVersion")?;
             let (mut major, mut minor) = (0, 0);
-            if version(&mut major, &mut minor) != nvrtcResult::NVRTC_SUCCESS {
+            if version(&mut major, &mut minor) != SUCCESS {
                 return Err("nvrtcVersion failed".into());
             }
-            let num_archs: unsafe extern "C" fn(*mut c_int) -> nvrtcResult =
+            let num_archs: unsafe extern "C" fn(*mut c_int) -> Status =
                 get(&library, "nvrtcGetNumSupportedArchs")?;
-            let archs_of: unsafe extern "C" fn(*mut c_int) -> nvrtcResult =
+            let archs_of: unsafe extern "C" fn(*mut c_int) -> Status =
                 get(&library, "nvrtcGetSupportedArchs")?;
             let mut count = 0;
-            if num_archs(&mut count) != nvrtcResult::NVRTC_SUCCESS || count <= 0 {
+            if num_archs(&mut count) != SUCCESS || count <= 0 {
                 return Err("nvrtcGetNumSupportedArchs failed".into());
             }
             let mut numbers = vec![0 as c_int; count as usize];
-            if archs_of(numbers.as_mut_ptr()) != nvrtcResult::NVRTC_SUCCESS {
+            if archs_of(numbers.as_mut_ptr()) != SUCCESS {
                 return Err("nvrtcGetSupportedArchs failed".into());
             }
             let functions = Functions {
@@ -280,8 +343,8 @@ impl Nvrtc {
                 std::ptr::null(),
             )
         };
-        if status != nvrtcResult::NVRTC_SUCCESS {
-            return Err(format!("nvrtcCreateProgram: {status:?}"));
+        if status != SUCCESS {
+            return Err(format!("nvrtcCreateProgram: {}", status_name(status)));
         }
         // Destroys the program however this function returns.
         struct Guard(nvrtcProgram, DestroyProgram);
@@ -296,13 +359,13 @@ impl Nvrtc {
         // that outlive the call.
         let status =
             unsafe { (f.compile)(guard.0, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
-        if status != nvrtcResult::NVRTC_SUCCESS {
+        if status != SUCCESS {
             let log = self.bytes(guard.0, f.log_size, f.log).unwrap_or_default();
             let log = String::from_utf8_lossy(&log)
                 .trim_end_matches('\0')
                 .to_string();
             return Err(if log.is_empty() {
-                format!("{status:?}")
+                status_name(status)
             } else {
                 log
             });
@@ -330,16 +393,34 @@ impl Nvrtc {
         let mut size = 0usize;
         // SAFETY: a compiled program; NVRTC writes the size.
         let status = unsafe { size_of(program, &mut size) };
-        if status != nvrtcResult::NVRTC_SUCCESS {
-            return Err(format!("reading the output's size: {status:?}"));
+        if status != SUCCESS {
+            return Err(format!(
+                "reading the output's size: {}",
+                status_name(status)
+            ));
+        }
+        if size <= 1 {
+            // No image (a CUBIN asked of a program for a virtual
+            // architecture), or PTX that is only its NUL.
+            return Err("NVRTC returned an empty output".into());
         }
         let mut bytes = vec![0u8; size];
         // SAFETY: `bytes` holds the `size` bytes NVRTC writes.
         let status = unsafe { bytes_of(program, bytes.as_mut_ptr().cast()) };
-        if status != nvrtcResult::NVRTC_SUCCESS {
-            return Err(format!("reading the output: {status:?}"));
+        if status != SUCCESS {
+            return Err(format!("reading the output: {}", status_name(status)));
         }
         Ok(bytes)
+    }
+}
+
+/// A libloading error with the loader's own message (`dlerror`'s:
+/// "cannot open shared object file", "wrong ELF class"), which its
+/// `Display` leaves out.
+fn with_cause(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
     }
 }
 
@@ -379,9 +460,9 @@ pub fn nvrtc() -> Result<&'static Nvrtc> {
     CHOSEN
         .get_or_init(|| {
             let driver = driver_version();
-            let names = match std::env::var_os(NVRTC_ENV) {
-                Some(name) if !name.is_empty() => vec![name],
-                _ => library_names(),
+            let (names, named) = match std::env::var_os(NVRTC_ENV) {
+                Some(name) if !name.is_empty() => (vec![name], true),
+                _ => (library_names(), false),
             };
             let mut loaded = Vec::new();
             let mut candidates = Vec::new();
@@ -392,8 +473,8 @@ pub fn nvrtc() -> Result<&'static Nvrtc> {
                     lib.as_ref().map(|l| l.version).map_err(|e| e.clone()),
                 ));
                 loaded.push(lib.ok());
-                // The first usable one is taken: load no more.
-                if choose(&candidates, driver).is_ok() {
+                // A library that fits fully is taken: load no more.
+                if matches!(choose(&candidates, driver), Ok((_, Fit::Any))) {
                     break;
                 }
             }
@@ -403,6 +484,10 @@ pub fn nvrtc() -> Result<&'static Nvrtc> {
                     nvrtc.fit = fit;
                     Ok(nvrtc)
                 }
+                Err(refusals) if named => Err(format!(
+                    "{}; {NVRTC_ENV} named it: unset it to search the library path",
+                    refusals.join("; ")
+                )),
                 Err(refusals) => Err(refusals.join("; ")),
             }
         })
@@ -471,6 +556,17 @@ mod tests {
             "{refusals:?}"
         );
         assert!(refusals[1].contains("cannot open"), "{refusals:?}");
+        // A library that fits fully is preferred to one that makes CUBINs
+        // only, wherever it comes in the list.
+        let newer_first = [
+            ("libnvrtc.so.12".to_string(), found(v(12, 9))),
+            ("libnvrtc.so".to_string(), found(v(12, 4))),
+        ];
+        assert_eq!(choose(&newer_first, Some(v(12, 4))), Ok((1, Fit::Any)));
+        assert_eq!(
+            choose(&newer_first[..1], Some(v(12, 4))),
+            Ok((0, Fit::CubinOnly))
+        );
         // Too old an NVRTC is skipped for a newer one further on.
         let old_first = [
             ("libnvrtc.so".to_string(), found(v(12, 2))),

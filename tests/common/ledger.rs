@@ -139,7 +139,17 @@ fn tools() -> &'static str {
             .find_map(|l| {
                 l.split_whitespace()
                     .nth(5)
-                    .filter(|p| std::path::Path::new(p).file_name().map(|f| f.to_owned()) == file)
+                    // The mapped file may be the versioned file a link
+                    // points to (libnvrtc.so.13 -> libnvrtc.so.13.0.88).
+                    .filter(|p| {
+                        let mapped = std::path::Path::new(p).file_name();
+                        match (mapped, &file) {
+                            (Some(m), Some(f)) => {
+                                m.to_string_lossy().starts_with(&*f.to_string_lossy())
+                            }
+                            _ => false,
+                        }
+                    })
             })
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len());

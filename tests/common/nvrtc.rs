@@ -92,6 +92,15 @@ pub fn tools_available() -> bool {
         );
         println!("nvrtc_compile: skipped (libnvrtc not found; run scripts/test to install NVRTC 13.0.88)");
     }
+    // SCAN_NVRTC_EXPECT=12.9: the run is for that NVRTC, and fails with another.
+    if let (true, Ok(expected)) = (nvrtc_present, std::env::var("SCAN_NVRTC_EXPECT")) {
+        let version = jit::nvrtc_version().unwrap();
+        let found = format!("{}.{}", version.0, version.1);
+        assert_eq!(
+            found, expected,
+            "SCAN_NVRTC_EXPECT={expected} but NVRTC {found} was loaded"
+        );
+    }
     nvrtc_present
 }
 
