@@ -151,6 +151,7 @@ fn one_step_is_exact() {
 
 /// The same on the GPU, where one is usable: 2^24 + 3 elements, every
 /// path the planner picks by itself.
+#[cfg(feature = "gpu")]
 #[test]
 fn compensated_f32_sums_on_the_gpu_are_within_the_bound() {
     let Some(ctx) = common::gpu::open_gpu("compensated") else {

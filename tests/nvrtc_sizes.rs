@@ -19,6 +19,7 @@
 //!
 //! Needs NVRTC and ptxas like `nvrtc_compile.rs` (`scripts/test` installs
 //! them and sets `SCAN_REQUIRE_NVRTC=1`).
+#![cfg(feature = "gpu")] // compiles with the runtime's NVRTC (scan_runtime::jit)
 
 mod common;
 use common::ledger::{self, compile_and_assemble};

@@ -3,7 +3,9 @@ pub mod gpu;
 pub mod host_cuda;
 pub mod ir_gen;
 pub mod ir_interp;
+#[cfg(feature = "gpu")]
 pub mod ledger;
+#[cfg(feature = "gpu")]
 pub mod nvrtc;
 pub mod ops;
 pub mod seed;
