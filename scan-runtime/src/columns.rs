@@ -50,6 +50,9 @@ where
         row_length: usize,
         stream: &Arc<CudaStream>,
     ) -> Result<usize> {
+        if self.tuning.deterministic {
+            return Err(ScanError::NotDeterministic { shape: "columns" });
+        }
         RowLengthMismatch::check(n, row_length)?;
         if n == 0 {
             return Ok(0);

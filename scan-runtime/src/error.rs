@@ -75,6 +75,15 @@ pub enum ScanError {
         /// The architecture asked for (`compute_100`).
         target: String,
     },
+    /// A scan asked to be bit-reproducible ([`Tuning::deterministic`]) in a
+    /// shape that has no deterministic form yet.
+    ///
+    /// [`Tuning::deterministic`]: crate::Tuning::deterministic
+    #[error("a deterministic scan of {shape} is not available: its pass looks back over other blocks' results; scan with Tuning::deterministic off")]
+    NotDeterministic {
+        /// The shape (`columns`).
+        shape: &'static str,
+    },
     /// A CUDA driver call failed (out of memory, launch failure, …).
     #[error("CUDA driver error: {0}")]
     Driver(#[from] cudarc::driver::DriverError),

@@ -126,7 +126,7 @@ where
         inclusive: bool,
         direction: Direction,
     ) -> Result<()> {
-        let passes: &[Pass] = match self.tuning.path {
+        let passes: &[Pass] = match self.tuning.resolved_path() {
             ScanPath::ReduceThenScan => &[Pass::ScanTiles, Pass::ReduceTiles, Pass::ScanTileTotals],
             ScanPath::SinglePass => &[Pass::ScanTiles, Pass::SinglePass, Pass::SinglePassSmall],
             _ => &[

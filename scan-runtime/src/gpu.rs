@@ -223,7 +223,7 @@ where
             return Ok(Some(k.clone()));
         }
         if !(self.tuning.background_compile
-            && self.tuning.path == ScanPath::Auto
+            && self.tuning.resolved_path() == ScanPath::Auto
             && stream.capture_status()? == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
         {
             return self.kernel(abi).map(Some);

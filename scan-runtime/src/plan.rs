@@ -159,6 +159,7 @@ pub(crate) fn choose<P: Probe>(
     if n == 0 {
         return Ok(Path::Empty);
     }
+    let path = tuning.resolved_path();
     let tiles = n.div_ceil(request.tile_items);
     if tiles == 1 {
         return Ok(Path::OneTile);
@@ -171,14 +172,13 @@ pub(crate) fn choose<P: Probe>(
     };
     let pipelined_considered = request.pipelined_tile_items > 0
         && request.aligned
-        && pipelined_wanted_for(request.element_size, tuning.path, n, !plain)
+        && pipelined_wanted_for(request.element_size, path, n, !plain)
         && if plain {
             // Short plain inputs take small tiles (below).
             n > tuning.small_tile_limit
         } else {
             // The segmented pipelined pass runs forward only.
-            request.direction == Direction::Forward
-                && !(tuning.path == ScanPath::Auto && look_back_faster)
+            request.direction == Direction::Forward && !(path == ScanPath::Auto && look_back_faster)
         };
     // Plain scans wait on small tiles while the pipelined kernel compiles.
     let mut interim = false;
@@ -193,7 +193,7 @@ pub(crate) fn choose<P: Probe>(
             Readiness::CannotRun => {}
         }
     }
-    if tuning.path == ScanPath::ReduceThenScan {
+    if path == ScanPath::ReduceThenScan {
         return Ok(Path::ReduceThenScan { tiles });
     }
     if !plain {
@@ -232,11 +232,12 @@ pub(crate) fn reserved_scratch(request: &Request, tuning: &Tuning) -> Scratch {
     if tiles <= 1 {
         return Scratch::None;
     }
-    if tuning.path == ScanPath::ReduceThenScan {
+    let path = tuning.resolved_path();
+    if path == ScanPath::ReduceThenScan {
         return Scratch::TileTotals { tiles, flags: true };
     }
     let mut most = tiles;
-    if request.pipelined_tile_items > 0 && resolve_path(tuning.path) == ScanPath::Pipelined {
+    if request.pipelined_tile_items > 0 && resolve_path(path) == ScanPath::Pipelined {
         most = most.max(n.div_ceil(request.pipelined_tile_items));
     }
     if n <= tuning.small_tile_limit {
@@ -588,6 +589,67 @@ mod tests {
                             assert!(
                                 cover(reserved, needed),
                                 "{size} B, n = {n}, {path:?}, {segments:?}: {reserved:?} for {path_taken:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A deterministic tuning takes reduce-then-scan (or one tile) for every
+    /// request, whatever its path says and however far the kernels are: no
+    /// look-back pass, whose combination order depends on timing.
+    #[test]
+    fn deterministic_scans_take_reduce_then_scan_only() {
+        use Readiness::{CannotRun, Compiling, Ready};
+        for (size, tile, small, pipelined_tile) in ELEMENTS {
+            for n in [1, tile - 1, tile, tile + 1, 1 << 15, (1 << 22) + 1] {
+                for path in [ScanPath::Auto, ScanPath::Pipelined, ScanPath::SinglePass] {
+                    let tuning = Tuning::default().with_path(path).with_deterministic(true);
+                    for segments in [
+                        None,
+                        Some(Segments::FlagsOrOffsets),
+                        Some(Segments::Keys),
+                        Some(Segments::Rows(16)),
+                    ] {
+                        for direction in [Direction::Forward, Direction::Reverse] {
+                            let request = Request {
+                                n,
+                                element_size: size,
+                                tile_items: tile,
+                                small_tile_items: small,
+                                pipelined_tile_items: pipelined_tile,
+                                direction,
+                                segments,
+                                aligned: true,
+                            };
+                            for (p, f) in
+                                [(Ready, Ready), (Compiling, Compiling), (CannotRun, Ready)]
+                            {
+                                let taken = pick(&request, &tuning, p, f);
+                                let expected = if n <= tile {
+                                    Path::OneTile
+                                } else {
+                                    Path::ReduceThenScan {
+                                        tiles: n.div_ceil(tile),
+                                    }
+                                };
+                                assert_eq!(
+                                    taken, expected,
+                                    "{size} B, n = {n}, {path:?}, {segments:?}, {direction:?}"
+                                );
+                            }
+                            assert_eq!(
+                                reserved_scratch(&request, &tuning),
+                                if n <= tile {
+                                    Scratch::None
+                                } else {
+                                    Scratch::TileTotals {
+                                        tiles: n.div_ceil(tile),
+                                        flags: true,
+                                    }
+                                }
                             );
                         }
                     }

@@ -50,6 +50,20 @@ pub struct Tuning {
     /// [`GpuScanner::wait_for_background_compiles`](crate::GpuScanner::wait_for_background_compiles)
     /// waits for the ones running, before timing, say.
     pub background_compile: bool,
+    /// Bit-reproducible results (default `false`): every scan takes
+    /// reduce-then-scan ([`ScanPath::ReduceThenScan`], whatever `path`
+    /// says), whose tiles have the element's fixed shape and whose trees
+    /// are fixed, so the bits of every output depend only on the input:
+    /// not on timing, the number of SMs or the device (the operator's
+    /// float arithmetic is never fused, `crate` docs). A prefix's result
+    /// depends only on the input up to it (batch invariance). It reads
+    /// the input twice; column scans ([`ScanSpec::columns`]), whose pass
+    /// looks back over other blocks' results, are refused with
+    /// [`ScanError::NotDeterministic`].
+    ///
+    /// [`ScanSpec::columns`]: scan_core::ScanSpec::columns
+    /// [`ScanError::NotDeterministic`]: crate::ScanError::NotDeterministic
+    pub deterministic: bool,
 }
 
 impl Default for Tuning {
@@ -59,6 +73,7 @@ impl Default for Tuning {
             small_tile_limit: PLANNER_POLICY.small_tile_limit,
             segmented_strategy: SegmentedStrategy::ConditionalIndexing,
             background_compile: true,
+            deterministic: false,
         }
     }
 }
@@ -80,6 +95,22 @@ impl Tuning {
     pub fn with_background_compile(mut self, background_compile: bool) -> Self {
         self.background_compile = background_compile;
         self
+    }
+
+    /// This tuning with `deterministic`.
+    pub fn with_deterministic(mut self, deterministic: bool) -> Self {
+        self.deterministic = deterministic;
+        self
+    }
+
+    /// The path scans take: [`Tuning::path`], or reduce-then-scan when
+    /// [`Tuning::deterministic`].
+    pub(crate) fn resolved_path(&self) -> ScanPath {
+        if self.deterministic {
+            ScanPath::ReduceThenScan
+        } else {
+            self.path
+        }
     }
 
     /// This tuning with `segmented_strategy`.
