@@ -59,7 +59,9 @@ pub struct Tuning {
     /// depends only on the input up to it (batch invariance). It reads
     /// the input twice; column scans ([`ScanSpec::columns`]), whose pass
     /// looks back over other blocks' results, are refused with
-    /// [`ScanError::NotDeterministic`].
+    /// [`ScanError::NotDeterministic`]. The planner's choice is tested;
+    /// `tests/gpu_deterministic.rs` compares the bits on a GPU (not yet
+    /// run on one).
     ///
     /// [`ScanSpec::columns`]: scan_core::ScanSpec::columns
     /// [`ScanError::NotDeterministic`]: crate::ScanError::NotDeterministic
