@@ -1,7 +1,7 @@
 //! An operator's warp- and block-level scans as CUDA source, for kernels
 //! you write and compile yourself ([`DeviceApi`]).
 
-use crate::error::{Result, ScanError};
+use crate::error::Result;
 use crate::jit;
 use kernels_gen::{Arch, POLICY_NAMESPACE};
 use scan_core::ScanOp;
@@ -125,20 +125,12 @@ impl DeviceApi {
     /// one cudarc finds. Load the result with `ctx.load_module`.
     ///
     /// # Errors
-    /// [`ScanError::NoNvrtc`], or [`ScanError::Compile`] with NVRTC's log
+    /// [`ScanError::NoNvrtc`](crate::ScanError::NoNvrtc), or [`ScanError::Compile`](crate::ScanError::Compile) with NVRTC's log
     /// and where the source was written.
     pub fn compile(program: &str, arch: Arch, extra: &[&str]) -> Result<cudarc::nvrtc::Ptx> {
         let mut options = Self::nvrtc_options(arch);
         options.extend(extra.iter().map(|o| o.to_string()));
-        match jit::compile_uncached("device_api", program, &options) {
-            Ok(image) => Ok(image.to_module_image()),
-            Err(ScanError::Compile { op, log, .. }) => Err(ScanError::Compile {
-                op,
-                log,
-                source_path: jit::write_failed_source(op, program),
-            }),
-            Err(e) => Err(e),
-        }
+        jit::compile_uncached("device_api", program, &options).map(|image| image.to_module_image())
     }
 
     /// The shared memory `gpu_scan::BlockScan<Op, block_threads>` takes

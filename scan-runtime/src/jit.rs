@@ -3,7 +3,7 @@
 use crate::cache::{CacheKey, DiskCache};
 use crate::error::{Result, ScanError};
 use crate::image_check;
-use crate::toolkit::{self, CompiledImage};
+use crate::toolkit;
 use cudarc::nvrtc;
 use kernels_gen::Arch;
 use std::path::PathBuf;
@@ -85,17 +85,7 @@ pub fn compile(
             from_disk: true,
         });
     }
-    let image = match nvrtc.compile(source, &format!("{op}.cu"), &options, cubin) {
-        Ok(CompiledImage::Cubin(bytes)) => Image::Cubin(bytes),
-        Ok(CompiledImage::Ptx(text)) => Image::Ptx(text),
-        Err(log) => {
-            return Err(ScanError::Compile {
-                op,
-                log,
-                source_path: write_failed_source(op, source),
-            })
-        }
-    };
+    let image = compile_uncached(op, source, &options)?;
     disk.store(&key, image.bytes());
     Ok(Compiled {
         image,
@@ -105,16 +95,16 @@ pub fn compile(
 
 /// Compiles `source` with the NVRTC in use ([`toolkit::nvrtc`]) and
 /// `options`, past the disk cache: a CUBIN for `--gpu-architecture=sm_XX`,
-/// else PTX. For the compile tests, which check every program.
+/// else PTX. A source NVRTC rejects is written where the error says.
 pub fn compile_uncached(op: &'static str, source: &str, options: &[String]) -> Result<Image> {
-    let nvrtc = toolkit::nvrtc()?;
-    match nvrtc.compile(source, &format!("{op}.cu"), options, wants_cubin(options)) {
-        Ok(CompiledImage::Cubin(bytes)) => Ok(Image::Cubin(bytes)),
-        Ok(CompiledImage::Ptx(text)) => Ok(Image::Ptx(text)),
+    let cubin = wants_cubin(options);
+    match toolkit::nvrtc()?.compile(source, &format!("{op}.cu"), options, cubin) {
+        Ok(bytes) if cubin => Ok(Image::Cubin(bytes)),
+        Ok(text) => Ok(Image::Ptx(String::from_utf8_lossy(&text).into_owned())),
         Err(log) => Err(ScanError::Compile {
             op,
             log,
-            source_path: None,
+            source_path: write_failed_source(op, source),
         }),
     }
 }

@@ -13,7 +13,7 @@
 use crate::error::{Result, ScanError};
 use cudarc::nvrtc::sys::nvrtcProgram;
 use kernels_gen::Arch;
-use std::ffi::{c_char, c_int, CStr, CString, OsStr, OsString};
+use std::ffi::{c_char, c_int, CString, OsStr, OsString};
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -218,17 +218,6 @@ pub struct Nvrtc {
     archs: Vec<Arch>,
 }
 
-/// What [`Nvrtc::compile`] made, or NVRTC's log when it refused.
-pub(crate) type Compiled = std::result::Result<CompiledImage, String>;
-
-/// A program compiled by NVRTC.
-pub(crate) enum CompiledImage {
-    /// Machine code (`--gpu-architecture=sm_XX`).
-    Cubin(Vec<u8>),
-    /// PTX text (`compute_XX`).
-    Ptx(String),
-}
-
 impl Nvrtc {
     /// Loads the library `name` and reads its version and architectures.
     fn load(name: &OsStr) -> std::result::Result<Nvrtc, String> {
@@ -313,14 +302,15 @@ impl Nvrtc {
     }
 
     /// Compiles `source` (named `name` in NVRTC's messages) with
-    /// `options`, to a CUBIN or to PTX.
+    /// `options`: the CUBIN's bytes, or the PTX's text without its NUL; or
+    /// NVRTC's log.
     pub(crate) fn compile(
         &self,
         source: &str,
         name: &str,
         options: &[String],
         cubin: bool,
-    ) -> Compiled {
+    ) -> std::result::Result<Vec<u8>, String> {
         let f = &self.functions;
         let src = CString::new(source).map_err(|_| "the source holds a NUL byte".to_string())?;
         let name = CString::new(name).map_err(|_| "the name holds a NUL byte".to_string())?;
@@ -372,14 +362,12 @@ impl Nvrtc {
         }
         if cubin {
             self.bytes(guard.0, f.cubin_size, f.cubin)
-                .map(CompiledImage::Cubin)
         } else {
-            let ptx = self.bytes(guard.0, f.ptx_size, f.ptx)?;
-            // SAFETY-free: NVRTC ends the PTX with a NUL, dropped here.
-            let text = CStr::from_bytes_until_nul(&ptx)
-                .map(|c| c.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| String::from_utf8_lossy(&ptx).into_owned());
-            Ok(CompiledImage::Ptx(text))
+            let mut ptx = self.bytes(guard.0, f.ptx_size, f.ptx)?;
+            // NVRTC ends the PTX with a NUL: the text is what comes before.
+            let end = ptx.iter().position(|&b| b == 0).unwrap_or(ptx.len());
+            ptx.truncate(end);
+            Ok(ptx)
         }
     }
 
