@@ -48,6 +48,10 @@ pub struct Layout {
     pub block_threads: u32,
     /// Elements per thread of a tile.
     pub items_per_thread: u32,
+    /// Registers the operator's temporaries take beyond its operands
+    /// ([`crate::pressure`]; [`Layout::with_operator_registers`]): the
+    /// single passes' register budget adds them.
+    pub operator_registers: u32,
     /// Elements per thread of the single pass's small tiles.
     pub small_items_per_thread: u32,
     /// Rows per thread of the column scans' tiles
@@ -142,6 +146,7 @@ impl Layout {
             packed_element: packed_element(element_size, element_registers),
             block_threads,
             items_per_thread,
+            operator_registers: 0,
             small_items_per_thread: small_items_per_thread(items_per_thread),
             column_items_per_thread: column_items_per_thread(element_size, items_per_thread),
             column_one_block_per_sm: column_one_block_per_sm(element_size, element_registers),
@@ -165,13 +170,31 @@ impl Layout {
         }
     }
 
+    /// This layout for an operator whose temporaries take `registers`
+    /// registers a thread beyond its operands: its `let` values alive at
+    /// once ([`crate::pressure::peak_live_lets`]) times the registers of the
+    /// element's widest scalar.
+    pub const fn with_operator_registers(mut self, registers: u32) -> Layout {
+        self.operator_registers = registers;
+        self
+    }
+
     /// What this layout asks of the compiler on the architectures of
     /// tuning row `row` ([`crate::tuning`]).
     pub fn tuned(&self, row: &ArchTuning) -> Tuned {
         let size = self.element_size;
         let (threads, items) = (self.block_threads, self.items_per_thread);
-        let plain = by_size(&SINGLE_PASS_OVERHEAD, size);
-        let segmented = by_size(&SEGMENTED_SINGLE_PASS_OVERHEAD, size);
+        // The measured overheads (operators without temporaries) plus the
+        // operator's temporaries; 0 stays 0, no target.
+        let with_operator = |overhead: u32| {
+            if overhead == 0 {
+                0
+            } else {
+                overhead + self.operator_registers
+            }
+        };
+        let plain = with_operator(by_size(&SINGLE_PASS_OVERHEAD, size));
+        let segmented = with_operator(by_size(&SEGMENTED_SINGLE_PASS_OVERHEAD, size));
         let mirrored = |overhead: u32| {
             if overhead == 0 {
                 0
@@ -385,6 +408,29 @@ pub fn layout_struct(op_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An operator's temporaries widen the single passes' register
+    /// budget: fewer blocks an SM, each thread's registers covering its
+    /// items' words, the measured overhead and the temporaries.
+    #[test]
+    fn operator_temporaries_widen_the_register_budget() {
+        let row = arch_tuning(Arch::SM_90);
+        let plain = Layout::new(16, 4, 256, 6);
+        assert_eq!(plain.with_operator_registers(0), plain);
+        let heavy = plain.with_operator_registers(12);
+        let (p, h) = (plain.tuned(row), heavy.tuned(row));
+        assert!(
+            h.single_pass_min_blocks < p.single_pass_min_blocks,
+            "{p:?} {h:?}"
+        );
+        let budget = |blocks: u32| 65536 / (256 * blocks);
+        let overhead = by_size(&SINGLE_PASS_OVERHEAD, 16);
+        assert!(budget(h.single_pass_min_blocks) >= 6 * 4 + overhead + 12);
+        assert!(budget(p.single_pass_min_blocks) < 6 * 4 + overhead + 12);
+        // Kernels with no target keep none.
+        assert_eq!(h.segmented_single_pass_min_blocks, 1);
+        assert_eq!(h.default_min_blocks, p.default_min_blocks);
+    }
 
     #[test]
     fn the_declaration_carries_every_field() {

@@ -61,6 +61,7 @@ pub mod infer;
 pub mod ir;
 pub mod launch_state;
 pub mod layout;
+pub mod pressure;
 pub mod segment_flags;
 pub mod segment_starts;
 pub mod tuning;

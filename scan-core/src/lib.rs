@@ -54,6 +54,11 @@ pub unsafe trait ScanElement: Copy + Send + Sync + 'static {
     /// (`kernels_gen::packed_element`). `#[scan_op]` sums it over the
     /// fields.
     const REGISTERS: usize;
+    /// The registers of the element's widest scalar: two where a field (or
+    /// nested field) is 8 bytes, else one. An operator's temporaries
+    /// ([`ScanOp::LIVE_TEMPORARIES`]) are counted at this width. The
+    /// default, two, never under-counts; `#[scan_op]` computes it.
+    const SCALAR_REGISTERS: usize = 2;
 
     /// Calls `visit` with each scalar of the value in field order (array
     /// elements in index order, nested structs depth first; padding is not
@@ -70,6 +75,7 @@ macro_rules! primitive_elements {
                 const CUDA_TYPE: &'static str = $cuda;
                 const CUDA_DECL: &'static str = "";
                 const REGISTERS: usize = ::core::mem::size_of::<$rust>().div_ceil(4);
+                const SCALAR_REGISTERS: usize = Self::REGISTERS;
                 fn for_each_lane(&self, visit: &mut dyn FnMut(laws::Lane)) {
                     let lane: fn($rust) -> laws::Lane = $lane;
                     visit(lane(*self))
@@ -130,6 +136,11 @@ pub trait ScanOp: 'static {
     /// operators say `true`; `#[scan_op(commutative = true, …)]` says it of
     /// yours, and [`check_laws`] then checks it on every sample.
     const COMMUTATIVE: bool = false;
+    /// The most of `combine`'s `let` values alive at once: the
+    /// temporaries a GPU thread holds beside its tile, which the kernels'
+    /// register budget makes room for (`kernels_gen::pressure`). `#[scan_op]`
+    /// counts them from the operator's code.
+    const LIVE_TEMPORARIES: u32 = 0;
 
     /// `x ∘ y`, where `x` comes first in the sequence.
     fn combine(x: Self::Element, y: Self::Element) -> Self::Element;

@@ -181,6 +181,19 @@ fn element_impls(
             quote!(<#p as #private::ScanElement>::REGISTERS)
         }
     });
+    // The widest scalar: primitives and arrays by their type, nested
+    // structs by their own impls.
+    let mut nested_paths = nested.iter();
+    let scalar_registers = desc.fields.iter().map(|field| match &field.ty {
+        kernels_gen::ir::FieldType::Prim(p) | kernels_gen::ir::FieldType::Array(p, _) => {
+            let r = p.registers();
+            quote!(#r)
+        }
+        kernels_gen::ir::FieldType::Struct(_) => {
+            let p = nested_paths.next().expect("a path for every nested struct");
+            quote!(<#p as #private::ScanElement>::SCALAR_REGISTERS)
+        }
+    });
     let lanes = desc.fields.iter().map(|field| {
         let name = quote::format_ident!("{}", field.name);
         match field.ty {
@@ -209,6 +222,16 @@ fn element_impls(
             };
             const CUDA_DECL: &'static str = #private::concat_const!(#(#nested_decls,)* #(#own_decl),*);
             const REGISTERS: usize = 0 #(+ #registers)*;
+            const SCALAR_REGISTERS: usize = {
+                let mut widest = 1;
+                #(
+                    let r: usize = #scalar_registers;
+                    if r > widest {
+                        widest = r;
+                    }
+                )*
+                widest
+            };
             fn for_each_lane(&self, visit: &mut dyn ::core::ops::FnMut(#private::laws::Lane)) {
                 #(#lanes)*
             }
@@ -472,6 +495,7 @@ fn op_impl(
         params,
     } = op;
     let name = &desc.name;
+    let live_temporaries = kernels_gen::pressure::peak_live_lets(&desc.body) as u32;
     let op_parts = match kernels_gen::operator_source_parts(&desc, &params) {
         Ok(parts) => parts,
         Err(e) => return syn::Error::new(ident.span(), e).to_compile_error(),
@@ -547,6 +571,7 @@ fn op_impl(
             const BLOCK_THREADS: u32 = #block_threads;
             const ITEMS_PER_THREAD: u32 = #items_per_thread;
             const COMMUTATIVE: bool = #commutative;
+            const LIVE_TEMPORARIES: u32 = #live_temporaries;
             #combine_fn
         }
     }

@@ -498,6 +498,9 @@ impl<Op: ScanOp> LayoutOf<Op> {
         <Op::Element as scan_core::ScanElement>::REGISTERS,
         Op::BLOCK_THREADS,
         Op::ITEMS_PER_THREAD,
+    )
+    .with_operator_registers(
+        Op::LIVE_TEMPORARIES * <Op::Element as scan_core::ScanElement>::SCALAR_REGISTERS as u32,
     );
 }
 
