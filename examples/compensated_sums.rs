@@ -1,24 +1,29 @@
-//! Compensated float sums on the GPU: their error against an exact sum, and
-//! their speed beside a plain `f32` sum and a copy.
+//! Compensated float sums: their error against an exact sum, and on a GPU
+//! their speed beside the plain sums and a copy.
 //!
 //! For random values of both signs and for an input plain sums get badly
 //! wrong (runs of small values between a large value and its negation),
 //! prints the largest error of every prefix (relative to the sum of the
-//! magnitudes so far, and to the exact prefix) for `Sum<f32>`,
-//! `CompensatedF32` and `Sum<f64>` on the GPU, against exact prefix sums on
-//! the CPU; then the milliseconds of each scan (median of 25 calls, CUDA
-//! events) and of a copy of the same bytes. `COMPENSATED_LOG2=24` picks
-//! the length (default 28); `COMPENSATED_SEED` replays the inputs.
+//! magnitudes so far, and to the exact prefix) of `Sum<f32>`,
+//! `CompensatedF32`, `Sum<f64>` and `CompensatedF64`, against exact prefix
+//! sums computed on the CPU in integers; then, on a GPU, the milliseconds
+//! of each scan (median of 25 calls, CUDA events) and of a copy of the same
+//! bytes. `COMPENSATED_BACKEND=cpu` scans with the CPU backend instead (the
+//! same operators, combined in another order; no timings), which needs no
+//! GPU. `COMPENSATED_LOG2=24` picks the length (default 28);
+//! `COMPENSATED_SEED` replays the inputs.
 //!
 //!     cargo run --release --example compensated_sums
 
 #[path = "common/exact_sum.rs"]
 mod exact_sum;
+#[path = "../tests/common/seed.rs"]
+mod seed;
 #[path = "common/timing.rs"]
 mod timing;
 
-use exact_sum::{adversarial, exact_prefixes, max_errors, random_f32, to_grid};
-use gpu_scan::ops::{CompensatedF32, Sum};
+use exact_sum::{f32_cases, f64_cases, max_errors};
+use gpu_scan::ops::{CompensatedF32, CompensatedF64, Sum};
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::open_device;
@@ -26,26 +31,85 @@ use rand::SeedableRng;
 use std::sync::Arc;
 use timing::time_ms;
 
-/// Scans `host` inclusively on the GPU; the output back on the host, and
-/// the median milliseconds of the scan and of a copy of the input.
-fn scan_and_time<Op: ScanOp>(
-    stream: &Arc<CudaStream>,
-    host: &[Op::Element],
-) -> (Vec<Op::Element>, f32, f32)
+/// Where the scans run.
+enum Backend {
+    Gpu(Arc<CudaStream>),
+    Cpu,
+}
+
+/// A scan's milliseconds and those of a copy of its input (GPU only).
+struct Timed {
+    scan_ms: f32,
+    copy_ms: f32,
+}
+
+impl Backend {
+    /// `Op`'s inclusive scan of `host`, and on a GPU its timing.
+    fn scan<Op: ScanOp>(&self, host: &[Op::Element]) -> (Vec<Op::Element>, Option<Timed>)
+    where
+        Op::Element: DeviceRepr + ValidAsZeroBits,
+    {
+        let stream = match self {
+            Backend::Cpu => return (cpu::inclusive_vec::<Op>(host), None),
+            Backend::Gpu(stream) => stream,
+        };
+        let mut scanner = timing::bench_scanner::<Op>(stream);
+        let input = stream.clone_htod(host).unwrap();
+        let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(host.len()).unwrap();
+        let scan_ms = time_ms(stream, || {
+            scanner
+                .scan(stream, ScanKind::Inclusive, &input, &mut output)
+                .unwrap()
+        });
+        let mut copy: CudaSlice<Op::Element> = stream.alloc_zeros(host.len()).unwrap();
+        let copy_ms = time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap());
+        let timed = Timed { scan_ms, copy_ms };
+        (stream.clone_dtoh(&output).unwrap(), Some(timed))
+    }
+}
+
+/// One width's rows: the errors of the plain and the compensated sum (as
+/// a pair and rounded to one value) on each input, and the timings of the
+/// random input's scans.
+fn measure<T, Plain, Pair>(
+    backend: &Backend,
+    width: &str,
+    cases: [(&'static str, Vec<T>); 2],
+    pair: fn(T) -> Pair::Element,
+    split: fn(Pair::Element) -> (f64, f64),
+    value: fn(Pair::Element) -> f64,
+) -> Vec<(String, Timed)>
 where
-    Op::Element: DeviceRepr + ValidAsZeroBits,
+    T: Copy + Into<f64> + DeviceRepr + ValidAsZeroBits,
+    Plain: ScanOp<Element = T>,
+    Pair: ScanOp,
+    Pair::Element: DeviceRepr + ValidAsZeroBits,
 {
-    let mut scanner = timing::bench_scanner::<Op>(stream);
-    let input = stream.clone_htod(host).unwrap();
-    let mut output: CudaSlice<Op::Element> = stream.alloc_zeros(host.len()).unwrap();
-    let scan_ms = time_ms(stream, || {
-        scanner
-            .scan(stream, ScanKind::Inclusive, &input, &mut output)
-            .unwrap()
-    });
-    let mut copy: CudaSlice<Op::Element> = stream.alloc_zeros(host.len()).unwrap();
-    let copy_ms = time_ms(stream, || stream.memcpy_dtod(&input, &mut copy).unwrap());
-    (stream.clone_dtoh(&output).unwrap(), scan_ms, copy_ms)
+    let mut times = Vec::new();
+    for (case, input) in cases {
+        let wide = || input.iter().map(|&x| x.into());
+        let (plain, plain_time) = backend.scan::<Plain>(&input);
+        let plain_errors = max_errors(wide(), plain.iter().map(|&v| (v.into(), 0.0)));
+        drop(plain);
+        let pairs: Vec<Pair::Element> = input.iter().map(|&x| pair(x)).collect();
+        let (comp, comp_time) = backend.scan::<Pair>(&pairs);
+        drop(pairs);
+        let pair_errors = max_errors(wide(), comp.iter().map(|&p| split(p)));
+        // `.value()`: sum + err rounded to one float of the width.
+        let value_errors = max_errors(wide(), comp.iter().map(|&p| (value(p), 0.0)));
+        for (name, (of_magnitudes, of_exact)) in [
+            (format!("Sum<{width}>"), plain_errors),
+            (format!("Compensated{}", width.to_uppercase()), pair_errors),
+            ("  .value()".to_string(), value_errors),
+        ] {
+            println!("{case:<12} {name:<16} {of_magnitudes:>14.3e} {of_exact:>14.3e}");
+        }
+        if case == "random" {
+            times.extend(plain_time.map(|t| (format!("Sum<{width}>"), t)));
+            times.extend(comp_time.map(|t| (format!("Compensated{}", width.to_uppercase()), t)));
+        }
+    }
+    times
 }
 
 fn main() {
@@ -54,74 +118,51 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(28);
     let n = 1usize << log2;
-    let seed: u64 = std::env::var("COMPENSATED_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    let ctx = open_device(0).expect("a GPU");
-    let stream = ctx.new_stream().unwrap();
-    println!(
-        "compensated_sums on {}, n = 2^{log2}, seed {seed} (COMPENSATED_SEED replays)",
-        ctx.name().unwrap()
-    );
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let random: Vec<f32> = (0..n).map(|_| random_f32(&mut rng)).collect();
-    let hard: Vec<f32> = adversarial(n, 1048576.0, || random_f32(&mut rng) as f64 * 1e-3)
-        .into_iter()
-        .map(|x| x as f32)
-        .collect();
+    let seed = seed::from_env_or_clock("COMPENSATED_SEED");
+    let (backend, on) = if std::env::var("COMPENSATED_BACKEND").as_deref() == Ok("cpu") {
+        (Backend::Cpu, "the CPU backend".to_string())
+    } else {
+        let ctx = open_device(0).expect("a GPU (COMPENSATED_BACKEND=cpu scans on the CPU)");
+        let name = ctx.name().unwrap();
+        (Backend::Gpu(ctx.new_stream().unwrap()), name)
+    };
+    println!("compensated_sums on {on}, n = 2^{log2}, seed {seed} (COMPENSATED_SEED replays)");
     println!(
         "{:<12} {:<16} {:>14} {:>14}",
         "input", "scan", "err/|x| sum", "err/|exact|"
     );
-    let mut times = Vec::new();
-    for (case, input) in [("random", &random), ("adversarial", &hard)] {
-        let wide: Vec<f64> = input.iter().map(|&x| x as f64).collect();
-        let (exact, magnitudes) = exact_prefixes(&wide);
-        let (plain, plain_ms, copy4_ms) = scan_and_time::<Sum<f32>>(&stream, input);
-        let plain: Vec<i128> = plain.iter().map(|&v| to_grid(v as f64)).collect();
-        let pairs: Vec<CompensatedF32> = input.iter().map(|&x| CompensatedF32::new(x)).collect();
-        let (comp, comp_ms, copy8_ms) = scan_and_time::<CompensatedF32>(&stream, &pairs);
-        let comp_pair: Vec<i128> = comp
-            .iter()
-            .map(|p| to_grid(p.sum as f64) + to_grid(p.err as f64))
-            .collect();
-        let comp_value: Vec<i128> = comp.iter().map(|p| to_grid(p.value() as f64)).collect();
-        drop(comp);
-        let (double, double_ms, _) = scan_and_time::<Sum<f64>>(&stream, &wide);
-        let double: Vec<i128> = double.iter().map(|&v| to_grid(v)).collect();
-        for (name, computed) in [
-            ("Sum<f32>", &plain),
-            ("Compensated", &comp_pair),
-            ("  .value()", &comp_value),
-            ("Sum<f64>", &double),
-        ] {
-            let (of_magnitudes, of_exact) = max_errors(computed, &exact, &magnitudes);
-            println!("{case:<12} {name:<16} {of_magnitudes:>14.3e} {of_exact:>14.3e}");
-        }
-        if case == "random" {
-            times = vec![
-                ("Sum<f32>", plain_ms, copy4_ms),
-                ("CompensatedF32", comp_ms, copy8_ms),
-                ("Sum<f64>", double_ms, copy8_ms),
-            ];
-        }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut times = measure::<f32, Sum<f32>, CompensatedF32>(
+        &backend,
+        "f32",
+        f32_cases(n, &mut rng),
+        CompensatedF32::new,
+        |p| (p.sum as f64, p.err as f64),
+        |p| p.value() as f64,
+    );
+    times.extend(measure::<f64, Sum<f64>, CompensatedF64>(
+        &backend,
+        "f64",
+        f64_cases(n, &mut rng),
+        CompensatedF64::new,
+        |p| (p.sum, p.err),
+        CompensatedF64::value,
+    ));
+    if times.is_empty() {
+        return;
     }
     println!(
         "{:<16} {:>10} {:>10} {:>8} {:>14}",
         "scan", "ms", "copy ms", "%copy", "/ Sum<f32>"
     );
-    let plain_ms = times[0].1;
-    for (name, ms, copy) in times {
+    let plain_ms = times[0].1.scan_ms;
+    for (name, t) in times {
         println!(
-            "{name:<16} {ms:>10.4} {copy:>10.4} {:>7.1}% {:>14.2}",
-            100.0 * copy / ms,
-            ms / plain_ms
+            "{name:<16} {:>10.4} {:>10.4} {:>7.1}% {:>14.2}",
+            t.scan_ms,
+            t.copy_ms,
+            100.0 * t.copy_ms / t.scan_ms,
+            t.scan_ms / plain_ms
         );
     }
 }

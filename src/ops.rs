@@ -1,7 +1,7 @@
 //! Built-in operators: sums, products, minima and maxima over every integer
 //! and float primitive, bitwise and/or/xor over every integer, and logical
-//! and/or over `bool`, so the common scans need no `#[scan_op]`; and a
-//! compensated `f32` sum ([`CompensatedF32`]).
+//! and/or over `bool`, so the common scans need no `#[scan_op]`; and
+//! compensated `f32` and `f64` sums ([`CompensatedF32`], [`CompensatedF64`]).
 //!
 //! Each is a type parameterised by the element: `Sum<u32>`, `Max<f64>`,
 //! `BitXor<u8>`, `And<bool>`. Integer sums and products wrap (as CUB's and
@@ -128,9 +128,9 @@ pub mod markers {
 }
 
 // The compensated sums: `#[scan_op]` structs that are both element and
-// operator. (An `f64` one waits for a register budget that follows the
-// operator: with 6 or 8 pairs a thread ptxas 13.0 spilled some of its sm_90
-// kernels.)
+// operator. Their temporaries (six alive at once) widen the kernels'
+// register budget (`ScanOp::LIVE_TEMPORARIES`), which keeps the `f64` one's
+// kernels from spilling.
 macro_rules! compensated {
     ($($(#[$doc:meta])* $name:ident($t:ident $(, items_per_thread = $items:literal)?);)*) => {$(
         $(#[$doc])*
@@ -224,4 +224,21 @@ compensated! {
     /// assert_eq!(compensated[3].value(), 2.0 * tiny);
     /// ```
     CompensatedF32(f32);
+
+    /// [`CompensatedF32`] for `f64`: a double-word sum of about 106 bits
+    /// (u = 2^-53), for prefix sums that must stay exact to `f64`'s last
+    /// bit over billions of elements or across cancellations. It is a
+    /// 16-byte element, read and written as such: a scan moves twice the
+    /// bytes of a plain `Sum<f64>`.
+    ///
+    /// ```
+    /// use gpu_scan::ops::CompensatedF64;
+    /// use gpu_scan::prelude::*;
+    ///
+    /// // 1 + 2^-60 rounds to 1 in f64; the pair keeps the 2^-60.
+    /// let tiny = 2f64.powi(-60);
+    /// let pairs: Vec<CompensatedF64> = [1.0, tiny, -1.0].map(CompensatedF64::new).to_vec();
+    /// assert_eq!(cpu::inclusive_vec::<CompensatedF64>(&pairs)[2].value(), tiny);
+    /// ```
+    CompensatedF64(f64);
 }

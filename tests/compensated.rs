@@ -1,4 +1,4 @@
-//! The compensated float sum (`ops::CompensatedF32`)
+//! The compensated float sums (`ops::CompensatedF32`, `ops::CompensatedF64`)
 //! against exact prefix sums, on the CPU backend and, where a GPU is
 //! usable, on the GPU: within the bound the double-word addition proves,
 //! and far more accurate than plain sums on inputs that defeat them.
@@ -8,15 +8,16 @@ mod common;
 #[path = "../examples/common/exact_sum.rs"]
 mod exact_sum;
 
-use exact_sum::{adversarial, exact_prefixes, max_errors, random_f32, to_grid};
-use gpu_scan::ops::{CompensatedF32, Sum};
+use exact_sum::{f32_cases, f64_cases, max_errors, random_f32, random_f64};
+use gpu_scan::ops::{CompensatedF32, CompensatedF64, Sum};
 use gpu_scan::prelude::*;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 
 type Rng64 = rand::rngs::StdRng;
 
-/// u² for f32 (u = 2^-24).
+/// u² for f32 (u = 2^-24) and f64 (u = 2^-53).
 const U2_F32: f64 = 1.0 / (1u64 << 48) as f64;
+const U2_F64: f64 = U2_F32 * U2_F32 / (1u64 << 10) as f64;
 
 /// The bound on a prefix's error relative to the sum of the magnitudes
 /// before it: AccurateDWPlusDW errs by at most 3u² (plus 13u³) of its
@@ -32,45 +33,27 @@ fn seed() -> u64 {
     seed
 }
 
-/// One exact input pair per case: random values of both signs, and the
-/// adversarial runs.
-fn f32_inputs(n: usize, rng: &mut Rng64) -> Vec<(&'static str, Vec<f32>)> {
-    let random: Vec<f32> = (0..n).map(|_| random_f32(rng)).collect();
-    let hard = adversarial(n, 1048576.0, || random_f32(rng) as f64 * 1e-3)
-        .into_iter()
-        .map(|x| x as f32)
-        .collect::<Vec<_>>();
-    // Every value is on the grid, and f32 -> f64 is exact.
-    let hard = hard
-        .into_iter()
-        .map(|x| f32::from_bits(x.to_bits()))
-        .collect();
-    vec![("random", random), ("adversarial", hard)]
+/// Errors of a plain and a compensated prefix sum of `input` ([`max_errors`]),
+/// as `(plain, compensated)`.
+fn errors<T: Copy + Into<f64>, P: Copy>(
+    input: &[T],
+    plain: &[T],
+    pairs: &[P],
+    split: impl Fn(P) -> (f64, f64),
+) -> ((f64, f64), (f64, f64)) {
+    let wide = || input.iter().map(|&x| x.into());
+    (
+        max_errors(wide(), plain.iter().map(|&v| (v.into(), 0.0))),
+        max_errors(wide(), pairs.iter().map(|&p| split(p))),
+    )
 }
 
-/// Errors of plain and compensated f32 prefix sums of `input`, as
-/// `(plain, compensated)`, each relative to the magnitudes' sum and to the
-/// exact prefix ([`max_errors`]), for `scan` (the CPU's or the GPU's).
-fn f32_errors(
-    input: &[f32],
-    scan_plain: impl FnOnce(&[f32]) -> Vec<f32>,
-    scan_pairs: impl FnOnce(&[CompensatedF32]) -> Vec<CompensatedF32>,
-) -> ((f64, f64), (f64, f64)) {
-    let wide: Vec<f64> = input.iter().map(|&x| x as f64).collect();
-    let (exact, magnitudes) = exact_prefixes(&wide);
-    let plain: Vec<i128> = scan_plain(input)
-        .iter()
-        .map(|&v| to_grid(v as f64))
-        .collect();
-    let pairs: Vec<CompensatedF32> = input.iter().map(|&x| CompensatedF32::new(x)).collect();
-    let compensated: Vec<i128> = scan_pairs(&pairs)
-        .iter()
-        .map(|p| to_grid(p.sum as f64) + to_grid(p.err as f64))
-        .collect();
-    (
-        max_errors(&plain, &exact, &magnitudes),
-        max_errors(&compensated, &exact, &magnitudes),
-    )
+fn split_f32(p: CompensatedF32) -> (f64, f64) {
+    (p.sum as f64, p.err as f64)
+}
+
+fn split_f64(p: CompensatedF64) -> (f64, f64) {
+    (p.sum, p.err)
 }
 
 /// Prints a case's errors and checks them: the compensated one within
@@ -104,14 +87,16 @@ fn judge(
 }
 
 #[test]
-fn compensated_f32_sums_on_the_cpu_are_within_the_bound() {
+fn compensated_sums_on_the_cpu_are_within_the_bound() {
     let mut rng = Rng64::seed_from_u64(seed());
     let n = (1 << 20) + 17;
-    for (case, input) in f32_inputs(n, &mut rng) {
-        let (plain, compensated) = f32_errors(
+    for (case, input) in f32_cases(n, &mut rng) {
+        let pairs: Vec<CompensatedF32> = input.iter().map(|&x| CompensatedF32::new(x)).collect();
+        let (plain, compensated) = errors(
             &input,
-            cpu::inclusive_vec::<Sum<f32>>,
-            cpu::inclusive_vec::<CompensatedF32>,
+            &cpu::inclusive_vec::<Sum<f32>>(&input),
+            &cpu::inclusive_vec::<CompensatedF32>(&pairs),
+            split_f32,
         );
         judge(
             "cpu f32",
@@ -120,6 +105,23 @@ fn compensated_f32_sums_on_the_cpu_are_within_the_bound() {
             compensated,
             bound(n, U2_F32),
             U2_F32,
+        );
+    }
+    for (case, input) in f64_cases(n, &mut rng) {
+        let pairs: Vec<CompensatedF64> = input.iter().map(|&x| CompensatedF64::new(x)).collect();
+        let (plain, compensated) = errors(
+            &input,
+            &cpu::inclusive_vec::<Sum<f64>>(&input),
+            &cpu::inclusive_vec::<CompensatedF64>(&pairs),
+            split_f64,
+        );
+        judge(
+            "cpu f64",
+            case,
+            plain,
+            compensated,
+            bound(n, U2_F64),
+            U2_F64,
         );
     }
 }
@@ -147,40 +149,72 @@ fn one_step_is_exact() {
     // Infinities stay infinities, as in a plain sum.
     let inf = CompensatedF32::combine(CompensatedF32::new(f32::INFINITY), CompensatedF32::new(1.0));
     assert_eq!((inf.sum, inf.err), (f32::INFINITY, 0.0));
+    // The same for f64, the exact sums on the grid (a, b and err all lie on it).
+    use exact_sum::to_grid;
+    for _ in 0..100_000 {
+        // b below 2^-24 on the grid: a + b rounds, and its error is a
+        // multiple of 2^-64 too.
+        let b = rng.random_range(-(1i64 << 40)..=1 << 40) as f64 * 2f64.powi(-64);
+        let a = random_f64(&mut rng);
+        let ab = CompensatedF64::combine(CompensatedF64::new(a), CompensatedF64::new(b));
+        assert_eq!(
+            to_grid(ab.sum) + to_grid(ab.err),
+            to_grid(a) + to_grid(b),
+            "{a} + {b}"
+        );
+        assert_eq!(
+            ab,
+            CompensatedF64::combine(CompensatedF64::new(b), CompensatedF64::new(a))
+        );
+        assert_eq!(CompensatedF64::combine(CompensatedF64::IDENTITY, ab), ab);
+    }
+    let nan = CompensatedF64::combine(CompensatedF64::new(f64::NAN), CompensatedF64::new(1.0));
+    assert!(nan.sum.is_nan() && nan.err == 0.0);
 }
 
 /// The same on the GPU, where one is usable: 2^24 + 3 elements, every
-/// path the planner picks by itself.
+/// path the planner picks by itself, for both widths.
 #[cfg(feature = "gpu")]
 #[test]
-fn compensated_f32_sums_on_the_gpu_are_within_the_bound() {
+fn compensated_sums_on_the_gpu_are_within_the_bound() {
+    use gpu_scan::scan_runtime::cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
+    use std::sync::Arc;
+
+    /// `Op`'s inclusive scan of `x` on the GPU, its output poisoned first.
+    fn on_gpu<Op: ScanOp>(
+        stream: &Arc<CudaStream>,
+        x: &[Op::Element],
+        poison: Op::Element,
+    ) -> Vec<Op::Element>
+    where
+        Op::Element: DeviceRepr + ValidAsZeroBits,
+    {
+        let mut scanner = GpuScanner::<Op>::new(stream.context()).unwrap();
+        let d = stream.clone_htod(x).unwrap();
+        let mut out = stream.clone_htod(&vec![poison; x.len()]).unwrap();
+        scanner
+            .scan(stream, ScanKind::Inclusive, &d, &mut out)
+            .unwrap();
+        stream.clone_dtoh(&out).unwrap()
+    }
+
     let Some(ctx) = common::gpu::open_gpu("compensated") else {
         return;
     };
     let stream = ctx.new_stream().unwrap();
     let mut rng = Rng64::seed_from_u64(seed());
     let n = (1 << 24) + 3;
-    let mut plain_scanner = GpuScanner::<Sum<f32>>::new(&ctx).unwrap();
-    let mut scanner = GpuScanner::<CompensatedF32>::new(&ctx).unwrap();
-    for (case, input) in f32_inputs(n, &mut rng) {
-        let (plain, compensated) = f32_errors(
+    for (case, input) in f32_cases(n, &mut rng) {
+        let pairs: Vec<CompensatedF32> = input.iter().map(|&x| CompensatedF32::new(x)).collect();
+        let nan = CompensatedF32 {
+            sum: f32::NAN,
+            err: f32::NAN,
+        };
+        let (plain, compensated) = errors(
             &input,
-            |x| {
-                let d = stream.clone_htod(x).unwrap();
-                let mut out = stream.alloc_zeros::<f32>(x.len()).unwrap();
-                plain_scanner
-                    .scan(&stream, ScanKind::Inclusive, &d, &mut out)
-                    .unwrap();
-                stream.clone_dtoh(&out).unwrap()
-            },
-            |x| {
-                let d = stream.clone_htod(x).unwrap();
-                let mut out = stream.alloc_zeros::<CompensatedF32>(x.len()).unwrap();
-                scanner
-                    .scan(&stream, ScanKind::Inclusive, &d, &mut out)
-                    .unwrap();
-                stream.clone_dtoh(&out).unwrap()
-            },
+            &on_gpu::<Sum<f32>>(&stream, &input, f32::NAN),
+            &on_gpu::<CompensatedF32>(&stream, &pairs, nan),
+            split_f32,
         );
         judge(
             "gpu f32",
@@ -189,6 +223,27 @@ fn compensated_f32_sums_on_the_gpu_are_within_the_bound() {
             compensated,
             bound(n, U2_F32),
             U2_F32,
+        );
+    }
+    for (case, input) in f64_cases(n, &mut rng) {
+        let pairs: Vec<CompensatedF64> = input.iter().map(|&x| CompensatedF64::new(x)).collect();
+        let nan = CompensatedF64 {
+            sum: f64::NAN,
+            err: f64::NAN,
+        };
+        let (plain, compensated) = errors(
+            &input,
+            &on_gpu::<Sum<f64>>(&stream, &input, f64::NAN),
+            &on_gpu::<CompensatedF64>(&stream, &pairs, nan),
+            split_f64,
+        );
+        judge(
+            "gpu f64",
+            case,
+            plain,
+            compensated,
+            bound(n, U2_F64),
+            U2_F64,
         );
     }
 }

@@ -158,7 +158,7 @@ type Job = fn(Arch, bool) -> (Vec<KernelReport>, Vec<String>);
 /// elements of at most 16 bytes, like the rotated ones, and outside sm_90
 /// every kernel may take 255 registers (one block per SM:
 /// `kernels_gen::tuning::ArchTuning::occupancy_targets`).
-const OPERATORS: [Job; 15] = [
+const OPERATORS: [Job; 16] = [
     compile::<SumU8>,
     compile::<Affine>,
     compile::<Latest>,
@@ -174,6 +174,7 @@ const OPERATORS: [Job; 15] = [
     compile::<SumU32Small>,
     compile::<Scan>,
     compile::<gpu_scan::ops::CompensatedF32>,
+    compile::<gpu_scan::ops::CompensatedF64>,
 ];
 
 /// How many of [`OPERATORS`] have their segmented programs compiled for an
