@@ -4,7 +4,8 @@
 //! compute_80 (PTX the driver compiles); and columns refused with a typed
 //! error. Float operators, where the order of combination shows in the
 //! bits: `f32` sums of values spanning twelve orders of magnitude, and
-//! affine maps (non-commutative). `GPU_SUITE_SEED` replays a run.
+//! affine maps (non-commutative). `GPU_SUITE_SEED` replays a run;
+//! `GPU_DETERMINISTIC_LOG2` sets the length (2^22 + 3).
 #![cfg(feature = "gpu")]
 
 mod common;
@@ -132,7 +133,12 @@ fn deterministic_scans_give_the_same_bits() {
     let seed = common::seed::from_env_or_clock("GPU_SUITE_SEED");
     println!("gpu_deterministic: seed {seed} (GPU_SUITE_SEED={seed} replays)");
     let mut rng = Rng64::seed_from_u64(seed);
-    let n = (1 << 22) + 3;
+    // GPU_DETERMINISTIC_LOG2 shrinks it (scripts/gpu-check's sanitizer run).
+    let log2: u32 = std::env::var("GPU_DETERMINISTIC_LOG2")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(22);
+    let n = (1 << log2) + 3;
     let sums: Vec<f32> = (0..n)
         .map(|_| rng.random_range(-1.0f32..1.0) * 10f32.powi(rng.random_range(-6..6)))
         .collect();
