@@ -116,12 +116,13 @@ pub mod ops;
 #[doc(hidden)]
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, check_laws, columns, cpu, laws, segmented, semantics, summed_area,
-    Columns, CountedSegmentTotals, Counterexample, Direction, HostCarryOut, HostSegmentedCarryOut,
-    HostSegments, IntoScanSpec, LengthMismatch, NoCarryOut, NoSegments, Rows, ScanElement,
-    ScanKind, ScanOp, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea, TakesCarryOut,
+    check_associativity, check_laws, columns, cpu, laws, segmented, select, semantics, stages,
+    summed_area, Columns, CountedSegmentTotals, Counterexample, Direction, HostCarryOut,
+    HostSegmentedCarryOut, HostSegments, IntoScanSpec, LengthMismatch, NoCarryOut, NoSegments,
+    Rows, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea,
+    TakesCarryOut,
 };
-pub use scan_macros::scan_op;
+pub use scan_macros::{scan_map, scan_op, scan_predicate};
 #[cfg(feature = "gpu")]
 pub use scan_runtime;
 /// The `cudarc` this crate was built with: use its `CudaContext`,
@@ -138,9 +139,10 @@ pub use scan_runtime::{
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
 pub mod prelude {
     pub use crate::segmented;
+    pub use crate::stages::{ScanMap, ScanPredicate};
     pub use crate::{
-        check_associativity, check_laws, cpu, scan_op, Counterexample, Direction, ScanElement,
-        ScanKind, ScanOp, ScanSpec,
+        check_associativity, check_laws, cpu, scan_map, scan_op, scan_predicate, Counterexample,
+        Direction, ScanElement, ScanKind, ScanOp, ScanSpec,
     };
     #[cfg(feature = "gpu")]
     pub use scan_runtime::{
@@ -153,7 +155,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use kernels_gen;
-    pub use scan_core::{concat_const, const_str, laws, semantics, ScanElement, ScanOp};
+    pub use scan_core::{concat_const, const_str, laws, semantics, stages, ScanElement, ScanOp};
     #[cfg(feature = "gpu")]
     pub use scan_runtime::cudarc;
 

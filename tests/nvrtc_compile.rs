@@ -322,3 +322,57 @@ fn every_generated_kernel_compiles_without_spills() {
     );
     println!("nvrtc_compile: {}", ledger::summary());
 }
+
+/// The test stages' translations (`common::ops`: maps and predicates over
+/// primitives and structs), each in a kernel that applies it to an array,
+/// compile for every architecture CUDA 13 supports.
+#[test]
+fn stage_programs_compile_for_every_architecture() {
+    if !tools_available() {
+        return;
+    }
+    use gpu_scan::stages::{ScanMap, ScanPredicate};
+    let stages: [(&str, &str); 8] = [
+        ("triple", <Triple as ScanMap>::CUDA_SOURCE),
+        ("wrap_u8", <WrapU8 as ScanMap>::CUDA_SOURCE),
+        ("shift", <Shift as ScanMap>::CUDA_SOURCE),
+        ("at_two", <AtTwo as ScanMap>::CUDA_SOURCE),
+        ("third", <Third as ScanPredicate>::CUDA_SOURCE),
+        ("one_more", <OneMore as ScanPredicate>::CUDA_SOURCE),
+        ("growing", <Growing as ScanPredicate>::CUDA_SOURCE),
+        ("positive", <Positive as ScanPredicate>::CUDA_SOURCE),
+    ];
+    // One program of all of them, for each architecture.
+    let mut source = common::ops::stage_program(stages[0].0, stages[0].1);
+    for (name, stage) in &stages[1..] {
+        let one = common::ops::stage_program(name, stage);
+        source.push_str(&one[gpu_scan::kernels_gen::PRELUDE.len()..]);
+    }
+    let symbols: Vec<String> = stages.iter().map(|(n, _)| format!("run_{n}")).collect();
+    let (mut reports, mut failures) = (Vec::new(), Vec::new());
+    for arch in Arch::CUDA_13 {
+        compile_and_assemble(
+            &format!("stages:{}", arch.sm_name()),
+            &source,
+            kernels_gen::nvrtc_options(arch),
+            &symbols,
+            arch,
+            &mut reports,
+            &mut failures,
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(
+        reports
+            .iter()
+            .filter(|r| !r.kernel.contains(" (called by "))
+            .count(),
+        stages.len() * Arch::CUDA_13.len()
+    );
+    assert!(reports.iter().all(|r| r.spill_bytes == 0));
+    println!(
+        "nvrtc_compile: {} stages in one program for {} architectures",
+        stages.len(),
+        Arch::CUDA_13.len()
+    );
+}

@@ -64,6 +64,7 @@ pub mod layout;
 pub mod pressure;
 pub mod segment_flags;
 pub mod segment_starts;
+pub mod stage;
 pub mod tuning;
 
 mod arch;
@@ -268,16 +269,16 @@ pub fn join_parts(parts: &[Part], element: &str, fields: &[&str]) -> String {
 
 /// Accumulates [`Part`]s: text goes to the last text piece.
 #[derive(Default)]
-struct Parts(Vec<Part>);
+pub(crate) struct Parts(pub(crate) Vec<Part>);
 
 impl Parts {
-    fn text(&mut self, t: &str) {
+    pub(crate) fn text(&mut self, t: &str) {
         match self.0.last_mut() {
             Some(Part::Text(last)) => last.push_str(t),
             _ => self.0.push(Part::Text(t.to_string())),
         }
     }
-    fn part(&mut self, p: Part) {
+    pub(crate) fn part(&mut self, p: Part) {
         self.0.push(p);
     }
 }

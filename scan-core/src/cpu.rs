@@ -20,6 +20,7 @@
 //! ```
 
 use crate::spec::{HostCarryOut, IntoScanSpec, NoSegments, ScanSpec};
+use crate::stages::ScanMap;
 use crate::ScanOp;
 use rayon::prelude::*;
 
@@ -212,6 +213,32 @@ pub fn par_scan<Op: ScanOp>(
         });
     spec.carry_out.put(carry);
     Ok(())
+}
+
+/// Scans `input` mapped by load stage `M` into `output`, on all cores:
+/// `output` is `Op`'s scan of `M::apply(x)` for each `x` of `input` (the
+/// GPU applies the stage as it loads each element, and reads the input
+/// once).
+///
+/// ```
+/// use gpu_scan::ops::Sum;
+/// use gpu_scan::prelude::*;
+///
+/// #[scan_map(input = u8, output = u32, map = |x| x as u32)]
+/// struct Widen;
+///
+/// let mut out = [0u32; 3];
+/// cpu::scan_mapped::<Widen, Sum<u32>>(ScanKind::Inclusive, &[200, 100, 50], &mut out).unwrap();
+/// assert_eq!(out, [200, 300, 350]);
+/// ```
+pub fn scan_mapped<M: ScanMap<Output = Op::Element>, Op: ScanOp>(
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    input: &[M::Input],
+    output: &mut [Op::Element],
+) -> Result<(), LengthMismatch> {
+    check_lengths(input.len(), output.len())?;
+    let mapped: Vec<Op::Element> = input.par_iter().map(|&x| M::apply(x)).collect();
+    par_scan::<Op>(spec, &mapped, output)
 }
 
 /// Scans `data` in place on all cores.

@@ -15,8 +15,10 @@ mod lengths;
 pub mod segment_totals;
 pub mod segmented;
 mod segments;
+pub mod select;
 pub mod semantics;
 pub mod spec;
+pub mod stages;
 pub mod summed_area;
 
 pub use associativity::{check_associativity, Counterexample};

@@ -1,6 +1,8 @@
 //! Reading and checking the annotated item: an element struct, or a unit
-//! marker type that names its element with `element = …`.
+//! marker type that names its element with `element = …`; and the function
+//! arguments of the attributes (an operator, a stage's function).
 
+use crate::attr::OpFn;
 use kernels_gen::ir::{FieldDesc, FieldType, Prim, StructDesc};
 use syn::spanned::Spanned;
 
@@ -399,4 +401,144 @@ where
         syn::Expr::Group(g) => int_literal(&g.expr),
         _ => None,
     }
+}
+
+/// How a function argument of an attribute is described in its errors:
+/// the operator of `#[scan_op]`, or a stage's function.
+pub struct Signature {
+    /// "operator", "map", "predicate".
+    pub noun: &'static str,
+    /// How many parameters it takes, in words and as a closure.
+    pub arity: usize,
+    pub takes: &'static str,
+    pub closure: &'static str,
+    /// Its parameters are plain names (closure and `fn` forms).
+    pub plain_closure: &'static str,
+    pub plain_fn: &'static str,
+    /// What a `fn` without a return type should add.
+    pub returns: &'static str,
+}
+
+/// `#[scan_op]`'s operator.
+pub const OPERATOR: Signature = Signature {
+    noun: "operator",
+    arity: 2,
+    takes: "two elements",
+    closure: "`|x, y|`",
+    plain_closure: "operands must be plain names (`|x, y|`), not patterns",
+    plain_fn: "operands must be plain names, not patterns",
+    returns: "the combined element: add `-> <element type>`",
+};
+
+/// A function read from an attribute: its parameters (with their types
+/// where written), its body, and its return type where written.
+pub struct FnParts {
+    pub idents: Vec<syn::Ident>,
+    pub types: Vec<Option<syn::Type>>,
+    pub body: syn::Expr,
+    pub return_type: Option<syn::Type>,
+}
+
+/// Reads a closure or `fn` of `sig.arity` plain parameters, pushing every
+/// problem into `errors`; `None` when the parameters cannot be read.
+pub fn read_function(f: &OpFn, sig: &Signature, errors: &mut Errors) -> Option<FnParts> {
+    let noun = sig.noun;
+    let mut return_type: Option<syn::Type> = None;
+    let (idents, types, body) = match f {
+        OpFn::Closure(c) => {
+            if c.inputs.len() != sig.arity {
+                errors.push(
+                    &c.inputs,
+                    format!(
+                        "the {noun} takes {}, {}, not {}",
+                        sig.takes,
+                        sig.closure,
+                        c.inputs.len()
+                    ),
+                );
+                return None;
+            }
+            let mut idents = Vec::new();
+            let mut types = Vec::new();
+            for input in &c.inputs {
+                let (pat, ty) = match input {
+                    syn::Pat::Type(t) => (&*t.pat, Some((*t.ty).clone())),
+                    other => (other, None),
+                };
+                match pat {
+                    syn::Pat::Ident(p)
+                        if p.by_ref.is_none() && p.mutability.is_none() && p.subpat.is_none() =>
+                    {
+                        idents.push(p.ident.clone());
+                        types.push(ty);
+                    }
+                    other => errors.push(other, sig.plain_closure),
+                }
+            }
+            if let Some(a) = &c.asyncness {
+                errors.push(a, "async closures are not supported");
+            }
+            (idents, types, (*c.body).clone())
+        }
+        OpFn::Fn(f) => {
+            let fn_sig = &f.sig;
+            if !fn_sig.generics.params.is_empty() {
+                errors.push(
+                    &fn_sig.generics,
+                    format!("the {noun} function cannot be generic"),
+                );
+            }
+            if let Some(t) = fn_sig
+                .asyncness
+                .as_ref()
+                .map(|a| a.span())
+                .or(fn_sig.unsafety.as_ref().map(|u| u.span()))
+            {
+                errors.push(t, format!("the {noun} function must be a plain `fn`"));
+            }
+            if fn_sig.inputs.len() != sig.arity {
+                errors.push(
+                    &fn_sig.inputs,
+                    format!("the {noun} function takes {}", sig.takes),
+                );
+                return None;
+            }
+            let mut idents = Vec::new();
+            let mut types = Vec::new();
+            for input in &fn_sig.inputs {
+                match input {
+                    syn::FnArg::Typed(t) => match &*t.pat {
+                        syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+                            idents.push(p.ident.clone());
+                            types.push(Some((*t.ty).clone()));
+                        }
+                        other => errors.push(other, sig.plain_fn),
+                    },
+                    syn::FnArg::Receiver(r) => errors.push(
+                        r,
+                        format!("the {noun} function takes {}, not `self`", sig.takes),
+                    ),
+                }
+            }
+            match &fn_sig.output {
+                syn::ReturnType::Default => errors.push(
+                    fn_sig.paren_token.span.close(),
+                    format!("the {noun} function returns {}", sig.returns),
+                ),
+                syn::ReturnType::Type(_, ty) => return_type = Some((**ty).clone()),
+            }
+            let block = syn::Expr::Block(syn::ExprBlock {
+                attrs: vec![],
+                label: None,
+                block: (*f.block).clone(),
+            });
+            (idents, types, block)
+        }
+    };
+    (idents.len() == sig.arity).then_some(FnParts {
+        idents,
+        types,
+        body,
+        return_type,
+    })
 }

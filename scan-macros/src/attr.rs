@@ -128,3 +128,99 @@ impl Args {
         }
     }
 }
+
+/// The arguments of a stage's attribute (`#[scan_map(input = …, output =
+/// …, map = |x| …)]`, `#[scan_predicate(element = …, keep = |x| …)]`):
+/// type arguments by key, the function, and `crate`.
+pub struct StageArgs {
+    pub types: Vec<(syn::Ident, Type)>,
+    pub function: Option<OpFn>,
+    pub krate: Option<syn::Path>,
+}
+
+impl StageArgs {
+    /// Parses `key = value, …` where `type_keys` take a type and
+    /// `function_key` a closure or `fn`; an unknown or repeated key is an
+    /// error on it.
+    pub fn parse(
+        tokens: proc_macro2::TokenStream,
+        type_keys: &[&str],
+        function_key: &str,
+    ) -> syn::Result<StageArgs> {
+        let expected = type_keys
+            .iter()
+            .chain([&function_key])
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+            + " or `crate`";
+        let parser = |input: ParseStream<'_>| -> syn::Result<StageArgs> {
+            let mut args = StageArgs {
+                types: Vec::new(),
+                function: None,
+                krate: None,
+            };
+            while !input.is_empty() {
+                if input.peek(Token![crate]) {
+                    input.parse::<Token![crate]>()?;
+                    input.parse::<Token![=]>()?;
+                    args.krate = Some(input.parse()?);
+                } else {
+                    let key: syn::Ident = input
+                        .parse()
+                        .map_err(|e| syn::Error::new(e.span(), format!("expected {expected}")))?;
+                    input.parse::<Token![=]>()?;
+                    let name = key.to_string();
+                    if name == function_key {
+                        if args.function.is_some() {
+                            return Err(syn::Error::new(
+                                key.span(),
+                                format!("`{key}` is given twice"),
+                            ));
+                        }
+                        args.function = Some(if input.peek(Token![fn]) {
+                            OpFn::Fn(Box::new(input.parse()?))
+                        } else {
+                            match input.parse::<syn::Expr>()? {
+                                syn::Expr::Closure(c) => OpFn::Closure(c),
+                                other => {
+                                    return Err(syn::Error::new_spanned(
+                                        other,
+                                        format!(
+                                            "`{function_key}` must be a closure (`|x| …`) or a function written here \
+                                             (`fn f(x: T) -> U {{ … }}`): the macro translates its body to CUDA, \
+                                             so it cannot refer to a function defined elsewhere"
+                                        ),
+                                    ))
+                                }
+                            }
+                        });
+                    } else if type_keys.contains(&name.as_str()) {
+                        if args.types.iter().any(|(k, _)| *k == key) {
+                            return Err(syn::Error::new(
+                                key.span(),
+                                format!("`{key}` is given twice"),
+                            ));
+                        }
+                        args.types.push((key, input.parse()?));
+                    } else {
+                        return Err(syn::Error::new(
+                            key.span(),
+                            format!("unknown argument `{key}`: expected {expected}"),
+                        ));
+                    }
+                }
+                if !input.is_empty() {
+                    input.parse::<Token![,]>()?;
+                }
+            }
+            Ok(args)
+        };
+        syn::parse::Parser::parse2(parser, tokens)
+    }
+
+    /// The type given for `key`.
+    pub fn ty(&self, key: &str) -> Option<&Type> {
+        self.types.iter().find(|(k, _)| k == key).map(|(_, t)| t)
+    }
+}

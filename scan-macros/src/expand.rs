@@ -10,7 +10,7 @@
 //! does not compile.
 
 use crate::ast::{self, ElementRef, Errors, Item};
-use crate::attr::{Args, OpFn};
+use crate::attr::Args;
 use crate::rewrite::Rewriter;
 use crate::translate::Translator;
 use kernels_gen::ir::{Block, ElementType, OpDesc};
@@ -298,96 +298,12 @@ fn operator(
     let identity_ir = Translator::new(errors, element_name.clone(), self_allowed).expr(identity);
 
     // Operator: two operands and a body.
-    let mut return_type: Option<syn::Type> = None;
-    let (param_idents, param_types, body_expr): (
-        Vec<syn::Ident>,
-        Vec<Option<syn::Type>>,
-        syn::Expr,
-    ) = match op {
-        OpFn::Closure(c) => {
-            if c.inputs.len() != 2 {
-                errors.push(
-                    &c.inputs,
-                    format!(
-                        "the operator takes two elements, `|x, y|`, not {}",
-                        c.inputs.len()
-                    ),
-                );
-                return None;
-            }
-            let mut idents = Vec::new();
-            let mut types = Vec::new();
-            for input in &c.inputs {
-                let (pat, ty) = match input {
-                    syn::Pat::Type(t) => (&*t.pat, Some((*t.ty).clone())),
-                    other => (other, None),
-                };
-                match pat {
-                    syn::Pat::Ident(p)
-                        if p.by_ref.is_none() && p.mutability.is_none() && p.subpat.is_none() =>
-                    {
-                        idents.push(p.ident.clone());
-                        types.push(ty);
-                    }
-                    other => errors.push(
-                        other,
-                        "operands must be plain names (`|x, y|`), not patterns",
-                    ),
-                }
-            }
-            if let Some(a) = &c.asyncness {
-                errors.push(a, "async closures are not supported");
-            }
-            (idents, types, (*c.body).clone())
-        }
-        OpFn::Fn(f) => {
-            let sig = &f.sig;
-            if !sig.generics.params.is_empty() {
-                errors.push(&sig.generics, "the operator function cannot be generic");
-            }
-            if let Some(t) = sig
-                .asyncness
-                .as_ref()
-                .map(|a| a.span())
-                .or(sig.unsafety.as_ref().map(|u| u.span()))
-            {
-                errors.push(t, "the operator function must be a plain `fn`");
-            }
-            if sig.inputs.len() != 2 {
-                errors.push(&sig.inputs, "the operator function takes two elements");
-                return None;
-            }
-            let mut idents = Vec::new();
-            let mut types = Vec::new();
-            for input in &sig.inputs {
-                match input {
-                    syn::FnArg::Typed(t) => match &*t.pat {
-                        syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                            idents.push(p.ident.clone());
-                            types.push(Some((*t.ty).clone()));
-                        }
-                        other => errors.push(other, "operands must be plain names, not patterns"),
-                    },
-                    syn::FnArg::Receiver(r) => {
-                        errors.push(r, "the operator function takes two elements, not `self`")
-                    }
-                }
-            }
-            match &sig.output {
-                syn::ReturnType::Default => errors.push(
-                    sig.paren_token.span.close(),
-                    "the operator function returns the combined element: add `-> <element type>`",
-                ),
-                syn::ReturnType::Type(_, ty) => return_type = Some((**ty).clone()),
-            }
-            let block = syn::Expr::Block(syn::ExprBlock {
-                attrs: vec![],
-                label: None,
-                block: (*f.block).clone(),
-            });
-            (idents, types, block)
-        }
-    };
+    let ast::FnParts {
+        idents: param_idents,
+        types: param_types,
+        body: body_expr,
+        return_type,
+    } = ast::read_function(op, &ast::OPERATOR, errors)?;
     if param_idents.len() != 2 {
         return None;
     }

@@ -1,11 +1,13 @@
-//! The `#[scan_op]` attribute of `gpu-scan`.
+//! The `#[scan_op]`, `#[scan_map]` and `#[scan_predicate]` attributes of
+//! `gpu-scan`.
 //!
 //! Phases, one module each: `attr` parses the attribute's arguments,
 //! `ast` reads and checks the annotated item, `translate` turns the
 //! operator's Rust into the `kernels-gen` IR (reporting every construct
 //! outside the supported subset), `rewrite` gives the Rust side the same
 //! integer semantics as the CUDA side, and `expand` writes the trait
-//! implementations and the embedded CUDA program.
+//! implementations and the embedded CUDA program. `stage` does the same for
+//! `#[scan_map]` and `#[scan_predicate]`, functions of one element.
 //!
 //! Use it through the `gpu-scan` facade; its documentation lists the
 //! supported subset.
@@ -14,6 +16,7 @@ mod ast;
 mod attr;
 mod expand;
 mod rewrite;
+mod stage;
 mod translate;
 
 use proc_macro::TokenStream;
@@ -24,4 +27,24 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::scan_op(args.into(), item.into()).into()
+}
+
+/// Defines a load stage: a function from an input element to the element a
+/// scan combines, applied as the kernels load each element.
+///
+/// `#[scan_map(input = u8, output = u32, map = |x| x as u32)] struct Widen;`
+/// (or `map = fn widen(x: u8) -> u32 { … }`), in the operators' subset of
+/// Rust. See `gpu_scan::stages`.
+#[proc_macro_attribute]
+pub fn scan_map(args: TokenStream, item: TokenStream) -> TokenStream {
+    stage::scan_map(args.into(), item.into()).into()
+}
+
+/// Defines a store stage choosing elements: what a compaction keeps.
+///
+/// `#[scan_predicate(element = u32, keep = |x| x % 2 == 0)] struct IsEven;`
+/// in the operators' subset of Rust. See `gpu_scan::stages`.
+#[proc_macro_attribute]
+pub fn scan_predicate(args: TokenStream, item: TokenStream) -> TokenStream {
+    stage::scan_predicate(args.into(), item.into()).into()
 }

@@ -223,3 +223,50 @@ pub fn random_joined(rng: &mut impl rand::Rng, p_empty: f64) -> Joined {
         empty: false,
     }
 }
+
+// Load and store stages (`#[scan_map]`, `#[scan_predicate]`): integer
+// semantics, struct inputs and outputs, both function forms.
+
+/// `u8` to `u32`, times 3.
+#[scan_map(input = u8, output = u32, map = |x| x as u32 * 3)]
+pub struct Triple;
+
+/// `u8` arithmetic that wraps (`x * 200 + 7`), as in Rust's release builds and on the GPU.
+#[scan_map(input = u8, output = u8, map = |x| x * 200 + 7)]
+pub struct WrapU8;
+
+/// `u32` to the affine map v ↦ v + x (a struct output).
+#[scan_map(input = u32, output = Affine, map = |x| Affine { a: 1.0, b: x as f32 })]
+pub struct Shift;
+
+/// An affine map evaluated at 2 (a struct input, the `fn` form).
+#[scan_map(input = Affine, output = f32, map = fn at_two(m: Affine) -> f32 { m.a * 2.0 + m.b })]
+pub struct AtTwo;
+
+/// Multiples of 3.
+#[scan_predicate(element = u32, keep = |x| x % 3 == 0)]
+pub struct Third;
+
+/// One more than a multiple of 3.
+#[scan_predicate(element = u32, keep = |x| x % 3 == 1)]
+pub struct OneMore;
+
+/// Affine maps with a > 0.5 (a predicate on a struct).
+#[scan_predicate(element = Affine, keep = |m| m.a > 0.5)]
+pub struct Growing;
+
+/// Positive `i64` (the `fn` form, with a `let`).
+#[scan_predicate(element = i64, keep = fn positive(v: i64) -> bool { let zero = 0; v > zero })]
+pub struct Positive;
+
+/// A program running stage `name` (whose `CUDA_SOURCE` is `source`) over an
+/// array: `run_<name>(in, out, n)` writes `apply(in[i])` to `out[i]`.
+pub fn stage_program(name: &str, source: &str) -> String {
+    format!(
+        "{}\n{source}\nextern \"C\" __global__ void run_{name}(const gpu_scan_stages::{name}::input_t *in, \
+         gpu_scan_stages::{name}::output_t *out, unsigned int n) {{\n  \
+         unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n  \
+         if (i < n) out[i] = gpu_scan_stages::{name}::apply(in[i]);\n}}\n",
+        gpu_scan::kernels_gen::PRELUDE
+    )
+}

@@ -1,0 +1,238 @@
+//! Compaction and partition on the CPU, on all cores: what the GPU's select
+//! and partition compute, and their oracle. Every function is stable: the
+//! elements of each part keep their input order (the rejected part of a
+//! partition may instead be reversed, as CUB's `DevicePartition::If` writes
+//! it). Output slices are as long as the input; a selection writes its
+//! first `count` elements and leaves the rest as they were.
+//!
+//! ```
+//! use gpu_scan::prelude::*;
+//! use gpu_scan::select::{partition_if, select_if, Rejected};
+//!
+//! #[scan_predicate(element = u32, keep = |x| x % 3 == 0)]
+//! struct Third;
+//!
+//! let input = [1, 3, 4, 6, 9, 10];
+//! let mut out = [0; 6];
+//! assert_eq!(select_if::<Third>(&input, &mut out).unwrap(), 3);
+//! assert_eq!(out, [3, 6, 9, 0, 0, 0]);
+//! assert_eq!(partition_if::<Third>(&input, &mut out, Rejected::Reversed).unwrap(), 3);
+//! assert_eq!(out, [3, 6, 9, 10, 4, 1]);
+//! ```
+
+use crate::cpu::chunk_len;
+use crate::stages::ScanPredicate;
+use rayon::prelude::*;
+
+/// Slices that do not fit a selection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SelectLengthError {
+    /// The output is not as long as the input.
+    #[error("the output has {output} elements but the input has {input}: a selection needs room for every element")]
+    Output {
+        /// Input length.
+        input: usize,
+        /// Output length.
+        output: usize,
+    },
+    /// There is not one flag per element.
+    #[error("{flags} flags for {input} elements: a selection by flags takes one byte per element")]
+    Flags {
+        /// Input length.
+        input: usize,
+        /// Flags given.
+        flags: usize,
+    },
+}
+
+/// Where a partition puts the elements its predicate rejects, after the
+/// selected ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejected {
+    /// In input order.
+    InOrder,
+    /// In reverse input order, from the end of the output backwards (CUB's
+    /// `DevicePartition::If`).
+    Reversed,
+}
+
+fn check(input: usize, output: usize) -> Result<(), SelectLengthError> {
+    if input == output {
+        Ok(())
+    } else {
+        Err(SelectLengthError::Output { input, output })
+    }
+}
+
+/// Writes the elements of `input` that `P` keeps to the front of `output`,
+/// in order; returns how many. `output[count..]` is left as it was.
+pub fn select_if<P: ScanPredicate>(
+    input: &[P::Element],
+    output: &mut [P::Element],
+) -> Result<usize, SelectLengthError> {
+    check(input.len(), output.len())?;
+    let [kept, _] = scatter(
+        input,
+        output,
+        |_, x| usize::from(!P::keep(x)),
+        [true, false],
+        false,
+    );
+    Ok(kept)
+}
+
+/// Writes the elements of `input` whose flag is not 0 to the front of
+/// `output`, in order; returns how many. `output[count..]` is left as it
+/// was.
+pub fn select_flagged<T: Copy + Send + Sync>(
+    input: &[T],
+    flags: &[u8],
+    output: &mut [T],
+) -> Result<usize, SelectLengthError> {
+    if flags.len() != input.len() {
+        return Err(SelectLengthError::Flags {
+            input: input.len(),
+            flags: flags.len(),
+        });
+    }
+    check(input.len(), output.len())?;
+    let [kept, _] = scatter(
+        input,
+        output,
+        |i, _| usize::from(flags[i] == 0),
+        [true, false],
+        false,
+    );
+    Ok(kept)
+}
+
+/// Writes the elements `P` keeps to the front of `output`, in order, and
+/// the others after them (`rejected` says in which order); returns how
+/// many were kept.
+pub fn partition_if<P: ScanPredicate>(
+    input: &[P::Element],
+    output: &mut [P::Element],
+    rejected: Rejected,
+) -> Result<usize, SelectLengthError> {
+    check(input.len(), output.len())?;
+    let reversed = rejected == Rejected::Reversed;
+    let [kept, _] = scatter(
+        input,
+        output,
+        |_, x| usize::from(!P::keep(x)),
+        [true, true],
+        reversed,
+    );
+    Ok(kept)
+}
+
+/// A three-way partition: the elements `First` keeps, then of the others
+/// those `Second` keeps, then the rest, each part in input order; returns
+/// the first two parts' lengths.
+pub fn partition_three<First, Second>(
+    input: &[First::Element],
+    output: &mut [First::Element],
+) -> Result<(usize, usize), SelectLengthError>
+where
+    First: ScanPredicate,
+    Second: ScanPredicate<Element = First::Element>,
+{
+    check(input.len(), output.len())?;
+    let class = |_, x| {
+        if First::keep(x) {
+            0
+        } else if Second::keep(x) {
+            1
+        } else {
+            2
+        }
+    };
+    let [first, second, _] = scatter(input, output, class, [true; 3], false);
+    Ok((first, second))
+}
+
+/// Puts the elements of `input` into `K` consecutive parts of `output` by
+/// `class` of their index and value (0 to K-1), each part in input order (the last one reversed
+/// with `reverse_last`), writing only the parts `write` names; returns
+/// the parts' lengths. Two passes over chunks on all cores: count, then
+/// write each chunk's elements to its own disjoint ranges.
+fn scatter<T: Copy + Send + Sync, const K: usize>(
+    input: &[T],
+    output: &mut [T],
+    class: impl Fn(usize, T) -> usize + Sync,
+    write: [bool; K],
+    reverse_last: bool,
+) -> [usize; K] {
+    let n = input.len();
+    let len = chunk_len(n);
+    let counts: Vec<[usize; K]> = input
+        .par_chunks(len)
+        .enumerate()
+        .map(|(j, chunk)| {
+            let mut c = [0; K];
+            for (i, &x) in chunk.iter().enumerate() {
+                c[class(j * len + i, x)] += 1;
+            }
+            c
+        })
+        .collect();
+    let mut totals = [0; K];
+    for c in &counts {
+        for k in 0..K {
+            totals[k] += c[k];
+        }
+    }
+    // Each chunk's range in each part: (start, len), in output positions.
+    let mut starts = [0; K];
+    for k in 1..K {
+        starts[k] = starts[k - 1] + totals[k - 1];
+    }
+    let mut ranges: Vec<(usize, usize, usize, usize)> = Vec::new(); // (start, len, chunk, class)
+    let mut before = [0; K];
+    for (chunk, c) in counts.iter().enumerate() {
+        for k in 0..K {
+            if write[k] && c[k] > 0 {
+                let start = if reverse_last && k == K - 1 {
+                    n - before[k] - c[k]
+                } else {
+                    starts[k] + before[k]
+                };
+                ranges.push((start, c[k], chunk, k));
+            }
+            before[k] += c[k];
+        }
+    }
+    ranges.sort_unstable_by_key(|r| r.0);
+    let mut slices: Vec<Vec<Option<&mut [T]>>> = (0..counts.len())
+        .map(|_| (0..K).map(|_| None).collect())
+        .collect();
+    let mut rest = output;
+    let mut at = 0;
+    for (start, len, chunk, k) in ranges {
+        let (_, tail) = rest.split_at_mut(start - at);
+        let (slice, tail) = tail.split_at_mut(len);
+        slices[chunk][k] = Some(slice);
+        rest = tail;
+        at = start + len;
+    }
+    input
+        .par_chunks(len)
+        .zip(slices.into_par_iter())
+        .enumerate()
+        .for_each(|(j, (chunk, mut parts))| {
+            let mut next = [0; K];
+            for (i, &x) in chunk.iter().enumerate() {
+                let k = class(j * len + i, x);
+                if let Some(part) = parts[k].as_deref_mut() {
+                    let i = if reverse_last && k == K - 1 {
+                        part.len() - 1 - next[k]
+                    } else {
+                        next[k]
+                    };
+                    part[i] = x;
+                }
+                next[k] += 1;
+            }
+        });
+    totals
+}

@@ -1,0 +1,323 @@
+//! `#[scan_map]` and `#[scan_predicate]`: a load or store stage, a function
+//! of one element on a unit struct that names it. The function is read and
+//! translated as an operator's is (`ast::read_function`, `translate`,
+//! `rewrite`); the output is the struct, the errors, and the stage's trait
+//! implementation with its CUDA policy (`kernels_gen::stage`). On errors a
+//! stub implementation keeps code that uses the stage type-checking, as
+//! `#[scan_op]` does.
+
+use crate::ast::{self, ElementRef, Errors, Signature};
+use crate::attr::StageArgs;
+use crate::rewrite::Rewriter;
+use crate::translate::Translator;
+use kernels_gen::ir::{Block, ElementType, Prim};
+use kernels_gen::stage::{StageDesc, StageKind};
+use kernels_gen::Part;
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+
+/// What distinguishes the two attributes.
+struct Kind {
+    kind: StageKind,
+    attribute: &'static str,
+    /// The type arguments: `input` and `output`, or `element`.
+    type_keys: &'static [&'static str],
+    function_key: &'static str,
+    signature: Signature,
+}
+
+const MAP: Kind = Kind {
+    kind: StageKind::Map,
+    attribute: "scan_map",
+    type_keys: &["input", "output"],
+    function_key: "map",
+    signature: Signature {
+        noun: "map",
+        arity: 1,
+        takes: "one element",
+        closure: "`|x|`",
+        plain_closure: "the parameter must be a plain name (`|x|`), not a pattern",
+        plain_fn: "the parameter must be a plain name, not a pattern",
+        returns: "the mapped element: add `-> <output type>`",
+    },
+};
+
+const PREDICATE: Kind = Kind {
+    kind: StageKind::Predicate,
+    attribute: "scan_predicate",
+    type_keys: &["element"],
+    function_key: "keep",
+    signature: Signature {
+        noun: "predicate",
+        arity: 1,
+        takes: "one element",
+        closure: "`|x|`",
+        plain_closure: "the parameter must be a plain name (`|x|`), not a pattern",
+        plain_fn: "the parameter must be a plain name, not a pattern",
+        returns: "whether the element is kept: add `-> bool`",
+    },
+};
+
+pub fn scan_map(args: TokenStream, item: TokenStream) -> TokenStream {
+    stage(&MAP, args, item)
+}
+
+pub fn scan_predicate(args: TokenStream, item: TokenStream) -> TokenStream {
+    stage(&PREDICATE, args, item)
+}
+
+fn stage(kind: &Kind, args: TokenStream, item: TokenStream) -> TokenStream {
+    let item: syn::Item = match syn::parse2(item) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errors = Errors::default();
+    let generated = match StageArgs::parse(args, kind.type_keys, kind.function_key) {
+        Ok(args) => expand(kind, &item, &args, &mut errors),
+        Err(e) => {
+            errors.push_error(e);
+            TokenStream::new()
+        }
+    };
+    let errors = errors.into_compile_errors();
+    quote! {
+        #item
+        #errors
+        #[doc(hidden)]
+        #[allow(clippy::all, unused_qualifications, non_upper_case_globals)]
+        const _: () = { #generated };
+    }
+}
+
+/// A type argument: its tokens and the generator's view of it.
+struct StageTy {
+    tokens: syn::Type,
+    ty: ElementType,
+}
+
+fn stage_type(
+    args: &StageArgs,
+    key: &str,
+    ident: &syn::Ident,
+    errors: &mut Errors,
+) -> Option<StageTy> {
+    let Some(ty) = args.ty(key) else {
+        errors.push(
+            ident,
+            format!("missing `{key} = <type>` (a primitive or a #[scan_op] struct)"),
+        );
+        return None;
+    };
+    let view = match ast::element_ref(ty, errors)? {
+        ElementRef::Prim(p) => ElementType::Prim(p),
+        ElementRef::Struct(path) => ElementType::Struct(quote!(#path).to_string()),
+    };
+    Some(StageTy {
+        tokens: ty.clone(),
+        ty: view,
+    })
+}
+
+fn expand(kind: &Kind, item: &syn::Item, args: &StageArgs, errors: &mut Errors) -> TokenStream {
+    let krate = match &args.krate {
+        Some(p) => quote!(#p),
+        None => quote!(::gpu_scan),
+    };
+    let private = quote!(#krate::__private);
+    let attribute = kind.attribute;
+    let ident = match item {
+        syn::Item::Struct(s) if matches!(s.fields, syn::Fields::Unit) => {
+            if !s.generics.params.is_empty() || s.generics.where_clause.is_some() {
+                errors.push(
+                    &s.generics,
+                    "stages cannot be generic: the CUDA code is generated for one concrete type",
+                );
+            }
+            s.ident.clone()
+        }
+        syn::Item::Struct(s) => {
+            errors.push(
+                &s.fields,
+                format!(
+                    "#[{attribute}] goes on a unit struct (`struct {};`), which names the stage",
+                    s.ident
+                ),
+            );
+            return TokenStream::new();
+        }
+        _ => {
+            errors.push(
+                item,
+                format!(
+                    "#[{attribute}] goes on a unit struct (`struct Name;`), which names the stage"
+                ),
+            );
+            return TokenStream::new();
+        }
+    };
+    let (input, output) = match kind.kind {
+        StageKind::Map => (
+            stage_type(args, "input", &ident, errors),
+            stage_type(args, "output", &ident, errors),
+        ),
+        StageKind::Predicate => (
+            stage_type(args, "element", &ident, errors),
+            Some(StageTy {
+                tokens: syn::parse_quote!(bool),
+                ty: ElementType::Prim(Prim::Bool),
+            }),
+        ),
+    };
+    let (Some(input), Some(output)) = (input, output) else {
+        return TokenStream::new();
+    };
+    let Some(function) = &args.function else {
+        errors.push(
+            &ident,
+            format!(
+                "missing `{} = |x| …`: the stage's function",
+                kind.function_key
+            ),
+        );
+        return stub(kind, &private, &ident, &input, &output);
+    };
+    let before = errors.len();
+    let parts = ast::read_function(function, &kind.signature, errors);
+    let translated = parts.as_ref().and_then(|parts| {
+        let mut translator = Translator::new(errors, None, false);
+        let param = translator.bind(&parts.idents[0]);
+        let body = match &parts.body {
+            syn::Expr::Block(b) if b.label.is_none() => translator.block(&b.block),
+            other => translator.expr(other).map(|value| Block {
+                lets: vec![],
+                value,
+            }),
+        }?;
+        Some((param, body))
+    });
+    let (Some(parts), Some((param, body)), true) = (parts, translated, errors.len() == before)
+    else {
+        return stub(kind, &private, &ident, &input, &output);
+    };
+    let desc = StageDesc {
+        name: ast::snake_case(&ident),
+        kind: kind.kind,
+        param,
+        input: input.ty.clone(),
+        output: output.ty.clone(),
+        body,
+    };
+    implementation(kind, &private, &ident, &input, &output, &desc, parts)
+}
+
+fn implementation(
+    kind: &Kind,
+    private: &TokenStream,
+    ident: &syn::Ident,
+    input: &StageTy,
+    output: &StageTy,
+    desc: &StageDesc,
+    parts: ast::FnParts,
+) -> TokenStream {
+    let (in_ty, out_ty) = (&input.tokens, &output.tokens);
+    let source = kernels_gen::stage::stage_source_parts(desc)
+        .into_iter()
+        .map(|part| match part {
+            Part::Text(t) => quote!(#t),
+            Part::Named(path) => match syn::parse_str::<syn::Path>(&path) {
+                Ok(p) => quote!(<#p as #private::ScanElement>::CUDA_TYPE),
+                Err(e) => e.to_compile_error(),
+            },
+            Part::Element | Part::Field(_) => unreachable!("a stage names its types by path"),
+        });
+    // The Rust side: the same body with the CUDA side's integer semantics,
+    // the written types checked on the user's tokens.
+    let semantics = quote!(#private::semantics);
+    let mut body = parts.body;
+    Rewriter {
+        semantics: &semantics,
+    }
+    .visit_expr_mut(&mut body);
+    let x = &parts.idents[0];
+    let param_check = parts.types[0].as_ref().map(|ty| {
+        quote_spanned! {ty.span()=>
+            let #x: #ty = #x;
+        }
+    });
+    let return_check = parts.return_type.map(|ty| {
+        quote_spanned! {ty.span()=>
+            let _: ::core::marker::PhantomData<#ty> = ::core::marker::PhantomData::<#out_ty>;
+        }
+    });
+    let name = &desc.name;
+    let (trait_, types, function) = match kind.kind {
+        StageKind::Map => (
+            quote!(#private::stages::ScanMap),
+            quote!(type Input = #in_ty; type Output = #out_ty;),
+            quote!(apply),
+        ),
+        StageKind::Predicate => (
+            quote!(#private::stages::ScanPredicate),
+            quote!(type Element = #in_ty;),
+            quote!(keep),
+        ),
+    };
+    quote! {
+        impl #trait_ for #ident {
+            #types
+            const NAME: &'static str = #name;
+            const CUDA_SOURCE: &'static str = #private::concat_const!(
+                <#in_ty as #private::ScanElement>::CUDA_DECL,
+                <#out_ty as #private::ScanElement>::CUDA_DECL,
+                #(#source),*
+            );
+            #[inline]
+            #[allow(unused_parens, unused_braces, clippy::all)]
+            fn #function(#x: #in_ty) -> #out_ty {
+                #param_check
+                #return_check
+                #body
+            }
+        }
+    }
+}
+
+/// The trait implementation without a function, after errors (never run:
+/// the crate does not compile).
+fn stub(
+    kind: &Kind,
+    private: &TokenStream,
+    ident: &syn::Ident,
+    input: &StageTy,
+    output: &StageTy,
+) -> TokenStream {
+    let (in_ty, out_ty) = (&input.tokens, &output.tokens);
+    let name = ast::snake_case(ident);
+    let attribute = kind.attribute;
+    let message = format!("#[{attribute}] could not implement this stage: see its errors");
+    match kind.kind {
+        StageKind::Map => quote! {
+            impl #private::stages::ScanMap for #ident {
+                type Input = #in_ty;
+                type Output = #out_ty;
+                const NAME: &'static str = #name;
+                const CUDA_SOURCE: &'static str = "";
+                fn apply(_: #in_ty) -> #out_ty {
+                    ::core::unreachable!(#message)
+                }
+            }
+        },
+        StageKind::Predicate => quote! {
+            impl #private::stages::ScanPredicate for #ident {
+                type Element = #in_ty;
+                const NAME: &'static str = #name;
+                const CUDA_SOURCE: &'static str = "";
+                fn keep(_: #in_ty) -> bool {
+                    ::core::unreachable!(#message)
+                }
+            }
+        },
+    }
+}

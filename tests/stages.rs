@@ -1,0 +1,369 @@
+//! Load and store stages (`#[scan_map]`, `#[scan_predicate]`) and the CPU
+//! backend's applications of them: maps with the GPU's integer semantics,
+//! maps and predicates over `#[scan_op]` structs, compaction and partition
+//! against a sequential filter over lengths around the CPU's chunks, and,
+//! where a GPU is usable, each stage's translation run by a kernel against
+//! its Rust function. `STAGES_SEED` replays a run.
+
+mod common;
+use common::ops::{Affine, AtTwo, Growing, OneMore, Positive, Shift, Third, Triple, WrapU8};
+use gpu_scan::ops::Sum;
+use gpu_scan::prelude::*;
+use gpu_scan::select::{
+    partition_if, partition_three, select_flagged, select_if, Rejected, SelectLengthError,
+};
+use rand::{Rng, SeedableRng};
+
+type Rng64 = rand::rngs::StdRng;
+
+fn seed() -> u64 {
+    let seed = common::seed::from_env_or_clock("STAGES_SEED");
+    println!("stages: seed {seed} (STAGES_SEED={seed} replays)");
+    seed
+}
+
+/// Lengths at the CPU's chunk boundaries (chunks of at least 2^14) and
+/// the warp's.
+const LENGTHS: [usize; 12] = [
+    0,
+    1,
+    31,
+    32,
+    33,
+    (1 << 14) - 1,
+    1 << 14,
+    (1 << 14) + 1,
+    5 * (1 << 14) + 7,
+    100_003,
+    (1 << 18) - 1,
+    (1 << 18) + 1,
+];
+
+#[test]
+fn maps_apply_with_the_gpus_integer_semantics() {
+    for x in 0..=255u8 {
+        assert_eq!(WrapU8::apply(x), x.wrapping_mul(200).wrapping_add(7));
+        assert_eq!(Triple::apply(x), x as u32 * 3);
+    }
+    assert_eq!(Shift::apply(7), Affine { a: 1.0, b: 7.0 });
+    assert_eq!(AtTwo::apply(Affine { a: 3.0, b: 1.0 }), 7.0);
+    assert!(Positive::keep(1) && !Positive::keep(0) && !Positive::keep(i64::MIN));
+    assert!(Growing::keep(Affine { a: 0.75, b: 0.0 }));
+}
+
+#[test]
+fn stage_sources_declare_their_policies_and_types() {
+    assert_eq!(<Triple as ScanMap>::NAME, "triple");
+    let triple = <Triple as ScanMap>::CUDA_SOURCE;
+    assert!(
+        triple.contains("namespace gpu_scan_stages {\nstruct triple {"),
+        "{triple}"
+    );
+    assert!(
+        triple.contains("typedef unsigned char input_t;"),
+        "{triple}"
+    );
+    assert!(
+        triple.contains("output_t apply(const input_t x)"),
+        "{triple}"
+    );
+    // A struct type: its declaration and its CUDA name come with the stage.
+    let shift = <Shift as ScanMap>::CUDA_SOURCE;
+    let affine = <Affine as ScanElement>::CUDA_TYPE;
+    assert!(
+        shift.contains(<Affine as ScanElement>::CUDA_DECL),
+        "{shift}"
+    );
+    assert!(
+        shift.contains(&format!("typedef {affine} output_t;")),
+        "{shift}"
+    );
+    let growing = <Growing as ScanPredicate>::CUDA_SOURCE;
+    assert!(growing.contains("typedef bool output_t;"), "{growing}");
+}
+
+/// The sequential reference: kept elements, then the others.
+fn split<T: Copy>(input: &[T], keep: impl Fn(T) -> bool) -> (Vec<T>, Vec<T>) {
+    input.iter().copied().partition(|&x| keep(x))
+}
+
+#[test]
+fn compaction_and_partition_match_a_sequential_filter() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    for n in LENGTHS {
+        for range in [3u32, 1_000_000] {
+            let input: Vec<u32> = (0..n).map(|_| rng.random_range(0..range)).collect();
+            let (kept, rest) = split(&input, Third::keep);
+            let poison = u32::MAX;
+
+            let mut out = vec![poison; n];
+            assert_eq!(
+                select_if::<Third>(&input, &mut out).unwrap(),
+                kept.len(),
+                "n {n}"
+            );
+            assert_eq!(&out[..kept.len()], &kept[..], "select_if, n {n}");
+            assert!(
+                out[kept.len()..].iter().all(|&x| x == poison),
+                "select_if wrote past its count, n {n}"
+            );
+
+            let flags: Vec<u8> = input
+                .iter()
+                .map(|&x| u8::from(x % 3 == 0) * rng.random_range(1..=255))
+                .collect();
+            let mut out = vec![poison; n];
+            assert_eq!(
+                select_flagged(&input, &flags, &mut out).unwrap(),
+                kept.len()
+            );
+            assert_eq!(&out[..kept.len()], &kept[..], "select_flagged, n {n}");
+            assert!(out[kept.len()..].iter().all(|&x| x == poison));
+
+            let mut out = vec![poison; n];
+            assert_eq!(
+                partition_if::<Third>(&input, &mut out, Rejected::InOrder).unwrap(),
+                kept.len()
+            );
+            assert_eq!(out, [&kept[..], &rest[..]].concat(), "partition, n {n}");
+            let mut out = vec![poison; n];
+            partition_if::<Third>(&input, &mut out, Rejected::Reversed).unwrap();
+            let reversed: Vec<u32> = rest.iter().rev().copied().collect();
+            assert_eq!(
+                out,
+                [&kept[..], &reversed[..]].concat(),
+                "partition reversed, n {n}"
+            );
+
+            let (second, third) = split(&rest, OneMore::keep);
+            let mut out = vec![poison; n];
+            let counts = partition_three::<Third, OneMore>(&input, &mut out).unwrap();
+            assert_eq!(counts, (kept.len(), second.len()));
+            assert_eq!(
+                out,
+                [&kept[..], &second[..], &third[..]].concat(),
+                "three-way, n {n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn structs_are_selected_whole() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    let n = 70_001;
+    let input: Vec<Affine> = (0..n)
+        .map(|_| Affine {
+            a: rng.random_range(0.0..1.0),
+            b: rng.random_range(-1.0..1.0),
+        })
+        .collect();
+    let (kept, _) = split(&input, Growing::keep);
+    let mut out = vec![
+        Affine {
+            a: f32::NAN,
+            b: f32::NAN
+        };
+        n
+    ];
+    assert_eq!(select_if::<Growing>(&input, &mut out).unwrap(), kept.len());
+    assert_eq!(&out[..kept.len()], &kept[..]);
+    let signed: Vec<i64> = (0..n).map(|_| rng.random_range(-5..5)).collect();
+    let mut out = vec![0; n];
+    let count = select_if::<Positive>(&signed, &mut out).unwrap();
+    assert_eq!(out[..count], split(&signed, |v| v > 0).0[..]);
+}
+
+#[test]
+fn nothing_or_everything_kept() {
+    let input: Vec<u32> = (0..50_000).map(|i| i * 3).collect();
+    let mut out = vec![7; input.len()];
+    assert_eq!(select_if::<Third>(&input, &mut out).unwrap(), input.len());
+    assert_eq!(out, input);
+    let none: Vec<u32> = input.iter().map(|x| x + 1).collect();
+    let mut out = vec![7; input.len()];
+    assert_eq!(select_if::<Third>(&none, &mut out).unwrap(), 0);
+    assert!(out.iter().all(|&x| x == 7));
+    assert_eq!(
+        partition_if::<Third>(&none, &mut out, Rejected::Reversed).unwrap(),
+        0
+    );
+    assert_eq!(out, none.iter().rev().copied().collect::<Vec<_>>());
+}
+
+#[test]
+fn bad_lengths_are_typed_errors_that_write_nothing() {
+    let input = [3u32, 1, 6];
+    let mut short = [9u32; 2];
+    assert_eq!(
+        select_if::<Third>(&input, &mut short),
+        Err(SelectLengthError::Output {
+            input: 3,
+            output: 2
+        })
+    );
+    assert_eq!(
+        partition_three::<Third, OneMore>(&input, &mut short),
+        Err(SelectLengthError::Output {
+            input: 3,
+            output: 2
+        })
+    );
+    let mut out = [9u32; 3];
+    assert_eq!(
+        select_flagged(&input, &[1, 0], &mut out),
+        Err(SelectLengthError::Flags { input: 3, flags: 2 })
+    );
+    assert_eq!((short, out), ([9; 2], [9; 3]));
+    let mut wide = [9u32; 2];
+    assert!(
+        cpu::scan_mapped::<Triple, Sum<u32>>(ScanKind::Inclusive, &[1, 2, 3], &mut wide).is_err()
+    );
+    assert_eq!(wide, [9; 2]);
+}
+
+#[test]
+fn a_mapped_scan_is_the_scan_of_the_mapped_input() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    for n in LENGTHS {
+        let bytes: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+        let mut got = vec![0u32; n];
+        cpu::scan_mapped::<Triple, Sum<u32>>(ScanSpec::exclusive().reverse(), &bytes, &mut got)
+            .unwrap();
+        let mapped: Vec<u32> = bytes.iter().map(|&b| b as u32 * 3).collect();
+        let mut want = vec![0u32; n];
+        cpu::scan::<Sum<u32>>(ScanSpec::exclusive().reverse(), &mapped, &mut want).unwrap();
+        assert_eq!(got, want, "n {n}");
+        // Into a non-commutative operator's elements.
+        let shifts: Vec<u32> = (0..n).map(|_| rng.random_range(0..100)).collect();
+        let mut maps = vec![Affine { a: 0.0, b: 0.0 }; n];
+        cpu::scan_mapped::<Shift, Affine>(ScanKind::Inclusive, &shifts, &mut maps).unwrap();
+        let direct: Vec<Affine> = shifts
+            .iter()
+            .map(|&x| Affine {
+                a: 1.0,
+                b: x as f32,
+            })
+            .collect();
+        // Sums of integers below 2^24 are exact in f32 in any order.
+        if n < 100_000 {
+            assert_eq!(maps, cpu::inclusive_vec::<Affine>(&direct), "n {n}");
+        }
+    }
+}
+
+/// Each stage's CUDA translation, run by a kernel over random inputs,
+/// against its Rust function (bit for bit), where a GPU is usable.
+#[cfg(feature = "gpu")]
+#[test]
+fn stages_on_the_gpu_match_their_rust_functions() {
+    use gpu_scan::scan_runtime::cudarc::driver::{
+        DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    };
+    use gpu_scan::scan_runtime::{target_arch, DeviceApi};
+
+    fn check<I, O>(
+        ctx: &std::sync::Arc<gpu_scan::cudarc::driver::CudaContext>,
+        name: &str,
+        source: &str,
+        input: &[I],
+        f: impl Fn(I) -> O,
+    ) where
+        I: DeviceRepr + Copy,
+        O: DeviceRepr + ValidAsZeroBits + Copy + PartialEq + std::fmt::Debug,
+    {
+        let program = common::ops::stage_program(name, source);
+        let arch = target_arch(ctx).unwrap();
+        let module = ctx
+            .load_module(DeviceApi::compile(&program, arch, &[]).unwrap())
+            .unwrap();
+        let kernel = module.load_function(&format!("run_{name}")).unwrap();
+        let stream = ctx.new_stream().unwrap();
+        let d_in = stream.clone_htod(input).unwrap();
+        let mut d_out = stream.alloc_zeros::<O>(input.len()).unwrap();
+        let n = input.len() as u32;
+        let config = LaunchConfig::for_num_elems(n);
+        // SAFETY: the kernel reads n inputs and writes n outputs of the
+        // types its stage declares, which these buffers hold.
+        unsafe {
+            stream
+                .launch_builder(&kernel)
+                .arg(&d_in)
+                .arg(&mut d_out)
+                .arg(&n)
+                .launch(config)
+        }
+        .unwrap();
+        let got = stream.clone_dtoh(&d_out).unwrap();
+        for (i, (&x, g)) in input.iter().zip(got).enumerate() {
+            assert_eq!(g, f(x), "{name}: element {i}");
+        }
+        println!(
+            "stages on the GPU: {name} matches its Rust function on {} inputs",
+            input.len()
+        );
+    }
+
+    let Some(ctx) = common::gpu::open_gpu("stages") else {
+        return;
+    };
+    let mut rng = Rng64::seed_from_u64(seed());
+    let bytes: Vec<u8> = (0..=255).collect();
+    check(
+        &ctx,
+        "wrap_u8",
+        <WrapU8 as ScanMap>::CUDA_SOURCE,
+        &bytes,
+        WrapU8::apply,
+    );
+    check(
+        &ctx,
+        "triple",
+        <Triple as ScanMap>::CUDA_SOURCE,
+        &bytes,
+        Triple::apply,
+    );
+    let words: Vec<u32> = (0..10_000).map(|_| rng.random()).collect();
+    check(
+        &ctx,
+        "shift",
+        <Shift as ScanMap>::CUDA_SOURCE,
+        &words,
+        Shift::apply,
+    );
+    check(
+        &ctx,
+        "third",
+        <Third as ScanPredicate>::CUDA_SOURCE,
+        &words,
+        Third::keep,
+    );
+    let maps: Vec<Affine> = (0..10_000)
+        .map(|_| Affine {
+            a: rng.random(),
+            b: rng.random(),
+        })
+        .collect();
+    check(
+        &ctx,
+        "at_two",
+        <AtTwo as ScanMap>::CUDA_SOURCE,
+        &maps,
+        AtTwo::apply,
+    );
+    check(
+        &ctx,
+        "growing",
+        <Growing as ScanPredicate>::CUDA_SOURCE,
+        &maps,
+        Growing::keep,
+    );
+    let signed: Vec<i64> = (0..10_000).map(|_| rng.random()).collect();
+    check(
+        &ctx,
+        "positive",
+        <Positive as ScanPredicate>::CUDA_SOURCE,
+        &signed,
+        Positive::keep,
+    );
+}
