@@ -122,7 +122,7 @@ pub use scan_core::{
     Rows, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea,
     TakesCarryOut,
 };
-pub use scan_macros::{scan_map, scan_op, scan_predicate};
+pub use scan_macros::{scan_equality, scan_map, scan_op, scan_predicate};
 #[cfg(feature = "gpu")]
 pub use scan_runtime;
 /// The `cudarc` this crate was built with: use its `CudaContext`,
@@ -139,10 +139,10 @@ pub use scan_runtime::{
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
 pub mod prelude {
     pub use crate::segmented;
-    pub use crate::stages::{ScanMap, ScanPredicate};
+    pub use crate::stages::{ScanEquality, ScanMap, ScanPredicate};
     pub use crate::{
-        check_associativity, check_laws, cpu, scan_map, scan_op, scan_predicate, Counterexample,
-        Direction, ScanElement, ScanKind, ScanOp, ScanSpec,
+        check_associativity, check_laws, cpu, scan_equality, scan_map, scan_op, scan_predicate,
+        Counterexample, Direction, ScanElement, ScanKind, ScanOp, ScanSpec,
     };
     #[cfg(feature = "gpu")]
     pub use scan_runtime::{

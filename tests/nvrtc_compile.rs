@@ -323,32 +323,84 @@ fn every_generated_kernel_compiles_without_spills() {
     println!("nvrtc_compile: {}", ledger::summary());
 }
 
-/// The test stages' translations (`common::ops`: maps and predicates over
-/// primitives and structs), each in a kernel that applies it to an array,
+/// The test stages' translations (`common::ops`: maps, predicates and
+/// equalities over primitives and structs), each in a kernel that applies it to an array,
 /// compile for every architecture CUDA 13 supports.
 #[test]
 fn stage_programs_compile_for_every_architecture() {
     if !tools_available() {
         return;
     }
-    use gpu_scan::stages::{ScanMap, ScanPredicate};
-    let stages: [(&str, &str); 8] = [
-        ("triple", <Triple as ScanMap>::CUDA_SOURCE),
-        ("wrap_u8", <WrapU8 as ScanMap>::CUDA_SOURCE),
-        ("shift", <Shift as ScanMap>::CUDA_SOURCE),
-        ("at_two", <AtTwo as ScanMap>::CUDA_SOURCE),
-        ("third", <Third as ScanPredicate>::CUDA_SOURCE),
-        ("one_more", <OneMore as ScanPredicate>::CUDA_SOURCE),
-        ("growing", <Growing as ScanPredicate>::CUDA_SOURCE),
-        ("positive", <Positive as ScanPredicate>::CUDA_SOURCE),
+    use gpu_scan::stages::{ScanEquality, ScanMap, ScanPredicate};
+    let stages: [(&str, &str, bool); 12] = [
+        (
+            <Double as ScanMap>::NAME,
+            <Double as ScanMap>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <Triple as ScanMap>::NAME,
+            <Triple as ScanMap>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <WrapU8 as ScanMap>::NAME,
+            <WrapU8 as ScanMap>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <Shift as ScanMap>::NAME,
+            <Shift as ScanMap>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <AtTwo as ScanMap>::NAME,
+            <AtTwo as ScanMap>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <Third as ScanPredicate>::NAME,
+            <Third as ScanPredicate>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <OneMore as ScanPredicate>::NAME,
+            <OneMore as ScanPredicate>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <Growing as ScanPredicate>::NAME,
+            <Growing as ScanPredicate>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <Positive as ScanPredicate>::NAME,
+            <Positive as ScanPredicate>::CUDA_SOURCE,
+            false,
+        ),
+        (
+            <SameU32 as ScanEquality>::NAME,
+            <SameU32 as ScanEquality>::CUDA_SOURCE,
+            true,
+        ),
+        (
+            <SameF32 as ScanEquality>::NAME,
+            <SameF32 as ScanEquality>::CUDA_SOURCE,
+            true,
+        ),
+        (
+            <SameSlope as ScanEquality>::NAME,
+            <SameSlope as ScanEquality>::CUDA_SOURCE,
+            true,
+        ),
     ];
     // One program of all of them, for each architecture.
-    let mut source = common::ops::stage_program(stages[0].0, stages[0].1);
-    for (name, stage) in &stages[1..] {
-        let one = common::ops::stage_program(name, stage);
+    let mut source = gpu_scan::kernels_gen::PRELUDE.to_string();
+    for (name, stage, pairs) in &stages {
+        let one = common::ops::stage_program(name, stage, *pairs);
         source.push_str(&one[gpu_scan::kernels_gen::PRELUDE.len()..]);
     }
-    let symbols: Vec<String> = stages.iter().map(|(n, _)| format!("run_{n}")).collect();
+    let symbols: Vec<String> = stages.iter().map(|(n, ..)| format!("run_{n}")).collect();
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
     for arch in Arch::CUDA_13 {
         compile_and_assemble(

@@ -1,16 +1,21 @@
-//! Load and store stages (`#[scan_map]`, `#[scan_predicate]`) and the CPU
-//! backend's applications of them: maps with the GPU's integer semantics,
-//! maps and predicates over `#[scan_op]` structs, compaction and partition
-//! against a sequential filter over lengths around the CPU's chunks, and,
+//! Load and store stages (`#[scan_map]`, `#[scan_predicate]`,
+//! `#[scan_equality]`) and the CPU backend's applications of them: maps with
+//! the GPU's integer semantics, stages over `#[scan_op]` structs,
+//! compaction, partition, unique, run-length encoding and reduce-by-key
+//! against sequential walks over lengths around the CPU's chunks, and,
 //! where a GPU is usable, each stage's translation run by a kernel against
 //! its Rust function. `STAGES_SEED` replays a run.
 
 mod common;
-use common::ops::{Affine, AtTwo, Growing, OneMore, Positive, Shift, Third, Triple, WrapU8};
+use common::ops::{
+    Affine, AtTwo, Growing, OneMore, Positive, SameF32, SameSlope, SameU32, Shift, Third, Triple,
+    WrapU8,
+};
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
 use gpu_scan::select::{
-    partition_if, partition_three, select_flagged, select_if, Rejected, SelectLengthError,
+    partition_if, partition_three, reduce_by_key, run_length_encode, select_flagged, select_if,
+    unique, Rejected, SelectLengthError,
 };
 use rand::{Rng, SeedableRng};
 
@@ -53,10 +58,20 @@ fn maps_apply_with_the_gpus_integer_semantics() {
 
 #[test]
 fn stage_sources_declare_their_policies_and_types() {
-    assert_eq!(<Triple as ScanMap>::NAME, "triple");
+    // The policy's name: the Rust name and a hash of the module path.
+    let name = <Triple as ScanMap>::NAME;
+    assert!(
+        name.starts_with("triple_") && name.len() == "triple_".len() + 16,
+        "{name}"
+    );
+    assert_ne!(name, <WrapU8 as ScanMap>::NAME);
     let triple = <Triple as ScanMap>::CUDA_SOURCE;
     assert!(
-        triple.contains("namespace gpu_scan_stages {\nstruct triple {"),
+        triple.contains(&format!("namespace gpu_scan_stages {{\nstruct {name} {{")),
+        "{triple}"
+    );
+    assert!(
+        triple.contains(&format!("#ifndef GPU_SCAN_STAGE_{name}\n")),
         "{triple}"
     );
     assert!(
@@ -174,6 +189,133 @@ fn structs_are_selected_whole() {
     assert_eq!(out[..count], split(&signed, |v| v > 0).0[..]);
 }
 
+/// Runs by a sequential walk: each run's start and length.
+fn runs_of<T: Copy>(input: &[T], equal: impl Fn(T, T) -> bool) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (i, &x) in input.iter().enumerate() {
+        match runs.last_mut() {
+            Some((start, len)) if equal(input[*start + *len - 1], x) => *len += 1,
+            _ => runs.push((i, 1)),
+        }
+    }
+    runs
+}
+
+/// `n` values with runs of geometric length of mean `mean` (values below
+/// `values`; a new run may repeat the old value, as real data does).
+fn runs_input(rng: &mut Rng64, n: usize, mean: u32, values: u32) -> Vec<u32> {
+    let mut v = 0;
+    (0..n)
+        .map(|_| {
+            if rng.random_range(0..mean) == 0 {
+                v = rng.random_range(0..values);
+            }
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn unique_and_run_length_encoding_match_a_sequential_walk() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    for n in LENGTHS {
+        // All runs of length one, runs of mean 8, and one run.
+        let inputs = [
+            (0..n as u32).collect::<Vec<_>>(),
+            runs_input(&mut rng, n, 8, 1 << 20),
+            vec![7; n],
+        ];
+        for input in inputs {
+            let runs = runs_of(&input, |a, b| a == b);
+            let poison = 0xdead_beef;
+            let mut out = vec![poison; n];
+            assert_eq!(
+                unique::<SameU32>(&input, &mut out).unwrap(),
+                runs.len(),
+                "n {n}"
+            );
+            let firsts: Vec<u32> = runs.iter().map(|&(s, _)| input[s]).collect();
+            assert_eq!(out[..runs.len()], firsts[..], "unique, n {n}");
+            assert!(out[runs.len()..].iter().all(|&x| x == poison));
+            let (mut values, mut lengths) = (vec![poison; n], vec![u64::MAX; n]);
+            let count = run_length_encode::<SameU32>(&input, &mut values, &mut lengths).unwrap();
+            assert_eq!(count, runs.len());
+            assert_eq!(values[..count], firsts[..], "rle values, n {n}");
+            let want: Vec<u64> = runs.iter().map(|&(_, l)| l as u64).collect();
+            assert_eq!(lengths[..count], want[..], "rle lengths, n {n}");
+            assert!(lengths[count..].iter().all(|&x| x == u64::MAX));
+        }
+    }
+    // Float keys by `==`: -0.0 joins 0.0's run, every NaN is a run of its own.
+    let floats = [0.0, -0.0, f32::NAN, f32::NAN, 1.0, 1.0];
+    let (mut values, mut lengths) = ([9.0f32; 6], [0u64; 6]);
+    assert_eq!(
+        run_length_encode::<SameF32>(&floats, &mut values, &mut lengths).unwrap(),
+        4
+    );
+    assert_eq!(lengths[..4], [2, 1, 1, 2]);
+}
+
+#[test]
+fn reduce_by_key_combines_each_run_in_order() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    for n in LENGTHS {
+        // Segments of mean 1000 (CUB's benchmark shape), then mean 2.
+        for mean in [1000, 2] {
+            let keys = runs_input(&mut rng, n, mean, 4);
+            // Non-commutative values: affine maps with slopes ±1 and small
+            // integer offsets, whose compositions are exact in f32.
+            let values: Vec<Affine> = (0..n)
+                .map(|_| Affine {
+                    a: [1.0, -1.0][rng.random_range(0..2)],
+                    b: rng.random_range(-4..4) as f32,
+                })
+                .collect();
+            let runs = runs_of(&keys, |a, b| a == b);
+            let mut keys_out = vec![u32::MAX; n];
+            let mut values_out = vec![
+                Affine {
+                    a: f32::NAN,
+                    b: f32::NAN
+                };
+                n
+            ];
+            let count =
+                reduce_by_key::<SameU32, Affine>(&keys, &values, &mut keys_out, &mut values_out)
+                    .unwrap();
+            assert_eq!(count, runs.len(), "n {n}");
+            for (r, &(start, len)) in runs.iter().enumerate() {
+                let want = values[start + 1..start + len]
+                    .iter()
+                    .fold(values[start], |acc, &v| <Affine as ScanOp>::combine(acc, v));
+                assert_eq!(
+                    (keys_out[r], values_out[r]),
+                    (keys[start], want),
+                    "n {n}, run {r}"
+                );
+            }
+            assert!(keys_out[count..].iter().all(|&k| k == u32::MAX));
+        }
+    }
+    // Keys that are structs, equal by one field.
+    let keys = [
+        Affine { a: 1.0, b: 0.0 },
+        Affine { a: 1.0, b: 5.0 },
+        Affine { a: 2.0, b: 0.0 },
+    ];
+    let (mut keys_out, mut sums) = ([Affine { a: 0.0, b: 0.0 }; 3], [0u32; 3]);
+    let count = reduce_by_key::<SameSlope, Sum<u32>>(&keys, &[1, 2, 3], &mut keys_out, &mut sums);
+    assert_eq!(count, Ok(2));
+    assert_eq!(
+        (keys_out[..2].to_vec(), sums[..2].to_vec()),
+        (vec![keys[0], keys[2]], vec![3, 3])
+    );
+    assert_eq!(
+        reduce_by_key::<SameU32, Sum<u32>>(&[1, 2], &[1], &mut [0; 2], &mut [0; 2]),
+        Err(SelectLengthError::Values { keys: 2, values: 1 })
+    );
+}
+
 #[test]
 fn nothing_or_everything_kept() {
     let input: Vec<u32> = (0..50_000).map(|i| i * 3).collect();
@@ -262,17 +404,20 @@ fn stages_on_the_gpu_match_their_rust_functions() {
     };
     use gpu_scan::scan_runtime::{target_arch, DeviceApi};
 
+    /// Runs stage `name` over `input` (an equality over neighbours, with
+    /// `pairs`) and compares each output with `f(input, i)`.
     fn check<I, O>(
         ctx: &std::sync::Arc<gpu_scan::cudarc::driver::CudaContext>,
         name: &str,
         source: &str,
+        pairs: bool,
         input: &[I],
-        f: impl Fn(I) -> O,
+        f: impl Fn(&[I], usize) -> O,
     ) where
         I: DeviceRepr + Copy,
         O: DeviceRepr + ValidAsZeroBits + Copy + PartialEq + std::fmt::Debug,
     {
-        let program = common::ops::stage_program(name, source);
+        let program = common::ops::stage_program(name, source, pairs);
         let arch = target_arch(ctx).unwrap();
         let module = ctx
             .load_module(DeviceApi::compile(&program, arch, &[]).unwrap())
@@ -295,13 +440,22 @@ fn stages_on_the_gpu_match_their_rust_functions() {
         }
         .unwrap();
         let got = stream.clone_dtoh(&d_out).unwrap();
-        for (i, (&x, g)) in input.iter().zip(got).enumerate() {
-            assert_eq!(g, f(x), "{name}: element {i}");
+        for (i, g) in got.into_iter().enumerate() {
+            assert_eq!(g, f(input, i), "{name}: element {i}");
         }
         println!(
             "stages on the GPU: {name} matches its Rust function on {} inputs",
             input.len()
         );
+    }
+
+    /// A function of one element as one of the input and an index.
+    fn one<I: Copy, O>(f: impl Fn(I) -> O) -> impl Fn(&[I], usize) -> O {
+        move |x, i| f(x[i])
+    }
+    /// An equality of each element and the next (itself, for the last).
+    fn pair<I: Copy>(f: impl Fn(I, I) -> bool) -> impl Fn(&[I], usize) -> bool {
+        move |x, i| f(x[i], x[(i + 1).min(x.len() - 1)])
     }
 
     let Some(ctx) = common::gpu::open_gpu("stages") else {
@@ -311,32 +465,36 @@ fn stages_on_the_gpu_match_their_rust_functions() {
     let bytes: Vec<u8> = (0..=255).collect();
     check(
         &ctx,
-        "wrap_u8",
+        <WrapU8 as ScanMap>::NAME,
         <WrapU8 as ScanMap>::CUDA_SOURCE,
+        false,
         &bytes,
-        WrapU8::apply,
+        one(WrapU8::apply),
     );
     check(
         &ctx,
-        "triple",
+        <Triple as ScanMap>::NAME,
         <Triple as ScanMap>::CUDA_SOURCE,
+        false,
         &bytes,
-        Triple::apply,
+        one(Triple::apply),
     );
     let words: Vec<u32> = (0..10_000).map(|_| rng.random()).collect();
     check(
         &ctx,
-        "shift",
+        <Shift as ScanMap>::NAME,
         <Shift as ScanMap>::CUDA_SOURCE,
+        false,
         &words,
-        Shift::apply,
+        one(Shift::apply),
     );
     check(
         &ctx,
-        "third",
+        <Third as ScanPredicate>::NAME,
         <Third as ScanPredicate>::CUDA_SOURCE,
+        false,
         &words,
-        Third::keep,
+        one(Third::keep),
     );
     let maps: Vec<Affine> = (0..10_000)
         .map(|_| Affine {
@@ -346,24 +504,62 @@ fn stages_on_the_gpu_match_their_rust_functions() {
         .collect();
     check(
         &ctx,
-        "at_two",
+        <AtTwo as ScanMap>::NAME,
         <AtTwo as ScanMap>::CUDA_SOURCE,
+        false,
         &maps,
-        AtTwo::apply,
+        one(AtTwo::apply),
     );
     check(
         &ctx,
-        "growing",
+        <Growing as ScanPredicate>::NAME,
         <Growing as ScanPredicate>::CUDA_SOURCE,
+        false,
         &maps,
-        Growing::keep,
+        one(Growing::keep),
     );
     let signed: Vec<i64> = (0..10_000).map(|_| rng.random()).collect();
     check(
         &ctx,
-        "positive",
+        <Positive as ScanPredicate>::NAME,
         <Positive as ScanPredicate>::CUDA_SOURCE,
+        false,
         &signed,
-        Positive::keep,
+        one(Positive::keep),
+    );
+    // Equalities, over neighbours: runs, signed zeros and NaNs, a struct's field.
+    let runs: Vec<u32> = (0..10_000).map(|_| rng.random_range(0..3)).collect();
+    check(
+        &ctx,
+        <SameU32 as ScanEquality>::NAME,
+        <SameU32 as ScanEquality>::CUDA_SOURCE,
+        true,
+        &runs,
+        pair(SameU32::equal),
+    );
+    let floats: Vec<f32> = (0..10_000)
+        .map(|_| [0.0, -0.0, 1.5, f32::NAN][rng.random_range(0..4)])
+        .collect();
+    check(
+        &ctx,
+        <SameF32 as ScanEquality>::NAME,
+        <SameF32 as ScanEquality>::CUDA_SOURCE,
+        true,
+        &floats,
+        pair(SameF32::equal),
+    );
+    let slopes: Vec<Affine> = (0..10_000)
+        .map(|_| Affine {
+            a: rng.random_range(0..2) as f32,
+            b: rng.random(),
+        })
+        .collect();
+    check(
+        &ctx,
+        <SameSlope as ScanEquality>::NAME,
+        <SameSlope as ScanEquality>::CUDA_SOURCE,
+        true,
+        &slopes,
+        pair(SameSlope::equal),
     );
 }

@@ -1,5 +1,6 @@
-//! Compaction and partition on the CPU, on all cores: what the GPU's select
-//! and partition compute, and their oracle. Every function is stable: the
+//! Compaction, partition and runs on the CPU, on all cores: what the GPU's
+//! select, partition, unique, run-length encoding and reduce-by-key
+//! compute, and their oracle. Every function is stable: the
 //! elements of each part keep their input order (the rejected part of a
 //! partition may instead be reversed, as CUB's `DevicePartition::If` writes
 //! it). Output slices are as long as the input; a selection writes its
@@ -21,7 +22,8 @@
 //! ```
 
 use crate::cpu::chunk_len;
-use crate::stages::ScanPredicate;
+use crate::stages::{ScanEquality, ScanPredicate};
+use crate::ScanOp;
 use rayon::prelude::*;
 
 /// Slices that do not fit a selection.
@@ -42,6 +44,14 @@ pub enum SelectLengthError {
         input: usize,
         /// Flags given.
         flags: usize,
+    },
+    /// There is not one value per key.
+    #[error("{values} values for {keys} keys: reduce-by-key takes one value per key")]
+    Values {
+        /// Keys given.
+        keys: usize,
+        /// Values given.
+        values: usize,
     },
 }
 
@@ -235,4 +245,129 @@ fn scatter<T: Copy + Send + Sync, const K: usize>(
             }
         });
     totals
+}
+
+/// The indices where a run of neighbours `E` finds equal starts (0 first,
+/// where the input is not empty), in order.
+fn run_heads<E: ScanEquality>(input: &[E::Element]) -> Vec<usize> {
+    (0..input.len())
+        .into_par_iter()
+        .filter(|&i| i == 0 || !E::equal(input[i - 1], input[i]))
+        .collect()
+}
+
+/// Writes the first element of each run of neighbours `E` finds equal to
+/// the front of `output`, in order (CUB's `DeviceSelect::Unique`); returns
+/// how many. `output[count..]` is left as it was.
+///
+/// ```
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::select::unique;
+///
+/// #[scan_equality(element = u32, eq = |a, b| a == b)]
+/// struct Same;
+///
+/// let mut out = [0; 7];
+/// assert_eq!(unique::<Same>(&[1, 1, 2, 2, 2, 1, 3], &mut out).unwrap(), 4);
+/// assert_eq!(out[..4], [1, 2, 1, 3]);
+/// ```
+pub fn unique<E: ScanEquality>(
+    input: &[E::Element],
+    output: &mut [E::Element],
+) -> Result<usize, SelectLengthError> {
+    check(input.len(), output.len())?;
+    let [kept, _] = scatter(
+        input,
+        output,
+        |i, x| usize::from(i > 0 && E::equal(input[i - 1], x)),
+        [true, false],
+        false,
+    );
+    Ok(kept)
+}
+
+/// Run-length encoding: for each run of neighbours `E` finds equal, its
+/// first element in `values` and its length in `lengths`, in order
+/// (CUB's `DeviceRunLengthEncode::Encode`); returns the number of runs.
+/// Both outputs are as long as the input; entries past the count are left
+/// as they were.
+///
+/// ```
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::select::run_length_encode;
+///
+/// #[scan_equality(element = u8, eq = |a, b| a == b)]
+/// struct Same;
+///
+/// let (mut values, mut lengths) = ([0u8; 6], [0u64; 6]);
+/// let runs = run_length_encode::<Same>(b"aaabcc", &mut values, &mut lengths).unwrap();
+/// assert_eq!((&values[..runs], &lengths[..runs]), (&b"abc"[..], &[3, 1, 2][..]));
+/// ```
+pub fn run_length_encode<E: ScanEquality>(
+    input: &[E::Element],
+    values: &mut [E::Element],
+    lengths: &mut [u64],
+) -> Result<usize, SelectLengthError> {
+    check(input.len(), values.len())?;
+    check(input.len(), lengths.len())?;
+    let heads = run_heads::<E>(input);
+    let runs = heads.len();
+    values[..runs]
+        .par_iter_mut()
+        .zip(lengths[..runs].par_iter_mut())
+        .enumerate()
+        .for_each(|(r, (value, length))| {
+            let end = heads.get(r + 1).copied().unwrap_or(input.len());
+            *value = input[heads[r]];
+            *length = (end - heads[r]) as u64;
+        });
+    Ok(runs)
+}
+
+/// Reduce by key: for each run of keys `E` finds equal, its first key in
+/// `keys_out` and the combination by `Op` of its values, in order, in
+/// `values_out` (CUB's `DeviceReduce::ReduceByKey`; `Op` need not be
+/// commutative); returns the number of runs. The outputs are as long as
+/// the keys; entries past the count are left as they were.
+///
+/// ```
+/// use gpu_scan::ops::Sum;
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::select::reduce_by_key;
+///
+/// #[scan_equality(element = u32, eq = |a, b| a == b)]
+/// struct Same;
+///
+/// let (mut keys, mut sums) = ([0u32; 5], [0u32; 5]);
+/// let runs = reduce_by_key::<Same, Sum<u32>>(&[7, 7, 3, 7, 7], &[1, 2, 3, 4, 5], &mut keys, &mut sums).unwrap();
+/// assert_eq!((&keys[..runs], &sums[..runs]), (&[7, 3, 7][..], &[3, 3, 9][..]));
+/// ```
+pub fn reduce_by_key<E: ScanEquality, Op: ScanOp>(
+    keys: &[E::Element],
+    values: &[Op::Element],
+    keys_out: &mut [E::Element],
+    values_out: &mut [Op::Element],
+) -> Result<usize, SelectLengthError> {
+    if keys.len() != values.len() {
+        return Err(SelectLengthError::Values {
+            keys: keys.len(),
+            values: values.len(),
+        });
+    }
+    check(keys.len(), keys_out.len())?;
+    check(keys.len(), values_out.len())?;
+    let heads = run_heads::<E>(keys);
+    let runs = heads.len();
+    keys_out[..runs]
+        .par_iter_mut()
+        .zip(values_out[..runs].par_iter_mut())
+        .enumerate()
+        .for_each(|(r, (key, total))| {
+            let end = heads.get(r + 1).copied().unwrap_or(keys.len());
+            *key = keys[heads[r]];
+            *total = values[heads[r] + 1..end]
+                .iter()
+                .fold(values[heads[r]], |acc, &v| Op::combine(acc, v));
+        });
+    Ok(runs)
 }

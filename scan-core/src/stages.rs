@@ -1,5 +1,6 @@
-//! Load and store stages: functions of one element, written once in Rust
-//! with `#[scan_map]` or `#[scan_predicate]`, that the GPU kernels apply
+//! Load and store stages: functions of one element (or of two neighbours),
+//! written once in Rust with `#[scan_map]`, `#[scan_predicate]` or
+//! `#[scan_equality]`, that the GPU kernels apply
 //! as they load or store elements (so that an application reads its input
 //! once and writes its output once) and the CPU backend applies the same
 //! way. The macro checks the function, translates it to CUDA like an
@@ -51,4 +52,22 @@ pub trait ScanPredicate: 'static {
 
     /// Whether `x` is kept.
     fn keep(x: Self::Element) -> bool;
+}
+
+/// Whether two neighbouring elements belong to one run: what unique,
+/// run-length encoding and reduce-by-key compare
+/// (`#[scan_equality(element = T, eq = |a, b| …)]`). It should be an
+/// equivalence (reflexive, symmetric, transitive) on the values you pass,
+/// as `==` is on integers; float `==` is not reflexive on NaN, so each
+/// NaN starts a run of its own, as in CUB.
+pub trait ScanEquality: 'static {
+    /// The elements it compares.
+    type Element: ScanElement;
+    /// The stage's name in snake case: its CUDA policy struct's name.
+    const NAME: &'static str;
+    /// The stage's part of a CUDA program (`kernels_gen::stage`).
+    const CUDA_SOURCE: &'static str;
+
+    /// Whether `a` and `b`, in this order, are in one run.
+    fn equal(a: Self::Element, b: Self::Element) -> bool;
 }

@@ -1,5 +1,5 @@
-//! The `#[scan_op]`, `#[scan_map]` and `#[scan_predicate]` attributes of
-//! `gpu-scan`.
+//! The `#[scan_op]`, `#[scan_map]`, `#[scan_predicate]` and
+//! `#[scan_equality]` attributes of `gpu-scan`.
 //!
 //! Phases, one module each: `attr` parses the attribute's arguments,
 //! `ast` reads and checks the annotated item, `translate` turns the
@@ -7,7 +7,7 @@
 //! outside the supported subset), `rewrite` gives the Rust side the same
 //! integer semantics as the CUDA side, and `expand` writes the trait
 //! implementations and the embedded CUDA program. `stage` does the same for
-//! `#[scan_map]` and `#[scan_predicate]`, functions of one element.
+//! the stages (`#[scan_map]`, `#[scan_predicate]`, `#[scan_equality]`).
 //!
 //! Use it through the `gpu-scan` facade; its documentation lists the
 //! supported subset.
@@ -47,4 +47,14 @@ pub fn scan_map(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn scan_predicate(args: TokenStream, item: TokenStream) -> TokenStream {
     stage::scan_predicate(args.into(), item.into()).into()
+}
+
+/// Defines when two neighbouring elements are in one run: what unique,
+/// run-length encoding and reduce-by-key compare.
+///
+/// `#[scan_equality(element = Pair, eq = |a, b| a.key == b.key)] struct SameKey;`
+/// in the operators' subset of Rust. See `gpu_scan::stages`.
+#[proc_macro_attribute]
+pub fn scan_equality(args: TokenStream, item: TokenStream) -> TokenStream {
+    stage::scan_equality(args.into(), item.into()).into()
 }

@@ -1,5 +1,6 @@
-//! `#[scan_map]` and `#[scan_predicate]`: a load or store stage, a function
-//! of one element on a unit struct that names it. The function is read and
+//! `#[scan_map]`, `#[scan_predicate]` and `#[scan_equality]`: a load or
+//! store stage, a function of one element (an equality: of two neighbours)
+//! on a unit struct that names it. The function is read and
 //! translated as an operator's is (`ast::read_function`, `translate`,
 //! `rewrite`); the output is the struct, the errors, and the stage's trait
 //! implementation with its CUDA policy (`kernels_gen::stage`). On errors a
@@ -59,6 +60,26 @@ const PREDICATE: Kind = Kind {
         returns: "whether the element is kept: add `-> bool`",
     },
 };
+
+const EQUALITY: Kind = Kind {
+    kind: StageKind::Equality,
+    attribute: "scan_equality",
+    type_keys: &["element"],
+    function_key: "eq",
+    signature: Signature {
+        noun: "equality",
+        arity: 2,
+        takes: "two elements",
+        closure: "`|a, b|`",
+        plain_closure: "the parameters must be plain names (`|a, b|`), not patterns",
+        plain_fn: "the parameters must be plain names, not patterns",
+        returns: "whether the two are in one run: add `-> bool`",
+    },
+};
+
+pub fn scan_equality(args: TokenStream, item: TokenStream) -> TokenStream {
+    stage(&EQUALITY, args, item)
+}
 
 pub fn scan_map(args: TokenStream, item: TokenStream) -> TokenStream {
     stage(&MAP, args, item)
@@ -162,7 +183,7 @@ fn expand(kind: &Kind, item: &syn::Item, args: &StageArgs, errors: &mut Errors) 
             stage_type(args, "input", &ident, errors),
             stage_type(args, "output", &ident, errors),
         ),
-        StageKind::Predicate => (
+        StageKind::Predicate | StageKind::Equality => (
             stage_type(args, "element", &ident, errors),
             Some(StageTy {
                 tokens: syn::parse_quote!(bool),
@@ -187,7 +208,7 @@ fn expand(kind: &Kind, item: &syn::Item, args: &StageArgs, errors: &mut Errors) 
     let parts = ast::read_function(function, &kind.signature, errors);
     let translated = parts.as_ref().and_then(|parts| {
         let mut translator = Translator::new(errors, None, false);
-        let param = translator.bind(&parts.idents[0]);
+        let params: Vec<String> = parts.idents.iter().map(|i| translator.bind(i)).collect();
         let body = match &parts.body {
             syn::Expr::Block(b) if b.label.is_none() => translator.block(&b.block),
             other => translator.expr(other).map(|value| Block {
@@ -195,16 +216,16 @@ fn expand(kind: &Kind, item: &syn::Item, args: &StageArgs, errors: &mut Errors) 
                 value,
             }),
         }?;
-        Some((param, body))
+        Some((params, body))
     });
-    let (Some(parts), Some((param, body)), true) = (parts, translated, errors.len() == before)
+    let (Some(parts), Some((params, body)), true) = (parts, translated, errors.len() == before)
     else {
         return stub(kind, &private, &ident, &input, &output);
     };
     let desc = StageDesc {
         name: ast::snake_case(&ident),
         kind: kind.kind,
-        param,
+        params,
         input: input.ty.clone(),
         output: output.ty.clone(),
         body,
@@ -222,36 +243,7 @@ fn implementation(
     parts: ast::FnParts,
 ) -> TokenStream {
     let (in_ty, out_ty) = (&input.tokens, &output.tokens);
-    let source = kernels_gen::stage::stage_source_parts(desc)
-        .into_iter()
-        .map(|part| match part {
-            Part::Text(t) => quote!(#t),
-            Part::Named(path) => match syn::parse_str::<syn::Path>(&path) {
-                Ok(p) => quote!(<#p as #private::ScanElement>::CUDA_TYPE),
-                Err(e) => e.to_compile_error(),
-            },
-            Part::Element | Part::Field(_) => unreachable!("a stage names its types by path"),
-        });
-    // The Rust side: the same body with the CUDA side's integer semantics,
-    // the written types checked on the user's tokens.
-    let semantics = quote!(#private::semantics);
-    let mut body = parts.body;
-    Rewriter {
-        semantics: &semantics,
-    }
-    .visit_expr_mut(&mut body);
-    let x = &parts.idents[0];
-    let param_check = parts.types[0].as_ref().map(|ty| {
-        quote_spanned! {ty.span()=>
-            let #x: #ty = #x;
-        }
-    });
-    let return_check = parts.return_type.map(|ty| {
-        quote_spanned! {ty.span()=>
-            let _: ::core::marker::PhantomData<#ty> = ::core::marker::PhantomData::<#out_ty>;
-        }
-    });
-    let name = &desc.name;
+    let (snake, rust_name) = (&desc.name, ident.to_string());
     let (trait_, types, function) = match kind.kind {
         StageKind::Map => (
             quote!(#private::stages::ScanMap),
@@ -263,11 +255,57 @@ fn implementation(
             quote!(type Element = #in_ty;),
             quote!(keep),
         ),
+        StageKind::Equality => (
+            quote!(#private::stages::ScanEquality),
+            quote!(type Element = #in_ty;),
+            quote!(equal),
+        ),
     };
+    let source = kernels_gen::stage::stage_source_parts(desc)
+        .into_iter()
+        .map(|part| match part {
+            Part::Text(t) => quote!(#t),
+            Part::Named(path) => match syn::parse_str::<syn::Path>(&path) {
+                Ok(p) => quote!(<#p as #private::ScanElement>::CUDA_TYPE),
+                Err(e) => e.to_compile_error(),
+            },
+            Part::Element => quote!(<#ident as #trait_>::NAME),
+            Part::Field(_) => unreachable!("a stage names its types by path"),
+        });
+    // The Rust side: the same body with the CUDA side's integer semantics,
+    // the written types checked on the user's tokens.
+    let semantics = quote!(#private::semantics);
+    let mut body = parts.body;
+    Rewriter {
+        semantics: &semantics,
+    }
+    .visit_expr_mut(&mut body);
+    let idents = &parts.idents;
+    let param_checks = parts.types.iter().zip(idents).filter_map(|(ty, x)| {
+        ty.as_ref().map(|ty| {
+            quote_spanned! {ty.span()=>
+                let #x: #ty = #x;
+            }
+        })
+    });
+    let return_check = parts.return_type.map(|ty| {
+        quote_spanned! {ty.span()=>
+            let _: ::core::marker::PhantomData<#ty> = ::core::marker::PhantomData::<#out_ty>;
+        }
+    });
     quote! {
         impl #trait_ for #ident {
             #types
-            const NAME: &'static str = #name;
+            // The Rust name and a hash of the module path (as element
+            // structs' CUDA names): no clash, no C++ keyword.
+            const NAME: &'static str = {
+                const HASH: [u8; 16] = #private::const_str::hex16(#private::const_str::fnv1a(&[
+                    ::core::module_path!(),
+                    "::",
+                    #rust_name,
+                ]));
+                #private::concat_const!(#snake, "_", #private::const_str::utf8(&HASH))
+            };
             const CUDA_SOURCE: &'static str = #private::concat_const!(
                 <#in_ty as #private::ScanElement>::CUDA_DECL,
                 <#out_ty as #private::ScanElement>::CUDA_DECL,
@@ -275,8 +313,8 @@ fn implementation(
             );
             #[inline]
             #[allow(unused_parens, unused_braces, clippy::all)]
-            fn #function(#x: #in_ty) -> #out_ty {
-                #param_check
+            fn #function(#(#idents: #in_ty),*) -> #out_ty {
+                #(#param_checks)*
                 #return_check
                 #body
             }
@@ -315,6 +353,16 @@ fn stub(
                 const NAME: &'static str = #name;
                 const CUDA_SOURCE: &'static str = "";
                 fn keep(_: #in_ty) -> bool {
+                    ::core::unreachable!(#message)
+                }
+            }
+        },
+        StageKind::Equality => quote! {
+            impl #private::stages::ScanEquality for #ident {
+                type Element = #in_ty;
+                const NAME: &'static str = #name;
+                const CUDA_SOURCE: &'static str = "";
+                fn equal(_: #in_ty, _: #in_ty) -> bool {
                     ::core::unreachable!(#message)
                 }
             }

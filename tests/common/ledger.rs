@@ -177,7 +177,8 @@ fn key(source: &str, options: &[String], arch: Arch) -> String {
 /// Whether the program of `key` is compiled although the ledger has it.
 fn sampled(key: &str, salt: &str) -> bool {
     let digest = Sha256::digest(format!("{salt}{key}").as_bytes());
-    digest[0] < u8::MAX / sample_one_in() + 1
+    // In u16: one in 1 (every program) is 256, past u8.
+    u16::from(digest[0]) < u16::from(u8::MAX / sample_one_in()) + 1
 }
 
 /// How a program's result was obtained.

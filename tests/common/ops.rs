@@ -243,6 +243,11 @@ pub struct Shift;
 #[scan_map(input = Affine, output = f32, map = fn at_two(m: Affine) -> f32 { m.a * 2.0 + m.b })]
 pub struct AtTwo;
 
+/// Doubles: a stage whose snake-case name is a C++ keyword (`double`), which
+/// its CUDA name's module hash keeps apart.
+#[scan_map(input = u32, output = u32, map = |x| x * 2)]
+pub struct Double;
+
 /// Multiples of 3.
 #[scan_predicate(element = u32, keep = |x| x % 3 == 0)]
 pub struct Third;
@@ -259,14 +264,34 @@ pub struct Growing;
 #[scan_predicate(element = i64, keep = fn positive(v: i64) -> bool { let zero = 0; v > zero })]
 pub struct Positive;
 
+/// Integer keys equal when equal.
+#[scan_equality(element = u32, eq = |a, b| a == b)]
+pub struct SameU32;
+
+/// Floats equal by `==` (each NaN a run of its own).
+#[scan_equality(element = f32, eq = |a, b| a == b)]
+pub struct SameF32;
+
+/// Affine maps with the same slope (an equality on a struct's field, the
+/// `fn` form).
+#[scan_equality(element = Affine, eq = fn same_slope(x: Affine, y: Affine) -> bool { x.a == y.a })]
+pub struct SameSlope;
+
 /// A program running stage `name` (whose `CUDA_SOURCE` is `source`) over an
-/// array: `run_<name>(in, out, n)` writes `apply(in[i])` to `out[i]`.
-pub fn stage_program(name: &str, source: &str) -> String {
+/// array: `run_<name>(in, out, n)` writes `apply(in[i])` to `out[i]`, or
+/// for an equality (`pairs`) `apply(in[i], in[i + 1])` (`in[i]` twice for
+/// the last).
+pub fn stage_program(name: &str, source: &str, pairs: bool) -> String {
+    let args = if pairs {
+        "in[i], in[i + 1 < n ? i + 1 : i]"
+    } else {
+        "in[i]"
+    };
     format!(
         "{}\n{source}\nextern \"C\" __global__ void run_{name}(const gpu_scan_stages::{name}::input_t *in, \
          gpu_scan_stages::{name}::output_t *out, unsigned int n) {{\n  \
          unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n  \
-         if (i < n) out[i] = gpu_scan_stages::{name}::apply(in[i]);\n}}\n",
+         if (i < n) out[i] = gpu_scan_stages::{name}::apply({args});\n}}\n",
         gpu_scan::kernels_gen::PRELUDE
     )
 }

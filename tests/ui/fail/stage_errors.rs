@@ -30,4 +30,8 @@ struct WrongReturn;
 #[scan_predicate(element = u32, keep = |x| x + 1)]
 struct NotABool;
 
+// An equality compares two neighbours.
+#[scan_equality(element = u32, eq = |a| a == 1)]
+struct OneSided;
+
 fn main() {}
