@@ -93,10 +93,20 @@ pub fn compile(
     })
 }
 
+static COMPILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many programs NVRTC has compiled in this process (cache reads not
+/// counted): `examples/scan_stress` checks with it that scanners built at
+/// once compile each kernel once.
+pub fn compiles() -> u64 {
+    COMPILES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Compiles `source` with the NVRTC in use ([`toolkit::nvrtc`]) and
 /// `options`, past the disk cache: a CUBIN for `--gpu-architecture=sm_XX`,
 /// else PTX. A source NVRTC rejects is written where the error says.
 pub fn compile_uncached(op: &'static str, source: &str, options: &[String]) -> Result<Image> {
+    COMPILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let cubin = wants_cubin(options);
     match toolkit::nvrtc()?.compile(source, &format!("{op}.cu"), options, cubin) {
         Ok(bytes) if cubin => Ok(Image::Cubin(bytes)),
