@@ -116,8 +116,8 @@ pub mod ops;
 #[doc(hidden)]
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, check_laws, columns, cpu, laws, segmented, select, semantics, stages,
-    summed_area, Columns, CountedSegmentTotals, Counterexample, Direction, HostCarryOut,
+    check_associativity, check_laws, columns, cpu, laws, recurrence, segmented, select, semantics,
+    stages, summed_area, Columns, CountedSegmentTotals, Counterexample, Direction, HostCarryOut,
     HostSegmentedCarryOut, HostSegments, IntoScanSpec, LengthMismatch, NoCarryOut, NoSegments,
     Rows, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals, SegmentedBy, Shape, SummedArea,
     TakesCarryOut,

@@ -12,6 +12,7 @@ pub mod const_str;
 pub mod cpu;
 pub mod laws;
 mod lengths;
+pub mod recurrence;
 pub mod segment_totals;
 pub mod segmented;
 mod segments;
