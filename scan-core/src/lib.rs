@@ -12,6 +12,7 @@ pub mod const_str;
 pub mod cpu;
 pub mod laws;
 mod lengths;
+pub mod real;
 pub mod recurrence;
 pub mod segment_totals;
 pub mod segmented;
@@ -19,6 +20,7 @@ mod segments;
 pub mod select;
 pub mod semantics;
 pub mod spec;
+pub mod spmv;
 pub mod stages;
 pub mod summed_area;
 

@@ -24,31 +24,9 @@
 //! assert_eq!(h, [1.0, 2.5, 5.25]);
 //! ```
 
+use crate::real::Real;
 use crate::Direction;
 use rayon::prelude::*;
-
-/// The floats a recurrence runs over.
-pub trait RecurrenceFloat:
-    Copy
-    + Send
-    + Sync
-    + PartialEq
-    + std::fmt::Debug
-    + std::ops::Add<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + 'static
-{
-    /// 0.
-    const ZERO: Self;
-}
-
-impl RecurrenceFloat for f32 {
-    const ZERO: Self = 0.0;
-}
-
-impl RecurrenceFloat for f64 {
-    const ZERO: Self = 0.0;
-}
 
 /// How a batch's arrays are laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,7 +208,7 @@ impl<T> Recurrence<'_, T> {
 /// shape's layout. Each step computes `a[t] · h + b[t]` as a product, then
 /// a sum (a matrix row's products summed in column order), without fused
 /// multiply-adds. On a length error nothing is written.
-pub fn linear_recurrence<T: RecurrenceFloat>(
+pub fn linear_recurrence<T: Real>(
     r: &Recurrence<'_, T>,
     output: &mut [T],
 ) -> Result<(), RecurrenceLengthError> {
