@@ -117,10 +117,10 @@ pub mod ops;
 pub use kernels_gen;
 pub use scan_core::{
     check_associativity, check_laws, columns, cpu, laws, real, recurrence, segmented, select,
-    semantics, spmv, stages, summed_area, Columns, CountedSegmentTotals, Counterexample, Direction,
-    HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec, LengthMismatch, NoCarryOut,
-    NoSegments, Rows, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals, SegmentedBy, Shape,
-    SummedArea, TakesCarryOut,
+    semantics, sort, spmv, stages, summed_area, Columns, CountedSegmentTotals, Counterexample,
+    Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec, LengthMismatch,
+    NoCarryOut, NoSegments, Rows, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals,
+    SegmentedBy, Shape, SummedArea, TakesCarryOut,
 };
 pub use scan_macros::{scan_equality, scan_map, scan_op, scan_predicate};
 #[cfg(feature = "gpu")]

@@ -19,6 +19,7 @@ pub mod segmented;
 mod segments;
 pub mod select;
 pub mod semantics;
+pub mod sort;
 pub mod spec;
 pub mod spmv;
 pub mod stages;

@@ -166,7 +166,7 @@ where
 /// with `reverse_last`), writing only the parts `write` names; returns
 /// the parts' lengths. Two passes over chunks on all cores: count, then
 /// write each chunk's elements to its own disjoint ranges.
-fn scatter<T: Copy + Send + Sync, const K: usize>(
+pub(crate) fn scatter<T: Copy + Send + Sync, const K: usize>(
     input: &[T],
     output: &mut [T],
     class: impl Fn(usize, T) -> usize + Sync,

@@ -1,0 +1,308 @@
+//! Radix sort on the CPU, the way the GPU's will sort (issue 48) and its
+//! oracle: least-significant digit first, eight bits a pass, each pass a
+//! count of digits, an exclusive scan of the counts and a stable scatter,
+//! on all cores. Keys are every integer and float primitive; a sort is
+//! stable (equal keys keep their input order, descending too), may be
+//! limited to a range of the keys' bits, and carries values along, gives
+//! the permutation (argsort), sorts records by a key function written as a
+//! `#[scan_map]`, or sorts segments independently.
+//!
+//! Order: integers by value; floats by IEEE total order, as `total_cmp`
+//! (and CUB) place them: -NaN, -∞, …, -0.0, +0.0, …, +∞, +NaN (a NaN's
+//! place follows its sign bit). Descending is the exact reverse order,
+//! ties still in input order.
+//!
+//! ```
+//! use gpu_scan::sort::{sort_keys, sort_pairs, SortSpec};
+//!
+//! let mut keys = [3.5f32, -0.0, 0.0, -2.0, f32::INFINITY];
+//! sort_keys(&mut keys, SortSpec::ascending()).unwrap();
+//! assert_eq!(keys.map(f32::to_bits), [-2.0f32, -0.0, 0.0, 3.5, f32::INFINITY].map(f32::to_bits));
+//!
+//! let (mut k, mut v) = ([2u8, 1, 2, 1], ['a', 'b', 'c', 'd']);
+//! sort_pairs(&mut k, &mut v, SortSpec::descending()).unwrap();
+//! assert_eq!((k, v), ([2, 2, 1, 1], ['a', 'c', 'b', 'd']));
+//! ```
+
+use crate::segments::{InvalidOffsets, SegmentOffset};
+use crate::select::scatter;
+use crate::stages::ScanMap;
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// A key radix sort takes: its bits in an order whose unsigned comparison
+/// is the key's.
+pub trait RadixKey: Copy + Send + Sync + 'static {
+    /// The key's bits.
+    const BITS: u32;
+    /// The key's bits, transformed so that unsigned order is key order
+    /// (signed integers: the sign bit flipped; floats: all bits flipped
+    /// for a negative sign, else the sign bit set).
+    fn ordered_bits(self) -> u64;
+}
+
+macro_rules! unsigned_keys {
+    ($($t:ty),*) => {$(
+        impl RadixKey for $t {
+            const BITS: u32 = <$t>::BITS;
+            fn ordered_bits(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+unsigned_keys!(u8, u16, u32, u64);
+
+macro_rules! signed_keys {
+    ($($t:ty => $u:ty),*) => {$(
+        impl RadixKey for $t {
+            const BITS: u32 = <$t>::BITS;
+            fn ordered_bits(self) -> u64 {
+                ((self as $u) ^ (1 << (<$t>::BITS - 1))) as u64
+            }
+        }
+    )*};
+}
+signed_keys!(i8 => u8, i16 => u16, i32 => u32, i64 => u64);
+
+macro_rules! float_keys {
+    ($($t:ty => $bits:literal),*) => {$(
+        impl RadixKey for $t {
+            const BITS: u32 = $bits;
+            fn ordered_bits(self) -> u64 {
+                let bits = self.to_bits();
+                let sign = 1 << ($bits - 1);
+                (if bits & sign != 0 { !bits } else { bits | sign }) as u64
+            }
+        }
+    )*};
+}
+float_keys!(f32 => 32, f64 => 64);
+
+/// Ascending or descending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortOrder {
+    /// Smallest first.
+    Ascending,
+    /// Largest first (ties in input order).
+    Descending,
+}
+
+/// How to sort: the order, and the range of the keys' bits compared (all
+/// of them by default; bits outside it are ignored, so keys equal within
+/// it keep their input order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SortSpec {
+    /// Ascending or descending.
+    pub order: SortOrder,
+    /// The bits compared, `begin..end` (of the transformed bits), or all.
+    pub bits: Option<Range<u32>>,
+}
+
+impl SortSpec {
+    /// Ascending, all bits.
+    pub fn ascending() -> Self {
+        SortSpec {
+            order: SortOrder::Ascending,
+            bits: None,
+        }
+    }
+
+    /// Descending, all bits.
+    pub fn descending() -> Self {
+        SortSpec {
+            order: SortOrder::Descending,
+            bits: None,
+        }
+    }
+
+    /// This sort comparing only bits `begin..end` of the keys' transformed
+    /// bits ([`RadixKey::ordered_bits`]).
+    pub fn bits(mut self, bits: Range<u32>) -> Self {
+        self.bits = Some(bits);
+        self
+    }
+
+    /// The bits compared for keys of `K`, checked.
+    fn range<K: RadixKey>(&self) -> Result<Range<u32>, SortError> {
+        let bits = self.bits.clone().unwrap_or(0..K::BITS);
+        if bits.start > bits.end || bits.end > K::BITS {
+            return Err(SortError::Bits {
+                begin: bits.start,
+                end: bits.end,
+                key_bits: K::BITS,
+            });
+        }
+        Ok(bits)
+    }
+
+    /// `key`'s sort bits: those of the range, shifted down, inverted for a
+    /// descending sort.
+    fn sort_bits<K: RadixKey>(&self, range: &Range<u32>, key: K) -> u64 {
+        let width = range.end - range.start;
+        let mask = if width == 64 {
+            u64::MAX
+        } else {
+            (1u64 << width) - 1
+        };
+        let bits = (key.ordered_bits() >> range.start) & mask;
+        match self.order {
+            SortOrder::Ascending => bits,
+            SortOrder::Descending => !bits & mask,
+        }
+    }
+}
+
+/// A sort that cannot run as asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SortError {
+    /// The bit range is not within the key.
+    #[error("bits {begin}..{end} are not a range within the key's {key_bits} bits")]
+    Bits {
+        /// Its start.
+        begin: u32,
+        /// Its end.
+        end: u32,
+        /// The key's bits.
+        key_bits: u32,
+    },
+    /// Keys and values differ in number.
+    #[error("{values} values for {keys} keys: a pair sort takes one value per key")]
+    Values {
+        /// Keys.
+        keys: usize,
+        /// Values.
+        values: usize,
+    },
+    /// The segments do not cut the keys.
+    #[error("segment offsets: {0}")]
+    Offsets(#[from] InvalidOffsets),
+}
+
+/// The stable order of `bits` (the permutation sorting them), by LSD
+/// passes of eight bits over `width` bits.
+fn lsd_order(bits: &[u64], width: u32) -> Vec<usize> {
+    let mut order: Vec<(u64, usize)> = bits.iter().copied().zip(0..).collect();
+    let mut next = order.clone();
+    let mut shift = 0;
+    while shift < width {
+        let digit_mask = (1u64 << (width - shift).min(8)) - 1;
+        scatter::<_, 256>(
+            &order,
+            &mut next,
+            |_, (b, _)| ((b >> shift) & digit_mask) as usize,
+            [true; 256],
+            false,
+        );
+        std::mem::swap(&mut order, &mut next);
+        shift += 8;
+    }
+    order.into_iter().map(|(_, i)| i).collect()
+}
+
+/// The permutation sorting `keys` as `spec` says (`keys[p[0]]` first).
+fn permutation<K: RadixKey>(keys: &[K], spec: &SortSpec) -> Result<Vec<usize>, SortError> {
+    let range = spec.range::<K>()?;
+    let bits: Vec<u64> = keys
+        .par_iter()
+        .map(|&k| spec.sort_bits(&range, k))
+        .collect();
+    Ok(lsd_order(&bits, range.end - range.start))
+}
+
+/// `items` rearranged: `items[p[i]]` to position i.
+fn gather<T: Copy + Send + Sync>(items: &mut [T], p: &[usize]) {
+    let taken: Vec<T> = p.par_iter().map(|&i| items[i]).collect();
+    items.copy_from_slice(&taken);
+}
+
+/// Sorts `keys` as `spec` says. On an error nothing is moved.
+pub fn sort_keys<K: RadixKey>(keys: &mut [K], spec: SortSpec) -> Result<(), SortError> {
+    let p = permutation(keys, &spec)?;
+    gather(keys, &p);
+    Ok(())
+}
+
+/// Sorts `keys` and moves `values` with them (the value at a key's input
+/// position goes where the key goes). On an error nothing is moved.
+pub fn sort_pairs<K: RadixKey, V: Copy + Send + Sync>(
+    keys: &mut [K],
+    values: &mut [V],
+    spec: SortSpec,
+) -> Result<(), SortError> {
+    if keys.len() != values.len() {
+        return Err(SortError::Values {
+            keys: keys.len(),
+            values: values.len(),
+        });
+    }
+    let p = permutation(keys, &spec)?;
+    gather(keys, &p);
+    gather(values, &p);
+    Ok(())
+}
+
+/// The permutation that sorts `keys` (argsort): position i of the sorted
+/// sequence holds `keys[result[i]]`.
+pub fn argsort<K: RadixKey>(keys: &[K], spec: SortSpec) -> Result<Vec<usize>, SortError> {
+    permutation(keys, &spec)
+}
+
+/// Sorts records by the key a load stage computes from each (a
+/// `#[scan_map]` from the record to a primitive key: a field, or a value
+/// computed from several), moving whole records. On an error nothing is
+/// moved.
+///
+/// ```
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::sort::{sort_by_key, SortSpec};
+///
+/// #[scan_op]
+/// #[repr(C)]
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Task { priority: i32, id: u32 }
+///
+/// #[scan_map(input = Task, output = i32, map = |t| t.priority)]
+/// struct Priority;
+///
+/// let mut tasks = [Task { priority: 2, id: 0 }, Task { priority: -1, id: 1 }, Task { priority: 2, id: 2 }];
+/// sort_by_key::<Priority>(&mut tasks, SortSpec::descending()).unwrap();
+/// assert_eq!(tasks.map(|t| t.id), [0, 2, 1]);
+/// ```
+pub fn sort_by_key<M: ScanMap>(records: &mut [M::Input], spec: SortSpec) -> Result<(), SortError>
+where
+    M::Output: RadixKey,
+{
+    let keys: Vec<M::Output> = records.par_iter().map(|&r| M::apply(r)).collect();
+    let p = permutation(&keys, &spec)?;
+    gather(records, &p);
+    Ok(())
+}
+
+/// Sorts each segment `keys[offsets[s]..offsets[s + 1]]` on its own (CUB's
+/// `DeviceSegmentedSort`), segments in parallel; keys outside every
+/// segment stay where they are. On an error nothing is moved.
+pub fn segmented_sort_keys<K: RadixKey, O: SegmentOffset>(
+    keys: &mut [K],
+    offsets: &[O],
+    spec: SortSpec,
+) -> Result<(), SortError> {
+    InvalidOffsets::check(offsets, keys.len())?;
+    let range = spec.range::<K>()?;
+    // Disjoint segments, in order: split the keys at each offset.
+    let mut segments: Vec<&mut [K]> = Vec::with_capacity(offsets.len().saturating_sub(1));
+    let mut rest = keys;
+    let mut at = offsets.first().map_or(0, |o| o.to_u64() as usize);
+    rest = &mut rest[at..];
+    for end in offsets.iter().skip(1).map(|o| o.to_u64() as usize) {
+        let (segment, tail) = rest.split_at_mut(end - at);
+        segments.push(segment);
+        rest = tail;
+        at = end;
+    }
+    segments.into_par_iter().for_each(|segment| {
+        // A stable sort by the same bits the radix passes compare.
+        segment.sort_by_key(|&k| spec.sort_bits(&range, k));
+    });
+    Ok(())
+}

@@ -1,0 +1,283 @@
+//! Radix sort on the CPU (`gpu_scan::sort`), the oracle of the GPU's:
+//! against the standard library's stable sorts (integers by `Ord`, floats
+//! by `total_cmp`) for every key type, both orders, bit ranges, pairs
+//! (stability checked through the values), argsort, records by a key stage
+//! and segments by offsets; over lengths around the passes' chunks and
+//! inputs that are sorted, reversed, all equal, or differ only in the last
+//! bit, with NaNs and signed zeros. `SORT_SEED` replays a run.
+
+mod common;
+use gpu_scan::prelude::*;
+use gpu_scan::sort::{
+    argsort, segmented_sort_keys, sort_by_key, sort_keys, sort_pairs, RadixKey, SortError,
+    SortOrder, SortSpec,
+};
+use rand::distr::{Distribution, StandardUniform};
+use rand::{Rng, SeedableRng};
+use std::cmp::Ordering;
+
+type Rng64 = rand::rngs::StdRng;
+
+fn seed() -> u64 {
+    let seed = common::seed::from_env_or_clock("SORT_SEED");
+    println!("sort: seed {seed} (SORT_SEED={seed} replays)");
+    seed
+}
+
+/// The lengths of the widest checks; the others stop at a chunk and one.
+const SHORT: &[usize] = &[0, 1, 2, 31, 255, (1 << 14) + 1];
+const LENGTHS: [usize; 9] = [
+    0,
+    1,
+    2,
+    31,
+    255,
+    (1 << 14) - 1,
+    (1 << 14) + 1,
+    100_003,
+    (1 << 18) + 3,
+];
+
+/// A key type and the order the standard library gives it.
+trait Key: RadixKey + std::fmt::Debug + PartialEq {
+    fn compare(a: &Self, b: &Self) -> Ordering;
+    fn bits(self) -> u64;
+}
+
+macro_rules! int_keys {
+    ($($t:ty),*) => {$(
+        impl Key for $t {
+            fn compare(a: &Self, b: &Self) -> Ordering {
+                a.cmp(b)
+            }
+            fn bits(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+int_keys!(u8, u16, u32, u64, i8, i16, i32, i64);
+
+impl Key for f32 {
+    fn compare(a: &Self, b: &Self) -> Ordering {
+        a.total_cmp(b)
+    }
+    fn bits(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+
+impl Key for f64 {
+    fn compare(a: &Self, b: &Self) -> Ordering {
+        a.total_cmp(b)
+    }
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+/// Inputs of `n` keys drawn by `random`: random, sorted, reversed, all
+/// equal, and few distinct values (long runs of ties).
+fn inputs<K: Key>(
+    rng: &mut Rng64,
+    n: usize,
+    random: impl Fn(&mut Rng64) -> K,
+) -> Vec<(&'static str, Vec<K>)> {
+    let values: Vec<K> = (0..n).map(|_| random(rng)).collect();
+    let mut sorted = values.clone();
+    sorted.sort_by(K::compare);
+    let reversed: Vec<K> = sorted.iter().rev().copied().collect();
+    let equal = vec![values.first().copied().unwrap_or_else(|| random(rng)); n];
+    let few: Vec<K> = (0..4).map(|_| random(rng)).collect();
+    let ties = (0..n).map(|_| few[rng.random_range(0..4)]).collect();
+    vec![
+        ("random", values),
+        ("sorted", sorted),
+        ("reversed", reversed),
+        ("equal", equal),
+        ("ties", ties),
+    ]
+}
+
+/// Sorts every input of each length both ways, keys alone and with their
+/// input positions as values (which shows stability), against `sort_by`.
+fn check_type<K: Key>(rng: &mut Rng64, lengths: &[usize], random: impl Fn(&mut Rng64) -> K) {
+    for &n in lengths {
+        for (case, input) in inputs(rng, n, &random) {
+            for order in [SortOrder::Ascending, SortOrder::Descending] {
+                let spec = SortSpec { order, bits: None };
+                let mut want: Vec<(K, u32)> = input.iter().copied().zip(0..).collect();
+                // Stable: ties keep their input order in both directions.
+                want.sort_by(|a, b| match order {
+                    SortOrder::Ascending => K::compare(&a.0, &b.0),
+                    SortOrder::Descending => K::compare(&b.0, &a.0),
+                });
+                let mut keys = input.clone();
+                sort_keys(&mut keys, spec.clone()).unwrap();
+                let bits = |v: &[K]| v.iter().map(|&k| k.bits()).collect::<Vec<_>>();
+                let want_keys: Vec<K> = want.iter().map(|p| p.0).collect();
+                assert_eq!(
+                    bits(&keys),
+                    bits(&want_keys),
+                    "{} {case} n {n} {order:?}",
+                    std::any::type_name::<K>()
+                );
+                let (mut keys, mut positions) = (input.clone(), (0..n as u32).collect::<Vec<_>>());
+                sort_pairs(&mut keys, &mut positions, spec.clone()).unwrap();
+                let want_positions: Vec<u32> = want.iter().map(|p| p.1).collect();
+                assert_eq!(
+                    positions,
+                    want_positions,
+                    "{} {case} n {n} {order:?}: values",
+                    std::any::type_name::<K>()
+                );
+                let p = argsort(&input, spec).unwrap();
+                assert!(p
+                    .iter()
+                    .zip(&want_positions)
+                    .all(|(&a, &b)| a == b as usize));
+            }
+        }
+    }
+}
+
+fn random<T>(rng: &mut Rng64) -> T
+where
+    StandardUniform: Distribution<T>,
+{
+    rng.random()
+}
+
+#[test]
+fn every_key_type_sorts_as_the_standard_library_does() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    check_type::<u8>(&mut rng, SHORT, random);
+    check_type::<u16>(&mut rng, SHORT, random);
+    check_type::<u32>(&mut rng, &LENGTHS, random);
+    check_type::<u64>(&mut rng, SHORT, random);
+    check_type::<i8>(&mut rng, SHORT, random);
+    check_type::<i16>(&mut rng, SHORT, random);
+    check_type::<i32>(&mut rng, SHORT, random);
+    check_type::<i64>(&mut rng, SHORT, random);
+    // Floats: any bit pattern (NaNs of both signs, infinities, subnormals,
+    // signed zeros), and values that differ only in the last bit.
+    check_type::<f32>(&mut rng, &LENGTHS, |r| f32::from_bits(r.random()));
+    check_type::<f64>(&mut rng, SHORT, |r| f64::from_bits(r.random()));
+    check_type::<f32>(&mut rng, SHORT, |r| {
+        f32::from_bits(0x3f80_0000 | r.random_range(0..2))
+    });
+    check_type::<f64>(&mut rng, SHORT, |r| {
+        [
+            0.0,
+            -0.0,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1.0,
+        ][r.random_range(0..7)]
+    });
+}
+
+#[test]
+fn a_bit_range_sorts_by_those_bits_alone() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    let input: Vec<u32> = (0..100_003).map(|_| rng.random()).collect();
+    for (begin, end) in [(0, 32), (0, 8), (5, 17), (31, 32), (12, 12), (24, 32)] {
+        for order in [SortOrder::Ascending, SortOrder::Descending] {
+            let spec = SortSpec { order, bits: None }.bits(begin..end);
+            let field = |k: u32| ((k as u64) >> begin) & ((1u64 << (end - begin)) - 1);
+            let mut want = input.clone();
+            match order {
+                SortOrder::Ascending => want.sort_by_key(|&k| field(k)),
+                SortOrder::Descending => want.sort_by_key(|&k| std::cmp::Reverse(field(k))),
+            }
+            let mut keys = input.clone();
+            sort_keys(&mut keys, spec).unwrap();
+            assert_eq!(keys, want, "bits {begin}..{end} {order:?}");
+        }
+    }
+    let mut keys = [1u16, 2];
+    assert_eq!(
+        sort_keys(&mut keys, SortSpec::ascending().bits(3..17)),
+        Err(SortError::Bits {
+            begin: 3,
+            end: 17,
+            key_bits: 16
+        })
+    );
+    assert_eq!(
+        sort_pairs(&mut keys, &mut [0u8; 3], SortSpec::ascending()),
+        Err(SortError::Values { keys: 2, values: 3 })
+    );
+    assert_eq!(keys, [1, 2]);
+}
+
+/// A record of 24 bytes keyed by one field.
+#[scan_op]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Record {
+    weight: f32,
+    id: u32,
+    payload: [u32; 4],
+}
+
+#[scan_map(input = Record, output = f32, map = |r| r.weight)]
+struct Weight;
+
+#[test]
+fn records_sort_by_a_key_stage_stably() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    let n = 70_001;
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            weight: rng.random_range(-8..8) as f32 * 0.5,
+            id: i,
+            payload: [i; 4],
+        })
+        .collect();
+    let mut sorted = records.clone();
+    sort_by_key::<Weight>(&mut sorted, SortSpec::descending()).unwrap();
+    let mut want = records.clone();
+    want.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+    assert_eq!(sorted, want);
+}
+
+#[test]
+fn segments_sort_on_their_own() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    let n = 200_000;
+    let input: Vec<i32> = (0..n).map(|_| rng.random_range(-1000..1000)).collect();
+    // Power-law segment lengths with empty ones, a gap before the first
+    // segment and after the last (left as they are).
+    let mut offsets = vec![17u64];
+    while *offsets.last().unwrap() < n as u64 - 100 {
+        let u: f64 = rng.random_range(f64::EPSILON..1.0);
+        let len = if rng.random_range(0..8) == 0 {
+            0
+        } else {
+            (u.powf(-1.0 / 1.1) as u64).min(20_000)
+        };
+        offsets.push((*offsets.last().unwrap() + len).min(n as u64 - 100));
+    }
+    for order in [SortOrder::Ascending, SortOrder::Descending] {
+        let mut keys = input.clone();
+        segmented_sort_keys(&mut keys, &offsets, SortSpec { order, bits: None }).unwrap();
+        let mut want = input.clone();
+        for w in offsets.windows(2) {
+            let segment = &mut want[w[0] as usize..w[1] as usize];
+            match order {
+                SortOrder::Ascending => segment.sort(),
+                SortOrder::Descending => segment.sort_by(|a, b| b.cmp(a)),
+            }
+        }
+        assert_eq!(keys, want, "{order:?}, {} segments", offsets.len() - 1);
+    }
+    let mut keys = input.clone();
+    assert!(matches!(
+        segmented_sort_keys(&mut keys, &[0u32, 5, 3], SortSpec::ascending()),
+        Err(SortError::Offsets(_))
+    ));
+    assert_eq!(keys, input);
+}
