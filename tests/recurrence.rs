@@ -78,7 +78,12 @@ fn direct(
             h = next;
             match c {
                 Some(c) => {
-                    let mut y = c[at(q, t, d, 0)] * h[0];
+                    // An empty state reads out 0.
+                    let mut y = if d == 0 {
+                        0.0
+                    } else {
+                        c[at(q, t, d, 0)] * h[0]
+                    };
                     for j in 1..d {
                         y += c[at(q, t, d, j)] * h[j];
                     }
@@ -103,7 +108,7 @@ fn every_form_matches_the_direct_transcription() {
         let shape = RecurrenceShape {
             sequences: rng.random_range(1..6),
             steps: rng.random_range(0..40),
-            state: rng.random_range(1..5),
+            state: rng.random_range(0..5),
             layout: [TimeLayout::SequenceMajor, TimeLayout::TimeMajor][rng.random_range(0..2)],
         };
         let entries = shape.sequences * shape.steps;

@@ -2,15 +2,15 @@
 //! against the standard library's stable sorts (integers by `Ord`, floats
 //! by `total_cmp`) for every key type, both orders, bit ranges, pairs
 //! (stability checked through the values), argsort, records by a key stage
-//! and segments by offsets; over lengths around the passes' chunks and
+//! and segments by offsets (keys and pairs); over lengths around the passes' chunks and
 //! inputs that are sorted, reversed, all equal, or differ only in the last
 //! bit, with NaNs and signed zeros. `SORT_SEED` replays a run.
 
 mod common;
 use gpu_scan::prelude::*;
 use gpu_scan::sort::{
-    argsort, segmented_sort_keys, sort_by_key, sort_keys, sort_pairs, RadixKey, SortError,
-    SortOrder, SortSpec,
+    argsort, segmented_sort_keys, segmented_sort_pairs, sort_by_key, sort_keys, sort_pairs,
+    RadixKey, SortError, SortOrder, SortSpec,
 };
 use rand::distr::{Distribution, StandardUniform};
 use rand::{Rng, SeedableRng};
@@ -58,9 +58,14 @@ macro_rules! int_keys {
 }
 int_keys!(u8, u16, u32, u64, i8, i16, i32, i64);
 
+/// Floats: IEEE total order, but -0.0 equal to +0.0 (as CUB sorts them).
 impl Key for f32 {
     fn compare(a: &Self, b: &Self) -> Ordering {
-        a.total_cmp(b)
+        if *a == 0.0 && *b == 0.0 {
+            Ordering::Equal
+        } else {
+            a.total_cmp(b)
+        }
     }
     fn bits(self) -> u64 {
         self.to_bits() as u64
@@ -69,7 +74,11 @@ impl Key for f32 {
 
 impl Key for f64 {
     fn compare(a: &Self, b: &Self) -> Ordering {
-        a.total_cmp(b)
+        if *a == 0.0 && *b == 0.0 {
+            Ordering::Equal
+        } else {
+            a.total_cmp(b)
+        }
     }
     fn bits(self) -> u64 {
         self.to_bits()
@@ -197,6 +206,44 @@ fn a_bit_range_sorts_by_those_bits_alone() {
             assert_eq!(keys, want, "bits {begin}..{end} {order:?}");
         }
     }
+    // Signed and float keys: ranges of their ordered bits (the sign bit
+    // flipped; a float's bits flipped when negative, -0.0 read as +0.0),
+    // written out here.
+    let signed: Vec<i32> = (0..50_001).map(|_| rng.random()).collect();
+    let floats: Vec<f32> = (0..50_001)
+        .map(|_| [f32::from_bits(rng.random()), 0.0, -0.0][rng.random_range(0..3)])
+        .collect();
+    let ordered_i32 = |k: i32| (k as u32 ^ 0x8000_0000) as u64;
+    let ordered_f32 = |k: f32| {
+        let b = if k.to_bits() == 0x8000_0000 {
+            0
+        } else {
+            k.to_bits()
+        };
+        (if b >> 31 == 1 { !b } else { b | 0x8000_0000 }) as u64
+    };
+    for (begin, end) in [(24, 32), (31, 32), (0, 23), (20, 31)] {
+        let field = |bits: u64| (bits >> begin) & ((1u64 << (end - begin)) - 1);
+        let mut want = signed.clone();
+        want.sort_by_key(|&k| field(ordered_i32(k)));
+        let mut keys = signed.clone();
+        sort_keys(&mut keys, SortSpec::ascending().bits(begin..end)).unwrap();
+        assert_eq!(keys, want, "i32 bits {begin}..{end}");
+        let mut want = floats.clone();
+        want.sort_by_key(|&k| std::cmp::Reverse(field(ordered_f32(k))));
+        let mut keys = floats.clone();
+        sort_keys(&mut keys, SortSpec::descending().bits(begin..end)).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|k| k.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&keys),
+            bits(&want),
+            "f32 bits {begin}..{end} descending"
+        );
+    }
+    // An empty range at the top of a 64-bit key compares nothing.
+    let mut wide = [3u64, 1, 2];
+    sort_keys(&mut wide, SortSpec::ascending().bits(64..64)).unwrap();
+    assert_eq!(wide, [3, 1, 2]);
     let mut keys = [1u16, 2];
     assert_eq!(
         sort_keys(&mut keys, SortSpec::ascending().bits(3..17)),
@@ -273,6 +320,37 @@ fn segments_sort_on_their_own() {
             }
         }
         assert_eq!(keys, want, "{order:?}, {} segments", offsets.len() - 1);
+    }
+    // Float keys with signed zeros and NaNs, carrying their positions:
+    // each segment sorted stably on its own.
+    let floats: Vec<f32> = (0..n)
+        .map(|_| [f32::from_bits(rng.random()), 0.0, -0.0, 1.0][rng.random_range(0..4)])
+        .collect();
+    for order in [SortOrder::Ascending, SortOrder::Descending] {
+        let (mut keys, mut positions) = (floats.clone(), (0..n as u32).collect::<Vec<_>>());
+        segmented_sort_pairs(
+            &mut keys,
+            &mut positions,
+            &offsets,
+            SortSpec { order, bits: None },
+        )
+        .unwrap();
+        let mut want: Vec<(f32, u32)> = floats.iter().copied().zip(0..).collect();
+        for w in offsets.windows(2) {
+            want[w[0] as usize..w[1] as usize].sort_by(|a, b| match order {
+                SortOrder::Ascending => f32::compare(&a.0, &b.0),
+                SortOrder::Descending => f32::compare(&b.0, &a.0),
+            });
+        }
+        assert_eq!(
+            positions,
+            want.iter().map(|p| p.1).collect::<Vec<_>>(),
+            "pairs {order:?}"
+        );
+        assert!(keys
+            .iter()
+            .zip(&want)
+            .all(|(k, w)| k.to_bits() == w.0.to_bits()));
     }
     let mut keys = input.clone();
     assert!(matches!(

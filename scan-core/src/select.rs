@@ -137,8 +137,10 @@ pub fn partition_if<P: ScanPredicate>(
 }
 
 /// A three-way partition: the elements `First` keeps, then of the others
-/// those `Second` keeps, then the rest, each part in input order; returns
-/// the first two parts' lengths.
+/// those `Second` keeps, then the rest, each part in input order, in one
+/// output (CUB's three-way `DevicePartition::If` writes the first two parts
+/// to one output and the rest to another); returns the first two parts'
+/// lengths.
 pub fn partition_three<First, Second>(
     input: &[First::Element],
     output: &mut [First::Element],
@@ -327,7 +329,9 @@ pub fn run_length_encode<E: ScanEquality>(
 /// Reduce by key: for each run of keys `E` finds equal, its first key in
 /// `keys_out` and the combination by `Op` of its values, in order, in
 /// `values_out` (CUB's `DeviceReduce::ReduceByKey`; `Op` need not be
-/// commutative); returns the number of runs. The outputs are as long as
+/// commutative); returns the number of runs. Values are combined left to
+/// right; a GPU groups them differently (never reorders them), so float
+/// results agree within rounding and integers exactly. The outputs are as long as
 /// the keys; entries past the count are left as they were.
 ///
 /// ```

@@ -1,16 +1,18 @@
 //! Radix sort on the CPU, the way the GPU's will sort (issue 48) and its
 //! oracle: least-significant digit first, eight bits a pass, each pass a
 //! count of digits, an exclusive scan of the counts and a stable scatter,
-//! on all cores. Keys are every integer and float primitive; a sort is
-//! stable (equal keys keep their input order, descending too), may be
-//! limited to a range of the keys' bits, and carries values along, gives
-//! the permutation (argsort), sorts records by a key function written as a
-//! `#[scan_map]`, or sorts segments independently.
+//! on all cores. Keys are the integers of 8 to 64 bits, signed and
+//! unsigned, `f32` and `f64`; a sort is stable (equal keys keep their input
+//! order, descending too), may be limited to a range of the keys' bits,
+//! and carries values along, gives the permutation (argsort), sorts
+//! records by a key function written as a `#[scan_map]`, or sorts segments
+//! independently.
 //!
-//! Order: integers by value; floats by IEEE total order, as `total_cmp`
-//! (and CUB) place them: -NaN, -∞, …, -0.0, +0.0, …, +∞, +NaN (a NaN's
-//! place follows its sign bit). Descending is the exact reverse order,
-//! ties still in input order.
+//! Order: integers by value; floats as CUB orders them: -NaN, -∞, …, -0.0
+//! and +0.0 (equal keys: CUB reads -0.0 as +0.0, so the two keep their
+//! input order), …, +∞, +NaN (a NaN's place follows its sign bit; NaNs of
+//! one sign are ordered by their payload). Descending is the reverse
+//! order, ties still in input order.
 //!
 //! ```
 //! use gpu_scan::sort::{sort_keys, sort_pairs, SortSpec};
@@ -36,8 +38,8 @@ pub trait RadixKey: Copy + Send + Sync + 'static {
     /// The key's bits.
     const BITS: u32;
     /// The key's bits, transformed so that unsigned order is key order
-    /// (signed integers: the sign bit flipped; floats: all bits flipped
-    /// for a negative sign, else the sign bit set).
+    /// (signed integers: the sign bit flipped; floats: -0.0 read as +0.0,
+    /// then all bits flipped for a negative sign, else the sign bit set).
     fn ordered_bits(self) -> u64;
 }
 
@@ -70,8 +72,9 @@ macro_rules! float_keys {
         impl RadixKey for $t {
             const BITS: u32 = $bits;
             fn ordered_bits(self) -> u64 {
-                let bits = self.to_bits();
                 let sign = 1 << ($bits - 1);
+                // -0.0 sorts as +0.0 (as CUB's digit extractor reads it).
+                let bits = if self.to_bits() == sign { 0 } else { self.to_bits() };
                 (if bits & sign != 0 { !bits } else { bits | sign }) as u64
             }
         }
@@ -140,6 +143,9 @@ impl SortSpec {
     /// descending sort.
     fn sort_bits<K: RadixKey>(&self, range: &Range<u32>, key: K) -> u64 {
         let width = range.end - range.start;
+        if width == 0 {
+            return 0;
+        }
         let mask = if width == 64 {
             u64::MAX
         } else {
@@ -279,30 +285,60 @@ where
     Ok(())
 }
 
-/// Sorts each segment `keys[offsets[s]..offsets[s + 1]]` on its own (CUB's
-/// `DeviceSegmentedSort`), segments in parallel; keys outside every
-/// segment stay where they are. On an error nothing is moved.
-pub fn segmented_sort_keys<K: RadixKey, O: SegmentOffset>(
-    keys: &mut [K],
-    offsets: &[O],
-    spec: SortSpec,
-) -> Result<(), SortError> {
-    InvalidOffsets::check(offsets, keys.len())?;
-    let range = spec.range::<K>()?;
-    // Disjoint segments, in order: split the keys at each offset.
-    let mut segments: Vec<&mut [K]> = Vec::with_capacity(offsets.len().saturating_sub(1));
-    let mut rest = keys;
+/// The segments `offsets` cut from `items`, back to back
+/// (`items[offsets[s]..offsets[s + 1]]`), after the offsets are checked.
+fn segments_of<'a, T, O: SegmentOffset>(items: &'a mut [T], offsets: &[O]) -> Vec<&'a mut [T]> {
+    let mut segments = Vec::with_capacity(offsets.len().saturating_sub(1));
     let mut at = offsets.first().map_or(0, |o| o.to_u64() as usize);
-    rest = &mut rest[at..];
+    let mut rest = &mut items[at..];
     for end in offsets.iter().skip(1).map(|o| o.to_u64() as usize) {
         let (segment, tail) = rest.split_at_mut(end - at);
         segments.push(segment);
         rest = tail;
         at = end;
     }
-    segments.into_par_iter().for_each(|segment| {
-        // A stable sort by the same bits the radix passes compare.
-        segment.sort_by_key(|&k| spec.sort_bits(&range, k));
-    });
+    segments
+}
+
+/// Sorts each segment `keys[offsets[s]..offsets[s + 1]]` on its own, by
+/// the same radix passes, segments in parallel (CUB's
+/// `DeviceSegmentedSort::StableSortKeys`; CUB takes separate begin and end
+/// offsets, which may leave gaps between segments: here segments are back
+/// to back, and keys before the first offset or after the last stay where
+/// they are). On an error nothing is moved.
+pub fn segmented_sort_keys<K: RadixKey, O: SegmentOffset>(
+    keys: &mut [K],
+    offsets: &[O],
+    spec: SortSpec,
+) -> Result<(), SortError> {
+    InvalidOffsets::check(offsets, keys.len())?;
+    spec.range::<K>()?;
+    segments_of(keys, offsets)
+        .into_par_iter()
+        .for_each(|segment| sort_keys(segment, spec.clone()).expect("the range was checked"));
+    Ok(())
+}
+
+/// [`segmented_sort_keys`] moving `values` with the keys.
+pub fn segmented_sort_pairs<K: RadixKey, V: Copy + Send + Sync, O: SegmentOffset>(
+    keys: &mut [K],
+    values: &mut [V],
+    offsets: &[O],
+    spec: SortSpec,
+) -> Result<(), SortError> {
+    if keys.len() != values.len() {
+        return Err(SortError::Values {
+            keys: keys.len(),
+            values: values.len(),
+        });
+    }
+    InvalidOffsets::check(offsets, keys.len())?;
+    spec.range::<K>()?;
+    segments_of(keys, offsets)
+        .into_par_iter()
+        .zip(segments_of(values, offsets))
+        .for_each(|(k, v)| {
+            sort_pairs(k, v, spec.clone()).expect("the range and lengths were checked")
+        });
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! Sparse matrix–vector products over CSR on the CPU: the oracle of the
 //! GPU's (a segmented sum of the products by row, the seeds' example; issue
-//! 47), on all cores. Each row's products are summed in column-index order
-//! from the first (an empty row is 0), the order a segmented scan of the
-//! products by the row pointers takes.
+//! 47), on all cores. Each row's products are summed in entry order from
+//! the first (an empty row is 0), the order a sequential segmented scan of
+//! the products by the row pointers takes; a GPU sums a row as a tree, so
+//! float results agree with these within rounding, not bit for bit.
 //!
 //! ```
 //! use gpu_scan::spmv::{csr_matvec, Csr};
