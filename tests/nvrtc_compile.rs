@@ -428,3 +428,19 @@ fn stage_programs_compile_for_every_architecture() {
         Arch::CUDA_13.len()
     );
 }
+
+/// An operator whose snake-case name is a C++ keyword (`Int`: `int`).
+#[gpu_scan::scan_op(element = u32, identity = 0, op = |a, b| a + b)]
+struct Int;
+
+/// Its policy is named `int_op`, and its plain program compiles.
+#[test]
+fn an_operator_named_like_a_keyword_compiles() {
+    assert_eq!(<Int as ScanOp>::NAME, "int_op");
+    if !tools_available() {
+        return;
+    }
+    let (reports, failures) = compile::<Int>(Arch::SM_90, false);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(!reports.is_empty());
+}

@@ -187,9 +187,13 @@ mod tests {
 
     #[test]
     fn a_map_prints_its_types_and_apply() {
-        let text = crate::join_parts(&stage_source_parts(&widen()), "", &[]);
+        let text = crate::join_parts(&stage_source_parts(&widen()), "widen_0123", &[]);
         assert!(
-            text.contains("namespace gpu_scan_stages {\nstruct widen {"),
+            text.contains("#ifndef GPU_SCAN_STAGE_widen_0123\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("namespace gpu_scan_stages {\nstruct widen_0123 {"),
             "{text}"
         );
         assert!(text.contains("typedef unsigned char input_t;"), "{text}");

@@ -33,90 +33,107 @@ impl Errors {
     }
 }
 
+/// Whether `name` is a C++/CUDA keyword or built-in type name.
+fn is_cpp_keyword(name: &str) -> bool {
+    CPP_KEYWORDS.contains(&name)
+}
+
+/// The CUDA name of an operator's policy struct: its snake-case name, with
+/// `_op` after one that is a C++ keyword (`Double` is `double_op`).
+pub fn policy_name(ident: &syn::Ident) -> String {
+    let name = snake_case(ident);
+    if is_cpp_keyword(&name) {
+        format!("{name}_op")
+    } else {
+        name
+    }
+}
+
 /// Names that cannot be C++ identifiers in the generated code.
 pub fn reserved_name(name: &str) -> Option<&'static str> {
-    const CPP_KEYWORDS: &[&str] = &[
-        "alignas",
-        "alignof",
-        "and",
-        "and_eq",
-        "asm",
-        "auto",
-        "bitand",
-        "bitor",
-        "bool",
-        "case",
-        "catch",
-        "char",
-        "class",
-        "compl",
-        "const_cast",
-        "constexpr",
-        "decltype",
-        "default",
-        "delete",
-        "double",
-        "dynamic_cast",
-        "explicit",
-        "export",
-        "float",
-        "friend",
-        "goto",
-        "inline",
-        "int",
-        "long",
-        "mutable",
-        "namespace",
-        "new",
-        "noexcept",
-        "not",
-        "not_eq",
-        "nullptr",
-        "operator",
-        "or",
-        "or_eq",
-        "private",
-        "protected",
-        "public",
-        "register",
-        "reinterpret_cast",
-        "short",
-        "signed",
-        "sizeof",
-        "static_assert",
-        "static_cast",
-        "switch",
-        "template",
-        "this",
-        "thread_local",
-        "throw",
-        "try",
-        "typedef",
-        "typeid",
-        "typename",
-        "union",
-        "unsigned",
-        "using",
-        "virtual",
-        "void",
-        "volatile",
-        "wchar_t",
-        "xor",
-        "xor_eq",
-        "threadIdx",
-        "blockIdx",
-        "blockDim",
-        "gridDim",
-        "warpSize",
-    ];
     if name.starts_with("scan_") || name.starts_with("__") {
         Some("names starting with `scan_` or `__` are reserved for the generated CUDA code")
-    } else if CPP_KEYWORDS.contains(&name) {
+    } else if is_cpp_keyword(name) {
         Some("this name is a C++/CUDA keyword or built-in, so it cannot name a variable or field in the generated CUDA code")
     } else {
         None
     }
 }
+
+const CPP_KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "case",
+    "catch",
+    "char",
+    "class",
+    "compl",
+    "const_cast",
+    "constexpr",
+    "decltype",
+    "default",
+    "delete",
+    "double",
+    "dynamic_cast",
+    "explicit",
+    "export",
+    "float",
+    "friend",
+    "goto",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "short",
+    "signed",
+    "sizeof",
+    "static_assert",
+    "static_cast",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "xor",
+    "xor_eq",
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "warpSize",
+];
 
 /// What the attribute is on.
 pub enum Item {

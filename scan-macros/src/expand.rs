@@ -131,7 +131,7 @@ fn expand(item: &syn::Item, args: Option<&Args>, errors: &mut Errors) -> TokenSt
 /// A `ScanOp` impl that type-checks and does nothing, for an operator that
 /// failed: uses of the type compile, so only the macro's errors show.
 fn op_stub(private: &TokenStream, ident: &syn::Ident, element_ty: &TokenStream) -> TokenStream {
-    let name = ast::snake_case(ident);
+    let name = ast::policy_name(ident);
     quote! {
         impl #private::ScanOp for #ident {
             type Element = #element_ty;
@@ -356,7 +356,7 @@ fn operator(
     };
 
     let desc = OpDesc {
-        name: ast::snake_case(ident),
+        name: ast::policy_name(ident),
         element: element.clone(),
         identity: identity_ir,
         params: [x, y],
