@@ -60,31 +60,23 @@ macro_rules! int_keys {
 int_keys!(u8, u16, u32, u64, i8, i16, i32, i64);
 
 /// Floats: IEEE total order, but -0.0 equal to +0.0 (as CUB sorts them).
-impl Key for f32 {
-    fn compare(a: &Self, b: &Self) -> Ordering {
-        if *a == 0.0 && *b == 0.0 {
-            Ordering::Equal
-        } else {
-            a.total_cmp(b)
+macro_rules! float_keys {
+    ($($t:ty),*) => {$(
+        impl Key for $t {
+            fn compare(a: &Self, b: &Self) -> Ordering {
+                if *a == 0.0 && *b == 0.0 {
+                    Ordering::Equal
+                } else {
+                    a.total_cmp(b)
+                }
+            }
+            fn bits(self) -> u64 {
+                u64::from(self.to_bits())
+            }
         }
-    }
-    fn bits(self) -> u64 {
-        self.to_bits() as u64
-    }
+    )*};
 }
-
-impl Key for f64 {
-    fn compare(a: &Self, b: &Self) -> Ordering {
-        if *a == 0.0 && *b == 0.0 {
-            Ordering::Equal
-        } else {
-            a.total_cmp(b)
-        }
-    }
-    fn bits(self) -> u64 {
-        self.to_bits()
-    }
-}
+float_keys!(f32, f64);
 
 /// Inputs of `n` keys drawn by `random`: random, sorted, reversed, all
 /// equal, and few distinct values (long runs of ties).

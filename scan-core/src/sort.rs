@@ -229,6 +229,15 @@ pub fn sort_keys<K: RadixKey>(keys: &mut [K], spec: SortSpec) -> Result<(), Sort
     Ok(())
 }
 
+/// One value per key, or the error saying otherwise.
+fn one_value_per_key(keys: usize, values: usize) -> Result<(), SortError> {
+    if keys == values {
+        Ok(())
+    } else {
+        Err(SortError::Values { keys, values })
+    }
+}
+
 /// Sorts `keys` and moves `values` with them (the value at a key's input
 /// position goes where the key goes). On an error nothing is moved.
 pub fn sort_pairs<K: RadixKey, V: Copy + Send + Sync>(
@@ -236,12 +245,7 @@ pub fn sort_pairs<K: RadixKey, V: Copy + Send + Sync>(
     values: &mut [V],
     spec: SortSpec,
 ) -> Result<(), SortError> {
-    if keys.len() != values.len() {
-        return Err(SortError::Values {
-            keys: keys.len(),
-            values: values.len(),
-        });
-    }
+    one_value_per_key(keys.len(), values.len())?;
     let p = permutation(keys, &spec)?;
     gather(keys, &p);
     gather(values, &p);
@@ -326,12 +330,7 @@ pub fn segmented_sort_pairs<K: RadixKey, V: Copy + Send + Sync, O: SegmentOffset
     offsets: &[O],
     spec: SortSpec,
 ) -> Result<(), SortError> {
-    if keys.len() != values.len() {
-        return Err(SortError::Values {
-            keys: keys.len(),
-            values: values.len(),
-        });
-    }
+    one_value_per_key(keys.len(), values.len())?;
     InvalidOffsets::check(offsets, keys.len())?;
     spec.range::<K>()?;
     segments_of(keys, offsets)

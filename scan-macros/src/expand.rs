@@ -34,6 +34,12 @@ pub fn scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let generated = expand(&item, args.as_ref(), &mut errors);
+    output(&item, errors, generated)
+}
+
+/// An attribute's whole output: the user's item as written, the errors, and
+/// the generated implementations in an unnamed constant.
+pub fn output(item: &syn::Item, errors: Errors, generated: TokenStream) -> TokenStream {
     let errors = errors.into_compile_errors();
     quote! {
         #item

@@ -102,14 +102,7 @@ fn stage(kind: &Kind, args: TokenStream, item: TokenStream) -> TokenStream {
             TokenStream::new()
         }
     };
-    let errors = errors.into_compile_errors();
-    quote! {
-        #item
-        #errors
-        #[doc(hidden)]
-        #[allow(clippy::all, unused_qualifications, non_upper_case_globals)]
-        const _: () = { #generated };
-    }
+    crate::expand::output(&item, errors, generated)
 }
 
 /// A type argument: its tokens and the generator's view of it.
