@@ -8,7 +8,10 @@
 //! A `let` is alive from its definition to its last use (a use after a
 //! binding of the same name belongs to that binding); a nested block or
 //! branch adds its own peak at the point it is evaluated. Operands are not
-//! counted: the tile holds them anyway.
+//! counted: the tile holds them anyway; nor are lets that name a place or a
+//! constant (`let a = x.a;` prints as a reference, `let k = 3;` as a
+//! constant). Each let counts as one scalar: a struct-valued one takes
+//! more registers than that (not yet weighed).
 
 use crate::ir::{Block, Expr};
 
@@ -55,13 +58,29 @@ pub fn peak_live_lets(body: &Block) -> usize {
             last
         })
         .collect();
+    let costs: Vec<bool> = body.lets.iter().map(|(_, e)| takes_a_register(e)).collect();
     (0..=n)
         .map(|j| {
-            let alive = (0..n.min(j + 1)).filter(|&i| last_use[i] >= j).count();
+            let alive = (0..n.min(j + 1))
+                .filter(|&i| costs[i] && last_use[i] >= j)
+                .count();
             alive + nested_peak(point(j))
         })
         .max()
         .unwrap_or(0)
+}
+
+/// Whether a let of value `e` holds a value of its own: not a place (a
+/// variable, a field or element of one: a reference in CUDA) nor a
+/// constant.
+fn takes_a_register(e: &Expr) -> bool {
+    match e {
+        Expr::Var(_) | Expr::Lit(_) | Expr::Const(..) => false,
+        Expr::Field(base, _) | Expr::Index(base, _) => takes_a_register(base),
+        Expr::Typed(inner, _) | Expr::TypedLike(inner, _) => takes_a_register(inner),
+        Expr::Unary(crate::ir::UnOp::Neg, inner) => !matches!(**inner, Expr::Lit(_)),
+        _ => true,
+    }
 }
 
 /// The largest peak of the blocks nested in `e` (branches, block
@@ -140,6 +159,26 @@ mod tests {
     }
 
     #[test]
+    fn places_and_constants_take_no_register() {
+        // let a = x.f; let k = 3; let s = a + y; s + k: only s is a value.
+        let body = block(
+            &[
+                ("a", Expr::Field(Box::new(var("x")), "f".into())),
+                (
+                    "k",
+                    Expr::Lit(crate::ir::Lit::Int {
+                        value: 3,
+                        suffix: None,
+                    }),
+                ),
+                ("s", add(var("a"), var("y"))),
+            ],
+            add(var("s"), var("k")),
+        );
+        assert_eq!(peak_live_lets(&body), 1);
+    }
+
+    #[test]
     fn no_lets_no_temporaries() {
         assert_eq!(peak_live_lets(&block(&[], add(var("x"), var("y")))), 0);
     }
@@ -161,12 +200,12 @@ mod tests {
 
     #[test]
     fn values_read_at_the_end_stay_alive() {
-        // let a = x; let b = y; let c = x + y; a + b + c
+        // let a = x + y; let b = y + y; let c = x + x; a + b + c
         let body = block(
             &[
-                ("a", var("x")),
-                ("b", var("y")),
-                ("c", add(var("x"), var("y"))),
+                ("a", add(var("x"), var("y"))),
+                ("b", add(var("y"), var("y"))),
+                ("c", add(var("x"), var("x"))),
             ],
             add(add(var("a"), var("b")), var("c")),
         );
@@ -175,13 +214,13 @@ mod tests {
 
     #[test]
     fn a_shadowing_binding_ends_the_first() {
-        // let a = x; let a = a + y; let b = x; a + b: the first a dies at
-        // the second's definition.
+        // let a = x + y; let a = a + y; let b = x + x; a + b: the first a
+        // dies at the second's definition.
         let body = block(
             &[
-                ("a", var("x")),
+                ("a", add(var("x"), var("y"))),
                 ("a", add(var("a"), var("y"))),
-                ("b", var("x")),
+                ("b", add(var("x"), var("x"))),
             ],
             add(var("a"), var("b")),
         );
@@ -190,13 +229,17 @@ mod tests {
 
     #[test]
     fn nested_blocks_add_their_peak_where_they_run() {
-        // let a = x; if a { let p = y; let q = p + y; q + p } else { y } + a
+        // let a = x + y;
+        // if a { let p = y + y; let q = p + y; q + p } else { y } + a
         let inner = block(
-            &[("p", var("y")), ("q", add(var("p"), var("y")))],
+            &[
+                ("p", add(var("y"), var("y"))),
+                ("q", add(var("p"), var("y"))),
+            ],
             add(var("q"), var("p")),
         );
         let body = block(
-            &[("a", var("x"))],
+            &[("a", add(var("x"), var("y")))],
             add(
                 Expr::If(
                     Box::new(var("a")),
