@@ -14,8 +14,8 @@ use common::ops::{
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
 use gpu_scan::select::{
-    partition_if, partition_three, reduce_by_key, run_length_encode, select_flagged, select_if,
-    unique, Rejected, SelectLengthError,
+    non_trivial_runs, partition_if, partition_three, reduce_by_key, run_length_encode,
+    select_flagged, select_if, unique, Rejected, SelectLengthError,
 };
 use rand::{Rng, SeedableRng};
 
@@ -244,6 +244,22 @@ fn unique_and_run_length_encoding_match_a_sequential_walk() {
             let want: Vec<u64> = runs.iter().map(|&(_, l)| l as u64).collect();
             assert_eq!(lengths[..count], want[..], "rle lengths, n {n}");
             assert!(lengths[count..].iter().all(|&x| x == u64::MAX));
+            // The runs longer than one: their offsets and lengths.
+            let long: Vec<(u64, u64)> = runs
+                .iter()
+                .filter(|&&(_, l)| l > 1)
+                .map(|&(s, l)| (s as u64, l as u64))
+                .collect();
+            let (mut offsets, mut lengths) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+            let count = non_trivial_runs::<SameU32>(&input, &mut offsets, &mut lengths).unwrap();
+            assert_eq!(count, long.len(), "non-trivial runs, n {n}");
+            let got: Vec<(u64, u64)> = offsets[..count]
+                .iter()
+                .copied()
+                .zip(lengths[..count].iter().copied())
+                .collect();
+            assert_eq!(got, long, "non-trivial runs, n {n}");
+            assert!(offsets[count..].iter().all(|&x| x == u64::MAX));
         }
     }
     // Float keys by `==`: -0.0 joins 0.0's run, every NaN is a run of its own.

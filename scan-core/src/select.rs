@@ -326,6 +326,46 @@ pub fn run_length_encode<E: ScanEquality>(
     Ok(runs)
 }
 
+/// The runs of two or more neighbours `E` finds equal: each one's offset
+/// in `offsets` and length in `lengths`, in order (CUB's
+/// `DeviceRunLengthEncode::NonTrivialRuns`); returns their number. Both
+/// outputs are as long as the input; entries past the count are left as
+/// they were.
+///
+/// ```
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::select::non_trivial_runs;
+///
+/// #[scan_equality(element = u8, eq = |a, b| a == b)]
+/// struct Same;
+///
+/// let (mut offsets, mut lengths) = ([0u64; 7], [0u64; 7]);
+/// let runs = non_trivial_runs::<Same>(b"aabcccd", &mut offsets, &mut lengths).unwrap();
+/// assert_eq!((&offsets[..runs], &lengths[..runs]), (&[0, 3][..], &[2, 3][..]));
+/// ```
+pub fn non_trivial_runs<E: ScanEquality>(
+    input: &[E::Element],
+    offsets: &mut [u64],
+    lengths: &mut [u64],
+) -> Result<usize, SelectLengthError> {
+    check(input.len(), offsets.len())?;
+    check(input.len(), lengths.len())?;
+    let heads = run_heads::<E>(input);
+    let runs: Vec<(u64, u64)> = heads
+        .par_iter()
+        .enumerate()
+        .filter_map(|(r, &start)| {
+            let end = heads.get(r + 1).copied().unwrap_or(input.len());
+            (end - start > 1).then_some((start as u64, (end - start) as u64))
+        })
+        .collect();
+    for (r, &(offset, length)) in runs.iter().enumerate() {
+        offsets[r] = offset;
+        lengths[r] = length;
+    }
+    Ok(runs.len())
+}
+
 /// Reduce by key: for each run of keys `E` finds equal, its first key in
 /// `keys_out` and the combination by `Op` of its values, in order, in
 /// `values_out` (CUB's `DeviceReduce::ReduceByKey`; `Op` need not be
