@@ -14,8 +14,8 @@ use common::ops::{
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
 use gpu_scan::select::{
-    non_trivial_runs, partition_if, partition_three, reduce_by_key, run_length_encode,
-    select_flagged, select_if, unique, Rejected, SelectLengthError,
+    non_trivial_runs, partition_if, partition_three, reduce_by_key, reduce_by_segment,
+    run_length_encode, select_flagged, select_if, unique, Rejected, SelectLengthError,
 };
 use rand::{Rng, SeedableRng};
 
@@ -330,6 +330,56 @@ fn reduce_by_key_combines_each_run_in_order() {
         reduce_by_key::<SameU32, Sum<u32>>(&[1, 2], &[1], &mut [0; 2], &mut [0; 2]),
         Err(SelectLengthError::Values { keys: 2, values: 1 })
     );
+}
+
+#[test]
+fn reduce_by_segment_combines_each_segment_in_order() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    let n = 300_001;
+    let values: Vec<Affine> = (0..n)
+        .map(|_| Affine {
+            a: [1.0, -1.0][rng.random_range(0..2)],
+            b: rng.random_range(-4..4) as f32,
+        })
+        .collect();
+    // Segments of power-law lengths, some empty, after a gap of 5.
+    let mut offsets = vec![5u64];
+    while *offsets.last().unwrap() < n as u64 - 9 {
+        let len = [0, 1, 2, 40, 3000][rng.random_range(0..5)];
+        offsets.push((offsets.last().unwrap() + len).min(n as u64 - 9));
+    }
+    let mut totals = vec![
+        Affine {
+            a: f32::NAN,
+            b: f32::NAN
+        };
+        offsets.len() - 1
+    ];
+    reduce_by_segment::<Affine, u64>(&values, &offsets, &mut totals).unwrap();
+    for (s, w) in offsets.windows(2).enumerate() {
+        let segment = &values[w[0] as usize..w[1] as usize];
+        let want = match segment {
+            [] => <Affine as ScanOp>::IDENTITY,
+            [first, rest @ ..] => rest
+                .iter()
+                .fold(*first, |acc, &v| <Affine as ScanOp>::combine(acc, v)),
+        };
+        assert_eq!(totals[s], want, "segment {s}");
+    }
+    // Offsets that do not cut the values, totals of the wrong length.
+    let mut short = [0u32; 1];
+    assert!(matches!(
+        reduce_by_segment::<Sum<u32>, u32>(&[1, 2, 3], &[0, 4], &mut short),
+        Err(SelectLengthError::Offsets(_))
+    ));
+    assert_eq!(
+        reduce_by_segment::<Sum<u32>, u32>(&[1, 2, 3], &[0, 1, 3], &mut short),
+        Err(SelectLengthError::Totals {
+            segments: 2,
+            totals: 1
+        })
+    );
+    assert_eq!(short, [0]);
 }
 
 #[test]

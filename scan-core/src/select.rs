@@ -22,6 +22,7 @@
 //! ```
 
 use crate::cpu::chunk_len;
+use crate::segments::{InvalidOffsets, SegmentOffset};
 use crate::stages::{ScanEquality, ScanPredicate};
 use crate::ScanOp;
 use rayon::prelude::*;
@@ -44,6 +45,17 @@ pub enum SelectLengthError {
         input: usize,
         /// Flags given.
         flags: usize,
+    },
+    /// The segment offsets do not cut the values.
+    #[error("segment offsets: {0}")]
+    Offsets(#[from] InvalidOffsets),
+    /// There is not one total per segment.
+    #[error("{totals} totals for {segments} segments: reduce-by-segment writes one per segment")]
+    Totals {
+        /// Segments the offsets give.
+        segments: usize,
+        /// Totals given.
+        totals: usize,
     },
     /// There is not one value per key.
     #[error("{values} values for {keys} keys: reduce-by-key takes one value per key")]
@@ -414,4 +426,47 @@ pub fn reduce_by_key<E: ScanEquality, Op: ScanOp>(
                 .fold(values[heads[r]], |acc, &v| Op::combine(acc, v));
         });
     Ok(runs)
+}
+
+/// Reduce by segment: for each segment `values[offsets[s]..offsets[s + 1]]`,
+/// the combination by `Op` of its values, in order, in `totals[s]`, the
+/// identity for an empty one (CUB's `DeviceSegmentedReduce::Reduce`; `Op`
+/// need not be commutative). Segments run in parallel; values before the
+/// first offset or after the last belong to none. On an error nothing is
+/// written.
+///
+/// ```
+/// use gpu_scan::ops::Sum;
+/// use gpu_scan::select::reduce_by_segment;
+///
+/// // Rows [1 2 3] [] [4 5] of a CSR matrix.
+/// let mut sums = [0u32; 3];
+/// reduce_by_segment::<Sum<u32>, u32>(&[1, 2, 3, 4, 5], &[0, 3, 3, 5], &mut sums).unwrap();
+/// assert_eq!(sums, [6, 0, 9]);
+/// ```
+pub fn reduce_by_segment<Op: ScanOp, O: SegmentOffset>(
+    values: &[Op::Element],
+    offsets: &[O],
+    totals: &mut [Op::Element],
+) -> Result<(), SelectLengthError> {
+    InvalidOffsets::check(offsets, values.len())?;
+    let segments = offsets.len().saturating_sub(1);
+    if totals.len() != segments {
+        return Err(SelectLengthError::Totals {
+            segments,
+            totals: totals.len(),
+        });
+    }
+    totals.par_iter_mut().enumerate().for_each(|(s, total)| {
+        let (start, end) = (
+            offsets[s].to_u64() as usize,
+            offsets[s + 1].to_u64() as usize,
+        );
+        // From the first value (as reduce_by_key), the identity for none.
+        *total = match values[start..end] {
+            [] => Op::IDENTITY,
+            [first, ref rest @ ..] => rest.iter().fold(first, |acc, &v| Op::combine(acc, v)),
+        };
+    });
+    Ok(())
 }
