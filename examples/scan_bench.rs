@@ -42,6 +42,10 @@
 //! with and without one total per segment, and by keys (the same
 //! segments) with and without counted totals, the totals checked likewise.
 //!
+//! Deterministic scans (`SCAN_BENCH_DETERMINISTIC=1` runs this table
+//! alone): `f32` sums and affine maps on the default path and with
+//! `Tuning::deterministic`, at 2^24 to 2^28 (`bench/deterministic.rs`).
+//!
 //! `SCAN_BENCH_MAIN_ONLY=1` prints the main table alone, and
 //! `SCAN_BENCH_LOG2=16,20` restricts it to those sizes. `SCAN_BENCH_HOST=1`
 //! adds, for each plain case, where a call's time goes: microseconds per
@@ -64,6 +68,8 @@ use gpu_scan::scan_runtime::{
 use rayon::prelude::*;
 use std::sync::Arc;
 
+#[path = "bench/deterministic.rs"]
+mod deterministic;
 #[path = "bench/paths.rs"]
 mod paths;
 #[path = "common/timing.rs"]
@@ -1540,6 +1546,10 @@ fn main() {
     }
     if std::env::var("SCAN_BENCH_ROWS_SWEEP").is_ok_and(|v| v == "1") {
         let bad = paths::rows_sweep(&stream);
+        std::process::exit(if bad == 0 { 0 } else { 1 });
+    }
+    if std::env::var("SCAN_BENCH_DETERMINISTIC").is_ok_and(|v| v == "1") {
+        let bad = deterministic::table(&stream);
         std::process::exit(if bad == 0 { 0 } else { 1 });
     }
     if std::env::var("SCAN_BENCH_CARRY").is_ok_and(|v| v == "1") {

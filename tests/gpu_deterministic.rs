@@ -4,7 +4,8 @@
 //! compute_80 (PTX the driver compiles); and columns refused with a typed
 //! error. Float operators, where the order of combination shows in the
 //! bits: `f32` sums of values spanning twelve orders of magnitude, and
-//! affine maps (non-commutative). `GPU_SUITE_SEED` replays a run;
+//! affine maps (non-commutative), plain and by key (runs of 1 to 200),
+//! inclusive and exclusive, forward and reverse. `GPU_SUITE_SEED` replays a run;
 //! `GPU_DETERMINISTIC_LOG2` sets the length (2^22 + 3).
 #![cfg(feature = "gpu")]
 
@@ -14,9 +15,16 @@ use common::ops::Affine;
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaContext, DeviceRepr, ValidAsZeroBits};
-use gpu_scan::scan_runtime::{ScanError, TARGET_ARCH_ENV};
+use gpu_scan::scan_runtime::{DeviceSegments, ScanError, TARGET_ARCH_ENV};
+use gpu_scan::segmented::{self as cpu_segmented, Segments};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
+
+/// An `f32` sum in tiles of 32 elements (one warp, one item each): at
+/// 2^22 + 3 elements, 131,073 tiles, so every level of the deterministic
+/// look-back's tree is full several times over and its chain has links.
+#[scan_op(element = f32, identity = 0.0, op = |a, b| a + b, block_threads = 32, items_per_thread = 1)]
+struct TinyTileSum;
 
 fn deterministic<Op: ScanOp>(ctx: &Arc<CudaContext>) -> GpuScanner<Op>
 where
@@ -27,21 +35,38 @@ where
     scanner
 }
 
-/// `spec` of `input` on a new stream of `ctx`, output poisoned first.
+/// What a check scans: the elements, their segment keys (a scan by key)
+/// or none, and the value outputs are poisoned with.
+struct Input<'a, E> {
+    input: &'a [E],
+    /// Segment keys, one per element: a scan by key.
+    keys: Option<&'a [u32]>,
+    poison: E,
+}
+
+/// `spec` of `case.input[range]` (by the keys of the same range, if any)
+/// on a new stream of `ctx`, its output poisoned first.
 fn run<Op: ScanOp>(
     ctx: &Arc<CudaContext>,
     scanner: &mut GpuScanner<Op>,
     spec: ScanSpec<Op::Element>,
-    input: &[Op::Element],
-    poison: Op::Element,
+    case: &Input<'_, Op::Element>,
+    range: std::ops::Range<usize>,
 ) -> Vec<Op::Element>
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
     let stream = ctx.new_stream().unwrap();
-    let d = stream.clone_htod(input).unwrap();
-    let mut out = stream.clone_htod(&vec![poison; input.len()]).unwrap();
-    scanner.scan(&stream, spec, &d, &mut out).unwrap();
+    let d = stream.clone_htod(&case.input[range.clone()]).unwrap();
+    let mut out = stream.clone_htod(&vec![case.poison; range.len()]).unwrap();
+    match case.keys {
+        None => scanner.scan(&stream, spec, &d, &mut out).unwrap(),
+        Some(keys) => {
+            let d_keys = stream.clone_htod(&keys[range]).unwrap();
+            let spec = spec.segments(DeviceSegments::keys(&d_keys));
+            scanner.scan(&stream, spec, &d, &mut out).unwrap()
+        }
+    }
     stream.clone_dtoh(&out).unwrap()
 }
 
@@ -51,11 +76,16 @@ fn bits<T: Copy>(v: &[T]) -> Vec<u8> {
         .to_vec()
 }
 
+/// The same bits in every run, and batch invariance: a forward scan of a
+/// prefix of the input is the prefix of the whole's scan; a reverse scan
+/// of a suffix is the suffix of the whole's where the suffix starts on one
+/// of the whole's tile boundaries (a reverse scan's tiles lie where a
+/// forward scan's do in memory, from the input's start, so that vector
+/// loads stay aligned: elsewhere its tiles, and so its bits, differ).
 fn check_op<Op: ScanOp<Element: std::fmt::Debug>>(
     ctx: &Arc<CudaContext>,
     rng: &mut Rng64,
-    input: Vec<Op::Element>,
-    poison: Op::Element,
+    case: Input<'_, Op::Element>,
 ) where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
@@ -64,10 +94,17 @@ fn check_op<Op: ScanOp<Element: std::fmt::Debug>>(
         ScanSpec::inclusive(),
         ScanSpec::exclusive(),
         ScanSpec::inclusive().reverse(),
+        ScanSpec::exclusive().reverse(),
     ];
+    let n = case.input.len();
+    let label = if case.keys.is_some() {
+        "by key"
+    } else {
+        "plain"
+    };
     for spec in specs {
         let mut scanner = deterministic::<Op>(ctx);
-        let first = run(ctx, &mut scanner, spec, &input, poison);
+        let first = run(ctx, &mut scanner, spec, &case, 0..n);
         // The same bits on five more streams, two scanners alive.
         let mut other = deterministic::<Op>(ctx);
         for round in 0..5 {
@@ -77,52 +114,110 @@ fn check_op<Op: ScanOp<Element: std::fmt::Debug>>(
                 &mut other
             };
             assert_eq!(
-                bits(&run(ctx, s, spec, &input, poison)),
+                bits(&run(ctx, s, spec, &case, 0..n)),
                 bits(&first),
-                "{} {spec:?} round {round}",
+                "{} {label} {spec:?} round {round}",
                 Op::NAME
             );
         }
-        // Batch invariance: a forward scan of a prefix is the prefix of
-        // the scan (a reverse one: of a suffix).
-        let n = input.len();
-        let mut cuts = vec![
-            1,
-            31,
-            32,
-            33,
-            tile - 1,
-            tile,
-            tile + 1,
-            5 * tile + 7,
-            n / 2 + rng.random_range(0..tile),
-        ];
-        cuts.retain(|&m| m > 0 && m < n);
-        for m in cuts {
+        let cuts: Vec<usize> = if spec.direction == Direction::Forward {
+            vec![
+                1,
+                31,
+                32,
+                33,
+                tile - 1,
+                tile,
+                tile + 1,
+                5 * tile + 7,
+                32 * tile + 1,
+                1024 * tile - 1,
+                1024 * tile + 1,
+                32_768 * tile + 1,
+                n / 2 + rng.random_range(0..tile),
+            ]
+        } else {
+            // Suffixes from tile boundaries: the partial tile alone, then
+            // whole tiles more.
+            let last = (n - 1) / tile * tile;
+            [0, 1, 2, 33, last / tile / 2]
+                .into_iter()
+                .filter(|&k| k * tile <= last)
+                .map(|k| n - (last - k * tile))
+                .collect()
+        };
+        for m in cuts.into_iter().filter(|&m| m > 0 && m < n) {
             let (part, whole) = if spec.direction == Direction::Forward {
-                (
-                    run(ctx, &mut scanner, spec, &input[..m], poison),
-                    &first[..m],
-                )
+                (run(ctx, &mut scanner, spec, &case, 0..m), &first[..m])
             } else {
                 (
-                    run(ctx, &mut scanner, spec, &input[n - m..], poison),
+                    run(ctx, &mut scanner, spec, &case, n - m..n),
                     &first[n - m..],
                 )
             };
             assert_eq!(
                 bits(&part),
                 bits(whole),
-                "{} {spec:?}: the first {m} of {n}",
+                "{} {label} {spec:?}: {m} of {n}",
                 Op::NAME
             );
         }
     }
     println!(
-        "{}: {} elements, same bits in every run and every prefix",
+        "{} {label}: {n} elements, same bits in every run and every prefix (suffix)",
         Op::NAME,
-        input.len()
     );
+}
+
+/// Every spec of `case` once against the CPU backend, bit for bit: for
+/// inputs whose every partial combination is exact in `f32` (small
+/// integers; maps with `a` = ±1 and integer `b`), any order of combination
+/// gives the CPU's bits, so this checks the values the deterministic pass
+/// computes, which `check_op` only checks for sameness.
+fn check_exact<Op: ScanOp<Element: std::fmt::Debug>>(
+    ctx: &Arc<CudaContext>,
+    case: Input<'_, Op::Element>,
+) where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    let n = case.input.len();
+    let mut scanner = deterministic::<Op>(ctx);
+    for spec in [
+        ScanSpec::inclusive(),
+        ScanSpec::exclusive(),
+        ScanSpec::inclusive().reverse(),
+        ScanSpec::exclusive().reverse(),
+    ] {
+        let mut expected = vec![Op::IDENTITY; n];
+        let segments = match case.keys {
+            Some(keys) => Segments::keys(keys),
+            None => Segments::rows(n),
+        };
+        cpu_segmented::par_scan::<Op>(spec, segments, case.input, &mut expected).unwrap();
+        let got = run(ctx, &mut scanner, spec, &case, 0..n);
+        let wrong = (0..n).find(|&i| bits(&got[i..=i]) != bits(&expected[i..=i]));
+        assert!(
+            wrong.is_none(),
+            "{} {spec:?} by key {}: element {} of {n} is {:?}, the CPU's {:?}",
+            Op::NAME,
+            case.keys.is_some(),
+            wrong.unwrap_or(0),
+            got[wrong.unwrap_or(0)],
+            expected[wrong.unwrap_or(0)]
+        );
+    }
+}
+
+/// Keys of runs of 1 to 200 equal keys.
+fn run_keys(rng: &mut Rng64, n: usize) -> Vec<u32> {
+    let mut keys = Vec::with_capacity(n);
+    let mut key = 0u32;
+    while keys.len() < n {
+        let run = rng.random_range(1..=200).min(n - keys.len());
+        keys.extend(std::iter::repeat_n(key, run));
+        key += 1;
+    }
+    keys
 }
 
 #[test]
@@ -142,27 +237,94 @@ fn deterministic_scans_give_the_same_bits() {
     let sums: Vec<f32> = (0..n)
         .map(|_| rng.random_range(-1.0f32..1.0) * 10f32.powi(rng.random_range(-6..6)))
         .collect();
-    check_op::<Sum<f32>>(&ctx, &mut rng, sums.clone(), f32::NAN);
+    let keys = run_keys(&mut rng, n);
+    for keys in [None, Some(&keys[..])] {
+        let case = Input {
+            input: &sums,
+            keys,
+            poison: f32::NAN,
+        };
+        check_op::<Sum<f32>>(&ctx, &mut rng, case);
+    }
+    for keys in [None, Some(&keys[..])] {
+        let case = Input {
+            input: &sums,
+            keys,
+            poison: f32::NAN,
+        };
+        check_op::<TinyTileSum>(&ctx, &mut rng, case);
+    }
     let maps: Vec<Affine> = (0..n).map(|_| Affine::random(&mut rng)).collect();
-    check_op::<Affine>(
-        &ctx,
-        &mut rng,
-        maps,
-        Affine {
+    for keys in [None, Some(&keys[..])] {
+        let poison = Affine {
             a: f32::NAN,
             b: f32::NAN,
-        },
-    );
+        };
+        let case = Input {
+            input: &maps,
+            keys,
+            poison,
+        };
+        check_op::<Affine>(&ctx, &mut rng, case);
+    }
+
+    // Values: exact inputs, every spec against the CPU. Partial sums of a
+    // range of at most 2^22 + 3 values of magnitude at most 2 stay below
+    // 2^24, as do the b of composed maps with a = ±1 and |b| <= 2.
+    let small: Vec<f32> = (0..n).map(|_| rng.random_range(-2i32..=2) as f32).collect();
+    let signs: Vec<Affine> = (0..n)
+        .map(|_| Affine {
+            a: if rng.random_bool(0.5) { 1.0 } else { -1.0 },
+            b: rng.random_range(-2i32..=2) as f32,
+        })
+        .collect();
+    for keys in [None, Some(&keys[..])] {
+        let poison = f32::NAN;
+        check_exact::<Sum<f32>>(
+            &ctx,
+            Input {
+                input: &small,
+                keys,
+                poison,
+            },
+        );
+        check_exact::<TinyTileSum>(
+            &ctx,
+            Input {
+                input: &small,
+                keys,
+                poison,
+            },
+        );
+        let poison = Affine {
+            a: f32::NAN,
+            b: f32::NAN,
+        };
+        check_exact::<Affine>(
+            &ctx,
+            Input {
+                input: &signs,
+                keys,
+                poison,
+            },
+        );
+    }
+    println!("gpu_deterministic: exact inputs give the CPU's bits in every spec");
 
     // The program for compute_80 (PTX the driver compiles for this GPU):
     // the same bits as the device's own.
+    let case = Input {
+        input: &sums,
+        keys: None,
+        poison: f32::NAN,
+    };
     let mut own = deterministic::<Sum<f32>>(&ctx);
-    let want = run(&ctx, &mut own, ScanSpec::inclusive(), &sums, f32::NAN);
+    let want = run(&ctx, &mut own, ScanSpec::inclusive(), &case, 0..n);
     // SAFETY-free: one test in this binary sets the variable, before its
     // scanners compile for it.
     std::env::set_var(TARGET_ARCH_ENV, "compute_80");
     let mut older = deterministic::<Sum<f32>>(&ctx);
-    let got = run(&ctx, &mut older, ScanSpec::inclusive(), &sums, f32::NAN);
+    let got = run(&ctx, &mut older, ScanSpec::inclusive(), &case, 0..n);
     std::env::remove_var(TARGET_ARCH_ENV);
     assert_eq!(
         bits(&got),

@@ -155,6 +155,7 @@ const SINGLE_PASS: &[Param] = &[
     param("carry_out", ElementsOut),
     param("seed", Element),
     param("n", Count),
+    param("deterministic", Flag),
 ];
 const PIPELINED: &[Param] = &[
     param("input", ElementsIn),
@@ -216,6 +217,7 @@ const SEGMENTED_SINGLE_PASS: &[Param] = &[
     param("seed", Element),
     param("seeded", Flag),
     param("n", Count),
+    param("deterministic", Flag),
 ];
 const SEGMENTED_PIPELINED: &[Param] = &[
     param("input", ElementsIn),
@@ -772,7 +774,7 @@ impl KernelAbi {
         let single_pass = |mode: &str, seg: &str, items: &str, value: &str| {
             (
                 format!("scan_single_pass<{op}, {mode}, {seg}, {items}>"),
-                format!("input, {value}, output, status, aggregates, prefixes, launch, carry_out, seed, n"),
+                format!("input, {value}, output, status, aggregates, prefixes, launch, carry_out, seed, n, deterministic != 0"),
             )
         };
         let pipelined = |mode: &str, seg: &str, value: &str| {

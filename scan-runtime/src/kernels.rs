@@ -434,6 +434,37 @@ fn load_new_kernel<Op: ScanOp>(
     key: KernelKey,
     source: &str,
 ) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
+    // One load of a kernel at a time: threads that need it at once (in the
+    // foreground or the background) wait for the first, which compiles it
+    // once, and find it loaded.
+    let lock = load_lock(&key);
+    let _one_at_a_time = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(kernel) = loaded(&key) {
+        return Ok((kernel, ProgramStats::NONE));
+    }
+    build_and_load::<Op>(ctx, disk, target, key, source)
+}
+
+/// The lock of one kernel's loads ([`load_new_kernel`]); one a kernel key.
+fn load_lock(key: &KernelKey) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<KernelKey, Arc<Mutex<()>>>>> = OnceLock::new();
+    LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(*key)
+        .or_default()
+        .clone()
+}
+
+/// Compiles (or reads from the disk cache) and loads kernel `key` of `Op`.
+fn build_and_load<Op: ScanOp>(
+    ctx: &Arc<CudaContext>,
+    disk: &DiskCache,
+    target: (Arch, bool),
+    key: KernelKey,
+    source: &str,
+) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
     let abi = key.2;
     let (module, stats) = build_module(ctx, disk, target, Op::NAME, source)?;
     let function = module.load_function(&abi.symbol(Op::NAME))?;

@@ -74,14 +74,19 @@ pub(crate) enum Path {
     SinglePass { tiles: usize, small: bool },
     /// Reduce the `tiles` tiles, scan their totals, rescan them.
     ReduceThenScan { tiles: usize },
+    /// The single pass over `tiles` full tiles (one or more) with the
+    /// deterministic look-back ([`Tuning::deterministic`]).
+    Deterministic { tiles: usize },
 }
 
 /// One launch of a path: a [`Pass`] over `tiles` tiles (the pass over
-/// tile totals walks `tiles` totals in one block).
+/// tile totals walks `tiles` totals in one block); a single pass looks
+/// back deterministically when `deterministic`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Step {
     pub(crate) pass: Pass,
     pub(crate) tiles: usize,
+    pub(crate) deterministic: bool,
 }
 
 /// The scratch a path needs in the workspace of the scan's stream.
@@ -89,7 +94,8 @@ pub(crate) struct Step {
 pub(crate) enum Scratch {
     /// None.
     None,
-    /// Single-pass status and values for `tiles` tiles, and a launch state.
+    /// Single-pass status and values for `tiles` status entries (one a
+    /// tile; the deterministic pass's groups take more), and a launch state.
     SinglePass { tiles: usize },
     /// One element per tile, and with `flags` one byte per tile.
     TileTotals { tiles: usize, flags: bool },
@@ -98,7 +104,13 @@ pub(crate) enum Scratch {
 impl Path {
     /// The launches of the path, in order.
     pub(crate) fn steps(self) -> impl Iterator<Item = Step> {
-        let step = |pass, tiles| Some(Step { pass, tiles });
+        let step = |pass, tiles| {
+            Some(Step {
+                pass,
+                tiles,
+                deterministic: false,
+            })
+        };
         let steps = match self {
             Path::Empty => [None, None, None],
             Path::OneTile => [step(Pass::ScanTiles, 1), None, None],
@@ -116,6 +128,15 @@ impl Path {
                 step(Pass::ScanTileTotals, tiles),
                 step(Pass::ScanTiles, tiles),
             ],
+            Path::Deterministic { tiles } => [
+                Some(Step {
+                    pass: Pass::SinglePass,
+                    tiles,
+                    deterministic: true,
+                }),
+                None,
+                None,
+            ],
         };
         steps.into_iter().flatten()
     }
@@ -131,6 +152,9 @@ impl Path {
             Path::ReduceThenScan { tiles } => Scratch::TileTotals {
                 tiles,
                 flags: segmented,
+            },
+            Path::Deterministic { tiles } => Scratch::SinglePass {
+                tiles: kernels_gen::deterministic_status_entries(tiles),
             },
         }
     }
@@ -161,6 +185,10 @@ pub(crate) fn choose<P: Probe>(
     }
     let path = tuning.resolved_path();
     let tiles = n.div_ceil(request.tile_items);
+    if tuning.deterministic {
+        // One tile too: its bits are then those of a longer input's first.
+        return Ok(Path::Deterministic { tiles });
+    }
     if tiles == 1 {
         return Ok(Path::OneTile);
     }
@@ -229,6 +257,9 @@ pub(crate) fn choose<P: Probe>(
 pub(crate) fn reserved_scratch(request: &Request, tuning: &Tuning) -> Scratch {
     let n = request.n;
     let tiles = n.div_ceil(request.tile_items);
+    if tuning.deterministic && n > 0 {
+        return Path::Deterministic { tiles }.scratch(false);
+    }
     if tiles <= 1 {
         return Scratch::None;
     }
@@ -308,7 +339,8 @@ mod tests {
     /// kernel: ready/ready, compiling/ready, cannot run/ready,
     /// ready/compiling) as letters: `-` empty, `1` one tile, `P`
     /// pipelined, `S` single pass in full tiles, `s` in small tiles, `R`
-    /// reduce-then-scan.
+    /// reduce-then-scan, `D` deterministic single pass (not in this table:
+    /// `deterministic_scans_take_the_deterministic_single_pass_only`).
     #[test]
     fn the_paths_of_every_kind_of_request() {
         use Readiness::{CannotRun, Compiling, Ready};
@@ -319,6 +351,7 @@ mod tests {
             Path::SinglePass { small: false, .. } => 'S',
             Path::SinglePass { small: true, .. } => 's',
             Path::ReduceThenScan { .. } => 'R',
+            Path::Deterministic { .. } => 'D',
         };
         let paths = [
             ScanPath::Auto,
@@ -597,14 +630,16 @@ mod tests {
         }
     }
 
-    /// A deterministic tuning takes reduce-then-scan (or one tile) for every
-    /// request, whatever its path says and however far the kernels are: no
-    /// look-back pass, whose combination order depends on timing.
+    /// A deterministic tuning takes the deterministic single pass over full
+    /// tiles for every request, one tile included, whatever its path says
+    /// and however far the kernels are (its kernel never compiles in the
+    /// background), and reserves that pass's status entries (the tiles',
+    /// their groups', their supergroups').
     #[test]
-    fn deterministic_scans_take_reduce_then_scan_only() {
+    fn deterministic_scans_take_the_deterministic_single_pass_only() {
         use Readiness::{CannotRun, Compiling, Ready};
         for (size, tile, small, pipelined_tile) in ELEMENTS {
-            for n in [1, tile - 1, tile, tile + 1, 1 << 15, (1 << 22) + 1] {
+            for n in [1, 33, tile - 1, tile, tile + 1, 1 << 15, (1 << 22) + 1] {
                 for path in [ScanPath::Auto, ScanPath::Pipelined, ScanPath::SinglePass] {
                     let tuning = Tuning::default().with_path(path).with_deterministic(true);
                     for segments in [
@@ -628,28 +663,32 @@ mod tests {
                                 [(Ready, Ready), (Compiling, Compiling), (CannotRun, Ready)]
                             {
                                 let taken = pick(&request, &tuning, p, f);
-                                let expected = if n <= tile {
-                                    Path::OneTile
-                                } else {
-                                    Path::ReduceThenScan {
-                                        tiles: n.div_ceil(tile),
-                                    }
-                                };
+                                let tiles = n.div_ceil(tile);
                                 assert_eq!(
-                                    taken, expected,
+                                    taken,
+                                    Path::Deterministic { tiles },
                                     "{size} B, n = {n}, {path:?}, {segments:?}, {direction:?}"
                                 );
+                                assert_eq!(
+                                    taken.steps().collect::<Vec<_>>(),
+                                    [Step {
+                                        pass: Pass::SinglePass,
+                                        tiles,
+                                        deterministic: true
+                                    }]
+                                );
                             }
+                            let entries = tiles_and_groups(n.div_ceil(tile));
                             assert_eq!(
                                 reserved_scratch(&request, &tuning),
-                                if n <= tile {
-                                    Scratch::None
-                                } else {
-                                    Scratch::TileTotals {
-                                        tiles: n.div_ceil(tile),
-                                        flags: true,
-                                    }
+                                Scratch::SinglePass { tiles: entries }
+                            );
+                            assert_eq!(
+                                Path::Deterministic {
+                                    tiles: n.div_ceil(tile)
                                 }
+                                .scratch(segments.is_some()),
+                                Scratch::SinglePass { tiles: entries }
                             );
                         }
                     }
@@ -658,9 +697,22 @@ mod tests {
         }
     }
 
+    /// The deterministic pass's status entries, counted here one level at
+    /// a time: a tile each, a group of 32 tiles each, a supergroup of 32
+    /// groups each, a hypergroup of 32 supergroups each.
+    fn tiles_and_groups(tiles: usize) -> usize {
+        let groups = tiles.div_ceil(32);
+        let supergroups = groups.div_ceil(32);
+        tiles + groups + supergroups + supergroups.div_ceil(32)
+    }
+
     #[test]
     fn steps_and_scratch_follow_the_path() {
-        let step = |pass, tiles| Step { pass, tiles };
+        let step = |pass, tiles| Step {
+            pass,
+            tiles,
+            deterministic: false,
+        };
         assert_eq!(Path::Empty.steps().collect::<Vec<_>>(), []);
         assert_eq!(Path::Empty.scratch(true), Scratch::None);
         assert_eq!(
