@@ -54,18 +54,19 @@ pub struct Tuning {
     /// long or many, takes the single pass over full tiles with a
     /// deterministic look-back, whatever `path` says. A tile's prefix is
     /// then a fixed function of the tile totals before it (a warp's fixed
-    /// tree over the totals of its group of 32 tiles, another over the
-    /// groups of its supergroup of 1,024 tiles, and a chain over the
-    /// supergroups), the tiles have the element's fixed shape on every
-    /// architecture, and the operator's float arithmetic is never fused
-    /// (`crate` docs): the bits of every output depend only on the input,
-    /// not on timing, the number of SMs or the device. A forward scan's
-    /// result at `i` depends only on the input up to `i` (batch
-    /// invariance); a reverse scan's tiles lie where a forward scan's do
-    /// (from the input's start), so its result at `i` depends on the input
-    /// from `i` on and on where `i` falls in a tile. It reads and writes
-    /// each element once, as the look-back pass does (BENCHMARKS.md
-    /// measures the cost). Column scans ([`ScanSpec::columns`]), whose pass
+    /// tree over the totals of its group of 32 tiles, others over the
+    /// groups of its supergroup and the supergroups of its hypergroup, and
+    /// a chain over the hypergroups), the tiles have the element's fixed
+    /// shape on every architecture, and the operator's float arithmetic is
+    /// never fused (`crate` docs): the bits of every output depend only on
+    /// the input, not on timing, the number of SMs or the device. A
+    /// forward scan's result at `i` depends only on the input up to `i`
+    /// (batch invariance); a reverse scan's tiles lie where a forward
+    /// scan's do (from the input's start), so its result at `i` depends on
+    /// the input from `i` on and on where `i` falls in a tile. It reads and
+    /// writes each element once, as the look-back pass does, at about 70%
+    /// of copy speed on the H200 against the default's 86-93%
+    /// (BENCHMARKS.md). Column scans ([`ScanSpec::columns`]), whose pass
     /// looks back over other blocks' results, are refused with
     /// [`ScanError::NotDeterministic`]. `tests/gpu_deterministic.rs`
     /// compares the bits on a GPU.

@@ -135,6 +135,35 @@ __device__ __forceinline__ unsigned long long deterministic_entries(unsigned lon
   return tiles + groups + supergroups + (supergroups + fan - 1) / fan;
 }
 
+// Zeroes the status words of the entries no tile of this launch publishes:
+// the last unit's at a level where it is partial (nobody reads it). Every
+// other entry below deterministic_entries is published, and the sweep
+// skips them all (launch.cuh): without this, such an entry would keep an
+// earlier launch's word until that launch's epoch came back. Tile 0 calls
+// it at its end (one entry a thread).
+template <unsigned Bytes, unsigned Stride>
+__device__ __noinline__ void deterministic_clear_unpublished(void* status, unsigned long long tiles) {
+  constexpr unsigned long long fan = scan_deterministic_fan_in;
+  const unsigned long long groups = (tiles + fan - 1) / fan, supergroups = (groups + fan - 1) / fan;
+  const unsigned long long hypergroups = (supergroups + fan - 1) / fan;
+  // Thread k clears level k + 1's last entry: groups, supergroups, the chain.
+  unsigned long long entry = 0, span = 0;
+  if (threadIdx.x == 0) {
+    entry = tiles + groups - 1;
+    span = fan;
+  } else if (threadIdx.x == 1) {
+    entry = tiles + groups + supergroups - 1;
+    span = fan * fan;
+  } else if (threadIdx.x == 2) {
+    entry = tiles + groups + supergroups + hypergroups - 1;
+    span = fan * fan * fan;
+  }
+  if (span != 0 && tiles % span != 0) {
+    for (unsigned chunk = 0; chunk < (Bytes < 32 ? 1u : Bytes / 16); ++chunk)
+      *(unsigned*)((unsigned char*)status + scan_status_chunk_offset<Bytes, Stride>(entry, chunk)) = 0u;
+  }
+}
+
 // (earlier_head, earlier) ∘ (head, value), into (head, value).
 template <class Op, bool Segmented, class T = typename Op::T>
 __device__ __forceinline__ void deterministic_combine(const T& earlier, bool earlier_head, T& value, bool& head) {
@@ -179,10 +208,12 @@ __device__ __forceinline__ void deterministic_poll(const Status& status, unsigne
 }
 
 // Warp 0's deterministic prefix of `tile` (of `tiles`), whose total
-// (`tile_head`: holding a head) it has published; `first_prefix` is Q(0).
+// (`tile_head`: holding a head) it has published; `first_prefix` is Q(0),
+// and what is returned where the tile needs nothing before it (not
+// `look_back`), which still publishes the totals it closes.
 template <class Op, bool Segmented, class Status, class T = typename Op::T>
 __device__ __noinline__ T deterministic_look_back(unsigned long long tile, unsigned long long tiles, const T tile_total, bool tile_head,
-                                                  const T first_prefix, Status status, unsigned epoch) {
+                                                  const T first_prefix, bool look_back, Status status, unsigned epoch) {
   constexpr unsigned fan = scan_deterministic_fan_in;
   const unsigned lane = threadIdx.x & 31u;
   // `rest`: the brackets so far, innermost first (`have`: any).
@@ -238,7 +269,7 @@ __device__ __noinline__ T deterministic_look_back(unsigned long long tile, unsig
     deterministic_combine<Op, Segmented>(before, false, rest, rest_head);
     before = rest;
   }
-  return before;
+  return look_back ? before : first_prefix;
 }
 
 // Steps 2–4 for one tile; every thread of the block calls it and receives
@@ -276,8 +307,8 @@ __device__ __noinline__ T deterministic_prefix(unsigned long long tile, unsigned
   if (threadIdx.x < 32) {
     const unsigned epoch = scan_shared_epoch;  // the launch's (launch.cuh)
     if (threadIdx.x == 0) status.publish(tile, (epoch << 2) | (head ? scan_tile_prefix : scan_tile_aggregate), tile_total);
-    const T before = deterministic_look_back<Op, Segmented>(tile, tiles, tile_total, head, no_look_back, status, epoch);
-    if (threadIdx.x == 0) *shared_prefix = look_back ? before : no_look_back;
+    const T before = deterministic_look_back<Op, Segmented>(tile, tiles, tile_total, head, no_look_back, look_back, status, epoch);
+    if (threadIdx.x == 0) *shared_prefix = before;
   }
   __syncthreads();
   return *shared_prefix;
@@ -343,9 +374,13 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   } else {
     store_tile<Op>(output, base, valid, staging, items);
   }
-  if (tile == 0)
-    scan_single_pass_sweep<Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride>(
-        status, launch, deterministic ? deterministic_entries((n + tile_items - 1) / tile_items) : (n + tile_items - 1) / tile_items);
+  if (tile == 0) {
+    constexpr unsigned bytes = Shape<Op>::tile_status_bytes, stride = Shape<Op>::tile_status_stride;
+    // Computed again, not kept in a register through the look-back.
+    const unsigned long long launch_tiles = (n + tile_items - 1) / tile_items;
+    scan_single_pass_sweep<bytes, stride>(status, launch, deterministic ? deterministic_entries(launch_tiles) : launch_tiles);
+    if (deterministic) deterministic_clear_unpublished<bytes, stride>(status, launch_tiles);
+  }
   // The last tile's carry-out, from its prefix and pair still in shared
   // memory and its index in scan_shared_tile: last, so that nothing stays
   // live across the call (before the sweep, a reverse single pass spilled).
