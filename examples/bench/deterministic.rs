@@ -89,11 +89,11 @@ where
 }
 
 /// An `f32` prefix sum against the f64 sum of the same values: within
-/// 1e-5 of the sum of magnitudes up to it. A prefix in the deterministic
-/// pass goes through at most about 100 roundings (16 items, the warp's and
-/// the block's trees, the group's and the supergroup's trees, one link per
-/// 1,024 tiles: 64 at 2^28), each at most 2^-24 of a partial no larger
-/// than that sum: 6e-6. The f64 reference's own error is ~1e-8 of it.
+/// 1e-4 of the sum of magnitudes up to it. A prefix goes through a few
+/// hundred roundings at most (16 items a thread, the warp's and the
+/// block's trees, and the pass over up to 2^16 tile totals), each at most
+/// 2^-24 of a partial no larger than that sum: under 3e-5. The f64
+/// reference's own error is ~1e-8 of it.
 fn agree_sum(host: &[f32], got: &[f32], samples: &[usize]) -> bool {
     let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
     let mut next = samples.iter().peekable();
@@ -102,7 +102,7 @@ fn agree_sum(host: &[f32], got: &[f32], samples: &[usize]) -> bool {
         magnitude += x.abs() as f64;
         while next.peek() == Some(&&i) {
             next.next();
-            if (got[i] as f64 - sum).abs() > 1e-5 * magnitude {
+            if (got[i] as f64 - sum).abs() > 1e-4 * magnitude {
                 return false;
             }
         }

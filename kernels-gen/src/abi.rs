@@ -155,7 +155,6 @@ const SINGLE_PASS: &[Param] = &[
     param("carry_out", ElementsOut),
     param("seed", Element),
     param("n", Count),
-    param("deterministic", Flag),
 ];
 const PIPELINED: &[Param] = &[
     param("input", ElementsIn),
@@ -217,7 +216,6 @@ const SEGMENTED_SINGLE_PASS: &[Param] = &[
     param("seed", Element),
     param("seeded", Flag),
     param("n", Count),
-    param("deterministic", Flag),
 ];
 const SEGMENTED_PIPELINED: &[Param] = &[
     param("input", ElementsIn),
@@ -774,7 +772,7 @@ impl KernelAbi {
         let single_pass = |mode: &str, seg: &str, items: &str, value: &str| {
             (
                 format!("scan_single_pass<{op}, {mode}, {seg}, {items}>"),
-                format!("input, {value}, output, status, aggregates, prefixes, launch, carry_out, seed, n, deterministic != 0"),
+                format!("input, {value}, output, status, aggregates, prefixes, launch, carry_out, seed, n"),
             )
         };
         let pipelined = |mode: &str, seg: &str, value: &str| {

@@ -85,9 +85,6 @@ pub use params::{
     PACKED_ELEMENT_MIN_REGISTERS, STATIC_SHARED_LIMIT,
 };
 pub use single_pass_sizes::{
-    deterministic_status_entries, status_capacity, status_chunk_offset, DETERMINISTIC_FAN_IN,
-};
-pub use single_pass_sizes::{
     pipelined_block_threads, pipelined_heads_warps, pipelined_items_per_thread,
     pipelined_looks_back, pipelined_offsets_block_threads, pipelined_run_padding,
     pipelined_run_stride, pipelined_segmented_shared_bytes, pipelined_segmented_stages,
@@ -96,6 +93,7 @@ pub use single_pass_sizes::{
     PIPELINED_FULL_SQUAD_MAX, PIPELINED_HEADS_WARPS_MAX_ELEMENT, PIPELINED_MAX_ELEMENT_SIZE,
     PIPELINED_WALK_MAX_ELEMENT_SIZE, STATUS_GROUP_TILES, TILE_STATUS_STRIDE,
 };
+pub use single_pass_sizes::{status_capacity, status_chunk_offset};
 
 use expr::{ExprPrinter, Hint};
 use ir::{ElementType, Expr, FieldType, OpDesc, StructDesc};

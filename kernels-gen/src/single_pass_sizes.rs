@@ -62,30 +62,6 @@ pub const fn status_capacity(tiles: usize) -> usize {
     }
 }
 
-/// Fan-in of the deterministic look-back's tree: tiles per group, groups
-/// per supergroup, supergroups per hypergroup. A warp's width, so that one
-/// warp scans a run of totals with its fixed tree (`single_pass.cuh`,
-/// `deterministic_look_back`).
-pub const DETERMINISTIC_FAN_IN: usize = 32;
-
-/// Status entries a deterministic single pass over `tiles` tiles uses:
-/// level by level, one a tile, one a group of [`DETERMINISTIC_FAN_IN`]
-/// tiles, one a supergroup of as many groups (their totals), and one a
-/// hypergroup of as many supergroups (the prefix of everything before the
-/// next one); the host's statement of the device's `deterministic_entries`.
-/// Reserve [`status_capacity`] of it.
-///
-/// ```
-/// // 32,769 tiles: 1,025 groups, 33 supergroups, 2 hypergroups.
-/// assert_eq!(kernels_gen::deterministic_status_entries(32_769), 32_769 + 1_025 + 33 + 2);
-/// assert_eq!(kernels_gen::deterministic_status_entries(1), 4);
-/// ```
-pub const fn deterministic_status_entries(tiles: usize) -> usize {
-    let groups = tiles.div_ceil(DETERMINISTIC_FAN_IN);
-    let supergroups = groups.div_ceil(DETERMINISTIC_FAN_IN);
-    tiles + groups + supergroups + supergroups.div_ceil(DETERMINISTIC_FAN_IN)
-}
-
 /// Bytes of the status array per tile for an element of `element_size`
 /// bytes (the layout's `tile_status_stride`): [`TILE_STATUS_STRIDE`], or the
 /// entry ([`tile_status_bytes`]) rounded up to a multiple of it. Packed
@@ -529,39 +505,6 @@ mod tests {
             crate::PRELUDE.contains(&line),
             "the prelude's copy of STATUS_GROUP_TILES"
         );
-    }
-
-    #[test]
-    fn the_library_groups_deterministic_tiles_as_the_host_does() {
-        let line =
-            format!("constexpr unsigned scan_deterministic_fan_in = {DETERMINISTIC_FAN_IN};");
-        assert!(
-            crate::LIBRARY.contains(&line),
-            "the library's copy of DETERMINISTIC_FAN_IN"
-        );
-        // Each level's units counted one level at a time, as single_pass.cuh
-        // does, for tile counts around each level's boundaries.
-        for tiles in [
-            1usize,
-            31,
-            32,
-            33,
-            1023,
-            1024,
-            1025,
-            32_767,
-            32_768,
-            32_769,
-            1 << 24,
-        ] {
-            let mut units = tiles;
-            let mut entries = tiles;
-            for _ in 0..3 {
-                units = units.div_ceil(32);
-                entries += units;
-            }
-            assert_eq!(deterministic_status_entries(tiles), entries, "{tiles}");
-        }
     }
 
     #[test]

@@ -190,7 +190,7 @@ where
             *slot = Some(self.load_step(abi, step, &mut ready)?);
         }
         for (kernel, abi, config, step) in launches.into_iter().flatten() {
-            let args = launch::tile_pass(step, a, scratch);
+            let args = launch::tile_pass(step.pass, a, scratch, step.tiles as u64);
             // SAFETY: `tile_pass` built the arguments of the step's pass,
             // checked against the ABI table (at the kernel's first launch). The prologue checked
             // that input and output hold n elements and the segments cover

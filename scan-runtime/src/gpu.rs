@@ -10,7 +10,7 @@ use crate::kernels::{
 };
 use crate::launch::{self, PassScratch, TileScanArgs};
 use crate::path::{pipelined_tile_items, small_tile_items, ScanPath, MAX_TILES};
-use crate::plan::{self, Path, Readiness, Scratch, Step};
+use crate::plan::{self, Path, Readiness, Scratch};
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, SinglePassArgs, Workspace};
 use cudarc::driver::sys::CUstreamCaptureStatus;
@@ -525,12 +525,7 @@ where
             seeded: false,
             n: 0,
         };
-        let step = Step {
-            pass: Pass::ScanTiles,
-            tiles: 1,
-            deterministic: false,
-        };
-        let args = launch::tile_pass(step, &empty, PassScratch::None);
+        let args = launch::tile_pass(Pass::ScanTiles, &empty, PassScratch::None, 1);
         let config = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (Op::BLOCK_THREADS, 1, 1),

@@ -9,7 +9,6 @@
 
 use crate::error::{Result, ScanError};
 use crate::kernels::LoadedKernel;
-use crate::plan::Step;
 use crate::workspace::SinglePassArgs;
 use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use kernels_gen::abi::{KernelAbi, Param, ParamType, Pass};
@@ -405,12 +404,16 @@ pub(crate) enum PassScratch {
     SinglePass(SinglePassArgs),
 }
 
-/// The arguments of `step` of the scan `a` (a [`Pass`] over its tiles),
-/// with its scratch: the same builder for the plain kernels and the
-/// segmented ones, which take the heads after the input and whether the
-/// seed starts every segment after the seed.
-pub(crate) fn tile_pass<E: Copy>(step: Step, a: &TileScanArgs<E>, s: PassScratch) -> ArgList<E> {
-    let (pass, tiles) = (step.pass, step.tiles as u64);
+/// The arguments of `pass` of the scan `a` over `tiles` tiles, with its
+/// scratch: the same builder for the plain kernels and the segmented ones,
+/// which take the heads after the input and whether the seed starts every
+/// segment after the seed.
+pub(crate) fn tile_pass<E: Copy>(
+    pass: Pass,
+    a: &TileScanArgs<E>,
+    s: PassScratch,
+    tiles: u64,
+) -> ArgList<E> {
     let mut args = ArgList::new();
     let heads = a.heads.map(Heads::arg);
     let seeded = a.heads.map(|_| flag("seeded", a.seeded));
@@ -453,12 +456,8 @@ pub(crate) fn tile_pass<E: Copy>(step: Step, a: &TileScanArgs<E>, s: PassScratch
             args.push(element("seed", a.seed));
             args.extend(seeded);
             args.push(count("n", a.n));
-            match pass {
-                Pass::Pipelined => args.push(count("tiles", tiles)),
-                Pass::SinglePass | Pass::SinglePassSmall => {
-                    args.push(flag("deterministic", step.deterministic))
-                }
-                _ => {}
+            if pass == Pass::Pipelined {
+                args.push(count("tiles", tiles));
             }
         }
     }
@@ -704,12 +703,7 @@ mod tests {
                     Pass::ScanTiles => PassScratch::None,
                     _ => PassScratch::SinglePass(s),
                 };
-                let step = Step {
-                    pass,
-                    tiles: 6,
-                    deterministic: false,
-                };
-                tile_pass(step, &a, scratch).to_vec()
+                tile_pass(pass, &a, scratch, 6).to_vec()
             }
             KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => unreachable!(),
         }
@@ -738,12 +732,7 @@ mod tests {
             seeded: false,
             n: 9,
         };
-        let step = Step {
-            pass: Pass::ScanTiles,
-            tiles: 1,
-            deterministic: false,
-        };
-        let args = tile_pass(step, &a, PassScratch::None).to_vec();
+        let args = tile_pass(Pass::ScanTiles, &a, PassScratch::None, 1).to_vec();
         check_args(abi, "sum", &args).unwrap();
         let mut swapped = args.clone();
         swapped.swap(4, 5);

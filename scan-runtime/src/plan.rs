@@ -74,19 +74,14 @@ pub(crate) enum Path {
     SinglePass { tiles: usize, small: bool },
     /// Reduce the `tiles` tiles, scan their totals, rescan them.
     ReduceThenScan { tiles: usize },
-    /// The single pass over `tiles` full tiles (one or more) with the
-    /// deterministic look-back ([`Tuning::deterministic`]).
-    Deterministic { tiles: usize },
 }
 
 /// One launch of a path: a [`Pass`] over `tiles` tiles (the pass over
-/// tile totals walks `tiles` totals in one block); a single pass looks
-/// back deterministically when `deterministic`.
+/// tile totals walks `tiles` totals in one block).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Step {
     pub(crate) pass: Pass,
     pub(crate) tiles: usize,
-    pub(crate) deterministic: bool,
 }
 
 /// The scratch a path needs in the workspace of the scan's stream.
@@ -94,8 +89,7 @@ pub(crate) struct Step {
 pub(crate) enum Scratch {
     /// None.
     None,
-    /// Single-pass status and values for `tiles` status entries (one a
-    /// tile; the deterministic pass's groups take more), and a launch state.
+    /// Single-pass status and values for `tiles` tiles, and a launch state.
     SinglePass { tiles: usize },
     /// One element per tile, and with `flags` one byte per tile.
     TileTotals { tiles: usize, flags: bool },
@@ -104,13 +98,7 @@ pub(crate) enum Scratch {
 impl Path {
     /// The launches of the path, in order.
     pub(crate) fn steps(self) -> impl Iterator<Item = Step> {
-        let step = |pass, tiles| {
-            Some(Step {
-                pass,
-                tiles,
-                deterministic: false,
-            })
-        };
+        let step = |pass, tiles| Some(Step { pass, tiles });
         let steps = match self {
             Path::Empty => [None, None, None],
             Path::OneTile => [step(Pass::ScanTiles, 1), None, None],
@@ -128,15 +116,6 @@ impl Path {
                 step(Pass::ScanTileTotals, tiles),
                 step(Pass::ScanTiles, tiles),
             ],
-            Path::Deterministic { tiles } => [
-                Some(Step {
-                    pass: Pass::SinglePass,
-                    tiles,
-                    deterministic: true,
-                }),
-                None,
-                None,
-            ],
         };
         steps.into_iter().flatten()
     }
@@ -152,9 +131,6 @@ impl Path {
             Path::ReduceThenScan { tiles } => Scratch::TileTotals {
                 tiles,
                 flags: segmented,
-            },
-            Path::Deterministic { tiles } => Scratch::SinglePass {
-                tiles: kernels_gen::deterministic_status_entries(tiles),
             },
         }
     }
@@ -185,10 +161,6 @@ pub(crate) fn choose<P: Probe>(
     }
     let path = tuning.resolved_path();
     let tiles = n.div_ceil(request.tile_items);
-    if tuning.deterministic {
-        // One tile too: its bits are then those of a longer input's first.
-        return Ok(Path::Deterministic { tiles });
-    }
     if tiles == 1 {
         return Ok(Path::OneTile);
     }
@@ -257,9 +229,6 @@ pub(crate) fn choose<P: Probe>(
 pub(crate) fn reserved_scratch(request: &Request, tuning: &Tuning) -> Scratch {
     let n = request.n;
     let tiles = n.div_ceil(request.tile_items);
-    if tuning.deterministic && n > 0 {
-        return Path::Deterministic { tiles }.scratch(false);
-    }
     if tiles <= 1 {
         return Scratch::None;
     }
@@ -339,8 +308,7 @@ mod tests {
     /// kernel: ready/ready, compiling/ready, cannot run/ready,
     /// ready/compiling) as letters: `-` empty, `1` one tile, `P`
     /// pipelined, `S` single pass in full tiles, `s` in small tiles, `R`
-    /// reduce-then-scan, `D` deterministic single pass (not in this table:
-    /// `deterministic_scans_take_the_deterministic_single_pass_only`).
+    /// reduce-then-scan.
     #[test]
     fn the_paths_of_every_kind_of_request() {
         use Readiness::{CannotRun, Compiling, Ready};
@@ -351,7 +319,6 @@ mod tests {
             Path::SinglePass { small: false, .. } => 'S',
             Path::SinglePass { small: true, .. } => 's',
             Path::ReduceThenScan { .. } => 'R',
-            Path::Deterministic { .. } => 'D',
         };
         let paths = [
             ScanPath::Auto,
@@ -630,16 +597,14 @@ mod tests {
         }
     }
 
-    /// A deterministic tuning takes the deterministic single pass over full
-    /// tiles for every request, one tile included, whatever its path says
-    /// and however far the kernels are (its kernel never compiles in the
-    /// background), and reserves that pass's status entries (the tiles',
-    /// their groups', their supergroups').
+    /// A deterministic tuning takes reduce-then-scan (or one tile) for every
+    /// request, whatever its path says and however far the kernels are: no
+    /// look-back pass, whose combination order depends on timing.
     #[test]
-    fn deterministic_scans_take_the_deterministic_single_pass_only() {
+    fn deterministic_scans_take_reduce_then_scan_only() {
         use Readiness::{CannotRun, Compiling, Ready};
         for (size, tile, small, pipelined_tile) in ELEMENTS {
-            for n in [1, 33, tile - 1, tile, tile + 1, 1 << 15, (1 << 22) + 1] {
+            for n in [1, tile - 1, tile, tile + 1, 1 << 15, (1 << 22) + 1] {
                 for path in [ScanPath::Auto, ScanPath::Pipelined, ScanPath::SinglePass] {
                     let tuning = Tuning::default().with_path(path).with_deterministic(true);
                     for segments in [
@@ -663,32 +628,28 @@ mod tests {
                                 [(Ready, Ready), (Compiling, Compiling), (CannotRun, Ready)]
                             {
                                 let taken = pick(&request, &tuning, p, f);
-                                let tiles = n.div_ceil(tile);
+                                let expected = if n <= tile {
+                                    Path::OneTile
+                                } else {
+                                    Path::ReduceThenScan {
+                                        tiles: n.div_ceil(tile),
+                                    }
+                                };
                                 assert_eq!(
-                                    taken,
-                                    Path::Deterministic { tiles },
+                                    taken, expected,
                                     "{size} B, n = {n}, {path:?}, {segments:?}, {direction:?}"
                                 );
-                                assert_eq!(
-                                    taken.steps().collect::<Vec<_>>(),
-                                    [Step {
-                                        pass: Pass::SinglePass,
-                                        tiles,
-                                        deterministic: true
-                                    }]
-                                );
                             }
-                            let entries = tiles_and_groups(n.div_ceil(tile));
                             assert_eq!(
                                 reserved_scratch(&request, &tuning),
-                                Scratch::SinglePass { tiles: entries }
-                            );
-                            assert_eq!(
-                                Path::Deterministic {
-                                    tiles: n.div_ceil(tile)
+                                if n <= tile {
+                                    Scratch::None
+                                } else {
+                                    Scratch::TileTotals {
+                                        tiles: n.div_ceil(tile),
+                                        flags: true,
+                                    }
                                 }
-                                .scratch(segments.is_some()),
-                                Scratch::SinglePass { tiles: entries }
                             );
                         }
                     }
@@ -697,22 +658,9 @@ mod tests {
         }
     }
 
-    /// The deterministic pass's status entries, counted here one level at
-    /// a time: a tile each, a group of 32 tiles each, a supergroup of 32
-    /// groups each, a hypergroup of 32 supergroups each.
-    fn tiles_and_groups(tiles: usize) -> usize {
-        let groups = tiles.div_ceil(32);
-        let supergroups = groups.div_ceil(32);
-        tiles + groups + supergroups + supergroups.div_ceil(32)
-    }
-
     #[test]
     fn steps_and_scratch_follow_the_path() {
-        let step = |pass, tiles| Step {
-            pass,
-            tiles,
-            deterministic: false,
-        };
+        let step = |pass, tiles| Step { pass, tiles };
         assert_eq!(Path::Empty.steps().collect::<Vec<_>>(), []);
         assert_eq!(Path::Empty.scratch(true), Scratch::None);
         assert_eq!(

@@ -50,26 +50,21 @@ pub struct Tuning {
     /// [`GpuScanner::wait_for_background_compiles`](crate::GpuScanner::wait_for_background_compiles)
     /// waits for the ones running, before timing, say.
     pub background_compile: bool,
-    /// Bit-reproducible results (default `false`): every scan, one tile
-    /// long or many, takes the single pass over full tiles with a
-    /// deterministic look-back, whatever `path` says. A tile's prefix is
-    /// then a fixed function of the tile totals before it (a warp's fixed
-    /// tree over the totals of its group of 32 tiles, others over the
-    /// groups of its supergroup and the supergroups of its hypergroup, and
-    /// a chain over the hypergroups), the tiles have the element's fixed
-    /// shape on every architecture, and the operator's float arithmetic is
-    /// never fused (`crate` docs): the bits of every output depend only on
-    /// the input, not on timing, the number of SMs or the device. A
-    /// forward scan's result at `i` depends only on the input up to `i`
-    /// (batch invariance); a reverse scan's tiles lie where a forward
-    /// scan's do (from the input's start), so its result at `i` depends on
-    /// the input from `i` on and on where `i` falls in a tile. It reads and
-    /// writes each element once, as the look-back pass does, at about 70%
-    /// of copy speed on the H200 against the default's 86-93%
-    /// (BENCHMARKS.md). Column scans ([`ScanSpec::columns`]), whose pass
+    /// Bit-reproducible results (default `false`): every scan takes
+    /// reduce-then-scan ([`ScanPath::ReduceThenScan`], whatever `path`
+    /// says), whose tiles have the element's fixed shape and whose trees
+    /// are fixed, so the bits of every output depend only on the input:
+    /// not on timing, the number of SMs or the device (the operator's
+    /// float arithmetic is never fused, `crate` docs). A prefix's result
+    /// depends only on the input up to it (batch invariance). It reads
+    /// the input twice; column scans ([`ScanSpec::columns`]), whose pass
     /// looks back over other blocks' results, are refused with
-    /// [`ScanError::NotDeterministic`]. `tests/gpu_deterministic.rs`
-    /// compares the bits on a GPU.
+    /// [`ScanError::NotDeterministic`]. A reverse scan's tiles lie where a
+    /// forward scan's do (from the input's start), so its result at `i`
+    /// also depends on where `i` falls in a tile. Reduce-then-scan runs at
+    /// most at two thirds of copy speed (it moves 3n elements; BENCHMARKS.md
+    /// has the measured cost and a one-pass design that was tried).
+    /// `tests/gpu_deterministic.rs` compares the bits on a GPU.
     ///
     /// [`ScanSpec::columns`]: scan_core::ScanSpec::columns
     /// [`ScanError::NotDeterministic`]: crate::ScanError::NotDeterministic
@@ -113,11 +108,11 @@ impl Tuning {
         self
     }
 
-    /// The path scans take: [`Tuning::path`], or the look-back single pass
-    /// (looking back deterministically) when [`Tuning::deterministic`].
+    /// The path scans take: [`Tuning::path`], or reduce-then-scan when
+    /// [`Tuning::deterministic`].
     pub(crate) fn resolved_path(&self) -> ScanPath {
         if self.deterministic {
-            ScanPath::SinglePass
+            ScanPath::ReduceThenScan
         } else {
             self.path
         }

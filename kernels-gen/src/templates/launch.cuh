@@ -81,10 +81,10 @@ __device__ __forceinline__ unsigned long long scan_single_pass_take_tile(scan_la
 }
 
 // The end of every look-back single-pass block: the block of tile 0, which
-// waits on nobody and finishes first, sweeps (one entry per thread) around
-// the launch's first `used` entries. Out of line, as the start.
+// waits on nobody and finishes first, sweeps (one entry per thread) for the
+// launch's `tiles` tiles of `tile_items` elements. Out of line, as the start.
 template <unsigned Bytes, unsigned Stride>
-__device__ __noinline__ void scan_single_pass_sweep(void* status, const scan_launch_state* launch, unsigned long long used) {
-  scan_launch_sweep<Bytes, Stride>(status, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, used);
+__device__ __noinline__ void scan_single_pass_sweep(void* status, const scan_launch_state* launch, unsigned long long n, unsigned long long tile_items) {
+  scan_launch_sweep<Bytes, Stride>(status, launch, scan_shared_epoch, (int)threadIdx.x, (int)blockDim.x, (n + tile_items - 1) / tile_items);
 }
 #endif  // GPU_SCAN_LAUNCH

@@ -102,176 +102,6 @@ __device__ __noinline__ T decoupled_look_back(unsigned long long tile, const Sta
   return exclusive;
 }
 
-// ---- The deterministic look-back (Tuning::deterministic) ----
-// The decoupled look-back combines whichever predecessors are ready, so a
-// float sum's last bits depend on timing. Here a tile's exclusive prefix is
-// a fixed function of the tile totals before it, over a tree of fan-in 32
-// (kernels_gen::DETERMINISTIC_FAN_IN): 32 tiles make a group, 32 groups a
-// supergroup, 32 supergroups a hypergroup. Tile i gets
-//   Q(h) ∘ ([supergroups before its own in its hypergroup]
-//          ∘ ([groups before its own in its supergroup]
-//             ∘ [tiles before it in its group])),
-// each bracket a lane of a warp's Kogge–Stone scan over published totals
-// (a tree whose shape depends on the lane alone), Q(0) the seed and
-// Q(h+1) = Q(h) ∘ [hypergroup h]. The last tile of a group, supergroup or
-// hypergroup publishes its total (or Q) once it has scanned the level
-// below. Every total is published before its tile waits, each tile waits
-// only on tiles that started before it (no deadlock), and the one chain,
-// Q, has a link per 32,768 tiles (two at 2^28 four-byte elements): a
-// chain per 1,024 tiles held the f32 sum at 2^28 to 70% of copy speed on
-// the H200 (BENCHMARKS.md). Entries of the status array, level by level:
-// the tiles' totals [0, tiles), then the groups', the supergroups' and
-// Q(1), Q(2), … (deterministic_entries). With segments the values are
-// (head seen, value) pairs: a total holding a head is published in state
-// "prefix".
-constexpr unsigned scan_deterministic_fan_in = 32;
-
-// Status entries a deterministic pass over `tiles` tiles uses
-// (kernels_gen::deterministic_status_entries): the tiles', the groups', the
-// supergroups' and the hypergroups'.
-__device__ __forceinline__ unsigned long long deterministic_entries(unsigned long long tiles) {
-  constexpr unsigned long long fan = scan_deterministic_fan_in;
-  const unsigned long long groups = (tiles + fan - 1) / fan, supergroups = (groups + fan - 1) / fan;
-  return tiles + groups + supergroups + (supergroups + fan - 1) / fan;
-}
-
-// Zeroes the status words of the entries no tile of this launch publishes:
-// the last unit's at a level where it is partial (nobody reads it). Every
-// other entry below deterministic_entries is published, and the sweep
-// skips them all (launch.cuh): without this, such an entry would keep an
-// earlier launch's word until that launch's epoch came back. Tile 0 calls
-// it at its end (one entry a thread).
-template <unsigned Bytes, unsigned Stride>
-__device__ __noinline__ void deterministic_clear_unpublished(void* status, unsigned long long tiles) {
-  constexpr unsigned long long fan = scan_deterministic_fan_in;
-  const unsigned long long groups = (tiles + fan - 1) / fan, supergroups = (groups + fan - 1) / fan;
-  const unsigned long long hypergroups = (supergroups + fan - 1) / fan;
-  // Thread k clears level k + 1's last entry: groups, supergroups, the chain.
-  unsigned long long entry = 0, span = 0;
-  if (threadIdx.x == 0) {
-    entry = tiles + groups - 1;
-    span = fan;
-  } else if (threadIdx.x == 1) {
-    entry = tiles + groups + supergroups - 1;
-    span = fan * fan;
-  } else if (threadIdx.x == 2) {
-    entry = tiles + groups + supergroups + hypergroups - 1;
-    span = fan * fan * fan;
-  }
-  if (span != 0 && tiles % span != 0) {
-    for (unsigned chunk = 0; chunk < (Bytes < 32 ? 1u : Bytes / 16); ++chunk)
-      *(unsigned*)((unsigned char*)status + scan_status_chunk_offset<Bytes, Stride>(entry, chunk)) = 0u;
-  }
-}
-
-// (earlier_head, earlier) ∘ (head, value), into (head, value).
-template <class Op, bool Segmented, class T = typename Op::T>
-__device__ __forceinline__ void deterministic_combine(const T& earlier, bool earlier_head, T& value, bool& head) {
-  if (!Segmented || !head) value = Op::combine(earlier, value);
-  head = head || earlier_head;
-}
-
-// The warp's inclusive Kogge–Stone scan over (head, value) pairs.
-template <class Op, bool Segmented, class T = typename Op::T>
-__device__ __forceinline__ void deterministic_warp_scan(T& value, bool& head) {
-  const unsigned lane = threadIdx.x & 31u;
-#pragma unroll
-  for (unsigned offset = 1; offset < 32; offset <<= 1) {
-    const T earlier = scan_shfl_up(value, offset);
-    const bool earlier_head = Segmented && __shfl_up_sync(0xffffffffu, head, offset);
-    if (lane >= offset) deterministic_combine<Op, Segmented>(earlier, earlier_head, value, head);
-  }
-}
-
-// Lanes below `count` wait for entry `first + lane` of this launch and get
-// its value and whether it holds a head; lane `keep` keeps its own, and
-// the others get the identity.
-template <class Op, class Status, class T = typename Op::T>
-__device__ __forceinline__ void deterministic_poll(const Status& status, unsigned long long first, unsigned count, unsigned keep,
-                                                   unsigned epoch, T& value, bool& head) {
-  const unsigned lane = threadIdx.x & 31u;
-  if (lane != keep) {
-    value = Op::identity();
-    head = false;
-  }
-  if (count > 0) {
-    unsigned state = scan_tile_aggregate;
-    while (true) {
-      if (lane < count) {
-        const unsigned word = status.poll(first + lane, value);
-        state = (word >> 2) == epoch ? (word & 3u) : scan_tile_not_ready;
-      }
-      if (__all_sync(0xffffffffu, state != scan_tile_not_ready)) break;
-    }
-    if (lane < count) head = state == scan_tile_prefix;
-  }
-}
-
-// Warp 0's deterministic prefix of `tile` (of `tiles`), whose total
-// (`tile_head`: holding a head) it has published; `first_prefix` is Q(0),
-// and what is returned where the tile needs nothing before it (not
-// `look_back`), which still publishes the totals it closes.
-template <class Op, bool Segmented, class Status, class T = typename Op::T>
-__device__ __noinline__ T deterministic_look_back(unsigned long long tile, unsigned long long tiles, const T tile_total, bool tile_head,
-                                                  const T first_prefix, bool look_back, Status status, unsigned epoch) {
-  constexpr unsigned fan = scan_deterministic_fan_in;
-  const unsigned lane = threadIdx.x & 31u;
-  // `rest`: the brackets so far, innermost first (`have`: any).
-  T rest = Op::identity();
-  bool rest_head = false, have = false;
-  T value = tile_total;
-  bool head = tile_head;
-  unsigned long long base = 0;      // this level's first entry
-  unsigned long long units = tiles;  // this level's entries
-  unsigned long long unit = tile;    // this tile's unit at this level
-  bool closes = true;                // the tile is its unit's last
-#pragma unroll 1
-  for (int level = 0; level < 3; ++level) {
-    const unsigned at = (unsigned)(unit % fan);
-    // The units before this one in its run, and with the last tile of a
-    // unit above level 0 its own (just published by lane 31: the poll
-    // waits until this lane sees it); a tile's own total is at hand, in
-    // lane `at` at level 0.
-    deterministic_poll<Op>(status, base + (unit - at), at + (level > 0 && closes ? 1u : 0u), level == 0 ? at : fan, epoch, value, head);
-    deterministic_warp_scan<Op, Segmented>(value, head);
-    if (at > 0) {
-      T before = scan_shfl_idx(value, at - 1);
-      bool before_head = __shfl_sync(0xffffffffu, head, at - 1);
-      if (have) {
-        deterministic_combine<Op, Segmented>(before, before_head, rest, rest_head);
-      } else {
-        rest = before;
-        rest_head = before_head;
-      }
-      have = true;
-    }
-    base += units;
-    units = (units + fan - 1) / fan;
-    unit /= fan;
-    closes = closes && at == fan - 1;
-    // The unit above is complete: its total (lane 31's) for the next level.
-    if (closes && level < 2 && lane == fan - 1)
-      status.publish(base + unit, (epoch << 2) | (head ? scan_tile_prefix : scan_tile_aggregate), value);
-  }
-  // Everything before the hypergroup, and Q(h + 1) from its last tile.
-  T before = first_prefix;
-  if (unit > 0) {
-    T prefix;
-    bool unused;
-    deterministic_poll<Op>(status, base + unit - 1, 1, fan, epoch, prefix, unused);
-    before = scan_shfl_idx(prefix, 0);
-  }
-  if (closes) {
-    deterministic_combine<Op, Segmented>(before, false, value, head);
-    if (lane == fan - 1) status.publish(base + unit, (epoch << 2) | scan_tile_prefix, value);
-  }
-  if (have) {
-    deterministic_combine<Op, Segmented>(before, false, rest, rest_head);
-    before = rest;
-  }
-  return look_back ? before : first_prefix;
-}
-
 // Steps 2–4 for one tile; every thread of the block calls it and receives
 // the tile's exclusive prefix (it synchronises the block). It runs once per
 // tile and stays out of line, as does the look-back: inlined into the
@@ -298,22 +128,6 @@ __device__ __noinline__ T single_pass_prefix(unsigned long long tile, const T ti
   return *shared_prefix;
 }
 
-// The same with the deterministic look-back over `tiles` tiles: the tile
-// publishes its total alone (with Segmented, `head`: holding a head), and
-// `no_look_back` is also what comes before tile 0 (Q(0)).
-template <class Op, bool Segmented, class Status, class T = typename Op::T>
-__device__ __noinline__ T deterministic_prefix(unsigned long long tile, unsigned long long tiles, const T tile_total, bool head,
-                                               bool look_back, const T no_look_back, Status status, T* shared_prefix) {
-  if (threadIdx.x < 32) {
-    const unsigned epoch = scan_shared_epoch;  // the launch's (launch.cuh)
-    if (threadIdx.x == 0) status.publish(tile, (epoch << 2) | (head ? scan_tile_prefix : scan_tile_aggregate), tile_total);
-    const T before = deterministic_look_back<Op, Segmented>(tile, tiles, tile_total, head, no_look_back, look_back, status, epoch);
-    if (threadIdx.x == 0) *shared_prefix = before;
-  }
-  __syncthreads();
-  return *shared_prefix;
-}
-
 // A single-pass scan over tiles of Items × Shape<Op>::block_threads elements.
 // Every block takes one tile index from the launch state (launch.cuh); an
 // index past the input's tiles ends the block (it cannot happen while the
@@ -327,15 +141,13 @@ __device__ __noinline__ T deterministic_prefix(unsigned long long tile, unsigned
 // plain operator.
 template <class Op, int Mode, class Seg, int Items, class T = typename Op::T>
 __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg, T* output, void* status, T* aggregates, T* prefixes,
-                                                 scan_launch_state* launch, T* carry_out, const T seed, unsigned long long n,
-                                                 bool deterministic) {
+                                                 scan_launch_state* launch, T* carry_out, const T seed, unsigned long long n) {
   constexpr int tile_items = Items * Shape<Op>::block_threads;
   __shared__ T staging[tile_items + tile_items / 32];
   __shared__ T warp_totals[Shape<Op>::warps + 1];
   __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
   __shared__ T shared_prefix;
-  const unsigned long long tiles = (n + tile_items - 1) / tile_items;
-  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
+  const unsigned long long tile = scan_single_pass_take_tile(launch, (n + tile_items - 1) / tile_items);
   if (tile == scan_no_tile) return;
   const tile_span span = span_of_tile<Op>(tile, n, tile_items);
   const unsigned long long base = span.base;
@@ -353,13 +165,9 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
         if constexpr (Seg::segmented) {
           // In warp 0: whether the tile's first element (thread 0's first item) is a head.
           const bool first_is_head = (__shfl_sync(0xffffffffu, heads, 0) & 1u) != 0;
-          if (deterministic)
-            return deterministic_prefix<Op, true>(tile, tiles, tile_total, has_head, !first_is_head, Op::identity(), tile_status, &shared_prefix);
           return single_pass_prefix<Op>(tile, tile_total, has_head, tile_total, !first_is_head, Op::identity(), tile_status, &shared_prefix);
         } else {
           // Tile 0's inclusive prefix holds the seed, so every later tile gets it.
-          if (deterministic)
-            return deterministic_prefix<Op, false>(tile, tiles, tile_total, false, tile != 0, seed, tile_status, &shared_prefix);
           return single_pass_prefix<Op>(tile, tile_total, tile == 0, Op::combine(seed, tile_total), tile != 0, seed, tile_status, &shared_prefix);
         }
       },
@@ -374,13 +182,7 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   } else {
     store_tile<Op>(output, base, valid, staging, items);
   }
-  if (tile == 0) {
-    constexpr unsigned bytes = Shape<Op>::tile_status_bytes, stride = Shape<Op>::tile_status_stride;
-    // Computed again, not kept in a register through the look-back.
-    const unsigned long long launch_tiles = (n + tile_items - 1) / tile_items;
-    scan_single_pass_sweep<bytes, stride>(status, launch, deterministic ? deterministic_entries(launch_tiles) : launch_tiles);
-    if (deterministic) deterministic_clear_unpublished<bytes, stride>(status, launch_tiles);
-  }
+  if (tile == 0) scan_single_pass_sweep<Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride>(status, launch, n, tile_items);
   // The last tile's carry-out, from its prefix and pair still in shared
   // memory and its index in scan_shared_tile: last, so that nothing stays
   // live across the call (before the sweep, a reverse single pass spilled).
