@@ -69,6 +69,16 @@ where
     stream.clone_dtoh(&out).unwrap()
 }
 
+/// Every spec the checks run: inclusive and exclusive, forward and reverse.
+fn specs<E>() -> [ScanSpec<E>; 4] {
+    [
+        ScanSpec::inclusive(),
+        ScanSpec::exclusive(),
+        ScanSpec::inclusive().reverse(),
+        ScanSpec::exclusive().reverse(),
+    ]
+}
+
 fn bits<T: Copy>(v: &[T]) -> Vec<u8> {
     // SAFETY: plain-old-data elements (f32, a struct of two f32), read as bytes.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
@@ -89,19 +99,13 @@ fn check_op<Op: ScanOp<Element: std::fmt::Debug>>(
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
     let tile = GpuScanner::<Op>::new(ctx).unwrap().tile_items();
-    let specs = [
-        ScanSpec::inclusive(),
-        ScanSpec::exclusive(),
-        ScanSpec::inclusive().reverse(),
-        ScanSpec::exclusive().reverse(),
-    ];
     let n = case.input.len();
     let label = if case.keys.is_some() {
         "by key"
     } else {
         "plain"
     };
-    for spec in specs {
+    for spec in specs() {
         let mut scanner = deterministic::<Op>(ctx);
         let first = run(ctx, &mut scanner, spec, &case, 0..n);
         // The same bits on five more streams, two scanners alive.
@@ -181,12 +185,7 @@ fn check_exact<Op: ScanOp<Element: std::fmt::Debug>>(
 {
     let n = case.input.len();
     let mut scanner = deterministic::<Op>(ctx);
-    for spec in [
-        ScanSpec::inclusive(),
-        ScanSpec::exclusive(),
-        ScanSpec::inclusive().reverse(),
-        ScanSpec::exclusive().reverse(),
-    ] {
+    for spec in specs() {
         let mut expected = vec![Op::IDENTITY; n];
         let segments = match case.keys {
             Some(keys) => Segments::keys(keys),
