@@ -444,3 +444,93 @@ fn an_operator_named_like_a_keyword_compiles() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(!reports.is_empty());
 }
+
+/// The compaction kernels (`kernels_gen::select`), for predicates and an
+/// equality over words and over a struct and for flags over both, compile
+/// for every architecture CUDA 13 supports without spilling.
+#[test]
+fn select_programs_compile_for_every_architecture() {
+    if !tools_available() {
+        return;
+    }
+    use gpu_scan::kernels_gen::select::{select_program, SelectKernel, SelectSource};
+    use gpu_scan::stages::{ScanEquality, ScanPredicate};
+    use gpu_scan::ScanElement;
+    fn stage<P: ScanPredicate>() -> (SelectSource<'static>, usize) {
+        let source = SelectSource::Stage {
+            name: P::NAME,
+            source: P::CUDA_SOURCE,
+        };
+        (source, std::mem::size_of::<P::Element>())
+    }
+    fn equality<E: ScanEquality>() -> (SelectSource<'static>, usize) {
+        let source = SelectSource::Stage {
+            name: E::NAME,
+            source: E::CUDA_SOURCE,
+        };
+        (source, std::mem::size_of::<E::Element>())
+    }
+    fn element<T: ScanElement>() -> (SelectSource<'static>, usize) {
+        let source = SelectSource::Element {
+            cuda_type: T::CUDA_TYPE,
+            declarations: T::CUDA_DECL,
+        };
+        (source, std::mem::size_of::<T>())
+    }
+    let programs: Vec<(SelectKernel, (SelectSource<'static>, usize))> = vec![
+        (SelectKernel::If, stage::<Third>()),
+        (SelectKernel::PartitionIf, stage::<Third>()),
+        (SelectKernel::If, stage::<Growing>()),
+        (SelectKernel::PartitionIf, stage::<Positive>()),
+        (SelectKernel::Unique, equality::<SameU32>()),
+        (SelectKernel::Unique, equality::<SameSlope>()),
+        (SelectKernel::Flagged, element::<u32>()),
+        (SelectKernel::Flagged, element::<Affine>()),
+        (SelectKernel::ReverseTail, element::<u32>()),
+        (SelectKernel::ReverseTail, element::<Affine>()),
+    ];
+    let jobs: Vec<(Arch, usize)> = Arch::CUDA_13
+        .iter()
+        .flat_map(|&arch| (0..programs.len()).map(move |i| (arch, i)))
+        .collect();
+    let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
+        .par_iter()
+        .map(|&(arch, i)| {
+            let (kernel, (source, size)) = &programs[i];
+            let name = match source {
+                SelectSource::Stage { name, .. } => name.to_string(),
+                SelectSource::Element { cuda_type, .. } => cuda_type.to_string(),
+            };
+            let (mut reports, mut failures) = (Vec::new(), Vec::new());
+            compile_and_assemble(
+                &format!("select:{}:{}", kernel.symbol(&name), arch.sm_name()),
+                &select_program(*kernel, source, *size),
+                kernels_gen::nvrtc_options(arch),
+                &[kernel.symbol(&name)],
+                arch,
+                &mut reports,
+                &mut failures,
+            );
+            (reports, failures)
+        })
+        .collect();
+    let failures: Vec<String> = results.iter().flat_map(|r| r.1.clone()).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let reports: Vec<&KernelReport> = results.iter().flat_map(|r| &r.0).collect();
+    let spills: Vec<String> = reports
+        .iter()
+        .filter(|r| r.spill_bytes > 0)
+        .map(|r| {
+            format!(
+                "{} {}: {} bytes spilled",
+                r.program, r.kernel, r.spill_bytes
+            )
+        })
+        .collect();
+    assert!(spills.is_empty(), "{}", spills.join("\n"));
+    println!(
+        "nvrtc_compile: {} select programs for {} architectures",
+        programs.len(),
+        Arch::CUDA_13.len()
+    );
+}

@@ -64,6 +64,7 @@ pub mod layout;
 pub mod pressure;
 pub mod segment_flags;
 pub mod segment_starts;
+pub mod select;
 pub mod stage;
 pub mod tuning;
 

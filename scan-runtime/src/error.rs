@@ -161,6 +161,18 @@ pub enum ScanError {
     /// put together otherwise).
     #[error("a scan of a matrix (down its columns or in two dimensions) writes no carry-out: leave the spec's carry-out slot out")]
     MatrixCarryOut,
+    /// Buffers of a compaction (select, partition, unique) that do not fit
+    /// its input: the same error as the CPU backend's.
+    #[error(transparent)]
+    Select(#[from] scan_core::select::SelectLengthError),
+    /// A compaction's count slot that is not one `u64` long.
+    #[error(
+        "the count slot has {len} elements: a compaction writes its count to a one-element buffer"
+    )]
+    SelectCountLength {
+        /// The slot's length.
+        len: usize,
+    },
     /// The input is longer than the kernels' grid can cover.
     #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
     TooLong {

@@ -1,0 +1,256 @@
+//! Compaction timings (`GpuSelect`) beside CUB's and a copy, in one run:
+//! select by a predicate keeping about half of 2^28 `u32`, select by flags,
+//! partition, unique over runs of mean length 8, and select over 2^26
+//! 24-byte structs, on the inputs `cub/select_bench.cu` generates (the same
+//! stateless generator). Each is the median of 25 calls bracketed by CUDA
+//! events after 3 warm-ups, beside a device-to-device copy of its input;
+//! "bound" is the share of the bytes-moved bound reached (input read once,
+//! the kept elements written once, at the copy's bandwidth). Every output
+//! is first checked in full against the CPU backend, and the count against
+//! CUB's.
+//!
+//! ```text
+//! nvcc -O3 -arch=sm_90 -o select_cub cub/select_bench.cu && ./select_cub DIR
+//! select_bench DIR        # reads DIR/cub-select.txt
+//! ```
+
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::{open_device, GpuSelect};
+use gpu_scan::select::{self as cpu, Rejected};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+#[path = "common/timing.rs"]
+mod timing;
+use timing::time_ms;
+
+/// splitmix64 of i, as `cub/select_bench.cu` computes it.
+fn bits(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Even words: about half of random ones.
+#[scan_predicate(element = u32, keep = |x| x % 2 == 0)]
+struct Even;
+
+/// Equal words.
+#[scan_equality(element = u32, eq = |a, b| a == b)]
+struct Same;
+
+/// Count, sum and max: a 24-byte element (CUB's `Stats`).
+#[scan_op(
+    identity = Stats { count: 0, sum: 0.0, max: f32::NEG_INFINITY },
+    op = |x, y| Stats { count: x.count + y.count, sum: x.sum + y.sum, max: x.max.max(y.max) }
+)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Stats {
+    count: u32,
+    sum: f64,
+    max: f32,
+}
+
+/// Statistics with an even count.
+#[scan_predicate(element = Stats, keep = |s| s.count % 2 == 0)]
+struct EvenCount;
+
+/// CUB's line for a case: `(ms, copy_ms, count)`.
+fn cub_line(dir: &str, case: &str, log_n: u32) -> Option<(f64, f64, u64)> {
+    let text = std::fs::read_to_string(format!("{dir}/cub-select.txt")).ok()?;
+    text.lines().rev().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() == 5 && f[0] == case && f[1] == log_n.to_string())
+            .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?, f[4].parse().ok()?)))
+            .flatten()
+    })
+}
+
+/// Times `run` (which writes the count to `count`), checks the output
+/// against `expected` (the CPU's first `kept` elements, or all of them for
+/// a partition) and prints the case's line.
+#[allow(clippy::too_many_arguments)]
+fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
+    stream: &Arc<CudaStream>,
+    dir: &str,
+    name: &str,
+    log_n: u32,
+    input: &CudaSlice<T>,
+    expected: &[T],
+    kept: usize,
+    writes_all: bool,
+    mut run: impl FnMut(&mut CudaSlice<T>, &mut CudaSlice<u64>),
+) -> bool {
+    let n = input.len();
+    let mut out: CudaSlice<T> = stream.alloc_zeros(n).unwrap();
+    let mut count: CudaSlice<u64> = stream.alloc_zeros(1).unwrap();
+    run(&mut out, &mut count);
+    let got_count = stream.clone_dtoh(&count).unwrap()[0] as usize;
+    let got = stream.clone_dtoh(&out).unwrap();
+    let upto = if writes_all { n } else { kept };
+    let mut ok = got_count == kept
+        && got[..upto]
+            .par_iter()
+            .zip(&expected[..upto])
+            .all(|(a, b)| a == b);
+    let ms = time_ms(stream, || run(&mut out, &mut count)) as f64;
+    let copy_ms = {
+        let mut copy: CudaSlice<T> = stream.alloc_zeros(n).unwrap();
+        time_ms(stream, || stream.memcpy_dtod(input, &mut copy).unwrap()) as f64
+    };
+    // Bytes-moved bound: n read and `written` written, at the copy's 2n.
+    let written = if writes_all { n } else { kept };
+    let bound = copy_ms * (n + written) as f64 / (2 * n) as f64 / ms * 100.0;
+    let cub = cub_line(dir, name, log_n);
+    if let Some((_, _, cub_count)) = cub {
+        ok &= cub_count as usize == kept;
+    }
+    let (cub_ms, ratio) = match cub {
+        Some((cub_ms, _, _)) => (format!("{cub_ms:>8.4}"), format!("{:>6.2}x", cub_ms / ms)),
+        None => ("       -".into(), "      -".into()),
+    };
+    println!(
+        "{name:<10} 2^{log_n:<3} {ms:>8.4} {copy_ms:>8.4} {:>6.1}% {bound:>6.1}% {cub_ms} {ratio}  {}",
+        copy_ms / ms * 100.0,
+        if ok { "ok" } else { "MISMATCH" }
+    );
+    ok
+}
+
+fn main() {
+    let dir = std::env::args().nth(1).unwrap_or_else(|| ".".into());
+    let ctx = open_device(0).expect("a GPU");
+    let stream = ctx.new_stream().unwrap();
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    println!("case       size     ms     copy ms   %copy  %bound  CUB ms  vs CUB  check");
+    let mut ok = true;
+
+    let log_n = 28;
+    let n = 1usize << log_n;
+    let words: Vec<u32> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| bits(i) as u32)
+        .collect();
+    let flags: Vec<u8> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| ((bits(i) >> 32) & 1) as u8)
+        .collect();
+    let mut key = 0u32;
+    let runs: Vec<u32> = (0..n as u64)
+        .map(|i| {
+            let r = bits(i);
+            if i > 0 && (r >> 40) % 8 == 0 {
+                key = key.wrapping_add(1 + ((r >> 48) % 3) as u32);
+            }
+            key
+        })
+        .collect();
+    let d_words = stream.clone_htod(&words).unwrap();
+    let d_flags = stream.clone_htod(&flags).unwrap();
+    let d_runs = stream.clone_htod(&runs).unwrap();
+    let mut expected = vec![0u32; n];
+
+    let kept = cpu::select_if::<Even>(&words, &mut expected).unwrap();
+    ok &= case(
+        &stream,
+        &dir,
+        "select-if",
+        log_n,
+        &d_words,
+        &expected,
+        kept,
+        false,
+        |out, c| select.select_if::<Even>(&stream, &d_words, out, c).unwrap(),
+    );
+    let kept = cpu::select_flagged(&words, &flags, &mut expected).unwrap();
+    ok &= case(
+        &stream,
+        &dir,
+        "flagged",
+        log_n,
+        &d_words,
+        &expected,
+        kept,
+        false,
+        |out, c| {
+            select
+                .select_flagged(&stream, &d_words, &d_flags, out, c)
+                .unwrap()
+        },
+    );
+    let kept = cpu::partition_if::<Even>(&words, &mut expected, Rejected::Reversed).unwrap();
+    ok &= case(
+        &stream,
+        &dir,
+        "partition",
+        log_n,
+        &d_words,
+        &expected,
+        kept,
+        true,
+        |out, c| {
+            select
+                .partition_if::<Even>(&stream, &d_words, out, Rejected::Reversed, c)
+                .unwrap()
+        },
+    );
+    let kept = cpu::unique::<Same>(&runs, &mut expected).unwrap();
+    ok &= case(
+        &stream,
+        &dir,
+        "unique",
+        log_n,
+        &d_runs,
+        &expected,
+        kept,
+        false,
+        |out, c| select.unique::<Same>(&stream, &d_runs, out, c).unwrap(),
+    );
+    drop((d_words, d_flags, d_runs, words, flags, runs, expected));
+
+    let log_n = 26;
+    let n = 1usize << log_n;
+    let stats: Vec<Stats> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| {
+            let r = bits(i);
+            Stats {
+                count: (r & 0xff) as u32,
+                sum: (r >> 11) as f64 * (-53f64).exp2(),
+                max: ((r >> 40) & 0xffff) as f32,
+            }
+        })
+        .collect();
+    let d_stats = stream.clone_htod(&stats).unwrap();
+    let mut expected = vec![
+        Stats {
+            count: 0,
+            sum: 0.0,
+            max: 0.0
+        };
+        n
+    ];
+    let kept = cpu::select_if::<EvenCount>(&stats, &mut expected).unwrap();
+    ok &= case(
+        &stream,
+        &dir,
+        "struct",
+        log_n,
+        &d_stats,
+        &expected,
+        kept,
+        false,
+        |out, c| {
+            select
+                .select_if::<EvenCount>(&stream, &d_stats, out, c)
+                .unwrap()
+        },
+    );
+    assert!(
+        ok,
+        "select_bench: an output differs from the CPU's or a count from CUB's"
+    );
+}

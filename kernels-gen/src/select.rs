@@ -1,0 +1,237 @@
+//! Compaction kernels: select by a predicate or by flags, partition, and
+//! unique, each one pass over the input with a decoupled look-back over
+//! the tiles' counts (`templates/select.cuh`). A program holds one kernel,
+//! for one stage (or, selecting by flags, one element type); its wrapper's
+//! parameters are written here once ([`SelectKernel::params`]) and the
+//! runtime passes them in that order.
+//!
+//! ```
+//! use kernels_gen::select::{select_program, SelectKernel, SelectSource};
+//!
+//! let source = SelectSource::Element { cuda_type: "unsigned int", declarations: "" };
+//! let cuda = select_program(SelectKernel::Flagged, &source, 4);
+//! assert!(cuda.contains("gpu_scan_select_unsigned_int_flagged("));
+//! ```
+
+use crate::launch_state::launch_state_declaration;
+use crate::stage::STAGE_NAMESPACE;
+use crate::{tile_status_stride, LIBRARY, PRELUDE};
+use std::fmt::Write;
+
+/// The compaction kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SelectKernel {
+    /// The elements a predicate keeps, in order.
+    If,
+    /// The elements whose flag byte is non-zero, in order.
+    Flagged,
+    /// The first element of each run of neighbours an equality calls equal.
+    Unique,
+    /// The elements a predicate keeps, in order, then the rest reversed.
+    PartitionIf,
+    /// Reverses `out[count, n)` in place (a partition's rest, into input
+    /// order); any number of blocks.
+    ReverseTail,
+}
+
+/// What a select program is specialised for.
+#[derive(Clone, Copy, Debug)]
+pub enum SelectSource<'a> {
+    /// A stage (`#[scan_predicate]` for [`SelectKernel::If`] and
+    /// [`SelectKernel::PartitionIf`], `#[scan_equality]` for
+    /// [`SelectKernel::Unique`]): its policy's name and its part of a
+    /// program (types and policy).
+    Stage {
+        /// `ScanPredicate::NAME` or `ScanEquality::NAME`.
+        name: &'a str,
+        /// Its `CUDA_SOURCE`.
+        source: &'a str,
+    },
+    /// An element type alone ([`SelectKernel::Flagged`],
+    /// [`SelectKernel::ReverseTail`]).
+    Element {
+        /// `ScanElement::CUDA_TYPE`.
+        cuda_type: &'a str,
+        /// `ScanElement::CUDA_DECL`.
+        declarations: &'a str,
+    },
+}
+
+/// Threads per block of the select kernels for elements of `element_size`
+/// bytes: 256, or 128 for elements over 128 bytes (a tile of one such
+/// element per thread fits the static shared memory).
+pub const fn select_block_threads(element_size: usize) -> usize {
+    if element_size > 128 {
+        128
+    } else {
+        256
+    }
+}
+
+/// Blocks per SM the select kernels' launch bounds ask for: with a
+/// thread count alone, ptxas held them to 64 registers and spilled; two
+/// blocks leave them up to 128 (and one block's look-back overlaps
+/// another's loads).
+pub const SELECT_MIN_BLOCKS: usize = 2;
+
+/// Threads per block of [`SelectKernel::ReverseTail`].
+pub const REVERSE_TAIL_BLOCK_THREADS: usize = 256;
+
+/// Bytes of a select kernel's tile in shared memory, at most: the tile is
+/// compacted there before it is written.
+pub const SELECT_TILE_BYTES: usize = 32 * 1024;
+
+/// Items per thread of the select kernels for elements of `element_size`
+/// bytes: as many as fit [`SELECT_TILE_BYTES`], at most 16, at least one.
+pub const fn select_items_per_thread(element_size: usize) -> usize {
+    let size = if element_size == 0 { 1 } else { element_size };
+    let items = SELECT_TILE_BYTES / (select_block_threads(size) * size);
+    if items > 16 {
+        16
+    } else if items == 0 {
+        1
+    } else {
+        items
+    }
+}
+
+/// Elements per tile of the select kernels.
+pub const fn select_tile_items(element_size: usize) -> usize {
+    select_block_threads(element_size) * select_items_per_thread(element_size)
+}
+
+/// The 64-bit counts' status entries are [`tile_status_stride`]`(8)` bytes
+/// apart (16: a count and its status word in one 128-bit word).
+pub const SELECT_STATUS_STRIDE: usize = tile_status_stride(8);
+
+impl SelectKernel {
+    /// The suffix of the kernel's symbol.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            SelectKernel::If => "if",
+            SelectKernel::Flagged => "flagged",
+            SelectKernel::Unique => "unique",
+            SelectKernel::PartitionIf => "partition_if",
+            SelectKernel::ReverseTail => "reverse_tail",
+        }
+    }
+
+    /// The kernel's symbol for a program specialised for `name` (a stage's
+    /// name, or an element's CUDA type with spaces as underscores).
+    pub fn symbol(self, name: &str) -> String {
+        format!(
+            "gpu_scan_select_{}_{}",
+            name.replace(' ', "_"),
+            self.suffix()
+        )
+    }
+
+    /// The wrapper's parameters, in order: `(CUDA type, name)`, with `T`
+    /// the element type. The runtime passes device addresses for the
+    /// pointers and the element count as a 64-bit integer.
+    pub fn params(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            SelectKernel::If | SelectKernel::Unique | SelectKernel::PartitionIf => &[
+                ("const T*", "in"),
+                ("T*", "out"),
+                ("unsigned long long*", "count"),
+                ("void*", "status"),
+                ("scan_launch_state*", "launch"),
+                ("unsigned long long", "n"),
+            ],
+            SelectKernel::Flagged => &[
+                ("const T*", "in"),
+                ("const unsigned char*", "flags"),
+                ("T*", "out"),
+                ("unsigned long long*", "count"),
+                ("void*", "status"),
+                ("scan_launch_state*", "launch"),
+                ("unsigned long long", "n"),
+            ],
+            SelectKernel::ReverseTail => &[
+                ("T*", "out"),
+                ("const unsigned long long*", "count"),
+                ("unsigned long long", "n"),
+            ],
+        }
+    }
+}
+
+/// The program of select kernel `kernel` for `source`, whose elements are
+/// `element_size` bytes (checked by the program): the launch state's
+/// declaration, the [`PRELUDE`] and the [`LIBRARY`] (the look-back and the
+/// launch state), the select template, the stage or element, and the one
+/// wrapper.
+pub fn select_program(
+    kernel: SelectKernel,
+    source: &SelectSource<'_>,
+    element_size: usize,
+) -> String {
+    let mut out = launch_state_declaration();
+    out.push_str(PRELUDE);
+    out.push_str(LIBRARY);
+    out.push_str(include_str!("templates/select.cuh"));
+    let (name, element, body) = match *source {
+        SelectSource::Stage { name, source } => {
+            out.push_str(source);
+            let policy = format!("{STAGE_NAMESPACE}::{name}");
+            let element = format!("{policy}::input_t");
+            let source_type = match kernel {
+                SelectKernel::Unique => format!("gpu_scan::select_run_heads<{policy}>"),
+                _ => format!("gpu_scan::select_by_predicate<{policy}>"),
+            };
+            (name.to_string(), element, source_type)
+        }
+        SelectSource::Element {
+            cuda_type,
+            declarations,
+        } => {
+            out.push_str(declarations);
+            (
+                cuda_type.to_string(),
+                cuda_type.to_string(),
+                format!("gpu_scan::select_by_flags<{cuda_type}>"),
+            )
+        }
+    };
+    let symbol = kernel.symbol(&name);
+    let params = kernel
+        .params()
+        .iter()
+        .map(|(ty, name)| format!("{} {name}", ty.replace('T', "select_element_t")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "\n// Kernel (kernels_gen::select).\ntypedef {element} select_element_t;\n\
+         static_assert(sizeof(select_element_t) == {element_size}, \"the element's size, as the host sees it\");"
+    );
+    match kernel {
+        SelectKernel::ReverseTail => {
+            let _ = writeln!(
+                out,
+                "extern \"C\" __global__ void __launch_bounds__({REVERSE_TAIL_BLOCK_THREADS}) {symbol}({params}) {{\n  \
+                 gpu_scan::select_reverse_tail<select_element_t>(out, count, n);\n}}"
+            );
+        }
+        _ => {
+            let partition = kernel == SelectKernel::PartitionIf;
+            let init = match kernel {
+                SelectKernel::Flagged => "{in, flags}",
+                _ => "{in}",
+            };
+            let _ = writeln!(
+                out,
+                "extern \"C\" __global__ void __launch_bounds__({threads}, {SELECT_MIN_BLOCKS}) {symbol}({params}) {{\n  \
+                 typedef {body} source_t;\n  \
+                 const source_t source = {init};\n  \
+                 constexpr int items = {items};\n  \
+                 gpu_scan::select_single_pass<source_t, {partition}, {threads}, items, {stride}>(source, out, count, status, launch, n);\n}}",
+                threads = select_block_threads(element_size),
+                items = select_items_per_thread(element_size),
+                stride = SELECT_STATUS_STRIDE,
+            );
+        }
+    }
+    out
+}

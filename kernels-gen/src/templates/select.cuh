@@ -1,0 +1,166 @@
+// ---- Compaction in one pass: select, partition, unique (kernels_gen::select) ----
+// Each block takes the next tile from the launch state (launch.cuh), as the
+// single pass with look-back does, and
+//   1. loads its elements striped (item k of thread t is tile element
+//      k · Threads + t, so every warp load is contiguous) and asks the
+//      source whether each is kept;
+//   2. counts the kept ones per (item, warp) with ballots, and warp 0 scans
+//      those counts in tile order (item-major, warp-minor: tile order);
+//   3. publishes the tile's count and looks back over the preceding tiles'
+//      counts (the single pass's decoupled_look_back over 64-bit sums: any
+//      n), so that it knows how many elements before it were kept;
+//   4. writes each kept element to out[kept before it], and for a
+//      partition each rejected one to out[n - 1 - rejected before it]
+//      (CUB's DevicePartition::If order: the rejected ones reversed at the
+//      end), through shared memory: before the look-back each element goes
+//      to its place in the tile compacted there, so that nothing stays in
+//      registers across the look-back's call and the writes to the output
+//      are contiguous. The last tile writes the count to the caller's slot.
+// Input and output are read and written once, the input's neighbour (for
+// unique) comes from the cache, and nothing is written for elements that
+// are not kept, so a selection writes only its first `count` elements.
+namespace gpu_scan {
+
+// The look-back's operator: counts, summed.
+struct select_count_sum {
+  typedef unsigned long long T;
+  static __device__ __forceinline__ T identity() { return 0ull; }
+  static __device__ __forceinline__ T combine(T a, T b) { return a + b; }
+};
+
+// Sources: where the elements come from and whether each is kept.
+// By a predicate stage (#[scan_predicate]).
+template <class Pred> struct select_by_predicate {
+  typedef typename Pred::input_t T;
+  const T* in;
+  __device__ __forceinline__ bool keep(unsigned long long, const T& x) const { return Pred::apply(x); }
+};
+// By one flag byte per element (non-zero: kept).
+template <class E> struct select_by_flags {
+  typedef E T;
+  const T* in;
+  const unsigned char* flags;
+  __device__ __forceinline__ bool keep(unsigned long long i, const T&) const { return flags[i] != 0; }
+};
+// The first of each run of equal neighbours (#[scan_equality]).
+template <class Eq> struct select_run_heads {
+  typedef typename Eq::input_t T;
+  const T* in;
+  __device__ __forceinline__ bool keep(unsigned long long i, const T& x) const { return i == 0 || !Eq::apply(in[i - 1], x); }
+};
+
+// The kernel body. Partition: rejected elements go to the end, reversed.
+template <class Source, bool Partition, int Threads, int Items, int StatusStride, class T = typename Source::T>
+__device__ __forceinline__ void select_single_pass(const Source source, T* out, unsigned long long* count, void* status,
+                                                   scan_launch_state* launch, unsigned long long n) {
+  constexpr int warps = Threads / 32;
+  constexpr int tile_items = Threads * Items;
+  // Per (item, warp): kept elements, then (after warp 0's scan) kept before.
+  __shared__ unsigned kept_before[Items * warps];
+  // The tile compacted: kept elements from the front in order, with a
+  // partition the rejected ones from the back in order (so that the
+  // writes below are contiguous).
+  __shared__ T compacted[tile_items];
+  __shared__ unsigned long long shared_prefix;
+  __shared__ unsigned shared_kept;
+  const unsigned long long tiles = (n + tile_items - 1) / tile_items;
+  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
+  if (tile == scan_no_tile) return;
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+  const unsigned long long base = tile * (unsigned long long)tile_items;
+  const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
+  T items[Items];
+  unsigned kept = 0;  // bit k: item k is kept
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    bool keep = false;
+    if (position < valid) {
+      items[k] = source.in[base + position];
+      keep = source.keep(base + position, items[k]);
+    }
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    kept |= (unsigned)keep << k;
+    if (lane == 0) kept_before[k * warps + warp] = __popc(ballot);
+  }
+  __syncthreads();
+  if (warp == 0) {
+    // Lane l scans the entries [l · per_lane, (l + 1) · per_lane) in tile order.
+    constexpr int entries = Items * warps;
+    constexpr int per_lane = (entries + 31) / 32;
+    unsigned local[per_lane];
+    unsigned sum = 0;
+#pragma unroll
+    for (int j = 0; j < per_lane; ++j) {
+      const int e = (int)lane * per_lane + j;
+      local[j] = e < entries ? kept_before[e] : 0u;
+      sum += local[j];
+    }
+    unsigned long long warp_total;
+    unsigned long long before = warp_exclusive_scan<select_count_sum>((unsigned long long)sum, warp_total);
+#pragma unroll
+    for (int j = 0; j < per_lane; ++j) {
+      const int e = (int)lane * per_lane + j;
+      if (e < entries) kept_before[e] = (unsigned)before;
+      before += local[j];
+    }
+    if (lane == 0) shared_kept = (unsigned)warp_total;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    const unsigned ballot = __ballot_sync(0xffffffffu, (kept >> k) & 1u);
+    const int kept_earlier = (int)(kept_before[k * warps + warp] + __popc(ballot & ((1u << lane) - 1u)));
+    if ((kept >> k) & 1u) {
+      compacted[kept_earlier] = items[k];
+    } else if (Partition && position < valid) {
+      compacted[tile_items - 1 - (position - kept_earlier)] = items[k];
+    }
+  }
+  // Warp 0 publishes the tile's count and looks back for the counts
+  // before it; no element is held in registers across the look-back.
+  const unsigned tile_kept = shared_kept;
+  if (warp == 0) {
+    scan_tile_status<unsigned long long, 16, StatusStride> tile_status(status);
+    const unsigned epoch = scan_shared_epoch;
+    if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), tile_kept);
+    unsigned long long before = 0;
+    if (tile != 0) {
+      before = decoupled_look_back<select_count_sum>(tile, tile_status, epoch);
+      if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, before + tile_kept);
+    }
+    if (lane == 0) {
+      shared_prefix = before;
+      if (tile == tiles - 1) *count = before + tile_kept;
+    }
+  }
+  __syncthreads();
+  const unsigned long long prefix = shared_prefix;
+  for (int j = (int)threadIdx.x; j < (int)tile_kept; j += Threads) out[prefix + j] = compacted[j];
+  if constexpr (Partition) {
+    // The q-th rejected element of the tile goes to n - 1 - (rejected before the tile) - q.
+    const unsigned long long last = n - 1 - (base - prefix);
+    for (int q = (int)threadIdx.x; q < valid - (int)tile_kept; q += Threads) out[last - q] = compacted[tile_items - 1 - q];
+  }
+  // Inline, as in the column scans (out of line, its call made ptxas spill).
+  if (tile == 0) scan_launch_sweep<16, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
+}
+
+// After a partition, the rejected part out[count, n) is reversed in place,
+// so that it keeps input order (Rejected::InOrder): thread j swaps the j-th
+// element from each end of it.
+template <class T>
+__device__ __forceinline__ void select_reverse_tail(T* out, const unsigned long long* count, unsigned long long n) {
+  const unsigned long long first = *count;
+  const unsigned long long len = n - first;
+  for (unsigned long long j = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; j < len / 2;
+       j += (unsigned long long)gridDim.x * blockDim.x) {
+    const T a = out[first + j];
+    out[first + j] = out[n - 1 - j];
+    out[n - 1 - j] = a;
+  }
+}
+
+}  // namespace gpu_scan

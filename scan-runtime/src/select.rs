@@ -1,0 +1,347 @@
+//! Compaction on the GPU: select by a predicate or by flags, partition and
+//! unique, each one pass over the input (`kernels_gen::select`), with the
+//! count written to a one-element device slot on the stream, as CUB's
+//! `DeviceSelect` and `DevicePartition` write theirs. The CPU backend's
+//! functions of the same names ([`scan_core::select`]) compute the same
+//! outputs and are their oracle.
+
+use crate::capture::AddressStream;
+use crate::error::{Result, ScanError};
+use crate::kernels::{build_module, compile_target, ProgramStats};
+use crate::workspace::{stream_key, Workspace};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
+    PushKernelArg,
+};
+use kernels_gen::select::{
+    select_program, select_tile_items, SelectKernel, SelectSource, REVERSE_TAIL_BLOCK_THREADS,
+};
+use kernels_gen::Arch;
+use scan_core::select::{Rejected, SelectLengthError};
+use scan_core::stages::{ScanEquality, ScanPredicate};
+use scan_core::ScanElement;
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Compaction on one context: select, partition and unique of any
+/// element type, by `#[scan_predicate]` and `#[scan_equality]` stages or
+/// by flag bytes. Each kernel is compiled the first time it is needed
+/// (through the disk cache) and kept; scratch is kept per stream, as a
+/// [`GpuScanner`](crate::GpuScanner) keeps it, so compactions on several
+/// streams never share it and one can be captured in a CUDA graph once its
+/// stream has run one of at least that length.
+///
+/// Every function writes the selected elements to the front of `output`
+/// (which must be as long as the input; what lies past the count is left
+/// as it was, except after a partition, which fills it) and the count to
+/// `count`, a one-element `u64` buffer, on the stream: the host learns it
+/// by copying it back, and later kernels may read it where it is.
+///
+/// ```no_run
+/// use gpu_scan::prelude::*;
+/// use gpu_scan::scan_runtime::open_device;
+///
+/// #[scan_predicate(element = u32, keep = |x| x % 3 == 0)]
+/// struct Third;
+///
+/// let ctx = open_device(0)?;
+/// let stream = ctx.new_stream()?;
+/// let input = stream.clone_htod(&[1u32, 3, 4, 6, 9, 10])?;
+/// let mut out = stream.alloc_zeros::<u32>(6)?;
+/// let mut count = stream.alloc_zeros::<u64>(1)?;
+/// let mut select = GpuSelect::new(&ctx)?;
+/// select.select_if::<Third>(&stream, &input, &mut out, &mut count)?;
+/// assert_eq!(stream.clone_dtoh(&count)?, [3]);
+/// assert_eq!(stream.clone_dtoh(&out)?[..3], [3, 6, 9]);
+/// # Ok::<(), gpu_scan::scan_runtime::ScanError>(())
+/// ```
+pub struct GpuSelect {
+    ctx: Arc<CudaContext>,
+    target: (Arch, bool),
+    disk: crate::cache::DiskCache,
+    /// Loaded kernels, by the stage's (or element's) type and kernel.
+    kernels: HashMap<(TypeId, SelectKernel), (Arc<CudaModule>, CudaFunction)>,
+    /// Scratch, one per stream: the tiles' counts and the launch state.
+    workspaces: HashMap<usize, Workspace<u64>>,
+    stats: ProgramStats,
+    addresses: AddressStream,
+}
+
+/// What one compaction launches: its kernel, for which type, from which
+/// program source, over elements of which size.
+struct Launch<'a> {
+    kernel: SelectKernel,
+    key: TypeId,
+    name: &'static str,
+    source: SelectSource<'a>,
+    element_size: usize,
+}
+
+impl GpuSelect {
+    /// Compaction on `ctx`, with the disk cache the environment selects.
+    pub fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        Self::with_disk_cache(ctx, &crate::cache::DiskCache::from_env())
+    }
+
+    /// Compaction on `ctx` with an explicit disk cache.
+    pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &crate::cache::DiskCache) -> Result<Self> {
+        Ok(GpuSelect {
+            ctx: ctx.clone(),
+            target: compile_target(ctx)?,
+            disk: disk.clone(),
+            kernels: HashMap::new(),
+            workspaces: HashMap::new(),
+            stats: ProgramStats::NONE,
+            addresses: AddressStream::default(),
+        })
+    }
+
+    /// How the kernels used so far were obtained (compiled, read from the
+    /// disk cache), summed.
+    pub fn program_stats(&self) -> ProgramStats {
+        self.stats
+    }
+
+    /// Reserves `stream`'s scratch for compactions of up to `n` elements of
+    /// type `T`, so that later ones on it allocate nothing: call it before
+    /// capturing the stream into a CUDA graph, where an allocation would
+    /// belong to the graph (a compaction that needs more then fails with
+    /// [`ScanError::WorkspaceDuringCapture`]).
+    pub fn reserve<T: ScanElement>(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
+        let tiles = n.div_ceil(select_tile_items(std::mem::size_of::<T>()));
+        let workspace = self.workspaces.entry(stream_key(stream)).or_default();
+        workspace.reserve_single_pass(stream, tiles)?;
+        Ok(())
+    }
+
+    /// The elements `P` keeps, in order, to the front of `output`; their
+    /// number to `count` (CUB's `DeviceSelect::If`).
+    pub fn select_if<P: ScanPredicate>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &impl DevicePtr<P::Element>,
+        output: &mut impl DevicePtrMut<P::Element>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Self::by_stage::<P>(SelectKernel::If);
+        self.compact(stream, launch, input, None, output, count, None)
+    }
+
+    /// The elements whose flag byte is non-zero, in order, to the front of
+    /// `output`; their number to `count` (CUB's `DeviceSelect::Flagged`).
+    /// `flags` holds one byte per element.
+    pub fn select_flagged<T: ScanElement>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &impl DevicePtr<T>,
+        flags: &impl DevicePtr<u8>,
+        output: &mut impl DevicePtrMut<T>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        if flags.len() != input.len() {
+            return Err(SelectLengthError::Flags {
+                input: input.len(),
+                flags: flags.len(),
+            }
+            .into());
+        }
+        let launch = Launch {
+            kernel: SelectKernel::Flagged,
+            key: TypeId::of::<T>(),
+            name: T::CUDA_TYPE,
+            source: SelectSource::Element {
+                cuda_type: T::CUDA_TYPE,
+                declarations: T::CUDA_DECL,
+            },
+            element_size: std::mem::size_of::<T>(),
+        };
+        self.compact(stream, launch, input, Some(flags), output, count, None)
+    }
+
+    /// The elements `P` keeps, in order, then the rest, in the order
+    /// `rejected` says (CUB's `DevicePartition::If` writes them reversed,
+    /// [`Rejected::Reversed`]; [`Rejected::InOrder`] reverses that part
+    /// again in place, one more read and write of it); the number kept to
+    /// `count`. Every element of `output` is written.
+    pub fn partition_if<P: ScanPredicate>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &impl DevicePtr<P::Element>,
+        output: &mut impl DevicePtrMut<P::Element>,
+        rejected: Rejected,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Self::by_stage::<P>(SelectKernel::PartitionIf);
+        let reverse_tail = match rejected {
+            Rejected::Reversed => None,
+            Rejected::InOrder => Some(Launch {
+                kernel: SelectKernel::ReverseTail,
+                key: TypeId::of::<P::Element>(),
+                name: <P::Element as ScanElement>::CUDA_TYPE,
+                source: SelectSource::Element {
+                    cuda_type: <P::Element as ScanElement>::CUDA_TYPE,
+                    declarations: <P::Element as ScanElement>::CUDA_DECL,
+                },
+                element_size: std::mem::size_of::<P::Element>(),
+            }),
+        };
+        self.compact(stream, launch, input, None, output, count, reverse_tail)
+    }
+
+    /// The first element of each run of neighbours `E` calls equal, in
+    /// order, to the front of `output`; their number to `count` (CUB's
+    /// `DeviceSelect::Unique`).
+    pub fn unique<E: ScanEquality>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &impl DevicePtr<E::Element>,
+        output: &mut impl DevicePtrMut<E::Element>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Launch {
+            kernel: SelectKernel::Unique,
+            key: TypeId::of::<E>(),
+            name: E::NAME,
+            source: SelectSource::Stage {
+                name: E::NAME,
+                source: E::CUDA_SOURCE,
+            },
+            element_size: std::mem::size_of::<E::Element>(),
+        };
+        self.compact(stream, launch, input, None, output, count, None)
+    }
+
+    /// The launch of `kernel` for predicate `P`.
+    fn by_stage<P: ScanPredicate>(kernel: SelectKernel) -> Launch<'static> {
+        Launch {
+            kernel,
+            key: TypeId::of::<P>(),
+            name: P::NAME,
+            source: SelectSource::Stage {
+                name: P::NAME,
+                source: P::CUDA_SOURCE,
+            },
+            element_size: std::mem::size_of::<P::Element>(),
+        }
+    }
+
+    /// Every compaction: lengths checked and kernels loaded before
+    /// anything is enqueued (an error leaves the buffers untouched), then
+    /// the one pass (or, for no elements, a zero count), then the
+    /// partition's `reverse_tail`.
+    #[allow(clippy::too_many_arguments)]
+    fn compact<T>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        launch: Launch<'_>,
+        input: &impl DevicePtr<T>,
+        flags: Option<&dyn DevicePtr<u8>>,
+        output: &mut impl DevicePtrMut<T>,
+        count: &mut impl DevicePtrMut<u64>,
+        reverse_tail: Option<Launch<'_>>,
+    ) -> Result<()> {
+        let n = input.len();
+        if output.len() != n {
+            return Err(SelectLengthError::Output {
+                input: n,
+                output: output.len(),
+            }
+            .into());
+        }
+        if count.len() != 1 {
+            return Err(ScanError::SelectCountLength { len: count.len() });
+        }
+        let tile_items = select_tile_items(launch.element_size);
+        let tiles = n.div_ceil(tile_items);
+        if tiles > u32::MAX as usize {
+            return Err(ScanError::TooLong {
+                len: n,
+                max: u32::MAX as usize * tile_items,
+            });
+        }
+        let at = self.addresses.for_stream(stream)?;
+        if n == 0 {
+            let (slot, _slot_guard) = count.device_ptr_mut(&at);
+            // SAFETY: `slot` is the address of the caller's one-element u64
+            // buffer, valid while its guard lives; the write is ordered on
+            // `stream`.
+            unsafe { cudarc::driver::result::memset_d8_async(slot, 0, 8, stream.cu_stream()) }?;
+            return Ok(());
+        }
+        let function = self.function(&launch)?;
+        let tail = match &reverse_tail {
+            Some(tail) => Some(self.function(tail)?),
+            None => None,
+        };
+        let workspace = self.workspaces.entry(stream_key(stream)).or_default();
+        workspace.reserve_single_pass(stream, tiles)?;
+        let scratch = workspace.single_pass_args();
+        let (src, _src_guard) = input.device_ptr(&at);
+        let (dst, _dst_guard) = output.device_ptr_mut(&at);
+        let (slot, _slot_guard) = count.device_ptr_mut(&at);
+        let flags = flags.map(|f| f.device_ptr(&at));
+        let n64 = n as u64;
+        let mut builder = stream.launch_builder(&function);
+        // The wrapper's parameters (SelectKernel::params): in, [flags,]
+        // out, count, status, launch, n.
+        builder.arg(&src);
+        if let Some((flags, _)) = &flags {
+            builder.arg(flags);
+        }
+        builder
+            .arg(&dst)
+            .arg(&slot)
+            .arg(&scratch.status)
+            .arg(&scratch.launch)
+            .arg(&n64);
+        let config = LaunchConfig {
+            grid_dim: (tiles as u32, 1, 1),
+            block_dim: (
+                kernels_gen::select::select_block_threads(launch.element_size) as u32,
+                1,
+                1,
+            ),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the kernel reads `n` elements of the input's type (and
+        // `n` flag bytes) and writes at most `n` elements to the output,
+        // which holds `n`, and one u64 to the count slot; the status and
+        // launch state cover `tiles` tiles (reserved above); every address
+        // stays valid until its guard drops, after the launch is enqueued.
+        unsafe { builder.launch(config) }?;
+        if let Some(tail) = tail {
+            let threads = REVERSE_TAIL_BLOCK_THREADS;
+            let blocks = (n.div_ceil(2 * threads)).clamp(1, 1 << 16) as u32;
+            let mut builder = stream.launch_builder(&tail);
+            builder.arg(&dst).arg(&slot).arg(&n64);
+            // SAFETY: the kernel reads the count the pass before it wrote
+            // (ordered on the stream) and swaps elements of out[count, n),
+            // inside the output's `n` elements.
+            unsafe {
+                builder.launch(LaunchConfig {
+                    grid_dim: (blocks, 1, 1),
+                    block_dim: (threads as u32, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+            }?;
+        }
+        Ok(())
+    }
+
+    /// The kernel of `launch`, compiled (or read from the disk cache) and
+    /// loaded the first time.
+    fn function(&mut self, launch: &Launch<'_>) -> Result<CudaFunction> {
+        let key = (launch.key, launch.kernel);
+        if let Some((_, function)) = self.kernels.get(&key) {
+            return Ok(function.clone());
+        }
+        let source = select_program(launch.kernel, &launch.source, launch.element_size);
+        let (module, stats) =
+            build_module(&self.ctx, &self.disk, self.target, launch.name, &source)?;
+        let function = module.load_function(&launch.kernel.symbol(launch.name))?;
+        self.stats = self.stats.then(stats);
+        self.kernels.insert(key, (module, function.clone()));
+        Ok(function)
+    }
+}

@@ -1,0 +1,579 @@
+//! Compaction on the GPU (`GpuSelect`: select by a predicate and by flags,
+//! partition in both orders, unique) against the CPU backend's functions of
+//! the same names, on fresh random inputs (`GPU_SELECT_SEED` replays) and
+//! adversarial ones (nothing kept, everything kept, one run, all runs of
+//! length one, NaNs and signed zeros), over lengths at every boundary of the
+//! kernels' tiles, for words, 8-byte and 24-byte structs and bytes. Outputs
+//! and count slots are poisoned before each run and checked after it,
+//! guard bands included: a selection writes its first `count` elements and
+//! nothing else, a partition all `n`. Streams come from `ctx.new_stream()`
+//! under cudarc's default event tracking, two of them alive at once. Bad
+//! lengths get typed errors and leave every buffer untouched. With
+//! `GPU_SELECT_HUGE=1`, a selection of bytes past 2^32 elements.
+#![cfg(feature = "gpu")]
+
+mod common;
+use common::gpu::{open_gpu, poison, poisoned, Rng64};
+use common::ops::{Affine, Growing, SameF32, SameSlope, SameU32, Stats, Third};
+use gpu_scan::kernels_gen::select::select_tile_items;
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::cudarc::driver::{
+    CudaSlice, CudaStream, CudaViewMut, DeviceRepr, ValidAsZeroBits,
+};
+use gpu_scan::scan_runtime::{GpuSelect, ScanError};
+use gpu_scan::select::{self as cpu, Rejected, SelectLengthError};
+use rand::{Rng, SeedableRng};
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// Statistics with an even count: a predicate on a 24-byte struct.
+#[scan_predicate(element = Stats, keep = |s| s.count % 2 == 0)]
+struct EvenCount;
+
+/// Elements after each output and count slot, which must stay poisoned.
+const GUARD: usize = 67;
+
+fn seed() -> u64 {
+    let seed = common::seed::from_env_or_clock("GPU_SELECT_SEED");
+    println!("gpu_select: seed {seed} (GPU_SELECT_SEED={seed} replays)");
+    seed
+}
+
+/// Lengths around one tile of `tile` elements and around many.
+fn lengths(tile: usize) -> Vec<usize> {
+    let mut v = vec![
+        0,
+        1,
+        31,
+        32,
+        33,
+        255,
+        257,
+        tile - 1,
+        tile,
+        tile + 1,
+        2 * tile - 1,
+        7 * tile + 5,
+        100_003,
+        40 * tile - 1,
+        40 * tile + 1,
+        (1 << 20) + 3,
+    ];
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// What a compaction of `input` must give: the CPU's output (from an
+/// output poisoned like the GPU's) and count, and whether it writes all of
+/// the output (a partition) or only its first `count` elements.
+struct Expected<T> {
+    output: Vec<T>,
+    count: usize,
+    writes_all: bool,
+}
+
+/// A poisoned host copy of `n` elements, as the GPU's output starts.
+fn poisoned_host<T: Copy>(n: usize) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    // SAFETY: filled with 0xA5 bytes (the device poison) before use; the
+    // test types are plain data for which every byte pattern is a value.
+    unsafe {
+        std::ptr::write_bytes(v.as_mut_ptr(), 0xA5, n);
+        v.set_len(n);
+    }
+    v
+}
+
+/// Runs `gpu` on `stream` into a poisoned output and count slot, each with
+/// a guard band, and checks them against `expected`.
+fn check<T>(
+    stream: &Arc<CudaStream>,
+    label: &str,
+    n: usize,
+    expected: Expected<T>,
+    gpu: impl FnOnce(&mut CudaViewMut<'_, T>, &mut CudaViewMut<'_, u64>) -> Result<(), ScanError>,
+) where
+    T: DeviceRepr + ValidAsZeroBits + Copy + PartialEq + Debug,
+{
+    let mut out: CudaSlice<T> = stream.alloc_zeros(n + GUARD).unwrap();
+    let mut count: CudaSlice<u64> = stream.alloc_zeros(1 + GUARD).unwrap();
+    poison(stream, &mut out);
+    poison(stream, &mut count);
+    {
+        let mut out_view = out.slice_mut(0..n);
+        let mut count_view = count.slice_mut(0..1);
+        gpu(&mut out_view, &mut count_view).unwrap_or_else(|e| panic!("{label}: {e}"));
+    }
+    let got = stream.clone_dtoh(&out).unwrap();
+    let got_count = stream.clone_dtoh(&count).unwrap();
+    assert_eq!(
+        got_count[0] as usize, expected.count,
+        "{label}: count (n = {n})"
+    );
+    assert!(
+        poisoned(&got_count[1..]),
+        "{label}: wrote past the count slot"
+    );
+    let k = expected.count;
+    if let Some(i) = (0..k).find(|&i| got[i] != expected.output[i]) {
+        panic!(
+            "{label}: n = {n}: element {i} of {k} kept: GPU {:?}, CPU {:?}",
+            got[i], expected.output[i]
+        );
+    }
+    if expected.writes_all {
+        if let Some(i) = (k..n).find(|&i| got[i] != expected.output[i]) {
+            panic!(
+                "{label}: n = {n}: rejected element {i}: GPU {:?}, CPU {:?}",
+                got[i], expected.output[i]
+            );
+        }
+    } else {
+        assert!(
+            poisoned(&got[k..n]),
+            "{label}: n = {n}: wrote past the {k} selected elements"
+        );
+    }
+    assert!(
+        poisoned(&got[n..]),
+        "{label}: n = {n}: wrote past the output"
+    );
+}
+
+/// Selection and both partitions of `input` by predicate `P`, checked.
+fn check_predicate<P>(
+    select: &mut GpuSelect,
+    stream: &Arc<CudaStream>,
+    what: &str,
+    input: &[P::Element],
+) where
+    P: ScanPredicate,
+    P::Element: DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
+{
+    let n = input.len();
+    let d_in = stream.clone_htod(input).unwrap();
+    let mut cpu_out = poisoned_host::<P::Element>(n);
+    let count = cpu::select_if::<P>(input, &mut cpu_out).unwrap();
+    let expected = Expected {
+        output: cpu_out,
+        count,
+        writes_all: false,
+    };
+    check(
+        stream,
+        &format!("select_if {what}"),
+        n,
+        expected,
+        |out, c| select.select_if::<P>(stream, &d_in, out, c),
+    );
+    for rejected in [Rejected::Reversed, Rejected::InOrder] {
+        let mut cpu_out = poisoned_host::<P::Element>(n);
+        let count = cpu::partition_if::<P>(input, &mut cpu_out, rejected).unwrap();
+        let expected = Expected {
+            output: cpu_out,
+            count,
+            writes_all: true,
+        };
+        check(
+            stream,
+            &format!("partition_if {rejected:?} {what}"),
+            n,
+            expected,
+            |out, c| select.partition_if::<P>(stream, &d_in, out, rejected, c),
+        );
+    }
+}
+
+/// Selection of `input` by `flags`, checked.
+fn check_flags<T>(
+    select: &mut GpuSelect,
+    stream: &Arc<CudaStream>,
+    what: &str,
+    input: &[T],
+    flags: &[u8],
+) where
+    T: ScanElement + DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
+{
+    let n = input.len();
+    let d_in = stream.clone_htod(input).unwrap();
+    let d_flags = stream.clone_htod(flags).unwrap();
+    let mut cpu_out = poisoned_host::<T>(n);
+    let count = cpu::select_flagged(input, flags, &mut cpu_out).unwrap();
+    let expected = Expected {
+        output: cpu_out,
+        count,
+        writes_all: false,
+    };
+    check(
+        stream,
+        &format!("select_flagged {what}"),
+        n,
+        expected,
+        |out, c| select.select_flagged(stream, &d_in, &d_flags, out, c),
+    );
+}
+
+/// The run heads of `input` by equality `E`, checked.
+fn check_unique<E>(
+    select: &mut GpuSelect,
+    stream: &Arc<CudaStream>,
+    what: &str,
+    input: &[E::Element],
+) where
+    E: ScanEquality,
+    E::Element: DeviceRepr + ValidAsZeroBits + Debug,
+{
+    let n = input.len();
+    let d_in = stream.clone_htod(input).unwrap();
+    let mut cpu_out = poisoned_host::<E::Element>(n);
+    let count = cpu::unique::<E>(input, &mut cpu_out).unwrap();
+    // Compared bit for bit (NaNs are kept as they are).
+    let bits = |v: &[E::Element]| -> Vec<Vec<u8>> {
+        v.iter()
+            .map(|x| {
+                // SAFETY: plain data, read as its bytes.
+                unsafe {
+                    std::slice::from_raw_parts(
+                        (x as *const E::Element).cast::<u8>(),
+                        std::mem::size_of::<E::Element>(),
+                    )
+                }
+                .to_vec()
+            })
+            .collect()
+    };
+    let expected = Expected {
+        output: bits(&cpu_out),
+        count,
+        writes_all: false,
+    };
+    let mut out: CudaSlice<E::Element> = stream.alloc_zeros(n + GUARD).unwrap();
+    let mut slot: CudaSlice<u64> = stream.alloc_zeros(1 + GUARD).unwrap();
+    poison(stream, &mut out);
+    poison(stream, &mut slot);
+    select
+        .unique::<E>(
+            stream,
+            &d_in,
+            &mut out.slice_mut(0..n),
+            &mut slot.slice_mut(0..1),
+        )
+        .unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    let got_slot = stream.clone_dtoh(&slot).unwrap();
+    assert_eq!(
+        got_slot[0] as usize, count,
+        "unique {what}: count (n = {n})"
+    );
+    assert!(
+        poisoned(&got_slot[1..]),
+        "unique {what}: wrote past the count slot"
+    );
+    let got_bits = bits(&got[..count]);
+    if let Some(i) = (0..count).find(|&i| got_bits[i] != expected.output[i]) {
+        panic!(
+            "unique {what}: n = {n}: run {i}: GPU {:?}, CPU {:?}",
+            got[i], cpu_out[i]
+        );
+    }
+    assert!(
+        poisoned(&got[count..]),
+        "unique {what}: n = {n}: wrote past the runs"
+    );
+}
+
+#[test]
+fn compaction_matches_the_cpu_over_tile_boundaries() {
+    let Some(ctx) = open_gpu("gpu_select") else {
+        return;
+    };
+    let mut rng = Rng64::seed_from_u64(seed());
+    // Two streams alive, used in turn.
+    let streams = [ctx.new_stream().unwrap(), ctx.new_stream().unwrap()];
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    let mut cases = 0;
+
+    for (i, n) in lengths(select_tile_items(4)).into_iter().enumerate() {
+        let stream = &streams[i % 2];
+        let words: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        check_predicate::<Third>(&mut select, stream, "random u32", &words);
+        let all: Vec<u32> = words.iter().map(|x| x / 3 * 3).collect();
+        check_predicate::<Third>(&mut select, stream, "every u32 kept", &all);
+        let none: Vec<u32> = words.iter().map(|x| x / 3 * 3 + 1).collect();
+        check_predicate::<Third>(&mut select, stream, "no u32 kept", &none);
+        // Flags of every byte value, about half of them zero.
+        let flags: Vec<u8> = (0..n)
+            .map(|_| {
+                if rng.random() {
+                    0
+                } else {
+                    rng.random_range(1..=255)
+                }
+            })
+            .collect();
+        check_flags(&mut select, stream, "random u32", &words, &flags);
+        check_flags(&mut select, stream, "all flags zero", &words, &vec![0; n]);
+        check_flags(&mut select, stream, "all flags set", &words, &vec![255; n]);
+        // Runs of mean length 8, one run, runs of length one.
+        let mut key = 0u32;
+        let runs: Vec<u32> = (0..n)
+            .map(|_| {
+                if rng.random_range(0..8) == 0 {
+                    key = key.wrapping_add(rng.random_range(1..4));
+                }
+                key
+            })
+            .collect();
+        check_unique::<SameU32>(&mut select, stream, "runs of mean 8", &runs);
+        check_unique::<SameU32>(&mut select, stream, "one run", &vec![7; n]);
+        let distinct: Vec<u32> = (0..n as u32).collect();
+        check_unique::<SameU32>(&mut select, stream, "runs of one", &distinct);
+        let floats: Vec<f32> = (0..n)
+            .map(|_| [0.0, -0.0, 1.5, f32::NAN][rng.random_range(0..4)])
+            .collect();
+        check_unique::<SameF32>(&mut select, stream, "f32 with NaN and ±0", &floats);
+        cases += 14;
+    }
+
+    for (i, n) in lengths(select_tile_items(8)).into_iter().enumerate() {
+        let stream = &streams[i % 2];
+        let maps: Vec<Affine> = (0..n)
+            .map(|_| Affine {
+                a: rng.random_range(0..4) as f32 * 0.25,
+                b: rng.random(),
+            })
+            .collect();
+        check_predicate::<Growing>(&mut select, stream, "affine", &maps);
+        check_unique::<SameSlope>(&mut select, stream, "affine slopes", &maps);
+        cases += 4;
+    }
+
+    for (i, n) in lengths(select_tile_items(24)).into_iter().enumerate() {
+        let stream = &streams[i % 2];
+        let stats: Vec<Stats> = (0..n)
+            .map(|_| Stats {
+                count: rng.random_range(0..4),
+                sum: rng.random(),
+                max: rng.random(),
+            })
+            .collect();
+        check_predicate::<EvenCount>(&mut select, stream, "24-byte struct", &stats);
+        let flags: Vec<u8> = (0..n).map(|_| rng.random_range(0..2)).collect();
+        check_flags(&mut select, stream, "24-byte struct", &stats, &flags);
+        cases += 4;
+    }
+    println!(
+        "gpu_select: {cases} cases over lengths 0 to {} match the CPU ({:?})",
+        (1 << 20) + 3,
+        select.program_stats().origin
+    );
+}
+
+/// Wrong lengths get typed errors, before anything is enqueued: every
+/// buffer stays as it was.
+#[test]
+fn bad_lengths_are_refused_and_leave_buffers_untouched() {
+    let Some(ctx) = open_gpu("gpu_select bad lengths") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    let input = stream.clone_htod(&[3u32; 100]).unwrap();
+    let flags = stream.clone_htod(&[1u8; 99]).unwrap();
+    let mut out: CudaSlice<u32> = stream.alloc_zeros(101).unwrap();
+    let mut count: CudaSlice<u64> = stream.alloc_zeros(2).unwrap();
+    poison(&stream, &mut out);
+    poison(&stream, &mut count);
+    let err = select
+        .select_if::<Third>(&stream, &input, &mut out, &mut count.slice_mut(0..1))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ScanError::Select(SelectLengthError::Output {
+                input: 100,
+                output: 101
+            })
+        ),
+        "{err}"
+    );
+    let err = select
+        .select_if::<Third>(&stream, &input, &mut out.slice_mut(0..100), &mut count)
+        .unwrap_err();
+    assert!(
+        matches!(err, ScanError::SelectCountLength { len: 2 }),
+        "{err}"
+    );
+    let err = select
+        .select_flagged(
+            &stream,
+            &input,
+            &flags,
+            &mut out.slice_mut(0..100),
+            &mut count.slice_mut(0..1),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ScanError::Select(SelectLengthError::Flags {
+                input: 100,
+                flags: 99
+            })
+        ),
+        "{err}"
+    );
+    let err = select
+        .partition_if::<Third>(
+            &stream,
+            &input,
+            &mut out,
+            Rejected::InOrder,
+            &mut count.slice_mut(0..1),
+        )
+        .unwrap_err();
+    assert!(matches!(err, ScanError::Select(_)), "{err}");
+    assert!(poisoned(&stream.clone_dtoh(&out).unwrap()));
+    assert!(poisoned(&stream.clone_dtoh(&count).unwrap()));
+    println!("gpu_select: bad lengths refused, buffers untouched: {err}");
+}
+
+/// Bytes past 2^32 elements selected by flags (every third), and the count
+/// past 2^32 of them by a predicate: 64-bit counts and positions all the
+/// way. About 13 GB of device memory; run with `GPU_SELECT_HUGE=1`.
+#[test]
+fn selections_past_two_to_the_32() {
+    if std::env::var_os("GPU_SELECT_HUGE").is_none_or(|v| v != "1") {
+        println!("gpu_select huge: skipped (GPU_SELECT_HUGE=1 runs it)");
+        return;
+    }
+    let Some(ctx) = open_gpu("gpu_select huge") else {
+        return;
+    };
+    use rayon::prelude::*;
+    let stream = ctx.new_stream().unwrap();
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    let n: usize = (1 << 32) + 4097;
+    let input: Vec<u8> = (0..n).into_par_iter().map(|i| (i % 251) as u8).collect();
+    let flags: Vec<u8> = (0..n)
+        .into_par_iter()
+        .map(|i| u8::from(i % 3 == 0))
+        .collect();
+    let d_in = stream.clone_htod(&input).unwrap();
+    let d_flags = stream.clone_htod(&flags).unwrap();
+    drop(flags);
+    let mut out: CudaSlice<u8> = stream.alloc_zeros(n).unwrap();
+    let mut count: CudaSlice<u64> = stream.alloc_zeros(1).unwrap();
+    select
+        .select_flagged(&stream, &d_in, &d_flags, &mut out, &mut count)
+        .unwrap();
+    let kept = n.div_ceil(3);
+    assert_eq!(stream.clone_dtoh(&count).unwrap()[0] as usize, kept);
+    let got = stream.clone_dtoh(&out).unwrap();
+    let bad = (0..kept)
+        .into_par_iter()
+        .find_any(|&j| got[j] != ((3 * j) % 251) as u8);
+    assert_eq!(bad, None, "select_flagged past 2^32: element differs");
+    println!("gpu_select huge: {n} bytes, every third kept ({kept}): match");
+}
+
+/// Compactions captured in a CUDA graph from a `ctx.new_stream()` stream
+/// under cudarc's default event tracking, then replayed on new inputs:
+/// each replay matches the CPU (the launch state carries the tiles'
+/// epochs from one replay to the next).
+#[test]
+fn compactions_replay_in_a_graph() {
+    use gpu_scan::scan_runtime::cudarc::driver::sys::{
+        CUgraphInstantiate_flags, CUstreamCaptureMode,
+    };
+    let Some(ctx) = open_gpu("gpu_select graph") else {
+        return;
+    };
+    let seed = seed();
+    let mut rng = Rng64::seed_from_u64(seed);
+    let stream = ctx.new_stream().unwrap();
+    let _other = ctx.new_stream().unwrap();
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    let n = 40 * select_tile_items(4) + 17;
+    let mut input: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let mut flags: CudaSlice<u8> = stream.alloc_zeros(n).unwrap();
+    let mut kept: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let mut parted: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let mut flagged: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let mut heads: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let mut counts: CudaSlice<u64> = stream.alloc_zeros(4).unwrap();
+    select.reserve::<u32>(&stream, n).unwrap();
+    // One ordinary run first, so that every kernel is loaded before the capture.
+    let mut enqueue = |select: &mut GpuSelect| -> Result<(), ScanError> {
+        select.select_if::<Third>(&stream, &input, &mut kept, &mut counts.slice_mut(0..1))?;
+        select.partition_if::<Third>(
+            &stream,
+            &input,
+            &mut parted,
+            Rejected::InOrder,
+            &mut counts.slice_mut(1..2),
+        )?;
+        select.select_flagged(
+            &stream,
+            &input,
+            &flags,
+            &mut flagged,
+            &mut counts.slice_mut(2..3),
+        )?;
+        select.unique::<SameU32>(&stream, &input, &mut heads, &mut counts.slice_mut(3..4))
+    };
+    enqueue(&mut select).unwrap();
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .unwrap();
+    let captured = enqueue(&mut select);
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+    captured.unwrap();
+    let graph = graph.unwrap().expect("a graph");
+    for replay in 0..6 {
+        let words: Vec<u32> = (0..n).map(|_| rng.random_range(0..40)).collect();
+        let bytes: Vec<u8> = (0..n).map(|_| rng.random_range(0..2)).collect();
+        stream.memcpy_htod(&words, &mut input).unwrap();
+        stream.memcpy_htod(&bytes, &mut flags).unwrap();
+        graph.launch().unwrap();
+        let got_counts = stream.clone_dtoh(&counts).unwrap();
+        let mut want = vec![0u32; n];
+        let k = cpu::select_if::<Third>(&words, &mut want).unwrap();
+        assert_eq!(
+            got_counts[0] as usize, k,
+            "replay {replay}: select_if count"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&kept).unwrap()[..k],
+            want[..k],
+            "replay {replay}: select_if"
+        );
+        let k = cpu::partition_if::<Third>(&words, &mut want, Rejected::InOrder).unwrap();
+        assert_eq!(
+            got_counts[1] as usize, k,
+            "replay {replay}: partition count"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&parted).unwrap(),
+            want,
+            "replay {replay}: partition_if"
+        );
+        let k = cpu::select_flagged(&words, &bytes, &mut want).unwrap();
+        assert_eq!(got_counts[2] as usize, k, "replay {replay}: flagged count");
+        assert_eq!(
+            stream.clone_dtoh(&flagged).unwrap()[..k],
+            want[..k],
+            "replay {replay}: flagged"
+        );
+        let k = cpu::unique::<SameU32>(&words, &mut want).unwrap();
+        assert_eq!(got_counts[3] as usize, k, "replay {replay}: unique count");
+        assert_eq!(
+            stream.clone_dtoh(&heads).unwrap()[..k],
+            want[..k],
+            "replay {replay}: unique"
+        );
+    }
+    ctx.check_err().unwrap();
+    println!("gpu_select graph: 4 compactions x 6 replays of {n} elements match the CPU");
+}
