@@ -7,13 +7,15 @@
 //! "bound" is the share of the bytes-moved bound reached (input read once,
 //! the kept elements written once, at the copy's bandwidth). Every output
 //! is first checked in full against the CPU backend, and the count against
-//! CUB's.
+//! CUB's. `SELECT_BENCH_SWEEP=1` times every case again in other tile
+//! shapes (`GpuSelect::set_shape`), for the tuning table.
 //!
 //! ```text
 //! nvcc -O3 -arch=sm_90 -o select_cub cub/select_bench.cu && ./select_cub DIR
 //! select_bench DIR        # reads DIR/cub-select.txt
 //! ```
 
+use gpu_scan::kernels_gen::select::SelectShape;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{open_device, GpuSelect};
@@ -76,7 +78,7 @@ fn cub_line(dir: &str, case: &str, log_n: u32) -> Option<(f64, f64, u64)> {
 fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
     stream: &Arc<CudaStream>,
     dir: &str,
-    name: &str,
+    (name, shape): (&str, String),
     log_n: u32,
     input: &CudaSlice<T>,
     expected: &[T],
@@ -113,7 +115,7 @@ fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
         None => ("       -".into(), "      -".into()),
     };
     println!(
-        "{name:<10} 2^{log_n:<3} {ms:>8.4} {copy_ms:>8.4} {:>6.1}% {bound:>6.1}% {cub_ms} {ratio}  {}",
+        "{name:<10} 2^{log_n:<3} {ms:>8.4} {copy_ms:>8.4} {:>6.1}% {bound:>6.1}% {cub_ms} {ratio}  {} {shape}",
         copy_ms / ms * 100.0,
         if ok { "ok" } else { "MISMATCH" }
     );
@@ -125,7 +127,45 @@ fn main() {
     let ctx = open_device(0).expect("a GPU");
     let stream = ctx.new_stream().unwrap();
     let mut select = GpuSelect::new(&ctx).unwrap();
-    println!("case       size     ms     copy ms   %copy  %bound  CUB ms  vs CUB  check");
+    println!("case       size     ms     copy ms   %copy  %bound  CUB ms  vs CUB  check shape");
+    // SELECT_BENCH_SWEEP=1: every case again for each tile shape
+    // (threads x items / min blocks), after the defaults.
+    let sweep = std::env::var("SELECT_BENCH_SWEEP").is_ok_and(|v| v == "1");
+    let shapes = |size: usize| -> Vec<Option<SelectShape>> {
+        let mut v = vec![None];
+        if sweep {
+            let items: &[usize] = if size > 8 {
+                &[2, 3, 4, 5, 6, 8]
+            } else {
+                &[8, 12, 16, 20, 24]
+            };
+            for threads in [128, 256] {
+                for &items in items {
+                    for min_blocks in [2, 4] {
+                        let shape = SelectShape {
+                            threads,
+                            items,
+                            min_blocks,
+                        };
+                        if shape.check(size).is_ok() {
+                            v.push(Some(shape));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    };
+    let label = |shape: Option<SelectShape>, size: usize| {
+        let s = shape.unwrap_or(SelectShape::for_element(size));
+        format!(
+            "{}x{}/{}{}",
+            s.threads,
+            s.items,
+            s.min_blocks,
+            if shape.is_none() { " (default)" } else { "" }
+        )
+    };
     let mut ok = true;
 
     let log_n = 28;
@@ -154,61 +194,77 @@ fn main() {
     let mut expected = vec![0u32; n];
 
     let kept = cpu::select_if::<Even>(&words, &mut expected).unwrap();
-    ok &= case(
-        &stream,
-        &dir,
-        "select-if",
-        log_n,
-        &d_words,
-        &expected,
-        kept,
-        false,
-        |out, c| select.select_if::<Even>(&stream, &d_words, out, c).unwrap(),
-    );
+    for shape in shapes(4) {
+        select.set_shape(shape);
+        let name = ("select-if", label(shape, 4));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_words,
+            &expected,
+            kept,
+            false,
+            |out, c| select.select_if::<Even>(&stream, &d_words, out, c).unwrap(),
+        );
+    }
     let kept = cpu::select_flagged(&words, &flags, &mut expected).unwrap();
-    ok &= case(
-        &stream,
-        &dir,
-        "flagged",
-        log_n,
-        &d_words,
-        &expected,
-        kept,
-        false,
-        |out, c| {
-            select
-                .select_flagged(&stream, &d_words, &d_flags, out, c)
-                .unwrap()
-        },
-    );
+    for shape in shapes(4) {
+        select.set_shape(shape);
+        let name = ("flagged", label(shape, 4));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_words,
+            &expected,
+            kept,
+            false,
+            |out, c| {
+                select
+                    .select_flagged(&stream, &d_words, &d_flags, out, c)
+                    .unwrap()
+            },
+        );
+    }
     let kept = cpu::partition_if::<Even>(&words, &mut expected, Rejected::Reversed).unwrap();
-    ok &= case(
-        &stream,
-        &dir,
-        "partition",
-        log_n,
-        &d_words,
-        &expected,
-        kept,
-        true,
-        |out, c| {
-            select
-                .partition_if::<Even>(&stream, &d_words, out, Rejected::Reversed, c)
-                .unwrap()
-        },
-    );
+    for shape in shapes(4) {
+        select.set_shape(shape);
+        let name = ("partition", label(shape, 4));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_words,
+            &expected,
+            kept,
+            true,
+            |out, c| {
+                select
+                    .partition_if::<Even>(&stream, &d_words, out, Rejected::Reversed, c)
+                    .unwrap()
+            },
+        );
+    }
     let kept = cpu::unique::<Same>(&runs, &mut expected).unwrap();
-    ok &= case(
-        &stream,
-        &dir,
-        "unique",
-        log_n,
-        &d_runs,
-        &expected,
-        kept,
-        false,
-        |out, c| select.unique::<Same>(&stream, &d_runs, out, c).unwrap(),
-    );
+    for shape in shapes(4) {
+        select.set_shape(shape);
+        let name = ("unique", label(shape, 4));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_runs,
+            &expected,
+            kept,
+            false,
+            |out, c| select.unique::<Same>(&stream, &d_runs, out, c).unwrap(),
+        );
+    }
     drop((d_words, d_flags, d_runs, words, flags, runs, expected));
 
     let log_n = 26;
@@ -234,21 +290,25 @@ fn main() {
         n
     ];
     let kept = cpu::select_if::<EvenCount>(&stats, &mut expected).unwrap();
-    ok &= case(
-        &stream,
-        &dir,
-        "struct",
-        log_n,
-        &d_stats,
-        &expected,
-        kept,
-        false,
-        |out, c| {
-            select
-                .select_if::<EvenCount>(&stream, &d_stats, out, c)
-                .unwrap()
-        },
-    );
+    for shape in shapes(24) {
+        select.set_shape(shape);
+        let name = ("struct", label(shape, 24));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_stats,
+            &expected,
+            kept,
+            false,
+            |out, c| {
+                select
+                    .select_if::<EvenCount>(&stream, &d_stats, out, c)
+                    .unwrap()
+            },
+        );
+    }
     assert!(
         ok,
         "select_bench: an output differs from the CPU's or a count from CUB's"

@@ -15,7 +15,7 @@
 mod common;
 use common::gpu::{open_gpu, poison, poisoned, Rng64};
 use common::ops::{Affine, Growing, SameF32, SameSlope, SameU32, Stats, Third};
-use gpu_scan::kernels_gen::select::select_tile_items;
+use gpu_scan::kernels_gen::select::SelectShape;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{
     CudaSlice, CudaStream, CudaViewMut, DeviceRepr, ValidAsZeroBits,
@@ -294,7 +294,10 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
     let mut select = GpuSelect::new(&ctx).unwrap();
     let mut cases = 0;
 
-    for (i, n) in lengths(select_tile_items(4)).into_iter().enumerate() {
+    for (i, n) in lengths(SelectShape::for_element(4).tile_items())
+        .into_iter()
+        .enumerate()
+    {
         let stream = &streams[i % 2];
         let words: Vec<u32> = (0..n).map(|_| rng.random()).collect();
         check_predicate::<Third>(&mut select, stream, "random u32", &words);
@@ -336,7 +339,10 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
         cases += 14;
     }
 
-    for (i, n) in lengths(select_tile_items(8)).into_iter().enumerate() {
+    for (i, n) in lengths(SelectShape::for_element(8).tile_items())
+        .into_iter()
+        .enumerate()
+    {
         let stream = &streams[i % 2];
         let maps: Vec<Affine> = (0..n)
             .map(|_| Affine {
@@ -349,7 +355,10 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
         cases += 4;
     }
 
-    for (i, n) in lengths(select_tile_items(24)).into_iter().enumerate() {
+    for (i, n) in lengths(SelectShape::for_element(24).tile_items())
+        .into_iter()
+        .enumerate()
+    {
         let stream = &streams[i % 2];
         let stats: Vec<Stats> = (0..n)
             .map(|_| Stats {
@@ -495,7 +504,7 @@ fn compactions_replay_in_a_graph() {
     let stream = ctx.new_stream().unwrap();
     let _other = ctx.new_stream().unwrap();
     let mut select = GpuSelect::new(&ctx).unwrap();
-    let n = 40 * select_tile_items(4) + 17;
+    let n = 40 * SelectShape::for_element(4).tile_items() + 17;
     let mut input: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
     let mut flags: CudaSlice<u8> = stream.alloc_zeros(n).unwrap();
     let mut kept: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();

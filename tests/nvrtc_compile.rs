@@ -453,7 +453,7 @@ fn select_programs_compile_for_every_architecture() {
     if !tools_available() {
         return;
     }
-    use gpu_scan::kernels_gen::select::{select_program, SelectKernel, SelectSource};
+    use gpu_scan::kernels_gen::select::{select_program, SelectKernel, SelectShape, SelectSource};
     use gpu_scan::stages::{ScanEquality, ScanPredicate};
     use gpu_scan::ScanElement;
     fn stage<P: ScanPredicate>() -> (SelectSource<'static>, usize) {
@@ -504,7 +504,7 @@ fn select_programs_compile_for_every_architecture() {
             let (mut reports, mut failures) = (Vec::new(), Vec::new());
             compile_and_assemble(
                 &format!("select:{}:{}", kernel.symbol(&name), arch.sm_name()),
-                &select_program(*kernel, source, *size),
+                &select_program(*kernel, source, *size, SelectShape::for_element(*size)),
                 kernels_gen::nvrtc_options(arch),
                 &[kernel.symbol(&name)],
                 arch,

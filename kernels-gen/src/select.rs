@@ -6,10 +6,10 @@
 //! runtime passes them in that order.
 //!
 //! ```
-//! use kernels_gen::select::{select_program, SelectKernel, SelectSource};
+//! use kernels_gen::select::{select_program, SelectKernel, SelectShape, SelectSource};
 //!
 //! let source = SelectSource::Element { cuda_type: "unsigned int", declarations: "" };
-//! let cuda = select_program(SelectKernel::Flagged, &source, 4);
+//! let cuda = select_program(SelectKernel::Flagged, &source, 4, SelectShape::for_element(4));
 //! assert!(cuda.contains("gpu_scan_select_unsigned_int_flagged("));
 //! ```
 
@@ -57,47 +57,82 @@ pub enum SelectSource<'a> {
     },
 }
 
-/// Threads per block of the select kernels for elements of `element_size`
-/// bytes: 256, or 128 for elements over 128 bytes (a tile of one such
-/// element per thread fits the static shared memory).
-pub const fn select_block_threads(element_size: usize) -> usize {
-    if element_size > 128 {
-        128
-    } else {
-        256
-    }
+/// The tile shape of a select kernel: threads per block, items per
+/// thread, and the blocks per SM its launch bounds ask for (which caps its
+/// registers). [`SelectShape::for_element`] is the default; the runtime
+/// takes another for tuning ([`SelectShape::check`] says which fit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SelectShape {
+    /// Threads per block, a multiple of 32 up to 1024.
+    pub threads: usize,
+    /// Items per thread, 1 to 32 (a thread keeps one bit per item).
+    pub items: usize,
+    /// The launch bounds' minimum blocks per SM.
+    pub min_blocks: usize,
 }
 
-/// Blocks per SM the select kernels' launch bounds ask for: with a
-/// thread count alone, ptxas held them to 64 registers and spilled; two
-/// blocks leave them up to 128 (and one block's look-back overlaps
-/// another's loads).
-pub const SELECT_MIN_BLOCKS: usize = 2;
+/// Bytes of a select kernel's tile in shared memory, at most, by default:
+/// the tile is compacted there before it is written.
+pub const SELECT_TILE_BYTES: usize = 32 * 1024;
 
 /// Threads per block of [`SelectKernel::ReverseTail`].
 pub const REVERSE_TAIL_BLOCK_THREADS: usize = 256;
 
-/// Bytes of a select kernel's tile in shared memory, at most: the tile is
-/// compacted there before it is written.
-pub const SELECT_TILE_BYTES: usize = 32 * 1024;
-
-/// Items per thread of the select kernels for elements of `element_size`
-/// bytes: as many as fit [`SELECT_TILE_BYTES`], at most 16, at least one.
-pub const fn select_items_per_thread(element_size: usize) -> usize {
-    let size = if element_size == 0 { 1 } else { element_size };
-    let items = SELECT_TILE_BYTES / (select_block_threads(size) * size);
-    if items > 16 {
-        16
-    } else if items == 0 {
-        1
-    } else {
-        items
+impl SelectShape {
+    /// The default shape for elements of `element_size` bytes: 256 threads
+    /// (128 over 128 bytes, so that a tile of one element per thread fits
+    /// the static shared memory), as many items as fit
+    /// [`SELECT_TILE_BYTES`] up to 16, and two blocks per SM in the launch
+    /// bounds (with a thread count alone, ptxas held the kernels to 64
+    /// registers and spilled).
+    pub const fn for_element(element_size: usize) -> SelectShape {
+        let size = if element_size == 0 { 1 } else { element_size };
+        let threads = if size > 128 { 128 } else { 256 };
+        let items = SELECT_TILE_BYTES / (threads * size);
+        let items = if items > 16 {
+            16
+        } else if items == 0 {
+            1
+        } else {
+            items
+        };
+        SelectShape {
+            threads,
+            items,
+            min_blocks: 2,
+        }
     }
-}
 
-/// Elements per tile of the select kernels.
-pub const fn select_tile_items(element_size: usize) -> usize {
-    select_block_threads(element_size) * select_items_per_thread(element_size)
+    /// Elements per tile.
+    pub const fn tile_items(&self) -> usize {
+        self.threads * self.items
+    }
+
+    /// Why this shape cannot hold elements of `element_size` bytes, if it
+    /// cannot: threads not a multiple of 32 up to 1024, items not 1 to 32,
+    /// no blocks, or a tile over the static shared memory.
+    pub fn check(&self, element_size: usize) -> Result<(), String> {
+        if self.threads == 0 || self.threads % 32 != 0 || self.threads > 1024 {
+            return Err(format!(
+                "{} threads: a multiple of 32 up to 1024",
+                self.threads
+            ));
+        }
+        if self.items == 0 || self.items > 32 {
+            return Err(format!("{} items per thread: 1 to 32", self.items));
+        }
+        if self.min_blocks == 0 {
+            return Err("0 blocks per SM".into());
+        }
+        let bytes = self.tile_items() * element_size.max(1);
+        if bytes > crate::STATIC_SHARED_LIMIT - 4096 {
+            return Err(format!(
+                "a tile of {bytes} bytes: at most {} of static shared memory",
+                crate::STATIC_SHARED_LIMIT - 4096
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The 64-bit counts' status entries are [`tile_status_stride`]`(8)` bytes
@@ -158,7 +193,8 @@ impl SelectKernel {
 }
 
 /// The program of select kernel `kernel` for `source`, whose elements are
-/// `element_size` bytes (checked by the program): the launch state's
+/// `element_size` bytes (checked by the program), in tiles of `shape`
+/// (ignored by [`SelectKernel::ReverseTail`]): the launch state's
 /// declaration, the [`PRELUDE`] and the [`LIBRARY`] (the look-back and the
 /// launch state), the select template, the stage or element, and the one
 /// wrapper.
@@ -166,6 +202,7 @@ pub fn select_program(
     kernel: SelectKernel,
     source: &SelectSource<'_>,
     element_size: usize,
+    shape: SelectShape,
 ) -> String {
     let mut out = launch_state_declaration();
     out.push_str(PRELUDE);
@@ -222,13 +259,14 @@ pub fn select_program(
             };
             let _ = writeln!(
                 out,
-                "extern \"C\" __global__ void __launch_bounds__({threads}, {SELECT_MIN_BLOCKS}) {symbol}({params}) {{\n  \
+                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
                  typedef {body} source_t;\n  \
                  const source_t source = {init};\n  \
                  constexpr int items = {items};\n  \
                  gpu_scan::select_single_pass<source_t, {partition}, {threads}, items, {stride}>(source, out, count, status, launch, n);\n}}",
-                threads = select_block_threads(element_size),
-                items = select_items_per_thread(element_size),
+                threads = shape.threads,
+                min_blocks = shape.min_blocks,
+                items = shape.items,
                 stride = SELECT_STATUS_STRIDE,
             );
         }

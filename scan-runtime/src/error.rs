@@ -173,6 +173,13 @@ pub enum ScanError {
         /// The slot's length.
         len: usize,
     },
+    /// A compaction tile shape (`GpuSelect::set_shape`) that cannot hold
+    /// the element.
+    #[error("select tile shape: {detail}")]
+    SelectShape {
+        /// What does not fit.
+        detail: String,
+    },
     /// The input is longer than the kernels' grid can cover.
     #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
     TooLong {

@@ -14,7 +14,7 @@ use cudarc::driver::{
     PushKernelArg,
 };
 use kernels_gen::select::{
-    select_program, select_tile_items, SelectKernel, SelectSource, REVERSE_TAIL_BLOCK_THREADS,
+    select_program, SelectKernel, SelectShape, SelectSource, REVERSE_TAIL_BLOCK_THREADS,
 };
 use kernels_gen::Arch;
 use scan_core::select::{Rejected, SelectLengthError};
@@ -60,8 +60,10 @@ pub struct GpuSelect {
     ctx: Arc<CudaContext>,
     target: (Arch, bool),
     disk: crate::cache::DiskCache,
-    /// Loaded kernels, by the stage's (or element's) type and kernel.
-    kernels: HashMap<(TypeId, SelectKernel), (Arc<CudaModule>, CudaFunction)>,
+    /// Loaded kernels, by the stage's (or element's) type, kernel and shape.
+    kernels: HashMap<(TypeId, SelectKernel, SelectShape), (Arc<CudaModule>, CudaFunction)>,
+    /// The tile shape, when not each element size's default.
+    shape: Option<SelectShape>,
     /// Scratch, one per stream: the tiles' counts and the launch state.
     workspaces: HashMap<usize, Workspace<u64>>,
     stats: ProgramStats,
@@ -91,6 +93,7 @@ impl GpuSelect {
             target: compile_target(ctx)?,
             disk: disk.clone(),
             kernels: HashMap::new(),
+            shape: None,
             workspaces: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
@@ -103,13 +106,30 @@ impl GpuSelect {
         self.stats
     }
 
+    /// Sets the select kernels' tile shape for every element type (`None`:
+    /// each element size's default, [`SelectShape::for_element`]), for
+    /// tuning: a shape that cannot hold an element fails that compaction
+    /// with [`ScanError::SelectShape`] before anything is enqueued.
+    pub fn set_shape(&mut self, shape: Option<SelectShape>) {
+        self.shape = shape;
+    }
+
+    /// The tile shape for elements of `element_size` bytes.
+    fn shape_for(&self, element_size: usize) -> Result<SelectShape> {
+        let shape = self.shape.unwrap_or(SelectShape::for_element(element_size));
+        shape
+            .check(element_size)
+            .map_err(|detail| ScanError::SelectShape { detail })?;
+        Ok(shape)
+    }
+
     /// Reserves `stream`'s scratch for compactions of up to `n` elements of
     /// type `T`, so that later ones on it allocate nothing: call it before
     /// capturing the stream into a CUDA graph, where an allocation would
     /// belong to the graph (a compaction that needs more then fails with
     /// [`ScanError::WorkspaceDuringCapture`]).
     pub fn reserve<T: ScanElement>(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
-        let tiles = n.div_ceil(select_tile_items(std::mem::size_of::<T>()));
+        let tiles = n.div_ceil(self.shape_for(std::mem::size_of::<T>())?.tile_items());
         let workspace = self.workspaces.entry(stream_key(stream)).or_default();
         workspace.reserve_single_pass(stream, tiles)?;
         Ok(())
@@ -252,7 +272,8 @@ impl GpuSelect {
         if count.len() != 1 {
             return Err(ScanError::SelectCountLength { len: count.len() });
         }
-        let tile_items = select_tile_items(launch.element_size);
+        let shape = self.shape_for(launch.element_size)?;
+        let tile_items = shape.tile_items();
         let tiles = n.div_ceil(tile_items);
         if tiles > u32::MAX as usize {
             return Err(ScanError::TooLong {
@@ -269,9 +290,9 @@ impl GpuSelect {
             unsafe { cudarc::driver::result::memset_d8_async(slot, 0, 8, stream.cu_stream()) }?;
             return Ok(());
         }
-        let function = self.function(&launch)?;
+        let function = self.function(&launch, shape)?;
         let tail = match &reverse_tail {
-            Some(tail) => Some(self.function(tail)?),
+            Some(tail) => Some(self.function(tail, SelectShape::for_element(tail.element_size))?),
             None => None,
         };
         let workspace = self.workspaces.entry(stream_key(stream)).or_default();
@@ -297,11 +318,7 @@ impl GpuSelect {
             .arg(&n64);
         let config = LaunchConfig {
             grid_dim: (tiles as u32, 1, 1),
-            block_dim: (
-                kernels_gen::select::select_block_threads(launch.element_size) as u32,
-                1,
-                1,
-            ),
+            block_dim: (shape.threads as u32, 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: the kernel reads `n` elements of the input's type (and
@@ -331,12 +348,12 @@ impl GpuSelect {
 
     /// The kernel of `launch`, compiled (or read from the disk cache) and
     /// loaded the first time.
-    fn function(&mut self, launch: &Launch<'_>) -> Result<CudaFunction> {
-        let key = (launch.key, launch.kernel);
+    fn function(&mut self, launch: &Launch<'_>, shape: SelectShape) -> Result<CudaFunction> {
+        let key = (launch.key, launch.kernel, shape);
         if let Some((_, function)) = self.kernels.get(&key) {
             return Ok(function.clone());
         }
-        let source = select_program(launch.kernel, &launch.source, launch.element_size);
+        let source = select_program(launch.kernel, &launch.source, launch.element_size, shape);
         let (module, stats) =
             build_module(&self.ctx, &self.disk, self.target, launch.name, &source)?;
         let function = module.load_function(&launch.kernel.symbol(launch.name))?;

@@ -16,9 +16,10 @@
 //      to its place in the tile compacted there, so that nothing stays in
 //      registers across the look-back's call and the writes to the output
 //      are contiguous. The last tile writes the count to the caller's slot.
-// Input and output are read and written once, the input's neighbour (for
-// unique) comes from the cache, and nothing is written for elements that
-// are not kept, so a selection writes only its first `count` elements.
+// Input and output are read and written once (unique takes each element's
+// predecessor from the neighbouring lane), and nothing is written for
+// elements that are not kept, so a selection writes only its first `count`
+// elements.
 namespace gpu_scan {
 
 // The look-back's operator: counts, summed.
@@ -28,26 +29,81 @@ struct select_count_sum {
   static __device__ __forceinline__ T combine(T a, T b) { return a + b; }
 };
 
-// Sources: where the elements come from and whether each is kept.
+// Sources: where the elements come from and whether each is kept, from
+// the element, its index and (where `needs_previous`) the element before
+// it, which the kernel hands over from the neighbouring lane.
 // By a predicate stage (#[scan_predicate]).
 template <class Pred> struct select_by_predicate {
   typedef typename Pred::input_t T;
+  static constexpr bool needs_previous = false;
   const T* in;
-  __device__ __forceinline__ bool keep(unsigned long long, const T& x) const { return Pred::apply(x); }
+  __device__ __forceinline__ bool keep(unsigned long long, const T& x, const T&) const { return Pred::apply(x); }
 };
 // By one flag byte per element (non-zero: kept).
 template <class E> struct select_by_flags {
   typedef E T;
+  static constexpr bool needs_previous = false;
   const T* in;
   const unsigned char* flags;
-  __device__ __forceinline__ bool keep(unsigned long long i, const T&) const { return flags[i] != 0; }
+  __device__ __forceinline__ bool keep(unsigned long long i, const T&, const T&) const { return flags[i] != 0; }
 };
 // The first of each run of equal neighbours (#[scan_equality]).
 template <class Eq> struct select_run_heads {
   typedef typename Eq::input_t T;
+  static constexpr bool needs_previous = true;
   const T* in;
-  __device__ __forceinline__ bool keep(unsigned long long i, const T& x) const { return i == 0 || !Eq::apply(in[i - 1], x); }
+  __device__ __forceinline__ bool keep(unsigned long long i, const T& x, const T& previous) const {
+    return i == 0 || !Eq::apply(previous, x);
+  }
 };
+
+// Loads a tile's items (striped) and returns which are kept (bit k: item
+// k). A full tile issues every load before it uses any, so that they are
+// in flight together; a partial one guards each. `last_of_warp` receives
+// each warp's lane 31 items, from which lane 0 of the next warp takes the
+// element before its own (sources that need it).
+template <class Source, bool Full, int Threads, int Items, class T = typename Source::T>
+__device__ __forceinline__ unsigned select_load(const Source& source, unsigned long long base, int valid, T (&items)[Items],
+                                                T (*last_of_warp)[Threads / 32]) {
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    if (Full || position < valid) items[k] = source.in[base + position];
+  }
+  if constexpr (Source::needs_previous) {
+    if (lane == 31) {
+#pragma unroll
+      for (int k = 0; k < Items; ++k) last_of_warp[k][warp] = items[k];
+    }
+    __syncthreads();
+  }
+  unsigned kept = 0;
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    T previous = items[k];
+    if constexpr (Source::needs_previous) {
+      // Element position - 1: lane - 1's item k, or the previous warp's
+      // lane 31's, or (thread 0) the last thread's item k - 1, or the
+      // element before the tile.
+      previous = scan_shfl_up(items[k], 1);
+      if (lane == 0) {
+        if (warp > 0) {
+          previous = last_of_warp[k][warp - 1];
+        } else if (k > 0) {
+          previous = last_of_warp[k - 1][Threads / 32 - 1];
+        } else if (base > 0) {
+          previous = source.in[base - 1];
+        }
+      }
+    }
+    const bool keep = (Full || position < valid) && source.keep(base + position, items[k], previous);
+    kept |= (unsigned)keep << k;
+  }
+  return kept;
+}
 
 // The kernel body. Partition: rejected elements go to the end, reversed.
 template <class Source, bool Partition, int Threads, int Items, int StatusStride, class T = typename Source::T>
@@ -61,6 +117,8 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   // partition the rejected ones from the back in order (so that the
   // writes below are contiguous).
   __shared__ T compacted[tile_items];
+  // Each warp's lane 31 items (sources that need the element before each).
+  __shared__ T last_of_warp[Source::needs_previous ? Items : 1][warps];
   __shared__ unsigned long long shared_prefix;
   __shared__ unsigned shared_kept;
   const unsigned long long tiles = (n + tile_items - 1) / tile_items;
@@ -71,17 +129,12 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   const unsigned long long base = tile * (unsigned long long)tile_items;
   const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
   T items[Items];
-  unsigned kept = 0;  // bit k: item k is kept
+  // Bit k: item k is kept.
+  const unsigned kept = valid == tile_items ? select_load<Source, true, Threads, Items>(source, base, valid, items, last_of_warp)
+                                            : select_load<Source, false, Threads, Items>(source, base, valid, items, last_of_warp);
 #pragma unroll
   for (int k = 0; k < Items; ++k) {
-    const int position = k * Threads + (int)threadIdx.x;
-    bool keep = false;
-    if (position < valid) {
-      items[k] = source.in[base + position];
-      keep = source.keep(base + position, items[k]);
-    }
-    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
-    kept |= (unsigned)keep << k;
+    const unsigned ballot = __ballot_sync(0xffffffffu, (kept >> k) & 1u);
     if (lane == 0) kept_before[k * warps + warp] = __popc(ballot);
   }
   __syncthreads();
