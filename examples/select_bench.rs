@@ -135,13 +135,13 @@ fn main() {
         let mut v = vec![None];
         if sweep {
             let items: &[usize] = if size > 8 {
-                &[2, 3, 4, 5, 6, 8]
+                &[4, 5, 6, 7]
             } else {
-                &[8, 12, 16, 20, 24]
+                &[16, 20, 24, 28, 32]
             };
-            for threads in [128, 256] {
+            for threads in [256] {
                 for &items in items {
-                    for min_blocks in [2, 4] {
+                    for min_blocks in [2, 3, 4] {
                         let shape = SelectShape {
                             threads,
                             items,

@@ -67,6 +67,12 @@ __device__ __forceinline__ unsigned select_load(const Source& source, unsigned l
                                                 T (*last_of_warp)[Threads / 32]) {
   const unsigned lane = threadIdx.x & 31u;
   const unsigned warp = threadIdx.x >> 5;
+  // The element before the tile, loaded with the tile's (loaded after
+  // them, its latency came on top of theirs in every tile).
+  T before_tile = T();
+  if constexpr (Source::needs_previous) {
+    if (threadIdx.x == 0 && base > 0) before_tile = source.in[base - 1];
+  }
 #pragma unroll
   for (int k = 0; k < Items; ++k) {
     const int position = k * Threads + (int)threadIdx.x;
@@ -95,7 +101,7 @@ __device__ __forceinline__ unsigned select_load(const Source& source, unsigned l
         } else if (k > 0) {
           previous = last_of_warp[k - 1][Threads / 32 - 1];
         } else if (base > 0) {
-          previous = source.in[base - 1];
+          previous = before_tile;
         }
       }
     }
