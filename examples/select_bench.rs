@@ -15,7 +15,7 @@
 //! select_bench DIR        # reads DIR/cub-select.txt
 //! ```
 
-use gpu_scan::kernels_gen::select::SelectShape;
+use gpu_scan::kernels_gen::select::{SelectKernel, SelectShape};
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{open_device, GpuSelect};
@@ -156,8 +156,9 @@ fn main() {
         }
         v
     };
-    let label = |shape: Option<SelectShape>, size: usize| {
-        let s = shape.unwrap_or(SelectShape::for_element(size));
+    let defaults = GpuSelect::new(&ctx).unwrap();
+    let label = |shape: Option<SelectShape>, kernel: SelectKernel, size: usize| {
+        let s = shape.unwrap_or(defaults.shape_for(kernel, size).unwrap());
         format!(
             "{}x{}/{}{}",
             s.threads,
@@ -196,7 +197,7 @@ fn main() {
     let kept = cpu::select_if::<Even>(&words, &mut expected).unwrap();
     for shape in shapes(4) {
         select.set_shape(shape);
-        let name = ("select-if", label(shape, 4));
+        let name = ("select-if", label(shape, SelectKernel::If, 4));
         ok &= case(
             &stream,
             &dir,
@@ -212,7 +213,7 @@ fn main() {
     let kept = cpu::select_flagged(&words, &flags, &mut expected).unwrap();
     for shape in shapes(4) {
         select.set_shape(shape);
-        let name = ("flagged", label(shape, 4));
+        let name = ("flagged", label(shape, SelectKernel::Flagged, 4));
         ok &= case(
             &stream,
             &dir,
@@ -232,7 +233,7 @@ fn main() {
     let kept = cpu::partition_if::<Even>(&words, &mut expected, Rejected::Reversed).unwrap();
     for shape in shapes(4) {
         select.set_shape(shape);
-        let name = ("partition", label(shape, 4));
+        let name = ("partition", label(shape, SelectKernel::PartitionIf, 4));
         ok &= case(
             &stream,
             &dir,
@@ -252,7 +253,7 @@ fn main() {
     let kept = cpu::unique::<Same>(&runs, &mut expected).unwrap();
     for shape in shapes(4) {
         select.set_shape(shape);
-        let name = ("unique", label(shape, 4));
+        let name = ("unique", label(shape, SelectKernel::Unique, 4));
         ok &= case(
             &stream,
             &dir,
@@ -292,7 +293,7 @@ fn main() {
     let kept = cpu::select_if::<EvenCount>(&stats, &mut expected).unwrap();
     for shape in shapes(24) {
         select.set_shape(shape);
-        let name = ("struct", label(shape, 24));
+        let name = ("struct", label(shape, SelectKernel::If, 24));
         ok &= case(
             &stream,
             &dir,

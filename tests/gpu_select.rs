@@ -14,8 +14,8 @@
 
 mod common;
 use common::gpu::{open_gpu, poison, poisoned, Rng64};
-use common::ops::{Affine, Growing, SameF32, SameSlope, SameU32, Stats, Third};
-use gpu_scan::kernels_gen::select::SelectShape;
+use common::ops::{Affine, EvenCount, Growing, SameF32, SameSlope, SameU32, Stats, Third};
+use gpu_scan::kernels_gen::select::SelectKernel;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{
     CudaSlice, CudaStream, CudaViewMut, DeviceRepr, ValidAsZeroBits,
@@ -26,10 +26,6 @@ use rand::{Rng, SeedableRng};
 use std::fmt::Debug;
 use std::sync::Arc;
 
-/// Statistics with an even count: a predicate on a 24-byte struct.
-#[scan_predicate(element = Stats, keep = |s| s.count % 2 == 0)]
-struct EvenCount;
-
 /// Elements after each output and count slot, which must stay poisoned.
 const GUARD: usize = 67;
 
@@ -39,26 +35,27 @@ fn seed() -> u64 {
     seed
 }
 
-/// Lengths around one tile of `tile` elements and around many.
-fn lengths(tile: usize) -> Vec<usize> {
-    let mut v = vec![
-        0,
-        1,
-        31,
-        32,
-        33,
-        255,
-        257,
-        tile - 1,
-        tile,
-        tile + 1,
-        2 * tile - 1,
-        7 * tile + 5,
-        100_003,
-        40 * tile - 1,
-        40 * tile + 1,
-        (1 << 20) + 3,
-    ];
+/// Lengths around one tile and around many, for the tiles of every
+/// compaction kernel over elements of `size` bytes.
+fn lengths(select: &GpuSelect, size: usize) -> Vec<usize> {
+    let mut v = vec![0, 1, 31, 32, 33, 255, 257, 100_003, (1 << 20) + 3];
+    for kernel in [
+        SelectKernel::If,
+        SelectKernel::Flagged,
+        SelectKernel::PartitionIf,
+        SelectKernel::Unique,
+    ] {
+        let tile = select.shape_for(kernel, size).unwrap().tile_items();
+        v.extend([
+            tile - 1,
+            tile,
+            tile + 1,
+            2 * tile - 1,
+            7 * tile + 5,
+            40 * tile - 1,
+            40 * tile + 1,
+        ]);
+    }
     v.sort_unstable();
     v.dedup();
     v
@@ -294,10 +291,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
     let mut select = GpuSelect::new(&ctx).unwrap();
     let mut cases = 0;
 
-    for (i, n) in lengths(SelectShape::for_element(4).tile_items())
-        .into_iter()
-        .enumerate()
-    {
+    for (i, n) in lengths(&select, 4).into_iter().enumerate() {
         let stream = &streams[i % 2];
         let words: Vec<u32> = (0..n).map(|_| rng.random()).collect();
         check_predicate::<Third>(&mut select, stream, "random u32", &words);
@@ -339,10 +333,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
         cases += 14;
     }
 
-    for (i, n) in lengths(SelectShape::for_element(8).tile_items())
-        .into_iter()
-        .enumerate()
-    {
+    for (i, n) in lengths(&select, 8).into_iter().enumerate() {
         let stream = &streams[i % 2];
         let maps: Vec<Affine> = (0..n)
             .map(|_| Affine {
@@ -355,10 +346,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
         cases += 4;
     }
 
-    for (i, n) in lengths(SelectShape::for_element(24).tile_items())
-        .into_iter()
-        .enumerate()
-    {
+    for (i, n) in lengths(&select, 24).into_iter().enumerate() {
         let stream = &streams[i % 2];
         let stats: Vec<Stats> = (0..n)
             .map(|_| Stats {
@@ -504,7 +492,12 @@ fn compactions_replay_in_a_graph() {
     let stream = ctx.new_stream().unwrap();
     let _other = ctx.new_stream().unwrap();
     let mut select = GpuSelect::new(&ctx).unwrap();
-    let n = 40 * SelectShape::for_element(4).tile_items() + 17;
+    let n = 40
+        * select
+            .shape_for(SelectKernel::Flagged, 4)
+            .unwrap()
+            .tile_items()
+        + 17;
     let mut input: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
     let mut flags: CudaSlice<u8> = stream.alloc_zeros(n).unwrap();
     let mut kept: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();

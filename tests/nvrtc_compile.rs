@@ -482,10 +482,13 @@ fn select_programs_compile_for_every_architecture() {
         (SelectKernel::PartitionIf, stage::<Third>()),
         (SelectKernel::If, stage::<Growing>()),
         (SelectKernel::PartitionIf, stage::<Positive>()),
+        (SelectKernel::If, stage::<EvenCount>()),
+        (SelectKernel::PartitionIf, stage::<EvenCount>()),
         (SelectKernel::Unique, equality::<SameU32>()),
         (SelectKernel::Unique, equality::<SameSlope>()),
         (SelectKernel::Flagged, element::<u32>()),
         (SelectKernel::Flagged, element::<Affine>()),
+        (SelectKernel::Flagged, element::<Stats>()),
         (SelectKernel::ReverseTail, element::<u32>()),
         (SelectKernel::ReverseTail, element::<Affine>()),
     ];
@@ -504,7 +507,12 @@ fn select_programs_compile_for_every_architecture() {
             let (mut reports, mut failures) = (Vec::new(), Vec::new());
             compile_and_assemble(
                 &format!("select:{}:{}", kernel.symbol(&name), arch.sm_name()),
-                &select_program(*kernel, source, *size, SelectShape::for_element(*size)),
+                &select_program(
+                    *kernel,
+                    source,
+                    *size,
+                    SelectShape::default_for(*kernel, *size, arch),
+                ),
                 kernels_gen::nvrtc_options(arch),
                 &[kernel.symbol(&name)],
                 arch,

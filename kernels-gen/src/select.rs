@@ -9,13 +9,13 @@
 //! use kernels_gen::select::{select_program, SelectKernel, SelectShape, SelectSource};
 //!
 //! let source = SelectSource::Element { cuda_type: "unsigned int", declarations: "" };
-//! let cuda = select_program(SelectKernel::Flagged, &source, 4, SelectShape::for_element(4));
+//! let cuda = select_program(SelectKernel::Flagged, &source, 4, SelectShape::default_for(SelectKernel::Flagged, 4, kernels_gen::Arch::SM_90));
 //! assert!(cuda.contains("gpu_scan_select_unsigned_int_flagged("));
 //! ```
 
 use crate::launch_state::launch_state_declaration;
 use crate::stage::STAGE_NAMESPACE;
-use crate::{tile_status_stride, LIBRARY, PRELUDE};
+use crate::{tile_status_stride, Arch, LIBRARY, PRELUDE};
 use std::fmt::Write;
 
 /// The compaction kernels.
@@ -59,7 +59,7 @@ pub enum SelectSource<'a> {
 
 /// The tile shape of a select kernel: threads per block, items per
 /// thread, and the blocks per SM its launch bounds ask for (which caps its
-/// registers). [`SelectShape::for_element`] is the default; the runtime
+/// registers). [`SelectShape::default_for`] is the default; the runtime
 /// takes another for tuning ([`SelectShape::check`] says which fit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SelectShape {
@@ -71,35 +71,49 @@ pub struct SelectShape {
     pub min_blocks: usize,
 }
 
-/// Bytes of a select kernel's tile in shared memory, at most, by default:
-/// the tile is compacted there before it is written.
-pub const SELECT_TILE_BYTES: usize = 32 * 1024;
+/// Bytes of a select kernel's tile in shared memory, at most, by default
+/// for elements over 4 bytes: the tile is compacted there before it is
+/// written (24-byte elements: 7 items of 256 threads).
+pub const SELECT_TILE_BYTES: usize = 42 * 1024;
 
 /// Threads per block of [`SelectKernel::ReverseTail`].
 pub const REVERSE_TAIL_BLOCK_THREADS: usize = 256;
 
 impl SelectShape {
-    /// The default shape for elements of `element_size` bytes: 256 threads
-    /// (128 over 128 bytes, so that a tile of one element per thread fits
-    /// the static shared memory), as many items as fit
-    /// [`SELECT_TILE_BYTES`] up to 16, and two blocks per SM in the launch
-    /// bounds (with a thread count alone, ptxas held the kernels to 64
-    /// registers and spilled).
-    pub const fn for_element(element_size: usize) -> SelectShape {
+    /// The default shape of `kernel` for elements of `element_size` bytes
+    /// on `arch`, from the sweeps on the H200 (BENCHMARKS.md), among the
+    /// shapes that compile without spilling: 256 threads (128 over 128
+    /// bytes, so that a tile of one element per thread fits the static
+    /// shared memory); for words and smaller, 24 or 32 items per thread by
+    /// kernel; for larger elements about 32 registers of items, within
+    /// [`SELECT_TILE_BYTES`]. The launch bounds ask for 3 blocks per SM (2
+    /// for flags, whose bytes take registers too, and on sm_100 and newer,
+    /// whose ptxas spilled at 3), capping registers where occupancy paid
+    /// (with a thread count alone ptxas held the kernels to 64 registers
+    /// and spilled).
+    pub const fn default_for(kernel: SelectKernel, element_size: usize, arch: Arch) -> SelectShape {
         let size = if element_size == 0 { 1 } else { element_size };
         let threads = if size > 128 { 128 } else { 256 };
-        let items = SELECT_TILE_BYTES / (threads * size);
-        let items = if items > 16 {
-            16
-        } else if items == 0 {
-            1
+        let (items, min_blocks) = if size <= 4 {
+            match kernel {
+                SelectKernel::If | SelectKernel::Unique => (32, 3),
+                SelectKernel::Flagged => (24, 2),
+                SelectKernel::PartitionIf | SelectKernel::ReverseTail => (24, 3),
+            }
         } else {
-            items
+            let by_registers = 32 / size.div_ceil(4);
+            let by_bytes = SELECT_TILE_BYTES / (threads * size);
+            let items = if by_registers < by_bytes {
+                by_registers
+            } else {
+                by_bytes
+            };
+            (if items == 0 { 1 } else { items }, 3)
         };
         SelectShape {
             threads,
             items,
-            min_blocks: 2,
+            min_blocks: if arch.major >= 10 { 2 } else { min_blocks },
         }
     }
 

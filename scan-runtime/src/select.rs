@@ -107,16 +107,23 @@ impl GpuSelect {
     }
 
     /// Sets the select kernels' tile shape for every element type (`None`:
-    /// each element size's default, [`SelectShape::for_element`]), for
+    /// each kernel's default, [`SelectShape::default_for`]), for
     /// tuning: a shape that cannot hold an element fails that compaction
     /// with [`ScanError::SelectShape`] before anything is enqueued.
     pub fn set_shape(&mut self, shape: Option<SelectShape>) {
         self.shape = shape;
     }
 
-    /// The tile shape for elements of `element_size` bytes.
-    fn shape_for(&self, element_size: usize) -> Result<SelectShape> {
-        let shape = self.shape.unwrap_or(SelectShape::for_element(element_size));
+    /// The tile shape `kernel` takes here for elements of `element_size`
+    /// bytes: the one [`GpuSelect::set_shape`] set, or the default for the
+    /// kernel, the element and the architecture compiled for
+    /// ([`SelectShape::default_for`]); an error where it cannot hold them.
+    pub fn shape_for(&self, kernel: SelectKernel, element_size: usize) -> Result<SelectShape> {
+        let shape = self.shape.unwrap_or(SelectShape::default_for(
+            kernel,
+            element_size,
+            self.target.0,
+        ));
         shape
             .check(element_size)
             .map_err(|detail| ScanError::SelectShape { detail })?;
@@ -129,7 +136,18 @@ impl GpuSelect {
     /// belong to the graph (a compaction that needs more then fails with
     /// [`ScanError::WorkspaceDuringCapture`]).
     pub fn reserve<T: ScanElement>(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
-        let tiles = n.div_ceil(self.shape_for(std::mem::size_of::<T>())?.tile_items());
+        // The kernel of the smallest tiles needs the most entries.
+        let mut tile_items = usize::MAX;
+        for kernel in [
+            SelectKernel::If,
+            SelectKernel::Flagged,
+            SelectKernel::Unique,
+            SelectKernel::PartitionIf,
+        ] {
+            let shape = self.shape_for(kernel, std::mem::size_of::<T>())?;
+            tile_items = tile_items.min(shape.tile_items());
+        }
+        let tiles = n.div_ceil(tile_items);
         let workspace = self.workspaces.entry(stream_key(stream)).or_default();
         workspace.reserve_single_pass(stream, tiles)?;
         Ok(())
@@ -272,7 +290,7 @@ impl GpuSelect {
         if count.len() != 1 {
             return Err(ScanError::SelectCountLength { len: count.len() });
         }
-        let shape = self.shape_for(launch.element_size)?;
+        let shape = self.shape_for(launch.kernel, launch.element_size)?;
         let tile_items = shape.tile_items();
         let tiles = n.div_ceil(tile_items);
         if tiles > u32::MAX as usize {
@@ -292,7 +310,10 @@ impl GpuSelect {
         }
         let function = self.function(&launch, shape)?;
         let tail = match &reverse_tail {
-            Some(tail) => Some(self.function(tail, SelectShape::for_element(tail.element_size))?),
+            Some(tail) => {
+                let shape = SelectShape::default_for(tail.kernel, tail.element_size, self.target.0);
+                Some(self.function(tail, shape)?)
+            }
             None => None,
         };
         let workspace = self.workspaces.entry(stream_key(stream)).or_default();

@@ -260,6 +260,10 @@ pub struct OneMore;
 #[scan_predicate(element = Affine, keep = |m| m.a > 0.5)]
 pub struct Growing;
 
+/// Statistics with an even count: a predicate on a 24-byte struct.
+#[scan_predicate(element = Stats, keep = |s| s.count % 2 == 0)]
+pub struct EvenCount;
+
 /// Positive `i64` (the `fn` form, with a `let`).
 #[scan_predicate(element = i64, keep = fn positive(v: i64) -> bool { let zero = 0; v > zero })]
 pub struct Positive;
