@@ -8,7 +8,8 @@
 //! the kept elements written once, at the copy's bandwidth). Every output
 //! is first checked in full against the CPU backend, and the count against
 //! CUB's. `SELECT_BENCH_SWEEP=1` times every case again in other tile
-//! shapes (`GpuSelect::set_shape`), for the tuning table.
+//! shapes (`GpuSelect::set_shape`), for the tuning table (or a list of
+//! cases: `SELECT_BENCH_SWEEP=unique,struct`).
 //!
 //! ```text
 //! nvcc -O3 -arch=sm_90 -o select_cub cub/select_bench.cu && ./select_cub DIR
@@ -130,10 +131,10 @@ fn main() {
     println!("case       size     ms     copy ms   %copy  %bound  CUB ms  vs CUB  check shape");
     // SELECT_BENCH_SWEEP=1: every case again for each tile shape
     // (threads x items / min blocks), after the defaults.
-    let sweep = std::env::var("SELECT_BENCH_SWEEP").is_ok_and(|v| v == "1");
-    let shapes = |size: usize| -> Vec<Option<SelectShape>> {
+    let sweep = std::env::var("SELECT_BENCH_SWEEP").unwrap_or_default();
+    let shapes = |case: &str, size: usize| -> Vec<Option<SelectShape>> {
         let mut v = vec![None];
-        if sweep {
+        if sweep == "1" || sweep.split(',').any(|c| c == case) {
             let items: &[usize] = if size > 8 {
                 &[4, 5, 6, 7]
             } else {
@@ -195,7 +196,7 @@ fn main() {
     let mut expected = vec![0u32; n];
 
     let kept = cpu::select_if::<Even>(&words, &mut expected).unwrap();
-    for shape in shapes(4) {
+    for shape in shapes("select-if", 4) {
         select.set_shape(shape);
         let name = ("select-if", label(shape, SelectKernel::If, 4));
         ok &= case(
@@ -211,7 +212,7 @@ fn main() {
         );
     }
     let kept = cpu::select_flagged(&words, &flags, &mut expected).unwrap();
-    for shape in shapes(4) {
+    for shape in shapes("flagged", 4) {
         select.set_shape(shape);
         let name = ("flagged", label(shape, SelectKernel::Flagged, 4));
         ok &= case(
@@ -231,7 +232,7 @@ fn main() {
         );
     }
     let kept = cpu::partition_if::<Even>(&words, &mut expected, Rejected::Reversed).unwrap();
-    for shape in shapes(4) {
+    for shape in shapes("partition", 4) {
         select.set_shape(shape);
         let name = ("partition", label(shape, SelectKernel::PartitionIf, 4));
         ok &= case(
@@ -251,7 +252,7 @@ fn main() {
         );
     }
     let kept = cpu::unique::<Same>(&runs, &mut expected).unwrap();
-    for shape in shapes(4) {
+    for shape in shapes("unique", 4) {
         select.set_shape(shape);
         let name = ("unique", label(shape, SelectKernel::Unique, 4));
         ok &= case(
@@ -291,7 +292,7 @@ fn main() {
         n
     ];
     let kept = cpu::select_if::<EvenCount>(&stats, &mut expected).unwrap();
-    for shape in shapes(24) {
+    for shape in shapes("struct", 24) {
         select.set_shape(shape);
         let name = ("struct", label(shape, SelectKernel::If, 24));
         ok &= case(

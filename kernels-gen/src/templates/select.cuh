@@ -59,19 +59,21 @@ template <class Eq> struct select_run_heads {
 
 // Loads a tile's items (striped) and returns which are kept (bit k: item
 // k). A full tile issues every load before it uses any, so that they are
-// in flight together; a partial one guards each. `last_of_warp` receives
-// each warp's lane 31 items, from which lane 0 of the next warp takes the
-// element before its own (sources that need it).
+// in flight together; a partial one guards each. For sources that need the
+// element before each, `ends` (Items · warps + 1 slots) receives the
+// element before the tile and each warp's lane 31 items: lane 0's
+// predecessor for item k of warp w is entry k · warps + w (the previous
+// warp's lane 31, the last warp's item k - 1, or the element before the
+// tile), which the whole warp reads at once, without a branch.
 template <class Source, bool Full, int Threads, int Items, class T = typename Source::T>
-__device__ __forceinline__ unsigned select_load(const Source& source, unsigned long long base, int valid, T (&items)[Items],
-                                                T (*last_of_warp)[Threads / 32]) {
+__device__ __forceinline__ unsigned select_load(const Source& source, unsigned long long base, int valid, T (&items)[Items], T* ends) {
+  constexpr int warps = Threads / 32;
   const unsigned lane = threadIdx.x & 31u;
   const unsigned warp = threadIdx.x >> 5;
   // The element before the tile, loaded with the tile's (loaded after
   // them, its latency came on top of theirs in every tile).
-  T before_tile = T();
   if constexpr (Source::needs_previous) {
-    if (threadIdx.x == 0 && base > 0) before_tile = source.in[base - 1];
+    if (threadIdx.x == 0 && base > 0) ends[0] = source.in[base - 1];
   }
 #pragma unroll
   for (int k = 0; k < Items; ++k) {
@@ -81,7 +83,7 @@ __device__ __forceinline__ unsigned select_load(const Source& source, unsigned l
   if constexpr (Source::needs_previous) {
     if (lane == 31) {
 #pragma unroll
-      for (int k = 0; k < Items; ++k) last_of_warp[k][warp] = items[k];
+      for (int k = 0; k < Items; ++k) ends[1 + k * warps + warp] = items[k];
     }
     __syncthreads();
   }
@@ -91,19 +93,9 @@ __device__ __forceinline__ unsigned select_load(const Source& source, unsigned l
     const int position = k * Threads + (int)threadIdx.x;
     T previous = items[k];
     if constexpr (Source::needs_previous) {
-      // Element position - 1: lane - 1's item k, or the previous warp's
-      // lane 31's, or (thread 0) the last thread's item k - 1, or the
-      // element before the tile.
-      previous = scan_shfl_up(items[k], 1);
-      if (lane == 0) {
-        if (warp > 0) {
-          previous = last_of_warp[k][warp - 1];
-        } else if (k > 0) {
-          previous = last_of_warp[k - 1][Threads / 32 - 1];
-        } else if (base > 0) {
-          previous = before_tile;
-        }
-      }
+      const T up = scan_shfl_up(items[k], 1);
+      const T end = ends[k * warps + warp];
+      previous = lane == 0 ? end : up;
     }
     const bool keep = (Full || position < valid) && source.keep(base + position, items[k], previous);
     kept |= (unsigned)keep << k;
@@ -123,8 +115,9 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   // partition the rejected ones from the back in order (so that the
   // writes below are contiguous).
   __shared__ T compacted[tile_items];
-  // Each warp's lane 31 items (sources that need the element before each).
-  __shared__ T last_of_warp[Source::needs_previous ? Items : 1][warps];
+  // The element before the tile and each warp's lane 31 items (sources
+  // that need the element before each: select_load).
+  __shared__ T ends[Source::needs_previous ? Items * warps + 1 : 1];
   __shared__ unsigned long long shared_prefix;
   __shared__ unsigned shared_kept;
   const unsigned long long tiles = (n + tile_items - 1) / tile_items;
@@ -136,8 +129,8 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
   T items[Items];
   // Bit k: item k is kept.
-  const unsigned kept = valid == tile_items ? select_load<Source, true, Threads, Items>(source, base, valid, items, last_of_warp)
-                                            : select_load<Source, false, Threads, Items>(source, base, valid, items, last_of_warp);
+  const unsigned kept = valid == tile_items ? select_load<Source, true, Threads, Items>(source, base, valid, items, ends)
+                                            : select_load<Source, false, Threads, Items>(source, base, valid, items, ends);
 #pragma unroll
   for (int k = 0; k < Items; ++k) {
     const unsigned ballot = __ballot_sync(0xffffffffu, (kept >> k) & 1u);
