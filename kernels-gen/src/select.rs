@@ -86,17 +86,18 @@ impl SelectShape {
     /// bytes, so that a tile of one element per thread fits the static
     /// shared memory); for words and smaller, 24 or 32 items per thread by
     /// kernel; for larger elements about 32 registers of items, within
-    /// [`SELECT_TILE_BYTES`]. The launch bounds ask for 3 blocks per SM (2
-    /// for flags, whose bytes take registers too, and on sm_100 and newer,
-    /// whose ptxas spilled at 3), capping registers where occupancy paid
-    /// (with a thread count alone ptxas held the kernels to 64 registers
-    /// and spilled).
+    /// [`SELECT_TILE_BYTES`]. The launch bounds ask for 3 blocks per SM (4
+    /// for unique over words, 2 for flags, whose bytes take registers too,
+    /// and 2 on sm_100 and newer, whose ptxas spilled at 3), capping
+    /// registers where occupancy paid (with a thread count alone ptxas held
+    /// the kernels to 64 registers and spilled).
     pub const fn default_for(kernel: SelectKernel, element_size: usize, arch: Arch) -> SelectShape {
         let size = if element_size == 0 { 1 } else { element_size };
         let threads = if size > 128 { 128 } else { 256 };
         let (items, min_blocks) = if size <= 4 {
             match kernel {
-                SelectKernel::If | SelectKernel::Unique => (32, 3),
+                SelectKernel::If => (32, 3),
+                SelectKernel::Unique => (32, 4),
                 SelectKernel::Flagged => (24, 2),
                 SelectKernel::PartitionIf | SelectKernel::ReverseTail => (24, 3),
             }
