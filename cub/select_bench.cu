@@ -4,6 +4,8 @@
 //   flagged       DeviceSelect::Flagged, u32, flag = bit 32 of the hash, 2^28
 //   partition     DevicePartition::If, u32, the even ones first, 2^28
 //   unique        DeviceSelect::Unique, u32 runs of mean length 8, 2^28
+//   rle           DeviceRunLengthEncode::Encode over the same runs (64-bit
+//                 lengths), 2^28
 //   struct        DeviceSelect::If over a 24-byte struct {u32 count; f64 sum;
 //                 f32 max}, keep an even count, 2^26
 // Each is timed as the median of 25 calls bracketed by CUDA events (3
@@ -126,6 +128,10 @@ int main(int argc, char** argv) {
     most = std::max(most, bytes);
     CHECK(cub::DeviceSelect::Unique(nullptr, bytes, d_runs, d_out, d_count, (int64_t)n));
     most = std::max(most, bytes);
+    long long* d_lengths;
+    CHECK(cudaMalloc(&d_lengths, n * sizeof(long long)));
+    CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, bytes, d_runs, d_out, d_lengths, d_count, (int64_t)n));
+    most = std::max(most, bytes);
     void* temp;
     CHECK(cudaMalloc(&temp, most));
     float ms;
@@ -137,6 +143,9 @@ int main(int argc, char** argv) {
     report("partition", log_n, ms, d_in, n, d_count);
     ms = median_ms([&] { size_t b = most; CHECK(cub::DeviceSelect::Unique(temp, b, d_runs, d_out, d_count, (int64_t)n)); });
     report("unique", log_n, ms, d_runs, n, d_count);
+    ms = median_ms([&] { size_t b = most; CHECK(cub::DeviceRunLengthEncode::Encode(temp, b, d_runs, d_out, d_lengths, d_count, (int64_t)n)); });
+    report("rle", log_n, ms, d_runs, n, d_count);
+    CHECK(cudaFree(d_lengths));
     CHECK(cudaFree(temp));
     CHECK(cudaFree(d_in));
     CHECK(cudaFree(d_runs));

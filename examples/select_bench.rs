@@ -1,6 +1,7 @@
 //! Compaction timings (`GpuSelect`) beside CUB's and a copy, in one run:
 //! select by a predicate keeping about half of 2^28 `u32`, select by flags,
-//! partition, unique over runs of mean length 8, and select over 2^26
+//! partition, unique and run-length encoding over runs of mean length 8,
+//! and select over 2^26
 //! 24-byte structs, on the inputs `cub/select_bench.cu` generates (the same
 //! stateless generator). Each is the median of 25 calls bracketed by CUDA
 //! events after 3 warm-ups, beside a device-to-device copy of its input;
@@ -104,9 +105,13 @@ fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
         let mut copy: CudaSlice<T> = stream.alloc_zeros(n).unwrap();
         time_ms(stream, || stream.memcpy_dtod(input, &mut copy).unwrap()) as f64
     };
-    // Bytes-moved bound: n read and `written` written, at the copy's 2n.
+    // Bytes-moved bound: n read and `written` written, at the copy's 2n
+    // (run-length encoding also writes an 8-byte length per run).
     let written = if writes_all { n } else { kept };
-    let bound = copy_ms * (n + written) as f64 / (2 * n) as f64 / ms * 100.0;
+    let extra = if name == "rle" { 8 * kept } else { 0 };
+    let size = std::mem::size_of::<T>();
+    let bound =
+        copy_ms * ((n + written) * size + extra) as f64 / (2 * n * size) as f64 / ms * 100.0;
     let cub = cub_line(dir, name, log_n);
     if let Some((_, _, cub_count)) = cub {
         ok &= cub_count as usize == kept;
@@ -148,7 +153,7 @@ fn main() {
                             items,
                             min_blocks,
                         };
-                        if shape.check(size).is_ok() {
+                        if shape.check(SelectKernel::If, size).is_ok() {
                             v.push(Some(shape));
                         }
                     }
@@ -267,7 +272,36 @@ fn main() {
             |out, c| select.unique::<Same>(&stream, &d_runs, out, c).unwrap(),
         );
     }
-    drop((d_words, d_flags, d_runs, words, flags, runs, expected));
+    let mut lengths = vec![0u64; n];
+    let kept = cpu::run_length_encode::<Same>(&runs, &mut expected, &mut lengths).unwrap();
+    let mut d_lengths = stream.alloc_zeros::<u64>(n).unwrap();
+    for shape in shapes("rle", 4) {
+        select.set_shape(shape);
+        let name = ("rle", label(shape, SelectKernel::RunLengthEncode, 4));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_runs,
+            &expected,
+            kept,
+            false,
+            |out, c| {
+                select
+                    .run_length_encode::<Same>(&stream, &d_runs, out, &mut d_lengths, c)
+                    .unwrap()
+            },
+        );
+        let got = stream.clone_dtoh(&d_lengths).unwrap();
+        if got[..kept] != lengths[..kept] {
+            println!("rle: the lengths differ from the CPU's");
+            ok = false;
+        }
+    }
+    drop((
+        d_words, d_flags, d_runs, words, flags, runs, expected, lengths,
+    ));
 
     let log_n = 26;
     let n = 1usize << log_n;

@@ -1,6 +1,6 @@
 //! Compaction on the GPU (`GpuSelect`: select by a predicate and by flags,
-//! partition in both orders, unique) against the CPU backend's functions of
-//! the same names, on fresh random inputs (`GPU_SELECT_SEED` replays) and
+//! partition in both orders, unique, run-length encoding) against the CPU
+//! backend's functions of the same names, on fresh random inputs (`GPU_SELECT_SEED` replays) and
 //! adversarial ones (nothing kept, everything kept, one run, all runs of
 //! length one, NaNs and signed zeros), over lengths at every boundary of the
 //! kernels' tiles, for words, 8-byte and 24-byte structs and bytes. Outputs
@@ -44,6 +44,7 @@ fn lengths(select: &GpuSelect, size: usize) -> Vec<usize> {
         SelectKernel::Flagged,
         SelectKernel::PartitionIf,
         SelectKernel::Unique,
+        SelectKernel::RunLengthEncode,
     ] {
         let tile = select.shape_for(kernel, size).unwrap().tile_items();
         v.extend([
@@ -278,6 +279,50 @@ fn check_unique<E>(
         poisoned(&got[count..]),
         "unique {what}: n = {n}: wrote past the runs"
     );
+
+    // Run-length encoding of the same input: the same heads, and lengths.
+    let mut cpu_values = poisoned_host::<E::Element>(n);
+    let mut cpu_lengths = poisoned_host::<u64>(n);
+    let runs = cpu::run_length_encode::<E>(input, &mut cpu_values, &mut cpu_lengths).unwrap();
+    assert_eq!(
+        runs, count,
+        "run_length_encode {what}: the CPU's runs are its heads"
+    );
+    let mut lengths: CudaSlice<u64> = stream.alloc_zeros(n + GUARD).unwrap();
+    poison(stream, &mut out);
+    poison(stream, &mut lengths);
+    poison(stream, &mut slot);
+    select
+        .run_length_encode::<E>(
+            stream,
+            &d_in,
+            &mut out.slice_mut(0..n),
+            &mut lengths.slice_mut(0..n),
+            &mut slot.slice_mut(0..1),
+        )
+        .unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    let got_lengths = stream.clone_dtoh(&lengths).unwrap();
+    let got_slot = stream.clone_dtoh(&slot).unwrap();
+    let label = format!("run_length_encode {what}: n = {n}");
+    assert_eq!(got_slot[0] as usize, runs, "{label}: runs");
+    assert!(
+        poisoned(&got_slot[1..]),
+        "{label}: wrote past the count slot"
+    );
+    let got_bits = bits(&got[..runs]);
+    if let Some(i) = (0..runs).find(|&i| got_bits[i] != expected.output[i]) {
+        panic!(
+            "{label}: run {i}: GPU {:?}, CPU {:?}",
+            got[i], cpu_values[i]
+        );
+    }
+    assert_eq!(got_lengths[..runs], cpu_lengths[..runs], "{label}: lengths");
+    assert!(poisoned(&got[runs..]), "{label}: wrote past the runs");
+    assert!(
+        poisoned(&got_lengths[runs..]),
+        "{label}: wrote past the lengths"
+    );
 }
 
 #[test]
@@ -504,7 +549,9 @@ fn compactions_replay_in_a_graph() {
     let mut parted: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
     let mut flagged: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
     let mut heads: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
-    let mut counts: CudaSlice<u64> = stream.alloc_zeros(4).unwrap();
+    let mut run_values: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let mut run_lengths: CudaSlice<u64> = stream.alloc_zeros(n).unwrap();
+    let mut counts: CudaSlice<u64> = stream.alloc_zeros(5).unwrap();
     select.reserve::<u32>(&stream, n).unwrap();
     // One ordinary run first, so that every kernel is loaded before the capture.
     let mut enqueue = |select: &mut GpuSelect| -> Result<(), ScanError> {
@@ -523,7 +570,14 @@ fn compactions_replay_in_a_graph() {
             &mut flagged,
             &mut counts.slice_mut(2..3),
         )?;
-        select.unique::<SameU32>(&stream, &input, &mut heads, &mut counts.slice_mut(3..4))
+        select.unique::<SameU32>(&stream, &input, &mut heads, &mut counts.slice_mut(3..4))?;
+        select.run_length_encode::<SameU32>(
+            &stream,
+            &input,
+            &mut run_values,
+            &mut run_lengths,
+            &mut counts.slice_mut(4..5),
+        )
     };
     enqueue(&mut select).unwrap();
     stream
@@ -575,7 +629,20 @@ fn compactions_replay_in_a_graph() {
             want[..k],
             "replay {replay}: unique"
         );
+        let mut lengths = vec![0u64; n];
+        let k = cpu::run_length_encode::<SameU32>(&words, &mut want, &mut lengths).unwrap();
+        assert_eq!(got_counts[4] as usize, k, "replay {replay}: runs");
+        assert_eq!(
+            stream.clone_dtoh(&run_values).unwrap()[..k],
+            want[..k],
+            "replay {replay}: run values"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&run_lengths).unwrap()[..k],
+            lengths[..k],
+            "replay {replay}: run lengths"
+        );
     }
     ctx.check_err().unwrap();
-    println!("gpu_select graph: 4 compactions x 6 replays of {n} elements match the CPU");
+    println!("gpu_select graph: 5 compactions x 6 replays of {n} elements match the CPU");
 }

@@ -486,6 +486,8 @@ fn select_programs_compile_for_every_architecture() {
         (SelectKernel::PartitionIf, stage::<EvenCount>()),
         (SelectKernel::Unique, equality::<SameU32>()),
         (SelectKernel::Unique, equality::<SameSlope>()),
+        (SelectKernel::RunLengthEncode, equality::<SameU32>()),
+        (SelectKernel::RunLengthEncode, equality::<SameSlope>()),
         (SelectKernel::Flagged, element::<u32>()),
         (SelectKernel::Flagged, element::<Affine>()),
         (SelectKernel::Flagged, element::<Stats>()),

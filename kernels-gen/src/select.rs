@@ -32,6 +32,9 @@ pub enum SelectKernel {
     /// Reverses `out[count, n)` in place (a partition's rest, into input
     /// order); any number of blocks.
     ReverseTail,
+    /// The first element of each run (as [`SelectKernel::Unique`]) and
+    /// each run's length.
+    RunLengthEncode,
 }
 
 /// What a select program is specialised for.
@@ -39,7 +42,8 @@ pub enum SelectKernel {
 pub enum SelectSource<'a> {
     /// A stage (`#[scan_predicate]` for [`SelectKernel::If`] and
     /// [`SelectKernel::PartitionIf`], `#[scan_equality]` for
-    /// [`SelectKernel::Unique`]): its policy's name and its part of a
+    /// [`SelectKernel::Unique`] and [`SelectKernel::RunLengthEncode`]): its
+    /// policy's name and its part of a
     /// program (types and policy).
     Stage {
         /// `ScanPredicate::NAME` or `ScanEquality::NAME`.
@@ -99,11 +103,13 @@ impl SelectShape {
                 SelectKernel::If => (32, 3),
                 SelectKernel::Unique => (32, 4),
                 SelectKernel::Flagged => (24, 2),
-                SelectKernel::PartitionIf | SelectKernel::ReverseTail => (24, 3),
+                SelectKernel::PartitionIf
+                | SelectKernel::ReverseTail
+                | SelectKernel::RunLengthEncode => (24, 3),
             }
         } else {
             let by_registers = 32 / size.div_ceil(4);
-            let by_bytes = SELECT_TILE_BYTES / (threads * size);
+            let by_bytes = SELECT_TILE_BYTES / (threads * (size + kernel.shared_bytes_per_item()));
             let items = if by_registers < by_bytes {
                 by_registers
             } else {
@@ -123,10 +129,11 @@ impl SelectShape {
         self.threads * self.items
     }
 
-    /// Why this shape cannot hold elements of `element_size` bytes, if it
-    /// cannot: threads not a multiple of 32 up to 1024, items not 1 to 32,
-    /// no blocks, or a tile over the static shared memory.
-    pub fn check(&self, element_size: usize) -> Result<(), String> {
+    /// Why this shape cannot hold elements of `element_size` bytes in
+    /// `kernel`, if it cannot: threads not a multiple of 32 up to 1024,
+    /// items not 1 to 32, no blocks, or a tile over the static shared
+    /// memory.
+    pub fn check(&self, kernel: SelectKernel, element_size: usize) -> Result<(), String> {
         if self.threads == 0 || self.threads % 32 != 0 || self.threads > 1024 {
             return Err(format!(
                 "{} threads: a multiple of 32 up to 1024",
@@ -139,7 +146,7 @@ impl SelectShape {
         if self.min_blocks == 0 {
             return Err("0 blocks per SM".into());
         }
-        let bytes = self.tile_items() * element_size.max(1);
+        let bytes = self.tile_items() * (element_size.max(1) + kernel.shared_bytes_per_item());
         if bytes > crate::STATIC_SHARED_LIMIT - 4096 {
             return Err(format!(
                 "a tile of {bytes} bytes: at most {} of static shared memory",
@@ -150,11 +157,33 @@ impl SelectShape {
     }
 }
 
-/// The 64-bit counts' status entries are [`tile_status_stride`]`(8)` bytes
-/// apart (16: a count and its status word in one 128-bit word).
-pub const SELECT_STATUS_STRIDE: usize = tile_status_stride(8);
-
 impl SelectKernel {
+    /// Shared memory a tile takes per item besides the element: run-length
+    /// encoding keeps each head's 2-byte position.
+    pub const fn shared_bytes_per_item(self) -> usize {
+        match self {
+            SelectKernel::RunLengthEncode => 2,
+            _ => 0,
+        }
+    }
+
+    /// The bytes of the value its tiles publish (a 64-bit count, or for
+    /// run-length encoding the count and the last head's position).
+    pub const fn status_value_bytes(self) -> usize {
+        match self {
+            SelectKernel::RunLengthEncode => 16,
+            _ => 8,
+        }
+    }
+
+    /// Its tile status entries' bytes and stride
+    /// ([`tile_status_bytes`](crate::tile_status_bytes) and
+    /// [`tile_status_stride`] of [`SelectKernel::status_value_bytes`]).
+    pub const fn status_layout(self) -> (usize, usize) {
+        let bytes = self.status_value_bytes();
+        (crate::tile_status_bytes(bytes), tile_status_stride(bytes))
+    }
+
     /// The suffix of the kernel's symbol.
     pub fn suffix(self) -> &'static str {
         match self {
@@ -163,6 +192,7 @@ impl SelectKernel {
             SelectKernel::Unique => "unique",
             SelectKernel::PartitionIf => "partition_if",
             SelectKernel::ReverseTail => "reverse_tail",
+            SelectKernel::RunLengthEncode => "run_length_encode",
         }
     }
 
@@ -203,6 +233,15 @@ impl SelectKernel {
                 ("const unsigned long long*", "count"),
                 ("unsigned long long", "n"),
             ],
+            SelectKernel::RunLengthEncode => &[
+                ("const T*", "in"),
+                ("T*", "out"),
+                ("unsigned long long*", "lengths"),
+                ("unsigned long long*", "count"),
+                ("void*", "status"),
+                ("scan_launch_state*", "launch"),
+                ("unsigned long long", "n"),
+            ],
         }
     }
 }
@@ -229,7 +268,9 @@ pub fn select_program(
             let policy = format!("{STAGE_NAMESPACE}::{name}");
             let element = format!("{policy}::input_t");
             let source_type = match kernel {
-                SelectKernel::Unique => format!("gpu_scan::select_run_heads<{policy}>"),
+                SelectKernel::Unique | SelectKernel::RunLengthEncode => {
+                    format!("gpu_scan::select_run_heads<{policy}>")
+                }
                 _ => format!("gpu_scan::select_by_predicate<{policy}>"),
             };
             (name.to_string(), element, source_type)
@@ -267,22 +308,30 @@ pub fn select_program(
             );
         }
         _ => {
-            let partition = kernel == SelectKernel::PartitionIf;
+            let mode = match kernel {
+                SelectKernel::PartitionIf => "gpu_scan::select_mode_partition",
+                SelectKernel::RunLengthEncode => "gpu_scan::select_mode_runs",
+                _ => "gpu_scan::select_mode_select",
+            };
             let init = match kernel {
                 SelectKernel::Flagged => "{in, flags}",
                 _ => "{in}",
             };
+            let lengths = match kernel {
+                SelectKernel::RunLengthEncode => "lengths",
+                _ => "nullptr",
+            };
+            let (status_bytes, status_stride) = kernel.status_layout();
             let _ = writeln!(
                 out,
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
                  typedef {body} source_t;\n  \
                  const source_t source = {init};\n  \
                  constexpr int items = {items};\n  \
-                 gpu_scan::select_single_pass<source_t, {partition}, {threads}, items, {stride}>(source, out, count, status, launch, n);\n}}",
+                 gpu_scan::select_single_pass<source_t, {mode}, {threads}, items, {status_bytes}, {status_stride}>(source, out, {lengths}, count, status, launch, n);\n}}",
                 threads = shape.threads,
                 min_blocks = shape.min_blocks,
                 items = shape.items,
-                stride = SELECT_STATUS_STRIDE,
             );
         }
     }

@@ -1,5 +1,5 @@
-//! Compaction on the GPU: select by a predicate or by flags, partition and
-//! unique, each one pass over the input (`kernels_gen::select`), with the
+//! Compaction on the GPU: select by a predicate or by flags, partition,
+//! unique and run-length encoding, each one pass over the input (`kernels_gen::select`), with the
 //! count written to a one-element device slot on the stream, as CUB's
 //! `DeviceSelect` and `DevicePartition` write theirs. The CPU backend's
 //! functions of the same names ([`scan_core::select`]) compute the same
@@ -66,6 +66,8 @@ pub struct GpuSelect {
     shape: Option<SelectShape>,
     /// Scratch, one per stream: the tiles' counts and the launch state.
     workspaces: HashMap<usize, Workspace<u64>>,
+    /// The same for run-length encoding: counts and head positions.
+    run_workspaces: HashMap<usize, Workspace<[u64; 2]>>,
     stats: ProgramStats,
     addresses: AddressStream,
 }
@@ -95,6 +97,7 @@ impl GpuSelect {
             kernels: HashMap::new(),
             shape: None,
             workspaces: HashMap::new(),
+            run_workspaces: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
         })
@@ -125,7 +128,7 @@ impl GpuSelect {
             self.target.0,
         ));
         shape
-            .check(element_size)
+            .check(kernel, element_size)
             .map_err(|detail| ScanError::SelectShape { detail })?;
         Ok(shape)
     }
@@ -143,13 +146,14 @@ impl GpuSelect {
             SelectKernel::Flagged,
             SelectKernel::Unique,
             SelectKernel::PartitionIf,
+            SelectKernel::RunLengthEncode,
         ] {
             let shape = self.shape_for(kernel, std::mem::size_of::<T>())?;
             tile_items = tile_items.min(shape.tile_items());
         }
         let tiles = n.div_ceil(tile_items);
-        let workspace = self.workspaces.entry(stream_key(stream)).or_default();
-        workspace.reserve_single_pass(stream, tiles)?;
+        self.reserve_status(stream, SelectKernel::If, tiles)?;
+        self.reserve_status(stream, SelectKernel::RunLengthEncode, tiles)?;
         Ok(())
     }
 
@@ -163,7 +167,7 @@ impl GpuSelect {
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
         let launch = Self::by_stage::<P>(SelectKernel::If);
-        self.compact(stream, launch, input, None, output, count, None)
+        self.compact(stream, launch, input, None, output, None, count, None)
     }
 
     /// The elements whose flag byte is non-zero, in order, to the front of
@@ -194,7 +198,16 @@ impl GpuSelect {
             },
             element_size: std::mem::size_of::<T>(),
         };
-        self.compact(stream, launch, input, Some(flags), output, count, None)
+        self.compact(
+            stream,
+            launch,
+            input,
+            Some(flags),
+            output,
+            None,
+            count,
+            None,
+        )
     }
 
     /// The elements `P` keeps, in order, then the rest, in the order
@@ -224,7 +237,16 @@ impl GpuSelect {
                 element_size: std::mem::size_of::<P::Element>(),
             }),
         };
-        self.compact(stream, launch, input, None, output, count, reverse_tail)
+        self.compact(
+            stream,
+            launch,
+            input,
+            None,
+            output,
+            None,
+            count,
+            reverse_tail,
+        )
     }
 
     /// The first element of each run of neighbours `E` calls equal, in
@@ -247,7 +269,43 @@ impl GpuSelect {
             },
             element_size: std::mem::size_of::<E::Element>(),
         };
-        self.compact(stream, launch, input, None, output, count, None)
+        self.compact(stream, launch, input, None, output, None, count, None)
+    }
+
+    /// Run-length encoding: the first element of each run of neighbours
+    /// `E` calls equal, in order, to the front of `values`, each run's
+    /// length to the front of `lengths`, and the number of runs to `count`
+    /// (CUB's `DeviceRunLengthEncode::Encode`), in one pass. `values` and
+    /// `lengths` are as long as the input; past the runs they are left as
+    /// they were.
+    pub fn run_length_encode<E: ScanEquality>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &impl DevicePtr<E::Element>,
+        values: &mut impl DevicePtrMut<E::Element>,
+        lengths: &mut impl DevicePtrMut<u64>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Launch {
+            kernel: SelectKernel::RunLengthEncode,
+            key: TypeId::of::<E>(),
+            name: E::NAME,
+            source: SelectSource::Stage {
+                name: E::NAME,
+                source: E::CUDA_SOURCE,
+            },
+            element_size: std::mem::size_of::<E::Element>(),
+        };
+        self.compact(
+            stream,
+            launch,
+            input,
+            None,
+            values,
+            Some(lengths),
+            count,
+            None,
+        )
     }
 
     /// The launch of `kernel` for predicate `P`.
@@ -276,16 +334,19 @@ impl GpuSelect {
         input: &impl DevicePtr<T>,
         flags: Option<&dyn DevicePtr<u8>>,
         output: &mut impl DevicePtrMut<T>,
+        lengths: Option<&mut dyn DevicePtrMut<u64>>,
         count: &mut impl DevicePtrMut<u64>,
         reverse_tail: Option<Launch<'_>>,
     ) -> Result<()> {
         let n = input.len();
-        if output.len() != n {
-            return Err(SelectLengthError::Output {
-                input: n,
-                output: output.len(),
+        for len in std::iter::once(output.len()).chain(lengths.as_ref().map(|l| l.len())) {
+            if len != n {
+                return Err(SelectLengthError::Output {
+                    input: n,
+                    output: len,
+                }
+                .into());
             }
-            .into());
         }
         if count.len() != 1 {
             return Err(ScanError::SelectCountLength { len: count.len() });
@@ -316,23 +377,25 @@ impl GpuSelect {
             }
             None => None,
         };
-        let workspace = self.workspaces.entry(stream_key(stream)).or_default();
-        workspace.reserve_single_pass(stream, tiles)?;
-        let scratch = workspace.single_pass_args();
+        let scratch = self.reserve_status(stream, launch.kernel, tiles)?;
         let (src, _src_guard) = input.device_ptr(&at);
         let (dst, _dst_guard) = output.device_ptr_mut(&at);
         let (slot, _slot_guard) = count.device_ptr_mut(&at);
         let flags = flags.map(|f| f.device_ptr(&at));
+        let lengths = lengths.map(|l| l.device_ptr_mut(&at));
         let n64 = n as u64;
         let mut builder = stream.launch_builder(&function);
         // The wrapper's parameters (SelectKernel::params): in, [flags,]
-        // out, count, status, launch, n.
+        // out, [lengths,] count, status, launch, n.
         builder.arg(&src);
         if let Some((flags, _)) = &flags {
             builder.arg(flags);
         }
+        builder.arg(&dst);
+        if let Some((lengths, _)) = &lengths {
+            builder.arg(lengths);
+        }
         builder
-            .arg(&dst)
             .arg(&slot)
             .arg(&scratch.status)
             .arg(&scratch.launch)
@@ -343,8 +406,9 @@ impl GpuSelect {
             shared_mem_bytes: 0,
         };
         // SAFETY: the kernel reads `n` elements of the input's type (and
-        // `n` flag bytes) and writes at most `n` elements to the output,
-        // which holds `n`, and one u64 to the count slot; the status and
+        // `n` flag bytes) and writes at most `n` elements to the output
+        // (and to the lengths), which hold `n`, and one u64 to the count
+        // slot; the status and
         // launch state cover `tiles` tiles (reserved above); every address
         // stays valid until its guard drops, after the launch is enqueued.
         unsafe { builder.launch(config) }?;
@@ -365,6 +429,27 @@ impl GpuSelect {
             }?;
         }
         Ok(())
+    }
+
+    /// Makes `stream`'s tile status cover `tiles` tiles of `kernel` (a
+    /// count per tile, or for run-length encoding a count and a position)
+    /// and returns its addresses.
+    fn reserve_status(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kernel: SelectKernel,
+        tiles: usize,
+    ) -> Result<crate::workspace::SinglePassArgs> {
+        let key = stream_key(stream);
+        if kernel.status_value_bytes() == 16 {
+            let workspace = self.run_workspaces.entry(key).or_default();
+            workspace.reserve_single_pass(stream, tiles)?;
+            Ok(workspace.single_pass_args())
+        } else {
+            let workspace = self.workspaces.entry(key).or_default();
+            workspace.reserve_single_pass(stream, tiles)?;
+            Ok(workspace.single_pass_args())
+        }
     }
 
     /// The kernel of `launch`, compiled (or read from the disk cache) and

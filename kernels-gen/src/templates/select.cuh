@@ -1,4 +1,4 @@
-// ---- Compaction in one pass: select, partition, unique (kernels_gen::select) ----
+// ---- Compaction in one pass: select, partition, unique, run-length encoding (kernels_gen::select) ----
 // Each block takes the next tile from the launch state (launch.cuh), as the
 // single pass with look-back does, and
 //   1. loads its elements striped (item k of thread t is tile element
@@ -28,6 +28,25 @@ struct select_count_sum {
   static __device__ __forceinline__ T identity() { return 0ull; }
   static __device__ __forceinline__ T combine(T a, T b) { return a + b; }
 };
+
+// Run-length encoding's look-back operator: the runs started (heads) and
+// the position of the last head among them, combined in order.
+struct select_runs_pair {
+  unsigned long long heads;
+  unsigned long long last;
+};
+struct select_runs_op {
+  typedef select_runs_pair T;
+  static __device__ __forceinline__ T identity() { return T{0ull, 0ull}; }
+  static __device__ __forceinline__ T combine(T a, T b) { return T{a.heads + b.heads, b.heads != 0 ? b.last : a.last}; }
+};
+
+// What a pass writes: the kept elements (select), then the rest reversed
+// (partition), or the run heads with their runs' lengths (run-length
+// encoding: the source's kept elements are the heads).
+constexpr int select_mode_select = 0;
+constexpr int select_mode_partition = 1;
+constexpr int select_mode_runs = 2;
 
 // Sources: where the elements come from and whether each is kept, from
 // the element, its index and (where `needs_previous`) the element before
@@ -103,10 +122,14 @@ __device__ __forceinline__ unsigned select_load(const Source& source, unsigned l
   return kept;
 }
 
-// The kernel body. Partition: rejected elements go to the end, reversed.
-template <class Source, bool Partition, int Threads, int Items, int StatusStride, class T = typename Source::T>
-__device__ __forceinline__ void select_single_pass(const Source source, T* out, unsigned long long* count, void* status,
-                                                   scan_launch_state* launch, unsigned long long n) {
+// The kernel body, for a select_mode_*; `lengths` only for runs. The tile
+// status holds a count (16-byte entries), or for runs a select_runs_pair
+// (StatusBytes, StatusStride: kernels_gen::tile_status_bytes and _stride).
+template <class Source, int Mode, int Threads, int Items, int StatusBytes, int StatusStride, class T = typename Source::T>
+__device__ __forceinline__ void select_single_pass(const Source source, T* out, unsigned long long* lengths, unsigned long long* count,
+                                                   void* status, scan_launch_state* launch, unsigned long long n) {
+  constexpr bool Partition = Mode == select_mode_partition;
+  constexpr bool Runs = Mode == select_mode_runs;
   constexpr int warps = Threads / 32;
   constexpr int tile_items = Threads * Items;
   // Per (item, warp): kept elements, then (after warp 0's scan) kept before.
@@ -118,7 +141,10 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   // The element before the tile and each warp's lane 31 items (sources
   // that need the element before each: select_load).
   __shared__ T ends[Source::needs_previous ? Items * warps + 1 : 1];
+  // With runs, the heads' positions in the tile, in order.
+  __shared__ unsigned short positions[Runs ? tile_items : 1];
   __shared__ unsigned long long shared_prefix;
+  __shared__ unsigned long long shared_last;  // runs: the last head before the tile
   __shared__ unsigned shared_kept;
   const unsigned long long tiles = (n + tile_items - 1) / tile_items;
   const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
@@ -167,6 +193,7 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
     const int kept_earlier = (int)(kept_before[k * warps + warp] + __popc(ballot & ((1u << lane) - 1u)));
     if ((kept >> k) & 1u) {
       compacted[kept_earlier] = items[k];
+      if constexpr (Runs) positions[kept_earlier] = (unsigned short)position;
     } else if (Partition && position < valid) {
       compacted[tile_items - 1 - (position - kept_earlier)] = items[k];
     }
@@ -174,7 +201,30 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   // Warp 0 publishes the tile's count and looks back for the counts
   // before it; no element is held in registers across the look-back.
   const unsigned tile_kept = shared_kept;
-  if (warp == 0) {
+  if constexpr (Runs) {
+    __syncthreads();  // the positions, for the tile's last head
+    if (warp == 0) {
+      scan_tile_status<select_runs_pair, StatusBytes, StatusStride> tile_status(status);
+      const unsigned epoch = scan_shared_epoch;
+      const select_runs_pair own{tile_kept, tile_kept != 0 ? base + positions[tile_kept - 1] : 0ull};
+      if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), own);
+      select_runs_pair before = select_runs_op::identity();
+      if (tile != 0) {
+        before = decoupled_look_back<select_runs_op>(tile, tile_status, epoch);
+        if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, select_runs_op::combine(before, own));
+      }
+      if (lane == 0) {
+        shared_prefix = before.heads;
+        shared_last = before.last;
+        if (tile == tiles - 1) {
+          // The last run ends at n; the count of runs.
+          const select_runs_pair all = select_runs_op::combine(before, own);
+          lengths[all.heads - 1] = n - all.last;
+          *count = all.heads;
+        }
+      }
+    }
+  } else if (warp == 0) {
     scan_tile_status<unsigned long long, 16, StatusStride> tile_status(status);
     const unsigned epoch = scan_shared_epoch;
     if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), tile_kept);
@@ -190,14 +240,23 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   }
   __syncthreads();
   const unsigned long long prefix = shared_prefix;
-  for (int j = (int)threadIdx.x; j < (int)tile_kept; j += Threads) out[prefix + j] = compacted[j];
+  for (int j = (int)threadIdx.x; j < (int)tile_kept; j += Threads) {
+    out[prefix + j] = compacted[j];
+    if constexpr (Runs) {
+      // Each head ends the run before it: that run's length.
+      if (prefix + j > 0) {
+        const unsigned long long previous = j > 0 ? base + positions[j - 1] : shared_last;
+        lengths[prefix + j - 1] = base + positions[j] - previous;
+      }
+    }
+  }
   if constexpr (Partition) {
     // The q-th rejected element of the tile goes to n - 1 - (rejected before the tile) - q.
     const unsigned long long last = n - 1 - (base - prefix);
     for (int q = (int)threadIdx.x; q < valid - (int)tile_kept; q += Threads) out[last - q] = compacted[tile_items - 1 - q];
   }
   // Inline, as in the column scans (out of line, its call made ptxas spill).
-  if (tile == 0) scan_launch_sweep<16, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
+  if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
 }
 
 // After a partition, the rejected part out[count, n) is reversed in place,
