@@ -375,7 +375,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             .map(|_| [0.0, -0.0, 1.5, f32::NAN][rng.random_range(0..4)])
             .collect();
         check_unique::<SameF32>(&mut select, stream, "f32 with NaN and ±0", &floats);
-        cases += 14;
+        cases += 18; // with run-length encoding beside each unique
     }
 
     for (i, n) in lengths(&select, 8).into_iter().enumerate() {
@@ -388,7 +388,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             .collect();
         check_predicate::<Growing>(&mut select, stream, "affine", &maps);
         check_unique::<SameSlope>(&mut select, stream, "affine slopes", &maps);
-        cases += 4;
+        cases += 5;
     }
 
     for (i, n) in lengths(&select, 24).into_iter().enumerate() {
