@@ -6,6 +6,8 @@
 //   unique        DeviceSelect::Unique, u32 runs of mean length 8, 2^28
 //   rle           DeviceRunLengthEncode::Encode over the same runs (64-bit
 //                 lengths), 2^28
+//   rbk           DeviceReduce::ReduceByKey, u32 sums by u32 keys in runs of
+//                 mean length 1000, 2^28
 //   struct        DeviceSelect::If over a 24-byte struct {u32 count; f64 sum;
 //                 f32 max}, keep an even count, 2^26
 // Each is timed as the median of 25 calls bracketed by CUDA events (3
@@ -17,6 +19,7 @@
 // Build and run on the GPU machine:
 //   nvcc -O3 -arch=sm_90 -o select_cub cub/select_bench.cu && ./select_cub <dir>
 #include <cub/cub.cuh>
+#include <cuda/std/functional>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -100,15 +103,17 @@ int main(int argc, char** argv) {
   {
     const int log_n = 28;
     const size_t n = size_t(1) << log_n;
-    std::vector<uint32_t> words(n), runs(n);
+    std::vector<uint32_t> words(n), runs(n), segments(n);
     std::vector<unsigned char> flags(n);
-    uint32_t key = 0;
+    uint32_t key = 0, segment = 0;
     for (size_t i = 0; i < n; ++i) {
       const uint64_t r = bits(i);
       words[i] = (uint32_t)r;
       flags[i] = (unsigned char)((r >> 32) & 1);
       if (i > 0 && (r >> 40) % 8 == 0) key += 1 + (uint32_t)((r >> 48) % 3);
       runs[i] = key;
+      if (i > 0 && (r >> 36) % 1000 == 0) segment += 1;
+      segments[i] = segment;
     }
     uint32_t *d_in, *d_runs, *d_out;
     unsigned char* d_flags;
@@ -146,6 +151,21 @@ int main(int argc, char** argv) {
     ms = median_ms([&] { size_t b = most; CHECK(cub::DeviceRunLengthEncode::Encode(temp, b, d_runs, d_out, d_lengths, d_count, (int64_t)n)); });
     report("rle", log_n, ms, d_runs, n, d_count);
     CHECK(cudaFree(d_lengths));
+    uint32_t *d_segments, *d_keys_out, *d_sums;
+    CHECK(cudaMalloc(&d_segments, n * 4));
+    CHECK(cudaMalloc(&d_keys_out, n * 4));
+    CHECK(cudaMalloc(&d_sums, n * 4));
+    CHECK(cudaMemcpy(d_segments, segments.data(), n * 4, cudaMemcpyHostToDevice));
+    size_t rbk_bytes = 0;
+    CHECK(cub::DeviceReduce::ReduceByKey(nullptr, rbk_bytes, d_segments, d_keys_out, d_in, d_sums, d_count, cuda::std::plus<>{}, (int64_t)n));
+    void* rbk_temp;
+    CHECK(cudaMalloc(&rbk_temp, rbk_bytes));
+    ms = median_ms([&] { size_t b = rbk_bytes; CHECK(cub::DeviceReduce::ReduceByKey(rbk_temp, b, d_segments, d_keys_out, d_in, d_sums, d_count, cuda::std::plus<>{}, (int64_t)n)); });
+    report("rbk", log_n, ms, d_in, n, d_count);
+    CHECK(cudaFree(rbk_temp));
+    CHECK(cudaFree(d_segments));
+    CHECK(cudaFree(d_keys_out));
+    CHECK(cudaFree(d_sums));
     CHECK(cudaFree(temp));
     CHECK(cudaFree(d_in));
     CHECK(cudaFree(d_runs));

@@ -1,7 +1,8 @@
 //! Compaction timings (`GpuSelect`) beside CUB's and a copy, in one run:
 //! select by a predicate keeping about half of 2^28 `u32`, select by flags,
 //! partition, unique and run-length encoding over runs of mean length 8,
-//! and select over 2^26
+//! reduce-by-key (sums of the words by keys in runs of mean 1000), and
+//! select over 2^26
 //! 24-byte structs, on the inputs `cub/select_bench.cu` generates (the same
 //! stateless generator). Each is the median of 25 calls bracketed by CUDA
 //! events after 3 warm-ups, beside a device-to-device copy of its input;
@@ -18,6 +19,7 @@
 //! ```
 
 use gpu_scan::kernels_gen::select::{SelectKernel, SelectShape};
+use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{open_device, GpuSelect};
@@ -108,7 +110,13 @@ fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
     // Bytes-moved bound: n read and `written` written, at the copy's 2n
     // (run-length encoding also writes an 8-byte length per run).
     let written = if writes_all { n } else { kept };
-    let extra = if name == "rle" { 8 * kept } else { 0 };
+    // (run-length encoding also writes an 8-byte length per run,
+    // reduce-by-key reads the keys and writes one per run.)
+    let extra = match name {
+        "rle" => 8 * kept,
+        "rbk" => 4 * (n + kept),
+        _ => 0,
+    };
     let size = std::mem::size_of::<T>();
     let bound =
         copy_ms * ((n + written) * size + extra) as f64 / (2 * n * size) as f64 / ms * 100.0;
@@ -193,6 +201,15 @@ fn main() {
                 key = key.wrapping_add(1 + ((r >> 48) % 3) as u32);
             }
             key
+        })
+        .collect();
+    let mut segment = 0u32;
+    let segments: Vec<u32> = (0..n as u64)
+        .map(|i| {
+            if i > 0 && (bits(i) >> 36) % 1000 == 0 {
+                segment += 1;
+            }
+            segment
         })
         .collect();
     let d_words = stream.clone_htod(&words).unwrap();
@@ -299,9 +316,49 @@ fn main() {
             ok = false;
         }
     }
+    // Reduce-by-key: sums of the words by segment numbers (runs of mean
+    // 1000); the keys are checked, the sums compared as the values.
+    let mut keys_expected = vec![0u32; n];
+    let kept =
+        cpu::reduce_by_key::<Same, Sum<u32>>(&segments, &words, &mut keys_expected, &mut expected)
+            .unwrap();
+    let d_segments = stream.clone_htod(&segments).unwrap();
+    let mut d_keys_out = stream.alloc_zeros::<u32>(n).unwrap();
+    for shape in shapes("rbk", 8) {
+        select.set_shape(shape);
+        let name = ("rbk", label(shape, SelectKernel::ReduceByKey, 8));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_words,
+            &expected,
+            kept,
+            false,
+            |out, c| {
+                select
+                    .reduce_by_key::<Same, Sum<u32>>(
+                        &stream,
+                        &d_segments,
+                        &d_words,
+                        &mut d_keys_out,
+                        out,
+                        c,
+                    )
+                    .unwrap()
+            },
+        );
+        let got = stream.clone_dtoh(&d_keys_out).unwrap();
+        if got[..kept] != keys_expected[..kept] {
+            println!("rbk: the keys differ from the CPU's");
+            ok = false;
+        }
+    }
     drop((
         d_words, d_flags, d_runs, words, flags, runs, expected, lengths,
     ));
+    drop((d_segments, segments, d_keys_out, keys_expected));
 
     let log_n = 26;
     let n = 1usize << log_n;

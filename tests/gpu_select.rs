@@ -14,7 +14,9 @@
 
 mod common;
 use common::gpu::{open_gpu, poison, poisoned, Rng64};
-use common::ops::{Affine, EvenCount, Growing, SameF32, SameSlope, SameU32, Stats, Third};
+use common::ops::{
+    Affine, AffineU32, EvenCount, Growing, SameF32, SameSlope, SameU32, Stats, SumU32, Third,
+};
 use gpu_scan::kernels_gen::select::SelectKernel;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{
@@ -325,6 +327,150 @@ fn check_unique<E>(
     );
 }
 
+/// Reduce-by-key of `values` by runs of `keys` (`E`) under `Op`, checked
+/// bit for bit against the CPU.
+fn check_reduce_by_key<E, Op>(
+    select: &mut GpuSelect,
+    stream: &Arc<CudaStream>,
+    what: &str,
+    keys: &[E::Element],
+    values: &[Op::Element],
+) where
+    E: ScanEquality,
+    Op: ScanOp,
+    E::Element: DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
+    Op::Element: DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
+{
+    let n = keys.len();
+    let mut cpu_keys = poisoned_host::<E::Element>(n);
+    let mut cpu_values = poisoned_host::<Op::Element>(n);
+    let runs = cpu::reduce_by_key::<E, Op>(keys, values, &mut cpu_keys, &mut cpu_values).unwrap();
+    let d_keys = stream.clone_htod(keys).unwrap();
+    let d_values = stream.clone_htod(values).unwrap();
+    let mut keys_out: CudaSlice<E::Element> = stream.alloc_zeros(n + GUARD).unwrap();
+    let mut values_out: CudaSlice<Op::Element> = stream.alloc_zeros(n + GUARD).unwrap();
+    let mut slot: CudaSlice<u64> = stream.alloc_zeros(1 + GUARD).unwrap();
+    poison(stream, &mut keys_out);
+    poison(stream, &mut values_out);
+    poison(stream, &mut slot);
+    select
+        .reduce_by_key::<E, Op>(
+            stream,
+            &d_keys,
+            &d_values,
+            &mut keys_out.slice_mut(0..n),
+            &mut values_out.slice_mut(0..n),
+            &mut slot.slice_mut(0..1),
+        )
+        .unwrap();
+    let got_keys = stream.clone_dtoh(&keys_out).unwrap();
+    let got_values = stream.clone_dtoh(&values_out).unwrap();
+    let got_slot = stream.clone_dtoh(&slot).unwrap();
+    let label = format!("reduce_by_key {what}: n = {n}");
+    assert_eq!(got_slot[0] as usize, runs, "{label}: runs");
+    assert!(
+        poisoned(&got_slot[1..]),
+        "{label}: wrote past the count slot"
+    );
+    if let Some(i) =
+        (0..runs).find(|&i| got_keys[i] != cpu_keys[i] || got_values[i] != cpu_values[i])
+    {
+        panic!(
+            "{label}: run {i}: GPU ({:?}, {:?}), CPU ({:?}, {:?})",
+            got_keys[i], got_values[i], cpu_keys[i], cpu_values[i]
+        );
+    }
+    assert!(poisoned(&got_keys[runs..]), "{label}: wrote past the keys");
+    assert!(
+        poisoned(&got_values[runs..]),
+        "{label}: wrote past the values"
+    );
+}
+
+/// Reduce-by-key with a non-commutative exact operator (affine maps over
+/// wrapping `u32`) and sums, over runs of mean 8 and 1000, one run, runs
+/// of one, and struct keys, at every tile boundary.
+#[test]
+fn reduce_by_key_matches_the_cpu() {
+    let Some(ctx) = open_gpu("gpu_select reduce_by_key") else {
+        return;
+    };
+    let mut rng = Rng64::seed_from_u64(seed());
+    let streams = [ctx.new_stream().unwrap(), ctx.new_stream().unwrap()];
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    let tile = select
+        .shape_for(SelectKernel::ReduceByKey, 12)
+        .unwrap()
+        .tile_items();
+    let mut lengths = lengths(&select, 4);
+    lengths.extend([
+        tile - 1,
+        tile,
+        tile + 1,
+        2 * tile - 1,
+        40 * tile - 1,
+        40 * tile + 1,
+    ]);
+    lengths.sort_unstable();
+    lengths.dedup();
+    let mut cases = 0;
+    for (i, &n) in lengths.iter().enumerate() {
+        let stream = &streams[i % 2];
+        let maps: Vec<AffineU32> = (0..n)
+            .map(|_| AffineU32 {
+                a: rng.random(),
+                b: rng.random(),
+            })
+            .collect();
+        let words: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        for mean in [8u32, 1000] {
+            let mut key = 0u32;
+            let keys: Vec<u32> = (0..n)
+                .map(|_| {
+                    if rng.random_range(0..mean) == 0 {
+                        key = key.wrapping_add(rng.random_range(1..4));
+                    }
+                    key
+                })
+                .collect();
+            let what = format!("affine maps, runs of mean {mean}");
+            check_reduce_by_key::<SameU32, AffineU32>(&mut select, stream, &what, &keys, &maps);
+            let what = format!("sums, runs of mean {mean}");
+            check_reduce_by_key::<SameU32, SumU32>(&mut select, stream, &what, &keys, &words);
+        }
+        check_reduce_by_key::<SameU32, AffineU32>(
+            &mut select,
+            stream,
+            "one run",
+            &vec![5; n],
+            &maps,
+        );
+        let distinct: Vec<u32> = (0..n as u32).collect();
+        check_reduce_by_key::<SameU32, AffineU32>(
+            &mut select,
+            stream,
+            "runs of one",
+            &distinct,
+            &maps,
+        );
+        let slopes: Vec<Affine> = (0..n)
+            .map(|_| Affine {
+                a: rng.random_range(0..2) as f32,
+                b: rng.random(),
+            })
+            .collect();
+        check_reduce_by_key::<SameSlope, SumU32>(
+            &mut select,
+            stream,
+            "struct keys",
+            &slopes,
+            &words,
+        );
+        cases += 7;
+    }
+    println!("gpu_select reduce_by_key: {cases} cases match the CPU");
+}
+
 #[test]
 fn compaction_matches_the_cpu_over_tile_boundaries() {
     let Some(ctx) = open_gpu("gpu_select") else {
@@ -476,6 +622,30 @@ fn bad_lengths_are_refused_and_leave_buffers_untouched() {
         )
         .unwrap_err();
     assert!(matches!(err, ScanError::Select(_)), "{err}");
+    let values = stream.clone_htod(&[1u32; 99]).unwrap();
+    let mut keys_out: CudaSlice<u32> = stream.alloc_zeros(100).unwrap();
+    poison(&stream, &mut keys_out);
+    let err = select
+        .reduce_by_key::<SameU32, SumU32>(
+            &stream,
+            &input,
+            &values,
+            &mut keys_out,
+            &mut out.slice_mut(0..100),
+            &mut count.slice_mut(0..1),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ScanError::Select(SelectLengthError::Values {
+                keys: 100,
+                values: 99
+            })
+        ),
+        "{err}"
+    );
+    assert!(poisoned(&stream.clone_dtoh(&keys_out).unwrap()));
     assert!(poisoned(&stream.clone_dtoh(&out).unwrap()));
     assert!(poisoned(&stream.clone_dtoh(&count).unwrap()));
     println!("gpu_select: bad lengths refused, buffers untouched: {err}");

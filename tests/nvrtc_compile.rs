@@ -470,6 +470,18 @@ fn select_programs_compile_for_every_architecture() {
         };
         (source, std::mem::size_of::<E::Element>())
     }
+    fn keyed<E: ScanEquality, Op: ScanOp>() -> (SelectSource<'static>, usize) {
+        let op_part =
+            gpu_scan::scan_runtime::layout::<Op>().cuda_declaration(Op::NAME) + Op::CUDA_SOURCE;
+        let source = SelectSource::Keyed {
+            name: E::NAME,
+            source: E::CUDA_SOURCE,
+            op: Op::NAME,
+            op_part: Box::leak(op_part.into_boxed_str()),
+            value_size: std::mem::size_of::<Op::Element>(),
+        };
+        (source, std::mem::size_of::<E::Element>())
+    }
     fn element<T: ScanElement>() -> (SelectSource<'static>, usize) {
         let source = SelectSource::Element {
             cuda_type: T::CUDA_TYPE,
@@ -493,6 +505,10 @@ fn select_programs_compile_for_every_architecture() {
         (SelectKernel::Flagged, element::<Stats>()),
         (SelectKernel::ReverseTail, element::<u32>()),
         (SelectKernel::ReverseTail, element::<Affine>()),
+        (SelectKernel::ReduceByKey, keyed::<SameU32, AffineU32>()),
+        (SelectKernel::ReduceByKey, keyed::<SameU32, SumU32>()),
+        (SelectKernel::ReduceByKey, keyed::<SameSlope, Stats>()),
+        (SelectKernel::ReduceByKey, keyed::<SameU32, Mat2>()),
     ];
     let jobs: Vec<(Arch, usize)> = Arch::CUDA_13
         .iter()
@@ -502,9 +518,15 @@ fn select_programs_compile_for_every_architecture() {
         .par_iter()
         .map(|&(arch, i)| {
             let (kernel, (source, size)) = &programs[i];
-            let name = match source {
-                SelectSource::Stage { name, .. } => name.to_string(),
-                SelectSource::Element { cuda_type, .. } => cuda_type.to_string(),
+            let (name, shape_size) = match source {
+                SelectSource::Stage { name, .. } => (name.to_string(), *size),
+                SelectSource::Keyed {
+                    name,
+                    op,
+                    value_size,
+                    ..
+                } => (format!("{name}_{op}"), size + value_size),
+                SelectSource::Element { cuda_type, .. } => (cuda_type.to_string(), *size),
             };
             let (mut reports, mut failures) = (Vec::new(), Vec::new());
             compile_and_assemble(
@@ -513,7 +535,7 @@ fn select_programs_compile_for_every_architecture() {
                     *kernel,
                     source,
                     *size,
-                    SelectShape::default_for(*kernel, *size, arch),
+                    SelectShape::default_for(*kernel, shape_size, arch),
                 ),
                 kernels_gen::nvrtc_options(arch),
                 &[kernel.symbol(&name)],

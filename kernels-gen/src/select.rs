@@ -35,6 +35,9 @@ pub enum SelectKernel {
     /// The first element of each run (as [`SelectKernel::Unique`]) and
     /// each run's length.
     RunLengthEncode,
+    /// The first key of each run of keys and the combination of the run's
+    /// values by an operator ([`SelectSource::Keyed`]).
+    ReduceByKey,
 }
 
 /// What a select program is specialised for.
@@ -50,6 +53,21 @@ pub enum SelectSource<'a> {
         name: &'a str,
         /// Its `CUDA_SOURCE`.
         source: &'a str,
+    },
+    /// An equality over keys and an operator over values
+    /// ([`SelectKernel::ReduceByKey`]).
+    Keyed {
+        /// `ScanEquality::NAME`.
+        name: &'a str,
+        /// Its `CUDA_SOURCE`.
+        source: &'a str,
+        /// `ScanOp::NAME`: the policy `gpu_scan_ops::<op>`.
+        op: &'a str,
+        /// The operator's part of a program: its layout's declaration and
+        /// its `CUDA_SOURCE` (as in [`crate::device_api_source`]).
+        op_part: &'a str,
+        /// The bytes of the operator's element.
+        value_size: usize,
     },
     /// An element type alone ([`SelectKernel::Flagged`],
     /// [`SelectKernel::ReverseTail`]).
@@ -98,7 +116,20 @@ impl SelectShape {
     pub const fn default_for(kernel: SelectKernel, element_size: usize, arch: Arch) -> SelectShape {
         let size = if element_size == 0 { 1 } else { element_size };
         let threads = if size > 128 { 128 } else { 256 };
-        let (items, min_blocks) = if size <= 4 {
+        let (items, min_blocks) = if let SelectKernel::ReduceByKey = kernel {
+            // `element_size`: a key's and a value's bytes together.
+            let items = SELECT_TILE_BYTES / 2 / (threads * size);
+            (
+                if items > 12 {
+                    12
+                } else if items == 0 {
+                    1
+                } else {
+                    items
+                },
+                2,
+            )
+        } else if size <= 4 {
             match kernel {
                 SelectKernel::If => (32, 3),
                 SelectKernel::Unique => (32, 4),
@@ -106,6 +137,7 @@ impl SelectShape {
                 SelectKernel::PartitionIf
                 | SelectKernel::ReverseTail
                 | SelectKernel::RunLengthEncode => (24, 3),
+                SelectKernel::ReduceByKey => (8, 2), // handled above
             }
         } else {
             let by_registers = 32 / size.div_ceil(4);
@@ -167,11 +199,15 @@ impl SelectKernel {
         }
     }
 
-    /// The bytes of the value its tiles publish (a 64-bit count, or for
-    /// run-length encoding the count and the last head's position).
-    pub const fn status_value_bytes(self) -> usize {
+    /// The bytes of the value its tiles publish: a 64-bit count; for
+    /// run-length encoding the count and the last head's position; for
+    /// reduce-by-key the count and a partial total of `value_size` bytes
+    /// (as the kernels hold it: in whole 32-bit words where packed, the
+    /// pair 8-byte aligned; the program checks this size).
+    pub const fn status_value_bytes(self, value_size: usize) -> usize {
         match self {
             SelectKernel::RunLengthEncode => 16,
+            SelectKernel::ReduceByKey => (8 + value_size.div_ceil(4) * 4).div_ceil(8) * 8,
             _ => 8,
         }
     }
@@ -179,8 +215,8 @@ impl SelectKernel {
     /// Its tile status entries' bytes and stride
     /// ([`tile_status_bytes`](crate::tile_status_bytes) and
     /// [`tile_status_stride`] of [`SelectKernel::status_value_bytes`]).
-    pub const fn status_layout(self) -> (usize, usize) {
-        let bytes = self.status_value_bytes();
+    pub const fn status_layout(self, value_size: usize) -> (usize, usize) {
+        let bytes = self.status_value_bytes(value_size);
         (crate::tile_status_bytes(bytes), tile_status_stride(bytes))
     }
 
@@ -193,6 +229,7 @@ impl SelectKernel {
             SelectKernel::PartitionIf => "partition_if",
             SelectKernel::ReverseTail => "reverse_tail",
             SelectKernel::RunLengthEncode => "run_length_encode",
+            SelectKernel::ReduceByKey => "reduce_by_key",
         }
     }
 
@@ -207,7 +244,7 @@ impl SelectKernel {
     }
 
     /// The wrapper's parameters, in order: `(CUDA type, name)`, with `T`
-    /// the element type. The runtime passes device addresses for the
+    /// the element (or key) type and `V` the values'. The runtime passes device addresses for the
     /// pointers and the element count as a 64-bit integer.
     pub fn params(self) -> &'static [(&'static str, &'static str)] {
         match self {
@@ -231,6 +268,16 @@ impl SelectKernel {
             SelectKernel::ReverseTail => &[
                 ("T*", "out"),
                 ("const unsigned long long*", "count"),
+                ("unsigned long long", "n"),
+            ],
+            SelectKernel::ReduceByKey => &[
+                ("const T*", "in"),
+                ("const V*", "values"),
+                ("T*", "keys_out"),
+                ("V*", "values_out"),
+                ("unsigned long long*", "count"),
+                ("void*", "status"),
+                ("scan_launch_state*", "launch"),
                 ("unsigned long long", "n"),
             ],
             SelectKernel::RunLengthEncode => &[
@@ -262,7 +309,32 @@ pub fn select_program(
     out.push_str(PRELUDE);
     out.push_str(LIBRARY);
     out.push_str(include_str!("templates/select.cuh"));
+    let mut value_size = 0;
     let (name, element, body) = match *source {
+        SelectSource::Keyed {
+            name,
+            source,
+            op,
+            op_part,
+            value_size: size,
+        } => {
+            out.push_str(source);
+            out.push_str(op_part);
+            value_size = size;
+            let policy = format!("{STAGE_NAMESPACE}::{name}");
+            let _ = writeln!(
+                out,
+                "typedef {}::{op} select_op_t;\ntypedef select_op_t::T select_value_t;\n\
+                 static_assert(sizeof(gpu_scan::select_keyed_pair<select_op_t>) == {}, \"the pair's size, as the host sees it\");",
+                crate::POLICY_NAMESPACE,
+                kernel.status_value_bytes(size)
+            );
+            (
+                format!("{name}_{op}"),
+                format!("{policy}::input_t"),
+                format!("gpu_scan::select_run_heads<{policy}>"),
+            )
+        }
         SelectSource::Stage { name, source } => {
             out.push_str(source);
             let policy = format!("{STAGE_NAMESPACE}::{name}");
@@ -291,7 +363,12 @@ pub fn select_program(
     let params = kernel
         .params()
         .iter()
-        .map(|(ty, name)| format!("{} {name}", ty.replace('T', "select_element_t")))
+        .map(|(ty, name)| {
+            let ty = ty
+                .replace('T', "select_element_t")
+                .replace('V', "select_value_t");
+            format!("{ty} {name}")
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let _ = writeln!(
@@ -300,6 +377,19 @@ pub fn select_program(
          static_assert(sizeof(select_element_t) == {element_size}, \"the element's size, as the host sees it\");"
     );
     match kernel {
+        SelectKernel::ReduceByKey => {
+            let (status_bytes, status_stride) = kernel.status_layout(value_size);
+            let _ = writeln!(
+                out,
+                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
+                 typedef {body} source_t;\n  \
+                 const source_t source = {{in}};\n  \
+                 gpu_scan::select_reduce_by_key<source_t, select_op_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, values, keys_out, values_out, count, status, launch, n);\n}}",
+                threads = shape.threads,
+                min_blocks = shape.min_blocks,
+                items = shape.items,
+            );
+        }
         SelectKernel::ReverseTail => {
             let _ = writeln!(
                 out,
@@ -321,7 +411,7 @@ pub fn select_program(
                 SelectKernel::RunLengthEncode => "lengths",
                 _ => "nullptr",
             };
-            let (status_bytes, status_stride) = kernel.status_layout();
+            let (status_bytes, status_stride) = kernel.status_layout(value_size);
             let _ = writeln!(
                 out,
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \

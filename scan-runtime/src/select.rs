@@ -1,5 +1,5 @@
 //! Compaction on the GPU: select by a predicate or by flags, partition,
-//! unique and run-length encoding, each one pass over the input (`kernels_gen::select`), with the
+//! unique, run-length encoding and reduce-by-key, each one pass over the input (`kernels_gen::select`), with the
 //! count written to a one-element device slot on the stream, as CUB's
 //! `DeviceSelect` and `DevicePartition` write theirs. The CPU backend's
 //! functions of the same names ([`scan_core::select`]) compute the same
@@ -19,7 +19,7 @@ use kernels_gen::select::{
 use kernels_gen::Arch;
 use scan_core::select::{Rejected, SelectLengthError};
 use scan_core::stages::{ScanEquality, ScanPredicate};
-use scan_core::ScanElement;
+use scan_core::{ScanElement, ScanOp};
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,10 +64,10 @@ pub struct GpuSelect {
     kernels: HashMap<(TypeId, SelectKernel, SelectShape), (Arc<CudaModule>, CudaFunction)>,
     /// The tile shape, when not each element size's default.
     shape: Option<SelectShape>,
-    /// Scratch, one per stream: the tiles' counts and the launch state.
-    workspaces: HashMap<usize, Workspace<u64>>,
-    /// The same for run-length encoding: counts and head positions.
-    run_workspaces: HashMap<usize, Workspace<[u64; 2]>>,
+    /// Scratch, one per stream and status stride: the tiles' status (a
+    /// count, or a count and a position or partial total) and the launch
+    /// state.
+    workspaces: HashMap<(usize, usize), Workspace<u64>>,
     stats: ProgramStats,
     addresses: AddressStream,
 }
@@ -97,7 +97,6 @@ impl GpuSelect {
             kernels: HashMap::new(),
             shape: None,
             workspaces: HashMap::new(),
-            run_workspaces: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
         })
@@ -152,8 +151,8 @@ impl GpuSelect {
             tile_items = tile_items.min(shape.tile_items());
         }
         let tiles = n.div_ceil(tile_items);
-        self.reserve_status(stream, SelectKernel::If, tiles)?;
-        self.reserve_status(stream, SelectKernel::RunLengthEncode, tiles)?;
+        self.reserve_status(stream, SelectKernel::If, 0, tiles)?;
+        self.reserve_status(stream, SelectKernel::RunLengthEncode, 0, tiles)?;
         Ok(())
     }
 
@@ -308,6 +307,106 @@ impl GpuSelect {
         )
     }
 
+    /// Reduce-by-key: for each run of neighbouring keys `E` calls equal,
+    /// its first key to the front of `keys_out` and the combination by `Op`
+    /// of its values, in order (no commutativity needed), to the front of
+    /// `values_out`; the number of runs to `count` (CUB's
+    /// `DeviceReduce::ReduceByKey`), in one pass. `values`, `keys_out` and
+    /// `values_out` are as long as `keys`; past the runs the outputs are
+    /// left as they were.
+    pub fn reduce_by_key<E: ScanEquality, Op: ScanOp>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        keys: &impl DevicePtr<E::Element>,
+        values: &impl DevicePtr<Op::Element>,
+        keys_out: &mut impl DevicePtrMut<E::Element>,
+        values_out: &mut impl DevicePtrMut<Op::Element>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let n = keys.len();
+        if values.len() != n {
+            return Err(SelectLengthError::Values {
+                keys: n,
+                values: values.len(),
+            }
+            .into());
+        }
+        for len in [keys_out.len(), values_out.len()] {
+            if len != n {
+                return Err(SelectLengthError::Output {
+                    input: n,
+                    output: len,
+                }
+                .into());
+            }
+        }
+        if count.len() != 1 {
+            return Err(ScanError::SelectCountLength { len: count.len() });
+        }
+        let kernel = SelectKernel::ReduceByKey;
+        let key_size = std::mem::size_of::<E::Element>();
+        let value_size = std::mem::size_of::<Op::Element>();
+        let shape = self.shape_for(kernel, key_size + value_size)?;
+        let tiles = n.div_ceil(shape.tile_items());
+        if tiles > u32::MAX as usize {
+            return Err(ScanError::TooLong {
+                len: n,
+                max: u32::MAX as usize * shape.tile_items(),
+            });
+        }
+        let at = self.addresses.for_stream(stream)?;
+        if n == 0 {
+            return zero_count(stream, &at, count);
+        }
+        let op_part = crate::kernels::layout::<Op>().cuda_declaration(Op::NAME) + Op::CUDA_SOURCE;
+        let launch = Launch {
+            kernel,
+            key: TypeId::of::<(E, Op)>(),
+            name: E::NAME,
+            source: SelectSource::Keyed {
+                name: E::NAME,
+                source: E::CUDA_SOURCE,
+                op: Op::NAME,
+                op_part: &op_part,
+                value_size,
+            },
+            element_size: key_size,
+        };
+        let function = self.function(&launch, shape)?;
+        let scratch = self.reserve_status(stream, kernel, value_size, tiles)?;
+        let (src, _src_guard) = keys.device_ptr(&at);
+        let (vals, _vals_guard) = values.device_ptr(&at);
+        let (keys_dst, _keys_guard) = keys_out.device_ptr_mut(&at);
+        let (vals_dst, _vals_dst_guard) = values_out.device_ptr_mut(&at);
+        let (slot, _slot_guard) = count.device_ptr_mut(&at);
+        let n64 = n as u64;
+        let mut builder = stream.launch_builder(&function);
+        // SelectKernel::ReduceByKey's parameters: in, values, keys_out,
+        // values_out, count, status, launch, n.
+        builder
+            .arg(&src)
+            .arg(&vals)
+            .arg(&keys_dst)
+            .arg(&vals_dst)
+            .arg(&slot)
+            .arg(&scratch.status)
+            .arg(&scratch.launch)
+            .arg(&n64);
+        // SAFETY: the kernel reads `n` keys and `n` values of the types
+        // these buffers hold, writes at most `n` keys and values to outputs
+        // of `n` each and one u64 to the count slot; the status and launch
+        // state cover `tiles` tiles of its entries (reserved above); every
+        // address stays valid until its guard drops, after the launch.
+        unsafe {
+            builder.launch(LaunchConfig {
+                grid_dim: (tiles as u32, 1, 1),
+                block_dim: (shape.threads as u32, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        Ok(())
+    }
+
     /// The launch of `kernel` for predicate `P`.
     fn by_stage<P: ScanPredicate>(kernel: SelectKernel) -> Launch<'static> {
         Launch {
@@ -362,12 +461,7 @@ impl GpuSelect {
         }
         let at = self.addresses.for_stream(stream)?;
         if n == 0 {
-            let (slot, _slot_guard) = count.device_ptr_mut(&at);
-            // SAFETY: `slot` is the address of the caller's one-element u64
-            // buffer, valid while its guard lives; the write is ordered on
-            // `stream`.
-            unsafe { cudarc::driver::result::memset_d8_async(slot, 0, 8, stream.cu_stream()) }?;
-            return Ok(());
+            return zero_count(stream, &at, count);
         }
         let function = self.function(&launch, shape)?;
         let tail = match &reverse_tail {
@@ -377,7 +471,7 @@ impl GpuSelect {
             }
             None => None,
         };
-        let scratch = self.reserve_status(stream, launch.kernel, tiles)?;
+        let scratch = self.reserve_status(stream, launch.kernel, 0, tiles)?;
         let (src, _src_guard) = input.device_ptr(&at);
         let (dst, _dst_guard) = output.device_ptr_mut(&at);
         let (slot, _slot_guard) = count.device_ptr_mut(&at);
@@ -432,24 +526,22 @@ impl GpuSelect {
     }
 
     /// Makes `stream`'s tile status cover `tiles` tiles of `kernel` (a
-    /// count per tile, or for run-length encoding a count and a position)
-    /// and returns its addresses.
+    /// count per tile, or a count and a position or a partial total of
+    /// `value_size` bytes) and returns its addresses.
     fn reserve_status(
         &mut self,
         stream: &Arc<CudaStream>,
         kernel: SelectKernel,
+        value_size: usize,
         tiles: usize,
     ) -> Result<crate::workspace::SinglePassArgs> {
-        let key = stream_key(stream);
-        if kernel.status_value_bytes() == 16 {
-            let workspace = self.run_workspaces.entry(key).or_default();
-            workspace.reserve_single_pass(stream, tiles)?;
-            Ok(workspace.single_pass_args())
-        } else {
-            let workspace = self.workspaces.entry(key).or_default();
-            workspace.reserve_single_pass(stream, tiles)?;
-            Ok(workspace.single_pass_args())
-        }
+        let (_, stride) = kernel.status_layout(value_size);
+        let workspace = self
+            .workspaces
+            .entry((stream_key(stream), stride))
+            .or_default();
+        workspace.reserve_status_strided(stream, tiles, 1, stride)?;
+        Ok(workspace.single_pass_args())
     }
 
     /// The kernel of `launch`, compiled (or read from the disk cache) and
@@ -467,4 +559,18 @@ impl GpuSelect {
         self.kernels.insert(key, (module, function.clone()));
         Ok(function)
     }
+}
+
+/// A count of 0 written to `count`'s one slot on `stream` (a compaction of
+/// nothing), its address taken on `at` ([`AddressStream`]).
+fn zero_count(
+    stream: &CudaStream,
+    at: &Arc<CudaStream>,
+    count: &mut impl DevicePtrMut<u64>,
+) -> Result<()> {
+    let (slot, _slot_guard) = count.device_ptr_mut(at);
+    // SAFETY: `slot` is the address of the caller's one-element u64 buffer,
+    // valid while its guard lives; the write is ordered on `stream`.
+    unsafe { cudarc::driver::result::memset_d8_async(slot, 0, 8, stream.cu_stream()) }?;
+    Ok(())
 }

@@ -168,6 +168,21 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         tiles: usize,
         value_slots: usize,
     ) -> Result<usize> {
+        self.reserve_status_strided(stream, tiles, value_slots, status_stride::<T>())
+    }
+
+    /// Makes the single-pass scratch hold `tiles` status entries of
+    /// `stride` bytes (a kernel whose tiles publish something else than
+    /// `T`: the compaction kernels' counts and pairs; a workspace takes one
+    /// stride all its life) and `value_slots` aggregates and prefixes.
+    /// Returns how many workspaces it allocated (0 or 1).
+    pub(crate) fn reserve_status_strided(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        tiles: usize,
+        value_slots: usize,
+        stride: usize,
+    ) -> Result<usize> {
         // Whole groups of entries (kernels_gen::status_chunk_offset).
         let tiles = kernels_gen::status_capacity(tiles);
         let (tiles, value_slots) = match &self.single_pass {
@@ -175,7 +190,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
             Some(s) => (tiles.max(s.tiles), value_slots.max(s.aggregates.len)),
             None => (tiles, value_slots),
         };
-        let bytes = tiles * status_stride::<T>()
+        let bytes = tiles * stride
             + 2 * value_slots * std::mem::size_of::<T>()
             + std::mem::size_of::<LaunchState>();
         refuse_during_capture(stream, bytes)?;
@@ -183,7 +198,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         // Fresh, zeroed status words belong to no epoch.
         self.single_pass = Some(SinglePassScratch {
             tiles,
-            status: Scratch::zeroed(stream, tiles * status_stride::<T>())?,
+            status: Scratch::zeroed(stream, tiles * stride)?,
             aggregates: Scratch::zeroed(stream, value_slots)?,
             prefixes: Scratch::zeroed(stream, value_slots)?,
             launch: Scratch::new(stream, launch),

@@ -259,6 +259,124 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
 }
 
+// Reduce-by-key's look-back operator: the runs started (heads) and the
+// combination of the values since the last head (the open run's partial
+// total), combined in order.
+template <class Op> struct select_keyed_pair {
+  unsigned long long heads;
+  typename Op::T value;
+};
+template <class Op> struct select_keyed_op {
+  typedef select_keyed_pair<Op> T;
+  static __device__ __forceinline__ T identity() { return T{0ull, Op::identity()}; }
+  static __device__ __forceinline__ T combine(const T& a, const T& b) {
+    return T{a.heads + b.heads, b.heads != 0 ? b.value : Op::combine(a.value, b.value)};
+  }
+};
+
+// Reduce-by-key in one pass: for each run of keys the source's equality
+// calls equal, its first key to keys_out and the combination of its
+// values, in order, to values_out (run r at index r); the number of runs to
+// `count`. A tile is staged in shared memory in input order (striped
+// loads); each thread then walks Items consecutive elements and reduces
+// them to a (heads, partial) pair; the block scans those pairs in order,
+// looks back over the tiles' pairs, and each thread walks its elements
+// again from its exclusive pair, writing a run's key at its head and its
+// total at its end (the element before the next head, or the input's
+// last). The key after the tile comes with the tile, to find the ends.
+// Each thread's pair is computed twice (before and after the look-back)
+// rather than kept in registers or shared memory across it.
+template <class Source, class Op, int Threads, int Items, int StatusBytes, int StatusStride, class K = typename Source::T,
+          class V = typename Op::T>
+__device__ __forceinline__ void select_reduce_by_key(const Source source, const V* values, K* keys_out, V* values_out,
+                                                     unsigned long long* count, void* status, scan_launch_state* launch,
+                                                     unsigned long long n) {
+  typedef select_keyed_op<Op> PairOp;
+  typedef typename PairOp::T Pair;
+  constexpr int warps = Threads / 32;
+  constexpr int tile_items = Threads * Items;
+  __shared__ K keys[tile_items + 2];  // [0]: the key before the tile; [1 + p]: element p; then the key after
+  __shared__ V vals[tile_items];
+  __shared__ Pair warp_prefix[warps];
+  __shared__ Pair shared_prefix;
+  const unsigned long long tiles = (n + tile_items - 1) / tile_items;
+  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
+  if (tile == scan_no_tile) return;
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+  const unsigned long long base = tile * (unsigned long long)tile_items;
+  const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
+  if (threadIdx.x == 0) {
+    if (base > 0) keys[0] = source.in[base - 1];
+    if (base + tile_items < n) keys[1 + tile_items] = source.in[base + tile_items];
+  }
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    if (position < valid) {
+      keys[1 + position] = source.in[base + position];
+      vals[position] = values[base + position];
+    }
+  }
+  __syncthreads();
+  // Whether element p of the tile (p <= valid) starts a run.
+  const auto head = [&](int p) { return source.keep(base + p, keys[1 + p], keys[p]); };
+  const int first = (int)threadIdx.x * Items;
+  // This thread's elements reduced to a pair, scanned across the warp.
+  const auto lane_inclusive = [&]() {
+    Pair own = PairOp::identity();
+#pragma unroll
+    for (int j = 0; j < Items; ++j) {
+      const int p = first + j;
+      if (p < valid) own = PairOp::combine(own, Pair{head(p) ? 1ull : 0ull, vals[p]});
+    }
+    return warp_inclusive_scan<PairOp>(own);
+  };
+  {
+    const Pair inclusive = lane_inclusive();
+    if (lane == 31) warp_prefix[warp] = inclusive;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    const Pair w = lane < (unsigned)warps ? warp_prefix[lane] : PairOp::identity();
+    const Pair w_inclusive = warp_inclusive_scan<PairOp>(w);
+    const Pair w_earlier = scan_shfl_up(w_inclusive, 1);
+    const Pair total = scan_shfl_idx(w_inclusive, warps - 1);
+    if (lane < (unsigned)warps) warp_prefix[lane] = lane == 0 ? PairOp::identity() : w_earlier;
+    scan_tile_status<Pair, StatusBytes, StatusStride> tile_status(status);
+    const unsigned epoch = scan_shared_epoch;
+    if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), total);
+    Pair before = PairOp::identity();
+    if (tile != 0) {
+      before = decoupled_look_back<PairOp>(tile, tile_status, epoch);
+      if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, PairOp::combine(before, total));
+    }
+    if (lane == 0) {
+      shared_prefix = before;
+      if (tile == tiles - 1) *count = PairOp::combine(before, total).heads;
+    }
+  }
+  __syncthreads();
+  // The pair before this thread's elements: computed again rather than held
+  // across the look-back (warp 0's registers across its call).
+  const Pair inclusive = lane_inclusive();
+  const Pair earlier = scan_shfl_up(inclusive, 1);
+  Pair running = PairOp::combine(shared_prefix, warp_prefix[warp]);
+  if (lane != 0) running = PairOp::combine(running, earlier);
+#pragma unroll
+  for (int j = 0; j < Items; ++j) {
+    const int p = first + j;
+    if (p < valid) {
+      const bool starts = head(p);
+      running = PairOp::combine(running, Pair{starts ? 1ull : 0ull, vals[p]});
+      if (starts) keys_out[running.heads - 1] = keys[1 + p];
+      const bool ends = base + p + 1 == n || head(p + 1);
+      if (ends) values_out[running.heads - 1] = running.value;
+    }
+  }
+  if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
+}
+
 // After a partition, the rejected part out[count, n) is reversed in place,
 // so that it keeps input order (Rejected::InOrder): thread j swaps the j-th
 // element from each end of it.
