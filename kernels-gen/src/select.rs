@@ -98,6 +98,18 @@ pub struct SelectShape {
 /// written (24-byte elements: 7 items of 256 threads).
 pub const SELECT_TILE_BYTES: usize = 42 * 1024;
 
+impl SelectSource<'_> {
+    /// The name its kernels' symbols carry ([`SelectKernel::symbol`]): the
+    /// stage's, the equality's and operator's, or the element's CUDA type.
+    pub fn symbol_name(&self) -> String {
+        match self {
+            SelectSource::Stage { name, .. } => name.to_string(),
+            SelectSource::Keyed { name, op, .. } => format!("{name}_{op}"),
+            SelectSource::Element { cuda_type, .. } => cuda_type.to_string(),
+        }
+    }
+}
+
 /// Threads per block of [`SelectKernel::ReverseTail`].
 pub const REVERSE_TAIL_BLOCK_THREADS: usize = 256;
 
@@ -310,6 +322,7 @@ pub fn select_program(
     out.push_str(LIBRARY);
     out.push_str(include_str!("templates/select.cuh"));
     let mut value_size = 0;
+    let source_name = || source.symbol_name();
     let (name, element, body) = match *source {
         SelectSource::Keyed {
             name,
@@ -330,7 +343,7 @@ pub fn select_program(
                 kernel.status_value_bytes(size)
             );
             (
-                format!("{name}_{op}"),
+                source_name(),
                 format!("{policy}::input_t"),
                 format!("gpu_scan::select_run_heads<{policy}>"),
             )
@@ -345,7 +358,7 @@ pub fn select_program(
                 }
                 _ => format!("gpu_scan::select_by_predicate<{policy}>"),
             };
-            (name.to_string(), element, source_type)
+            (source_name(), element, source_type)
         }
         SelectSource::Element {
             cuda_type,
@@ -353,7 +366,7 @@ pub fn select_program(
         } => {
             out.push_str(declarations);
             (
-                cuda_type.to_string(),
+                source_name(),
                 cuda_type.to_string(),
                 format!("gpu_scan::select_by_flags<{cuda_type}>"),
             )
@@ -426,4 +439,52 @@ pub fn select_program(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of source's program defines the symbol the runtime looks
+    /// up: `kernel.symbol(&source.symbol_name())`.
+    #[test]
+    fn programs_define_the_symbols_their_sources_name() {
+        let stage = "namespace gpu_scan_stages { struct same_1 { typedef unsigned int input_t; \
+                     static __device__ bool apply(input_t a, input_t b) { return a == b; } }; }";
+        let sources = [
+            (
+                SelectKernel::Unique,
+                SelectSource::Stage {
+                    name: "same_1",
+                    source: stage,
+                },
+            ),
+            (
+                SelectKernel::ReduceByKey,
+                SelectSource::Keyed {
+                    name: "same_1",
+                    source: stage,
+                    op: "sum",
+                    op_part: "",
+                    value_size: 4,
+                },
+            ),
+            (
+                SelectKernel::Flagged,
+                SelectSource::Element {
+                    cuda_type: "unsigned int",
+                    declarations: "",
+                },
+            ),
+        ];
+        for (kernel, source) in sources {
+            let shape = SelectShape::default_for(kernel, 8, Arch::SM_90);
+            let program = select_program(kernel, &source, 4, shape);
+            let symbol = kernel.symbol(&source.symbol_name());
+            assert!(
+                program.contains(&format!(" {symbol}(")),
+                "{kernel:?}: no `{symbol}` in its program"
+            );
+        }
+    }
 }

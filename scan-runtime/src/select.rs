@@ -554,7 +554,7 @@ impl GpuSelect {
         let source = select_program(launch.kernel, &launch.source, launch.element_size, shape);
         let (module, stats) =
             build_module(&self.ctx, &self.disk, self.target, launch.name, &source)?;
-        let function = module.load_function(&launch.kernel.symbol(launch.name))?;
+        let function = module.load_function(&launch.kernel.symbol(&launch.source.symbol_name()))?;
         self.stats = self.stats.then(stats);
         self.kernels.insert(key, (module, function.clone()));
         Ok(function)
