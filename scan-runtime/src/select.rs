@@ -187,16 +187,7 @@ impl GpuSelect {
             }
             .into());
         }
-        let launch = Launch {
-            kernel: SelectKernel::Flagged,
-            key: TypeId::of::<T>(),
-            name: T::CUDA_TYPE,
-            source: SelectSource::Element {
-                cuda_type: T::CUDA_TYPE,
-                declarations: T::CUDA_DECL,
-            },
-            element_size: std::mem::size_of::<T>(),
-        };
+        let launch = Self::by_element::<T>(SelectKernel::Flagged);
         self.compact(
             stream,
             launch,
@@ -225,16 +216,7 @@ impl GpuSelect {
         let launch = Self::by_stage::<P>(SelectKernel::PartitionIf);
         let reverse_tail = match rejected {
             Rejected::Reversed => None,
-            Rejected::InOrder => Some(Launch {
-                kernel: SelectKernel::ReverseTail,
-                key: TypeId::of::<P::Element>(),
-                name: <P::Element as ScanElement>::CUDA_TYPE,
-                source: SelectSource::Element {
-                    cuda_type: <P::Element as ScanElement>::CUDA_TYPE,
-                    declarations: <P::Element as ScanElement>::CUDA_DECL,
-                },
-                element_size: std::mem::size_of::<P::Element>(),
-            }),
+            Rejected::InOrder => Some(Self::by_element::<P::Element>(SelectKernel::ReverseTail)),
         };
         self.compact(
             stream,
@@ -258,16 +240,7 @@ impl GpuSelect {
         output: &mut impl DevicePtrMut<E::Element>,
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
-        let launch = Launch {
-            kernel: SelectKernel::Unique,
-            key: TypeId::of::<E>(),
-            name: E::NAME,
-            source: SelectSource::Stage {
-                name: E::NAME,
-                source: E::CUDA_SOURCE,
-            },
-            element_size: std::mem::size_of::<E::Element>(),
-        };
+        let launch = Self::by_equality::<E>(SelectKernel::Unique);
         self.compact(stream, launch, input, None, output, None, count, None)
     }
 
@@ -285,16 +258,7 @@ impl GpuSelect {
         lengths: &mut impl DevicePtrMut<u64>,
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
-        let launch = Launch {
-            kernel: SelectKernel::RunLengthEncode,
-            key: TypeId::of::<E>(),
-            name: E::NAME,
-            source: SelectSource::Stage {
-                name: E::NAME,
-                source: E::CUDA_SOURCE,
-            },
-            element_size: std::mem::size_of::<E::Element>(),
-        };
+        let launch = Self::by_equality::<E>(SelectKernel::RunLengthEncode);
         self.compact(
             stream,
             launch,
@@ -405,6 +369,34 @@ impl GpuSelect {
             })
         }?;
         Ok(())
+    }
+
+    /// The launch of `kernel` for equality `E`.
+    fn by_equality<E: ScanEquality>(kernel: SelectKernel) -> Launch<'static> {
+        Launch {
+            kernel,
+            key: TypeId::of::<E>(),
+            name: E::NAME,
+            source: SelectSource::Stage {
+                name: E::NAME,
+                source: E::CUDA_SOURCE,
+            },
+            element_size: std::mem::size_of::<E::Element>(),
+        }
+    }
+
+    /// The launch of `kernel` for elements `T` alone.
+    fn by_element<T: ScanElement>(kernel: SelectKernel) -> Launch<'static> {
+        Launch {
+            kernel,
+            key: TypeId::of::<T>(),
+            name: T::CUDA_TYPE,
+            source: SelectSource::Element {
+                cuda_type: T::CUDA_TYPE,
+                declarations: T::CUDA_DECL,
+            },
+            element_size: std::mem::size_of::<T>(),
+        }
     }
 
     /// The launch of `kernel` for predicate `P`.
