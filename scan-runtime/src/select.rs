@@ -24,19 +24,21 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Compaction on one context: select, partition and unique of any
-/// element type, by `#[scan_predicate]` and `#[scan_equality]` stages or
-/// by flag bytes. Each kernel is compiled the first time it is needed
-/// (through the disk cache) and kept; scratch is kept per stream, as a
-/// [`GpuScanner`](crate::GpuScanner) keeps it, so compactions on several
-/// streams never share it and one can be captured in a CUDA graph once its
-/// stream has run one of at least that length.
+/// Compaction on one context: select, partition, unique, run-length
+/// encoding and reduce-by-key of any element type, by `#[scan_predicate]`
+/// and `#[scan_equality]` stages or by flag bytes (reduce-by-key: any
+/// `#[scan_op]` over the values). Each kernel is compiled the first time it
+/// is needed (through the disk cache) and kept; scratch is kept per stream,
+/// as a [`GpuScanner`](crate::GpuScanner) keeps it, so compactions on
+/// several streams never share it, and one can be captured in a CUDA graph
+/// after [`GpuSelect::reserve`] (or, for reduce-by-key, once its stream
+/// has run one of at least that length with values of that size).
 ///
-/// Every function writes the selected elements to the front of `output`
-/// (which must be as long as the input; what lies past the count is left
-/// as it was, except after a partition, which fills it) and the count to
-/// `count`, a one-element `u64` buffer, on the stream: the host learns it
-/// by copying it back, and later kernels may read it where it is.
+/// Every function writes the selected elements to the front of its output
+/// (as long as the input; what lies past the count is left as it was,
+/// except after a partition, which fills it) and the count to `count`, a
+/// one-element `u64` buffer, on the stream: the host learns it by copying
+/// it back, and later kernels may read it where it is.
 ///
 /// ```no_run
 /// use gpu_scan::prelude::*;
@@ -132,8 +134,9 @@ impl GpuSelect {
         Ok(shape)
     }
 
-    /// Reserves `stream`'s scratch for compactions of up to `n` elements of
-    /// type `T`, so that later ones on it allocate nothing: call it before
+    /// Reserves `stream`'s scratch for select, partition, unique and
+    /// run-length encoding of up to `n` elements of type `T`, so that later
+    /// ones on it allocate nothing: call it before
     /// capturing the stream into a CUDA graph, where an allocation would
     /// belong to the graph (a compaction that needs more then fails with
     /// [`ScanError::WorkspaceDuringCapture`]).
