@@ -134,6 +134,25 @@ impl GpuSelect {
         Ok(shape)
     }
 
+    /// The shape of `kernel` over elements of `element_size` bytes and its
+    /// tiles for `n` elements, which the launch state numbers in 32 bits.
+    fn tiles_for(
+        &self,
+        kernel: SelectKernel,
+        element_size: usize,
+        n: usize,
+    ) -> Result<(SelectShape, usize)> {
+        let shape = self.shape_for(kernel, element_size)?;
+        let tiles = n.div_ceil(shape.tile_items());
+        if tiles > u32::MAX as usize {
+            return Err(ScanError::TooLong {
+                len: n,
+                max: u32::MAX as usize * shape.tile_items(),
+            });
+        }
+        Ok((shape, tiles))
+    }
+
     /// Reserves `stream`'s scratch for select, partition, unique and
     /// run-length encoding of up to `n` elements of type `T`, so that later
     /// ones on it allocate nothing: call it before
@@ -298,29 +317,11 @@ impl GpuSelect {
             }
             .into());
         }
-        for len in [keys_out.len(), values_out.len()] {
-            if len != n {
-                return Err(SelectLengthError::Output {
-                    input: n,
-                    output: len,
-                }
-                .into());
-            }
-        }
-        if count.len() != 1 {
-            return Err(ScanError::SelectCountLength { len: count.len() });
-        }
+        check_lengths(n, [keys_out.len(), values_out.len()], count.len())?;
         let kernel = SelectKernel::ReduceByKey;
         let key_size = std::mem::size_of::<E::Element>();
         let value_size = std::mem::size_of::<Op::Element>();
-        let shape = self.shape_for(kernel, key_size + value_size)?;
-        let tiles = n.div_ceil(shape.tile_items());
-        if tiles > u32::MAX as usize {
-            return Err(ScanError::TooLong {
-                len: n,
-                max: u32::MAX as usize * shape.tile_items(),
-            });
-        }
+        let (shape, tiles) = self.tiles_for(kernel, key_size + value_size, n)?;
         let at = self.addresses.for_stream(stream)?;
         if n == 0 {
             return zero_count(stream, &at, count);
@@ -433,27 +434,9 @@ impl GpuSelect {
         reverse_tail: Option<Launch<'_>>,
     ) -> Result<()> {
         let n = input.len();
-        for len in std::iter::once(output.len()).chain(lengths.as_ref().map(|l| l.len())) {
-            if len != n {
-                return Err(SelectLengthError::Output {
-                    input: n,
-                    output: len,
-                }
-                .into());
-            }
-        }
-        if count.len() != 1 {
-            return Err(ScanError::SelectCountLength { len: count.len() });
-        }
-        let shape = self.shape_for(launch.kernel, launch.element_size)?;
-        let tile_items = shape.tile_items();
-        let tiles = n.div_ceil(tile_items);
-        if tiles > u32::MAX as usize {
-            return Err(ScanError::TooLong {
-                len: n,
-                max: u32::MAX as usize * tile_items,
-            });
-        }
+        let outputs = [Some(output.len()), lengths.as_ref().map(|l| l.len())];
+        check_lengths(n, outputs.into_iter().flatten(), count.len())?;
+        let (shape, tiles) = self.tiles_for(launch.kernel, launch.element_size, n)?;
         let at = self.addresses.for_stream(stream)?;
         if n == 0 {
             return zero_count(stream, &at, count);
@@ -554,6 +537,18 @@ impl GpuSelect {
         self.kernels.insert(key, (module, function.clone()));
         Ok(function)
     }
+}
+
+/// Outputs as long as the input's `n` elements and a one-element count
+/// slot, or the error that says which is not.
+fn check_lengths(n: usize, outputs: impl IntoIterator<Item = usize>, count: usize) -> Result<()> {
+    if let Some(output) = outputs.into_iter().find(|&len| len != n) {
+        return Err(SelectLengthError::Output { input: n, output }.into());
+    }
+    if count != 1 {
+        return Err(ScanError::SelectCountLength { len: count });
+    }
+    Ok(())
 }
 
 /// A count of 0 written to `count`'s one slot on `stream` (a compaction of
