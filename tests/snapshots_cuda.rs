@@ -1,8 +1,9 @@
 //! Snapshots of the CUDA emitted for the operator set: every change to the
 //! generated code shows up in review as a snapshot diff. An operator's part
 //! (its policy and kernel wrappers, tens of lines) has one snapshot per test
-//! operator; the prelude and the library of templates each have one, so a
-//! template change shows up once.
+//! operator. The prelude, the library of templates and the device API are
+//! checked-in files (`kernels-gen/src`), whose diffs show themselves: the
+//! test only checks that every program holds them whole.
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
@@ -19,28 +20,7 @@ fn operator_part<Op: ScanOp>() -> &'static str {
     Op::CUDA_SOURCE
 }
 
-#[test]
-fn prelude() {
-    insta::assert_snapshot!("prelude", kernels_gen::PRELUDE);
-}
-
-#[test]
-fn library() {
-    insta::assert_snapshot!("library", kernels_gen::LIBRARY);
-}
-
 /// Every kernel's wrapper, as printed from the ABI table, for one operator.
-#[test]
-fn device_api() {
-    // The device API's own templates (its warp and block scans are the
-    // library's, in the library's snapshot).
-    let own = kernels_gen::DEVICE_API
-        .split("#define GPU_SCAN_DEVICE_API\n")
-        .nth(1)
-        .expect("the device API's guard");
-    insta::assert_snapshot!("device_api", own);
-}
-
 #[test]
 fn kernel_wrappers() {
     use gpu_scan::kernels_gen::abi::KernelAbi;

@@ -44,7 +44,7 @@ struct pipelined_span_heads : pipelined_no_heads {
   template <int Items, int Squad, class Op, class Shared>
   static __device__ __forceinline__ unsigned long long squad_heads(const Seg& seg, const Shared& shared, int s, unsigned parity,
                                                                    const pipelined_extent<Op>& extent, int first, unsigned long long) {
-    const unsigned long long heads = span_heads(seg, extent.base, first, extent.valid - first < Items ? extent.valid - first : Items);
+    const unsigned long long heads = seg.span_heads(extent.base, first, extent.valid - first < Items ? extent.valid - first : Items);
     scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);
     return heads;
   }
@@ -78,7 +78,7 @@ struct pipelined_heads<head_flags<SegOp, scan_flags_bits, Strategy, WholeWords>>
                                                                    const pipelined_extent<Op>& extent, int first, unsigned long long) {
     const bool bits_loaded = extent.valid == Shape<Op>::pipelined_items_per_tile;
     unsigned long long heads = 0;
-    if (!bits_loaded) heads = span_heads(seg, extent.base, first, extent.valid - first < Items ? extent.valid - first : Items);
+    if (!bits_loaded) heads = seg.span_heads(extent.base, first, extent.valid - first < Items ? extent.valid - first : Items);
     scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);
     if (bits_loaded) {
       // A whole tile's head bits arrived with it; element 0 is a head.

@@ -131,31 +131,31 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
     if constexpr (warp) index = __shfl_sync(0xffffffffu, index, 0);
     return index;
   };
-  // Round k's stage is free once round k - stages' tile was stored.
-  const auto wait_free = [&](int k) {
-    if (k >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, k % Shared::stages), (unsigned)(k / Shared::stages - 1) & 1u);
+  typedef typename Shared::round Round;
+  // A round's stage is free once the tile of the round a lap back was stored.
+  const auto wait_free = [&](Round r) {
+    if (r.k >= Shared::stages) scan_mbarrier_wait(shared.barrier(stage_freed, r.stage()), r.lap_back_parity());
   };
   unsigned long long tile = ClaimAhead ? take(0) : 0ull;
-  for (int k = 0;; ++k) {
-    const int s = k % Shared::stages;
-    wait_free(k);
-    if (!ClaimAhead) tile = take(k);
+  for (Round r{0};; r = r.after(1)) {
+    const int s = r.stage();
+    wait_free(r);
+    if (!ClaimAhead) tile = take(r.k);
     if (leader) {
       shared.tile_index(s) = tile;
-      scan_mbarrier_arrive(shared.barrier(stage_indexed, s));
+      shared.arrive(stage_indexed, r);
     }
     if (tile >= tiles) {
       if (!leader) return;
-      scan_mbarrier_arrive(shared.barrier(stage_loaded, s));  // the others read the end mark and stop
+      shared.arrive(stage_loaded, r);  // the others read the end mark and stop
       // The next stages' earlier tiles are stored before the last one is,
       // so their stages free (the last stored tile's may never do: EndMarks
       // is below the stages, checked by the kernel).
-      for (int j = k + 1; j < k + EndMarks; ++j) {
-        const int e = j % Shared::stages;
+      for (Round j = r.after(1); j.k < r.k + EndMarks; j = j.after(1)) {
         wait_free(j);
-        shared.tile_index(e) = tiles;
-        scan_mbarrier_arrive(shared.barrier(stage_indexed, e));
-        scan_mbarrier_arrive(shared.barrier(stage_loaded, e));
+        shared.tile_index(j.stage()) = tiles;
+        shared.arrive(stage_indexed, j);
+        shared.arrive(stage_loaded, j);
       }
       return;
     }
@@ -174,9 +174,9 @@ __device__ __forceinline__ void pipelined_producer(const Shared& shared, const T
       }
       if (extra != 0 && leader) load_extra(s, extent, shared.barrier(stage_loaded, s));
     } else if (leader) {
-      scan_mbarrier_arrive(shared.barrier(stage_loaded, s));
+      shared.arrive(stage_loaded, r);
     }
-    if (ClaimAhead) tile = take(k + 1);
+    if (ClaimAhead) tile = take(r.k + 1);
   }
 }
 
@@ -193,11 +193,11 @@ __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, u
   // spill the wide elements' kernels): a round extends the prefix to the
   // next tile, or, after the last tile, over it for the carry-out.
   bool owe_carry = false;
-  for (int k = 0;; ++k) {
-    const int s = k % Shared::stages;
+  for (typename Shared::round r{0};; r = r.after(1)) {
+    const int s = r.stage();
     unsigned long long target = tiles;
     if (!owe_carry) {
-      scan_mbarrier_wait(shared.barrier(stage_indexed, s), (unsigned)(k / Shared::stages) & 1u);
+      shared.wait(stage_indexed, r);
       target = shared.tile_index(s);
       if (target >= tiles) return;
     }
@@ -208,7 +208,7 @@ __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, u
     }
     if ((threadIdx.x & 31u) == 0) {
       shared.prefix(s) = running;
-      scan_mbarrier_arrive(shared.barrier(stage_prefixed, s));
+      shared.arrive(stage_prefixed, r);
     }
     __syncwarp();
     owe_carry = target == tiles - 1 && carry_out != nullptr;
@@ -244,10 +244,9 @@ __device__ __forceinline__ T stage_tile_pair(const Shared& shared, int s, bool& 
 template <class Op, class Seg, class Shared, class Status, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, Status status, unsigned long long tiles, const T seed, T* carry_out) {
   const unsigned lane = threadIdx.x & 31u;
-  for (int k = 0;; ++k) {
-    const int s = k % Shared::stages;
-    const unsigned parity = (unsigned)(k / Shared::stages) & 1u;
-    scan_mbarrier_wait(shared.barrier(stage_indexed, s), parity);
+  for (typename Shared::round r{0};; r = r.after(1)) {
+    const int s = r.stage();
+    shared.wait(stage_indexed, r);
     const unsigned long long tile = shared.tile_index(s);
     if (tile >= tiles) return;
     const unsigned epoch = scan_shared_epoch;  // the producer set it before the first index
@@ -256,7 +255,7 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
     const T before = tile == 0 ? (Seg::segmented ? Op::identity() : seed) : decoupled_look_back<Op, Status, T, true>(tile, status, epoch);
     // Waiting here, before the rescan squad may run, also keeps the stage
     // (its warp pairs) from being reused while they are read.
-    scan_mbarrier_wait(shared.barrier(stage_reduced, s), parity);
+    shared.wait(stage_reduced, r);
     bool flag;
     const T total = stage_tile_pair<Op, Seg>(shared, s, flag);
     const bool published = flag || (!Seg::segmented && tile == 0);
@@ -264,7 +263,7 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
     if (lane == 0) {
       if (!published) status.publish(tile, (epoch << 2) | scan_tile_prefix, inclusive);
       shared.prefix(s) = before;
-      scan_mbarrier_arrive(shared.barrier(stage_prefixed, s));
+      shared.arrive(stage_prefixed, r);
       if (carry_out != nullptr && tile == tiles - 1) *carry_out = inclusive;
     }
     __syncwarp();
@@ -301,13 +300,12 @@ template <bool FreeAtOnce, class Op, class Shared, class T = typename Op::T>
 __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* output, unsigned long long n, unsigned long long tiles) {
   constexpr bool warp = stage_runs<Op>::warp_copies;
   const unsigned lane = warp ? threadIdx.x & 31u : 0u;
-  for (int k = 0;; ++k) {
-    const int s = k % Shared::stages;
-    const unsigned parity = (unsigned)(k / Shared::stages) & 1u;
-    scan_mbarrier_wait(shared.barrier(stage_loaded, s), parity);
+  for (typename Shared::round r{0};; r = r.after(1)) {
+    const int s = r.stage();
+    shared.wait(stage_loaded, r);
     const unsigned long long tile = shared.tile_index(s);
     if (tile >= tiles) break;
-    scan_mbarrier_wait(shared.barrier(stage_rescanned, s), parity);
+    shared.wait(stage_rescanned, r);
     const pipelined_extent<Op> extent(tile, n);
     if constexpr (warp) {
       stage_runs<Op>::each_run_copy(shared.tile(s), extent.bulk, lane,
@@ -319,11 +317,11 @@ __device__ __forceinline__ void pipelined_store_warp(const Shared& shared, T* ou
     if constexpr (FreeAtOnce) {
       scan_bulk_wait_read_all();
       if constexpr (warp) __syncwarp();
-      if (lane == 0) scan_mbarrier_arrive(shared.barrier(stage_freed, s));
+      if (lane == 0) shared.arrive(stage_freed, r);
     } else {
       scan_bulk_wait_read_all_but_newest();
       if constexpr (warp) __syncwarp();
-      if (k >= 1 && lane == 0) scan_mbarrier_arrive(shared.barrier(stage_freed, (k - 1) % Shared::stages));
+      if (r.k >= 1 && lane == 0) shared.arrive(stage_freed, r.after(-1));
     }
   }
   scan_bulk_wait_all();

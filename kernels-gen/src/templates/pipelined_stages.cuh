@@ -60,6 +60,22 @@ namespace gpu_scan {
 
 // The pipelined tile shape and stage count are in Shape<Op> (shape.cuh).
 
+// Round k of a role's walk over a block's stages: stage k % Stages, in
+// phase (k / Stages) & 1 of that stage's barriers. Every role walks the
+// rounds in order (the heads warps each every heads_warps-th), so a round
+// names a stage and its phase alike for all of them.
+template <int Stages>
+struct stage_round {
+  int k;
+  __device__ __forceinline__ int stage() const { return k % Stages; }
+  __device__ __forceinline__ unsigned parity() const { return (unsigned)(k / Stages) & 1u; }
+  // The phase of the round a lap (Stages rounds) back, on the same stage
+  // (k at least Stages).
+  __device__ __forceinline__ unsigned lap_back_parity() const { return (unsigned)(k / Stages - 1) & 1u; }
+  // The round `rounds` later (or earlier).
+  __device__ __forceinline__ stage_round after(int rounds) const { return stage_round{k + rounds}; }
+};
+
 // Shared-memory layout of one pipelined block: the stages' tiles, then
 // with segments the tiles' head bits (16-byte aligned, for bulk loads),
 // then per stage the barriers and tile index, with segments the reduce
@@ -115,6 +131,12 @@ struct pipelined_shared {
   __device__ __forceinline__ bool* lane_flags(int s) const { return (bool*)(base + flags_at) + s * squad; }
   __device__ __forceinline__ bool* warp_flags(int s) const { return (bool*)(base + flags_at) + stages * squad + s * warps; }
   static_assert(!supported || end <= shared_bytes, "the pipelined layout fits the shared memory the host provides");
+  typedef stage_round<stages> round;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Waits for barrier `which` of round r's stage in r's phase; arrives on it.
+  __device__ __forceinline__ void wait(int which, round r) const { scan_mbarrier_wait(barrier(which, r.stage()), r.parity()); }
+  __device__ __forceinline__ void arrive(int which, round r) const { scan_mbarrier_arrive(barrier(which, r.stage())); }
+#endif
 };
 enum { stage_loaded = 0, stage_indexed = 1, stage_reduced = 2, stage_prefixed = 3, stage_rescanned = 4, stage_freed = 5 };
 

@@ -20,10 +20,10 @@ __device__ __forceinline__ void reduce_tiles(const T* input, const Seg& seg, T* 
   const unsigned long long base = span.base;
   const int valid = span.valid;
   unsigned heads = 0;
-  if constexpr (heads_before_load<Seg>()) heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
+  if constexpr (Seg::heads_before_load) heads = seg.template thread_heads<Shape<Op>::items_per_thread>(base, valid, n);
   T items[Shape<Op>::items_per_thread];
   load_tile<Op>(input, base, valid, staging, items);
-  if constexpr (!heads_before_load<Seg>()) heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
+  if constexpr (!Seg::heads_before_load) heads = seg.template thread_heads<Shape<Op>::items_per_thread>(base, valid, n);
   bool prefix_flag, tile_flag;
   T tile_total;
   block_pair_exclusive_scan<Op, Seg>(thread_pair_reduce<Op, Seg, Shape<Op>::items_per_thread>([&](int i) { return items[i]; }, heads, seg),
@@ -48,7 +48,7 @@ __device__ __forceinline__ void scan_tile_totals(T* tile_totals, const Seg& tile
     const int valid = (int)(num_tiles - base < Shape<Op>::items_per_tile ? num_tiles - base : Shape<Op>::items_per_tile);
     T items[Shape<Op>::items_per_thread];
     load_tile<Op>(tile_totals, base, valid, staging, items);
-    const unsigned heads = thread_heads<Seg, Shape<Op>::items_per_thread>(tile_segments, base, valid, num_tiles);
+    const unsigned heads = tile_segments.template thread_heads<Shape<Op>::items_per_thread>(base, valid, num_tiles);
     bool chunk_flag;
     const T chunk_total = tile_scan<Op, scan_exclusive_carry, Seg>(items, heads, tile_segments, carry, warp_totals, warp_flags, chunk_flag);
     store_tile<Op>(tile_totals, base, valid, staging, items);
@@ -69,10 +69,10 @@ __device__ __forceinline__ void scan_tiles(const T* input, const Seg& seg, T* ou
   const unsigned long long base = span.base;
   const int valid = span.valid;
   unsigned heads = 0;
-  if constexpr (heads_before_load<Seg>()) heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
+  if constexpr (Seg::heads_before_load) heads = seg.template thread_heads<Shape<Op>::items_per_thread>(base, valid, n);
   T items[Shape<Op>::items_per_thread];
   load_tile<Op>(input, base, valid, staging, items);
-  if constexpr (!heads_before_load<Seg>()) heads = thread_heads<Seg, Shape<Op>::items_per_thread>(seg, base, valid, n);
+  if constexpr (!Seg::heads_before_load) heads = seg.template thread_heads<Shape<Op>::items_per_thread>(base, valid, n);
   const T prefix = tile_prefixes != nullptr ? tile_prefixes[blockIdx.x] : seed;
   bool tile_flag;
   tile_scan<Op, Mode, Seg>(items, heads, seg, prefix, warp_totals, warp_flags, tile_flag);

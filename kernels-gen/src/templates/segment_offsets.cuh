@@ -207,24 +207,41 @@ __device__ __forceinline__ void warp_offsets_words(const scan_offsets& o, unsign
   }
 }
 
-// Bit k for every k < count with k ≡ first (mod period), first < period:
-// the row heads among `count` consecutive items when the first head is
-// item `first`.
-__device__ __forceinline__ unsigned long long periodic_bits(unsigned long long first, unsigned long long period, int count) {
-  unsigned long long bits = 0;
-  for (unsigned long long k = first; k < (unsigned long long)count; k += period) bits |= 1ull << k;
-  return bits;
+#ifdef GPU_SCAN_SEGMENTED
+// The offsets' heads (segments.cuh): each thread finds its own items'
+// from the offsets (offsets_window).
+template <class Op, int Strategy>
+template <int Items>
+__device__ __forceinline__ unsigned segment_offsets<Op, Strategy>::thread_heads(unsigned long long base, int valid, unsigned long long n) const {
+  static_assert(Items <= 32, "a thread's head flags fit one word");
+  const int first = (int)threadIdx.x * Items;
+  const int count = first >= valid ? 0 : valid - first < Items ? valid - first : Items;
+  if constexpr (mirrored) {
+    // As for bit flags: item first + i's head is element top + 1 - i's
+    // head flag, for elements low … top + 1 but element n.
+    const unsigned long long top = base + (unsigned long long)(valid - 1 - first);
+    const bool last = count > 0 && top + 1 == n;
+    const int readable = last ? count - 1 : count;
+    const unsigned long long low = count > 0 ? top + 2 - (unsigned long long)count : base;
+    const unsigned window = offsets_window<unsigned>(offsets, low, readable);
+    unsigned heads = readable > 0 ? __brev(window) >> (32 - count) : 0u;
+    if (last) heads |= 1u;
+    return heads;
+  } else {
+    const unsigned long long start = base + (unsigned long long)first;
+    unsigned heads = offsets_window<unsigned>(offsets, start, count);
+    if (count > 0 && start == 0) heads |= 1u;
+    return heads;
+  }
 }
 
-// Bits [shift, shift + count) of words[0], words[1], words[2], bit 0 first
-// (shift below 32, count at most 64); words past the window are not read.
-__device__ __forceinline__ unsigned long long bit_window(const unsigned* words, unsigned shift, int count) {
-  const unsigned spanned = (shift + (unsigned)count + 31u) / 32u;
-  unsigned long long window = words[0];
-  if (spanned > 1) window |= (unsigned long long)words[1] << 32;
-  window >>= shift;
-  if (spanned > 2) window |= (unsigned long long)words[2] << (64u - shift);
-  return count == 64 ? window : window & ((1ull << count) - 1ull);
+template <class Op, int Strategy>
+__device__ __forceinline__ unsigned long long segment_offsets<Op, Strategy>::span_heads(unsigned long long base, int first, int count) const {
+  const unsigned long long at = base + first;
+  unsigned long long heads = offsets_window<unsigned long long>(offsets, at, count > 0 ? count : 0);
+  if (count > 0 && at == 0) heads |= 1ull;
+  return heads;
 }
+#endif
 
 }  // namespace gpu_scan

@@ -153,10 +153,10 @@ __device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg,
   const unsigned long long base = span.base;
   const int valid = span.valid;
   unsigned heads = 0;
-  if constexpr (heads_before_load<Seg>()) heads = thread_heads<Seg, Items>(seg, base, valid, n);
+  if constexpr (Seg::heads_before_load) heads = seg.template thread_heads<Items>(base, valid, n);
   T items[Items];
   load_tile<Op>(input, base, valid, staging, items);
-  if constexpr (!heads_before_load<Seg>()) heads = thread_heads<Seg, Items>(seg, base, valid, n);
+  if constexpr (!Seg::heads_before_load) heads = seg.template thread_heads<Items>(base, valid, n);
   scan_tile_status<T, Shape<Op>::tile_status_bytes, Shape<Op>::tile_status_stride> tile_status(status);
   bool tile_flag;
   tile_scan_with<Op, Mode, Seg>(
