@@ -13,7 +13,7 @@ use crate::path::ScanPath;
 use crate::plan::{self, Path, Step};
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
-use kernels_gen::abi::{Family, KernelAbi, Pass};
+use kernels_gen::abi::{Family, KernelAbi, Pass, DETERMINISTIC_GROUPS_THREADS};
 use kernels_gen::SegmentSource;
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
@@ -126,7 +126,15 @@ where
         inclusive: bool,
         direction: Direction,
     ) -> Result<()> {
+        let deterministic_plain = self.tuning.deterministic && family == Family::Plain;
         let passes: &[Pass] = match self.tuning.resolved_path() {
+            // The three passes, and the one where the tuning allows it.
+            _ if deterministic_plain => &[
+                Pass::DeterministicReduce,
+                Pass::DeterministicGroups,
+                Pass::DeterministicScan,
+                Pass::DeterministicPipelined,
+            ],
             ScanPath::ReduceThenScan => &[Pass::ScanTiles, Pass::ReduceTiles, Pass::ScanTileTotals],
             ScanPath::SinglePass => &[Pass::ScanTiles, Pass::SinglePass, Pass::SinglePassSmall],
             _ => &[
@@ -141,7 +149,13 @@ where
             let Some(abi) = family.kernel(pass, inclusive, direction) else {
                 continue;
             };
-            if pass == Pass::Pipelined && !(self.arch.has_bulk_copies() && shared_bytes > 0) {
+            let pipelined = matches!(pass, Pass::Pipelined | Pass::DeterministicPipelined);
+            if pipelined && !(self.arch.has_bulk_copies() && shared_bytes > 0) {
+                continue;
+            }
+            let one_pass = layout::<Op>().deterministic_pipelined()
+                && matches!(self.tuning.path, ScanPath::Auto | ScanPath::Pipelined);
+            if pass == Pass::DeterministicPipelined && !one_pass {
                 continue;
             }
             self.kernel(abi)?;
@@ -173,10 +187,17 @@ where
             scan.aligned(),
         );
         let shared_bytes = pipelined_shared_bytes::<Op>(family);
+        // A deterministic plain scan's one pass is the pipelined pass with
+        // its deterministic lookahead.
+        let pipelined = if self.tuning.deterministic && family == Family::Plain {
+            Pass::DeterministicPipelined
+        } else {
+            Pass::Pipelined
+        };
         let (path, mut ready) = self.plan_path(
             stream,
             &request,
-            kernel(Pass::Pipelined).map(|abi| (abi, shared_bytes)),
+            kernel(pipelined).map(|abi| (abi, shared_bytes)),
             kernel(Pass::SinglePass),
         )?;
         if path == Path::Empty {
@@ -215,13 +236,24 @@ where
         step: Step,
         ready: &mut Option<ReadyPipelined>,
     ) -> Result<(Arc<LoadedKernel>, KernelAbi, LaunchConfig, Step)> {
-        let blocks = |x: usize| LaunchConfig {
+        let shape = |x: usize, threads: u32| LaunchConfig {
             grid_dim: (x as u32, 1, 1),
-            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
+        let blocks = |x: usize| shape(x, Op::BLOCK_THREADS);
+        let squads = |x: usize| shape(x, layout::<Op>().deterministic_threads());
         Ok(match step.pass {
-            Pass::Pipelined => {
+            Pass::DeterministicReduce | Pass::DeterministicScan => {
+                (self.kernel(abi)?, abi, squads(step.tiles), step)
+            }
+            Pass::DeterministicGroups => (
+                self.kernel(abi)?,
+                abi,
+                shape(1, DETERMINISTIC_GROUPS_THREADS),
+                step,
+            ),
+            Pass::Pipelined | Pass::DeterministicPipelined => {
                 let (kernel, shape) = ready
                     .take()
                     .expect("the planner chose a ready pipelined kernel");
