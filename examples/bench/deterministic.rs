@@ -11,6 +11,7 @@ use super::{input_of, sample_indices, timing, Affine, Case};
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::ScanPath;
 use std::sync::Arc;
 use timing::time_ms;
 
