@@ -219,10 +219,14 @@ where
             // the carry-out slot is null or one element; the path's scratch
             // on this stream was reserved above for its tiles, with a launch
             // state the previous single pass left reset; the grids are one
-            // block per tile, one block for the pass over tile totals, and
-            // the pipelined pass's persistent grid (each block takes one
-            // index past the last tile) with the dynamic shared memory given
-            // at load, on 16-byte aligned buffers (the request said so).
+            // block per tile (the deterministic tile passes' with the
+            // stage's dynamic shared memory given at load, or none), one
+            // block for the passes over tile totals and groups, and the
+            // pipelined passes' persistent grid (each block takes one index
+            // past the last tile) with the dynamic shared memory given at
+            // load, on 16-byte aligned buffers (the request said so). The
+            // deterministic passes' totals and group prefixes fit the
+            // totals scratch reserved for the path (`Path::scratch`).
             unsafe { launch::launch_loaded(stream, &kernel, abi, Op::NAME, &args, config) }?;
         }
         Ok(())
@@ -242,10 +246,15 @@ where
             shared_mem_bytes: 0,
         };
         let blocks = |x: usize| shape(x, Op::BLOCK_THREADS);
-        let squads = |x: usize| shape(x, layout::<Op>().deterministic_threads());
         Ok(match step.pass {
             Pass::DeterministicReduce | Pass::DeterministicScan => {
-                (self.kernel(abi)?, abi, squads(step.tiles), step)
+                // A block a tile, with the stage its kernel was given.
+                let kernel = self.kernel(abi)?;
+                let config = LaunchConfig {
+                    shared_mem_bytes: kernel.tile_shared,
+                    ..shape(step.tiles, layout::<Op>().deterministic_threads())
+                };
+                (kernel, abi, config, step)
             }
             Pass::DeterministicGroups => (
                 self.kernel(abi)?,

@@ -76,14 +76,42 @@ __device__ __forceinline__ T deterministic_item(const T* input, const tile_span&
 }
 
 // Squad thread t's warp-inclusive total of its items (the pipelined reduce
-// squad's lane total), read from global memory.
-template <class Op, class T = typename Op::T>
-__device__ __forceinline__ T deterministic_lane_total(const T* input, const tile_span& span, int t) {
-  constexpr int items = deterministic_shape<Op>::items;
-  const T thread_total = thread_pair_reduce<Op, no_segments, items>([&](int i) -> T { return deterministic_item<Op>(input, span, t, i); },
-                                                                    0u, no_segments{});
+// squad's lane total), `item(i)` reading its item i.
+template <class Op, class Item, class T = typename Op::T>
+__device__ __forceinline__ T deterministic_lane_total(Item item) {
+  const T thread_total = thread_pair_reduce<Op, no_segments, deterministic_shape<Op>::items>(item, 0u, no_segments{});
   bool flag = false;
   return warp_pair_inclusive_scan<Op, no_segments>(thread_total, flag);
+}
+
+// Whether the block has the dynamic shared memory of a pipelined stage's
+// tile (Shape<Op>::pipelined_tile_bytes; the host gives it where the device
+// allows): then the tile passes stage their tile there, laid out as the
+// pipelined pass lays it out, loading and storing it coalesced; otherwise
+// each thread reads its items from global memory itself (the same values).
+template <class Op>
+__device__ __forceinline__ bool deterministic_staged() {
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes >= (unsigned)Shape<Op>::pipelined_tile_bytes;
+}
+
+// The tile at `span` into the stage at `tile`, coalesced, the identity past
+// the input (pipelined_pad_tail's padding); the block's threads call it.
+template <class Op, class T = typename Op::T>
+__device__ __forceinline__ void deterministic_stage_in(T* tile, const T* input, const tile_span& span) {
+  for (int e = (int)threadIdx.x; e < deterministic_shape<Op>::tile_items; e += deterministic_shape<Op>::threads)
+    *stage_runs<Op>::element(tile, e) = e < span.valid ? input[span.base + (unsigned long long)e] : Op::identity();
+  __syncthreads();
+}
+
+// Squad thread t's lane total of the tile at `span`: from the stage where
+// the block has one (deterministic_staged, the stage loaded), else from
+// global memory.
+template <class Op, class T = typename Op::T>
+__device__ __forceinline__ T deterministic_tile_lane_total(bool staged, T* tile, const T* input, const tile_span& span, int t) {
+  if (staged) return deterministic_lane_total<Op>([&](int i) -> T { return stage_runs<Op>::item_ref(tile, t, i); });
+  return deterministic_lane_total<Op>([&](int i) -> T { return deterministic_item<Op>(input, span, t, i); });
 }
 
 // Pass 1: each block (one squad, one tile) writes its tile's total, the
@@ -93,7 +121,10 @@ __device__ __forceinline__ void deterministic_reduce_tiles(const T* input, T* ti
   typedef deterministic_shape<Op> S;
   __shared__ T warp_totals[S::warps];
   const tile_span span = span_of_tile<Op>(blockIdx.x, n, S::tile_items);
-  const T lane_total = deterministic_lane_total<Op>(input, span, (int)threadIdx.x);
+  T* const tile = (T*)scan_dynamic_shared;
+  const bool staged = deterministic_staged<Op>();
+  if (staged) deterministic_stage_in<Op>(tile, input, span);
+  const T lane_total = deterministic_tile_lane_total<Op>(staged, tile, input, span, (int)threadIdx.x);
   if ((threadIdx.x & 31u) == 31u) warp_totals[threadIdx.x >> 5] = lane_total;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -212,7 +243,10 @@ __device__ __forceinline__ void deterministic_scan_tiles(const T* input, T* outp
     }
   }
   const tile_span span = span_of_tile<Op>(tile, n, S::tile_items);
-  const T lane_total = deterministic_lane_total<Op>(input, span, t);
+  T* const stage = (T*)scan_dynamic_shared;
+  const bool staged = deterministic_staged<Op>();
+  if (staged) deterministic_stage_in<Op>(stage, input, span);
+  const T lane_total = deterministic_tile_lane_total<Op>(staged, stage, input, span, t);
   lane_totals[t] = lane_total;
   if (lane == 31u) warp_totals[warp] = lane_total;
   __syncthreads();
@@ -223,6 +257,14 @@ __device__ __forceinline__ void deterministic_scan_tiles(const T* input, T* outp
     before = lane != 0 ? Op::combine(warps_before, before) : warps_before;
   }
   const T running = Op::combine(shared_prefix, before);
+  if (staged) {
+    // Rescanned in the stage, then stored from it coalesced.
+    thread_pair_rescan<Op, Mode, no_segments, S::items>([&](int i) { return stage_runs<Op>::item_ref(stage, t, i); }, 0u, running,
+                                                        no_segments{});
+    __syncthreads();
+    for (int e = t; e < span.valid; e += S::threads) output[span.base + (unsigned long long)e] = *stage_runs<Op>::element(stage, e);
+    return;
+  }
   thread_pair_rescan<Op, Mode, no_segments, S::items>(
       [&](int i) {
         const int k = t * S::items + i;
