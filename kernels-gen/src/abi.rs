@@ -180,31 +180,6 @@ const COLUMNS: &[Param] = &[
     param("cols", Count),
     param("walk", Flag),
 ];
-const DETERMINISTIC_REDUCE_TILES: &[Param] = &[
-    param("input", ElementsIn),
-    param("tile_totals", ElementsOut),
-    param("n", Count),
-];
-const DETERMINISTIC_GROUP_PREFIXES: &[Param] = &[
-    param("tile_totals", ElementsIn),
-    param("group_prefixes", ElementsOut),
-    param("num_tiles", Count),
-    param("seed", Element),
-];
-const DETERMINISTIC_SCAN_TILES: &[Param] = &[
-    param("input", ElementsIn),
-    param("output", ElementsOut),
-    param("tile_totals", ElementsIn),
-    param("group_prefixes", ElementsIn),
-    param("carry_out", ElementsOut),
-    param("n", Count),
-];
-
-/// Threads of the one block of the deterministic scan's pass over groups
-/// ([`Kernel::DeterministicGroupPrefixes`]): its launch bounds and the
-/// runtime's launch both read it (the kernel reads its block's size).
-pub const DETERMINISTIC_GROUPS_THREADS: u32 = 256;
-
 const SEGMENTED_REDUCE_TILES: &[Param] = &[
     param("input", ElementsIn),
     param("flags", HeadFlags),
@@ -383,44 +358,18 @@ pub enum Pass {
     SinglePassSmall,
     /// The pipelined single pass (sm_90 and newer).
     Pipelined,
-    /// A deterministic plain scan in one pass: the pipelined pass with a
-    /// lookahead whose tree is fixed (`deterministic.cuh`).
-    DeterministicPipelined,
-    /// The deterministic scan in three passes, 1: each pipelined tile's
-    /// total.
-    DeterministicReduce,
-    /// 2: one block, each group of tiles' prefix.
-    DeterministicGroups,
-    /// 3: each tile rescanned behind its prefix.
-    DeterministicScan,
 }
 
 impl Pass {
     /// Every pass.
-    pub const ALL: [Pass; 10] = [
+    pub const ALL: [Pass; 6] = [
         Pass::ReduceTiles,
         Pass::ScanTileTotals,
         Pass::ScanTiles,
         Pass::SinglePass,
         Pass::SinglePassSmall,
         Pass::Pipelined,
-        Pass::DeterministicPipelined,
-        Pass::DeterministicReduce,
-        Pass::DeterministicGroups,
-        Pass::DeterministicScan,
     ];
-
-    /// Whether this is a pass of the deterministic plain scan (plain
-    /// scans only).
-    pub const fn deterministic(self) -> bool {
-        matches!(
-            self,
-            Pass::DeterministicPipelined
-                | Pass::DeterministicReduce
-                | Pass::DeterministicGroups
-                | Pass::DeterministicScan
-        )
-    }
 }
 
 /// Which kernels run a scan over tiles: the plain ones, or the segmented
@@ -438,8 +387,7 @@ pub enum Family {
 impl Family {
     /// The kernel that runs `pass` of an inclusive or exclusive scan in
     /// `direction`; `None` where the family has none (small tiles are
-    /// plain only, and so are the deterministic passes; the segmented
-    /// pipelined pass runs forward only).
+    /// plain only; the segmented pipelined pass runs forward only).
     ///
     /// ```
     /// use kernels_gen::abi::{Family, KernelAbi, Pass};
@@ -463,12 +411,6 @@ impl Family {
                 (Pass::SinglePassSmall, false) => Kernel::SinglePassSmallExclusive,
                 (Pass::Pipelined, true) => Kernel::PipelinedInclusive,
                 (Pass::Pipelined, false) => Kernel::PipelinedExclusive,
-                (Pass::DeterministicPipelined, true) => Kernel::PipelinedDeterministicInclusive,
-                (Pass::DeterministicPipelined, false) => Kernel::PipelinedDeterministicExclusive,
-                (Pass::DeterministicReduce, _) => Kernel::DeterministicReduceTiles,
-                (Pass::DeterministicGroups, _) => Kernel::DeterministicGroupPrefixes,
-                (Pass::DeterministicScan, true) => Kernel::DeterministicScanTilesInclusive,
-                (Pass::DeterministicScan, false) => Kernel::DeterministicScanTilesExclusive,
             }),
             Family::Segmented(source, strategy) => KernelAbi::Segmented(
                 match pass {
@@ -476,11 +418,7 @@ impl Family {
                     Pass::ScanTileTotals => SegmentedKernel::ScanTileTotals,
                     Pass::ScanTiles => SegmentedKernel::ScanTiles { inclusive, source },
                     Pass::SinglePass => SegmentedKernel::SinglePass { inclusive, source },
-                    Pass::SinglePassSmall
-                    | Pass::DeterministicPipelined
-                    | Pass::DeterministicReduce
-                    | Pass::DeterministicGroups
-                    | Pass::DeterministicScan => return None,
+                    Pass::SinglePassSmall => return None,
                     Pass::Pipelined => SegmentedKernel::Pipelined { inclusive, source },
                 },
                 strategy,
@@ -673,15 +611,8 @@ impl KernelAbi {
                 | Kernel::SinglePassExclusive
                 | Kernel::SinglePassSmallInclusive
                 | Kernel::SinglePassSmallExclusive => SINGLE_PASS,
-                Kernel::PipelinedInclusive
-                | Kernel::PipelinedExclusive
-                | Kernel::PipelinedDeterministicInclusive
-                | Kernel::PipelinedDeterministicExclusive => PIPELINED,
+                Kernel::PipelinedInclusive | Kernel::PipelinedExclusive => PIPELINED,
                 Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => COLUMNS,
-                Kernel::DeterministicReduceTiles => DETERMINISTIC_REDUCE_TILES,
-                Kernel::DeterministicGroupPrefixes => DETERMINISTIC_GROUP_PREFIXES,
-                Kernel::DeterministicScanTilesInclusive
-                | Kernel::DeterministicScanTilesExclusive => DETERMINISTIC_SCAN_TILES,
             },
             KernelAbi::Segmented(k, _) => match k {
                 SegmentedKernel::ReduceTiles(_) => SEGMENTED_REDUCE_TILES,
@@ -758,22 +689,9 @@ impl KernelAbi {
                     "__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_offsets_block_threads, 1)"
                 )
             }
-            KernelAbi::Plain(
-                Kernel::PipelinedInclusive
-                | Kernel::PipelinedExclusive
-                | Kernel::PipelinedDeterministicInclusive
-                | Kernel::PipelinedDeterministicExclusive,
-            )
+            KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
             | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_block_threads, 1)")
-            }
-            KernelAbi::Plain(
-                Kernel::DeterministicReduceTiles
-                | Kernel::DeterministicScanTilesInclusive
-                | Kernel::DeterministicScanTilesExclusive,
-            ) => format!("__launch_bounds__(gpu_scan::deterministic_shape<{op}>::threads)"),
-            KernelAbi::Plain(Kernel::DeterministicGroupPrefixes) => {
-                format!("__launch_bounds__({DETERMINISTIC_GROUPS_THREADS})")
             }
             KernelAbi::CombinePairs
             | KernelAbi::SegmentTotals(..)
@@ -932,29 +850,6 @@ impl KernelAbi {
                 }
                 Kernel::PipelinedInclusive => pipelined(mode(true), plain, none),
                 Kernel::PipelinedExclusive => pipelined(mode(false), plain, none),
-                Kernel::PipelinedDeterministicInclusive
-                | Kernel::PipelinedDeterministicExclusive => {
-                    let (_, args) = pipelined(mode(true), plain, none);
-                    let mode = mode(k == Kernel::PipelinedDeterministicInclusive);
-                    // The pipelined pass with its deterministic lookahead.
-                    (format!("scan_pipelined<{op}, {mode}, {plain}, true>"), args)
-                }
-                Kernel::DeterministicReduceTiles => (
-                    format!("deterministic_reduce_tiles<{op}>"),
-                    "input, tile_totals, n".to_string(),
-                ),
-                Kernel::DeterministicGroupPrefixes => (
-                    format!("deterministic_group_prefixes<{op}>"),
-                    "tile_totals, group_prefixes, num_tiles, seed".to_string(),
-                ),
-                Kernel::DeterministicScanTilesInclusive
-                | Kernel::DeterministicScanTilesExclusive => (
-                    format!(
-                        "deterministic_scan_tiles<{op}, {}>",
-                        mode(k == Kernel::DeterministicScanTilesInclusive)
-                    ),
-                    "input, output, tile_totals, group_prefixes, carry_out, n".to_string(),
-                ),
                 Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => (
                     format!(
                         "scan_columns<{op}, {}>",
@@ -1046,8 +941,8 @@ mod tests {
                 for inclusive in [true, false] {
                     for direction in [Direction::Forward, Direction::Reverse] {
                         let Some(abi) = family.kernel(pass, inclusive, direction) else {
-                            let segmented_small = family != Family::Plain
-                                && (pass == Pass::SinglePassSmall || pass.deterministic());
+                            let segmented_small =
+                                family != Family::Plain && pass == Pass::SinglePassSmall;
                             let segmented_pipelined_reverse = family != Family::Plain
                                 && pass == Pass::Pipelined
                                 && direction == Direction::Reverse;

@@ -290,36 +290,6 @@ impl Layout {
         pipelined_supported(self.element_size)
     }
 
-    /// Whether the deterministic scan's one pass (the pipelined pass with
-    /// a lookahead that walks the tiles, `deterministic.cuh`) can take
-    /// these elements; its three passes take every element.
-    pub const fn deterministic_pipelined(&self) -> bool {
-        self.pipelined_supported() && !self.pipelined_look_back
-    }
-
-    /// Threads per block of the deterministic scan's tile passes: a
-    /// pipelined squad.
-    pub const fn deterministic_threads(&self) -> u32 {
-        32 * self.pipelined_squad_warps
-    }
-
-    /// Elements per tile of the deterministic scan: the pipelined tile.
-    pub const fn deterministic_tile_items(&self) -> usize {
-        self.deterministic_threads() as usize * self.pipelined_items_per_thread as usize
-    }
-
-    /// Tiles per group of the deterministic scan's tree of tile totals:
-    /// 32 lanes of [`Layout::lookahead_tiles_per_lane`].
-    pub const fn deterministic_group_tiles(&self) -> usize {
-        32 * self.lookahead_tiles_per_lane as usize
-    }
-
-    /// Group prefixes the deterministic scan's three passes keep for
-    /// `tiles` tiles: one per whole group, and the seed.
-    pub const fn deterministic_group_prefixes(&self, tiles: usize) -> usize {
-        tiles / self.deterministic_group_tiles() + 1
-    }
-
     /// The CUDA declaration of this layout for operator `op_name`
     /// ([`layout_struct`]), which the operator's policy names as its
     /// `layout`.

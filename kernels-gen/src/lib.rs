@@ -140,7 +140,6 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/reduce_then_scan.cuh"),
     include_str!("templates/single_pass.cuh"),
     include_str!("templates/pipelined_stages.cuh"),
-    include_str!("templates/deterministic.cuh"),
     include_str!("templates/pipelined_heads.cuh"),
     include_str!("templates/pipelined_roles.cuh"),
     include_str!("templates/pipelined.cuh"),

@@ -13,7 +13,7 @@ use crate::path::ScanPath;
 use crate::plan::{self, Path, Step};
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
-use kernels_gen::abi::{Family, KernelAbi, Pass, DETERMINISTIC_GROUPS_THREADS};
+use kernels_gen::abi::{Family, KernelAbi, Pass};
 use kernels_gen::SegmentSource;
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
@@ -126,15 +126,7 @@ where
         inclusive: bool,
         direction: Direction,
     ) -> Result<()> {
-        let deterministic_plain = self.tuning.deterministic && family == Family::Plain;
         let passes: &[Pass] = match self.tuning.resolved_path() {
-            // The three passes, and the one where the tuning allows it.
-            _ if deterministic_plain => &[
-                Pass::DeterministicReduce,
-                Pass::DeterministicGroups,
-                Pass::DeterministicScan,
-                Pass::DeterministicPipelined,
-            ],
             ScanPath::ReduceThenScan => &[Pass::ScanTiles, Pass::ReduceTiles, Pass::ScanTileTotals],
             ScanPath::SinglePass => &[Pass::ScanTiles, Pass::SinglePass, Pass::SinglePassSmall],
             _ => &[
@@ -149,13 +141,7 @@ where
             let Some(abi) = family.kernel(pass, inclusive, direction) else {
                 continue;
             };
-            let pipelined = matches!(pass, Pass::Pipelined | Pass::DeterministicPipelined);
-            if pipelined && !(self.arch.has_bulk_copies() && shared_bytes > 0) {
-                continue;
-            }
-            let one_pass = layout::<Op>().deterministic_pipelined()
-                && matches!(self.tuning.path, ScanPath::Auto | ScanPath::Pipelined);
-            if pass == Pass::DeterministicPipelined && !one_pass {
+            if pass == Pass::Pipelined && !(self.arch.has_bulk_copies() && shared_bytes > 0) {
                 continue;
             }
             self.kernel(abi)?;
@@ -187,17 +173,10 @@ where
             scan.aligned(),
         );
         let shared_bytes = pipelined_shared_bytes::<Op>(family);
-        // A deterministic plain scan's one pass is the pipelined pass with
-        // its deterministic lookahead.
-        let pipelined = if self.tuning.deterministic && family == Family::Plain {
-            Pass::DeterministicPipelined
-        } else {
-            Pass::Pipelined
-        };
         let (path, mut ready) = self.plan_path(
             stream,
             &request,
-            kernel(pipelined).map(|abi| (abi, shared_bytes)),
+            kernel(Pass::Pipelined).map(|abi| (abi, shared_bytes)),
             kernel(Pass::SinglePass),
         )?;
         if path == Path::Empty {
@@ -219,14 +198,10 @@ where
             // the carry-out slot is null or one element; the path's scratch
             // on this stream was reserved above for its tiles, with a launch
             // state the previous single pass left reset; the grids are one
-            // block per tile (the deterministic tile passes' with the
-            // stage's dynamic shared memory given at load, or none), one
-            // block for the passes over tile totals and groups, and the
-            // pipelined passes' persistent grid (each block takes one index
-            // past the last tile) with the dynamic shared memory given at
-            // load, on 16-byte aligned buffers (the request said so). The
-            // deterministic passes' totals and group prefixes fit the
-            // totals scratch reserved for the path (`Path::scratch`).
+            // block per tile, one block for the pass over tile totals, and
+            // the pipelined pass's persistent grid (each block takes one
+            // index past the last tile) with the dynamic shared memory given
+            // at load, on 16-byte aligned buffers (the request said so).
             unsafe { launch::launch_loaded(stream, &kernel, abi, Op::NAME, &args, config) }?;
         }
         Ok(())
@@ -240,29 +215,13 @@ where
         step: Step,
         ready: &mut Option<ReadyPipelined>,
     ) -> Result<(Arc<LoadedKernel>, KernelAbi, LaunchConfig, Step)> {
-        let shape = |x: usize, threads: u32| LaunchConfig {
+        let blocks = |x: usize| LaunchConfig {
             grid_dim: (x as u32, 1, 1),
-            block_dim: (threads, 1, 1),
+            block_dim: (Op::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let blocks = |x: usize| shape(x, Op::BLOCK_THREADS);
         Ok(match step.pass {
-            Pass::DeterministicReduce | Pass::DeterministicScan => {
-                // A block a tile, with the stage its kernel was given.
-                let kernel = self.kernel(abi)?;
-                let config = LaunchConfig {
-                    shared_mem_bytes: kernel.tile_shared,
-                    ..shape(step.tiles, layout::<Op>().deterministic_threads())
-                };
-                (kernel, abi, config, step)
-            }
-            Pass::DeterministicGroups => (
-                self.kernel(abi)?,
-                abi,
-                shape(1, DETERMINISTIC_GROUPS_THREADS),
-                step,
-            ),
-            Pass::Pipelined | Pass::DeterministicPipelined => {
+            Pass::Pipelined => {
                 let (kernel, shape) = ready
                     .take()
                     .expect("the planner chose a ready pipelined kernel");

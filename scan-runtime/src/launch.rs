@@ -407,8 +407,7 @@ pub(crate) enum PassScratch {
 /// The arguments of `pass` of the scan `a` over `tiles` tiles, with its
 /// scratch: the same builder for the plain kernels and the segmented ones,
 /// which take the heads after the input and whether the seed starts every
-/// segment after the seed. The deterministic scan's three passes keep the
-/// groups' prefixes in the tile totals' scratch, after the `tiles` totals.
+/// segment after the seed.
 pub(crate) fn tile_pass<E: Copy>(
     pass: Pass,
     a: &TileScanArgs<E>,
@@ -444,38 +443,7 @@ pub(crate) fn tile_pass<E: Copy>(
                 args.push(element("seed", a.seed));
             }
         }
-        Pass::DeterministicReduce => {
-            args.push(ptr("input", ElementsIn, a.input));
-            args.push(ptr("tile_totals", ElementsOut, totals));
-            args.push(count("n", a.n));
-        }
-        Pass::DeterministicGroups => {
-            args.push(ptr("tile_totals", ElementsIn, totals));
-            args.push(ptr(
-                "group_prefixes",
-                ElementsOut,
-                group_prefixes::<E>(totals, tiles),
-            ));
-            args.push(count("num_tiles", tiles));
-            args.push(element("seed", a.seed));
-        }
-        Pass::DeterministicScan => {
-            args.push(ptr("input", ElementsIn, a.input));
-            args.push(ptr("output", ElementsOut, a.output));
-            args.push(ptr("tile_totals", ElementsIn, totals));
-            args.push(ptr(
-                "group_prefixes",
-                ElementsIn,
-                group_prefixes::<E>(totals, tiles),
-            ));
-            args.push(ptr("carry_out", ElementsOut, a.carry_out));
-            args.push(count("n", a.n));
-        }
-        Pass::ScanTiles
-        | Pass::SinglePass
-        | Pass::SinglePassSmall
-        | Pass::Pipelined
-        | Pass::DeterministicPipelined => {
+        Pass::ScanTiles | Pass::SinglePass | Pass::SinglePassSmall | Pass::Pipelined => {
             args.push(ptr("input", ElementsIn, a.input));
             args.extend(heads);
             args.push(ptr("output", ElementsOut, a.output));
@@ -488,22 +456,12 @@ pub(crate) fn tile_pass<E: Copy>(
             args.push(element("seed", a.seed));
             args.extend(seeded);
             args.push(count("n", a.n));
-            if matches!(pass, Pass::Pipelined | Pass::DeterministicPipelined) {
+            if pass == Pass::Pipelined {
                 args.push(count("tiles", tiles));
             }
         }
     }
     args
-}
-
-/// Where the deterministic scan's group prefixes lie: after the `tiles`
-/// tile totals at `totals` (0 stays 0: no scratch, as in the builder test).
-fn group_prefixes<E>(totals: u64, tiles: u64) -> u64 {
-    if totals == 0 {
-        0
-    } else {
-        totals + tiles * std::mem::size_of::<E>() as u64
-    }
 }
 
 /// `(input, output, scratch…, seed, rows, cols, walk)` of the column scans.
@@ -738,11 +696,7 @@ mod tests {
                     n: 9,
                 };
                 let scratch = match pass {
-                    Pass::ReduceTiles
-                    | Pass::ScanTileTotals
-                    | Pass::DeterministicReduce
-                    | Pass::DeterministicGroups
-                    | Pass::DeterministicScan => PassScratch::TileTotals {
+                    Pass::ReduceTiles | Pass::ScanTileTotals => PassScratch::TileTotals {
                         totals: 3,
                         flags: 4,
                     },
