@@ -122,7 +122,7 @@ pub use scan_core::{
     NoCarryOut, NoSegments, Rows, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals,
     SegmentedBy, Shape, SummedArea, TakesCarryOut,
 };
-pub use scan_macros::{scan_equality, scan_map, scan_op, scan_predicate};
+pub use scan_macros::{scan_equality, scan_map, scan_op, scan_predicate, sort_key};
 #[cfg(feature = "gpu")]
 pub use scan_runtime;
 /// The `cudarc` this crate was built with: use its `CudaContext`,
@@ -142,7 +142,7 @@ pub mod prelude {
     pub use crate::stages::{ScanEquality, ScanMap, ScanPredicate};
     pub use crate::{
         check_associativity, check_laws, cpu, scan_equality, scan_map, scan_op, scan_predicate,
-        Counterexample, Direction, ScanElement, ScanKind, ScanOp, ScanSpec,
+        sort_key, Counterexample, Direction, ScanElement, ScanKind, ScanOp, ScanSpec,
     };
     #[cfg(feature = "gpu")]
     pub use scan_runtime::{
@@ -155,7 +155,9 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use kernels_gen;
-    pub use scan_core::{concat_const, const_str, laws, semantics, stages, ScanElement, ScanOp};
+    pub use scan_core::{
+        concat_const, const_str, laws, semantics, sort, stages, ScanElement, ScanOp,
+    };
     #[cfg(feature = "gpu")]
     pub use scan_runtime::cudarc;
 

@@ -324,7 +324,8 @@ fn every_generated_kernel_compiles_without_spills() {
 }
 
 /// The test stages' translations (`common::ops`: maps, predicates and
-/// equalities over primitives and structs), each in a kernel that applies it to an array,
+/// equalities over primitives and structs, and sort keys of one and of
+/// three components), each in a kernel that applies it to an array,
 /// compile for every architecture CUDA 13 supports.
 #[test]
 fn stage_programs_compile_for_every_architecture() {
@@ -394,13 +395,28 @@ fn stage_programs_compile_for_every_architecture() {
             true,
         ),
     ];
+    // The sort keys (`#[sort_key]`), their components each a function.
+    use gpu_scan::sort::{CompositeKey, SortKey};
+    fn key<K: SortKey>() -> (&'static str, &'static str, usize) {
+        (K::NAME, K::CUDA_SOURCE, K::Key::WIDTHS.len())
+    }
+    let keys = [key::<BySignCountSum>(), key::<BySlope>()];
     // One program of all of them, for each architecture.
     let mut source = gpu_scan::kernels_gen::PRELUDE.to_string();
     for (name, stage, pairs) in &stages {
         let one = common::ops::stage_program(name, stage, *pairs);
         source.push_str(&one[gpu_scan::kernels_gen::PRELUDE.len()..]);
     }
-    let symbols: Vec<String> = stages.iter().map(|(n, ..)| format!("run_{n}")).collect();
+    for (name, key, components) in keys {
+        let one = common::ops::sort_key_program(name, key, components);
+        source.push_str(&one[gpu_scan::kernels_gen::PRELUDE.len()..]);
+    }
+    let symbols: Vec<String> = stages
+        .iter()
+        .map(|(n, ..)| *n)
+        .chain(keys.iter().map(|(n, ..)| *n))
+        .map(|n| format!("run_{n}"))
+        .collect();
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
     for arch in Arch::CUDA_13 {
         compile_and_assemble(
@@ -419,12 +435,13 @@ fn stage_programs_compile_for_every_architecture() {
             .iter()
             .filter(|r| !r.kernel.contains(" (called by "))
             .count(),
-        stages.len() * Arch::CUDA_13.len()
+        (stages.len() + keys.len()) * Arch::CUDA_13.len()
     );
     assert!(reports.iter().all(|r| r.spill_bytes == 0));
     println!(
-        "nvrtc_compile: {} stages in one program for {} architectures",
+        "nvrtc_compile: {} stages and {} sort keys in one program for {} architectures",
         stages.len(),
+        keys.len(),
         Arch::CUDA_13.len()
     );
 }

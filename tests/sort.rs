@@ -1,16 +1,18 @@
 //! Radix sort on the CPU (`gpu_scan::sort`), the oracle of the GPU's:
 //! against the standard library's stable sorts (integers by `Ord`, floats
 //! by `total_cmp`) for every key type, both orders, bit ranges, pairs
-//! (stability checked through the values), argsort, records by a key stage
-//! and segments by offsets (keys and pairs); over lengths around the passes' chunks and
+//! (stability checked through the values), argsort, records by a
+//! `#[sort_key]` of one component or of several (lexicographic, against
+//! std's sort of the tuples, bit ranges across components) and segments by
+//! offsets (keys and pairs); over lengths around the passes' chunks and
 //! inputs that are sorted, reversed, all equal, or differ only in the last
 //! bit, with NaNs and signed zeros. `SORT_SEED` replays a run.
 
 mod common;
 use gpu_scan::prelude::*;
 use gpu_scan::sort::{
-    argsort, segmented_sort_keys, segmented_sort_pairs, sort_by_key, sort_keys, sort_pairs,
-    RadixKey, SortError, SortOrder, SortSpec,
+    argsort, argsort_by_key, segmented_sort_keys, segmented_sort_pairs, sort_by_key, sort_keys,
+    sort_pairs, CompositeKey, RadixKey, SortError, SortKey, SortOrder, SortSpec,
 };
 use rand::distr::{Distribution, StandardUniform};
 use rand::{Rng, SeedableRng};
@@ -263,8 +265,27 @@ struct Record {
     payload: [u32; 4],
 }
 
-#[scan_map(input = Record, output = f32, map = |r| r.weight)]
+#[sort_key(record = Record, key = f32, by = |r| r.weight)]
 struct Weight;
+
+/// By the weight's sign, then by a computed 16-bit bucket, then by the id
+/// (descending ids come out with `SortOrder::Descending`).
+#[sort_key(record = Record, key = (i8, u16, u32), by = |r| {
+    let bucket = (r.payload[0] * 2654435761u32) >> 16;
+    (if r.weight < 0.0 { -1 } else if r.weight > 0.0 { 1 } else { 0 }, bucket as u16, r.id)
+})]
+struct SignBucketId;
+
+/// Two 64-bit components: 128 bits, more than one word.
+#[sort_key(record = Record, key = (u64, i64), by = fn wide(r: Record) -> (u64, i64) {
+    ((r.payload[1] % 3) as u64, -(r.id as i64))
+})]
+struct Wide;
+
+/// The three components of `SignBucketId`, as Rust computes them.
+fn sign_bucket_id(r: &Record) -> (i8, u16, u32) {
+    SignBucketId::key(*r)
+}
 
 #[test]
 fn records_sort_by_a_key_stage_stably() {
@@ -282,6 +303,92 @@ fn records_sort_by_a_key_stage_stably() {
     let mut want = records.clone();
     want.sort_by(|a, b| b.weight.total_cmp(&a.weight));
     assert_eq!(sorted, want);
+}
+
+/// Records whose fields repeat often, so that every component decides
+/// some comparisons.
+fn tied_records(rng: &mut Rng64, n: u32) -> Vec<Record> {
+    (0..n)
+        .map(|i| Record {
+            weight: rng.random_range(-2..=2) as f32,
+            id: i,
+            payload: [rng.random_range(0..64), rng.random_range(0..7), i, 0],
+        })
+        .collect()
+}
+
+#[test]
+fn records_sort_by_several_components_most_significant_first() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    for n in [0u32, 1, 2, 31, 255, (1 << 14) + 1, 70_001] {
+        let records = tied_records(&mut rng, n);
+        for order in [SortOrder::Ascending, SortOrder::Descending] {
+            let spec = SortSpec { order, bits: None };
+            // Lexicographic on the tuple, ties in input order.
+            let mut want = records.clone();
+            match order {
+                SortOrder::Ascending => want.sort_by_key(sign_bucket_id),
+                SortOrder::Descending => want.sort_by_key(|r| std::cmp::Reverse(sign_bucket_id(r))),
+            }
+            let mut got = records.clone();
+            sort_by_key::<SignBucketId>(&mut got, spec.clone()).unwrap();
+            assert_eq!(got, want, "n = {n}, {order:?}");
+            let p = argsort_by_key::<SignBucketId>(&records, spec.clone()).unwrap();
+            assert_eq!(p.iter().map(|&i| records[i]).collect::<Vec<_>>(), want);
+            // 128 bits of key: the ids (second component) decide all ties.
+            let mut want = records.clone();
+            let wide = |r: &Record| Wide::key(*r);
+            match order {
+                SortOrder::Ascending => want.sort_by_key(wide),
+                SortOrder::Descending => want.sort_by_key(|r| std::cmp::Reverse(wide(r))),
+            }
+            let mut got = records.clone();
+            sort_by_key::<Wide>(&mut got, spec).unwrap();
+            assert_eq!(got, want, "n = {n}, {order:?}, two 64-bit components");
+        }
+    }
+}
+
+/// A bit range over a composite key counts from the last component's
+/// lowest bit: of (i8, u16, u32), bits 0..32 are the id, 32..48 the bucket
+/// and 48..56 the sign, so 16..48 is the bucket and the id's upper half,
+/// and 5..37 crosses from the id into the bucket. Each range is checked
+/// against a stable sort by the same bits extracted by hand.
+#[test]
+fn bit_ranges_span_components() {
+    let mut rng = Rng64::seed_from_u64(seed());
+    let records = tied_records(&mut rng, 20_003);
+    let whole = |r: &Record| -> u64 {
+        let (sign, bucket, id) = sign_bucket_id(r);
+        (((sign as u8 ^ 0x80) as u64) << 48) | ((bucket as u64) << 32) | id as u64
+    };
+    assert_eq!(<(i8, u16, u32) as CompositeKey>::WIDTHS, &[8, 16, 32]);
+    for range in [0..56, 16..48, 32..56, 40..48, 48..56, 0..0, 5..37] {
+        let field = |r: &Record| {
+            let width = range.end - range.start;
+            if width == 0 {
+                0
+            } else {
+                (whole(r) >> range.start) & ((1u64 << width) - 1)
+            }
+        };
+        let mut want = records.clone();
+        want.sort_by_key(field);
+        let mut got = records.clone();
+        sort_by_key::<SignBucketId>(&mut got, SortSpec::ascending().bits(range.clone())).unwrap();
+        assert_eq!(got, want, "bits {range:?}");
+    }
+    // Past the key's 56 bits: a typed error, nothing moved.
+    let mut got = records.clone();
+    assert_eq!(
+        sort_by_key::<SignBucketId>(&mut got, SortSpec::ascending().bits(0..57)),
+        Err(SortError::Bits {
+            begin: 0,
+            end: 57,
+            key_bits: 56
+        })
+    );
+    assert_eq!(got, records);
 }
 
 #[test]

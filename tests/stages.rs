@@ -3,13 +3,14 @@
 //! the GPU's integer semantics, stages over `#[scan_op]` structs,
 //! compaction, partition, unique, run-length encoding and reduce-by-key
 //! against sequential walks over lengths around the CPU's chunks, and,
-//! where a GPU is usable, each stage's translation run by a kernel against
-//! its Rust function. `STAGES_SEED` replays a run.
+//! where a GPU is usable, each stage's (and each `#[sort_key]`'s)
+//! translation run by a kernel against its Rust function. `STAGES_SEED`
+//! replays a run.
 
 mod common;
 use common::ops::{
-    Affine, AtTwo, Growing, OneMore, Positive, SameF32, SameSlope, SameU32, Shift, Third, Triple,
-    WrapU8,
+    Affine, AtTwo, BySignCountSum, BySlope, Growing, OneMore, Positive, SameF32, SameSlope,
+    SameU32, Shift, Stats, Third, Triple, WrapU8,
 };
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
@@ -469,6 +470,7 @@ fn stages_on_the_gpu_match_their_rust_functions() {
         DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
     };
     use gpu_scan::scan_runtime::{target_arch, DeviceApi};
+    use gpu_scan::sort::SortKey;
 
     /// Runs stage `name` over `input` (an equality over neighbours, with
     /// `pairs`) and compares each output with `f(input, i)`.
@@ -627,5 +629,77 @@ fn stages_on_the_gpu_match_their_rust_functions() {
         true,
         &slopes,
         pair(SameSlope::equal),
+    );
+
+    // Sort keys: each component's translation against the Rust key, as
+    // doubles (every component here is exact in one).
+    fn check_key<R: DeviceRepr + Copy>(
+        ctx: &std::sync::Arc<gpu_scan::cudarc::driver::CudaContext>,
+        name: &str,
+        source: &str,
+        components: usize,
+        records: &[R],
+        key: impl Fn(R) -> Vec<f64>,
+    ) {
+        let program = common::ops::sort_key_program(name, source, components);
+        let arch = target_arch(ctx).unwrap();
+        let module = ctx
+            .load_module(DeviceApi::compile(&program, arch, &[]).unwrap())
+            .unwrap();
+        let kernel = module.load_function(&format!("run_{name}")).unwrap();
+        let stream = ctx.new_stream().unwrap();
+        let d_in = stream.clone_htod(records).unwrap();
+        let mut d_out = stream
+            .alloc_zeros::<f64>(records.len() * components)
+            .unwrap();
+        let n = records.len() as u32;
+        // SAFETY: the kernel reads n records and writes `components`
+        // doubles for each, which these buffers hold.
+        unsafe {
+            stream
+                .launch_builder(&kernel)
+                .arg(&d_in)
+                .arg(&mut d_out)
+                .arg(&n)
+                .launch(LaunchConfig::for_num_elems(n))
+        }
+        .unwrap();
+        let got = stream.clone_dtoh(&d_out).unwrap();
+        for (i, &r) in records.iter().enumerate() {
+            let want = key(r);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&got[i * components..(i + 1) * components]),
+                bits(&want),
+                "{name}: record {i}"
+            );
+        }
+        println!("stages on the GPU: sort key {name} matches its Rust function on {n} records");
+    }
+    let stats: Vec<Stats> = (0..10_000)
+        .map(|_| Stats {
+            count: rng.random(),
+            sum: rng.random_range(-1e6..1e6),
+            max: rng.random_range(-1.0..1.0),
+        })
+        .collect();
+    check_key(
+        &ctx,
+        <BySignCountSum as SortKey>::NAME,
+        <BySignCountSum as SortKey>::CUDA_SOURCE,
+        3,
+        &stats,
+        |s| {
+            let (sign, count, sum) = BySignCountSum::key(s);
+            vec![sign as f64, count as f64, sum]
+        },
+    );
+    check_key(
+        &ctx,
+        <BySlope as SortKey>::NAME,
+        <BySlope as SortKey>::CUDA_SOURCE,
+        1,
+        &maps,
+        |m| vec![BySlope::key(m) as f64],
     );
 }

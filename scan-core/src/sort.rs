@@ -5,7 +5,8 @@
 //! unsigned, `f32` and `f64`; a sort is stable (equal keys keep their input
 //! order, descending too), may be limited to a range of the keys' bits,
 //! and carries values along, gives the permutation (argsort), sorts
-//! records by a key function written as a `#[scan_map]`, or sorts segments
+//! records by a key function written as a `#[sort_key]` (one primitive, or
+//! a tuple of them compared most significant first), or sorts segments
 //! independently.
 //!
 //! Order: integers by value; floats as CUB orders them: -NaN, -∞, …, -0.0
@@ -28,7 +29,7 @@
 
 use crate::segments::{InvalidOffsets, SegmentOffset};
 use crate::select::scatter;
-use crate::stages::ScanMap;
+use crate::ScanElement;
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -82,6 +83,66 @@ macro_rules! float_keys {
 }
 float_keys!(f32 => 32, f64 => 64);
 
+/// A key of one or more [`RadixKey`] components, compared most significant
+/// first (lexicographically): a primitive key, or a tuple of two to four
+/// of them. Its bits are the components' transformed bits one after
+/// another, the first component's highest, so a bit range
+/// ([`SortSpec::bits`]) counts from the last component's lowest bit.
+pub trait CompositeKey: Copy + Send + Sync + 'static {
+    /// The components' widths in bits, most significant first.
+    const WIDTHS: &'static [u32];
+    /// Component `i`'s transformed bits ([`RadixKey::ordered_bits`]).
+    fn component(self, i: usize) -> u64;
+}
+
+macro_rules! single_keys {
+    ($($t:ty),*) => {$(
+        impl CompositeKey for $t {
+            const WIDTHS: &'static [u32] = &[<$t as RadixKey>::BITS];
+            fn component(self, _: usize) -> u64 {
+                self.ordered_bits()
+            }
+        }
+    )*};
+}
+single_keys!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
+
+macro_rules! tuple_keys {
+    ($(($($name:ident $i:tt),+)),*) => {$(
+        impl<$($name: RadixKey),+> CompositeKey for ($($name,)+) {
+            const WIDTHS: &'static [u32] = &[$($name::BITS),+];
+            fn component(self, i: usize) -> u64 {
+                match i {
+                    $($i => self.$i.ordered_bits(),)+
+                    _ => panic!("a key of {} components has no component {i}", Self::WIDTHS.len()),
+                }
+            }
+        }
+    )*};
+}
+tuple_keys!((A 0, B 1), (A 0, B 1, C 2), (A 0, B 1, C 2, D 3));
+
+/// A function from a record to its sort key, written in the operators'
+/// subset of Rust (`#[sort_key(record = T, key = K, by = |r| …)]`, `K` a
+/// primitive or a tuple of them, the closure giving as many components):
+/// what [`sort_by_key`] sorts records by, the CPU running the Rust and the
+/// GPU its translation (`CUDA_SOURCE`).
+pub trait SortKey: 'static {
+    /// What is sorted.
+    type Record: ScanElement;
+    /// What it is sorted by.
+    type Key: CompositeKey;
+    /// The key's name in snake case: its CUDA policy struct's name.
+    const NAME: &'static str;
+    /// The key's part of a CUDA program: the record's declaration and the
+    /// policy struct, a function a component (`kernels_gen::stage`).
+    const CUDA_SOURCE: &'static str;
+
+    /// The record's key, as written (with the CUDA side's integer
+    /// semantics).
+    fn key(record: Self::Record) -> Self::Key;
+}
+
 /// Ascending or descending.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortOrder {
@@ -126,22 +187,27 @@ impl SortSpec {
         self
     }
 
-    /// The bits compared for keys of `K`, checked.
-    fn range<K: RadixKey>(&self) -> Result<Range<u32>, SortError> {
-        let bits = self.bits.clone().unwrap_or(0..K::BITS);
-        if bits.start > bits.end || bits.end > K::BITS {
+    /// The bits compared for keys of `key_bits` bits, checked.
+    fn range_of(&self, key_bits: u32) -> Result<Range<u32>, SortError> {
+        let bits = self.bits.clone().unwrap_or(0..key_bits);
+        if bits.start > bits.end || bits.end > key_bits {
             return Err(SortError::Bits {
                 begin: bits.start,
                 end: bits.end,
-                key_bits: K::BITS,
+                key_bits,
             });
         }
         Ok(bits)
     }
 
-    /// `key`'s sort bits: those of the range, shifted down, inverted for a
-    /// descending sort.
-    fn sort_bits<K: RadixKey>(&self, range: &Range<u32>, key: K) -> u64 {
+    /// The bits compared for keys of `K`, checked.
+    fn range<K: RadixKey>(&self) -> Result<Range<u32>, SortError> {
+        self.range_of(K::BITS)
+    }
+
+    /// The sort bits of transformed bits `ordered`: those of the range,
+    /// shifted down, inverted for a descending sort.
+    fn sort_bits_of(&self, range: &Range<u32>, ordered: u64) -> u64 {
         let width = range.end - range.start;
         if width == 0 {
             return 0;
@@ -151,11 +217,16 @@ impl SortSpec {
         } else {
             (1u64 << width) - 1
         };
-        let bits = (key.ordered_bits() >> range.start) & mask;
+        let bits = (ordered >> range.start) & mask;
         match self.order {
             SortOrder::Ascending => bits,
             SortOrder::Descending => !bits & mask,
         }
+    }
+
+    /// `key`'s sort bits ([`SortSpec::sort_bits_of`]).
+    fn sort_bits<K: RadixKey>(&self, range: &Range<u32>, key: K) -> u64 {
+        self.sort_bits_of(range, key.ordered_bits())
     }
 }
 
@@ -216,6 +287,37 @@ fn permutation<K: RadixKey>(keys: &[K], spec: &SortSpec) -> Result<Vec<usize>, S
     Ok(lsd_order(&bits, range.end - range.start))
 }
 
+/// The permutation sorting composite `keys` as `spec` says: one LSD sort of
+/// each component's share of the bit range, the least significant
+/// component first, each stable and applied to the order so far, so that
+/// the whole is ordered lexicographically (descending: every component
+/// descending) with ties in input order.
+fn composite_permutation<K: CompositeKey>(
+    keys: &[K],
+    spec: &SortSpec,
+) -> Result<Vec<usize>, SortError> {
+    let total: u32 = K::WIDTHS.iter().sum();
+    let range = spec.range_of(total)?;
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    // Component i covers bits [low, low + width) of the whole key.
+    let mut low = 0;
+    for i in (0..K::WIDTHS.len()).rev() {
+        let width = K::WIDTHS[i];
+        let (from, to) = (range.start.max(low), range.end.min(low + width));
+        if from < to {
+            let share = (from - low)..(to - low);
+            let bits: Vec<u64> = order
+                .par_iter()
+                .map(|&k| spec.sort_bits_of(&share, keys[k].component(i)))
+                .collect();
+            let step = lsd_order(&bits, share.end - share.start);
+            order = step.into_iter().map(|j| order[j]).collect();
+        }
+        low += width;
+    }
+    Ok(order)
+}
+
 /// `items` rearranged: `items[p[i]]` to position i.
 fn gather<T: Copy + Send + Sync>(items: &mut [T], p: &[usize]) {
     let taken: Vec<T> = p.par_iter().map(|&i| items[i]).collect();
@@ -258,10 +360,10 @@ pub fn argsort<K: RadixKey>(keys: &[K], spec: SortSpec) -> Result<Vec<usize>, So
     permutation(keys, &spec)
 }
 
-/// Sorts records by the key a load stage computes from each (a
-/// `#[scan_map]` from the record to a primitive key: a field, or a value
-/// computed from several), moving whole records. On an error nothing is
-/// moved.
+/// Sorts records by the key a `#[sort_key]` computes from each (a field, a
+/// value computed from several, or a tuple of them compared most
+/// significant first), moving whole records; stable. On an error nothing
+/// is moved.
 ///
 /// ```
 /// use gpu_scan::prelude::*;
@@ -270,23 +372,36 @@ pub fn argsort<K: RadixKey>(keys: &[K], spec: SortSpec) -> Result<Vec<usize>, So
 /// #[scan_op]
 /// #[repr(C)]
 /// #[derive(Clone, Copy, Debug, PartialEq)]
-/// struct Task { priority: i32, id: u32 }
+/// struct Task { priority: i32, deadline: f32, id: u32 }
 ///
-/// #[scan_map(input = Task, output = i32, map = |t| t.priority)]
-/// struct Priority;
+/// // By priority, then by deadline.
+/// #[sort_key(record = Task, key = (i32, f32), by = |t| (t.priority, t.deadline))]
+/// struct Urgency;
 ///
-/// let mut tasks = [Task { priority: 2, id: 0 }, Task { priority: -1, id: 1 }, Task { priority: 2, id: 2 }];
-/// sort_by_key::<Priority>(&mut tasks, SortSpec::descending()).unwrap();
+/// let mut tasks = [
+///     Task { priority: 2, deadline: 9.0, id: 0 },
+///     Task { priority: -1, deadline: 1.0, id: 1 },
+///     Task { priority: 2, deadline: 3.5, id: 2 },
+/// ];
+/// sort_by_key::<Urgency>(&mut tasks, SortSpec::descending()).unwrap();
 /// assert_eq!(tasks.map(|t| t.id), [0, 2, 1]);
 /// ```
-pub fn sort_by_key<M: ScanMap>(records: &mut [M::Input], spec: SortSpec) -> Result<(), SortError>
-where
-    M::Output: RadixKey,
-{
-    let keys: Vec<M::Output> = records.par_iter().map(|&r| M::apply(r)).collect();
-    let p = permutation(&keys, &spec)?;
+pub fn sort_by_key<K: SortKey>(records: &mut [K::Record], spec: SortSpec) -> Result<(), SortError> {
+    let keys: Vec<K::Key> = records.par_iter().map(|&r| K::key(r)).collect();
+    let p = composite_permutation(&keys, &spec)?;
     gather(records, &p);
     Ok(())
+}
+
+/// The permutation that sorts `records` by the key `K` computes from each
+/// ([`sort_by_key`]'s order): position i of the sorted sequence holds
+/// `records[result[i]]`.
+pub fn argsort_by_key<K: SortKey>(
+    records: &[K::Record],
+    spec: SortSpec,
+) -> Result<Vec<usize>, SortError> {
+    let keys: Vec<K::Key> = records.par_iter().map(|&r| K::key(r)).collect();
+    composite_permutation(&keys, &spec)
 }
 
 /// The segments `offsets` cut from `items`, back to back

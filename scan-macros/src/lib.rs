@@ -1,5 +1,5 @@
 //! The `#[scan_op]`, `#[scan_map]`, `#[scan_predicate]` and
-//! `#[scan_equality]` attributes of `gpu-scan`.
+//! `#[scan_equality]` attributes of `gpu-scan`, and `#[sort_key]`.
 //!
 //! Phases, one module each: `attr` parses the attribute's arguments,
 //! `ast` reads and checks the annotated item, `translate` turns the
@@ -7,7 +7,9 @@
 //! outside the supported subset), `rewrite` gives the Rust side the same
 //! integer semantics as the CUDA side, and `expand` writes the trait
 //! implementations and the embedded CUDA program. `stage` does the same for
-//! the stages (`#[scan_map]`, `#[scan_predicate]`, `#[scan_equality]`).
+//! the stages (`#[scan_map]`, `#[scan_predicate]`, `#[scan_equality]`),
+//! and `sort_key` for `#[sort_key]`, a record's key of one or more
+//! components.
 //!
 //! Use it through the `gpu-scan` facade; its documentation lists the
 //! supported subset.
@@ -16,6 +18,7 @@ mod ast;
 mod attr;
 mod expand;
 mod rewrite;
+mod sort_key;
 mod stage;
 mod translate;
 
@@ -57,4 +60,14 @@ pub fn scan_predicate(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn scan_equality(args: TokenStream, item: TokenStream) -> TokenStream {
     stage::scan_equality(args.into(), item.into()).into()
+}
+
+/// Defines a record's key for sorting: one primitive, or a tuple of them
+/// compared most significant first.
+///
+/// `#[sort_key(record = Task, key = (i32, f32), by = |t| (t.priority, t.deadline))] struct Urgency;`
+/// in the operators' subset of Rust. See `gpu_scan::sort::sort_by_key`.
+#[proc_macro_attribute]
+pub fn sort_key(args: TokenStream, item: TokenStream) -> TokenStream {
+    sort_key::sort_key(args.into(), item.into()).into()
 }

@@ -106,12 +106,14 @@ fn stage(kind: &Kind, args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// A type argument: its tokens and the generator's view of it.
-struct StageTy {
-    tokens: syn::Type,
-    ty: ElementType,
+pub(crate) struct StageTy {
+    pub(crate) tokens: syn::Type,
+    pub(crate) ty: ElementType,
 }
 
-fn stage_type(
+/// The type argument `key` (a primitive or a `#[scan_op]` struct), or an
+/// error on the item's name saying it is missing.
+pub(crate) fn stage_type(
     args: &StageArgs,
     key: &str,
     ident: &syn::Ident,
@@ -140,36 +142,8 @@ fn expand(kind: &Kind, item: &syn::Item, args: &StageArgs, errors: &mut Errors) 
         None => quote!(::gpu_scan),
     };
     let private = quote!(#krate::__private);
-    let attribute = kind.attribute;
-    let ident = match item {
-        syn::Item::Struct(s) if matches!(s.fields, syn::Fields::Unit) => {
-            if !s.generics.params.is_empty() || s.generics.where_clause.is_some() {
-                errors.push(
-                    &s.generics,
-                    "stages cannot be generic: the CUDA code is generated for one concrete type",
-                );
-            }
-            s.ident.clone()
-        }
-        syn::Item::Struct(s) => {
-            errors.push(
-                &s.fields,
-                format!(
-                    "#[{attribute}] goes on a unit struct (`struct {};`), which names the stage",
-                    s.ident
-                ),
-            );
-            return TokenStream::new();
-        }
-        _ => {
-            errors.push(
-                item,
-                format!(
-                    "#[{attribute}] goes on a unit struct (`struct Name;`), which names the stage"
-                ),
-            );
-            return TokenStream::new();
-        }
+    let Some(ident) = unit_struct_ident(kind.attribute, item, errors) else {
+        return TokenStream::new();
     };
     let (input, output) = match kind.kind {
         StageKind::Map => (
@@ -226,6 +200,45 @@ fn expand(kind: &Kind, item: &syn::Item, args: &StageArgs, errors: &mut Errors) 
     implementation(kind, &private, &ident, &input, &output, &desc, parts)
 }
 
+/// The name of the unit struct `item` that `#[attribute]` annotates, or
+/// the error saying it must be one (generics are an error too).
+pub(crate) fn unit_struct_ident(
+    attribute: &str,
+    item: &syn::Item,
+    errors: &mut Errors,
+) -> Option<syn::Ident> {
+    match item {
+        syn::Item::Struct(s) if matches!(s.fields, syn::Fields::Unit) => {
+            if !s.generics.params.is_empty() || s.generics.where_clause.is_some() {
+                errors.push(
+                    &s.generics,
+                    "stages cannot be generic: the CUDA code is generated for one concrete type",
+                );
+            }
+            Some(s.ident.clone())
+        }
+        syn::Item::Struct(s) => {
+            errors.push(
+                &s.fields,
+                format!(
+                    "#[{attribute}] goes on a unit struct (`struct {};`), which names the stage",
+                    s.ident
+                ),
+            );
+            None
+        }
+        _ => {
+            errors.push(
+                item,
+                format!(
+                    "#[{attribute}] goes on a unit struct (`struct Name;`), which names the stage"
+                ),
+            );
+            None
+        }
+    }
+}
+
 fn implementation(
     kind: &Kind,
     private: &TokenStream,
@@ -254,17 +267,12 @@ fn implementation(
             quote!(equal),
         ),
     };
-    let source = kernels_gen::stage::stage_source_parts(desc)
-        .into_iter()
-        .map(|part| match part {
-            Part::Text(t) => quote!(#t),
-            Part::Named(path) => match syn::parse_str::<syn::Path>(&path) {
-                Ok(p) => quote!(<#p as #private::ScanElement>::CUDA_TYPE),
-                Err(e) => e.to_compile_error(),
-            },
-            Part::Element => quote!(<#ident as #trait_>::NAME),
-            Part::Field(_) => unreachable!("a stage names its types by path"),
-        });
+    let policy = quote!(<#ident as #trait_>::NAME);
+    let source = source_tokens(
+        kernels_gen::stage::stage_source_parts(desc),
+        private,
+        &policy,
+    );
     // The Rust side: the same body with the CUDA side's integer semantics,
     // the written types checked on the user's tokens.
     let semantics = quote!(#private::semantics);
@@ -313,6 +321,24 @@ fn implementation(
             }
         }
     }
+}
+
+/// A stage's CUDA source parts as the tokens of its `CUDA_SOURCE`: struct
+/// types named by their `ScanElement` CUDA names, the policy by `name`.
+pub(crate) fn source_tokens<'a>(
+    parts: Vec<Part>,
+    private: &'a TokenStream,
+    name: &'a TokenStream,
+) -> impl Iterator<Item = TokenStream> + 'a {
+    parts.into_iter().map(move |part| match part {
+        Part::Text(t) => quote!(#t),
+        Part::Named(path) => match syn::parse_str::<syn::Path>(&path) {
+            Ok(p) => quote!(<#p as #private::ScanElement>::CUDA_TYPE),
+            Err(e) => e.to_compile_error(),
+        },
+        Part::Element => name.clone(),
+        Part::Field(_) => unreachable!("a stage names its types by path"),
+    })
 }
 
 /// The trait implementation without a function, after errors (never run:

@@ -80,35 +80,8 @@ impl<'e> Translator<'e> {
         let n = block.stmts.len();
         for (i, stmt) in block.stmts.iter().enumerate() {
             match stmt {
-                syn::Stmt::Local(local) => match self.local(local) {
-                    Some(l) => lets.push(l),
-                    None => ok = false,
-                },
                 syn::Stmt::Expr(e, None) if i + 1 == n => value = self.expr(e),
-                syn::Stmt::Expr(e, semi) => {
-                    // Report what is inside (a `return`, a loop…), then the statement itself.
-                    let _ = self.expr(e);
-                    let why = if i + 1 == n && semi.is_some() {
-                        "remove the `;`: the operator's value is its final expression"
-                    } else {
-                        "a statement here would have no effect: an operator body is `let` bindings followed by \
-                         the value it produces"
-                    };
-                    self.errors.push(e, why);
-                    ok = false;
-                }
-                syn::Stmt::Item(item) => {
-                    self.errors.push(
-                        item,
-                        "items (fn, struct, use, …) cannot be declared inside an operator",
-                    );
-                    ok = false;
-                }
-                syn::Stmt::Macro(m) => {
-                    self.errors
-                        .push(&m.mac, "macros cannot be translated to CUDA");
-                    ok = false;
-                }
+                _ => self.statement(stmt, i + 1 == n, &mut lets, &mut ok),
             }
         }
         if value.is_none() && ok {
@@ -124,6 +97,72 @@ impl<'e> Translator<'e> {
         }
         let value = value?;
         ok.then_some(Block { lets, value })
+    }
+
+    /// A block whose final expression gives several values (a sort key's
+    /// tuple): its `let`s translated once, then each of `values` (the
+    /// tuple's elements) in their scope, as a block each.
+    pub fn block_values(&mut self, block: &syn::Block, values: &[syn::Expr]) -> Option<Vec<Block>> {
+        self.scopes.push(HashMap::new());
+        let mut lets = Vec::new();
+        let mut ok = true;
+        let n = block.stmts.len();
+        for stmt in &block.stmts[..n.saturating_sub(1)] {
+            self.statement(stmt, false, &mut lets, &mut ok);
+        }
+        let translated: Vec<Option<Expr>> = values.iter().map(|v| self.expr(v)).collect();
+        self.scopes.pop();
+        let blocks = translated
+            .into_iter()
+            .map(|value| {
+                value.map(|value| Block {
+                    lets: lets.clone(),
+                    value,
+                })
+            })
+            .collect::<Option<Vec<Block>>>()?;
+        ok.then_some(blocks)
+    }
+
+    /// A statement before a block's final expression (or a final one
+    /// ending in `;`): a `let` into `lets`; anything else an error.
+    fn statement(
+        &mut self,
+        stmt: &syn::Stmt,
+        last: bool,
+        lets: &mut Vec<(String, Expr)>,
+        ok: &mut bool,
+    ) {
+        match stmt {
+            syn::Stmt::Local(local) => match self.local(local) {
+                Some(l) => lets.push(l),
+                None => *ok = false,
+            },
+            syn::Stmt::Expr(e, semi) => {
+                // Report what is inside (a `return`, a loop…), then the statement itself.
+                let _ = self.expr(e);
+                let why = if last && semi.is_some() {
+                    "remove the `;`: the operator's value is its final expression"
+                } else {
+                    "a statement here would have no effect: an operator body is `let` bindings followed by \
+                     the value it produces"
+                };
+                self.errors.push(e, why);
+                *ok = false;
+            }
+            syn::Stmt::Item(item) => {
+                self.errors.push(
+                    item,
+                    "items (fn, struct, use, …) cannot be declared inside an operator",
+                );
+                *ok = false;
+            }
+            syn::Stmt::Macro(m) => {
+                self.errors
+                    .push(&m.mac, "macros cannot be translated to CUDA");
+                *ok = false;
+            }
+        }
     }
 
     fn local(&mut self, local: &syn::Local) -> Option<(String, Expr)> {

@@ -281,6 +281,37 @@ pub struct SameF32;
 #[scan_equality(element = Affine, eq = fn same_slope(x: Affine, y: Affine) -> bool { x.a == y.a })]
 pub struct SameSlope;
 
+/// Statistics by their maximum's sign, then by count (wrapping, a `let`
+/// the components share), then by sum: a sort key of three components
+/// over a struct of three field types.
+#[sort_key(record = Stats, key = (i8, u32, f64), by = |s| {
+    let count = s.count * 3 + 1;
+    (if s.max < 0.0 { -1 } else { 1 }, count, s.sum)
+})]
+pub struct BySignCountSum;
+
+/// A sort key of one component (the `fn` form).
+#[sort_key(record = Affine, key = f32, by = fn slope(m: Affine) -> f32 { m.a })]
+pub struct BySlope;
+
+/// A program running sort key `name` (whose `CUDA_SOURCE` is `source`) of
+/// `components` components over an array: `run_<name>(in, out, n)` writes
+/// component c of record i's key to `out[i * components + c]`, as a
+/// double.
+pub fn sort_key_program(name: &str, source: &str, components: usize) -> String {
+    let writes: String = (0..components)
+        .map(|c| format!("    out[i * {components} + {c}] = (double)gpu_scan_stages::{name}::key{c}(in[i]);\n"))
+        .collect();
+    format!(
+        "{}\n{source}\nextern \"C\" __global__ void run_{name}(const gpu_scan_stages::{name}::input_t *in, \
+         double *out, unsigned int n) {{\n  \
+         static_assert(gpu_scan_stages::{name}::components == {components}, \"the key's components\");\n  \
+         unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n  \
+         if (i < n) {{\n{writes}  }}\n}}\n",
+        gpu_scan::kernels_gen::PRELUDE
+    )
+}
+
 /// A program running stage `name` (whose `CUDA_SOURCE` is `source`) over an
 /// array: `run_<name>(in, out, n)` writes `apply(in[i])` to `out[i]`, or
 /// for an equality (`pairs`) `apply(in[i], in[i + 1])` (`in[i]` twice for
