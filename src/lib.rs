@@ -116,11 +116,11 @@ pub mod ops;
 #[doc(hidden)]
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, check_laws, columns, cpu, laws, real, recurrence, segmented, select,
-    semantics, sort, spmv, stages, summed_area, Columns, CountedSegmentTotals, Counterexample,
-    Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec, LengthMismatch,
-    NoCarryOut, NoSegments, Rows, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals,
-    SegmentedBy, Shape, SummedArea, TakesCarryOut,
+    check_associativity, check_laws, columns, cpu, distributed, laws, real, recurrence, segmented,
+    select, semantics, sort, spmv, stages, summed_area, Columns, CountedSegmentTotals,
+    Counterexample, Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec,
+    LengthMismatch, NoCarryOut, NoSegments, Rows, ScanElement, ScanKind, ScanOp, ScanSpec,
+    SegmentTotals, SegmentedBy, Shape, SummedArea, TakesCarryOut,
 };
 pub use scan_macros::{scan_equality, scan_map, scan_op, scan_predicate, sort_key};
 #[cfg(feature = "gpu")]

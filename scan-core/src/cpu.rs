@@ -133,7 +133,7 @@ pub fn scan<Op: ScanOp>(
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
-    check_lengths(input.len(), output.len())?;
+    LengthMismatch::check(input.len(), output.len())?;
     let spec = spec.into_spec();
     let (inclusive, seed, reverse) = plan(&spec);
     let carry = scan_run::<Op>(inclusive, seed, reverse, input, output);
@@ -150,14 +150,6 @@ pub fn scan_in_place<Op: ScanOp>(
     let (inclusive, seed, reverse) = plan(&spec);
     let carry = scan_run_in_place::<Op>(inclusive, seed, reverse, data);
     spec.carry_out.put(carry);
-}
-
-fn check_lengths(input: usize, output: usize) -> Result<(), LengthMismatch> {
-    if input == output {
-        Ok(())
-    } else {
-        Err(LengthMismatch { input, output })
-    }
 }
 
 /// Elements per parallel chunk: enough chunks to balance the pool, never so
@@ -193,7 +185,7 @@ pub fn par_scan<Op: ScanOp>(
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
-    check_lengths(input.len(), output.len())?;
+    LengthMismatch::check(input.len(), output.len())?;
     let spec = spec.into_spec();
     let (inclusive, seed, reverse) = plan(&spec);
     let len = chunk_len(input.len());
@@ -236,7 +228,7 @@ pub fn scan_mapped<M: ScanMap<Output = Op::Element>, Op: ScanOp>(
     input: &[M::Input],
     output: &mut [Op::Element],
 ) -> Result<(), LengthMismatch> {
-    check_lengths(input.len(), output.len())?;
+    LengthMismatch::check(input.len(), output.len())?;
     let mapped: Vec<Op::Element> = input.par_iter().map(|&x| M::apply(x)).collect();
     par_scan::<Op>(spec, &mapped, output)
 }

@@ -10,3 +10,15 @@ pub struct LengthMismatch {
     /// Output length.
     pub output: usize,
 }
+
+impl LengthMismatch {
+    /// `Ok` where an input of `input` elements and an output of `output`
+    /// have the same length, else the error.
+    pub(crate) fn check(input: usize, output: usize) -> Result<(), LengthMismatch> {
+        if input == output {
+            Ok(())
+        } else {
+            Err(LengthMismatch { input, output })
+        }
+    }
+}

@@ -10,6 +10,7 @@ pub mod associativity;
 pub mod columns;
 pub mod const_str;
 pub mod cpu;
+pub mod distributed;
 pub mod laws;
 mod lengths;
 pub mod real;

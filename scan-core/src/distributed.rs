@@ -1,0 +1,519 @@
+//! Scans across ranks (issue 49): every rank holds a contiguous shard of
+//! one sequence, in rank order, of any length (0 included), and together
+//! they scan it as one. The algorithm reads each element at most twice and
+//! writes each output once: each rank reduces its shard to its total, one
+//! all-gather shares the totals (and whether every rank's call is valid),
+//! and each rank scans its shard seeded with the combination of the totals
+//! before it in scan order (after it, going backwards), the scan's initial
+//! value in front. Any associative operator: totals are combined in rank
+//! order, never reordered.
+//!
+//! The ranks talk through a [`Collective`]: [`SimulatedRanks`] here, ranks
+//! as threads of one process (what CI tests the algorithm with); NCCL
+//! communicators on GPUs implement the same exchange. Every rank must make
+//! the same calls in the same order, as with NCCL; a rank whose arguments
+//! are wrong still takes part in the exchange, so every rank returns the
+//! error ([`DistributedError::OtherRank`] on the others) and no rank waits
+//! for ever.
+//!
+//! ```
+//! use gpu_scan::distributed::{scan, SimulatedRanks};
+//! use gpu_scan::ops::Sum;
+//! use gpu_scan::ScanSpec;
+//!
+//! // 10 elements over three ranks: 4, 0 and 6 of them.
+//! let shards: [Vec<u32>; 3] = [vec![1, 2, 3, 4], vec![], vec![5, 6, 7, 8, 9, 10]];
+//! let outputs: Vec<Vec<u32>> = std::thread::scope(|s| {
+//!     let ranks = SimulatedRanks::new(3);
+//!     let jobs: Vec<_> = ranks
+//!         .into_iter()
+//!         .zip(&shards)
+//!         .map(|(rank, shard)| {
+//!             s.spawn(move || {
+//!                 let mut out = vec![0; shard.len()];
+//!                 scan::<Sum<u32>, _>(&rank, ScanSpec::inclusive(), shard, &mut out).unwrap();
+//!                 out
+//!             })
+//!         })
+//!         .collect();
+//!     jobs.into_iter().map(|j| j.join().unwrap()).collect()
+//! });
+//! assert_eq!(outputs[0], [1, 3, 6, 10]);
+//! assert_eq!(outputs[2], [15, 21, 28, 36, 45, 55]);
+//! ```
+
+use crate::cpu;
+use crate::lengths::LengthMismatch;
+use crate::segmented::{self, HeadFlags};
+use crate::spec::{HostCarryOut, IntoScanSpec, NoCarryOut, NoSegments, ScanKind, ScanSpec};
+use crate::{Direction, ScanOp};
+use std::any::Any;
+use std::sync::{Arc, Barrier, Mutex};
+
+/// How ranks exchange values: one rank of a group of [`Collective::ranks`].
+pub trait Collective {
+    /// How many ranks the group has.
+    fn ranks(&self) -> usize;
+    /// This rank's index, `0..ranks()`.
+    fn rank(&self) -> usize;
+    /// Every rank's `value`, in rank order; every rank calls it.
+    fn all_gather<T: Copy + Send + Sync + 'static>(
+        &self,
+        value: T,
+    ) -> Result<Vec<T>, CollectiveError>;
+}
+
+/// An exchange between ranks that failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the ranks' exchange failed: {0}")]
+pub struct CollectiveError(pub String);
+
+/// A distributed scan that could not run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DistributedError {
+    /// This rank's input and output differ in length (nothing was written
+    /// on any rank).
+    #[error(transparent)]
+    Length(#[from] LengthMismatch),
+    /// This rank's head flags are not one per element (nothing was written
+    /// on any rank).
+    #[error("{flags} head flags for a shard of {len} elements: one per element")]
+    Flags {
+        /// The flags.
+        flags: usize,
+        /// The shard's elements.
+        len: usize,
+    },
+    /// Another rank's call was wrong (nothing was written on any rank).
+    #[error("rank {rank} of the group could not scan its shard; no rank wrote anything")]
+    OtherRank {
+        /// The first such rank.
+        rank: usize,
+    },
+    /// The exchange failed.
+    #[error(transparent)]
+    Collective(#[from] CollectiveError),
+}
+
+/// What each rank contributes to the exchange: whether its call is valid,
+/// and its shard's total (`None` for an empty shard).
+#[derive(Clone, Copy)]
+struct Contribution<E> {
+    valid: bool,
+    total: Option<E>,
+}
+
+/// The fold of `values` in order, `None` where there is none.
+fn fold<Op: ScanOp>(values: impl Iterator<Item = Option<Op::Element>>) -> Option<Op::Element> {
+    values.flatten().reduce(Op::combine)
+}
+
+/// A rank's place in the whole: what goes in front of its shard in scan
+/// order (the scan's initial value and the other shards' totals before
+/// it; after it in memory, going backwards), and the whole sequence's
+/// carry-out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RankPrefix<E> {
+    /// What a scan of the shard alone lacks: `None` where nothing comes
+    /// before the shard (the first rank of a scan without an initial
+    /// value, and the ranks after empty ones).
+    pub prefix: Option<E>,
+    /// The whole sequence's carry-out (its total, behind the initial value).
+    pub total: E,
+    /// The scan's direction.
+    pub direction: Direction,
+}
+
+impl<E: Copy> RankPrefix<E> {
+    /// Turns `output`, a scan of the shard alone (without the initial
+    /// value: [`scan_deferred`]), into the shard's part of the whole scan:
+    /// every element behind the prefix (in front of it, for a forward
+    /// scan; after it, going backwards). One more pass over the shard.
+    pub fn apply<Op: ScanOp<Element = E>>(&self, output: &mut [E]) {
+        let Some(prefix) = self.prefix else {
+            return;
+        };
+        for x in output.iter_mut() {
+            *x = match self.direction {
+                Direction::Forward => Op::combine(prefix, *x),
+                Direction::Reverse => Op::combine(*x, prefix),
+            };
+        }
+    }
+}
+
+/// The exchange: this rank's validity and total out, every rank's back;
+/// the first invalid rank as an error.
+fn exchange<Op: ScanOp, C: Collective>(
+    comm: &C,
+    valid: Result<(), LengthMismatch>,
+    total: Option<Op::Element>,
+) -> Result<Vec<Option<Op::Element>>, DistributedError> {
+    let all = comm.all_gather(Contribution {
+        valid: valid.is_ok(),
+        total,
+    })?;
+    valid?;
+    if let Some(rank) = all.iter().position(|c| !c.valid) {
+        return Err(DistributedError::OtherRank { rank });
+    }
+    Ok(all.into_iter().map(|c| c.total).collect())
+}
+
+/// Rank `rank`'s place among the ranks' `totals` for a scan in `direction`
+/// from `init`.
+fn place<Op: ScanOp>(
+    totals: &[Option<Op::Element>],
+    rank: usize,
+    init: Option<Op::Element>,
+    direction: Direction,
+) -> RankPrefix<Op::Element> {
+    let init = std::iter::once(init);
+    let (prefix, total) = match direction {
+        Direction::Forward => (
+            fold::<Op>(init.clone().chain(totals[..rank].iter().copied())),
+            fold::<Op>(init.chain(totals.iter().copied())),
+        ),
+        Direction::Reverse => (
+            fold::<Op>(totals[rank + 1..].iter().copied().chain(init.clone())),
+            fold::<Op>(totals.iter().copied().chain(init)),
+        ),
+    };
+    RankPrefix {
+        prefix,
+        total: total.unwrap_or(Op::IDENTITY),
+        direction,
+    }
+}
+
+/// The kind a shard is scanned with, seeded with what comes before it.
+fn seeded<E: Copy>(inclusive: bool, prefix: Option<E>) -> ScanKind<E> {
+    match (inclusive, prefix) {
+        (true, None) => ScanKind::Inclusive,
+        (true, Some(p)) => ScanKind::InclusiveWithInit(p),
+        (false, None) => ScanKind::Exclusive,
+        (false, Some(p)) => ScanKind::ExclusiveWithInit(p),
+    }
+}
+
+/// This rank's share of `spec`, a scan of the whole sequence whose shard
+/// here is `input`, into `output` (of the same length), on all cores;
+/// every rank of `comm` calls it with the same spec (a carry-out, where
+/// asked, gets the whole sequence's on every rank). On an error (a length
+/// here or on another rank, the exchange) nothing is written on any rank.
+pub fn scan<Op: ScanOp, C: Collective>(
+    comm: &C,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    input: &[Op::Element],
+    output: &mut [Op::Element],
+) -> Result<(), DistributedError> {
+    let spec = spec.into_spec();
+    let (inclusive, init, _) = cpu::plan(&spec);
+    let valid = LengthMismatch::check(input.len(), output.len());
+    let total = valid.is_ok().then(|| reduce::<Op>(input)).flatten();
+    let totals = exchange::<Op, C>(comm, valid, total)?;
+    let direction = spec.direction;
+    let place = place::<Op>(&totals, comm.rank(), init, direction);
+    let local = ScanSpec::from(seeded(inclusive, place.prefix)).with_direction(direction);
+    cpu::par_scan::<Op>(local, input, output)?;
+    spec.carry_out.put(place.total);
+    Ok(())
+}
+
+/// The deferred form: this rank's shard scanned alone (`spec`'s kind
+/// without its initial value), and where it lies in the whole, for a
+/// producer that applies the prefix itself (or [`RankPrefix::apply`]).
+/// The local scan does not wait for the other ranks: only the one-element
+/// exchange does, so its cost is a one-rank scan and the exchange. Every
+/// rank calls it with the same spec. A length wrong here is found before
+/// anything is written; another rank's is found by the exchange, after
+/// this rank's local scan has written `output`
+/// ([`DistributedError::OtherRank`]).
+pub fn scan_deferred<Op: ScanOp, C: Collective>(
+    comm: &C,
+    spec: impl IntoScanSpec<Op::Element, Carry = NoCarryOut, Segments = NoSegments>,
+    input: &[Op::Element],
+    output: &mut [Op::Element],
+) -> Result<RankPrefix<Op::Element>, DistributedError> {
+    let spec = spec.into_spec();
+    let (inclusive, init, _) = cpu::plan(&spec);
+    let direction = spec.direction;
+    let valid = LengthMismatch::check(input.len(), output.len());
+    let mut total = None;
+    if valid.is_ok() {
+        // The shard alone; its carry-out is its total.
+        let mut carry = Op::IDENTITY;
+        let local = ScanSpec::from(seeded(inclusive, None))
+            .with_direction(direction)
+            .carry_out(&mut carry);
+        cpu::par_scan::<Op>(local, input, output)?;
+        total = (!input.is_empty()).then_some(carry);
+    }
+    let totals = exchange::<Op, C>(comm, valid, total)?;
+    Ok(place::<Op>(&totals, comm.rank(), init, direction))
+}
+
+/// What a rank's shard of a segmented scan contributes, in scan order: the
+/// partial of the segment open at its end (from the shard's last head in
+/// scan order, seeded there, or the whole shard's fold where it has no
+/// head) and whether a head lies in it, twice: with its boundary element
+/// (the first in scan order) a head and without, since only the exchange
+/// says which (it is where the whole sequence starts, or the next
+/// element's flag says so going backwards). `None` for an empty shard.
+#[derive(Clone, Copy)]
+struct SegmentedContribution<E> {
+    valid: bool,
+    /// The flag of the shard's first element (0 for an empty shard).
+    first_flag: bool,
+    /// The shard's pair with its boundary element a head, and without.
+    pairs: Option<[(bool, E); 2]>,
+}
+
+/// `(f1, v1) ⊕ (f2, v2)`, in scan order.
+fn pair<Op: ScanOp>(
+    direction: Direction,
+    a: (bool, Op::Element),
+    b: (bool, Op::Element),
+) -> (bool, Op::Element) {
+    let value = match (b.0, direction) {
+        (true, _) => b.1,
+        (false, Direction::Forward) => Op::combine(a.1, b.1),
+        (false, Direction::Reverse) => Op::combine(b.1, a.1),
+    };
+    (a.0 || b.0, value)
+}
+
+/// A shard's two pairs ([`SegmentedContribution::pairs`]): `heads(i)`
+/// says whether element i starts a segment in scan order, the boundary
+/// element aside.
+fn shard_pairs<Op: ScanOp>(
+    input: &[Op::Element],
+    seed: Option<Op::Element>,
+    direction: Direction,
+    heads: impl Fn(usize) -> bool,
+) -> [(bool, Op::Element); 2] {
+    let n = input.len();
+    let seeded = |v: Op::Element| match (seed, direction) {
+        (None, _) => v,
+        (Some(s), Direction::Forward) => Op::combine(s, v),
+        (Some(s), Direction::Reverse) => Op::combine(v, s),
+    };
+    let fold = |range: std::ops::Range<usize>| {
+        input[range]
+            .iter()
+            .copied()
+            .reduce(Op::combine)
+            .expect("a nonempty range")
+    };
+    // The last head in scan order, the boundary element (index 0 forward,
+    // n - 1 backwards) aside, and the open segment's partial from it.
+    let interior = match direction {
+        Direction::Forward => (1..n).rev().find(|&i| heads(i)).map(|h| seeded(fold(h..n))),
+        Direction::Reverse => (0..n - 1)
+            .find(|&i| heads(i))
+            .map(|t| seeded(fold(0..t + 1))),
+    };
+    match interior {
+        Some(v) => [(true, v), (true, v)],
+        None => [(true, seeded(fold(0..n))), (false, fold(0..n))],
+    }
+}
+
+/// This rank's share of a segmented scan of the whole sequence, segments
+/// marked by head flags (`flags`, one byte per element of this rank's
+/// shard, non-zero marking the first element of a segment; the sequence's
+/// first element starts one whatever its flag): a segment may span any
+/// number of ranks. `spec` is every rank's, its initial value seeding every
+/// segment as in [`segmented::par_scan`]; a carry-out gets the last
+/// segment's partial in scan order on every rank. On an error (lengths
+/// here or on another rank, the exchange) nothing is written on any rank.
+pub fn scan_segmented<Op: ScanOp, C: Collective>(
+    comm: &C,
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    flags: &[u8],
+    input: &[Op::Element],
+    output: &mut [Op::Element],
+) -> Result<(), DistributedError> {
+    let spec = spec.into_spec();
+    let (inclusive, seed, _) = cpu::plan(&spec);
+    let direction = spec.direction;
+    let n = input.len();
+    let valid = LengthMismatch::check(n, output.len())
+        .map_err(DistributedError::from)
+        .and_then(|()| {
+            (flags.len() == n)
+                .then_some(())
+                .ok_or(DistributedError::Flags {
+                    flags: flags.len(),
+                    len: n,
+                })
+        });
+    // Element i starts a segment in scan order (the boundary aside): its
+    // flag forward; going backwards, the next element's.
+    let head = |i: usize| match direction {
+        Direction::Forward => flags[i] != 0,
+        Direction::Reverse => flags[i + 1] != 0,
+    };
+    let ok = valid.is_ok();
+    let all = comm.all_gather(SegmentedContribution {
+        valid: ok,
+        first_flag: ok && n > 0 && flags[0] != 0,
+        pairs: (ok && n > 0).then(|| shard_pairs::<Op>(input, seed, direction, head)),
+    })?;
+    valid?;
+    if let Some(rank) = all.iter().position(|c| !c.valid) {
+        return Err(DistributedError::OtherRank { rank });
+    }
+    // Each nonempty shard's boundary: a head where the sequence starts
+    // there (scan order), or (backwards) where the next nonempty shard's
+    // first element has a head.
+    let order: Vec<usize> = match direction {
+        Direction::Forward => (0..all.len()).collect(),
+        Direction::Reverse => (0..all.len()).rev().collect(),
+    };
+    let nonempty: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&r| all[r].pairs.is_some())
+        .collect();
+    let boundary_head = |k: usize| -> bool {
+        let r = nonempty[k];
+        match direction {
+            Direction::Forward => k == 0 || all[r].first_flag,
+            // The next shard in memory is the one before in scan order.
+            Direction::Reverse => k == 0 || all[nonempty[k - 1]].first_flag,
+        }
+    };
+    let resolved = |k: usize| {
+        let pairs = all[nonempty[k]].pairs.expect("a nonempty shard");
+        pairs[usize::from(!boundary_head(k))]
+    };
+    let me = comm.rank();
+    let mine = nonempty.iter().position(|&r| r == me);
+    let carry_in = mine.and_then(|k| {
+        (0..k)
+            .map(resolved)
+            .reduce(|a, b| pair::<Op>(direction, a, b))
+            .map(|(_, v)| v)
+    });
+    let last = (0..nonempty.len())
+        .map(resolved)
+        .reduce(|a, b| pair::<Op>(direction, a, b));
+    if let Some(k) = mine {
+        // The continuation of the segment open at the boundary (none where
+        // the boundary is a head), then the shard's own segments.
+        let first_head = if boundary_head(k) {
+            0
+        } else {
+            match direction {
+                Direction::Forward => (1..n).find(|&i| head(i)).unwrap_or(n),
+                Direction::Reverse => (0..n - 1).rev().find(|&i| head(i)).map_or(0, |t| t + 1),
+            }
+        };
+        let (continued, own) = match direction {
+            Direction::Forward => (0..first_head, first_head..n),
+            Direction::Reverse => (
+                if boundary_head(k) {
+                    n..n
+                } else {
+                    first_head..n
+                },
+                0..if boundary_head(k) { n } else { first_head },
+            ),
+        };
+        let local = ScanSpec::from(seeded(inclusive, carry_in)).with_direction(direction);
+        cpu::par_scan::<Op>(local, &input[continued.clone()], &mut output[continued])?;
+        let own_spec = ScanSpec::from(spec.kind).with_direction(direction);
+        let own_flags = HeadFlags::Bytes(&flags[own.clone()]);
+        segmented::par_scan::<Op>(own_spec, own_flags, &input[own.clone()], &mut output[own])
+            .expect("lengths checked");
+    }
+    spec.carry_out
+        .put(last.map_or(seed.unwrap_or(Op::IDENTITY), |(_, v)| v));
+    Ok(())
+}
+
+/// `input`'s total in order, `None` when empty, on all cores (the carry-out
+/// of a scan would write an output).
+fn reduce<Op: ScanOp>(input: &[Op::Element]) -> Option<Op::Element> {
+    use rayon::prelude::*;
+    let len = cpu::chunk_len(input.len());
+    input
+        .par_chunks(len)
+        .map(|chunk| chunk.iter().copied().reduce(Op::combine))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .reduce(Op::combine)
+}
+
+/// Ranks as threads of one process: [`SimulatedRanks::new`] gives one
+/// [`Collective`] per rank, each to be moved to its own thread (a rank's
+/// calls block until every rank has made the same one).
+pub struct SimulatedRanks;
+
+impl SimulatedRanks {
+    /// A group of `ranks` ranks (at least one).
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(ranks: usize) -> Vec<SimulatedRank> {
+        assert!(ranks > 0, "a group has a rank at least");
+        let shared = Arc::new(Shared {
+            slots: Mutex::new((0..ranks).map(|_| None).collect()),
+            barrier: Barrier::new(ranks),
+        });
+        (0..ranks)
+            .map(|rank| SimulatedRank {
+                rank,
+                ranks,
+                shared: shared.clone(),
+            })
+            .collect()
+    }
+}
+
+/// What a group's ranks share: one slot a rank for the value it gathers,
+/// and the barrier every exchange passes twice.
+struct Shared {
+    slots: Mutex<Vec<Option<Box<dyn Any + Send + Sync>>>>,
+    barrier: Barrier,
+}
+
+/// One rank of [`SimulatedRanks`].
+pub struct SimulatedRank {
+    rank: usize,
+    ranks: usize,
+    shared: Arc<Shared>,
+}
+
+impl Collective for SimulatedRank {
+    fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn all_gather<T: Copy + Send + Sync + 'static>(
+        &self,
+        value: T,
+    ) -> Result<Vec<T>, CollectiveError> {
+        let lock = |what| {
+            self.shared.slots.lock().map_err(|_| {
+                CollectiveError(format!("a rank panicked during the exchange ({what})"))
+            })
+        };
+        lock("writing")?[self.rank] = Some(Box::new(value));
+        // Every rank has written its slot…
+        self.shared.barrier.wait();
+        let gathered = lock("reading")?
+            .iter()
+            .map(|slot| slot.as_ref().and_then(|v| v.downcast_ref::<T>()).copied())
+            .collect::<Option<Vec<T>>>();
+        // …and read them all before any writes again.
+        self.shared.barrier.wait();
+        gathered
+            .ok_or_else(|| CollectiveError("the ranks gathered values of different types".into()))
+    }
+}
