@@ -466,6 +466,85 @@ fn an_operator_named_like_a_keyword_compiles() {
 /// equality over words and over a struct and for flags over both, compile
 /// for every architecture CUDA 13 supports without spilling.
 #[test]
+fn sort_programs_compile_for_every_architecture() {
+    if !tools_available() {
+        return;
+    }
+    use gpu_scan::kernels_gen::radix_sort::{sort_program, SortKernel, SortShape, SortValueType};
+    use gpu_scan::scan_runtime::DeviceSortKey;
+    use gpu_scan::ScanElement;
+    fn value<T: ScanElement>() -> SortValueType {
+        SortValueType {
+            cuda_type: T::CUDA_TYPE,
+            declarations: T::CUDA_DECL,
+            size: std::mem::size_of::<T>(),
+        }
+    }
+    let keys = [
+        u8::KEY,
+        i16::KEY,
+        u32::KEY,
+        i32::KEY,
+        f32::KEY,
+        u64::KEY,
+        i64::KEY,
+        f64::KEY,
+    ];
+    let values = [
+        None,
+        Some(value::<u32>()),
+        Some(value::<u64>()),
+        Some(value::<Affine>()),
+    ];
+    let jobs: Vec<(Arch, usize, usize)> = Arch::CUDA_13
+        .iter()
+        .flat_map(|&arch| {
+            (0..keys.len()).flat_map(move |k| (0..values.len()).map(move |v| (arch, k, v)))
+        })
+        .collect();
+    let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
+        .par_iter()
+        .map(|&(arch, k, v)| {
+            let (key, value) = (&keys[k], values[v].as_ref());
+            let symbols: Vec<String> = SortKernel::ALL
+                .iter()
+                .map(|s| s.symbol(key, value))
+                .collect();
+            let (mut reports, mut failures) = (Vec::new(), Vec::new());
+            compile_and_assemble(
+                &format!("sort:{}:{}", symbols[0], arch.sm_name()),
+                &sort_program(key, value, SortShape::default_for(key.size)),
+                kernels_gen::nvrtc_options(arch),
+                &symbols,
+                arch,
+                &mut reports,
+                &mut failures,
+            );
+            (reports, failures)
+        })
+        .collect();
+    let failures: Vec<String> = results.iter().flat_map(|r| r.1.clone()).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let spills: Vec<String> = results
+        .iter()
+        .flat_map(|r| &r.0)
+        .filter(|r| r.spill_bytes > 0)
+        .map(|r| {
+            format!(
+                "{} {}: {} bytes spilled",
+                r.program, r.kernel, r.spill_bytes
+            )
+        })
+        .collect();
+    assert!(spills.is_empty(), "{}", spills.join("\n"));
+    println!(
+        "nvrtc_compile: {} sort programs for {} architectures",
+        keys.len() * values.len(),
+        Arch::CUDA_13.len()
+    );
+}
+
+#[test]
 fn select_programs_compile_for_every_architecture() {
     if !tools_available() {
         return;

@@ -62,6 +62,7 @@ pub mod ir;
 pub mod launch_state;
 pub mod layout;
 pub mod pressure;
+pub mod radix_sort;
 pub mod segment_flags;
 pub mod segment_starts;
 pub mod select;

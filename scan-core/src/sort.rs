@@ -187,8 +187,9 @@ impl SortSpec {
         self
     }
 
-    /// The bits compared for keys of `key_bits` bits, checked.
-    fn range_of(&self, key_bits: u32) -> Result<Range<u32>, SortError> {
+    /// The bits compared for keys of `key_bits` bits, checked (as the GPU's
+    /// sort checks them before it enqueues anything).
+    pub fn range_of(&self, key_bits: u32) -> Result<Range<u32>, SortError> {
         let bits = self.bits.clone().unwrap_or(0..key_bits);
         if bits.start > bits.end || bits.end > key_bits {
             return Err(SortError::Bits {

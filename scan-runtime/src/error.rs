@@ -161,6 +161,10 @@ pub enum ScanError {
     /// put together otherwise).
     #[error("a scan of a matrix (down its columns or in two dimensions) writes no carry-out: leave the spec's carry-out slot out")]
     MatrixCarryOut,
+    /// A sort that cannot run as asked (a bit range outside the key, values
+    /// not one per key): the same error as the CPU backend's.
+    #[error(transparent)]
+    Sort(#[from] scan_core::sort::SortError),
     /// Buffers of a compaction (select, partition, unique) that do not fit
     /// its input: the same error as the CPU backend's.
     #[error(transparent)]

@@ -28,7 +28,7 @@ pub(crate) struct Scratch<T> {
 }
 
 impl<T: DeviceRepr + ValidAsZeroBits> Scratch<T> {
-    fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<Self> {
+    pub(crate) fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<Self> {
         let slice = stream.alloc_zeros::<T>(len.max(1))?;
         Ok(Self::new(stream, slice))
     }
@@ -103,7 +103,7 @@ impl<T> Default for Workspace<T> {
 
 /// Fails when `stream` is being captured into a graph: an allocation there
 /// would belong to the graph. Called only before allocating.
-fn refuse_during_capture(stream: &CudaStream, bytes: usize) -> Result<()> {
+pub(crate) fn refuse_during_capture(stream: &CudaStream, bytes: usize) -> Result<()> {
     match stream.capture_status()? {
         CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Ok(()),
         _ => Err(ScanError::WorkspaceDuringCapture { bytes }),

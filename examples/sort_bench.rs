@@ -1,0 +1,255 @@
+//! Radix sort timings (`GpuSort`) beside CUB's `DeviceRadixSort` and a
+//! copy, in one run, on the keys `cub/sort_bench.cu` generates (the same
+//! stateless generator): 2^28 `u32` (all bits, bits 0..24, descending),
+//! 2^28 `f32`, 2^27 `u64`, 2^28 `u32` pairs and an argsort of 2^26 `u32`.
+//! `GpuSort` sorts in place, so each timed call first restores the input
+//! from a pristine copy; the restores' own median time is subtracted (CUB
+//! sorts from one buffer into another and needs none). Each is the median
+//! of 25 calls bracketed by CUDA events after 3 warm-ups, beside a
+//! device-to-device copy of the keys; "bound" is the share of the
+//! bytes-moved bound reached (keys and values read and written once a pass,
+//! at the copy's bandwidth). Every result is checked in full against the
+//! CPU backend's sort and its checksum against CUB's.
+//!
+//! ```text
+//! nvcc -O3 -arch=sm_90 -o sort_cub cub/sort_bench.cu && ./sort_cub DIR
+//! sort_bench DIR        # reads DIR/cub-sort.txt
+//! ```
+
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::{open_device, DeviceSortKey, GpuSort};
+use gpu_scan::sort::{self as cpu, SortSpec};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+#[path = "common/timing.rs"]
+mod timing;
+use timing::time_ms;
+
+/// splitmix64 of i, as `cub/sort_bench.cu` computes it.
+fn bits(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a over the bytes of `items`, continuing from `h`.
+fn checksum<T: Copy>(items: &[T], mut h: u64) -> u64 {
+    // SAFETY: plain data, read as its bytes.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(items.as_ptr().cast::<u8>(), std::mem::size_of_val(items))
+    };
+    for &b in bytes {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+const FNV: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// CUB's line for a case: `(ms, copy_ms, checksum)`.
+fn cub_line(dir: &str, case: &str, log_n: u32) -> Option<(f64, f64, u64)> {
+    let text = std::fs::read_to_string(format!("{dir}/cub-sort.txt")).ok()?;
+    text.lines().rev().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() == 5 && f[0] == case && f[1] == log_n.to_string())
+            .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?, f[4].parse().ok()?)))
+            .flatten()
+    })
+}
+
+/// The keys of the generator as `K` (its low bytes).
+fn keys<K: Copy + Send>(n: usize) -> Vec<K> {
+    (0..n as u64)
+        .into_par_iter()
+        .map(|i| {
+            let r = bits(i);
+            // SAFETY: K is a primitive of at most 8 bytes, every bit
+            // pattern a value; its bytes are r's low bytes.
+            unsafe { std::ptr::read_unaligned((&r as *const u64).cast::<K>()) }
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn line(
+    dir: &str,
+    name: &str,
+    log_n: u32,
+    ms: f64,
+    copy_ms: f64,
+    passes: u32,
+    moved: usize,
+    key_bytes: usize,
+    h: u64,
+    ok: bool,
+) -> bool {
+    let cub = cub_line(dir, name, log_n);
+    let ok = ok && cub.is_none_or(|c| c.2 == h);
+    // Bytes-moved bound: every pass reads and writes `moved` bytes, at the
+    // copy's bandwidth (which reads and writes `key_bytes`).
+    let bound = copy_ms * (passes as usize * moved) as f64 / key_bytes as f64 / ms * 100.0;
+    let (cub_ms, ratio) = match cub {
+        Some((c, _, _)) => (format!("{c:>8.4}"), format!("{:>6.2}x", c / ms)),
+        None => ("       -".into(), "      -".into()),
+    };
+    println!(
+        "{name:<9} 2^{log_n:<3} {ms:>8.4} {copy_ms:>8.4} {:>6.1}% {bound:>6.1}% {cub_ms} {ratio}  {}",
+        copy_ms / ms * 100.0,
+        if ok { "ok" } else { "MISMATCH" }
+    );
+    ok
+}
+
+/// Times a sort of keys `K` (with values `values`, or alone) over `spec`.
+fn keys_case<K: DeviceSortKey + DeviceRepr + ValidAsZeroBits + Send + Sync>(
+    stream: &Arc<CudaStream>,
+    sort: &mut GpuSort,
+    dir: &str,
+    name: &str,
+    log_n: u32,
+    spec: SortSpec,
+    values: Option<Vec<u32>>,
+) -> bool {
+    let n = 1usize << log_n;
+    let host: Vec<K> = keys(n);
+    let pristine = stream.clone_htod(&host).unwrap();
+    let mut work: CudaSlice<K> = stream.alloc_zeros(n).unwrap();
+    let passes = spec.range_of(K::BITS).unwrap().len().div_ceil(8) as u32;
+    let key_bytes = n * std::mem::size_of::<K>();
+    let (ms, ok, h, moved) = match values {
+        None => {
+            let mut want = host.clone();
+            cpu::sort_keys(&mut want, spec.clone()).unwrap();
+            stream.memcpy_dtod(&pristine, &mut work).unwrap();
+            sort.sort_keys(stream, &mut work, &spec).unwrap();
+            let got = stream.clone_dtoh(&work).unwrap();
+            let ok = checksum(&got, FNV) == checksum(&want, FNV);
+            let both = time_ms(stream, || {
+                stream.memcpy_dtod(&pristine, &mut work).unwrap();
+                sort.sort_keys(stream, &mut work, &spec).unwrap();
+            }) as f64;
+            let ms =
+                both - time_ms(stream, || stream.memcpy_dtod(&pristine, &mut work).unwrap()) as f64;
+            (ms, ok, checksum(&got, FNV), key_bytes)
+        }
+        Some(values) => {
+            let (mut want_k, mut want_v) = (host.clone(), values.clone());
+            cpu::sort_pairs(&mut want_k, &mut want_v, spec.clone()).unwrap();
+            let pristine_v = stream.clone_htod(&values).unwrap();
+            let mut work_v: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+            let restore = |w: &mut CudaSlice<K>, wv: &mut CudaSlice<u32>| {
+                stream.memcpy_dtod(&pristine, w).unwrap();
+                stream.memcpy_dtod(&pristine_v, wv).unwrap();
+            };
+            restore(&mut work, &mut work_v);
+            sort.sort_pairs(stream, &mut work, &mut work_v, &spec)
+                .unwrap();
+            let (got_k, got_v) = (
+                stream.clone_dtoh(&work).unwrap(),
+                stream.clone_dtoh(&work_v).unwrap(),
+            );
+            let ok = got_k
+                .iter()
+                .zip(&want_k)
+                .all(|(a, b)| checksum(&[*a], 0) == checksum(&[*b], 0))
+                && got_v == want_v;
+            let both = time_ms(stream, || {
+                restore(&mut work, &mut work_v);
+                sort.sort_pairs(stream, &mut work, &mut work_v, &spec)
+                    .unwrap();
+            }) as f64;
+            let ms = both - time_ms(stream, || restore(&mut work, &mut work_v)) as f64;
+            (
+                ms,
+                ok,
+                checksum(&got_v, checksum(&got_k, FNV)),
+                key_bytes + 4 * n,
+            )
+        }
+    };
+    let copy_ms = time_ms(stream, || stream.memcpy_dtod(&pristine, &mut work).unwrap()) as f64;
+    line(
+        dir, name, log_n, ms, copy_ms, passes, moved, key_bytes, h, ok,
+    )
+}
+
+fn main() {
+    let dir = std::env::args().nth(1).unwrap_or_else(|| ".".into());
+    let ctx = open_device(0).expect("a GPU");
+    let stream = ctx.new_stream().unwrap();
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    println!("case      size      ms     copy ms   %copy  %bound  CUB ms  vs CUB  check");
+    let mut ok = true;
+    let s = &stream;
+    ok &= keys_case::<u32>(s, &mut sort, &dir, "u32", 28, SortSpec::ascending(), None);
+    ok &= keys_case::<u32>(
+        s,
+        &mut sort,
+        &dir,
+        "u32-24",
+        28,
+        SortSpec::ascending().bits(0..24),
+        None,
+    );
+    ok &= keys_case::<u32>(
+        s,
+        &mut sort,
+        &dir,
+        "u32-desc",
+        28,
+        SortSpec::descending(),
+        None,
+    );
+    ok &= keys_case::<f32>(s, &mut sort, &dir, "f32", 28, SortSpec::ascending(), None);
+    ok &= keys_case::<u64>(s, &mut sort, &dir, "u64", 27, SortSpec::ascending(), None);
+    let values: Vec<u32> = (0..1u64 << 28)
+        .into_par_iter()
+        .map(|i| (bits(i) >> 32) as u32)
+        .collect();
+    ok &= keys_case::<u32>(
+        s,
+        &mut sort,
+        &dir,
+        "pairs",
+        28,
+        SortSpec::ascending(),
+        Some(values),
+    );
+
+    // Argsort: the keys are read, not moved; the indices written.
+    let log_n = 26;
+    let n = 1usize << log_n;
+    let host: Vec<u32> = keys(n);
+    let want: Vec<u64> = cpu::argsort(&host, SortSpec::ascending())
+        .unwrap()
+        .into_iter()
+        .map(|i| i as u64)
+        .collect();
+    let d_keys = stream.clone_htod(&host).unwrap();
+    let mut indices: CudaSlice<u64> = stream.alloc_zeros(n).unwrap();
+    sort.argsort(&stream, &d_keys, &mut indices, &SortSpec::ascending())
+        .unwrap();
+    let got = stream.clone_dtoh(&indices).unwrap();
+    let sorted: Vec<u32> = got.iter().map(|&i| host[i as usize]).collect();
+    let h = checksum(&got, checksum(&sorted, FNV));
+    let ms = time_ms(&stream, || {
+        sort.argsort(&stream, &d_keys, &mut indices, &SortSpec::ascending())
+            .unwrap()
+    }) as f64;
+    let mut copy: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let copy_ms = time_ms(&stream, || stream.memcpy_dtod(&d_keys, &mut copy).unwrap()) as f64;
+    ok &= line(
+        &dir,
+        "argsort",
+        log_n,
+        ms,
+        copy_ms,
+        4,
+        12 * n,
+        4 * n,
+        h,
+        got == want,
+    );
+    assert!(ok, "a sort differs from the CPU's or CUB's");
+}

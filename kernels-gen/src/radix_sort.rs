@@ -1,0 +1,273 @@
+//! Radix sort kernels (issue 48): least significant digit first, eight bits
+//! a pass, one pass over the keys per digit (`templates/radix_sort.cuh`).
+//! A program holds a sort's kernels for one key type and one value type
+//! (or none); its wrappers' parameters are written here once
+//! ([`SortKernel::params`]) and the runtime passes them in that order.
+//!
+//! ```
+//! use kernels_gen::radix_sort::{sort_program, RadixKind, SortKernel, SortKeyType, SortShape};
+//!
+//! let key = SortKeyType { cuda_type: "unsigned int", kind: RadixKind::Unsigned, size: 4 };
+//! let cuda = sort_program(&key, None, SortShape::default_for(4));
+//! assert!(cuda.contains(&format!(" {}(", SortKernel::Onesweep.symbol(&key, None))));
+//! ```
+
+use crate::{LIBRARY, PRELUDE};
+use std::fmt::Write;
+
+/// How a key's bits order it ([`SortKeyType::kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RadixKind {
+    /// An unsigned integer: its bits.
+    Unsigned,
+    /// A signed integer: its sign bit flipped.
+    Signed,
+    /// A float: CUB's order (`scan_core::sort`).
+    Float,
+}
+
+impl RadixKind {
+    fn cuda_name(self) -> &'static str {
+        match self {
+            RadixKind::Unsigned => "gpu_scan::radix_unsigned",
+            RadixKind::Signed => "gpu_scan::radix_signed",
+            RadixKind::Float => "gpu_scan::radix_float",
+        }
+    }
+}
+
+/// The keys a program sorts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SortKeyType {
+    /// Their CUDA type (`ScanElement::CUDA_TYPE`).
+    pub cuda_type: &'static str,
+    /// How their bits order them.
+    pub kind: RadixKind,
+    /// Their bytes: 1, 2, 4 or 8.
+    pub size: usize,
+}
+
+/// The values a program carries along with the keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SortValueType {
+    /// Their CUDA type (`ScanElement::CUDA_TYPE`).
+    pub cuda_type: &'static str,
+    /// Its declarations (`ScanElement::CUDA_DECL`).
+    pub declarations: &'static str,
+    /// Their bytes.
+    pub size: usize,
+}
+
+/// The kernels of a sort.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SortKernel {
+    /// Every pass's digit counts from one read of the keys (a grid-stride
+    /// loop of [`SORT_BLOCK_THREADS`]-thread blocks).
+    Histograms,
+    /// Each pass's counts into its digits' starts: one block of 256
+    /// threads a pass.
+    Offsets,
+    /// One pass: every key (and value) to its place for one digit; one
+    /// block a tile of [`SortShape::tile_items`] keys.
+    Onesweep,
+    /// `out[i] = i`, the `u64` indices an argsort carries (grid-stride).
+    Iota,
+}
+
+/// Threads of a block of [`SortKernel::Histograms`], [`SortKernel::Iota`].
+pub const SORT_BLOCK_THREADS: usize = 256;
+
+/// Threads of a block of [`SortKernel::Offsets`] (a digit each).
+pub const SORT_DIGITS: usize = 256;
+
+/// The most passes a sort takes (64-bit keys, eight bits a pass).
+pub const SORT_MOST_PASSES: usize = 8;
+
+/// The tile of [`SortKernel::Onesweep`]: threads (at least 256, one per
+/// digit) and keys per thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SortShape {
+    /// Threads per block, a multiple of 32, at least 256.
+    pub threads: usize,
+    /// Keys per thread.
+    pub items: usize,
+}
+
+impl SortShape {
+    /// The shape for keys of `key_size` bytes (untuned: 4,096 keys a tile
+    /// up to 4 bytes, 3,072 for 8).
+    pub const fn default_for(key_size: usize) -> SortShape {
+        SortShape {
+            threads: 256,
+            items: if key_size > 4 { 12 } else { 16 },
+        }
+    }
+
+    /// Keys per tile.
+    pub const fn tile_items(&self) -> usize {
+        self.threads * self.items
+    }
+}
+
+impl SortKernel {
+    /// Every kernel of a program.
+    pub const ALL: [SortKernel; 4] = [
+        SortKernel::Histograms,
+        SortKernel::Offsets,
+        SortKernel::Onesweep,
+        SortKernel::Iota,
+    ];
+
+    fn suffix(self) -> &'static str {
+        match self {
+            SortKernel::Histograms => "histograms",
+            SortKernel::Offsets => "offsets",
+            SortKernel::Onesweep => "onesweep",
+            SortKernel::Iota => "iota",
+        }
+    }
+
+    /// The exported symbol for keys `key` (and values `value`).
+    pub fn symbol(self, key: &SortKeyType, value: Option<&SortValueType>) -> String {
+        let name = |t: &str| t.replace(' ', "_");
+        let values = value.map_or("keys".to_string(), |v| {
+            format!("pairs_{}", name(v.cuda_type))
+        });
+        format!(
+            "gpu_scan_sort_{}_{values}_{}",
+            name(key.cuda_type),
+            self.suffix()
+        )
+    }
+
+    /// The wrapper's parameters, in order: `(CUDA type, name)`, with `K` the
+    /// key type and `V` the values'.
+    pub fn params(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            SortKernel::Histograms => &[
+                ("const K*", "keys"),
+                ("unsigned long long", "n"),
+                ("unsigned", "begin_bit"),
+                ("unsigned", "end_bit"),
+                ("int", "descending"),
+                ("unsigned long long*", "counts"),
+            ],
+            SortKernel::Offsets => &[("unsigned long long*", "counts")],
+            SortKernel::Onesweep => &[
+                ("const K*", "keys_in"),
+                ("K*", "keys_out"),
+                ("const V*", "values_in"),
+                ("V*", "values_out"),
+                ("unsigned long long", "n"),
+                ("unsigned", "shift"),
+                ("unsigned", "width"),
+                ("int", "descending"),
+                ("const unsigned long long*", "offsets"),
+                ("unsigned long long*", "status"),
+                ("unsigned*", "tile_counter"),
+            ],
+            SortKernel::Iota => &[("unsigned long long*", "out"), ("unsigned long long", "n")],
+        }
+    }
+}
+
+/// The program of a sort of keys `key` (carrying values `value`) in tiles
+/// of `shape`: the [`PRELUDE`], the [`LIBRARY`], the radix sort template,
+/// the value's declarations, and a wrapper for every [`SortKernel`].
+pub fn sort_program(key: &SortKeyType, value: Option<&SortValueType>, shape: SortShape) -> String {
+    let mut out = crate::launch_state::launch_state_declaration();
+    out.push_str(PRELUDE);
+    out.push_str(LIBRARY);
+    out.push_str(include_str!("templates/radix_sort.cuh"));
+    let (value_type, has_values) = match value {
+        Some(v) => {
+            out.push_str(v.declarations);
+            (v.cuda_type, true)
+        }
+        None => ("unsigned char", false),
+    };
+    let _ = writeln!(
+        out,
+        "\n// Kernels (kernels_gen::radix_sort).\ntypedef {} sort_key_t;\ntypedef {value_type} sort_value_t;\n\
+         static_assert(sizeof(sort_key_t) == {}, \"the key's size, as the host sees it\");",
+        key.cuda_type, key.size
+    );
+    if let Some(v) = value {
+        let _ = writeln!(
+            out,
+            "static_assert(sizeof(sort_value_t) == {}, \"the value's size, as the host sees it\");",
+            v.size
+        );
+    }
+    let kind = key.kind.cuda_name();
+    for kernel in SortKernel::ALL {
+        let params = kernel
+            .params()
+            .iter()
+            .map(|(ty, name)| {
+                format!(
+                    "{} {name}",
+                    ty.replace('K', "sort_key_t").replace('V', "sort_value_t")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let symbol = kernel.symbol(key, value);
+        let (bounds, body) = match kernel {
+            SortKernel::Histograms => (
+                SORT_BLOCK_THREADS,
+                format!(
+                    "gpu_scan::radix_histograms<sort_key_t, {kind}, {SORT_BLOCK_THREADS}>(keys, n, begin_bit, end_bit, descending != 0, counts);"
+                ),
+            ),
+            SortKernel::Offsets => (SORT_DIGITS, "gpu_scan::radix_offsets(counts);".to_string()),
+            SortKernel::Onesweep => (
+                shape.threads,
+                format!(
+                    "gpu_scan::radix_onesweep<sort_key_t, {kind}, sort_value_t, {has_values}, {}, {}>(keys_in, keys_out, values_in, values_out, n, shift, width, descending != 0, offsets, status, tile_counter);",
+                    shape.threads, shape.items
+                ),
+            ),
+            SortKernel::Iota => (
+                SORT_BLOCK_THREADS,
+                "gpu_scan::radix_iota<unsigned long long>(out, n);".to_string(),
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "extern \"C\" __global__ void __launch_bounds__({bounds}) {symbol}({params}) {{\n  {body}\n}}"
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_define_every_kernel_of_both_forms() {
+        let key = SortKeyType {
+            cuda_type: "float",
+            kind: RadixKind::Float,
+            size: 4,
+        };
+        let value = SortValueType {
+            cuda_type: "Pair_01",
+            declarations: "struct Pair_01 { unsigned a; unsigned b; };\n",
+            size: 8,
+        };
+        for value in [None, Some(&value)] {
+            let program = sort_program(&key, value, SortShape::default_for(4));
+            for kernel in SortKernel::ALL {
+                let symbol = kernel.symbol(&key, value);
+                assert!(program.contains(&format!(" {symbol}(")), "{symbol}");
+            }
+            assert_eq!(program.contains("struct Pair_01"), value.is_some());
+        }
+        assert_eq!(
+            SortKernel::Onesweep.symbol(&key, Some(&value)),
+            "gpu_scan_sort_float_pairs_Pair_01_onesweep"
+        );
+    }
+}

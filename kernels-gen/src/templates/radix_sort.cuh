@@ -1,0 +1,220 @@
+// ---- Radix sort: LSD, eight bits a pass, one pass over the keys per digit ----
+// The CPU's sort (scan_core::sort) and this one order keys the same way: a
+// key's bits transformed so that their unsigned order is the key's
+// (radix_key), inverted for a descending sort, compared over a range of
+// bits eight at a time from the lowest, each pass stable. A sort is three
+// kernels: radix_histograms counts every pass's digits in one read of the
+// keys; radix_offsets scans each pass's 256 counts into where each digit's
+// keys start; radix_onesweep (one launch a pass) moves every key (and its
+// value) to its place for that digit, in the Onesweep style: each block
+// takes a tile (in order, from a counter), ranks its keys by digit (stably:
+// a warp's items in element order, then the warps in order), publishes its
+// 256 digit counts and looks back over the tiles before it, digit by digit,
+// for how many keys of each digit precede it (a decoupled look-back over
+// 64-bit status words: a flag and a count, zeroed by the host before each
+// pass, as CUB's Onesweep clears its look-back), then writes each key to
+// the digit's start plus that many plus its rank.
+namespace gpu_scan {
+
+constexpr int radix_digit_bits = 8;
+constexpr int radix_digits = 1 << radix_digit_bits;
+// The most passes a key takes (64 bits).
+constexpr int radix_most_passes = 8;
+
+// Key kinds: unsigned integers, signed integers, floats.
+enum radix_kind { radix_unsigned = 0, radix_signed = 1, radix_float = 2 };
+
+template <int Bytes> struct radix_unsigned_of;
+template <> struct radix_unsigned_of<1> { typedef unsigned char type; };
+template <> struct radix_unsigned_of<2> { typedef unsigned short type; };
+template <> struct radix_unsigned_of<4> { typedef unsigned int type; };
+template <> struct radix_unsigned_of<8> { typedef unsigned long long type; };
+
+// A key's bits in an order whose unsigned comparison is the key's: signed
+// integers' sign bit flipped; floats' -0.0 read as +0.0, then all bits
+// flipped for a negative sign, else the sign bit set (as CUB's digit
+// extractor and scan_core::sort::RadixKey::ordered_bits read them).
+template <class Key, int Kind>
+struct radix_key {
+  typedef typename radix_unsigned_of<sizeof(Key)>::type bits_t;
+  static constexpr bits_t sign = (bits_t)((bits_t)1 << (8 * sizeof(Key) - 1));
+  static __device__ __forceinline__ unsigned long long ordered(const Key key) {
+    bits_t bits;
+    memcpy(&bits, &key, sizeof(Key));
+    if constexpr (Kind == radix_signed) {
+      bits = (bits_t)(bits ^ sign);
+    } else if constexpr (Kind == radix_float) {
+      if (bits == sign) bits = 0;
+      bits = (bits & sign) ? (bits_t)~bits : (bits_t)(bits | sign);
+    }
+    return (unsigned long long)bits;
+  }
+};
+
+// The digit of `key` at bits [shift, shift + width) of its ordered bits,
+// inverted for a descending sort.
+template <class Key, int Kind>
+__device__ __forceinline__ unsigned radix_digit(const Key key, unsigned shift, unsigned width, bool descending) {
+  unsigned long long bits = radix_key<Key, Kind>::ordered(key);
+  if (descending) bits = ~bits;
+  return (unsigned)((bits >> shift) & ((1ull << width) - 1ull));
+}
+
+// The digits of pass p: bits [begin_bit + 8p, min(end_bit, begin_bit + 8p + 8)).
+__device__ __forceinline__ unsigned radix_pass_width(unsigned begin_bit, unsigned end_bit, int pass) {
+  const unsigned shift = begin_bit + radix_digit_bits * (unsigned)pass;
+  return end_bit - shift < (unsigned)radix_digit_bits ? end_bit - shift : (unsigned)radix_digit_bits;
+}
+
+// Kernel 1: counts[p][d] += the keys whose pass-p digit is d, for every
+// pass, from one read of the keys (a grid-stride loop; each block counts
+// in shared memory, then adds its counts to the global ones).
+template <class Key, int Kind, int Threads>
+__device__ __forceinline__ void radix_histograms(const Key* keys, unsigned long long n, unsigned begin_bit, unsigned end_bit, bool descending,
+                                                 unsigned long long* counts) {
+  __shared__ unsigned local[radix_most_passes * radix_digits];
+  const int passes = (int)((end_bit - begin_bit + radix_digit_bits - 1) / radix_digit_bits);
+  for (int j = (int)threadIdx.x; j < passes * radix_digits; j += Threads) local[j] = 0u;
+  __syncthreads();
+  const unsigned long long stride = (unsigned long long)gridDim.x * Threads;
+  for (unsigned long long e = (unsigned long long)blockIdx.x * Threads + threadIdx.x; e < n; e += stride) {
+    const Key key = keys[e];
+    for (int p = 0; p < passes; ++p) {
+      const unsigned shift = begin_bit + radix_digit_bits * (unsigned)p;
+      atomicAdd(local + p * radix_digits + radix_digit<Key, Kind>(key, shift, radix_pass_width(begin_bit, end_bit, p), descending), 1u);
+    }
+  }
+  __syncthreads();
+  for (int j = (int)threadIdx.x; j < passes * radix_digits; j += Threads) {
+    if (local[j] != 0u) atomicAdd(counts + j, (unsigned long long)local[j]);
+  }
+}
+
+// Kernel 2: one block of radix_digits threads a pass (block p): pass p's
+// counts, in place, into the exclusive prefix of the digits before each.
+__device__ __forceinline__ void radix_offsets(unsigned long long* counts) {
+  __shared__ unsigned long long warp_totals[radix_digits / 32];
+  unsigned long long* const pass = counts + (unsigned long long)blockIdx.x * radix_digits;
+  const unsigned d = threadIdx.x;
+  const unsigned lane = d & 31u;
+  const unsigned long long count = pass[d];
+  unsigned long long inclusive = count;
+#pragma unroll
+  for (unsigned offset = 1; offset < 32; offset <<= 1) {
+    const unsigned long long earlier = __shfl_up_sync(0xffffffffu, inclusive, offset);
+    if (lane >= offset) inclusive += earlier;
+  }
+  if (lane == 31u) warp_totals[d >> 5] = inclusive;
+  __syncthreads();
+  unsigned long long before = 0;
+  for (unsigned w = 0; w < (d >> 5); ++w) before += warp_totals[w];
+  pass[d] = before + inclusive - count;
+}
+
+// Status words of the look-back: a flag (0: not yet published) and a
+// count (62 bits).
+constexpr unsigned long long radix_status_aggregate = 1ull << 62;
+constexpr unsigned long long radix_status_prefix = 2ull << 62;
+constexpr unsigned long long radix_status_count = (1ull << 62) - 1ull;
+
+// Kernel 3, one pass: every key (and value) of `keys_in` to its place in
+// `keys_out` by its digit at bits [shift, shift + width), stably.
+// `offsets` holds where each digit's keys start (radix_offsets);
+// `status` 256 words a tile and `tile_counter` all zero when the pass
+// starts. Threads at least
+// radix_digits; tiles of Threads × Items keys, each warp's 32 × Items
+// consecutive keys striped over its lanes.
+template <class Key, int Kind, class Value, bool HasValues, int Threads, int Items>
+__device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out, const Value* values_in, Value* values_out, unsigned long long n,
+                                               unsigned shift, unsigned width, bool descending, const unsigned long long* offsets,
+                                               unsigned long long* status, unsigned* tile_counter) {
+  static_assert(Threads % 32 == 0 && Threads >= radix_digits, "a thread for every digit");
+  constexpr int warps = Threads / 32;
+  constexpr int tile_items = Threads * Items;
+  __shared__ unsigned warp_counts[warps][radix_digits];
+  __shared__ unsigned long long digit_base[radix_digits];
+  __shared__ unsigned shared_tile;
+  const unsigned lane = threadIdx.x & 31u;
+  const int warp = (int)(threadIdx.x >> 5);
+  for (int j = (int)threadIdx.x; j < warps * radix_digits; j += Threads) (&warp_counts[0][0])[j] = 0u;
+  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
+  __syncthreads();
+  const unsigned long long tile = shared_tile;
+  const unsigned long long base = tile * tile_items + (unsigned long long)warp * (32 * Items);
+  // The keys, each warp's striped over its lanes (item i of lane l is
+  // element base + 32i + l), and their digits (radix_digits: none).
+  Key keys[Items];
+  unsigned digits[Items];
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const unsigned long long e = base + 32u * (unsigned)i + lane;
+    const bool in = e < n;
+    keys[i] = keys_in[in ? e : 0];
+    digits[i] = in ? radix_digit<Key, Kind>(keys[i], shift, width, descending) : (unsigned)radix_digits;
+  }
+  // Ranks within the warp, in element order: the same digit's lanes of
+  // each item together (a match), behind the warp's count of it so far.
+  unsigned ranks[Items];
+  const unsigned below = (1u << lane) - 1u;
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const unsigned peers = __match_any_sync(0xffffffffu, digits[i]);
+    const bool counted = digits[i] < (unsigned)radix_digits;
+    const unsigned before = counted ? warp_counts[warp][digits[i]] : 0u;
+    __syncwarp();
+    if (counted && lane == (unsigned)(__ffs(peers) - 1)) warp_counts[warp][digits[i]] = before + (unsigned)__popc(peers);
+    __syncwarp();
+    ranks[i] = before + (unsigned)__popc(peers & below);
+  }
+  __syncthreads();
+  // Per digit (a thread each): the warps' counts into their exclusive
+  // prefixes, the tile's count, then the look-back for the keys of the
+  // digit in the tiles before.
+  if (threadIdx.x < (unsigned)radix_digits) {
+    const unsigned d = threadIdx.x;
+    unsigned long long count = 0;
+    for (int w = 0; w < warps; ++w) {
+      const unsigned c = warp_counts[w][d];
+      warp_counts[w][d] = (unsigned)count;
+      count += c;
+    }
+    volatile unsigned long long* const words = status;
+    unsigned long long before = 0;
+    if (tile == 0) {
+      words[d] = radix_status_prefix | count;
+    } else {
+      words[tile * radix_digits + d] = radix_status_aggregate | count;
+      for (unsigned long long t = tile - 1;; --t) {
+        unsigned long long word;
+        do {
+          word = words[t * radix_digits + d];
+        } while ((word & (radix_status_aggregate | radix_status_prefix)) == 0ull);
+        before += word & radix_status_count;
+        if (word & radix_status_prefix) break;
+      }
+      words[tile * radix_digits + d] = radix_status_prefix | (before + count);
+    }
+    digit_base[d] = offsets[d] + before;
+  }
+  __syncthreads();
+  // Each key to its digit's start, behind the keys of the tiles and warps
+  // before it and the warp's earlier ones of the same digit.
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    if (digits[i] < (unsigned)radix_digits) {
+      const unsigned long long e = base + 32u * (unsigned)i + lane;
+      const unsigned long long to = digit_base[digits[i]] + warp_counts[warp][digits[i]] + ranks[i];
+      keys_out[to] = keys[i];
+      if constexpr (HasValues) values_out[to] = values_in[e];
+    }
+  }
+}
+
+// Kernel 4: out[i] = i for i < n (the indices an argsort carries).
+template <class Index>
+__device__ __forceinline__ void radix_iota(Index* out, unsigned long long n) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = (Index)i;
+}
+
+}  // namespace gpu_scan

@@ -1,0 +1,350 @@
+//! Radix sort on the GPU (`GpuSort`: keys, pairs, argsort) against the CPU
+//! backend's sort of the same names, bit for bit, on fresh random keys
+//! (`GPU_SORT_SEED` replays): every key type, both orders, all bits and a
+//! range of them, keys of few distinct values (stability: values carry
+//! their input positions, so a tie out of order shows) and floats with
+//! NaNs, infinities and both zeros, over lengths at every boundary of the
+//! onesweep tile. Each sort works on the first `n` elements of a longer
+//! buffer whose tail is poisoned and must stay so; argsort's indices are
+//! poisoned before. Two streams from `ctx.new_stream()` take turns, under
+//! cudarc's default event tracking. Bad requests get typed errors and
+//! leave the buffers untouched.
+#![cfg(feature = "gpu")]
+
+mod common;
+use common::gpu::{open_gpu, poison, poisoned, Rng64};
+use common::ops::Affine;
+use gpu_scan::kernels_gen::radix_sort::SortShape;
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::{DeviceSortKey, GpuSort, ScanError};
+use gpu_scan::sort::{self as cpu, SortError, SortSpec};
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+
+/// Elements after each buffer's `n`, which must stay poisoned.
+const GUARD: usize = 67;
+
+fn seed() -> u64 {
+    let seed = common::seed::from_env_or_clock("GPU_SORT_SEED");
+    println!("gpu_sort: seed {seed} (GPU_SORT_SEED={seed} replays)");
+    seed
+}
+
+/// Lengths around one onesweep tile and around many, for keys of `size`
+/// bytes.
+fn lengths(size: usize) -> Vec<usize> {
+    let tile = SortShape::default_for(size).tile_items();
+    let mut v = vec![0, 1, 2, 31, 32, 33, 255, 257, 100_003, (1 << 20) + 3];
+    v.extend([
+        tile - 1,
+        tile,
+        tile + 1,
+        2 * tile - 1,
+        7 * tile + 5,
+        40 * tile - 1,
+        40 * tile + 1,
+    ]);
+    v
+}
+
+/// A key type the test draws: full-range keys, keys of few distinct values,
+/// and (floats) special values among them.
+trait TestKey: DeviceSortKey + DeviceRepr + ValidAsZeroBits + std::fmt::Debug {
+    fn random(rng: &mut Rng64, few: bool) -> Self;
+    /// The key's bytes, compared bit for bit.
+    fn bits(self) -> u64;
+}
+
+macro_rules! int_keys {
+    ($($t:ty),*) => {$(
+        impl TestKey for $t {
+            fn random(rng: &mut Rng64, few: bool) -> Self {
+                if few { rng.random_range(0..4) as $t } else { rng.random() }
+            }
+            fn bits(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+int_keys!(u8, u16, u32, u64, i8, i16, i32, i64);
+
+impl TestKey for f32 {
+    fn random(rng: &mut Rng64, few: bool) -> Self {
+        const SPECIAL: [f32; 6] = [
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+        ];
+        match rng.random_range(0..16) {
+            0 => SPECIAL[rng.random_range(0..SPECIAL.len())],
+            _ if few => rng.random_range(-2..2) as f32,
+            _ => f32::from_bits(rng.random()),
+        }
+    }
+    fn bits(self) -> u64 {
+        self.to_bits().into()
+    }
+}
+
+impl TestKey for f64 {
+    fn random(rng: &mut Rng64, few: bool) -> Self {
+        const SPECIAL: [f64; 6] = [
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+        ];
+        match rng.random_range(0..16) {
+            0 => SPECIAL[rng.random_range(0..SPECIAL.len())],
+            _ if few => rng.random_range(-2..2) as f64,
+            _ => f64::from_bits(rng.random()),
+        }
+    }
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+/// Keys `keys` followed by `GUARD` poisoned elements, on `stream`.
+fn upload_with_guard<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    host: &[T],
+) -> CudaSlice<T> {
+    let mut buf = stream.alloc_zeros::<T>(host.len() + GUARD).expect("alloc");
+    poison(stream, &mut buf);
+    if !host.is_empty() {
+        stream
+            .memcpy_htod(host, &mut buf.slice_mut(0..host.len()))
+            .expect("upload");
+    }
+    buf
+}
+
+/// The first `n` elements downloaded, and whether the guard after them is
+/// still poisoned.
+fn download<T: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    buf: &CudaSlice<T>,
+    n: usize,
+) -> (Vec<T>, bool) {
+    let mut host = stream.clone_dtoh(buf).expect("download");
+    let guard_ok = poisoned(&host[n..]);
+    host.truncate(n);
+    (host, guard_ok)
+}
+
+/// Every sort of keys `K` against the CPU's; failures go to `failures`.
+fn check_key<K: TestKey>(
+    sort: &mut GpuSort,
+    streams: &[Arc<CudaStream>; 2],
+    rng: &mut Rng64,
+    failures: &mut Vec<String>,
+) {
+    let name = std::any::type_name::<K>();
+    let specs = [
+        SortSpec::ascending(),
+        SortSpec::descending(),
+        SortSpec::ascending().bits(3..(K::BITS - 2)),
+        SortSpec::descending().bits(0..(K::BITS / 2 + 1)),
+    ];
+    let mut turn = 0;
+    for n in lengths(std::mem::size_of::<K>()) {
+        for few in [false, true] {
+            let keys: Vec<K> = (0..n).map(|_| K::random(rng, few)).collect();
+            for spec in &specs {
+                let stream = &streams[turn % 2];
+                turn += 1;
+                let case = format!("{name} n={n} few={few} {spec:?}");
+                let bits = |v: &[K]| v.iter().map(|&k| k.bits()).collect::<Vec<_>>();
+
+                // Keys alone.
+                let mut want = keys.clone();
+                cpu::sort_keys(&mut want, spec.clone()).expect("cpu sort");
+                let mut buf = upload_with_guard(stream, &keys);
+                let ran = sort.sort_keys(stream, &mut buf.slice_mut(0..n), spec);
+                let (got, guard_ok) = download(stream, &buf, n);
+                if let Err(e) = ran {
+                    failures.push(format!("{case} sort_keys: {e}"));
+                } else if bits(&got) != bits(&want) || !guard_ok {
+                    failures.push(format!(
+                        "{case} sort_keys: wrong keys (guard kept: {guard_ok})"
+                    ));
+                }
+
+                // Pairs: positions (stability) and a struct (value bytes).
+                let positions: Vec<u32> = (0..n as u32).collect();
+                let structs: Vec<Affine> = (0..n)
+                    .map(|i| Affine {
+                        a: i as f32,
+                        b: -(i as f32),
+                    })
+                    .collect();
+                let (mut want_k, mut want_p) = (keys.clone(), positions.clone());
+                cpu::sort_pairs(&mut want_k, &mut want_p, spec.clone()).expect("cpu pairs");
+                let want_s: Vec<Affine> = want_p.iter().map(|&p| structs[p as usize]).collect();
+                let mut kbuf = upload_with_guard(stream, &keys);
+                let mut pbuf = upload_with_guard(stream, &positions);
+                let ran = sort.sort_pairs(
+                    stream,
+                    &mut kbuf.slice_mut(0..n),
+                    &mut pbuf.slice_mut(0..n),
+                    spec,
+                );
+                let (got_k, kguard) = download(stream, &kbuf, n);
+                let (got_p, pguard) = download(stream, &pbuf, n);
+                match ran {
+                    Err(e) => failures.push(format!("{case} sort_pairs: {e}")),
+                    Ok(())
+                        if bits(&got_k) != bits(&want_k)
+                            || got_p != want_p
+                            || !kguard
+                            || !pguard =>
+                    {
+                        failures.push(format!(
+                            "{case} sort_pairs: wrong (guards kept: {kguard} {pguard})"
+                        ))
+                    }
+                    Ok(()) => {}
+                }
+                let mut kbuf = upload_with_guard(stream, &keys);
+                let mut sbuf = upload_with_guard(stream, &structs);
+                let ran = sort.sort_pairs(
+                    stream,
+                    &mut kbuf.slice_mut(0..n),
+                    &mut sbuf.slice_mut(0..n),
+                    spec,
+                );
+                let (got_s, sguard) = download(stream, &sbuf, n);
+                if ran.is_err() || got_s != want_s || !sguard {
+                    failures.push(format!(
+                        "{case} sort_pairs (structs): wrong or failed ({ran:?})"
+                    ));
+                }
+
+                // Argsort: the keys unmoved, the permutation poisoned before.
+                let want_i: Vec<u64> = cpu::argsort(&keys, spec.clone())
+                    .expect("cpu argsort")
+                    .into_iter()
+                    .map(|i| i as u64)
+                    .collect();
+                let kbuf = upload_with_guard(stream, &keys);
+                let mut ibuf = stream.alloc_zeros::<u64>(n + GUARD).expect("alloc");
+                poison(stream, &mut ibuf);
+                let ran = sort.argsort(stream, &kbuf.slice(0..n), &mut ibuf.slice_mut(0..n), spec);
+                let (got_i, iguard) = download(stream, &ibuf, n);
+                let (kept, _) = download(stream, &kbuf, n);
+                if ran.is_err() || got_i != want_i || !iguard || bits(&kept) != bits(&keys) {
+                    failures.push(format!(
+                        "{case} argsort: wrong or failed ({ran:?}, guard kept {iguard})"
+                    ));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_sorts_match_the_cpu_bit_for_bit() {
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let mut rng = Rng64::seed_from_u64(seed());
+    let streams = [ctx.new_stream().unwrap(), ctx.new_stream().unwrap()];
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let mut failures = Vec::new();
+    check_key::<u8>(&mut sort, &streams, &mut rng, &mut failures);
+    check_key::<i16>(&mut sort, &streams, &mut rng, &mut failures);
+    check_key::<u32>(&mut sort, &streams, &mut rng, &mut failures);
+    check_key::<i32>(&mut sort, &streams, &mut rng, &mut failures);
+    check_key::<f32>(&mut sort, &streams, &mut rng, &mut failures);
+    check_key::<u64>(&mut sort, &streams, &mut rng, &mut failures);
+    check_key::<i64>(&mut sort, &streams, &mut rng, &mut failures);
+    check_key::<f64>(&mut sort, &streams, &mut rng, &mut failures);
+    for f in failures.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} sorts differ from the CPU's",
+        failures.len()
+    );
+}
+
+#[test]
+fn bad_requests_are_typed_errors_and_move_nothing() {
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let keys: Vec<u32> = (0..1000u32).rev().collect();
+    let mut buf = stream.clone_htod(&keys).unwrap();
+    let err = sort
+        .sort_keys(&stream, &mut buf, &SortSpec::ascending().bits(0..33))
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        ScanError::Sort(SortError::Bits {
+            begin: 0,
+            end: 33,
+            key_bits: 32
+        })
+    ));
+    let mut values = stream.alloc_zeros::<u32>(999).unwrap();
+    let err = sort
+        .sort_pairs(&stream, &mut buf, &mut values, &SortSpec::ascending())
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        ScanError::Sort(SortError::Values {
+            keys: 1000,
+            values: 999
+        })
+    ));
+    let mut indices = stream.alloc_zeros::<u64>(1001).unwrap();
+    poison(&stream, &mut indices);
+    let err = sort
+        .argsort(&stream, &buf, &mut indices, &SortSpec::ascending())
+        .unwrap_err();
+    assert!(matches!(err, ScanError::Sort(SortError::Values { .. })));
+    assert_eq!(stream.clone_dtoh(&buf).unwrap(), keys);
+    assert!(poisoned(&stream.clone_dtoh(&indices).unwrap()));
+    assert!(stream.clone_dtoh(&values).unwrap().iter().all(|&v| v == 0));
+}
+
+#[test]
+fn a_sort_past_two_to_the_thirty_one_keys() {
+    // Past 2^31 keys (bytes: 2 GiB a buffer), with GPU_SORT_HUGE=1.
+    if std::env::var_os("GPU_SORT_HUGE").is_none_or(|v| v != "1") {
+        println!("gpu_sort: huge sort skipped (GPU_SORT_HUGE=1 runs it)");
+        return;
+    }
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let n = (1usize << 31) + 4099;
+    let mut rng = Rng64::seed_from_u64(seed());
+    let keys: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+    let mut buf = stream.clone_htod(&keys).unwrap();
+    sort.sort_keys(&stream, &mut buf, &SortSpec::descending())
+        .unwrap();
+    let got = stream.clone_dtoh(&buf).unwrap();
+    let mut counts = [0usize; 256];
+    keys.iter().for_each(|&k| counts[k as usize] += 1);
+    let mut at = 0;
+    for d in (0..256).rev() {
+        assert!(
+            got[at..at + counts[d]].iter().all(|&k| k as usize == d),
+            "digit {d}"
+        );
+        at += counts[d];
+    }
+}
