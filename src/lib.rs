@@ -132,8 +132,8 @@ pub use scan_runtime;
 pub use scan_runtime::cudarc;
 #[cfg(feature = "gpu")]
 pub use scan_runtime::{
-    open_device, Arch, DeviceApi, DeviceCarryOut, DeviceSegmentsSpec, GpuScanner, GpuSelect,
-    ScanError, ScanPath, Scanner, Tuning,
+    open_device, Arch, DeviceApi, DeviceCarryOut, DeviceSegmentsSpec, DeviceSortKey, GpuScanner,
+    GpuSelect, GpuSort, ScanError, ScanPath, Scanner, Tuning,
 };
 
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
@@ -147,7 +147,7 @@ pub mod prelude {
     #[cfg(feature = "gpu")]
     pub use scan_runtime::{
         BackendKind, DeviceHeadFlags, DeviceOffsets, DeviceSegments, GpuScanner, GpuSelect,
-        HeadFlagBuilder, ScanError, Scanner, SegmentedStrategy,
+        GpuSort, HeadFlagBuilder, ScanError, Scanner, SegmentedStrategy,
     };
 }
 
