@@ -8,7 +8,8 @@
 //! buffer whose tail is poisoned and must stay so; argsort's indices are
 //! poisoned before. Two streams from `ctx.new_stream()` take turns, under
 //! cudarc's default event tracking. Bad requests get typed errors and
-//! leave the buffers untouched.
+//! leave the buffers untouched. A reserved sort is captured in a CUDA graph
+//! and replayed on fresh keys.
 #![cfg(feature = "gpu")]
 
 mod common;
@@ -347,4 +348,69 @@ fn a_sort_past_two_to_the_thirty_one_keys() {
         );
         at += counts[d];
     }
+}
+
+#[test]
+fn a_reserved_sort_is_captured_in_a_graph_and_replayed() {
+    // Two streams from `ctx.new_stream()`: cudarc's multi-stream mode with
+    // its default event tracking, as users run it. Bits 0..24 of u32 keys:
+    // three passes, so the graph holds the copy back too.
+    use gpu_scan::scan_runtime::cudarc::driver::sys::{
+        CUgraphInstantiate_flags, CUstreamCaptureMode,
+    };
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let _other = ctx.new_stream().unwrap();
+    let mut rng = Rng64::seed_from_u64(seed());
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let n = 3 * SortShape::default_for(4).tile_items() + 17;
+    let spec = SortSpec::ascending().bits(0..24);
+    sort.reserve::<u32, Affine>(&stream, n).unwrap();
+    let draw = |rng: &mut Rng64| -> (Vec<u32>, Vec<u32>) {
+        (
+            (0..n).map(|_| rng.random()).collect(),
+            (0..n as u32).collect(),
+        )
+    };
+    let (keys, values) = draw(&mut rng);
+    let mut kbuf = stream.clone_htod(&keys).unwrap();
+    let mut vbuf = stream.clone_htod(&values).unwrap();
+    sort.sort_pairs(&stream, &mut kbuf, &mut vbuf, &spec)
+        .unwrap();
+    let mut want = (keys, values);
+    cpu::sort_pairs(&mut want.0, &mut want.1, spec.clone()).unwrap();
+    assert_eq!(
+        stream.clone_dtoh(&vbuf).unwrap(),
+        want.1,
+        "before the capture"
+    );
+
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .unwrap();
+    let captured = sort.sort_pairs(&stream, &mut kbuf, &mut vbuf, &spec);
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+    captured.expect("the sort is captured");
+    let graph = graph.unwrap().expect("a graph");
+    for replay in 0..3 {
+        let (keys, values) = draw(&mut rng);
+        stream.memcpy_htod(&keys, &mut kbuf).unwrap();
+        stream.memcpy_htod(&values, &mut vbuf).unwrap();
+        graph.launch().unwrap();
+        let mut want = (keys, values);
+        cpu::sort_pairs(&mut want.0, &mut want.1, spec.clone()).unwrap();
+        assert_eq!(
+            stream.clone_dtoh(&kbuf).unwrap(),
+            want.0,
+            "replay {replay}: keys"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&vbuf).unwrap(),
+            want.1,
+            "replay {replay}: values"
+        );
+    }
+    ctx.check_err().unwrap();
 }

@@ -335,6 +335,42 @@ impl GpuSort {
         self.stats
     }
 
+    /// Reserves `stream`'s scratch for any sort of up to `n` keys of type
+    /// `K` (alone, with values of type `V`, or an argsort), so that later
+    /// sorts on it allocate nothing: call it before capturing the stream
+    /// into a CUDA graph, where an allocation would belong to the graph (a
+    /// sort that needs more then fails with
+    /// [`ScanError::WorkspaceDuringCapture`]). The sort's program is loaded
+    /// here too.
+    pub fn reserve<K: DeviceSortKey, V: ScanElement>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<()> {
+        let tile_items = Self::shape::<K>().tile_items();
+        // An argsort needs both key buffers; values the widest of V and u64.
+        let widest = plan(n.max(2), 0..K::BITS, Carried::Indices, tile_items);
+        let value_size = std::mem::size_of::<V>().max(8);
+        self.scratch
+            .entry(stream_key(stream))
+            .or_default()
+            .reserve(stream, &widest, n, K::KEY.size, value_size)?;
+        self.functions::<K, ()>(None, Self::shape::<K>())?;
+        let value = SortValueType {
+            cuda_type: V::CUDA_TYPE,
+            declarations: V::CUDA_DECL,
+            size: std::mem::size_of::<V>(),
+        };
+        self.functions::<K, V>(Some(&value), Self::shape::<K>())?;
+        let index = SortValueType {
+            cuda_type: u64::CUDA_TYPE,
+            declarations: "",
+            size: 8,
+        };
+        self.functions::<K, u64>(Some(&index), Self::shape::<K>())?;
+        Ok(())
+    }
+
     /// Sorts `keys` in place as `spec` says. A bit range outside the key
     /// fails with [`ScanError::Sort`] before anything is enqueued.
     pub fn sort_keys<K: DeviceSortKey>(
