@@ -10,12 +10,17 @@
 //! bytes-moved bound reached (keys and values read and written once a pass,
 //! at the copy's bandwidth). Every result is checked in full against the
 //! CPU backend's sort and its checksum against CUB's.
+//! `SORT_BENCH_SWEEP=1` times every case again in other tile shapes
+//! (`GpuSort::set_shape`: threads x items / min blocks), for the tuning
+//! table (or a list of cases: `SORT_BENCH_SWEEP=u32,pairs`);
+//! `SORT_BENCH_ONLY=u32,argsort` runs only the cases named.
 //!
 //! ```text
 //! nvcc -O3 -arch=sm_90 -o sort_cub cub/sort_bench.cu && ./sort_cub DIR
 //! sort_bench DIR        # reads DIR/cub-sort.txt
 //! ```
 
+use gpu_scan::kernels_gen::radix_sort::SortShape;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{open_device, DeviceSortKey, GpuSort};
 use gpu_scan::sort::{self as cpu, SortSpec};
@@ -101,7 +106,43 @@ fn line(
     ok
 }
 
-/// Times a sort of keys `K` (with values `values`, or alone) over `spec`.
+/// Whether case `name` runs: `SORT_BENCH_ONLY` (a list of cases) names it,
+/// or is unset.
+fn wanted(name: &str) -> bool {
+    std::env::var("SORT_BENCH_ONLY").map_or(true, |only| only.split(',').any(|c| c == name))
+}
+
+/// The tile shapes `SORT_BENCH_SWEEP` times a case in after the default
+/// (`1`: every case; or a list of cases), for the tuning table.
+fn sweep_shapes(name: &str, key_size: usize, value_size: usize) -> Vec<Option<SortShape>> {
+    let sweep = std::env::var("SORT_BENCH_SWEEP").unwrap_or_default();
+    let mut shapes = vec![None];
+    if sweep == "1" || sweep.split(',').any(|c| c == name) {
+        let grid: [(usize, &[usize], &[usize]); 3] = [
+            (256, &[8, 12, 16, 20, 24, 32], &[2, 3]),
+            (384, &[8, 12, 16], &[2]),
+            (512, &[8, 12], &[2]),
+        ];
+        for (threads, items, min_blocks) in grid {
+            for &items in items {
+                for &min_blocks in min_blocks {
+                    let shape = SortShape {
+                        threads,
+                        items,
+                        min_blocks,
+                    };
+                    if shape.check(key_size, value_size).is_ok() {
+                        shapes.push(Some(shape));
+                    }
+                }
+            }
+        }
+    }
+    shapes
+}
+
+/// Times a sort of keys `K` (with values `values`, or alone) over `spec`,
+/// in the default tile shape and then in each of the sweep's.
 fn keys_case<K: DeviceSortKey + DeviceRepr + ValidAsZeroBits + Send + Sync>(
     stream: &Arc<CudaStream>,
     sort: &mut GpuSort,
@@ -111,39 +152,86 @@ fn keys_case<K: DeviceSortKey + DeviceRepr + ValidAsZeroBits + Send + Sync>(
     spec: SortSpec,
     values: Option<Vec<u32>>,
 ) -> bool {
+    if !wanted(name) {
+        return true;
+    }
     let n = 1usize << log_n;
     let host: Vec<K> = keys(n);
-    let pristine = stream.clone_htod(&host).unwrap();
+    let value_size = if values.is_some() { 4 } else { 0 };
+    let shapes = sweep_shapes(name, std::mem::size_of::<K>(), value_size);
+    let mut want_k = host.clone();
+    let mut want_v = values.clone();
+    match want_v.as_mut() {
+        None => cpu::sort_keys(&mut want_k, spec.clone()).unwrap(),
+        Some(v) => cpu::sort_pairs(&mut want_k, v, spec.clone()).unwrap(),
+    }
+    let mut ok = true;
+    for shape in shapes {
+        sort.set_shape(shape);
+        if let Some(s) = shape {
+            print!("  {:>3}x{:<2}/{} ", s.threads, s.items, s.min_blocks);
+        }
+        ok &= keys_case_in::<K>(
+            stream,
+            sort,
+            dir,
+            name,
+            log_n,
+            &spec,
+            &host,
+            values.as_deref(),
+            &want_k,
+            want_v.as_deref(),
+        );
+    }
+    sort.set_shape(None);
+    ok
+}
+
+/// One shape's timing of [`keys_case`], against the CPU's sorted keys
+/// `want_k` (and values `want_v`).
+#[allow(clippy::too_many_arguments)]
+fn keys_case_in<K: DeviceSortKey + DeviceRepr + ValidAsZeroBits + Send + Sync>(
+    stream: &Arc<CudaStream>,
+    sort: &mut GpuSort,
+    dir: &str,
+    name: &str,
+    log_n: u32,
+    spec: &SortSpec,
+    host: &[K],
+    values: Option<&[u32]>,
+    want_k: &[K],
+    want_v: Option<&[u32]>,
+) -> bool {
+    let n = 1usize << log_n;
+    let pristine = stream.clone_htod(host).unwrap();
     let mut work: CudaSlice<K> = stream.alloc_zeros(n).unwrap();
     let passes = spec.range_of(K::BITS).unwrap().len().div_ceil(8) as u32;
     let key_bytes = n * std::mem::size_of::<K>();
-    let (ms, ok, h, moved) = match values {
-        None => {
-            let mut want = host.clone();
-            cpu::sort_keys(&mut want, spec.clone()).unwrap();
+    let (ms, ok, h, moved) = match (values, want_v) {
+        (None, _) | (_, None) => {
+            let want = want_k;
             stream.memcpy_dtod(&pristine, &mut work).unwrap();
-            sort.sort_keys(stream, &mut work, &spec).unwrap();
+            sort.sort_keys(stream, &mut work, spec).unwrap();
             let got = stream.clone_dtoh(&work).unwrap();
-            let ok = checksum(&got, FNV) == checksum(&want, FNV);
+            let ok = checksum(&got, FNV) == checksum(want, FNV);
             let both = time_ms(stream, || {
                 stream.memcpy_dtod(&pristine, &mut work).unwrap();
-                sort.sort_keys(stream, &mut work, &spec).unwrap();
+                sort.sort_keys(stream, &mut work, spec).unwrap();
             }) as f64;
             let ms =
                 both - time_ms(stream, || stream.memcpy_dtod(&pristine, &mut work).unwrap()) as f64;
             (ms, ok, checksum(&got, FNV), key_bytes)
         }
-        Some(values) => {
-            let (mut want_k, mut want_v) = (host.clone(), values.clone());
-            cpu::sort_pairs(&mut want_k, &mut want_v, spec.clone()).unwrap();
-            let pristine_v = stream.clone_htod(&values).unwrap();
+        (Some(values), Some(want_v)) => {
+            let pristine_v = stream.clone_htod(values).unwrap();
             let mut work_v: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
             let restore = |w: &mut CudaSlice<K>, wv: &mut CudaSlice<u32>| {
                 stream.memcpy_dtod(&pristine, w).unwrap();
                 stream.memcpy_dtod(&pristine_v, wv).unwrap();
             };
             restore(&mut work, &mut work_v);
-            sort.sort_pairs(stream, &mut work, &mut work_v, &spec)
+            sort.sort_pairs(stream, &mut work, &mut work_v, spec)
                 .unwrap();
             let (got_k, got_v) = (
                 stream.clone_dtoh(&work).unwrap(),
@@ -151,12 +239,12 @@ fn keys_case<K: DeviceSortKey + DeviceRepr + ValidAsZeroBits + Send + Sync>(
             );
             let ok = got_k
                 .iter()
-                .zip(&want_k)
+                .zip(want_k)
                 .all(|(a, b)| checksum(&[*a], 0) == checksum(&[*b], 0))
                 && got_v == want_v;
             let both = time_ms(stream, || {
                 restore(&mut work, &mut work_v);
-                sort.sort_pairs(stream, &mut work, &mut work_v, &spec)
+                sort.sort_pairs(stream, &mut work, &mut work_v, spec)
                     .unwrap();
             }) as f64;
             let ms = both - time_ms(stream, || restore(&mut work, &mut work_v)) as f64;
@@ -218,6 +306,10 @@ fn main() {
     );
 
     // Argsort: the keys are read, not moved; the indices written.
+    if !wanted("argsort") {
+        assert!(ok, "a sort differs from the CPU's or CUB's");
+        return;
+    }
     let log_n = 26;
     let n = 1usize << log_n;
     let host: Vec<u32> = keys(n);

@@ -8,13 +8,14 @@
 //! buffer whose tail is poisoned and must stay so; argsort's indices are
 //! poisoned before. Two streams from `ctx.new_stream()` take turns, under
 //! cudarc's default event tracking. Bad requests get typed errors and
-//! leave the buffers untouched. A reserved sort is captured in a CUDA graph
-//! and replayed on fresh keys.
+//! leave the buffers untouched. Other tile shapes (more threads than
+//! digits, values staged and not) sort the same. A reserved sort is
+//! captured in a CUDA graph and replayed on fresh keys.
 #![cfg(feature = "gpu")]
 
 mod common;
 use common::gpu::{open_gpu, poison, poisoned, Rng64};
-use common::ops::Affine;
+use common::ops::{Affine, Stats};
 use gpu_scan::kernels_gen::radix_sort::SortShape;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{DeviceSortKey, GpuSort, ScanError};
@@ -31,20 +32,25 @@ fn seed() -> u64 {
     seed
 }
 
-/// Lengths around one onesweep tile and around many, for keys of `size`
-/// bytes.
-fn lengths(size: usize) -> Vec<usize> {
-    let tile = SortShape::default_for(size).tile_items();
+/// Lengths around one onesweep tile and around many, for keys `K` alone
+/// and carrying 8-byte values (whose tiles may be smaller), in the tiles
+/// `sort` takes on this GPU.
+fn lengths<K: DeviceSortKey>(sort: &GpuSort) -> Vec<usize> {
     let mut v = vec![0, 1, 2, 31, 32, 33, 255, 257, 100_003, (1 << 20) + 3];
-    v.extend([
-        tile - 1,
-        tile,
-        tile + 1,
-        2 * tile - 1,
-        7 * tile + 5,
-        40 * tile - 1,
-        40 * tile + 1,
-    ]);
+    for values in [0, 8] {
+        let tile = sort.shape_for::<K>(values).unwrap().tile_items();
+        v.extend([
+            tile - 1,
+            tile,
+            tile + 1,
+            2 * tile - 1,
+            7 * tile + 5,
+            40 * tile - 1,
+            40 * tile + 1,
+        ]);
+    }
+    v.sort_unstable();
+    v.dedup();
     v
 }
 
@@ -155,7 +161,7 @@ fn check_key<K: TestKey>(
         SortSpec::descending().bits(0..(K::BITS / 2 + 1)),
     ];
     let mut turn = 0;
-    for n in lengths(std::mem::size_of::<K>()) {
+    for n in lengths::<K>(sort) {
         for few in [false, true] {
             let keys: Vec<K> = (0..n).map(|_| K::random(rng, few)).collect();
             for spec in &specs {
@@ -277,6 +283,123 @@ fn gpu_sorts_match_the_cpu_bit_for_bit() {
     );
 }
 
+/// Keys `K` sorted with positions (staged through shared memory) and
+/// 24-byte records (`Stats`, stored where they go directly) in tile shape
+/// `shape`, against the CPU, over lengths around its tile.
+fn check_shape<K: TestKey>(
+    sort: &mut GpuSort,
+    stream: &Arc<CudaStream>,
+    shape: SortShape,
+    rng: &mut Rng64,
+    failures: &mut Vec<String>,
+) {
+    sort.set_shape(Some(shape));
+    let tile = shape.tile_items();
+    for n in [tile - 1, tile + 1, 5 * tile + 33, 37 * tile + 1] {
+        for few in [false, true] {
+            let keys: Vec<K> = (0..n).map(|_| K::random(rng, few)).collect();
+            let spec = SortSpec::descending();
+            let case = format!("{} {shape:?} n={n} few={few}", std::any::type_name::<K>());
+            let positions: Vec<u32> = (0..n as u32).collect();
+            let records: Vec<Stats> = (0..n)
+                .map(|i| Stats {
+                    count: i as u32,
+                    sum: -(i as f64),
+                    max: i as f32 * 0.5,
+                })
+                .collect();
+            let (mut want_k, mut want_p) = (keys.clone(), positions.clone());
+            cpu::sort_pairs(&mut want_k, &mut want_p, spec.clone()).expect("cpu pairs");
+            let want_r: Vec<Stats> = want_p.iter().map(|&p| records[p as usize]).collect();
+            let bits = |v: &[K]| v.iter().map(|&k| k.bits()).collect::<Vec<_>>();
+            let mut kbuf = upload_with_guard(stream, &keys);
+            let mut pbuf = upload_with_guard(stream, &positions);
+            let ran = sort.sort_pairs(
+                stream,
+                &mut kbuf.slice_mut(0..n),
+                &mut pbuf.slice_mut(0..n),
+                &spec,
+            );
+            let (got_k, kguard) = download(stream, &kbuf, n);
+            let (got_p, pguard) = download(stream, &pbuf, n);
+            if ran.is_err()
+                || bits(&got_k) != bits(&want_k)
+                || got_p != want_p
+                || !kguard
+                || !pguard
+            {
+                failures.push(format!("{case} positions: wrong or failed ({ran:?})"));
+            }
+            let mut kbuf = upload_with_guard(stream, &keys);
+            let mut rbuf = upload_with_guard(stream, &records);
+            let ran = sort.sort_pairs(
+                stream,
+                &mut kbuf.slice_mut(0..n),
+                &mut rbuf.slice_mut(0..n),
+                &spec,
+            );
+            let (got_r, rguard) = download(stream, &rbuf, n);
+            if ran.is_err() || got_r != want_r || !rguard {
+                failures.push(format!("{case} records: wrong or failed ({ran:?})"));
+            }
+        }
+    }
+    sort.set_shape(None);
+}
+
+#[test]
+fn other_tile_shapes_sort_the_same() {
+    // More threads than digits, odd item counts and capped registers, as
+    // the tuning sweep (sort_bench's SORT_BENCH_SWEEP) tries them.
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let mut rng = Rng64::seed_from_u64(seed());
+    let stream = ctx.new_stream().unwrap();
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let mut failures = Vec::new();
+    for (threads, items, min_blocks) in [(384, 7, 2), (512, 4, 1), (256, 32, 3), (288, 9, 2)] {
+        let shape = SortShape {
+            threads,
+            items,
+            min_blocks,
+        };
+        check_shape::<u32>(&mut sort, &stream, shape, &mut rng, &mut failures);
+        check_shape::<f64>(
+            &mut sort,
+            &stream,
+            SortShape {
+                items: items.min(16),
+                ..shape
+            },
+            &mut rng,
+            &mut failures,
+        );
+        check_shape::<u8>(&mut sort, &stream, shape, &mut rng, &mut failures);
+    }
+    // A shape that cannot hold the keys is a typed error; nothing moves.
+    sort.set_shape(Some(SortShape {
+        threads: 256,
+        items: 64,
+        min_blocks: 1,
+    }));
+    let keys: Vec<u64> = (0..1000).rev().collect();
+    let mut buf = stream.clone_htod(&keys).unwrap();
+    let err = sort
+        .sort_keys(&stream, &mut buf, &SortSpec::ascending())
+        .unwrap_err();
+    assert!(matches!(err, ScanError::SortShape { .. }), "{err}");
+    assert_eq!(stream.clone_dtoh(&buf).unwrap(), keys);
+    for f in failures.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} sorts differ from the CPU's",
+        failures.len()
+    );
+}
+
 #[test]
 fn bad_requests_are_typed_errors_and_move_nothing() {
     let Some(ctx) = open_gpu("gpu_sort") else {
@@ -365,7 +488,7 @@ fn a_reserved_sort_is_captured_in_a_graph_and_replayed() {
     let _other = ctx.new_stream().unwrap();
     let mut rng = Rng64::seed_from_u64(seed());
     let mut sort = GpuSort::new(&ctx).unwrap();
-    let n = 3 * SortShape::default_for(4).tile_items() + 17;
+    let n = 3 * sort.shape_for::<u32>(4).unwrap().tile_items() + 17;
     let spec = SortSpec::ascending().bits(0..24);
     sort.reserve::<u32, Affine>(&stream, n).unwrap();
     let draw = |rng: &mut Rng64| -> (Vec<u32>, Vec<u32>) {

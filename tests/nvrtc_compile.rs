@@ -513,7 +513,11 @@ fn sort_programs_compile_for_every_architecture() {
             let (mut reports, mut failures) = (Vec::new(), Vec::new());
             compile_and_assemble(
                 &format!("sort:{}:{}", symbols[0], arch.sm_name()),
-                &sort_program(key, value, SortShape::default_for(key.size)),
+                &sort_program(
+                    key,
+                    value,
+                    SortShape::default_for(key.size, value.map_or(0, |v| v.size), arch),
+                ),
                 kernels_gen::nvrtc_options(arch),
                 &symbols,
                 arch,

@@ -8,11 +8,11 @@
 //! use kernels_gen::radix_sort::{sort_program, RadixKind, SortKernel, SortKeyType, SortShape};
 //!
 //! let key = SortKeyType { cuda_type: "unsigned int", kind: RadixKind::Unsigned, size: 4 };
-//! let cuda = sort_program(&key, None, SortShape::default_for(4));
+//! let cuda = sort_program(&key, None, SortShape::default_for(4, 0, kernels_gen::Arch::SM_90));
 //! assert!(cuda.contains(&format!(" {}(", SortKernel::Onesweep.symbol(&key, None))));
 //! ```
 
-use crate::{LIBRARY, PRELUDE};
+use crate::{Arch, LIBRARY, PRELUDE};
 use std::fmt::Write;
 
 /// How a key's bits order it ([`SortKeyType::kind`]).
@@ -83,29 +83,109 @@ pub const SORT_DIGITS: usize = 256;
 /// The most passes a sort takes (64-bit keys, eight bits a pass).
 pub const SORT_MOST_PASSES: usize = 8;
 
+/// The most bytes of a [`SortKernel::Onesweep`] tile staged in shared
+/// memory: its keys, then its values where they fit (larger values are
+/// stored where they go directly).
+pub const SORT_STAGE_BYTES: usize = 32 * 1024;
+
+/// Keys each thread of [`SortKernel::Histograms`] has in flight.
+pub const SORT_HISTOGRAM_KEYS: usize = 4;
+
+/// The static shared memory a kernel may declare.
+const STATIC_SHARED_BYTES: usize = 48 * 1024;
+
 /// The tile of [`SortKernel::Onesweep`]: threads (at least 256, one per
-/// digit) and keys per thread.
+/// digit), keys per thread, and the blocks per SM its launch bounds ask
+/// for (which caps its registers; 1 leaves them to ptxas).
+/// [`SortShape::default_for`] is the default; the runtime takes another
+/// for tuning ([`SortShape::check`] says which fit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SortShape {
-    /// Threads per block, a multiple of 32, at least 256.
+    /// Threads per block, a multiple of 32, 256 to 1024.
     pub threads: usize,
-    /// Keys per thread.
+    /// Keys per thread, 1 to 64.
     pub items: usize,
+    /// The launch bounds' minimum blocks per SM.
+    pub min_blocks: usize,
 }
 
 impl SortShape {
-    /// The shape for keys of `key_size` bytes (untuned: 4,096 keys a tile
-    /// up to 4 bytes, 3,072 for 8).
-    pub const fn default_for(key_size: usize) -> SortShape {
+    /// The shape for keys of `key_size` bytes carrying values of
+    /// `value_size` (0: none) on `arch`, among the shapes that compile
+    /// without spilling there: 256 threads; 16 keys a thread up to 4 bytes,
+    /// 12 for 8 bytes (10 with values of 8 bytes or more); registers capped
+    /// for 3 blocks an SM (2 on sm_100 and newer, whose ptxas spilled at 3).
+    /// From the sweep on the H200 (`SORT_BENCH_SWEEP`, BENCHMARKS.md):
+    /// capped registers paid most (2^28 `u32` keys: 11.6 ms uncapped, 9.4
+    /// ms at 3 blocks); 20 and 24 keys a thread measured 9% faster still
+    /// but spill on some key types.
+    pub const fn default_for(key_size: usize, value_size: usize, arch: Arch) -> SortShape {
+        let items = if key_size <= 4 {
+            16
+        } else if value_size >= 8 {
+            10
+        } else {
+            12
+        };
         SortShape {
             threads: 256,
-            items: if key_size > 4 { 12 } else { 16 },
+            items,
+            min_blocks: if arch.major >= 10 { 2 } else { 3 },
         }
     }
 
     /// Keys per tile.
     pub const fn tile_items(&self) -> usize {
         self.threads * self.items
+    }
+
+    /// Whether values of `value_size` bytes go through the staging buffer.
+    pub const fn stages_values(&self, value_size: usize) -> bool {
+        value_size > 0 && self.tile_items() * value_size <= SORT_STAGE_BYTES
+    }
+
+    /// The onesweep kernel's static shared memory, as the template declares
+    /// it: the staging buffer, a count per warp and digit, a 64-bit shift
+    /// per digit, a total per 32 digits and the tile's number.
+    pub const fn shared_bytes(&self, key_size: usize, value_size: usize) -> usize {
+        let keys = self.tile_items() * key_size;
+        let values = if self.stages_values(value_size) {
+            self.tile_items() * value_size
+        } else {
+            0
+        };
+        let stage = if keys > values { keys } else { values };
+        stage + (self.threads / 32) * SORT_DIGITS * 4 + SORT_DIGITS * 8 + SORT_DIGITS / 32 * 4 + 4
+    }
+
+    /// Whether the shape can sort keys of `key_size` bytes carrying values
+    /// of `value_size` (0: none), and why not.
+    pub fn check(&self, key_size: usize, value_size: usize) -> Result<(), String> {
+        if self.threads % 32 != 0 || !(SORT_DIGITS..=1024).contains(&self.threads) {
+            return Err(format!(
+                "{} threads: a multiple of 32 from {SORT_DIGITS} to 1024",
+                self.threads
+            ));
+        }
+        if !(1..=64).contains(&self.items) || !(1..=32).contains(&self.min_blocks) {
+            return Err(format!(
+                "{} items, {} blocks per SM: 1 to 64 items, 1 to 32 blocks",
+                self.items, self.min_blocks
+            ));
+        }
+        if self.tile_items() * key_size > SORT_STAGE_BYTES {
+            return Err(format!(
+                "{} keys of {key_size} bytes a tile: more than the {SORT_STAGE_BYTES} staged bytes",
+                self.tile_items()
+            ));
+        }
+        let shared = self.shared_bytes(key_size, value_size);
+        if shared > STATIC_SHARED_BYTES {
+            return Err(format!(
+                "{shared} bytes of shared memory: more than {STATIC_SHARED_BYTES}"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -178,6 +258,11 @@ pub fn sort_program(key: &SortKeyType, value: Option<&SortValueType>, shape: Sor
     let mut out = crate::launch_state::launch_state_declaration();
     out.push_str(PRELUDE);
     out.push_str(LIBRARY);
+    let _ = writeln!(
+        out,
+        "namespace gpu_scan {{ constexpr int radix_stage_bytes = {SORT_STAGE_BYTES}; \
+         constexpr int radix_histogram_keys = {SORT_HISTOGRAM_KEYS}; }}"
+    );
     out.push_str(include_str!("templates/radix_sort.cuh"));
     let (value_type, has_values) = match value {
         Some(v) => {
@@ -215,21 +300,24 @@ pub fn sort_program(key: &SortKeyType, value: Option<&SortValueType>, shape: Sor
         let symbol = kernel.symbol(key, value);
         let (bounds, body) = match kernel {
             SortKernel::Histograms => (
-                SORT_BLOCK_THREADS,
+                SORT_BLOCK_THREADS.to_string(),
                 format!(
                     "gpu_scan::radix_histograms<sort_key_t, {kind}, {SORT_BLOCK_THREADS}>(keys, n, begin_bit, end_bit, descending != 0, counts);"
                 ),
             ),
-            SortKernel::Offsets => (SORT_DIGITS, "gpu_scan::radix_offsets(counts);".to_string()),
+            SortKernel::Offsets => (
+                SORT_DIGITS.to_string(),
+                "gpu_scan::radix_offsets(counts);".to_string(),
+            ),
             SortKernel::Onesweep => (
-                shape.threads,
+                format!("{}, {}", shape.threads, shape.min_blocks),
                 format!(
                     "gpu_scan::radix_onesweep<sort_key_t, {kind}, sort_value_t, {has_values}, {}, {}>(keys_in, keys_out, values_in, values_out, n, shift, width, descending != 0, offsets, status, tile_counter);",
                     shape.threads, shape.items
                 ),
             ),
             SortKernel::Iota => (
-                SORT_BLOCK_THREADS,
+                SORT_BLOCK_THREADS.to_string(),
                 "gpu_scan::radix_iota<unsigned long long>(out, n);".to_string(),
             ),
         };
@@ -258,13 +346,39 @@ mod tests {
             size: 8,
         };
         for value in [None, Some(&value)] {
-            let program = sort_program(&key, value, SortShape::default_for(4));
+            let program = sort_program(&key, value, SortShape::default_for(4, 8, Arch::SM_90));
             for kernel in SortKernel::ALL {
                 let symbol = kernel.symbol(&key, value);
                 assert!(program.contains(&format!(" {symbol}(")), "{symbol}");
             }
             assert_eq!(program.contains("struct Pair_01"), value.is_some());
         }
+        let shape = SortShape::default_for(4, 0, Arch::SM_90);
+        assert_eq!(
+            shape.shared_bytes(4, 0),
+            26_660,
+            "as ptxas reports it for sm_90"
+        );
+        assert_eq!(
+            shape.shared_bytes(4, 8),
+            43_044,
+            "values staged after the keys"
+        );
+        assert!(shape.stages_values(8) && !shape.stages_values(24));
+        assert_eq!(
+            SortShape::default_for(8, 8, Arch::SM_90).tile_items(),
+            2_560
+        );
+        assert_eq!(SortShape::default_for(4, 0, Arch::SM_100).min_blocks, 2);
+        let wide = SortShape {
+            threads: 512,
+            ..shape
+        };
+        assert!(wide.check(4, 0).unwrap_err().contains("shared memory"));
+        assert!(SortShape { items: 33, ..shape }
+            .check(4, 0)
+            .unwrap_err()
+            .contains("staged"));
         assert_eq!(
             SortKernel::Onesweep.symbol(&key, Some(&value)),
             "gpu_scan_sort_float_pairs_Pair_01_onesweep"

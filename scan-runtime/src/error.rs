@@ -184,6 +184,13 @@ pub enum ScanError {
         /// What does not fit.
         detail: String,
     },
+    /// A sort tile shape (`GpuSort::set_shape`) that cannot hold the keys
+    /// and values.
+    #[error("sort tile shape: {detail}")]
+    SortShape {
+        /// What does not fit.
+        detail: String,
+    },
     /// The input is longer than the kernels' grid can cover.
     #[error("{len} elements is more than the {max} one scan can cover with this tile size")]
     TooLong {

@@ -19,7 +19,7 @@ use cudarc::driver::{
 };
 use kernels_gen::radix_sort::{
     sort_program, RadixKind, SortKernel, SortKeyType, SortShape, SortValueType, SORT_BLOCK_THREADS,
-    SORT_DIGITS, SORT_MOST_PASSES,
+    SORT_DIGITS, SORT_HISTOGRAM_KEYS, SORT_MOST_PASSES,
 };
 use kernels_gen::Arch;
 use scan_core::sort::{RadixKey, SortError, SortSpec};
@@ -122,6 +122,8 @@ pub(crate) enum SortStep {
 pub(crate) struct SortPlan {
     /// In order.
     pub(crate) steps: Vec<SortStep>,
+    /// The onesweep tile shape.
+    pub(crate) shape: SortShape,
     /// Onesweep tiles a pass.
     pub(crate) tiles: usize,
     /// Second buffers of `n` keys: 0, 1 or 2.
@@ -130,14 +132,14 @@ pub(crate) struct SortPlan {
     pub(crate) value_buffer: bool,
 }
 
-/// The plan of a sort of `n` keys over bits `bits` in tiles of
-/// `tile_items` keys, carrying `carried`: an argsort's indices written
+/// The plan of a sort of `n` keys over bits `bits` in tiles of `shape`,
+/// carrying `carried`: an argsort's indices written
 /// first; with no bits to compare or fewer than two keys, nothing moves;
 /// else counts, then a pass per eight bits ping-ponging between the
 /// caller's buffers and scratch (an argsort between two scratch buffers of
 /// keys, its first pass reading the caller's), then, after an odd number of
 /// passes, the sorted keys (and values) copied back.
-pub(crate) fn plan(n: usize, bits: Range<u32>, carried: Carried, tile_items: usize) -> SortPlan {
+pub(crate) fn plan(n: usize, bits: Range<u32>, carried: Carried, shape: SortShape) -> SortPlan {
     let mut steps = Vec::new();
     if carried == Carried::Indices && n > 0 {
         steps.push(SortStep::Iota);
@@ -147,6 +149,7 @@ pub(crate) fn plan(n: usize, bits: Range<u32>, carried: Carried, tile_items: usi
     if n < 2 || passes == 0 {
         return SortPlan {
             steps,
+            shape,
             tiles: 0,
             key_buffers: 0,
             value_buffer: false,
@@ -196,7 +199,8 @@ pub(crate) fn plan(n: usize, bits: Range<u32>, carried: Carried, tile_items: usi
     }
     SortPlan {
         steps,
-        tiles: n.div_ceil(tile_items),
+        shape,
+        tiles: n.div_ceil(shape.tile_items()),
         key_buffers: if argsort { passes.min(2) } else { 1 },
         value_buffer: carried != Carried::Nothing,
     }
@@ -290,8 +294,10 @@ pub struct GpuSort {
     ctx: Arc<CudaContext>,
     target: (Arch, bool),
     disk: crate::cache::DiskCache,
-    /// Loaded programs, by key type and carried type.
-    programs: HashMap<(TypeId, Option<TypeId>), Program>,
+    /// Loaded programs, by key type, carried type and tile shape.
+    programs: HashMap<(TypeId, Option<TypeId>, SortShape), Program>,
+    /// The tile shape set for tuning ([`GpuSort::set_shape`]).
+    shape: Option<SortShape>,
     scratch: HashMap<usize, SortScratch>,
     stats: ProgramStats,
     addresses: AddressStream,
@@ -323,6 +329,7 @@ impl GpuSort {
             target: compile_target(ctx)?,
             disk: disk.clone(),
             programs: HashMap::new(),
+            shape: None,
             scratch: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
@@ -347,27 +354,27 @@ impl GpuSort {
         stream: &Arc<CudaStream>,
         n: usize,
     ) -> Result<()> {
-        let tile_items = Self::shape::<K>().tile_items();
-        // An argsort needs both key buffers; values the widest of V and u64.
-        let widest = plan(n.max(2), 0..K::BITS, Carried::Indices, tile_items);
         let value_size = std::mem::size_of::<V>().max(8);
+        let shape = self.shape_for::<K>(value_size)?;
+        // An argsort needs both key buffers; values the widest of V and u64.
+        let widest = plan(n.max(2), 0..K::BITS, Carried::Indices, shape);
         self.scratch
             .entry(stream_key(stream))
             .or_default()
             .reserve(stream, &widest, n, K::KEY.size, value_size)?;
-        self.functions::<K, ()>(None, Self::shape::<K>())?;
+        self.functions::<K, ()>(None, self.shape_for::<K>(0)?)?;
         let value = SortValueType {
             cuda_type: V::CUDA_TYPE,
             declarations: V::CUDA_DECL,
             size: std::mem::size_of::<V>(),
         };
-        self.functions::<K, V>(Some(&value), Self::shape::<K>())?;
+        self.functions::<K, V>(Some(&value), self.shape_for::<K>(value.size)?)?;
         let index = SortValueType {
             cuda_type: u64::CUDA_TYPE,
             declarations: "",
             size: 8,
         };
-        self.functions::<K, u64>(Some(&index), Self::shape::<K>())?;
+        self.functions::<K, u64>(Some(&index), self.shape_for::<K>(8)?)?;
         Ok(())
     }
 
@@ -381,7 +388,8 @@ impl GpuSort {
     ) -> Result<()> {
         let bits = spec.range_of(K::BITS).map_err(ScanError::Sort)?;
         let n = keys.len();
-        let plan = plan(n, bits, Carried::Nothing, Self::shape::<K>().tile_items());
+        let shape = self.shape_for::<K>(0)?;
+        let plan = plan(n, bits, Carried::Nothing, shape);
         let at = self.addresses.for_stream(stream)?;
         let (keys_ptr, _keys_guard) = keys.device_ptr_mut(&at);
         let buffers = Buffers {
@@ -404,7 +412,8 @@ impl GpuSort {
         let bits = spec.range_of(K::BITS).map_err(ScanError::Sort)?;
         let n = keys.len();
         one_per_key(n, values.len())?;
-        let plan = plan(n, bits, Carried::Values, Self::shape::<K>().tile_items());
+        let shape = self.shape_for::<K>(std::mem::size_of::<V>())?;
+        let plan = plan(n, bits, Carried::Values, shape);
         let at = self.addresses.for_stream(stream)?;
         let (keys_ptr, _keys_guard) = keys.device_ptr_mut(&at);
         let (values_ptr, _values_guard) = values.device_ptr_mut(&at);
@@ -435,7 +444,8 @@ impl GpuSort {
         let bits = spec.range_of(K::BITS).map_err(ScanError::Sort)?;
         let n = keys.len();
         one_per_key(n, indices.len())?;
-        let plan = plan(n, bits, Carried::Indices, Self::shape::<K>().tile_items());
+        let shape = self.shape_for::<K>(8)?;
+        let plan = plan(n, bits, Carried::Indices, shape);
         let at = self.addresses.for_stream(stream)?;
         let (keys_ptr, _keys_guard) = keys.device_ptr(&at);
         let (indices_ptr, _indices_guard) = indices.device_ptr_mut(&at);
@@ -453,9 +463,25 @@ impl GpuSort {
         self.execute::<K, u64>(stream, &plan, spec, n, buffers, Some(value))
     }
 
-    /// The onesweep tile for keys `K`.
-    fn shape<K: DeviceSortKey>() -> SortShape {
-        SortShape::default_for(K::KEY.size)
+    /// Sets the onesweep tile shape of every later sort (`None`: the
+    /// default for the key, [`SortShape::default_for`]), for tuning; a
+    /// sort it cannot hold fails with [`ScanError::SortShape`].
+    pub fn set_shape(&mut self, shape: Option<SortShape>) {
+        self.shape = shape;
+    }
+
+    /// The onesweep tile shape for keys `K` carrying values of
+    /// `value_size` bytes (0: none): the one set, or the default.
+    pub fn shape_for<K: DeviceSortKey>(&self, value_size: usize) -> Result<SortShape> {
+        let shape = self.shape.unwrap_or(SortShape::default_for(
+            K::KEY.size,
+            value_size,
+            self.target.0,
+        ));
+        shape
+            .check(K::KEY.size, value_size)
+            .map_err(|detail| ScanError::SortShape { detail })?;
+        Ok(shape)
     }
 
     /// Runs `plan` on `stream`: its program loaded and its scratch reserved
@@ -472,7 +498,7 @@ impl GpuSort {
         if plan.steps.is_empty() {
             return Ok(());
         }
-        let shape = Self::shape::<K>();
+        let shape = plan.shape;
         if plan.tiles > i32::MAX as usize {
             return Err(ScanError::TooLong {
                 len: n,
@@ -525,7 +551,7 @@ impl GpuSort {
                         .arg(&control);
                     // SAFETY: the kernel reads the caller's `n` keys and adds
                     // to the passes' counts, inside the control words.
-                    unsafe { builder.launch(grid_stride(n, self.multiprocessors)) }?;
+                    unsafe { builder.launch(histogram_grid(n, self.multiprocessors)) }?;
                     let passes = (end_bit - begin_bit).div_ceil(8);
                     let mut builder = stream.launch_builder(&offsets);
                     builder.arg(&control);
@@ -615,7 +641,7 @@ impl GpuSort {
         value: Option<&SortValueType>,
         shape: SortShape,
     ) -> Result<[CudaFunction; 4]> {
-        let key = (TypeId::of::<K>(), value.map(|_| TypeId::of::<V>()));
+        let key = (TypeId::of::<K>(), value.map(|_| TypeId::of::<V>()), shape);
         if let Some((_, functions)) = self.programs.get(&key) {
             return Ok(functions.clone());
         }
@@ -655,9 +681,30 @@ fn grid_stride(n: usize, multiprocessors: usize) -> LaunchConfig {
     }
 }
 
+/// The histogram kernel's grid over `n` keys: eight blocks a
+/// multiprocessor at most (its 28 registers and 8 KiB of shared memory
+/// allow them), each thread with [`SORT_HISTOGRAM_KEYS`] keys in flight.
+fn histogram_grid(n: usize, multiprocessors: usize) -> LaunchConfig {
+    let blocks = n
+        .div_ceil(SORT_BLOCK_THREADS * SORT_HISTOGRAM_KEYS)
+        .clamp(1, 8 * multiprocessors);
+    LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (SORT_BLOCK_THREADS as u32, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Tiles of 4,096 keys.
+    const SHAPE: SortShape = SortShape {
+        threads: 256,
+        items: 16,
+        min_blocks: 3,
+    };
 
     fn passes(plan: &SortPlan) -> Vec<(u32, u32, (KeyBuffer, KeyBuffer))> {
         plan.steps
@@ -674,7 +721,7 @@ mod tests {
     #[test]
     fn an_even_number_of_passes_ends_in_the_callers_buffers() {
         use KeyBuffer::*;
-        let p = plan(10_000, 0..32, Carried::Values, 4096);
+        let p = plan(10_000, 0..32, Carried::Values, SHAPE);
         assert_eq!(
             passes(&p),
             [
@@ -691,7 +738,7 @@ mod tests {
 
     #[test]
     fn an_odd_number_of_passes_copies_back_and_the_last_is_narrower() {
-        let p = plan(5, 3..20, Carried::Values, 4096);
+        let p = plan(5, 3..20, Carried::Values, SHAPE);
         assert_eq!(
             passes(&p).iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
             [(3, 8), (11, 8), (19, 1)]
@@ -700,7 +747,7 @@ mod tests {
             &p.steps[p.steps.len() - 2..],
             [SortStep::CopyValues, SortStep::CopyKeys]
         );
-        let keys_only = plan(5, 0..8, Carried::Nothing, 4096);
+        let keys_only = plan(5, 0..8, Carried::Nothing, SHAPE);
         assert_eq!(keys_only.steps.last(), Some(&SortStep::CopyKeys));
         assert!(!keys_only.value_buffer);
     }
@@ -708,7 +755,7 @@ mod tests {
     #[test]
     fn an_argsort_never_writes_the_callers_keys() {
         for bits in [0..8, 0..16, 0..24, 0..64] {
-            let p = plan(100, bits.clone(), Carried::Indices, 4096);
+            let p = plan(100, bits.clone(), Carried::Indices, SHAPE);
             assert_eq!(p.steps[0], SortStep::Iota);
             let passes = passes(&p);
             assert!(
@@ -729,15 +776,15 @@ mod tests {
     #[test]
     fn nothing_moves_without_bits_or_without_two_keys() {
         for (n, bits) in [(1, 0..32), (100, 5..5)] {
-            assert!(plan(n, bits.clone(), Carried::Values, 4096)
+            assert!(plan(n, bits.clone(), Carried::Values, SHAPE)
                 .steps
                 .is_empty());
             assert_eq!(
-                plan(n, bits, Carried::Indices, 4096).steps,
+                plan(n, bits, Carried::Indices, SHAPE).steps,
                 [SortStep::Iota]
             );
         }
-        assert!(plan(0, 0..32, Carried::Indices, 4096).steps.is_empty());
+        assert!(plan(0, 0..32, Carried::Indices, SHAPE).steps.is_empty());
     }
 
     #[test]

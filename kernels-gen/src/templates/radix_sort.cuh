@@ -67,8 +67,9 @@ __device__ __forceinline__ unsigned radix_pass_width(unsigned begin_bit, unsigne
 }
 
 // Kernel 1: counts[p][d] += the keys whose pass-p digit is d, for every
-// pass, from one read of the keys (a grid-stride loop; each block counts
-// in shared memory, then adds its counts to the global ones).
+// pass, from one read of the keys (a grid-stride loop, each thread with
+// radix_histogram_keys keys in flight; each block counts in shared memory,
+// then adds its counts to the global ones).
 template <class Key, int Kind, int Threads>
 __device__ __forceinline__ void radix_histograms(const Key* keys, unsigned long long n, unsigned begin_bit, unsigned end_bit, bool descending,
                                                  unsigned long long* counts) {
@@ -76,12 +77,22 @@ __device__ __forceinline__ void radix_histograms(const Key* keys, unsigned long 
   const int passes = (int)((end_bit - begin_bit + radix_digit_bits - 1) / radix_digit_bits);
   for (int j = (int)threadIdx.x; j < passes * radix_digits; j += Threads) local[j] = 0u;
   __syncthreads();
-  const unsigned long long stride = (unsigned long long)gridDim.x * Threads;
-  for (unsigned long long e = (unsigned long long)blockIdx.x * Threads + threadIdx.x; e < n; e += stride) {
-    const Key key = keys[e];
-    for (int p = 0; p < passes; ++p) {
-      const unsigned shift = begin_bit + radix_digit_bits * (unsigned)p;
-      atomicAdd(local + p * radix_digits + radix_digit<Key, Kind>(key, shift, radix_pass_width(begin_bit, end_bit, p), descending), 1u);
+  constexpr unsigned long long chunk = (unsigned long long)Threads * radix_histogram_keys;
+  for (unsigned long long start = (unsigned long long)blockIdx.x * chunk; start < n; start += (unsigned long long)gridDim.x * chunk) {
+    Key batch[radix_histogram_keys];
+#pragma unroll
+    for (int u = 0; u < radix_histogram_keys; ++u) {
+      const unsigned long long e = start + (unsigned long long)(u * Threads) + threadIdx.x;
+      batch[u] = keys[e < n ? e : start];
+    }
+#pragma unroll
+    for (int u = 0; u < radix_histogram_keys; ++u) {
+      if (start + (unsigned long long)(u * Threads) + threadIdx.x < n) {
+        for (int p = 0; p < passes; ++p) {
+          const unsigned shift = begin_bit + radix_digit_bits * (unsigned)p;
+          atomicAdd(local + p * radix_digits + radix_digit<Key, Kind>(batch[u], shift, radix_pass_width(begin_bit, end_bit, p), descending), 1u);
+        }
+      }
     }
   }
   __syncthreads();
@@ -117,13 +128,31 @@ constexpr unsigned long long radix_status_aggregate = 1ull << 62;
 constexpr unsigned long long radix_status_prefix = 2ull << 62;
 constexpr unsigned long long radix_status_count = (1ull << 62) - 1ull;
 
+// The lanes of the warp whose digit (eight bits) is this lane's, among
+// those `in`: a ballot a bit, as CUB's MatchAny (cheaper than
+// __match_any_sync, which the ranking had used).
+__device__ __forceinline__ unsigned radix_match(const unsigned digit, const bool in) {
+  unsigned peers = __ballot_sync(0xffffffffu, in);
+#pragma unroll
+  for (int b = 0; b < radix_digit_bits; ++b) {
+    const bool set = (digit >> b) & 1u;
+    const unsigned lanes = __ballot_sync(0xffffffffu, set);
+    peers &= set ? lanes : ~lanes;
+  }
+  return peers;
+}
+
 // Kernel 3, one pass: every key (and value) of `keys_in` to its place in
 // `keys_out` by its digit at bits [shift, shift + width), stably.
 // `offsets` holds where each digit's keys start (radix_offsets);
 // `status` 256 words a tile and `tile_counter` all zero when the pass
-// starts. Threads at least
-// radix_digits; tiles of Threads × Items keys, each warp's 32 × Items
-// consecutive keys striped over its lanes.
+// starts. Threads at least radix_digits; tiles of Threads × Items keys,
+// each warp's 32 × Items consecutive keys striped over its lanes.
+// A tile is ranked in shared memory (per-warp match ranking, then the
+// warps' and digits' counts scanned), publishes its digit counts before it
+// looks back, and is staged in shared memory in sorted order, so that
+// consecutive threads store consecutive keys of a digit (CUB's Onesweep
+// writes its keys the same way).
 template <class Key, int Kind, class Value, bool HasValues, int Threads, int Items>
 __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out, const Value* values_in, Value* values_out, unsigned long long n,
                                                unsigned shift, unsigned width, bool descending, const unsigned long long* offsets,
@@ -131,59 +160,101 @@ __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out
   static_assert(Threads % 32 == 0 && Threads >= radix_digits, "a thread for every digit");
   constexpr int warps = Threads / 32;
   constexpr int tile_items = Threads * Items;
+  static_assert(tile_items * (int)sizeof(Key) <= radix_stage_bytes, "a tile's keys fit the staging buffer");
+  // Values small enough go through the staging buffer after the keys;
+  // larger ones are stored where they go directly (radix_stage_bytes and
+  // this layout: kernels_gen::radix_sort::SortShape::shared_bytes).
+  constexpr bool stage_values = HasValues && tile_items * (int)sizeof(Value) <= radix_stage_bytes;
+  constexpr int key_bytes = tile_items * (int)sizeof(Key);
+  constexpr int value_bytes = stage_values ? tile_items * (int)sizeof(Value) : 0;
+  __shared__ __align__(16) unsigned char stage[key_bytes > value_bytes ? key_bytes : value_bytes];
   __shared__ unsigned warp_counts[warps][radix_digits];
-  __shared__ unsigned long long digit_base[radix_digits];
+  __shared__ unsigned long long digit_shift[radix_digits];
+  __shared__ unsigned digit_totals[radix_digits / 32];
   __shared__ unsigned shared_tile;
+  Key* const staged_keys = reinterpret_cast<Key*>(stage);
   const unsigned lane = threadIdx.x & 31u;
   const int warp = (int)(threadIdx.x >> 5);
   for (int j = (int)threadIdx.x; j < warps * radix_digits; j += Threads) (&warp_counts[0][0])[j] = 0u;
   if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
   __syncthreads();
   const unsigned long long tile = shared_tile;
-  const unsigned long long base = tile * tile_items + (unsigned long long)warp * (32 * Items);
+  const unsigned long long tile_base = tile * tile_items;
+  // Keys in the tile (all but in the last), in the warp's part of it.
+  const unsigned valid = n - tile_base < (unsigned long long)tile_items ? (unsigned)(n - tile_base) : (unsigned)tile_items;
+  const unsigned warp_first = (unsigned)warp * (32u * Items);
+  const unsigned warp_valid = valid > warp_first ? valid - warp_first : 0u;
+  const Key* const tile_keys = keys_in + tile_base;
   // The keys, each warp's striped over its lanes (item i of lane l is
-  // element base + 32i + l), and their digits (radix_digits: none).
+  // the warp's element 32i + l); past the end, the tile's first (a warp
+  // of the last tile may start past the end).
   Key keys[Items];
-  unsigned digits[Items];
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    const unsigned long long e = base + 32u * (unsigned)i + lane;
-    const bool in = e < n;
-    keys[i] = keys_in[in ? e : 0];
-    digits[i] = in ? radix_digit<Key, Kind>(keys[i], shift, width, descending) : (unsigned)radix_digits;
+    const unsigned e = 32u * (unsigned)i + lane;
+    keys[i] = tile_keys[e < warp_valid ? warp_first + e : 0u];
   }
   // Ranks within the warp, in element order: the same digit's lanes of
-  // each item together (a match), behind the warp's count of it so far.
+  // each item together (radix_match), behind the warp's count of it so far.
+  // A key past the end has no digit (radix_digits) and no rank.
   unsigned ranks[Items];
   const unsigned below = (1u << lane) - 1u;
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    const unsigned peers = __match_any_sync(0xffffffffu, digits[i]);
-    const bool counted = digits[i] < (unsigned)radix_digits;
-    const unsigned before = counted ? warp_counts[warp][digits[i]] : 0u;
+    const bool in = 32u * (unsigned)i + lane < warp_valid;
+    const unsigned digit = in ? radix_digit<Key, Kind>(keys[i], shift, width, descending) : (unsigned)radix_digits;
+    const unsigned peers = radix_match(digit, in);
+    const unsigned before = in ? warp_counts[warp][digit] : 0u;
     __syncwarp();
-    if (counted && lane == (unsigned)(__ffs(peers) - 1)) warp_counts[warp][digits[i]] = before + (unsigned)__popc(peers);
+    if (in && lane == (unsigned)(__ffs(peers) - 1)) warp_counts[warp][digit] = before + (unsigned)__popc(peers);
     __syncwarp();
     ranks[i] = before + (unsigned)__popc(peers & below);
   }
   __syncthreads();
   // Per digit (a thread each): the warps' counts into their exclusive
-  // prefixes, the tile's count, then the look-back for the keys of the
-  // digit in the tiles before.
-  if (threadIdx.x < (unsigned)radix_digits) {
-    const unsigned d = threadIdx.x;
-    unsigned long long count = 0;
+  // prefixes and the tile's count, published at once (so that the tiles
+  // after this one can pass over it), then scanned over the digits.
+  const unsigned d = threadIdx.x;
+  unsigned count = 0;
+  unsigned inclusive = 0;
+  volatile unsigned long long* const words = status;
+  if (d < (unsigned)radix_digits) {
     for (int w = 0; w < warps; ++w) {
       const unsigned c = warp_counts[w][d];
-      warp_counts[w][d] = (unsigned)count;
+      warp_counts[w][d] = count;
       count += c;
     }
-    volatile unsigned long long* const words = status;
+    words[tile * radix_digits + d] = (tile == 0 ? radix_status_prefix : radix_status_aggregate) | count;
+    inclusive = count;
+#pragma unroll
+    for (unsigned offset = 1; offset < 32; offset <<= 1) {
+      const unsigned earlier = __shfl_up_sync(0xffffffffu, inclusive, offset);
+      if (lane >= offset) inclusive += earlier;
+    }
+    if (lane == 31u) digit_totals[d >> 5] = inclusive;
+  }
+  __syncthreads();
+  // Where each digit's keys start in the tile, added to the warps' prefixes.
+  unsigned tile_start = 0;
+  if (d < (unsigned)radix_digits) {
+    for (unsigned w = 0; w < (d >> 5); ++w) tile_start += digit_totals[w];
+    tile_start += inclusive - count;
+    for (int w = 0; w < warps; ++w) warp_counts[w][d] += tile_start;
+  }
+  __syncthreads();
+  // Each key to its place in the tile's sorted order.
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    if (32u * (unsigned)i + lane < warp_valid) {
+      ranks[i] += warp_counts[warp][radix_digit<Key, Kind>(keys[i], shift, width, descending)];
+      staged_keys[ranks[i]] = keys[i];
+    }
+  }
+  // Per digit: the keys of the digit in the tiles before (the look-back),
+  // so that the key at place j of the tile goes to digit_shift + j.
+  if (d < (unsigned)radix_digits) {
     unsigned long long before = 0;
-    if (tile == 0) {
-      words[d] = radix_status_prefix | count;
-    } else {
-      words[tile * radix_digits + d] = radix_status_aggregate | count;
+    if (tile != 0) {
       for (unsigned long long t = tile - 1;; --t) {
         unsigned long long word;
         do {
@@ -194,18 +265,45 @@ __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out
       }
       words[tile * radix_digits + d] = radix_status_prefix | (before + count);
     }
-    digit_base[d] = offsets[d] + before;
+    digit_shift[d] = offsets[d] + before - tile_start;
   }
   __syncthreads();
-  // Each key to its digit's start, behind the keys of the tiles and warps
-  // before it and the warp's earlier ones of the same digit.
+  // The tile in sorted order, consecutive threads at consecutive places.
+  unsigned digits[Items];
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    if (digits[i] < (unsigned)radix_digits) {
-      const unsigned long long e = base + 32u * (unsigned)i + lane;
-      const unsigned long long to = digit_base[digits[i]] + warp_counts[warp][digits[i]] + ranks[i];
-      keys_out[to] = keys[i];
-      if constexpr (HasValues) values_out[to] = values_in[e];
+    const unsigned j = threadIdx.x + (unsigned)(i * Threads);
+    if (j < valid) {
+      const Key key = staged_keys[j];
+      digits[i] = radix_digit<Key, Kind>(key, shift, width, descending);
+      keys_out[digit_shift[digits[i]] + j] = key;
+    }
+  }
+  if constexpr (HasValues) {
+    const Value* const warp_values = values_in + tile_base + warp_first;
+    if constexpr (stage_values) {
+      Value* const staged_values = reinterpret_cast<Value*>(stage);
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < Items; ++i) {
+        const unsigned e = 32u * (unsigned)i + lane;
+        if (e < warp_valid) staged_values[ranks[i]] = warp_values[e];
+      }
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < Items; ++i) {
+        const unsigned j = threadIdx.x + (unsigned)(i * Threads);
+        if (j < valid) values_out[digit_shift[digits[i]] + j] = staged_values[j];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < Items; ++i) {
+        const unsigned e = 32u * (unsigned)i + lane;
+        if (e < warp_valid) {
+          const unsigned digit = radix_digit<Key, Kind>(keys[i], shift, width, descending);
+          values_out[digit_shift[digit] + ranks[i]] = warp_values[e];
+        }
+      }
     }
   }
 }
