@@ -690,7 +690,7 @@ fn selections_past_two_to_the_32() {
     println!("gpu_select huge: {n} bytes, every third kept ({kept}): match");
 }
 
-/// Compactions captured in a CUDA graph from a `ctx.new_stream()` stream
+/// Compactions (reduce-by-key too) captured in a CUDA graph from a `ctx.new_stream()` stream
 /// under cudarc's default event tracking, then replayed on new inputs:
 /// each replay matches the CPU (the launch state carries the tiles'
 /// epochs from one replay to the next).
@@ -721,8 +721,14 @@ fn compactions_replay_in_a_graph() {
     let mut heads: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
     let mut run_values: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
     let mut run_lengths: CudaSlice<u64> = stream.alloc_zeros(n).unwrap();
-    let mut counts: CudaSlice<u64> = stream.alloc_zeros(5).unwrap();
+    let mut maps: CudaSlice<AffineU32> = stream.alloc_zeros(n).unwrap();
+    let mut run_keys: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let mut run_maps: CudaSlice<AffineU32> = stream.alloc_zeros(n).unwrap();
+    let mut counts: CudaSlice<u64> = stream.alloc_zeros(6).unwrap();
     select.reserve::<u32>(&stream, n).unwrap();
+    select
+        .reserve_reduce_by_key::<SameU32, AffineU32>(&stream, n)
+        .unwrap();
     // One ordinary run first, so that every kernel is loaded before the capture.
     let mut enqueue = |select: &mut GpuSelect| -> Result<(), ScanError> {
         select.select_if::<Third>(&stream, &input, &mut kept, &mut counts.slice_mut(0..1))?;
@@ -747,6 +753,15 @@ fn compactions_replay_in_a_graph() {
             &mut run_values,
             &mut run_lengths,
             &mut counts.slice_mut(4..5),
+        )?;
+        // Affine maps over wrapping u32: non-commutative, exact.
+        select.reduce_by_key::<SameU32, AffineU32>(
+            &stream,
+            &input,
+            &maps,
+            &mut run_keys,
+            &mut run_maps,
+            &mut counts.slice_mut(5..6),
         )
     };
     enqueue(&mut select).unwrap();
@@ -760,8 +775,15 @@ fn compactions_replay_in_a_graph() {
     for replay in 0..6 {
         let words: Vec<u32> = (0..n).map(|_| rng.random_range(0..40)).collect();
         let bytes: Vec<u8> = (0..n).map(|_| rng.random_range(0..2)).collect();
+        let affine: Vec<AffineU32> = (0..n)
+            .map(|_| AffineU32 {
+                a: rng.random(),
+                b: rng.random(),
+            })
+            .collect();
         stream.memcpy_htod(&words, &mut input).unwrap();
         stream.memcpy_htod(&bytes, &mut flags).unwrap();
+        stream.memcpy_htod(&affine, &mut maps).unwrap();
         graph.launch().unwrap();
         let got_counts = stream.clone_dtoh(&counts).unwrap();
         let mut want = vec![0u32; n];
@@ -812,7 +834,29 @@ fn compactions_replay_in_a_graph() {
             lengths[..k],
             "replay {replay}: run lengths"
         );
+        let (mut want_keys, mut want_maps) = (vec![0u32; n], vec![AffineU32 { a: 0, b: 0 }; n]);
+        let k = cpu::reduce_by_key::<SameU32, AffineU32>(
+            &words,
+            &affine,
+            &mut want_keys,
+            &mut want_maps,
+        )
+        .unwrap();
+        assert_eq!(
+            got_counts[5] as usize, k,
+            "replay {replay}: reduce_by_key runs"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&run_keys).unwrap()[..k],
+            want_keys[..k],
+            "replay {replay}: reduce_by_key keys"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&run_maps).unwrap()[..k],
+            want_maps[..k],
+            "replay {replay}: reduce_by_key values"
+        );
     }
     ctx.check_err().unwrap();
-    println!("gpu_select graph: 5 compactions x 6 replays of {n} elements match the CPU");
+    println!("gpu_select graph: 6 compactions x 6 replays of {n} elements match the CPU");
 }

@@ -199,15 +199,19 @@ pub enum ScanError {
         /// Largest supported length.
         max: usize,
     },
-    /// A scan needed more scratch memory while its stream was being captured
-    /// into a CUDA graph, where an allocation would belong to the graph.
+    /// A scan (or compaction, or sort) needed more scratch memory while its
+    /// stream was being captured into a CUDA graph, where an allocation
+    /// would belong to the graph.
     #[error(
-        "the scan needs {bytes} more bytes of workspace while its stream is being captured into a CUDA graph: \
-         call GpuScanner::reserve for the longest input before beginning the capture"
+        "{bytes} more bytes of workspace are needed while the stream is being captured into a CUDA graph: \
+         call {reserve} for the longest input before beginning the capture"
     )]
     WorkspaceDuringCapture {
-        /// Bytes the scan would have allocated.
+        /// Bytes the call would have allocated.
         bytes: usize,
+        /// The call that reserves them ahead: `GpuScanner::reserve`,
+        /// `GpuSelect::reserve` or `GpuSort::reserve`.
+        reserve: &'static str,
     },
     /// A launch's arguments disagree with the kernel ABI table: a bug in
     /// gpu-scan, caught before anything was enqueued.
@@ -266,5 +270,41 @@ impl From<scan_core::segmented::SegmentedError> for ScanError {
             SegmentedError::Keys(m) => m.into(),
             SegmentedError::Totals(m) => m.into(),
         }
+    }
+}
+
+impl ScanError {
+    /// A [`ScanError::WorkspaceDuringCapture`] naming `call` as the one that
+    /// reserves ahead (the workspace is shared by the scanner, the
+    /// compactions and the sort); any other error unchanged.
+    pub(crate) fn reserved_by(self, call: &'static str) -> Self {
+        match self {
+            ScanError::WorkspaceDuringCapture { bytes, .. } => ScanError::WorkspaceDuringCapture {
+                bytes,
+                reserve: call,
+            },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capture_refusal_names_the_reserve_of_the_type_that_refused() {
+        let refused = ScanError::WorkspaceDuringCapture {
+            bytes: 4096,
+            reserve: "GpuScanner::reserve",
+        };
+        assert!(refused.to_string().contains("call GpuScanner::reserve"));
+        let sort = refused.reserved_by("GpuSort::reserve").to_string();
+        assert!(
+            sort.contains("4096 more bytes") && sort.contains("call GpuSort::reserve"),
+            "{sort}"
+        );
+        let other = ScanError::SortShape { detail: "x".into() }.reserved_by("GpuSort::reserve");
+        assert!(matches!(other, ScanError::SortShape { .. }));
     }
 }

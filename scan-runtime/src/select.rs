@@ -158,7 +158,8 @@ impl GpuSelect {
     /// ones on it allocate nothing: call it before
     /// capturing the stream into a CUDA graph, where an allocation would
     /// belong to the graph (a compaction that needs more then fails with
-    /// [`ScanError::WorkspaceDuringCapture`]).
+    /// [`ScanError::WorkspaceDuringCapture`]). Reduce-by-key has its own,
+    /// [`GpuSelect::reserve_reduce_by_key`].
     pub fn reserve<T: ScanElement>(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
         // The kernel of the smallest tiles needs the most entries.
         let mut tile_items = usize::MAX;
@@ -175,6 +176,23 @@ impl GpuSelect {
         let tiles = n.div_ceil(tile_items);
         self.reserve_status(stream, SelectKernel::If, 0, tiles)?;
         self.reserve_status(stream, SelectKernel::RunLengthEncode, 0, tiles)?;
+        Ok(())
+    }
+
+    /// Reserves `stream`'s scratch for [`GpuSelect::reduce_by_key`] of up
+    /// to `n` keys of `E` with values of `Op`, as [`GpuSelect::reserve`]
+    /// does for the other compactions (its tile status carries a partial
+    /// total of `Op`'s element, so it has a reservation of its own).
+    pub fn reserve_reduce_by_key<E: ScanEquality, Op: ScanOp>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<()> {
+        let kernel = SelectKernel::ReduceByKey;
+        let value_size = std::mem::size_of::<Op::Element>();
+        let key_size = std::mem::size_of::<E::Element>();
+        let (_, tiles) = self.tiles_for(kernel, key_size + value_size, n)?;
+        self.reserve_status(stream, kernel, value_size, tiles)?;
         Ok(())
     }
 
@@ -518,7 +536,9 @@ impl GpuSelect {
             .workspaces
             .entry((stream_key(stream), stride))
             .or_default();
-        workspace.reserve_status_strided(stream, tiles, 1, stride)?;
+        workspace
+            .reserve_status_strided(stream, tiles, 1, stride)
+            .map_err(|e| e.reserved_by("GpuSelect::reserve"))?;
         Ok(workspace.single_pass_args())
     }
 

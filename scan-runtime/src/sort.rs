@@ -247,7 +247,7 @@ impl SortScratch {
             + grow_keys as usize * 2 * key_bytes
             + grow_values as usize * value_bytes;
         if bytes > 0 {
-            refuse_during_capture(stream, bytes)?;
+            refuse_during_capture(stream, bytes).map_err(|e| e.reserved_by("GpuSort::reserve"))?;
         }
         if grow_control {
             self.control = Some((Scratch::zeroed(stream, control_words)?, control_words));

@@ -106,7 +106,10 @@ impl<T> Default for Workspace<T> {
 pub(crate) fn refuse_during_capture(stream: &CudaStream, bytes: usize) -> Result<()> {
     match stream.capture_status()? {
         CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Ok(()),
-        _ => Err(ScanError::WorkspaceDuringCapture { bytes }),
+        _ => Err(ScanError::WorkspaceDuringCapture {
+            bytes,
+            reserve: "GpuScanner::reserve",
+        }),
     }
 }
 
