@@ -9,17 +9,18 @@
 //! poisoned before. Two streams from `ctx.new_stream()` take turns, under
 //! cudarc's default event tracking. Bad requests get typed errors and
 //! leave the buffers untouched. Other tile shapes (more threads than
-//! digits, values staged and not) sort the same. A reserved sort is
+//! digits, values staged and not) sort the same. Records sort by a
+//! `#[sort_key]` of one and of three components as the CPU sorts them. A reserved sort is
 //! captured in a CUDA graph and replayed on fresh keys.
 #![cfg(feature = "gpu")]
 
 mod common;
 use common::gpu::{open_gpu, poison, poisoned, Rng64};
-use common::ops::{Affine, Stats};
+use common::ops::{Affine, BySignCountSum, BySlope, Stats};
 use gpu_scan::kernels_gen::radix_sort::SortShape;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{DeviceSortKey, GpuSort, ScanError};
-use gpu_scan::sort::{self as cpu, SortError, SortSpec};
+use gpu_scan::sort::{self as cpu, SortError, SortKey, SortSpec};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
@@ -400,6 +401,137 @@ fn other_tile_shapes_sort_the_same() {
     );
 }
 
+/// Records sorted (and argsorted) by `S` on the GPU against the CPU's
+/// `sort_by_key` / `argsort_by_key`, compared by their bytes (`bits`).
+fn check_by_key<S: SortKey>(
+    sort: &mut GpuSort,
+    stream: &Arc<CudaStream>,
+    records: &[S::Record],
+    specs: &[SortSpec],
+    bits: impl Fn(&S::Record) -> Vec<u64>,
+    failures: &mut Vec<String>,
+) where
+    S::Record: DeviceRepr + ValidAsZeroBits,
+{
+    let n = records.len();
+    for spec in specs {
+        let case = format!("{} n={n} {spec:?}", std::any::type_name::<S>());
+        let mut want = records.to_vec();
+        cpu::sort_by_key::<S>(&mut want, spec.clone()).expect("cpu sort_by_key");
+        let mut buf = upload_with_guard(stream, records);
+        let ran = sort.sort_by_key::<S>(stream, &mut buf.slice_mut(0..n), spec);
+        let (got, guard_ok) = download(stream, &buf, n);
+        let same = got.iter().zip(&want).all(|(a, b)| bits(a) == bits(b));
+        if ran.is_err() || !same || !guard_ok {
+            failures.push(format!(
+                "{case} sort_by_key: wrong or failed ({ran:?}, guard kept {guard_ok})"
+            ));
+        }
+        let want_i: Vec<u64> = cpu::argsort_by_key::<S>(records, spec.clone())
+            .expect("cpu argsort_by_key")
+            .into_iter()
+            .map(|i| i as u64)
+            .collect();
+        let rbuf = upload_with_guard(stream, records);
+        let mut ibuf = stream.alloc_zeros::<u64>(n + GUARD).expect("alloc");
+        poison(stream, &mut ibuf);
+        let ran =
+            sort.argsort_by_key::<S>(stream, &rbuf.slice(0..n), &mut ibuf.slice_mut(0..n), spec);
+        let (got_i, iguard) = download(stream, &ibuf, n);
+        let (kept, _) = download(stream, &rbuf, n);
+        let unmoved = kept.iter().zip(records).all(|(a, b)| bits(a) == bits(b));
+        if ran.is_err() || got_i != want_i || !iguard || !unmoved {
+            failures.push(format!(
+                "{case} argsort_by_key: wrong or failed ({ran:?}, guard kept {iguard})"
+            ));
+        }
+    }
+}
+
+#[test]
+fn records_sort_by_their_key_as_the_cpu_sorts_them() {
+    // Stats by (sign of max: i8, count: u32, sum: f64), few distinct counts
+    // and signs so that ties fall to later components and to input order;
+    // Affine by its slope (f32) with NaNs, infinities and both zeros.
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let mut rng = Rng64::seed_from_u64(seed());
+    let stream = ctx.new_stream().unwrap();
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let mut failures = Vec::new();
+    let mut ns = lengths::<u64>(&sort);
+    ns.extend(lengths::<u8>(&sort));
+    ns.sort_unstable();
+    ns.dedup();
+    for n in ns {
+        let stats: Vec<Stats> = (0..n)
+            .map(|i| Stats {
+                count: rng.random_range(0..4),
+                sum: if rng.random_range(0..4) == 0 {
+                    -0.0
+                } else {
+                    rng.random_range(-1e3..1e3)
+                },
+                max: if i % 3 == 0 { -1.0 } else { rng.random() },
+            })
+            .collect();
+        let stat_bits = |s: &Stats| vec![s.count as u64, s.sum.to_bits(), s.max.to_bits() as u64];
+        check_by_key::<BySignCountSum>(
+            &mut sort,
+            &stream,
+            &stats,
+            &[
+                SortSpec::ascending(),
+                SortSpec::descending(),
+                // The sum's high bits and the count's low ones.
+                SortSpec::ascending().bits(40..70),
+                SortSpec::descending().bits(64..104),
+            ],
+            stat_bits,
+            &mut failures,
+        );
+        let specials = [
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+        ];
+        let maps: Vec<Affine> = (0..n)
+            .map(|i| Affine {
+                a: if rng.random_range(0..8) == 0 {
+                    specials[rng.random_range(0..specials.len())]
+                } else {
+                    rng.random_range(-4.0..4.0f32).round()
+                },
+                b: i as f32,
+            })
+            .collect();
+        check_by_key::<BySlope>(
+            &mut sort,
+            &stream,
+            &maps,
+            &[
+                SortSpec::ascending(),
+                SortSpec::descending(),
+                SortSpec::ascending().bits(16..32),
+            ],
+            |m| vec![m.a.to_bits() as u64, m.b.to_bits() as u64],
+            &mut failures,
+        );
+    }
+    for f in failures.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} sorts by key differ from the CPU's",
+        failures.len()
+    );
+}
+
 #[test]
 fn bad_requests_are_typed_errors_and_move_nothing() {
     let Some(ctx) = open_gpu("gpu_sort") else {
@@ -534,6 +666,52 @@ fn a_reserved_sort_is_captured_in_a_graph_and_replayed() {
             want.1,
             "replay {replay}: values"
         );
+    }
+    ctx.check_err().unwrap();
+}
+
+#[test]
+fn a_reserved_sort_by_key_is_captured_in_a_graph_and_replayed() {
+    // Three components (i8, u32, f64): three sorts of positions and the
+    // gather in one graph, from a `ctx.new_stream()` stream under cudarc's
+    // default event tracking, a second stream alive.
+    use gpu_scan::scan_runtime::cudarc::driver::sys::{
+        CUgraphInstantiate_flags, CUstreamCaptureMode,
+    };
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let _other = ctx.new_stream().unwrap();
+    let mut rng = Rng64::seed_from_u64(seed());
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let n = 5 * sort.shape_for::<u64>(8).unwrap().tile_items() + 3;
+    let spec = SortSpec::descending();
+    sort.reserve_by_key::<BySignCountSum>(&stream, n).unwrap();
+    let mut draw = || -> Vec<Stats> {
+        (0..n)
+            .map(|_| Stats {
+                count: rng.random_range(0..5),
+                sum: rng.random_range(-10.0..10.0f64).round(),
+                max: rng.random_range(-1.0..1.0),
+            })
+            .collect()
+    };
+    let records = draw();
+    let mut buf = stream.clone_htod(&records).unwrap();
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .unwrap();
+    let captured = sort.sort_by_key::<BySignCountSum>(&stream, &mut buf, &spec);
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+    captured.expect("the sort by key is captured");
+    let graph = graph.unwrap().expect("a graph");
+    for replay in 0..3 {
+        let mut records = draw();
+        stream.memcpy_htod(&records, &mut buf).unwrap();
+        graph.launch().unwrap();
+        cpu::sort_by_key::<BySignCountSum>(&mut records, spec.clone()).unwrap();
+        assert_eq!(stream.clone_dtoh(&buf).unwrap(), records, "replay {replay}");
     }
     ctx.check_err().unwrap();
 }

@@ -546,6 +546,38 @@ fn sort_programs_compile_for_every_architecture() {
         keys.len() * values.len(),
         Arch::CUDA_13.len()
     );
+
+    // Records by a #[sort_key]: a component's bits and the gather.
+    use gpu_scan::kernels_gen::radix_sort::{sort_by_key_program, ByKeyKernel};
+    use gpu_scan::sort::{CompositeKey, SortKey};
+    fn by_key<S: SortKey>() -> (String, Vec<String>) {
+        let widths = <S::Key as CompositeKey>::WIDTHS;
+        let program = sort_by_key_program(S::NAME, S::CUDA_SOURCE, widths);
+        let symbols = ByKeyKernel::all(widths.len())
+            .map(|k| k.symbol(S::NAME))
+            .collect();
+        (program, symbols)
+    }
+    let programs = [by_key::<BySignCountSum>(), by_key::<BySlope>()];
+    let mut failures = Vec::new();
+    for arch in Arch::CUDA_13 {
+        for (program, symbols) in &programs {
+            let mut reports = Vec::new();
+            compile_and_assemble(
+                &format!("sort_by:{}:{}", symbols[0], arch.sm_name()),
+                program,
+                kernels_gen::nvrtc_options(arch),
+                symbols,
+                arch,
+                &mut reports,
+                &mut failures,
+            );
+            for r in &reports {
+                assert_eq!(r.spill_bytes, 0, "{} {} spills", r.program, r.kernel);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]

@@ -255,15 +255,8 @@ impl SortKernel {
 /// of `shape`: the [`PRELUDE`], the [`LIBRARY`], the radix sort template,
 /// the value's declarations, and a wrapper for every [`SortKernel`].
 pub fn sort_program(key: &SortKeyType, value: Option<&SortValueType>, shape: SortShape) -> String {
-    let mut out = crate::launch_state::launch_state_declaration();
-    out.push_str(PRELUDE);
-    out.push_str(LIBRARY);
-    let _ = writeln!(
-        out,
-        "namespace gpu_scan {{ constexpr int radix_stage_bytes = {SORT_STAGE_BYTES}; \
-         constexpr int radix_histogram_keys = {SORT_HISTOGRAM_KEYS}; }}"
-    );
-    out.push_str(include_str!("templates/radix_sort.cuh"));
+    let mut out = radix_library();
+
     let (value_type, has_values) = match value {
         Some(v) => {
             out.push_str(v.declarations);
@@ -324,6 +317,140 @@ pub fn sort_program(key: &SortKeyType, value: Option<&SortValueType>, shape: Sor
         let _ = writeln!(
             out,
             "extern \"C\" __global__ void __launch_bounds__({bounds}) {symbol}({params}) {{\n  {body}\n}}"
+        );
+    }
+    out
+}
+
+/// The [`PRELUDE`], the [`LIBRARY`], the constants the radix sort template
+/// takes from here, and the template.
+fn radix_library() -> String {
+    let mut out = crate::launch_state::launch_state_declaration();
+    out.push_str(PRELUDE);
+    out.push_str(LIBRARY);
+    let _ = writeln!(
+        out,
+        "namespace gpu_scan {{ constexpr int radix_stage_bytes = {SORT_STAGE_BYTES}; \
+         constexpr int radix_histogram_keys = {SORT_HISTOGRAM_KEYS}; }}"
+    );
+    out.push_str(include_str!("templates/radix_sort.cuh"));
+    out
+}
+
+/// The kernels of a sort of records by a `#[sort_key]`, beside the radix
+/// sort of each key component's bits ([`sort_program`] for unsigned keys
+/// of the component's width, carrying the records' `u64` positions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ByKeyKernel {
+    /// `bits[i]` = component `c`'s ordered bits (`radix_key`) of record
+    /// `order[i]` (grid-stride, [`SORT_BLOCK_THREADS`] a block).
+    Extract(usize),
+    /// `out[i] = records[order[i]]` (grid-stride).
+    Gather,
+    /// `order[i] = i`: the records' positions, before the first sort.
+    Iota,
+}
+
+impl ByKeyKernel {
+    /// Every kernel of the program of a key of `components` components.
+    pub fn all(components: usize) -> impl Iterator<Item = ByKeyKernel> {
+        (0..components)
+            .map(ByKeyKernel::Extract)
+            .chain([ByKeyKernel::Gather, ByKeyKernel::Iota])
+    }
+
+    /// The exported symbol for the sort key named `name`
+    /// (`SortKey::NAME`).
+    pub fn symbol(self, name: &str) -> String {
+        match self {
+            ByKeyKernel::Extract(c) => format!("gpu_scan_sort_by_{name}_extract{c}"),
+            ByKeyKernel::Gather => format!("gpu_scan_sort_by_{name}_gather"),
+            ByKeyKernel::Iota => format!("gpu_scan_sort_by_{name}_iota"),
+        }
+    }
+
+    /// The wrapper's parameters, in order: `(CUDA type, name)`, with `R` the
+    /// record type and `B` the component's bits (an unsigned integer of its
+    /// width).
+    pub fn params(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            ByKeyKernel::Extract(_) => &[
+                ("const R*", "records"),
+                ("const unsigned long long*", "order"),
+                ("B*", "bits"),
+                ("unsigned long long", "n"),
+            ],
+            ByKeyKernel::Gather => &[
+                ("const R*", "records"),
+                ("const unsigned long long*", "order"),
+                ("R*", "out"),
+                ("unsigned long long", "n"),
+            ],
+            ByKeyKernel::Iota => &[
+                ("unsigned long long*", "order"),
+                ("unsigned long long", "n"),
+            ],
+        }
+    }
+}
+
+/// The program of a sort of records by the sort key `name` of
+/// `widths.len()` components of `widths` bits (most significant first),
+/// whose `#[sort_key]` translation is `source` (`SortKey::CUDA_SOURCE`,
+/// with the record's declaration): an [`ByKeyKernel::Extract`] kernel a
+/// component, the [`ByKeyKernel::Gather`] and the [`ByKeyKernel::Iota`].
+///
+/// ```
+/// use kernels_gen::radix_sort::{sort_by_key_program, ByKeyKernel};
+///
+/// let source = "namespace gpu_scan_stages { struct by_x { typedef float input_t; \
+///   static constexpr int components = 1; typedef float key0_t; \
+///   static __device__ __forceinline__ key0_t key0(const input_t x) { return x; } }; }";
+/// let cuda = sort_by_key_program("by_x", source, &[32]);
+/// assert!(cuda.contains(&format!(" {}(", ByKeyKernel::Extract(0).symbol("by_x"))));
+/// ```
+pub fn sort_by_key_program(name: &str, source: &str, widths: &[u32]) -> String {
+    let mut out = radix_library();
+    out.push_str(source);
+    let policy = format!("gpu_scan_stages::{name}");
+    let _ = writeln!(
+        out,
+        "\n// Kernels (kernels_gen::radix_sort::sort_by_key_program).\n\
+         static_assert({policy}::components == {}, \"the key's components, as the host sees them\");",
+        widths.len()
+    );
+    let kernels = ByKeyKernel::all(widths.len());
+    for kernel in kernels {
+        let bits = match kernel {
+            ByKeyKernel::Extract(c) => format!("gpu_scan::unsigned_bits_{}_t", widths[c]),
+            ByKeyKernel::Gather | ByKeyKernel::Iota => String::new(),
+        };
+        let params = kernel
+            .params()
+            .iter()
+            .map(|(ty, param)| {
+                format!(
+                    "{} {param}",
+                    ty.replace('R', &format!("{policy}::input_t"))
+                        .replace('B', &bits)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let body = match kernel {
+            ByKeyKernel::Extract(c) => format!(
+                "static_assert(8 * sizeof({policy}::key{c}_t) == {}, \"component {c}'s width\");\n  \
+                 gpu_scan::radix_extract<{policy}::key{c}_t>(records, order, bits, n, \
+                 [](const {policy}::input_t r) {{ return {policy}::key{c}(r); }});",
+                widths[c]
+            ),
+            ByKeyKernel::Gather => "gpu_scan::radix_gather(records, order, out, n);".to_string(),
+            ByKeyKernel::Iota => "gpu_scan::radix_iota<unsigned long long>(order, n);".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "extern \"C\" __global__ void __launch_bounds__({SORT_BLOCK_THREADS}) {}({params}) {{\n  {body}\n}}",
+            kernel.symbol(name)
         );
     }
     out

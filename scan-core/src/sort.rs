@@ -300,23 +300,43 @@ fn composite_permutation<K: CompositeKey>(
     let total: u32 = K::WIDTHS.iter().sum();
     let range = spec.range_of(total)?;
     let mut order: Vec<usize> = (0..keys.len()).collect();
+    for (i, share) in component_shares(K::WIDTHS, range) {
+        let bits: Vec<u64> = order
+            .par_iter()
+            .map(|&k| spec.sort_bits_of(&share, keys[k].component(i)))
+            .collect();
+        let step = lsd_order(&bits, share.end - share.start);
+        order = step.into_iter().map(|j| order[j]).collect();
+    }
+    Ok(order)
+}
+
+/// The sorts a composite key of components `widths` bits wide (most
+/// significant first) takes over `range` of its bits (counted from the
+/// last component's lowest): `(component, its bits in range)`, the least
+/// significant component first, those with no bit in range left out. The
+/// CPU's sort and the GPU's (`GpuSort::sort_by_key`) both follow it.
+///
+/// ```
+/// use gpu_scan::sort::component_shares;
+///
+/// // (u8, u32): bits 0..32 are the u32's, 32..40 the u8's.
+/// assert_eq!(component_shares(&[8, 32], 4..36), [(1, 4..32), (0, 0..4)]);
+/// assert_eq!(component_shares(&[8, 32], 0..16), [(1, 0..16)]);
+/// ```
+pub fn component_shares(widths: &[u32], range: Range<u32>) -> Vec<(usize, Range<u32>)> {
+    let mut shares = Vec::new();
     // Component i covers bits [low, low + width) of the whole key.
     let mut low = 0;
-    for i in (0..K::WIDTHS.len()).rev() {
-        let width = K::WIDTHS[i];
+    for i in (0..widths.len()).rev() {
+        let width = widths[i];
         let (from, to) = (range.start.max(low), range.end.min(low + width));
         if from < to {
-            let share = (from - low)..(to - low);
-            let bits: Vec<u64> = order
-                .par_iter()
-                .map(|&k| spec.sort_bits_of(&share, keys[k].component(i)))
-                .collect();
-            let step = lsd_order(&bits, share.end - share.start);
-            order = step.into_iter().map(|j| order[j]).collect();
+            shares.push((i, (from - low)..(to - low)));
         }
         low += width;
     }
-    Ok(order)
+    shares
 }
 
 /// `items` rearranged: `items[p[i]]` to position i.

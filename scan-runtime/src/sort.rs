@@ -9,6 +9,8 @@
 //! the stream. Scratch (the second buffers, the digit counts, the
 //! look-back status) is kept per stream, as the scanners keep theirs.
 
+mod by_key;
+
 use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
 use crate::kernels::{build_module, compile_target, ProgramStats};
@@ -298,6 +300,10 @@ pub struct GpuSort {
     programs: HashMap<(TypeId, Option<TypeId>, SortShape), Program>,
     /// The tile shape set for tuning ([`GpuSort::set_shape`]).
     shape: Option<SortShape>,
+    /// Loaded programs of records by a sort key, by the key's type.
+    by_key_programs: HashMap<TypeId, by_key::ByKeyProgram>,
+    /// Per stream, the scratch of sorts by a key.
+    by_key_scratch: HashMap<usize, by_key::ByKeyScratch>,
     scratch: HashMap<usize, SortScratch>,
     stats: ProgramStats,
     addresses: AddressStream,
@@ -330,6 +336,8 @@ impl GpuSort {
             disk: disk.clone(),
             programs: HashMap::new(),
             shape: None,
+            by_key_programs: HashMap::new(),
+            by_key_scratch: HashMap::new(),
             scratch: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),

@@ -315,4 +315,46 @@ __device__ __forceinline__ void radix_iota(Index* out, unsigned long long n) {
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = (Index)i;
 }
 
+// ---- Records sorted by a #[sort_key]: its components' bits, and the gather ----
+
+// Unsigned integers of a component's width (kernels_gen::radix_sort::sort_by_key_program).
+typedef unsigned char unsigned_bits_8_t;
+typedef unsigned short unsigned_bits_16_t;
+typedef unsigned int unsigned_bits_32_t;
+typedef unsigned long long unsigned_bits_64_t;
+
+// How a key component's type orders (radix_key).
+template <class T> struct radix_kind_of;
+template <> struct radix_kind_of<unsigned char> { static constexpr int kind = radix_unsigned; };
+template <> struct radix_kind_of<unsigned short> { static constexpr int kind = radix_unsigned; };
+template <> struct radix_kind_of<unsigned int> { static constexpr int kind = radix_unsigned; };
+template <> struct radix_kind_of<unsigned long long> { static constexpr int kind = radix_unsigned; };
+template <> struct radix_kind_of<signed char> { static constexpr int kind = radix_signed; };
+template <> struct radix_kind_of<short> { static constexpr int kind = radix_signed; };
+template <> struct radix_kind_of<int> { static constexpr int kind = radix_signed; };
+template <> struct radix_kind_of<long long> { static constexpr int kind = radix_signed; };
+template <> struct radix_kind_of<float> { static constexpr int kind = radix_float; };
+template <> struct radix_kind_of<double> { static constexpr int kind = radix_float; };
+
+// bits[i] = the ordered bits of `key` of record order[i] (of record i
+// where `order` is null), so that sorting the bits as unsigned integers
+// sorts the records by that component.
+template <class Component, class Record, class Bits, class KeyOf>
+__device__ __forceinline__ void radix_extract(const Record* records, const unsigned long long* order, Bits* bits, unsigned long long n,
+                                              KeyOf key) {
+  static_assert(sizeof(Bits) == sizeof(Component), "bits as wide as the component");
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const Record record = records[order != nullptr ? order[i] : i];
+    bits[i] = (Bits)radix_key<Component, radix_kind_of<Component>::kind>::ordered(key(record));
+  }
+}
+
+// out[i] = records[order[i]].
+template <class Record>
+__device__ __forceinline__ void radix_gather(const Record* records, const unsigned long long* order, Record* out, unsigned long long n) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = records[order[i]];
+}
+
 }  // namespace gpu_scan

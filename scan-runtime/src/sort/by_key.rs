@@ -1,0 +1,325 @@
+//! Records sorted by a `#[sort_key]` on the GPU (issue 48, item 2), as the
+//! CPU's `sort_by_key` sorts them: the records' positions sorted by each
+//! key component's share of the bits (`scan_core::sort::component_shares`,
+//! the least significant component first, each sort stable), then the
+//! records gathered once in that order. A component's bits are read from
+//! the records in the order so far (`ByKeyKernel::Extract`), so the
+//! records are never moved before the gather, whatever their size.
+
+use super::{one_per_key, Buffers, Carried, GpuSort};
+use crate::error::{Result, ScanError};
+use crate::kernels::build_module;
+use crate::workspace::{refuse_during_capture, stream_key, Scratch};
+use cudarc::driver::{
+    CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, PushKernelArg,
+};
+use kernels_gen::radix_sort::{sort_by_key_program, ByKeyKernel, SortValueType};
+use scan_core::sort::{component_shares, CompositeKey, SortKey, SortOrder, SortSpec};
+use std::any::TypeId;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// A loaded by-key program: its module, a component's extract kernel each,
+/// the gather and the iota.
+pub(super) type ByKeyProgram = (
+    Arc<CudaModule>,
+    Vec<CudaFunction>,
+    CudaFunction,
+    CudaFunction,
+);
+
+/// The `u64` positions each component's sort carries.
+const POSITION: SortValueType = SortValueType {
+    cuda_type: "unsigned long long",
+    declarations: "",
+    size: 8,
+};
+
+/// One stream's by-key scratch, growing, never shrinking: the positions
+/// (unless the caller's indices hold them), a component's bits, and a
+/// gathered copy of the records (for `sort_by_key`).
+#[derive(Default)]
+pub(super) struct ByKeyScratch {
+    buffer: Option<(Scratch<u8>, usize)>,
+}
+
+impl ByKeyScratch {
+    /// Covers `n` records of `record_size` bytes; returns the addresses of
+    /// the positions, the bits and the records' copy.
+    fn reserve(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        record_size: usize,
+    ) -> Result<(u64, u64, u64)> {
+        let bytes = n * (8 + 8 + record_size);
+        if self.buffer.as_ref().is_none_or(|b| b.1 < bytes) {
+            refuse_during_capture(stream, bytes)
+                .map_err(|e| e.reserved_by("GpuSort::reserve_by_key"))?;
+            self.buffer = Some((Scratch::zeroed(stream, bytes)?, bytes));
+        }
+        let base = self.buffer.as_ref().map_or(0, |b| b.0.ptr);
+        Ok((base, base + 8 * n as u64, base + 16 * n as u64))
+    }
+}
+
+/// The spec of one component's sort: `share` of its bits, in `order`.
+fn component_spec(order: SortOrder, share: Range<u32>) -> SortSpec {
+    match order {
+        SortOrder::Ascending => SortSpec::ascending(),
+        SortOrder::Descending => SortSpec::descending(),
+    }
+    .bits(share)
+}
+
+impl GpuSort {
+    /// Sorts `records` in place by the key `S` computes from each (a
+    /// `#[sort_key]`), as `spec` says: lexicographically by the key's
+    /// components, most significant first (descending: each descending),
+    /// ties in input order, bit for bit as the CPU's
+    /// [`sort_by_key`](scan_core::sort::sort_by_key). A bit range counts
+    /// from the last component's lowest bit; outside the key it fails
+    /// with [`ScanError::Sort`] before anything is enqueued.
+    pub fn sort_by_key<S: SortKey>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        records: &mut impl DevicePtrMut<S::Record>,
+        spec: &SortSpec,
+    ) -> Result<()> {
+        let n = records.len();
+        let at = self.addresses.for_stream(stream)?;
+        let (records_ptr, _records_guard) = records.device_ptr_mut(&at);
+        self.by_key::<S>(stream, n, records_ptr, None, spec)
+    }
+
+    /// Writes to `indices` the permutation that sorts `records` by the key
+    /// `S` computes from each ([`GpuSort::sort_by_key`]'s order): position
+    /// i of the sorted records holds `records[indices[i]]`; `records` are
+    /// read, not moved.
+    pub fn argsort_by_key<S: SortKey>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        records: &impl DevicePtr<S::Record>,
+        indices: &mut impl DevicePtrMut<u64>,
+        spec: &SortSpec,
+    ) -> Result<()> {
+        let n = records.len();
+        one_per_key(n, indices.len())?;
+        let at = self.addresses.for_stream(stream)?;
+        let (records_ptr, _records_guard) = records.device_ptr(&at);
+        let (indices_ptr, _indices_guard) = indices.device_ptr_mut(&at);
+        self.by_key::<S>(stream, n, records_ptr, Some(indices_ptr), spec)
+    }
+
+    /// Reserves `stream`'s scratch for [`GpuSort::sort_by_key`] and
+    /// [`GpuSort::argsort_by_key`] of up to `n` records by `S` (and loads
+    /// their programs), so that they can be captured in a CUDA graph, as
+    /// [`GpuSort::reserve`] does for keys.
+    pub fn reserve_by_key<S: SortKey>(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
+        self.by_key_program::<S>()?;
+        let record_size = std::mem::size_of::<S::Record>();
+        self.by_key_scratch
+            .entry(stream_key(stream))
+            .or_default()
+            .reserve(stream, n, record_size)?;
+        let widths = <S::Key as CompositeKey>::WIDTHS;
+        for &width in widths {
+            self.reserve_component(stream, width, n)?;
+        }
+        Ok(())
+    }
+
+    /// The sort of [`GpuSort::sort_by_key`] (`indices` `None`) or
+    /// [`GpuSort::argsort_by_key`] of `n` records at `records`.
+    fn by_key<S: SortKey>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        records: u64,
+        indices: Option<u64>,
+        spec: &SortSpec,
+    ) -> Result<()> {
+        let widths = <S::Key as CompositeKey>::WIDTHS;
+        let range = spec
+            .range_of(widths.iter().sum())
+            .map_err(ScanError::Sort)?;
+        let shares = component_shares(widths, range);
+        if n == 0 || (indices.is_none() && (n < 2 || shares.is_empty())) {
+            return Ok(());
+        }
+        // Everything loaded and reserved before anything is enqueued.
+        let (_, extract, gather, iota) = self.by_key_program::<S>()?;
+        for &(c, _) in &shares {
+            self.component_functions(widths[c])?;
+        }
+        // An argsort gathers no records.
+        let record_size = if indices.is_some() {
+            0
+        } else {
+            std::mem::size_of::<S::Record>()
+        };
+        let (scratch_order, bits, gathered) = self
+            .by_key_scratch
+            .entry(stream_key(stream))
+            .or_default()
+            .reserve(stream, n, record_size)?;
+        let order = indices.unwrap_or(scratch_order);
+        let n64 = n as u64;
+        let grid = super::grid_stride(n, self.multiprocessors);
+        let mut builder = stream.launch_builder(&iota);
+        builder.arg(&order).arg(&n64);
+        // SAFETY: the kernel writes `n` u64 to the positions, which hold `n`
+        // (the caller's indices, checked to hold one per record, or scratch).
+        unsafe { builder.launch(grid) }?;
+        for (c, share) in shares {
+            let mut builder = stream.launch_builder(&extract[c]);
+            builder.arg(&records).arg(&order).arg(&bits).arg(&n64);
+            // SAFETY: the kernel reads the `n` positions (each below `n`) and
+            // the records at them, and writes `n` bits of component c's width
+            // to scratch, which holds `n` of the widest.
+            unsafe { builder.launch(grid) }?;
+            let spec = component_spec(spec.order, share);
+            self.sort_component(stream, widths[c], &spec, n, bits, order)?;
+        }
+        if indices.is_none() {
+            let mut builder = stream.launch_builder(&gather);
+            builder.arg(&records).arg(&order).arg(&gathered).arg(&n64);
+            // SAFETY: the kernel reads the records at `n` positions below `n`
+            // and writes `n` records to scratch reserved for them.
+            unsafe { builder.launch(grid) }?;
+            // SAFETY: both hold `n` records; ordered on the stream.
+            unsafe {
+                cudarc::driver::result::memcpy_dtod_async(
+                    records,
+                    gathered,
+                    n * record_size,
+                    stream.cu_stream(),
+                )
+            }?;
+        }
+        Ok(())
+    }
+
+    /// Sorts `n` component bits of `width` at `bits` (unsigned integers of
+    /// that width) with the `u64` positions at `order`, as `spec` says.
+    fn sort_component(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        width: u32,
+        spec: &SortSpec,
+        n: usize,
+        bits: u64,
+        order: u64,
+    ) -> Result<()> {
+        match width {
+            8 => self.sort_bits::<u8>(stream, spec, n, bits, order),
+            16 => self.sort_bits::<u16>(stream, spec, n, bits, order),
+            32 => self.sort_bits::<u32>(stream, spec, n, bits, order),
+            _ => self.sort_bits::<u64>(stream, spec, n, bits, order),
+        }
+    }
+
+    /// [`GpuSort::sort_component`] for bits of type `U`.
+    fn sort_bits<U: super::DeviceSortKey>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: &SortSpec,
+        n: usize,
+        bits: u64,
+        order: u64,
+    ) -> Result<()> {
+        let range = spec.range_of(U::BITS).map_err(ScanError::Sort)?;
+        let shape = self.shape_for::<U>(8)?;
+        let plan = super::plan(n, range, Carried::Values, shape);
+        let buffers = Buffers {
+            keys: bits,
+            values: order,
+            key_size: U::KEY.size,
+            value_size: 8,
+        };
+        self.execute::<U, u64>(stream, &plan, spec, n, buffers, Some(POSITION))
+    }
+
+    /// Loads the radix program for component bits of `width`, carrying
+    /// positions.
+    fn component_functions(&mut self, width: u32) -> Result<()> {
+        fn load<U: super::DeviceSortKey>(sort: &mut GpuSort) -> Result<()> {
+            let shape = sort.shape_for::<U>(8)?;
+            sort.functions::<U, u64>(Some(&POSITION), shape).map(|_| ())
+        }
+        match width {
+            8 => load::<u8>(self),
+            16 => load::<u16>(self),
+            32 => load::<u32>(self),
+            _ => load::<u64>(self),
+        }
+    }
+
+    /// Reserves the radix sort's scratch (and program) for `n` component
+    /// bits of `width` carrying positions.
+    fn reserve_component(&mut self, stream: &Arc<CudaStream>, width: u32, n: usize) -> Result<()> {
+        fn reserve<U: super::DeviceSortKey>(
+            sort: &mut GpuSort,
+            stream: &Arc<CudaStream>,
+            n: usize,
+        ) -> Result<()> {
+            let shape = sort.shape_for::<U>(8)?;
+            let plan = super::plan(n.max(2), 0..U::BITS, Carried::Values, shape);
+            sort.scratch
+                .entry(stream_key(stream))
+                .or_default()
+                .reserve(stream, &plan, n, U::KEY.size, 8)?;
+            sort.functions::<U, u64>(Some(&POSITION), shape).map(|_| ())
+        }
+        self.component_functions(width)?;
+        match width {
+            8 => reserve::<u8>(self, stream, n),
+            16 => reserve::<u16>(self, stream, n),
+            32 => reserve::<u32>(self, stream, n),
+            _ => reserve::<u64>(self, stream, n),
+        }
+    }
+
+    /// The by-key program of `S`, compiled (or read from the disk cache) and
+    /// loaded the first time.
+    fn by_key_program<S: SortKey>(&mut self) -> Result<ByKeyProgram> {
+        if let Some(program) = self.by_key_programs.get(&TypeId::of::<S>()) {
+            return Ok(program.clone());
+        }
+        let widths = <S::Key as CompositeKey>::WIDTHS;
+        // CUDA_SOURCE holds the record's declaration too.
+        let source = sort_by_key_program(S::NAME, S::CUDA_SOURCE, widths);
+        let (module, stats) =
+            build_module(&self.ctx, &self.disk, self.target, "sort_by_key", &source)?;
+        let load = |kernel: ByKeyKernel| module.load_function(&kernel.symbol(S::NAME));
+        let extract = (0..widths.len())
+            .map(|c| load(ByKeyKernel::Extract(c)))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let program = (
+            module.clone(),
+            extract,
+            load(ByKeyKernel::Gather)?,
+            load(ByKeyKernel::Iota)?,
+        );
+        self.stats = self.stats.then(stats);
+        self.by_key_programs
+            .insert(TypeId::of::<S>(), program.clone());
+        Ok(program)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_sort_keeps_the_order_and_takes_its_share() {
+        let spec = component_spec(SortOrder::Descending, 3..9);
+        assert_eq!(spec.order, SortOrder::Descending);
+        assert_eq!(spec.range_of(16).unwrap(), 3..9);
+        assert_eq!(
+            component_spec(SortOrder::Ascending, 0..8).order,
+            SortOrder::Ascending
+        );
+    }
+}
