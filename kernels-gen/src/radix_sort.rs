@@ -279,17 +279,10 @@ pub fn sort_program(key: &SortKeyType, value: Option<&SortValueType>, shape: Sor
     }
     let kind = key.kind.cuda_name();
     for kernel in SortKernel::ALL {
-        let params = kernel
-            .params()
-            .iter()
-            .map(|(ty, name)| {
-                format!(
-                    "{} {name}",
-                    ty.replace('K', "sort_key_t").replace('V', "sort_value_t")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+        let params = wrapper_params(
+            kernel.params(),
+            &[('K', "sort_key_t"), ('V', "sort_value_t")],
+        );
         let symbol = kernel.symbol(key, value);
         let (bounds, body) = match kernel {
             SortKernel::Histograms => (
@@ -320,6 +313,26 @@ pub fn sort_program(key: &SortKeyType, value: Option<&SortValueType>, shape: Sor
         );
     }
     out
+}
+
+/// A wrapper's parameter list from `(CUDA type, name)` pairs, each
+/// placeholder letter of `types` in a type replaced by its CUDA type.
+fn wrapper_params(params: &[(&str, &str)], types: &[(char, &str)]) -> String {
+    params
+        .iter()
+        .map(|(ty, name)| {
+            // Letter by letter, so that no replacement is read again.
+            let ty: String = ty
+                .chars()
+                .map(|c| match types.iter().find(|(letter, _)| *letter == c) {
+                    Some((_, cuda)) => cuda.to_string(),
+                    None => c.to_string(),
+                })
+                .collect();
+            format!("{ty} {name}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The [`PRELUDE`], the [`LIBRARY`], the constants the radix sort template
@@ -425,18 +438,8 @@ pub fn sort_by_key_program(name: &str, source: &str, widths: &[u32]) -> String {
             ByKeyKernel::Extract(c) => format!("gpu_scan::unsigned_bits_{}_t", widths[c]),
             ByKeyKernel::Gather | ByKeyKernel::Iota => String::new(),
         };
-        let params = kernel
-            .params()
-            .iter()
-            .map(|(ty, param)| {
-                format!(
-                    "{} {param}",
-                    ty.replace('R', &format!("{policy}::input_t"))
-                        .replace('B', &bits)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+        let record = format!("{policy}::input_t");
+        let params = wrapper_params(kernel.params(), &[('R', &record), ('B', &bits)]);
         let body = match kernel {
             ByKeyKernel::Extract(c) => format!(
                 "static_assert(8 * sizeof({policy}::key{c}_t) == {}, \"component {c}'s width\");\n  \
