@@ -10,7 +10,9 @@
 //! cudarc's default event tracking. Bad requests get typed errors and
 //! leave the buffers untouched. Other tile shapes (more threads than
 //! digits, values staged and not) sort the same. Records sort by a
-//! `#[sort_key]` of one and of three components as the CPU sorts them. A reserved sort is
+//! `#[sort_key]` of one and of three components as the CPU sorts them, and
+//! segments by offsets (power-law lengths, empty segments, keys outside
+//! them) as the CPU's segmented sorts do. A reserved sort is
 //! captured in a CUDA graph and replayed on fresh keys.
 #![cfg(feature = "gpu")]
 
@@ -528,6 +530,135 @@ fn records_sort_by_their_key_as_the_cpu_sorts_them() {
     assert!(
         failures.is_empty(),
         "{} sorts by key differ from the CPU's",
+        failures.len()
+    );
+}
+
+/// Segment offsets over `n` elements: some before the first offset and
+/// after the last, empty segments, and power-law lengths (many of a few
+/// elements, a few of thousands).
+fn power_law_offsets(rng: &mut Rng64, n: usize) -> Vec<u64> {
+    let mut offsets = vec![(n / 50) as u64];
+    let end = n - n / 40;
+    while (*offsets.last().unwrap() as usize) < end {
+        let at = *offsets.last().unwrap();
+        let length = match rng.random_range(0..100) {
+            0..=9 => 0,
+            10..=79 => rng.random_range(1..8),
+            80..=97 => rng.random_range(8..300),
+            _ => rng.random_range(300..20_000),
+        };
+        offsets.push((at + length).min(end as u64));
+    }
+    offsets
+}
+
+/// Keys `K` sorted by segments on the GPU against the CPU's segmented
+/// sorts: keys alone, and with their positions (stability).
+fn check_segmented<K: TestKey>(
+    sort: &mut GpuSort,
+    stream: &Arc<CudaStream>,
+    rng: &mut Rng64,
+    failures: &mut Vec<String>,
+) {
+    use gpu_scan::scan_runtime::DeviceOffsets;
+    for n in [0, 1, 2, 33, 5_000, 100_003, (1 << 20) + 7] {
+        let keys: Vec<K> = (0..n).map(|_| K::random(rng, n % 2 == 0)).collect();
+        let offsets = if n < 2 {
+            vec![0, n as u64]
+        } else {
+            power_law_offsets(rng, n)
+        };
+        for (spec, wide) in [
+            (SortSpec::ascending(), false),
+            (SortSpec::descending().bits(1..K::BITS), true),
+        ] {
+            let case = format!(
+                "{} n={n} segments={} {spec:?} u64 offsets={wide}",
+                std::any::type_name::<K>(),
+                offsets.len()
+            );
+            let bits = |v: &[K]| v.iter().map(|&k| k.bits()).collect::<Vec<_>>();
+            let d_narrow = stream
+                .clone_htod(&offsets.iter().map(|&o| o as u32).collect::<Vec<_>>())
+                .unwrap();
+            let d_wide = stream.clone_htod(&offsets).unwrap();
+            let checked = if wide {
+                DeviceOffsets::check(stream, d_wide.as_view(), n)
+            } else {
+                DeviceOffsets::check(stream, d_narrow.as_view(), n)
+            };
+            let checked = checked.expect("valid offsets");
+            let mut want = keys.clone();
+            cpu::segmented_sort_keys(&mut want, &offsets, spec.clone())
+                .expect("cpu segmented sort");
+            let mut buf = upload_with_guard(stream, &keys);
+            let ran = sort.segmented_sort_keys(stream, &mut buf.slice_mut(0..n), &checked, &spec);
+            let (got, guard_ok) = download(stream, &buf, n);
+            if ran.is_err() || bits(&got) != bits(&want) || !guard_ok {
+                failures.push(format!(
+                    "{case} keys: wrong or failed ({ran:?}, guard kept {guard_ok})"
+                ));
+            }
+            let positions: Vec<u32> = (0..n as u32).collect();
+            let (mut want_k, mut want_p) = (keys.clone(), positions.clone());
+            cpu::segmented_sort_pairs(&mut want_k, &mut want_p, &offsets, spec.clone())
+                .expect("cpu pairs");
+            let mut kbuf = upload_with_guard(stream, &keys);
+            let mut pbuf = upload_with_guard(stream, &positions);
+            let ran = sort.segmented_sort_pairs(
+                stream,
+                &mut kbuf.slice_mut(0..n),
+                &mut pbuf.slice_mut(0..n),
+                &checked,
+                &spec,
+            );
+            let (got_k, kguard) = download(stream, &kbuf, n);
+            let (got_p, pguard) = download(stream, &pbuf, n);
+            if ran.is_err()
+                || bits(&got_k) != bits(&want_k)
+                || got_p != want_p
+                || !kguard
+                || !pguard
+            {
+                failures.push(format!("{case} pairs: wrong or failed ({ran:?})"));
+            }
+        }
+    }
+}
+
+#[test]
+fn segmented_sorts_match_the_cpu() {
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let mut rng = Rng64::seed_from_u64(seed());
+    let stream = ctx.new_stream().unwrap();
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let mut failures = Vec::new();
+    check_segmented::<u32>(&mut sort, &stream, &mut rng, &mut failures);
+    check_segmented::<i8>(&mut sort, &stream, &mut rng, &mut failures);
+    check_segmented::<f64>(&mut sort, &stream, &mut rng, &mut failures);
+    // Offsets checked for another length: a typed error, nothing moved.
+    use gpu_scan::scan_runtime::DeviceOffsets;
+    let d_offsets = stream.clone_htod(&[0u32, 3, 10]).unwrap();
+    let offsets = DeviceOffsets::check(&stream, d_offsets.as_view(), 10).unwrap();
+    let keys: Vec<u32> = (0..11).rev().collect();
+    let mut buf = stream.clone_htod(&keys).unwrap();
+    let err = sort
+        .segmented_sort_keys(&stream, &mut buf, &offsets, &SortSpec::ascending())
+        .unwrap_err();
+    assert!(
+        matches!(err, ScanError::Sort(SortError::Offsets(_))),
+        "{err}"
+    );
+    assert_eq!(stream.clone_dtoh(&buf).unwrap(), keys);
+    for f in failures.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} segmented sorts differ from the CPU's",
         failures.len()
     );
 }

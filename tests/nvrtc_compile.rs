@@ -577,6 +577,32 @@ fn sort_programs_compile_for_every_architecture() {
             }
         }
     }
+
+    // Segmented sorts: the segments' numbers and the gathers.
+    use gpu_scan::kernels_gen::radix_sort::{segmented_sort_program, SegmentedKernel};
+    for arch in Arch::CUDA_13 {
+        for key in [u8::KEY, u32::KEY, f64::KEY] {
+            for value in [None, Some(value::<Affine>())] {
+                let symbols: Vec<String> = SegmentedKernel::all(value.is_some())
+                    .iter()
+                    .map(|k| k.symbol(&key, value.as_ref()))
+                    .collect();
+                let mut reports = Vec::new();
+                compile_and_assemble(
+                    &format!("segsort:{}:{}", symbols[0], arch.sm_name()),
+                    &segmented_sort_program(&key, value.as_ref()),
+                    kernels_gen::nvrtc_options(arch),
+                    &symbols,
+                    arch,
+                    &mut reports,
+                    &mut failures,
+                );
+                for r in &reports {
+                    assert_eq!(r.spill_bytes, 0, "{} {} spills", r.program, r.kernel);
+                }
+            }
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

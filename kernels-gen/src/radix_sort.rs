@@ -459,6 +459,123 @@ pub fn sort_by_key_program(name: &str, source: &str, widths: &[u32]) -> String {
     out
 }
 
+/// The kernels of a segmented sort by offsets, beside the radix sorts it
+/// runs (keys with their `u64` positions, then the segments' numbers with
+/// the positions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SegmentedKernel {
+    /// `bits[i]` (`u32`) = how many offsets are at most `order[i]`.
+    SegmentOf32,
+    /// The same in `u64`, for more than `u32::MAX` offsets.
+    SegmentOf64,
+    /// `out[i] = keys[order[i]]` inside the segments, `keys[i]` outside.
+    GatherKeys,
+    /// The same for the values.
+    GatherValues,
+}
+
+impl SegmentedKernel {
+    /// The kernels of a program with values or without.
+    pub fn all(values: bool) -> &'static [SegmentedKernel] {
+        use SegmentedKernel::*;
+        if values {
+            &[SegmentOf32, SegmentOf64, GatherKeys, GatherValues]
+        } else {
+            &[SegmentOf32, SegmentOf64, GatherKeys]
+        }
+    }
+
+    /// The exported symbol for keys `key` (and values `value`).
+    pub fn symbol(self, key: &SortKeyType, value: Option<&SortValueType>) -> String {
+        let name = |t: &str| t.replace(' ', "_");
+        let values = value.map_or("keys".to_string(), |v| {
+            format!("pairs_{}", name(v.cuda_type))
+        });
+        let suffix = match self {
+            SegmentedKernel::SegmentOf32 => "segment_of32",
+            SegmentedKernel::SegmentOf64 => "segment_of64",
+            SegmentedKernel::GatherKeys => "gather_keys",
+            SegmentedKernel::GatherValues => "gather_values",
+        };
+        format!("gpu_scan_segsort_{}_{values}_{suffix}", name(key.cuda_type))
+    }
+
+    /// The wrapper's parameters, in order: `(CUDA type, name)`, with `T`
+    /// the gathered type (the keys' or the values').
+    pub fn params(self) -> &'static [(&'static str, &'static str)] {
+        const OFFSETS: [(&str, &str); 3] = [
+            ("const void*", "offsets"),
+            ("unsigned long long", "count"),
+            ("unsigned long long", "width"),
+        ];
+        match self {
+            SegmentedKernel::SegmentOf32 => &[
+                ("const unsigned long long*", "order"),
+                ("unsigned*", "bits"),
+                ("unsigned long long", "n"),
+                OFFSETS[0],
+                OFFSETS[1],
+                OFFSETS[2],
+            ],
+            SegmentedKernel::SegmentOf64 => &[
+                ("const unsigned long long*", "order"),
+                ("unsigned long long*", "bits"),
+                ("unsigned long long", "n"),
+                OFFSETS[0],
+                OFFSETS[1],
+                OFFSETS[2],
+            ],
+            SegmentedKernel::GatherKeys | SegmentedKernel::GatherValues => &[
+                ("const T*", "in"),
+                ("const unsigned long long*", "order"),
+                ("T*", "out"),
+                ("unsigned long long", "n"),
+                OFFSETS[0],
+                OFFSETS[1],
+                OFFSETS[2],
+            ],
+        }
+    }
+}
+
+/// The program of a segmented sort of keys `key` (carrying values
+/// `value`) by offsets (`u32` or `u64`, their width an argument): a
+/// [`SegmentedKernel`] each.
+pub fn segmented_sort_program(key: &SortKeyType, value: Option<&SortValueType>) -> String {
+    let mut out = radix_library();
+    if let Some(v) = value {
+        out.push_str(v.declarations);
+    }
+    let _ = writeln!(
+        out,
+        "\n// Kernels (kernels_gen::radix_sort::segmented_sort_program)."
+    );
+    for &kernel in SegmentedKernel::all(value.is_some()) {
+        let gathered = match (kernel, value) {
+            (SegmentedKernel::GatherValues, Some(v)) => v.cuda_type,
+            _ => key.cuda_type,
+        };
+        let params = wrapper_params(kernel.params(), &[('T', gathered)]);
+        let body = match kernel {
+            SegmentedKernel::SegmentOf32 => {
+                "gpu_scan::radix_segment_of<unsigned>(order, bits, n, offsets, count, width);".to_string()
+            }
+            SegmentedKernel::SegmentOf64 => {
+                "gpu_scan::radix_segment_of<unsigned long long>(order, bits, n, offsets, count, width);".to_string()
+            }
+            SegmentedKernel::GatherKeys | SegmentedKernel::GatherValues => {
+                format!("gpu_scan::radix_gather_segments<{gathered}>(in, order, out, n, offsets, count, width);")
+            }
+        };
+        let _ = writeln!(
+            out,
+            "extern \"C\" __global__ void __launch_bounds__({SORT_BLOCK_THREADS}) {}({params}) {{\n  {body}\n}}",
+            kernel.symbol(key, value)
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

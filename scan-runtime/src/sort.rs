@@ -10,6 +10,7 @@
 //! look-back status) is kept per stream, as the scanners keep theirs.
 
 mod by_key;
+mod segmented;
 
 use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
@@ -81,6 +82,14 @@ pub(crate) enum KeyBuffer {
     /// Scratch: the other (an argsort, which never writes the caller's).
     Second,
 }
+
+/// The `u64` positions (indices) a sort carries: an argsort's, and those
+/// of the sorts by key and by segment.
+const POSITION: SortValueType = SortValueType {
+    cuda_type: "unsigned long long",
+    declarations: "",
+    size: 8,
+};
 
 /// A buffer of values (or indices) a step reads or writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -304,6 +313,10 @@ pub struct GpuSort {
     by_key_programs: HashMap<TypeId, by_key::ByKeyProgram>,
     /// Per stream, the scratch of sorts by a key.
     by_key_scratch: HashMap<usize, by_key::ByKeyScratch>,
+    /// Loaded segmented-sort programs, by key type and carried type.
+    segmented_programs: HashMap<(TypeId, Option<TypeId>), segmented::SegmentedProgram>,
+    /// Per stream, the scratch of segmented sorts.
+    segmented_scratch: HashMap<usize, segmented::SegmentedScratch>,
     scratch: HashMap<usize, SortScratch>,
     stats: ProgramStats,
     addresses: AddressStream,
@@ -338,6 +351,8 @@ impl GpuSort {
             shape: None,
             by_key_programs: HashMap::new(),
             by_key_scratch: HashMap::new(),
+            segmented_programs: HashMap::new(),
+            segmented_scratch: HashMap::new(),
             scratch: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
@@ -377,12 +392,7 @@ impl GpuSort {
             size: std::mem::size_of::<V>(),
         };
         self.functions::<K, V>(Some(&value), self.shape_for::<K>(value.size)?)?;
-        let index = SortValueType {
-            cuda_type: u64::CUDA_TYPE,
-            declarations: "",
-            size: 8,
-        };
-        self.functions::<K, u64>(Some(&index), self.shape_for::<K>(8)?)?;
+        self.functions::<K, u64>(Some(&POSITION), self.shape_for::<K>(8)?)?;
         Ok(())
     }
 
@@ -463,12 +473,7 @@ impl GpuSort {
             key_size: K::KEY.size,
             value_size: 8,
         };
-        let value = SortValueType {
-            cuda_type: u64::CUDA_TYPE,
-            declarations: "",
-            size: 8,
-        };
-        self.execute::<K, u64>(stream, &plan, spec, n, buffers, Some(value))
+        self.execute::<K, u64>(stream, &plan, spec, n, buffers, Some(POSITION))
     }
 
     /// Sets the onesweep tile shape of every later sort (`None`: the

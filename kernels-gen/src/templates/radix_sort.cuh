@@ -357,4 +357,47 @@ __device__ __forceinline__ void radix_gather(const Record* records, const unsign
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = records[order[i]];
 }
 
+// ---- Segmented sort by offsets: the segments' numbers, and the gathers ----
+
+// Offset i of `count` offsets of `width` bytes (4 or 8).
+__device__ __forceinline__ unsigned long long radix_offset_at(const void* offsets, unsigned long long width, unsigned long long i) {
+  return width == 4 ? (unsigned long long)((const unsigned*)offsets)[i] : ((const unsigned long long*)offsets)[i];
+}
+
+// bits[i] = how many offsets are at most order[i]: 0 before the first
+// offset, s + 1 in segment s (offsets[s] <= p < offsets[s + 1]; of equal
+// offsets, the non-empty segment after them), `count` from the last offset
+// on, so that a stable sort by it groups the elements by segment.
+template <class Bits>
+__device__ __forceinline__ void radix_segment_of(const unsigned long long* order, Bits* bits, unsigned long long n, const void* offsets,
+                                                 unsigned long long count, unsigned long long width) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const unsigned long long p = order[i];
+    unsigned long long lo = 0, hi = count;
+    while (lo < hi) {
+      const unsigned long long mid = lo + (hi - lo) / 2;
+      if (radix_offset_at(offsets, width, mid) <= p) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    bits[i] = (Bits)lo;
+  }
+}
+
+// out[i] = in[order[i]] inside the segments, in[i] before the first offset
+// and from the last on (those elements stay where they are).
+template <class T>
+__device__ __forceinline__ void radix_gather_segments(const T* in, const unsigned long long* order, T* out, unsigned long long n, const void* offsets,
+                                                      unsigned long long count, unsigned long long width) {
+  const unsigned long long first = radix_offset_at(offsets, width, 0);
+  const unsigned long long last = radix_offset_at(offsets, width, count - 1);
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = (i < first || i >= last) ? in[i] : in[order[i]];
+  }
+}
+
 }  // namespace gpu_scan

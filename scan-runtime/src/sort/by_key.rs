@@ -6,14 +6,14 @@
 //! the records in the order so far (`ByKeyKernel::Extract`), so the
 //! records are never moved before the gather, whatever their size.
 
-use super::{one_per_key, Buffers, Carried, GpuSort};
+use super::{one_per_key, Buffers, Carried, GpuSort, POSITION};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::workspace::{refuse_during_capture, stream_key, Scratch};
 use cudarc::driver::{
     CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, PushKernelArg,
 };
-use kernels_gen::radix_sort::{sort_by_key_program, ByKeyKernel, SortValueType};
+use kernels_gen::radix_sort::{sort_by_key_program, ByKeyKernel};
 use scan_core::sort::{component_shares, CompositeKey, SortKey, SortOrder, SortSpec};
 use std::any::TypeId;
 use std::ops::Range;
@@ -27,13 +27,6 @@ pub(super) type ByKeyProgram = (
     CudaFunction,
     CudaFunction,
 );
-
-/// The `u64` positions each component's sort carries.
-const POSITION: SortValueType = SortValueType {
-    cuda_type: "unsigned long long",
-    declarations: "",
-    size: 8,
-};
 
 /// One stream's by-key scratch, growing, never shrinking: the positions
 /// (unless the caller's indices hold them), a component's bits, and a
