@@ -1,7 +1,10 @@
 //! Radix sort timings (`GpuSort`) beside CUB's `DeviceRadixSort` and a
 //! copy, in one run, on the keys `cub/sort_bench.cu` generates (the same
 //! stateless generator): 2^28 `u32` (all bits, bits 0..24, descending),
-//! 2^28 `f32`, 2^27 `u64`, 2^28 `u32` pairs and an argsort of 2^26 `u32`.
+//! 2^28 `f32`, 2^27 `u64`, 2^28 `u32` pairs, an argsort of 2^26 `u32`,
+//! 2^26 32-byte records by their `f32` field (`sort_by_key`; CUB: a key
+//! array, SortPairs, a gather) and 2^20 segments of power-law lengths
+//! (`segmented_sort_keys`; CUB: `DeviceSegmentedSort::StableSortKeys`).
 //! `GpuSort` sorts in place, so each timed call first restores the input
 //! from a pristine copy; the restores' own median time is subtracted (CUB
 //! sorts from one buffer into another and needs none). Each is the median
@@ -21,6 +24,7 @@
 //! ```
 
 use gpu_scan::kernels_gen::radix_sort::SortShape;
+use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{open_device, DeviceSortKey, GpuSort};
 use gpu_scan::sort::{self as cpu, SortSpec};
@@ -305,11 +309,20 @@ fn main() {
         Some(values),
     );
 
-    // Argsort: the keys are read, not moved; the indices written.
-    if !wanted("argsort") {
-        assert!(ok, "a sort differs from the CPU's or CUB's");
-        return;
+    if wanted("argsort") {
+        ok &= argsort_case(s, &mut sort, &dir);
     }
+    if wanted("records") {
+        ok &= records_case(s, &mut sort, &dir);
+    }
+    if wanted("segmented") {
+        ok &= segmented_case(s, &mut sort, &dir);
+    }
+    assert!(ok, "a sort differs from the CPU's or CUB's");
+}
+
+/// Argsort: the keys are read, not moved; the indices written.
+fn argsort_case(stream: &Arc<CudaStream>, sort: &mut GpuSort, dir: &str) -> bool {
     let log_n = 26;
     let n = 1usize << log_n;
     let host: Vec<u32> = keys(n);
@@ -320,19 +333,19 @@ fn main() {
         .collect();
     let d_keys = stream.clone_htod(&host).unwrap();
     let mut indices: CudaSlice<u64> = stream.alloc_zeros(n).unwrap();
-    sort.argsort(&stream, &d_keys, &mut indices, &SortSpec::ascending())
+    sort.argsort(stream, &d_keys, &mut indices, &SortSpec::ascending())
         .unwrap();
     let got = stream.clone_dtoh(&indices).unwrap();
     let sorted: Vec<u32> = got.iter().map(|&i| host[i as usize]).collect();
     let h = checksum(&got, checksum(&sorted, FNV));
-    let ms = time_ms(&stream, || {
-        sort.argsort(&stream, &d_keys, &mut indices, &SortSpec::ascending())
+    let ms = time_ms(stream, || {
+        sort.argsort(stream, &d_keys, &mut indices, &SortSpec::ascending())
             .unwrap()
     }) as f64;
     let mut copy: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
-    let copy_ms = time_ms(&stream, || stream.memcpy_dtod(&d_keys, &mut copy).unwrap()) as f64;
-    ok &= line(
-        &dir,
+    let copy_ms = time_ms(stream, || stream.memcpy_dtod(&d_keys, &mut copy).unwrap()) as f64;
+    line(
+        dir,
         "argsort",
         log_n,
         ms,
@@ -342,6 +355,124 @@ fn main() {
         4 * n,
         h,
         got == want,
-    );
-    assert!(ok, "a sort differs from the CPU's or CUB's");
+    )
+}
+
+/// A 32-byte record sorted by its `f32` field (`cub/sort_bench.cu`'s).
+#[scan_op]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Record {
+    key: f32,
+    payload: [u32; 7],
+}
+
+#[sort_key(record = Record, key = f32, by = |r| r.key)]
+struct ByRecordKey;
+
+/// Record i, as `cub/sort_bench.cu` makes it: its key from the generator's
+/// high bits as a float in [-1, 1), the payload its index and its bits.
+fn record(i: u64) -> Record {
+    let r = bits(i);
+    let mut payload = [0u32; 7];
+    for (j, p) in payload.iter_mut().enumerate() {
+        *p = if j == 0 {
+            i as u32
+        } else {
+            (r >> (4 * j)) as u32
+        };
+    }
+    Record {
+        key: ((r >> 32) as u32 as i32) as f32 / 2_147_483_648.0,
+        payload,
+    }
+}
+
+/// 2^26 records sorted by their key (`GpuSort::sort_by_key`) against CUB's
+/// key array, SortPairs and gather; "bound": one read and write of the
+/// records.
+fn records_case(stream: &Arc<CudaStream>, sort: &mut GpuSort, dir: &str) -> bool {
+    let log_n = 26;
+    let n = 1usize << log_n;
+    let host: Vec<Record> = (0..n as u64).into_par_iter().map(record).collect();
+    let mut want = host.clone();
+    cpu::sort_by_key::<ByRecordKey>(&mut want, SortSpec::ascending()).unwrap();
+    let pristine = stream.clone_htod(&host).unwrap();
+    let mut work: CudaSlice<Record> = stream.alloc_zeros(n).unwrap();
+    stream.memcpy_dtod(&pristine, &mut work).unwrap();
+    sort.sort_by_key::<ByRecordKey>(stream, &mut work, &SortSpec::ascending())
+        .unwrap();
+    let got = stream.clone_dtoh(&work).unwrap();
+    let ok = checksum(&got, FNV) == checksum(&want, FNV);
+    let both = time_ms(stream, || {
+        stream.memcpy_dtod(&pristine, &mut work).unwrap();
+        sort.sort_by_key::<ByRecordKey>(stream, &mut work, &SortSpec::ascending())
+            .unwrap();
+    }) as f64;
+    let copy_ms = time_ms(stream, || stream.memcpy_dtod(&pristine, &mut work).unwrap()) as f64;
+    let bytes = 32 * n;
+    line(
+        dir,
+        "records",
+        log_n,
+        both - copy_ms,
+        copy_ms,
+        1,
+        bytes,
+        bytes,
+        checksum(&got, FNV),
+        ok,
+    )
+}
+
+/// Segment s's length (`cub/sort_bench.cu`'s): 1 to 2^16 elements, its
+/// log2 geometric (the generator's trailing zeros), a power law.
+fn segment_length(s: u64) -> u64 {
+    let r = bits(s ^ 0x05e6_5e65_e65e_65e6);
+    let zeros = r.trailing_zeros().min(16);
+    1 + ((r >> 32) & ((1u64 << zeros) - 1))
+}
+
+/// 2^20 segments of power-law lengths of `u32` keys sorted by segment
+/// (`GpuSort::segmented_sort_keys`) against CUB's
+/// `DeviceSegmentedSort::StableSortKeys`.
+fn segmented_case(stream: &Arc<CudaStream>, sort: &mut GpuSort, dir: &str) -> bool {
+    use gpu_scan::scan_runtime::DeviceOffsets;
+    let log_segments = 20;
+    let mut offsets = vec![0u32];
+    for s in 0..1u64 << log_segments {
+        offsets.push(offsets.last().unwrap() + segment_length(s) as u32);
+    }
+    let n = *offsets.last().unwrap() as usize;
+    let host: Vec<u32> = (0..n as u64).map(|i| bits(i) as u32).collect();
+    let mut want = host.clone();
+    cpu::segmented_sort_keys(&mut want, &offsets, SortSpec::ascending()).unwrap();
+    let d_offsets = stream.clone_htod(&offsets).unwrap();
+    let checked = DeviceOffsets::check(stream, d_offsets.as_view(), n).unwrap();
+    let pristine = stream.clone_htod(&host).unwrap();
+    let mut work: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    stream.memcpy_dtod(&pristine, &mut work).unwrap();
+    sort.segmented_sort_keys(stream, &mut work, &checked, &SortSpec::ascending())
+        .unwrap();
+    let got = stream.clone_dtoh(&work).unwrap();
+    let ok = got == want;
+    let both = time_ms(stream, || {
+        stream.memcpy_dtod(&pristine, &mut work).unwrap();
+        sort.segmented_sort_keys(stream, &mut work, &checked, &SortSpec::ascending())
+            .unwrap();
+    }) as f64;
+    let copy_ms = time_ms(stream, || stream.memcpy_dtod(&pristine, &mut work).unwrap()) as f64;
+    println!("segmented: {n} keys in {} segments", offsets.len() - 1);
+    line(
+        dir,
+        "segmented",
+        log_segments,
+        both - copy_ms,
+        copy_ms,
+        4,
+        4 * n,
+        4 * n,
+        checksum(&got, FNV),
+        ok,
+    )
 }
