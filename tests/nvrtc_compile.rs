@@ -516,7 +516,7 @@ fn sort_programs_compile_for_every_architecture() {
                 &sort_program(
                     key,
                     value,
-                    SortShape::default_for(key.size, value.map_or(0, |v| v.size), arch),
+                    SortShape::default_for(key, value.map_or(0, |v| v.size), arch),
                 ),
                 kernels_gen::nvrtc_options(arch),
                 &symbols,

@@ -8,7 +8,7 @@
 //! use kernels_gen::radix_sort::{sort_program, RadixKind, SortKernel, SortKeyType, SortShape};
 //!
 //! let key = SortKeyType { cuda_type: "unsigned int", kind: RadixKind::Unsigned, size: 4 };
-//! let cuda = sort_program(&key, None, SortShape::default_for(4, 0, kernels_gen::Arch::SM_90));
+//! let cuda = sort_program(&key, None, SortShape::default_for(&key, 0, kernels_gen::Arch::SM_90));
 //! assert!(cuda.contains(&format!(" {}(", SortKernel::Onesweep.symbol(&key, None))));
 //! ```
 
@@ -110,17 +110,20 @@ pub struct SortShape {
 }
 
 impl SortShape {
-    /// The shape for keys of `key_size` bytes carrying values of
-    /// `value_size` (0: none) on `arch`, among the shapes that compile
-    /// without spilling there: 256 threads; 16 keys a thread up to 4 bytes,
-    /// 12 for 8 bytes (10 with values of 8 bytes or more); registers capped
-    /// for 3 blocks an SM (2 on sm_100 and newer, whose ptxas spilled at 3).
-    /// From the sweep on the H200 (`SORT_BENCH_SWEEP`, BENCHMARKS.md):
-    /// capped registers paid most (2^28 `u32` keys: 11.6 ms uncapped, 9.4
-    /// ms at 3 blocks); 20 and 24 keys a thread measured 9% faster still
-    /// but spill on some key types.
-    pub const fn default_for(key_size: usize, value_size: usize, arch: Arch) -> SortShape {
-        let items = if key_size <= 4 {
+    /// The shape for keys `key` carrying values of `value_size` bytes (0:
+    /// none) on `arch`, among the shapes that compile without spilling
+    /// there: 256 threads; 16 keys a thread up to 4 bytes (20 for `u32`
+    /// keys alone or with 4-byte values before sm_100), 12 for 8 bytes (10
+    /// with values of 8 bytes or more); registers capped for 3 blocks an
+    /// SM (2 on sm_100 and newer, whose ptxas spilled at 3). From the sweep
+    /// on the H200 (`SORT_BENCH_SWEEP`, BENCHMARKS.md): capped registers
+    /// paid most (2^28 `u32` keys: 11.6 ms uncapped, 9.4 ms at 3 blocks),
+    /// then 20 keys a thread (8.6 ms), which spill on the other key types.
+    pub const fn default_for(key: &SortKeyType, value_size: usize, arch: Arch) -> SortShape {
+        let u32_keys = key.size == 4 && matches!(key.kind, RadixKind::Unsigned);
+        let items = if u32_keys && value_size <= 4 && arch.major < 10 {
+            20
+        } else if key.size <= 4 {
             16
         } else if value_size >= 8 {
             10
@@ -593,14 +596,14 @@ mod tests {
             size: 8,
         };
         for value in [None, Some(&value)] {
-            let program = sort_program(&key, value, SortShape::default_for(4, 8, Arch::SM_90));
+            let program = sort_program(&key, value, SortShape::default_for(&key, 8, Arch::SM_90));
             for kernel in SortKernel::ALL {
                 let symbol = kernel.symbol(&key, value);
                 assert!(program.contains(&format!(" {symbol}(")), "{symbol}");
             }
             assert_eq!(program.contains("struct Pair_01"), value.is_some());
         }
-        let shape = SortShape::default_for(4, 0, Arch::SM_90);
+        let shape = SortShape::default_for(&key, 0, Arch::SM_90);
         assert_eq!(
             shape.shared_bytes(4, 0),
             26_660,
@@ -613,10 +616,28 @@ mod tests {
         );
         assert!(shape.stages_values(8) && !shape.stages_values(24));
         assert_eq!(
-            SortShape::default_for(8, 8, Arch::SM_90).tile_items(),
+            SortShape::default_for(
+                &SortKeyType {
+                    cuda_type: "double",
+                    kind: RadixKind::Float,
+                    size: 8
+                },
+                8,
+                Arch::SM_90
+            )
+            .tile_items(),
             2_560
         );
-        assert_eq!(SortShape::default_for(4, 0, Arch::SM_100).min_blocks, 2);
+        assert_eq!(SortShape::default_for(&key, 0, Arch::SM_100).min_blocks, 2);
+        // u32 keys take 20 a thread before sm_100 (alone or with 4-byte values).
+        let u32_key = SortKeyType {
+            cuda_type: "unsigned int",
+            kind: RadixKind::Unsigned,
+            size: 4,
+        };
+        assert_eq!(SortShape::default_for(&u32_key, 4, Arch::SM_90).items, 20);
+        assert_eq!(SortShape::default_for(&u32_key, 8, Arch::SM_90).items, 16);
+        assert_eq!(SortShape::default_for(&u32_key, 0, Arch::SM_100).items, 16);
         let wide = SortShape {
             threads: 512,
             ..shape

@@ -486,11 +486,9 @@ impl GpuSort {
     /// The onesweep tile shape for keys `K` carrying values of
     /// `value_size` bytes (0: none): the one set, or the default.
     pub fn shape_for<K: DeviceSortKey>(&self, value_size: usize) -> Result<SortShape> {
-        let shape = self.shape.unwrap_or(SortShape::default_for(
-            K::KEY.size,
-            value_size,
-            self.target.0,
-        ));
+        let shape =
+            self.shape
+                .unwrap_or(SortShape::default_for(&K::KEY, value_size, self.target.0));
         shape
             .check(K::KEY.size, value_size)
             .map_err(|detail| ScanError::SortShape { detail })?;
