@@ -113,15 +113,16 @@ impl SortShape {
     /// The shape for keys `key` carrying values of `value_size` bytes (0:
     /// none) on `arch`, among the shapes that compile without spilling
     /// there: 256 threads; 16 keys a thread up to 4 bytes (20 for `u32`
-    /// keys alone or with 4-byte values before sm_100), 12 for 8 bytes (10
+    /// keys alone before sm_100), 12 for 8 bytes (10
     /// with values of 8 bytes or more); registers capped for 3 blocks an
     /// SM (2 on sm_100 and newer, whose ptxas spilled at 3). From the sweep
     /// on the H200 (`SORT_BENCH_SWEEP`, BENCHMARKS.md): capped registers
     /// paid most (2^28 `u32` keys: 11.6 ms uncapped, 9.4 ms at 3 blocks),
-    /// then 20 keys a thread (8.6 ms), which spill on the other key types.
+    /// then 20 keys a thread (8.6 ms), which spill on the other key types
+    /// and measured slower for `u32` pairs (17.5 ms against 14.5 at 16).
     pub const fn default_for(key: &SortKeyType, value_size: usize, arch: Arch) -> SortShape {
         let u32_keys = key.size == 4 && matches!(key.kind, RadixKind::Unsigned);
-        let items = if u32_keys && value_size <= 4 && arch.major < 10 {
+        let items = if u32_keys && value_size == 0 && arch.major < 10 {
             20
         } else if key.size <= 4 {
             16
@@ -629,13 +630,14 @@ mod tests {
             2_560
         );
         assert_eq!(SortShape::default_for(&key, 0, Arch::SM_100).min_blocks, 2);
-        // u32 keys take 20 a thread before sm_100 (alone or with 4-byte values).
+        // u32 keys alone take 20 a thread before sm_100.
         let u32_key = SortKeyType {
             cuda_type: "unsigned int",
             kind: RadixKind::Unsigned,
             size: 4,
         };
-        assert_eq!(SortShape::default_for(&u32_key, 4, Arch::SM_90).items, 20);
+        assert_eq!(SortShape::default_for(&u32_key, 0, Arch::SM_90).items, 20);
+        assert_eq!(SortShape::default_for(&u32_key, 4, Arch::SM_90).items, 16);
         assert_eq!(SortShape::default_for(&u32_key, 8, Arch::SM_90).items, 16);
         assert_eq!(SortShape::default_for(&u32_key, 0, Arch::SM_100).items, 16);
         let wide = SortShape {
