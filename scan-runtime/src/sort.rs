@@ -645,6 +645,28 @@ impl GpuSort {
         Ok(())
     }
 
+    /// Sorts `n` keys `K` at `keys` (scratch of the sorts by key and by
+    /// segment) with the `u64` positions at `order`, as `spec` says.
+    fn sort_with_positions<K: DeviceSortKey>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: &SortSpec,
+        n: usize,
+        keys: u64,
+        order: u64,
+    ) -> Result<()> {
+        let range = spec.range_of(K::BITS).map_err(ScanError::Sort)?;
+        let shape = self.shape_for::<K>(8)?;
+        let plan = plan(n, range, Carried::Values, shape);
+        let buffers = Buffers {
+            keys,
+            values: order,
+            key_size: K::KEY.size,
+            value_size: 8,
+        };
+        self.execute::<K, u64>(stream, &plan, spec, n, buffers, Some(POSITION))
+    }
+
     /// The four kernels of keys `K` carrying `value` (of type `V`),
     /// compiled (or read from the disk cache) and loaded the first time.
     fn functions<K: DeviceSortKey, V: 'static>(

@@ -6,7 +6,7 @@
 //! the records in the order so far (`ByKeyKernel::Extract`), so the
 //! records are never moved before the gather, whatever their size.
 
-use super::{one_per_key, Buffers, Carried, GpuSort, POSITION};
+use super::{one_per_key, Carried, GpuSort, POSITION};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::workspace::{refuse_during_capture, stream_key, Scratch};
@@ -205,32 +205,11 @@ impl GpuSort {
         order: u64,
     ) -> Result<()> {
         match width {
-            8 => self.sort_bits::<u8>(stream, spec, n, bits, order),
-            16 => self.sort_bits::<u16>(stream, spec, n, bits, order),
-            32 => self.sort_bits::<u32>(stream, spec, n, bits, order),
-            _ => self.sort_bits::<u64>(stream, spec, n, bits, order),
+            8 => self.sort_with_positions::<u8>(stream, spec, n, bits, order),
+            16 => self.sort_with_positions::<u16>(stream, spec, n, bits, order),
+            32 => self.sort_with_positions::<u32>(stream, spec, n, bits, order),
+            _ => self.sort_with_positions::<u64>(stream, spec, n, bits, order),
         }
-    }
-
-    /// [`GpuSort::sort_component`] for bits of type `U`.
-    fn sort_bits<U: super::DeviceSortKey>(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        spec: &SortSpec,
-        n: usize,
-        bits: u64,
-        order: u64,
-    ) -> Result<()> {
-        let range = spec.range_of(U::BITS).map_err(ScanError::Sort)?;
-        let shape = self.shape_for::<U>(8)?;
-        let plan = super::plan(n, range, Carried::Values, shape);
-        let buffers = Buffers {
-            keys: bits,
-            values: order,
-            key_size: U::KEY.size,
-            value_size: 8,
-        };
-        self.execute::<U, u64>(stream, &plan, spec, n, buffers, Some(POSITION))
     }
 
     /// Loads the radix program for component bits of `width`, carrying

@@ -11,7 +11,7 @@
 //! positions by segment with the keys' order kept inside each; then one
 //! gather of the keys (and values) in that order.
 
-use super::{Buffers, Carried, DeviceSortKey, GpuSort, POSITION};
+use super::{DeviceSortKey, GpuSort, POSITION};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::offsets::DeviceOffsets;
@@ -173,14 +173,7 @@ impl GpuSort {
         unsafe { builder.launch(grid) }?;
         // SAFETY: both hold `n` keys; ordered on the stream.
         unsafe { cudarc::driver::result::memcpy_dtod_async(key_copy, keys, n * K::KEY.size, cu) }?;
-        let plan = super::plan(n, bits, Carried::Values, key_shape);
-        let buffers = Buffers {
-            keys: key_copy,
-            values: order,
-            key_size: K::KEY.size,
-            value_size: 8,
-        };
-        self.execute::<K, u64>(stream, &plan, spec, n, buffers, Some(POSITION))?;
+        self.sort_with_positions::<K>(stream, spec, n, key_copy, order)?;
 
         // Each position's segment number, and the positions sorted by it.
         let number_of = if wide {
@@ -201,34 +194,10 @@ impl GpuSort {
         // that holds `n` u64.
         unsafe { builder.launch(grid) }?;
         let by_segment = SortSpec::ascending().bits(0..number_bits);
-        let numbers_buffers = Buffers {
-            keys: numbers,
-            values: order,
-            key_size: if wide { 8 } else { 4 },
-            value_size: 8,
-        };
         if wide {
-            let shape = self.shape_for::<u64>(8)?;
-            let plan = super::plan(n, 0..number_bits, Carried::Values, shape);
-            self.execute::<u64, u64>(
-                stream,
-                &plan,
-                &by_segment,
-                n,
-                numbers_buffers,
-                Some(POSITION),
-            )?;
+            self.sort_with_positions::<u64>(stream, &by_segment, n, numbers, order)?;
         } else {
-            let shape = self.shape_for::<u32>(8)?;
-            let plan = super::plan(n, 0..number_bits, Carried::Values, shape);
-            self.execute::<u32, u64>(
-                stream,
-                &plan,
-                &by_segment,
-                n,
-                numbers_buffers,
-                Some(POSITION),
-            )?;
+            self.sort_with_positions::<u32>(stream, &by_segment, n, numbers, order)?;
         }
 
         // The keys (and values) gathered in that order, then back.
