@@ -846,3 +846,56 @@ fn a_reserved_sort_by_key_is_captured_in_a_graph_and_replayed() {
     }
     ctx.check_err().unwrap();
 }
+
+#[test]
+fn a_reserved_segmented_sort_is_captured_in_a_graph_and_replayed() {
+    // Pairs by power-law segments, from a `ctx.new_stream()` stream under
+    // cudarc's default event tracking, a second stream alive; the offsets
+    // checked before the capture (the check waits for its verdict).
+    use gpu_scan::scan_runtime::cudarc::driver::sys::{
+        CUgraphInstantiate_flags, CUstreamCaptureMode,
+    };
+    use gpu_scan::scan_runtime::DeviceOffsets;
+    let Some(ctx) = open_gpu("gpu_sort") else {
+        return;
+    };
+    let stream = ctx.new_stream().unwrap();
+    let _other = ctx.new_stream().unwrap();
+    let mut rng = Rng64::seed_from_u64(seed());
+    let mut sort = GpuSort::new(&ctx).unwrap();
+    let n = 300_007;
+    let offsets = power_law_offsets(&mut rng, n);
+    let d_offsets = stream.clone_htod(&offsets).unwrap();
+    let checked = DeviceOffsets::check(&stream, d_offsets.as_view(), n).unwrap();
+    sort.reserve_segmented::<u32, u32>(&stream, n, offsets.len())
+        .unwrap();
+    let spec = SortSpec::descending();
+    let mut kbuf = stream.alloc_zeros::<u32>(n).unwrap();
+    let mut vbuf = stream.alloc_zeros::<u32>(n).unwrap();
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .unwrap();
+    let captured = sort.segmented_sort_pairs(&stream, &mut kbuf, &mut vbuf, &checked, &spec);
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+    captured.expect("the segmented sort is captured");
+    let graph = graph.unwrap().expect("a graph");
+    for replay in 0..3 {
+        let mut keys: Vec<u32> = (0..n).map(|_| rng.random_range(0..1000)).collect();
+        let mut values: Vec<u32> = (0..n as u32).collect();
+        stream.memcpy_htod(&keys, &mut kbuf).unwrap();
+        stream.memcpy_htod(&values, &mut vbuf).unwrap();
+        graph.launch().unwrap();
+        cpu::segmented_sort_pairs(&mut keys, &mut values, &offsets, spec.clone()).unwrap();
+        assert_eq!(
+            stream.clone_dtoh(&kbuf).unwrap(),
+            keys,
+            "replay {replay}: keys"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&vbuf).unwrap(),
+            values,
+            "replay {replay}: values"
+        );
+    }
+    ctx.check_err().unwrap();
+}

@@ -645,6 +645,22 @@ impl GpuSort {
         Ok(())
     }
 
+    /// Reserves `stream`'s radix-sort scratch (and loads the program) for
+    /// up to `n` keys `K` with `u64` positions ([`GpuSort::sort_with_positions`]).
+    fn reserve_with_positions<K: DeviceSortKey>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<()> {
+        let shape = self.shape_for::<K>(8)?;
+        let widest = plan(n.max(2), 0..K::BITS, Carried::Values, shape);
+        self.scratch
+            .entry(stream_key(stream))
+            .or_default()
+            .reserve(stream, &widest, n, K::KEY.size, 8)?;
+        self.functions::<K, u64>(Some(&POSITION), shape).map(|_| ())
+    }
+
     /// Sorts `n` keys `K` at `keys` (scratch of the sorts by key and by
     /// segment) with the `u64` positions at `order`, as `spec` says.
     fn sort_with_positions<K: DeviceSortKey>(

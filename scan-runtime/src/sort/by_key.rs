@@ -6,7 +6,7 @@
 //! the records in the order so far (`ByKeyKernel::Extract`), so the
 //! records are never moved before the gather, whatever their size.
 
-use super::{one_per_key, Carried, GpuSort, POSITION};
+use super::{one_per_key, GpuSort, POSITION};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::workspace::{refuse_during_capture, stream_key, Scratch};
@@ -230,25 +230,11 @@ impl GpuSort {
     /// Reserves the radix sort's scratch (and program) for `n` component
     /// bits of `width` carrying positions.
     fn reserve_component(&mut self, stream: &Arc<CudaStream>, width: u32, n: usize) -> Result<()> {
-        fn reserve<U: super::DeviceSortKey>(
-            sort: &mut GpuSort,
-            stream: &Arc<CudaStream>,
-            n: usize,
-        ) -> Result<()> {
-            let shape = sort.shape_for::<U>(8)?;
-            let plan = super::plan(n.max(2), 0..U::BITS, Carried::Values, shape);
-            sort.scratch
-                .entry(stream_key(stream))
-                .or_default()
-                .reserve(stream, &plan, n, U::KEY.size, 8)?;
-            sort.functions::<U, u64>(Some(&POSITION), shape).map(|_| ())
-        }
-        self.component_functions(width)?;
         match width {
-            8 => reserve::<u8>(self, stream, n),
-            16 => reserve::<u16>(self, stream, n),
-            32 => reserve::<u32>(self, stream, n),
-            _ => reserve::<u64>(self, stream, n),
+            8 => self.reserve_with_positions::<u8>(stream, n),
+            16 => self.reserve_with_positions::<u16>(stream, n),
+            32 => self.reserve_with_positions::<u32>(stream, n),
+            _ => self.reserve_with_positions::<u64>(stream, n),
         }
     }
 

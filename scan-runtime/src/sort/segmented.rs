@@ -121,6 +121,35 @@ impl GpuSort {
         )
     }
 
+    /// Reserves `stream`'s scratch for segmented sorts of up to `n` keys
+    /// `K` (alone or with values `V`) by up to `count` offsets, and loads
+    /// their programs, so that they can be captured in a CUDA graph, as
+    /// [`GpuSort::reserve`] does for whole sorts.
+    pub fn reserve_segmented<K: DeviceSortKey, V: ScanElement>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        count: usize,
+    ) -> Result<()> {
+        let value = SortValueType {
+            cuda_type: V::CUDA_TYPE,
+            declarations: V::CUDA_DECL,
+            size: std::mem::size_of::<V>(),
+        };
+        self.segmented_program::<K, ()>(None)?;
+        self.segmented_program::<K, V>(Some(&value))?;
+        self.segmented_scratch
+            .entry(stream_key(stream))
+            .or_default()
+            .reserve(stream, n, K::KEY.size, value.size)?;
+        self.reserve_with_positions::<K>(stream, n)?;
+        if segment_bits(count).1 {
+            self.reserve_with_positions::<u64>(stream, n)
+        } else {
+            self.reserve_with_positions::<u32>(stream, n)
+        }
+    }
+
     /// The sort of [`GpuSort::segmented_sort_keys`] (`values` `None`) and
     /// [`GpuSort::segmented_sort_pairs`].
     fn segmented<K: DeviceSortKey, V: 'static>(
@@ -159,7 +188,10 @@ impl GpuSort {
             .entry(stream_key(stream))
             .or_default()
             .reserve(stream, n, K::KEY.size, value_size)?;
-        let (arg, _offsets_guards) = offsets.arg(stream);
+        // The offsets' address taken on the capture-safe stream, as the
+        // scanners take theirs (crate::capture).
+        let at = self.addresses.for_stream(stream)?;
+        let (arg, _offsets_guards) = offsets.arg(&at);
         let (offsets_ptr, width) = (arg.address, arg.width);
         let count64 = count as u64;
         let n64 = n as u64;
