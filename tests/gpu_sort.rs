@@ -736,14 +736,29 @@ fn a_sort_past_two_to_the_thirty_one_keys() {
     }
 }
 
+/// `enqueue`'s work captured from `stream` (global mode) into a graph; the
+/// capture's failure, or `enqueue`'s, fails the test.
+fn captured_graph(
+    stream: &Arc<CudaStream>,
+    enqueue: impl FnOnce() -> Result<(), ScanError>,
+) -> gpu_scan::scan_runtime::cudarc::driver::CudaGraph {
+    use gpu_scan::scan_runtime::cudarc::driver::sys::{
+        CUgraphInstantiate_flags, CUstreamCaptureMode,
+    };
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .unwrap();
+    let captured = enqueue();
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+    captured.expect("the work is captured");
+    graph.unwrap().expect("a graph")
+}
+
 #[test]
 fn a_reserved_sort_is_captured_in_a_graph_and_replayed() {
     // Two streams from `ctx.new_stream()`: cudarc's multi-stream mode with
     // its default event tracking, as users run it. Bits 0..24 of u32 keys:
     // three passes, so the graph holds the copy back too.
-    use gpu_scan::scan_runtime::cudarc::driver::sys::{
-        CUgraphInstantiate_flags, CUstreamCaptureMode,
-    };
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -773,13 +788,9 @@ fn a_reserved_sort_is_captured_in_a_graph_and_replayed() {
         "before the capture"
     );
 
-    stream
-        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
-        .unwrap();
-    let captured = sort.sort_pairs(&stream, &mut kbuf, &mut vbuf, &spec);
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-    captured.expect("the sort is captured");
-    let graph = graph.unwrap().expect("a graph");
+    let graph = captured_graph(&stream, || {
+        sort.sort_pairs(&stream, &mut kbuf, &mut vbuf, &spec)
+    });
     for replay in 0..3 {
         let (keys, values) = draw(&mut rng);
         stream.memcpy_htod(&keys, &mut kbuf).unwrap();
@@ -806,9 +817,6 @@ fn a_reserved_sort_by_key_is_captured_in_a_graph_and_replayed() {
     // Three components (i8, u32, f64): three sorts of positions and the
     // gather in one graph, from a `ctx.new_stream()` stream under cudarc's
     // default event tracking, a second stream alive.
-    use gpu_scan::scan_runtime::cudarc::driver::sys::{
-        CUgraphInstantiate_flags, CUstreamCaptureMode,
-    };
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -830,13 +838,9 @@ fn a_reserved_sort_by_key_is_captured_in_a_graph_and_replayed() {
     };
     let records = draw();
     let mut buf = stream.clone_htod(&records).unwrap();
-    stream
-        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
-        .unwrap();
-    let captured = sort.sort_by_key::<BySignCountSum>(&stream, &mut buf, &spec);
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-    captured.expect("the sort by key is captured");
-    let graph = graph.unwrap().expect("a graph");
+    let graph = captured_graph(&stream, || {
+        sort.sort_by_key::<BySignCountSum>(&stream, &mut buf, &spec)
+    });
     for replay in 0..3 {
         let mut records = draw();
         stream.memcpy_htod(&records, &mut buf).unwrap();
@@ -852,9 +856,6 @@ fn a_reserved_segmented_sort_is_captured_in_a_graph_and_replayed() {
     // Pairs by power-law segments, from a `ctx.new_stream()` stream under
     // cudarc's default event tracking, a second stream alive; the offsets
     // checked before the capture (the check waits for its verdict).
-    use gpu_scan::scan_runtime::cudarc::driver::sys::{
-        CUgraphInstantiate_flags, CUstreamCaptureMode,
-    };
     use gpu_scan::scan_runtime::DeviceOffsets;
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
@@ -872,13 +873,9 @@ fn a_reserved_segmented_sort_is_captured_in_a_graph_and_replayed() {
     let spec = SortSpec::descending();
     let mut kbuf = stream.alloc_zeros::<u32>(n).unwrap();
     let mut vbuf = stream.alloc_zeros::<u32>(n).unwrap();
-    stream
-        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
-        .unwrap();
-    let captured = sort.segmented_sort_pairs(&stream, &mut kbuf, &mut vbuf, &checked, &spec);
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-    captured.expect("the segmented sort is captured");
-    let graph = graph.unwrap().expect("a graph");
+    let graph = captured_graph(&stream, || {
+        sort.segmented_sort_pairs(&stream, &mut kbuf, &mut vbuf, &checked, &spec)
+    });
     for replay in 0..3 {
         let mut keys: Vec<u32> = (0..n).map(|_| rng.random_range(0..1000)).collect();
         let mut values: Vec<u32> = (0..n as u32).collect();

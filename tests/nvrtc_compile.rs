@@ -558,13 +558,30 @@ fn sort_programs_compile_for_every_architecture() {
             .collect();
         (program, symbols)
     }
-    let programs = [by_key::<BySignCountSum>(), by_key::<BySlope>()];
+    // Segmented sorts: the segments' numbers and the gathers.
+    use gpu_scan::kernels_gen::radix_sort::{segmented_sort_program, SegmentedKernel, SortKeyType};
+    fn segmented(key: SortKeyType, value: Option<SortValueType>) -> (String, Vec<String>) {
+        let symbols = SegmentedKernel::all(value.is_some())
+            .iter()
+            .map(|k| k.symbol(&key, value.as_ref()))
+            .collect();
+        (segmented_sort_program(&key, value.as_ref()), symbols)
+    }
+    let mut programs = vec![
+        ("sort_by", by_key::<BySignCountSum>()),
+        ("sort_by", by_key::<BySlope>()),
+    ];
+    for key in [u8::KEY, u32::KEY, f64::KEY] {
+        for value in [None, Some(value::<Affine>())] {
+            programs.push(("segsort", segmented(key, value)));
+        }
+    }
     let mut failures = Vec::new();
     for arch in Arch::CUDA_13 {
-        for (program, symbols) in &programs {
+        for (family, (program, symbols)) in &programs {
             let mut reports = Vec::new();
             compile_and_assemble(
-                &format!("sort_by:{}:{}", symbols[0], arch.sm_name()),
+                &format!("{family}:{}:{}", symbols[0], arch.sm_name()),
                 program,
                 kernels_gen::nvrtc_options(arch),
                 symbols,
@@ -574,32 +591,6 @@ fn sort_programs_compile_for_every_architecture() {
             );
             for r in &reports {
                 assert_eq!(r.spill_bytes, 0, "{} {} spills", r.program, r.kernel);
-            }
-        }
-    }
-
-    // Segmented sorts: the segments' numbers and the gathers.
-    use gpu_scan::kernels_gen::radix_sort::{segmented_sort_program, SegmentedKernel};
-    for arch in Arch::CUDA_13 {
-        for key in [u8::KEY, u32::KEY, f64::KEY] {
-            for value in [None, Some(value::<Affine>())] {
-                let symbols: Vec<String> = SegmentedKernel::all(value.is_some())
-                    .iter()
-                    .map(|k| k.symbol(&key, value.as_ref()))
-                    .collect();
-                let mut reports = Vec::new();
-                compile_and_assemble(
-                    &format!("segsort:{}:{}", symbols[0], arch.sm_name()),
-                    &segmented_sort_program(&key, value.as_ref()),
-                    kernels_gen::nvrtc_options(arch),
-                    &symbols,
-                    arch,
-                    &mut reports,
-                    &mut failures,
-                );
-                for r in &reports {
-                    assert_eq!(r.spill_bytes, 0, "{} {} spills", r.program, r.kernel);
-                }
             }
         }
     }

@@ -560,9 +560,12 @@ impl GpuSort {
                         .arg(&end_bit)
                         .arg(&descending)
                         .arg(&control);
+                    // Eight blocks a multiprocessor at most (28 registers and
+                    // 8 KiB of shared memory allow them).
+                    let grid = grid_over(n, SORT_HISTOGRAM_KEYS, 8, self.multiprocessors);
                     // SAFETY: the kernel reads the caller's `n` keys and adds
                     // to the passes' counts, inside the control words.
-                    unsafe { builder.launch(histogram_grid(n, self.multiprocessors)) }?;
+                    unsafe { builder.launch(grid) }?;
                     let passes = (end_bit - begin_bit).div_ceil(8);
                     let mut builder = stream.launch_builder(&offsets);
                     builder.arg(&control);
@@ -719,10 +722,18 @@ fn one_per_key(keys: usize, values: usize) -> Result<()> {
     }
 }
 
-/// A grid-stride launch over `n` items: four blocks a multiprocessor at
-/// most.
-fn grid_stride(n: usize, multiprocessors: usize) -> LaunchConfig {
-    let blocks = n.div_ceil(SORT_BLOCK_THREADS).clamp(1, 4 * multiprocessors);
+/// A grid-stride launch of [`SORT_BLOCK_THREADS`]-thread blocks over `n`
+/// items, `per_thread` a thread in flight: `blocks_per_sm` blocks a
+/// multiprocessor at most.
+fn grid_over(
+    n: usize,
+    per_thread: usize,
+    blocks_per_sm: usize,
+    multiprocessors: usize,
+) -> LaunchConfig {
+    let blocks = n
+        .div_ceil(SORT_BLOCK_THREADS * per_thread)
+        .clamp(1, blocks_per_sm * multiprocessors);
     LaunchConfig {
         grid_dim: (blocks as u32, 1, 1),
         block_dim: (SORT_BLOCK_THREADS as u32, 1, 1),
@@ -730,18 +741,10 @@ fn grid_stride(n: usize, multiprocessors: usize) -> LaunchConfig {
     }
 }
 
-/// The histogram kernel's grid over `n` keys: eight blocks a
-/// multiprocessor at most (its 28 registers and 8 KiB of shared memory
-/// allow them), each thread with [`SORT_HISTOGRAM_KEYS`] keys in flight.
-fn histogram_grid(n: usize, multiprocessors: usize) -> LaunchConfig {
-    let blocks = n
-        .div_ceil(SORT_BLOCK_THREADS * SORT_HISTOGRAM_KEYS)
-        .clamp(1, 8 * multiprocessors);
-    LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (SORT_BLOCK_THREADS as u32, 1, 1),
-        shared_mem_bytes: 0,
-    }
+/// The element-wise kernels' grid (iota, extract, gather, segment
+/// numbers): four blocks a multiprocessor at most.
+fn grid_stride(n: usize, multiprocessors: usize) -> LaunchConfig {
+    grid_over(n, 1, 4, multiprocessors)
 }
 
 #[cfg(test)]

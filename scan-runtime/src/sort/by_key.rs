@@ -6,7 +6,7 @@
 //! the records in the order so far (`ByKeyKernel::Extract`), so the
 //! records are never moved before the gather, whatever their size.
 
-use super::{one_per_key, GpuSort, POSITION};
+use super::{one_per_key, GpuSort};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::workspace::{refuse_during_capture, stream_key, Scratch};
@@ -143,7 +143,7 @@ impl GpuSort {
         // Everything loaded and reserved before anything is enqueued.
         let (_, extract, gather, iota) = self.by_key_program::<S>()?;
         for &(c, _) in &shares {
-            self.component_functions(widths[c])?;
+            self.reserve_component(stream, widths[c], n)?;
         }
         // An argsort gathers no records.
         let record_size = if indices.is_some() {
@@ -209,21 +209,6 @@ impl GpuSort {
             16 => self.sort_with_positions::<u16>(stream, spec, n, bits, order),
             32 => self.sort_with_positions::<u32>(stream, spec, n, bits, order),
             _ => self.sort_with_positions::<u64>(stream, spec, n, bits, order),
-        }
-    }
-
-    /// Loads the radix program for component bits of `width`, carrying
-    /// positions.
-    fn component_functions(&mut self, width: u32) -> Result<()> {
-        fn load<U: super::DeviceSortKey>(sort: &mut GpuSort) -> Result<()> {
-            let shape = sort.shape_for::<U>(8)?;
-            sort.functions::<U, u64>(Some(&POSITION), shape).map(|_| ())
-        }
-        match width {
-            8 => load::<u8>(self),
-            16 => load::<u16>(self),
-            32 => load::<u32>(self),
-            _ => load::<u64>(self),
         }
     }
 

@@ -172,16 +172,15 @@ impl GpuSort {
         // Everything loaded and reserved before anything is enqueued.
         let value_type = values.map(|v| v.1);
         let program = self.segmented_program::<K, V>(value_type.as_ref())?;
-        let key_shape = self.shape_for::<K>(8)?;
-        let key_functions = self.functions::<K, u64>(Some(&POSITION), key_shape)?;
         let (number_bits, wide) = segment_bits(count);
+        self.reserve_with_positions::<K>(stream, n)?;
         if wide {
-            let shape = self.shape_for::<u64>(8)?;
-            self.functions::<u64, u64>(Some(&POSITION), shape)?;
+            self.reserve_with_positions::<u64>(stream, n)?;
         } else {
-            let shape = self.shape_for::<u32>(8)?;
-            self.functions::<u32, u64>(Some(&POSITION), shape)?;
+            self.reserve_with_positions::<u32>(stream, n)?;
         }
+        // Every sort program has an iota (`SortKernel::ALL`'s last).
+        let iota = self.functions::<K, u64>(Some(&POSITION), self.shape_for::<K>(8)?)?[3].clone();
         let value_size = value_type.map_or(0, |v| v.size);
         let [order, numbers, key_copy, value_copy] = self
             .segmented_scratch
@@ -199,7 +198,7 @@ impl GpuSort {
         let cu = stream.cu_stream();
 
         // Positions, and the keys sorted with them in a copy.
-        let mut builder = stream.launch_builder(&key_functions[3]);
+        let mut builder = stream.launch_builder(&iota);
         builder.arg(&order).arg(&n64);
         // SAFETY: the kernel writes `n` u64 to scratch reserved for them.
         unsafe { builder.launch(grid) }?;
