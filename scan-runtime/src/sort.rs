@@ -224,6 +224,20 @@ const COUNTS_WORDS: usize = SORT_MOST_PASSES * SORT_DIGITS;
 const COUNTER_WORD: usize = COUNTS_WORDS;
 const STATUS_WORD: usize = COUNTER_WORD + 1;
 
+/// Where each region of `sizes` bytes starts in one scratch buffer, every
+/// one at a multiple of 256 bytes (the allocator's alignment, so that any
+/// element type's loads are aligned whatever the others' sizes), and the
+/// bytes of the whole.
+fn aligned_regions<const N: usize>(sizes: [usize; N]) -> ([u64; N], usize) {
+    let mut starts = [0u64; N];
+    let mut end = 0usize;
+    for (start, size) in starts.iter_mut().zip(sizes) {
+        *start = end as u64;
+        end += size.div_ceil(256) * 256;
+    }
+    (starts, end)
+}
+
 /// One stream's sort scratch; each part grows, never shrinks.
 #[derive(Default)]
 struct SortScratch {
@@ -837,6 +851,18 @@ mod tests {
             );
         }
         assert!(plan(0, 0..32, Carried::Indices, SHAPE).steps.is_empty());
+    }
+
+    #[test]
+    fn scratch_regions_start_aligned_whatever_the_sizes_before_them() {
+        // One-byte keys of an odd count before four-byte values: the
+        // values' region must still start aligned.
+        let (starts, bytes) = aligned_regions([8 * 5, 8 * 5, 5, 4 * 5]);
+        assert_eq!(starts, [0, 256, 512, 768]);
+        assert_eq!(bytes, 1024);
+        let (starts, bytes) = aligned_regions([0, 256, 257]);
+        assert_eq!(starts, [0, 0, 256]);
+        assert_eq!(bytes, 768);
     }
 
     #[test]

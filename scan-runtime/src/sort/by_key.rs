@@ -6,7 +6,7 @@
 //! the records in the order so far (`ByKeyKernel::Extract`), so the
 //! records are never moved before the gather, whatever their size.
 
-use super::{one_per_key, GpuSort};
+use super::{aligned_regions, one_per_key, GpuSort};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::workspace::{refuse_during_capture, stream_key, Scratch};
@@ -45,14 +45,14 @@ impl ByKeyScratch {
         n: usize,
         record_size: usize,
     ) -> Result<(u64, u64, u64)> {
-        let bytes = n * (8 + 8 + record_size);
+        let (starts, bytes) = aligned_regions([8 * n, 8 * n, record_size * n]);
         if self.buffer.as_ref().is_none_or(|b| b.1 < bytes) {
             refuse_during_capture(stream, bytes)
                 .map_err(|e| e.reserved_by("GpuSort::reserve_by_key"))?;
             self.buffer = Some((Scratch::zeroed(stream, bytes)?, bytes));
         }
         let base = self.buffer.as_ref().map_or(0, |b| b.0.ptr);
-        Ok((base, base + 8 * n as u64, base + 16 * n as u64))
+        Ok((base + starts[0], base + starts[1], base + starts[2]))
     }
 }
 

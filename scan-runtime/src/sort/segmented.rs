@@ -11,7 +11,7 @@
 //! positions by segment with the keys' order kept inside each; then one
 //! gather of the keys (and values) in that order.
 
-use super::{DeviceSortKey, GpuSort, POSITION};
+use super::{aligned_regions, DeviceSortKey, GpuSort, POSITION};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::offsets::DeviceOffsets;
@@ -52,20 +52,14 @@ impl SegmentedScratch {
         key_size: usize,
         value_size: usize,
     ) -> Result<[u64; 4]> {
-        let bytes = n * (8 + 8 + key_size + value_size);
+        let (starts, bytes) = aligned_regions([8 * n, 8 * n, key_size * n, value_size * n]);
         if self.buffer.as_ref().is_none_or(|b| b.1 < bytes) {
             refuse_during_capture(stream, bytes)
                 .map_err(|e| e.reserved_by("GpuSort::reserve_segmented"))?;
             self.buffer = Some((Scratch::zeroed(stream, bytes)?, bytes));
         }
         let base = self.buffer.as_ref().map_or(0, |b| b.0.ptr);
-        let n = n as u64;
-        Ok([
-            base,
-            base + 8 * n,
-            base + 16 * n,
-            base + (16 + key_size as u64) * n,
-        ])
+        Ok(starts.map(|start| base + start))
     }
 }
 
