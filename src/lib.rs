@@ -132,8 +132,9 @@ pub use scan_runtime;
 pub use scan_runtime::cudarc;
 #[cfg(feature = "gpu")]
 pub use scan_runtime::{
-    open_device, Arch, DeviceApi, DeviceCarryOut, DeviceSegmentsSpec, DeviceSortKey, GpuScanner,
-    GpuSelect, GpuSort, ScanError, ScanPath, Scanner, Tuning,
+    open_device, Arch, DeviceApi, DeviceCarryOut, DeviceRecurrence, DeviceSegmentsSpec,
+    DeviceSortKey, DeviceTransition, GpuRecurrence, GpuScanner, GpuSelect, GpuSort, ScanError,
+    ScanPath, Scanner, Tuning,
 };
 
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
@@ -146,8 +147,8 @@ pub mod prelude {
     };
     #[cfg(feature = "gpu")]
     pub use scan_runtime::{
-        BackendKind, DeviceHeadFlags, DeviceOffsets, DeviceSegments, GpuScanner, GpuSelect,
-        GpuSort, HeadFlagBuilder, ScanError, Scanner, SegmentedStrategy,
+        BackendKind, DeviceHeadFlags, DeviceOffsets, DeviceSegments, GpuRecurrence, GpuScanner,
+        GpuSelect, GpuSort, HeadFlagBuilder, ScanError, Scanner, SegmentedStrategy,
     };
 }
 

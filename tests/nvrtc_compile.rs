@@ -715,3 +715,88 @@ fn select_programs_compile_for_every_architecture() {
         Arch::CUDA_13.len()
     );
 }
+
+#[test]
+fn recurrence_programs_compile_for_every_architecture() {
+    if !tools_available() {
+        return;
+    }
+    use gpu_scan::kernels_gen::recurrence::{
+        recurrence_program, RecurrenceKernel, RecurrenceProgram, RecurrenceReal,
+        RecurrenceTransition,
+    };
+    use RecurrenceTransition::*;
+    // Every lane mapping a state up to 256 values takes, and matrices up to
+    // the largest GpuRecurrence takes (8 × 8 in f32, 7 × 7 in f64).
+    let mut programs = Vec::new();
+    for real in [RecurrenceReal::F32, RecurrenceReal::F64] {
+        for transition in [Scalar, Diagonal] {
+            for (group, lanes) in [
+                (1, 1),
+                (2, 1),
+                (4, 1),
+                (8, 1),
+                (16, 1),
+                (32, 1),
+                (32, 2),
+                (32, 3),
+                (32, 4),
+                (32, 8),
+            ] {
+                programs.push(RecurrenceProgram {
+                    real,
+                    transition,
+                    group,
+                    lanes,
+                });
+            }
+        }
+        for state in 1..=kernels_gen::recurrence::most_matrix_state(real) as u32 {
+            programs.push(RecurrenceProgram {
+                real,
+                transition: Matrix,
+                group: 1,
+                lanes: state,
+            });
+        }
+    }
+    let jobs: Vec<(Arch, usize)> = Arch::CUDA_13
+        .iter()
+        .flat_map(|&arch| (0..programs.len()).map(move |p| (arch, p)))
+        .collect();
+    let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
+        .par_iter()
+        .map(|&(arch, p)| {
+            let program = &programs[p];
+            let symbols: Vec<String> = RecurrenceKernel::ALL
+                .iter()
+                .map(|k| k.symbol(program))
+                .collect();
+            let (mut reports, mut failures) = (Vec::new(), Vec::new());
+            compile_and_assemble(
+                &format!("recurrence:{}:{}", symbols[0], arch.sm_name()),
+                &recurrence_program(program),
+                kernels_gen::nvrtc_options(arch),
+                &symbols,
+                arch,
+                &mut reports,
+                &mut failures,
+            );
+            (reports, failures)
+        })
+        .collect();
+    let failures: Vec<String> = results.iter().flat_map(|r| r.1.clone()).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let spills: Vec<String> = results
+        .iter()
+        .flat_map(|r| &r.0)
+        .filter(|r| r.spill_bytes > 0)
+        .map(|r| {
+            format!(
+                "{} {}: {} bytes spilled",
+                r.program, r.kernel, r.spill_bytes
+            )
+        })
+        .collect();
+    assert!(spills.is_empty(), "{}", spills.join("\n"));
+}

@@ -63,6 +63,7 @@ pub mod launch_state;
 pub mod layout;
 pub mod pressure;
 pub mod radix_sort;
+pub mod recurrence;
 pub mod segment_flags;
 pub mod segment_starts;
 pub mod select;

@@ -62,7 +62,7 @@ impl RecurrenceShape {
     }
 
     /// Entries (sequence, step) in the batch.
-    fn entries(&self) -> usize {
+    pub fn entries(&self) -> usize {
         self.sequences * self.steps
     }
 }
@@ -79,14 +79,42 @@ pub enum Transition<'a, T> {
     Matrix(&'a [T]),
 }
 
+/// What a transition is, without its values: how many factors each
+/// (sequence, step) has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TransitionKind {
+    /// One factor, for every value of the state.
+    Scalar,
+    /// One factor per value of the state.
+    Diagonal,
+    /// A `state` × `state` matrix, row-major.
+    Matrix,
+}
+
+impl TransitionKind {
+    /// Values per (sequence, step), for a state of `state` values.
+    pub fn width(self, state: usize) -> usize {
+        match self {
+            TransitionKind::Scalar => 1,
+            TransitionKind::Diagonal => state,
+            TransitionKind::Matrix => state * state,
+        }
+    }
+}
+
 impl<T> Transition<'_, T> {
+    /// The transition's kind.
+    pub fn kind(&self) -> TransitionKind {
+        match self {
+            Transition::Scalar(_) => TransitionKind::Scalar,
+            Transition::Diagonal(_) => TransitionKind::Diagonal,
+            Transition::Matrix(_) => TransitionKind::Matrix,
+        }
+    }
+
     /// Values per entry, for a state of `state` values.
     fn width(&self, state: usize) -> usize {
-        match self {
-            Transition::Scalar(_) => 1,
-            Transition::Diagonal(_) => state,
-            Transition::Matrix(_) => state * state,
-        }
+        self.kind().width(state)
     }
 
     fn values(&self) -> &[T] {
@@ -150,12 +178,7 @@ impl<'a, T> Recurrence<'a, T> {
     /// Values the output holds: one per (sequence, step) with a readout,
     /// else `state` per (sequence, step).
     pub fn output_len(&self) -> usize {
-        let per = if self.readout.is_some() {
-            1
-        } else {
-            self.shape.state
-        };
-        self.shape.entries() * per
+        self.shape.output_len(self.readout.is_some())
     }
 }
 
@@ -186,20 +209,54 @@ fn expect(array: &'static str, given: usize, expected: usize) -> Result<(), Recu
 impl<T> Recurrence<'_, T> {
     /// Checks every array's length against the shape (and `output`'s).
     pub fn check(&self, output: usize) -> Result<(), RecurrenceLengthError> {
-        let s = &self.shape;
-        expect(
-            "a",
-            self.a.values().len(),
-            s.entries() * self.a.width(s.state),
-        )?;
-        expect("b", self.b.len(), s.entries() * s.state)?;
-        if let Some(h0) = self.initial {
-            expect("initial", h0.len(), s.sequences * s.state)?;
+        self.shape.check_lengths(&RecurrenceLengths {
+            kind: self.a.kind(),
+            a: self.a.values().len(),
+            b: self.b.len(),
+            initial: self.initial.map(<[T]>::len),
+            readout: self.readout.map(<[T]>::len),
+            output,
+        })
+    }
+}
+
+/// The lengths of a recurrence's arrays, wherever they live (the GPU's
+/// recurrences check theirs with the CPU's rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecurrenceLengths {
+    /// The transition's kind.
+    pub kind: TransitionKind,
+    /// Values of `a`, `b`, the initial state and the readout (if any).
+    pub a: usize,
+    /// See [`RecurrenceLengths::a`].
+    pub b: usize,
+    /// See [`RecurrenceLengths::a`].
+    pub initial: Option<usize>,
+    /// See [`RecurrenceLengths::a`].
+    pub readout: Option<usize>,
+    /// Values of the output.
+    pub output: usize,
+}
+
+impl RecurrenceShape {
+    /// Values the output holds: one per (sequence, step) with a readout,
+    /// else `state` per (sequence, step).
+    pub fn output_len(&self, readout: bool) -> usize {
+        self.entries() * if readout { 1 } else { self.state }
+    }
+
+    /// Checks every array's length against the shape, in the order `a`,
+    /// `b`, `initial`, `readout`, `output`.
+    pub fn check_lengths(&self, l: &RecurrenceLengths) -> Result<(), RecurrenceLengthError> {
+        expect("a", l.a, self.entries() * l.kind.width(self.state))?;
+        expect("b", l.b, self.entries() * self.state)?;
+        if let Some(h0) = l.initial {
+            expect("initial", h0, self.sequences * self.state)?;
         }
-        if let Some(c) = self.readout {
-            expect("readout", c.len(), s.entries() * s.state)?;
+        if let Some(c) = l.readout {
+            expect("readout", c, self.entries() * self.state)?;
         }
-        expect("output", output, self.output_len())
+        expect("output", l.output, self.output_len(l.readout.is_some()))
     }
 }
 

@@ -169,6 +169,22 @@ pub enum ScanError {
     /// its input: the same error as the CPU backend's.
     #[error(transparent)]
     Select(#[from] scan_core::select::SelectLengthError),
+    /// Arrays of a linear recurrence that do not fit its shape: the same
+    /// error as the CPU backend's.
+    #[error(transparent)]
+    Recurrence(#[from] scan_core::recurrence::RecurrenceLengthError),
+    /// A recurrence whose state is larger than the GPU's kernels hold.
+    #[error(
+        "a {transition} recurrence on the GPU takes a state of at most {most} values, not {state}"
+    )]
+    RecurrenceState {
+        /// `scalar`, `diagonal` or `matrix`.
+        transition: &'static str,
+        /// The state asked for.
+        state: usize,
+        /// The largest the kernels take for this transition and type.
+        most: usize,
+    },
     /// A compaction's count slot that is not one `u64` long.
     #[error(
         "the count slot has {len} elements: a compaction writes its count to a one-element buffer"
@@ -210,7 +226,8 @@ pub enum ScanError {
         /// Bytes the call would have allocated.
         bytes: usize,
         /// The call that reserves them ahead: `GpuScanner::reserve`,
-        /// `GpuSelect::reserve` or `GpuSort::reserve`.
+        /// `GpuSelect::reserve`, `GpuSort::reserve` or
+        /// `GpuRecurrence::reserve`.
         reserve: &'static str,
     },
     /// A launch's arguments disagree with the kernel ABI table: a bug in

@@ -228,7 +228,7 @@ const STATUS_WORD: usize = COUNTER_WORD + 1;
 /// one at a multiple of 256 bytes (the allocator's alignment, so that any
 /// element type's loads are aligned whatever the others' sizes), and the
 /// bytes of the whole.
-fn aligned_regions<const N: usize>(sizes: [usize; N]) -> ([u64; N], usize) {
+pub(crate) fn aligned_regions<const N: usize>(sizes: [usize; N]) -> ([u64; N], usize) {
     let mut starts = [0u64; N];
     let mut end = 0usize;
     for (start, size) in starts.iter_mut().zip(sizes) {
