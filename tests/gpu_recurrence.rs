@@ -246,8 +246,22 @@ fn check<T: TestReal>(
 /// Shapes that take the single pass and the chunked plan, at the chunks'
 /// boundaries, for `kind` with a state of `state` values.
 fn shapes(recurrences: &GpuRecurrence, kind: TransitionKind, state: usize) -> Vec<(usize, usize)> {
-    let mut v = vec![(1, 0), (3, 1), (2, 31), (1, 127), (5, 129), (1 << 12, 40)];
-    // One long sequence: chunked.
+    // The warp-a-unit mapping (one-value states, contiguous steps) takes
+    // 256 steps a tile: around one and a few tiles, and many sequences.
+    let mut v = vec![
+        (1, 0),
+        (3, 1),
+        (2, 31),
+        (1, 127),
+        (5, 129),
+        (1 << 12, 40),
+        (2, 255),
+        (300, 257),
+        (3, 1023),
+    ];
+    // One long sequence: chunked (past 256 chunks, the carry takes a
+    // block a lane).
+    v.push((1, 1 << 19));
     for steps in [1000, 100_003] {
         v.push((1, steps));
         let plan = recurrences.plan(

@@ -768,7 +768,7 @@ fn recurrence_programs_compile_for_every_architecture() {
         .par_iter()
         .map(|&(arch, p)| {
             let program = &programs[p];
-            let symbols: Vec<String> = RecurrenceKernel::ALL
+            let symbols: Vec<String> = RecurrenceKernel::all(program.transition)
                 .iter()
                 .map(|k| k.symbol(program))
                 .collect();

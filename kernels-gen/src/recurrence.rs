@@ -10,20 +10,28 @@
 //! use kernels_gen::recurrence::{RecurrenceKernel, RecurrencePlan, RecurrenceProgram, RecurrenceReal, RecurrenceTransition};
 //!
 //! // 4,096 sequences of 16 diagonal states give enough threads: one pass.
-//! let plan = RecurrencePlan::new(RecurrenceTransition::Diagonal, 4096, 1 << 14, 16, 132);
+//! let plan = RecurrencePlan::new(RecurrenceTransition::Diagonal, 4096, 1 << 14, 16, true, 132);
 //! assert_eq!(plan.chunks, 1);
 //! assert_eq!(plan.kernels(), &[RecurrenceKernel::Apply]);
-//! // One long sequence is cut into chunks: compose, carry, apply.
-//! let plan = RecurrencePlan::new(RecurrenceTransition::Scalar, 1, 1 << 24, 1, 132);
+//! // One long sequence is cut into chunks (a warp each, its threads on
+//! // consecutive steps): compose, carry, apply.
+//! let plan = RecurrencePlan::new(RecurrenceTransition::Scalar, 1, 1 << 24, 1, true, 132);
 //! assert!(plan.chunks > 1000);
 //! let program = kernels_gen::recurrence::recurrence_program(&plan.program(RecurrenceReal::F32));
-//! assert!(program.contains(&RecurrenceKernel::Carry.symbol(&plan.program(RecurrenceReal::F32))));
+//! assert_eq!(plan.kernels()[1], RecurrenceKernel::CarryWide);
+//! assert!(program.contains(&RecurrenceKernel::CarryWide.symbol(&plan.program(RecurrenceReal::F32))));
 //! ```
 
 use std::fmt::Write;
 
 /// Threads per block of every recurrence kernel.
 pub const RECURRENCE_THREADS: u32 = 256;
+
+/// The fewest blocks per SM the kernels' launch bounds ask for. Said
+/// explicitly, it keeps ptxas from choosing 64 registers for occupancy and
+/// spilling (NVRTC 12.9's PTX of four-lane kernels for sm_100); the
+/// kernels use 40 to 130 registers.
+const RECURRENCE_MIN_BLOCKS: u32 = 1;
 
 /// The most values a diagonal or scalar state may have: a thread holds 8
 /// lanes of a 32-thread group at most (16 spill on sm_80 and sm_90).
@@ -56,6 +64,21 @@ const FEWEST_CHUNK_STEPS: usize = 64;
 /// The most chunks a matrix recurrence is cut into: its carry pass runs
 /// one thread a sequence over them in order.
 const MOST_MATRIX_CHUNKS: usize = 64;
+
+/// The most chunks a lane's steps are cut into: the carry pass composes
+/// 128 of them a thread at most, in order.
+const MOST_LANE_CHUNKS: usize = 128 * CARRY_WIDE_THREADS;
+
+/// Chunks above which a lane's carry takes a block of
+/// [`CARRY_WIDE_THREADS`] threads instead of a warp.
+const CARRY_WARP_CHUNKS: usize = 8 * 32;
+
+/// Steps a warp takes at once in the warp-per-unit mapping (32 threads ×
+/// `rec_warp_steps`).
+const WARP_TILE_STEPS: usize = 32 * 8;
+
+/// Threads of the wide carry pass per lane (a block).
+const CARRY_WIDE_THREADS: usize = RECURRENCE_THREADS as usize;
 
 /// The real type of a recurrence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -134,26 +157,38 @@ impl RecurrenceProgram {
 pub enum RecurrenceKernel {
     /// Each unit's composed map over its chunk.
     Compose,
-    /// Each unit's state on entry, from the maps of the chunks before it.
+    /// Each unit's state on entry, from the maps of the chunks before it:
+    /// a warp a lane (a thread a sequence for matrices).
     Carry,
+    /// The same with a block a lane, for many chunks (lanes only).
+    CarryWide,
     /// Each unit's steps from its state on entry: the states or readouts.
     Apply,
+    /// [`RecurrenceKernel::Compose`] with a warp a unit (one-value lanes).
+    ComposeWarp,
+    /// [`RecurrenceKernel::Apply`] with a warp a unit (one-value lanes).
+    ApplyWarp,
 }
 
 impl RecurrenceKernel {
-    /// Every kernel, in the order a chunked plan launches them.
-    pub const ALL: [RecurrenceKernel; 3] = [
-        RecurrenceKernel::Compose,
-        RecurrenceKernel::Carry,
-        RecurrenceKernel::Apply,
-    ];
+    /// The kernels of a program for `transition`.
+    pub fn all(transition: RecurrenceTransition) -> &'static [RecurrenceKernel] {
+        use RecurrenceKernel::*;
+        match transition {
+            RecurrenceTransition::Matrix => &[Compose, Carry, Apply],
+            _ => &[Compose, Carry, CarryWide, Apply, ComposeWarp, ApplyWarp],
+        }
+    }
 
     /// The exported symbol in `program`.
     pub fn symbol(self, program: &RecurrenceProgram) -> String {
         let kernel = match self {
             RecurrenceKernel::Compose => "compose",
             RecurrenceKernel::Carry => "carry",
+            RecurrenceKernel::CarryWide => "carry_wide",
             RecurrenceKernel::Apply => "apply",
+            RecurrenceKernel::ComposeWarp => "compose_warp",
+            RecurrenceKernel::ApplyWarp => "apply_warp",
         };
         format!("gpu_scan_recurrence_{}_{kernel}", program.name())
     }
@@ -163,10 +198,12 @@ impl RecurrenceKernel {
         let matrix = transition == RecurrenceTransition::Matrix;
         match (self, matrix) {
             (RecurrenceKernel::Compose, false) => "rec_compose_lanes",
-            (RecurrenceKernel::Carry, false) => "rec_carry_lanes",
+            (RecurrenceKernel::Carry | RecurrenceKernel::CarryWide, false) => "rec_carry_lanes",
             (RecurrenceKernel::Apply, false) => "rec_apply_lanes",
             (RecurrenceKernel::Compose, true) => "rec_compose_matrix",
-            (RecurrenceKernel::Carry, true) => "rec_carry_matrix",
+            (RecurrenceKernel::Carry | RecurrenceKernel::CarryWide, true) => "rec_carry_matrix",
+            (RecurrenceKernel::ComposeWarp, _) => "rec_compose_warp",
+            (RecurrenceKernel::ApplyWarp, _) => "rec_apply_warp",
             (RecurrenceKernel::Apply, true) => "rec_apply_matrix",
         }
     }
@@ -268,6 +305,10 @@ pub struct RecurrencePlan {
     pub group: u32,
     /// Values a thread holds.
     pub lanes: u32,
+    /// A warp a unit, its threads on consecutive steps (one-value states
+    /// with contiguous steps); else `group` threads a unit, each walking
+    /// its lanes' steps.
+    pub warp_steps: bool,
     /// Chunks of steps (1: a single pass).
     pub chunks: usize,
     /// Steps a chunk.
@@ -288,6 +329,7 @@ impl RecurrencePlan {
         sequences: usize,
         steps: usize,
         state: usize,
+        steps_contiguous: bool,
         multiprocessors: usize,
     ) -> RecurrencePlan {
         let (group, lanes) = match transition {
@@ -297,16 +339,28 @@ impl RecurrencePlan {
                 (group, state.max(1).div_ceil(group))
             }
         };
-        let threads = sequences * group;
+        // One-value states whose steps lie side by side: a warp a unit,
+        // its threads on consecutive steps, so that its loads are contiguous.
+        let warp_steps = transition != RecurrenceTransition::Matrix
+            && state == 1
+            && steps_contiguous
+            && steps >= WARP_TILE_STEPS;
+        let threads = sequences * if warp_steps { 32 } else { group };
         let wanted = multiprocessors.max(1) * SINGLE_PASS_THREADS_PER_SM;
         let mut chunks = 1;
         if threads < wanted && steps >= 2 * FEWEST_CHUNK_STEPS {
+            // (The warps' chunks are longer: see `fewest`.)
             let most = match transition {
                 RecurrenceTransition::Matrix => MOST_MATRIX_CHUNKS,
-                _ => usize::MAX,
+                _ => MOST_LANE_CHUNKS,
             };
             let goal = (multiprocessors.max(1) * CHUNKED_THREADS_PER_SM).div_ceil(threads.max(1));
-            chunks = goal.min(steps / FEWEST_CHUNK_STEPS).min(most).max(1);
+            let fewest = if warp_steps {
+                4 * WARP_TILE_STEPS
+            } else {
+                FEWEST_CHUNK_STEPS
+            };
+            chunks = goal.min(steps / fewest).min(most).max(1);
         }
         let chunk_steps = steps.div_ceil(chunks).max(1);
         // Rounding the chunks' length up may leave the last ones empty.
@@ -315,6 +369,7 @@ impl RecurrencePlan {
             transition,
             group: group as u32,
             lanes: lanes as u32,
+            warp_steps,
             chunks,
             chunk_steps,
             sequences,
@@ -334,10 +389,16 @@ impl RecurrencePlan {
 
     /// The kernels launched, in order.
     pub fn kernels(&self) -> &'static [RecurrenceKernel] {
-        if self.chunks > 1 {
-            &RecurrenceKernel::ALL
-        } else {
-            &[RecurrenceKernel::Apply]
+        use RecurrenceKernel::*;
+        let lanes = self.transition != RecurrenceTransition::Matrix;
+        let wide = lanes && self.chunks > CARRY_WARP_CHUNKS;
+        match (self.chunks == 1, self.warp_steps, wide) {
+            (true, false, _) => &[Apply],
+            (true, true, _) => &[ApplyWarp],
+            (false, false, false) => &[Compose, Carry, Apply],
+            (false, false, true) => &[Compose, CarryWide, Apply],
+            (false, true, false) => &[ComposeWarp, Carry, ApplyWarp],
+            (false, true, true) => &[ComposeWarp, CarryWide, ApplyWarp],
         }
     }
 
@@ -346,8 +407,10 @@ impl RecurrencePlan {
         let units = self.chunks * self.sequences;
         match (kernel, self.transition) {
             (RecurrenceKernel::Carry, RecurrenceTransition::Matrix) => self.sequences,
-            // One warp a lane.
+            // One warp a lane, or a block.
             (RecurrenceKernel::Carry, _) => 32 * self.sequences * self.state,
+            (RecurrenceKernel::CarryWide, _) => CARRY_WIDE_THREADS * self.sequences * self.state,
+            (RecurrenceKernel::ComposeWarp | RecurrenceKernel::ApplyWarp, _) => 32 * units,
             (_, _) => units * self.group as usize,
         }
     }
@@ -376,17 +439,20 @@ pub fn recurrence_program(program: &RecurrenceProgram) -> String {
         out,
         "\n// Kernels (kernels_gen::recurrence::recurrence_program)."
     );
-    for kernel in RecurrenceKernel::ALL {
+    for &kernel in RecurrenceKernel::all(program.transition) {
+        let t = program.real.cuda_type();
         let args = match (kernel, program.transition) {
             (RecurrenceKernel::Carry, RecurrenceTransition::Matrix) => {
-                format!("{}, {}", program.real.cuda_type(), program.lanes)
+                format!("{t}, {}", program.lanes)
             }
-            (RecurrenceKernel::Carry, _) => program.real.cuda_type().to_string(),
+            (RecurrenceKernel::Carry, _) => format!("{t}, 32"),
+            (RecurrenceKernel::CarryWide, _) => format!("{t}, {CARRY_WIDE_THREADS}"),
+            (RecurrenceKernel::ComposeWarp | RecurrenceKernel::ApplyWarp, _) => t.to_string(),
             _ => program.template_args(),
         };
         let _ = writeln!(
             out,
-            "extern \"C\" __global__ void __launch_bounds__({RECURRENCE_THREADS}) {}(const recurrence_params p) {{\n  gpu_scan::{}<{args}>(p);\n}}",
+            "extern \"C\" __global__ void __launch_bounds__({RECURRENCE_THREADS}, {RECURRENCE_MIN_BLOCKS}) {}(const recurrence_params p) {{\n  gpu_scan::{}<{args}>(p);\n}}",
             kernel.symbol(program),
             kernel.template(program.transition),
         );
@@ -441,7 +507,7 @@ mod tests {
 
     #[test]
     fn lanes_take_groups_of_a_power_of_two_and_matrices_one_thread() {
-        let plan = |t, state| RecurrencePlan::new(t, 1 << 16, 1 << 10, state, 132);
+        let plan = |t, state| RecurrencePlan::new(t, 1 << 16, 1 << 10, state, false, 132);
         let shape = |p: RecurrencePlan| (p.group, p.lanes);
         assert_eq!(shape(plan(RecurrenceTransition::Diagonal, 1)), (1, 1));
         assert_eq!(shape(plan(RecurrenceTransition::Diagonal, 16)), (16, 1));
@@ -455,22 +521,51 @@ mod tests {
     fn wide_batches_run_in_one_pass_and_narrow_ones_in_chunks() {
         use RecurrenceTransition::*;
         // 2^12 sequences × 16 states: 65,536 threads, one pass.
-        let wide = RecurrencePlan::new(Diagonal, 1 << 12, 1 << 14, 16, 132);
+        let wide = RecurrencePlan::new(Diagonal, 1 << 12, 1 << 14, 16, true, 132);
         assert_eq!((wide.chunks, wide.chunk_steps), (1, 1 << 14));
         assert_eq!(wide.scratch_values(), [0; 3]);
         // One scalar sequence: chunks of at least 64 steps, each step in one.
         for steps in [128, 1000, 1 << 20, (1 << 24) + 3] {
-            let narrow = RecurrencePlan::new(Scalar, 1, steps, 1, 132);
+            let narrow = RecurrencePlan::new(Scalar, 1, steps, 1, false, 132);
             assert!(narrow.chunks > 1, "{steps}");
             assert!(narrow.chunk_steps >= FEWEST_CHUNK_STEPS);
             assert!((narrow.chunks - 1) * narrow.chunk_steps < steps);
             assert!(narrow.chunks * narrow.chunk_steps >= steps);
-            assert_eq!(narrow.kernels(), &RecurrenceKernel::ALL);
+            assert!(narrow.chunks <= MOST_LANE_CHUNKS);
+            let carry = if narrow.chunks > CARRY_WARP_CHUNKS {
+                RecurrenceKernel::CarryWide
+            } else {
+                RecurrenceKernel::Carry
+            };
+            assert_eq!(
+                narrow.kernels(),
+                &[RecurrenceKernel::Compose, carry, RecurrenceKernel::Apply]
+            );
         }
         // Too short to cut.
-        assert_eq!(RecurrencePlan::new(Scalar, 1, 127, 1, 132).chunks, 1);
+        assert_eq!(RecurrencePlan::new(Scalar, 1, 127, 1, false, 132).chunks, 1);
+        // One-value states with contiguous steps: a warp a unit, chunks of
+        // at least four of its tiles.
+        let warp = RecurrencePlan::new(Scalar, 1, 1 << 28, 1, true, 132);
+        assert!(warp.warp_steps);
+        assert!(warp.chunk_steps >= 4 * WARP_TILE_STEPS);
+        assert_eq!(warp.threads(RecurrenceKernel::ApplyWarp), 32 * warp.chunks);
+        assert_eq!(
+            warp.kernels(),
+            &[
+                RecurrenceKernel::ComposeWarp,
+                RecurrenceKernel::CarryWide,
+                RecurrenceKernel::ApplyWarp
+            ]
+        );
+        let many = RecurrencePlan::new(Diagonal, 1 << 16, 1 << 12, 1, true, 132);
+        assert_eq!((many.warp_steps, many.chunks), (true, 1));
+        assert_eq!(many.kernels(), &[RecurrenceKernel::ApplyWarp]);
+        // Not with a state of two values, nor across sequences time-major.
+        assert!(!RecurrencePlan::new(Diagonal, 1, 1 << 20, 2, true, 132).warp_steps);
+        assert!(!RecurrencePlan::new(Diagonal, 8, 1 << 20, 1, false, 132).warp_steps);
         // Matrices: at most 64 chunks, and the carry pass a thread a sequence.
-        let matrix = RecurrencePlan::new(Matrix, 2, 1 << 20, 4, 132);
+        let matrix = RecurrencePlan::new(Matrix, 2, 1 << 20, 4, true, 132);
         assert_eq!(matrix.chunks, 64);
         assert_eq!(matrix.threads(RecurrenceKernel::Carry), 2);
         assert_eq!(
@@ -487,10 +582,11 @@ mod tests {
             RecurrenceTransition::Matrix,
         ] {
             let program =
-                RecurrencePlan::new(transition, 3, 1000, 4, 132).program(RecurrenceReal::F64);
+                RecurrencePlan::new(transition, 3, 1000, 4, true, 132).program(RecurrenceReal::F64);
             let text = recurrence_program(&program);
-            for kernel in RecurrenceKernel::ALL {
-                assert_eq!(text.matches(&kernel.symbol(&program)).count(), 1);
+            for &kernel in RecurrenceKernel::all(transition) {
+                let definition = format!(" {}(", kernel.symbol(&program));
+                assert_eq!(text.matches(&definition).count(), 1);
             }
         }
     }

@@ -187,9 +187,8 @@ struct Params(RecurrenceParams);
 // table (its size asserted in the program).
 unsafe impl DeviceRepr for Params {}
 
-/// A loaded program: its module and its kernels in
-/// [`RecurrenceKernel::ALL`]'s order.
-type Program = (Arc<CudaModule>, [CudaFunction; 3]);
+/// A loaded program: its module and its kernels.
+type Program = (Arc<CudaModule>, HashMap<RecurrenceKernel, CudaFunction>);
 
 /// Linear recurrences on one context, each program compiled the first time
 /// it is needed (through the disk cache) and kept.
@@ -258,6 +257,7 @@ impl GpuRecurrence {
             shape.sequences,
             shape.steps,
             shape.state,
+            shape.layout == TimeLayout::SequenceMajor || shape.sequences == 1,
             self.multiprocessors,
         )
     }
@@ -344,10 +344,7 @@ impl GpuRecurrence {
             has_readout: readout.is_some() as u64,
         });
         for &kernel in plan.kernels() {
-            let function = &functions[RecurrenceKernel::ALL
-                .iter()
-                .position(|&k| k == kernel)
-                .expect("every kernel is in ALL")];
+            let function = &functions[&kernel];
             let mut builder = stream.launch_builder(function);
             builder.arg(&params);
             let blocks = plan.threads(kernel).div_ceil(RECURRENCE_THREADS as usize);
@@ -398,9 +395,11 @@ impl GpuRecurrence {
         let source = recurrence_program(program);
         let (module, stats) =
             build_module(&self.ctx, &self.disk, self.target, "recurrence", &source)?;
-        let [compose, carry, apply] =
-            RecurrenceKernel::ALL.map(|k| module.load_function(&k.symbol(program)));
-        let loaded = (module.clone(), [compose?, carry?, apply?]);
+        let mut functions = HashMap::new();
+        for &kernel in RecurrenceKernel::all(program.transition) {
+            functions.insert(kernel, module.load_function(&kernel.symbol(program))?);
+        }
+        let loaded = (module.clone(), functions);
         self.stats = self.stats.then(stats);
         self.programs.insert(*program, loaded.clone());
         Ok(loaded)
