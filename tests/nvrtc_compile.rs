@@ -496,51 +496,15 @@ fn sort_programs_compile_for_every_architecture() {
         Some(value::<u64>()),
         Some(value::<Affine>()),
     ];
-    let jobs: Vec<(Arch, usize, usize)> = Arch::CUDA_13
-        .iter()
-        .flat_map(|&arch| {
-            (0..keys.len()).flat_map(move |k| (0..values.len()).map(move |v| (arch, k, v)))
-        })
-        .collect();
-    let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
-        .par_iter()
-        .map(|&(arch, k, v)| {
-            let (key, value) = (&keys[k], values[v].as_ref());
-            let symbols: Vec<String> = SortKernel::ALL
-                .iter()
-                .map(|s| s.symbol(key, value))
-                .collect();
-            let (mut reports, mut failures) = (Vec::new(), Vec::new());
-            compile_and_assemble(
-                &format!("sort:{}:{}", symbols[0], arch.sm_name()),
-                &sort_program(
-                    key,
-                    value,
-                    SortShape::default_for(key, value.map_or(0, |v| v.size), arch),
-                ),
-                kernels_gen::nvrtc_options(arch),
-                &symbols,
-                arch,
-                &mut reports,
-                &mut failures,
-            );
-            (reports, failures)
-        })
-        .collect();
-    let failures: Vec<String> = results.iter().flat_map(|r| r.1.clone()).collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    let spills: Vec<String> = results
-        .iter()
-        .flat_map(|r| &r.0)
-        .filter(|r| r.spill_bytes > 0)
-        .map(|r| {
-            format!(
-                "{} {}: {} bytes spilled",
-                r.program, r.kernel, r.spill_bytes
-            )
-        })
-        .collect();
-    assert!(spills.is_empty(), "{}", spills.join("\n"));
+    compile_everywhere_without_spills("sort", keys.len() * values.len(), |arch, i| {
+        let (key, value) = (&keys[i / values.len()], values[i % values.len()].as_ref());
+        let symbols = SortKernel::ALL
+            .iter()
+            .map(|s| s.symbol(key, value))
+            .collect();
+        let shape = SortShape::default_for(key, value.map_or(0, |v| v.size), arch);
+        (sort_program(key, value, shape), symbols)
+    });
     println!(
         "nvrtc_compile: {} sort programs for {} architectures",
         keys.len() * values.len(),
@@ -760,22 +724,37 @@ fn recurrence_programs_compile_for_every_architecture() {
             });
         }
     }
+    compile_everywhere_without_spills("recurrence", programs.len(), |_, p| {
+        let program = &programs[p];
+        let symbols = RecurrenceKernel::all(program.transition)
+            .iter()
+            .map(|k| k.symbol(program))
+            .collect();
+        (recurrence_program(program), symbols)
+    });
+}
+
+/// Compiles `count` programs (`program(arch, i)`: the source and its
+/// symbols, labelled `family:first symbol:arch`) for every CUDA 13
+/// architecture in parallel, through the ledger, and fails on any failure
+/// or spill.
+fn compile_everywhere_without_spills(
+    family: &str,
+    count: usize,
+    program: impl Fn(Arch, usize) -> (String, Vec<String>) + Sync,
+) {
     let jobs: Vec<(Arch, usize)> = Arch::CUDA_13
         .iter()
-        .flat_map(|&arch| (0..programs.len()).map(move |p| (arch, p)))
+        .flat_map(|&arch| (0..count).map(move |i| (arch, i)))
         .collect();
     let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
         .par_iter()
-        .map(|&(arch, p)| {
-            let program = &programs[p];
-            let symbols: Vec<String> = RecurrenceKernel::all(program.transition)
-                .iter()
-                .map(|k| k.symbol(program))
-                .collect();
+        .map(|&(arch, i)| {
+            let (source, symbols) = program(arch, i);
             let (mut reports, mut failures) = (Vec::new(), Vec::new());
             compile_and_assemble(
-                &format!("recurrence:{}:{}", symbols[0], arch.sm_name()),
-                &recurrence_program(program),
+                &format!("{family}:{}:{}", symbols[0], arch.sm_name()),
+                &source,
                 kernels_gen::nvrtc_options(arch),
                 &symbols,
                 arch,

@@ -77,6 +77,15 @@ pub fn target_arch(ctx: &CudaContext) -> Result<Arch> {
     }
 }
 
+/// The streaming multiprocessors of `ctx`'s device (at least 1), which
+/// the plans size their grids by.
+pub(crate) fn multiprocessors(ctx: &CudaContext) -> Result<usize> {
+    let sms = ctx.attribute(
+        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
+    Ok(sms.max(1) as usize)
+}
+
 pub(crate) fn driver_version() -> i32 {
     let mut v = 0;
     // SAFETY: the driver is loaded (a context exists); writes one int.

@@ -136,10 +136,7 @@ fn pipelined_launch(
         shared_bytes as usize,
         None,
     )?;
-    let sms = ctx.attribute(
-        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-    )?;
-    let blocks = per_sm * sms.max(0) as u32;
+    let blocks = per_sm * crate::device::multiprocessors(ctx)? as u32;
     Ok((blocks > 0).then_some(PipelinedLaunch {
         blocks,
         shared_bytes,

@@ -229,9 +229,6 @@ impl GpuRecurrence {
 
     /// Recurrences on `ctx` with an explicit disk cache.
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &crate::cache::DiskCache) -> Result<Self> {
-        let multiprocessors = ctx.attribute(
-            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-        )?;
         Ok(GpuRecurrence {
             ctx: ctx.clone(),
             target: compile_target(ctx)?,
@@ -240,7 +237,7 @@ impl GpuRecurrence {
             scratch: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
-            multiprocessors: multiprocessors.max(1) as usize,
+            multiprocessors: crate::device::multiprocessors(ctx)?,
         })
     }
 

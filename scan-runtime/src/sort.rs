@@ -354,9 +354,6 @@ impl GpuSort {
 
     /// Sorting on `ctx` with an explicit disk cache.
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &crate::cache::DiskCache) -> Result<Self> {
-        let multiprocessors = ctx.attribute(
-            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-        )?;
         Ok(GpuSort {
             ctx: ctx.clone(),
             target: compile_target(ctx)?,
@@ -370,7 +367,7 @@ impl GpuSort {
             scratch: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
-            multiprocessors: multiprocessors.max(1) as usize,
+            multiprocessors: crate::device::multiprocessors(ctx)?,
         })
     }
 

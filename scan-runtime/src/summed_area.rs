@@ -122,10 +122,7 @@ where
         let per_sm = kernel
             .function
             .occupancy_max_active_blocks_per_multiprocessor(Op::BLOCK_THREADS, 0, None)?;
-        let sms = self.ctx.attribute(
-            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-        )?;
-        let blocks = (per_sm.max(1) as usize) * (sms.max(1) as usize);
+        let blocks = (per_sm.max(1) as usize) * crate::device::multiprocessors(&self.ctx)?;
         self.area_residency = Some(blocks);
         Ok(blocks)
     }
