@@ -575,6 +575,60 @@ mod tests {
     }
 
     #[test]
+    fn the_plans_of_a_table_of_batches() {
+        // Every transition over narrow and wide batches, one-value and
+        // larger states, contiguous steps or not, on an H200 (132 SMs) and
+        // a small GPU (40): the mapping, the chunks, the kernels and their
+        // threads, the scratch.
+        use RecurrenceTransition::*;
+        let mut table = String::from(
+            "transition sequences steps state contiguous sms | group lanes warp chunks chunk_steps | kernels (threads) | scratch\n",
+        );
+        let batches: [(usize, usize, usize); 9] = [
+            (1, 1, 1),
+            (1, 1 << 28, 1),
+            (64, 1 << 22, 1),
+            (1 << 16, 1 << 12, 1),
+            (1 << 12, 1 << 14, 16),
+            (4, 1 << 20, 16),
+            (2, 50_001, 4),
+            (1 << 10, 1 << 10, 33),
+            (1 << 16, 256, 4),
+        ];
+        for transition in [Scalar, Diagonal, Matrix] {
+            for (sequences, steps, state) in batches {
+                if transition == Matrix && state > 8 {
+                    continue;
+                }
+                for contiguous in [true, false] {
+                    for sms in [132, 40] {
+                        let p = RecurrencePlan::new(
+                            transition, sequences, steps, state, contiguous, sms,
+                        );
+                        let kernels: Vec<String> = p
+                            .kernels()
+                            .iter()
+                            .map(|&k| format!("{k:?}({})", p.threads(k)))
+                            .collect();
+                        let _ = writeln!(
+                            table,
+                            "{transition:?} {sequences} {steps} {state} {contiguous} {sms} | {} {} {} {} {} | {} | {:?}",
+                            p.group,
+                            p.lanes,
+                            p.warp_steps,
+                            p.chunks,
+                            p.chunk_steps,
+                            kernels.join(" "),
+                            p.scratch_values()
+                        );
+                    }
+                }
+            }
+        }
+        insta::assert_snapshot!(table);
+    }
+
+    #[test]
     fn programs_define_each_kernel_once() {
         for transition in [
             RecurrenceTransition::Scalar,
