@@ -531,34 +531,19 @@ fn sort_programs_compile_for_every_architecture() {
             .collect();
         (segmented_sort_program(&key, value.as_ref()), symbols)
     }
-    let mut programs = vec![
-        ("sort_by", by_key::<BySignCountSum>()),
-        ("sort_by", by_key::<BySlope>()),
-    ];
+    let by_key_programs = [by_key::<BySignCountSum>(), by_key::<BySlope>()];
+    compile_everywhere_without_spills("sort_by", by_key_programs.len(), |_, i| {
+        by_key_programs[i].clone()
+    });
+    let mut segmented_programs = Vec::new();
     for key in [u8::KEY, u32::KEY, f64::KEY] {
         for value in [None, Some(value::<Affine>())] {
-            programs.push(("segsort", segmented(key, value)));
+            segmented_programs.push(segmented(key, value));
         }
     }
-    let mut failures = Vec::new();
-    for arch in Arch::CUDA_13 {
-        for (family, (program, symbols)) in &programs {
-            let mut reports = Vec::new();
-            compile_and_assemble(
-                &format!("{family}:{}:{}", symbols[0], arch.sm_name()),
-                program,
-                kernels_gen::nvrtc_options(arch),
-                symbols,
-                arch,
-                &mut reports,
-                &mut failures,
-            );
-            for r in &reports {
-                assert_eq!(r.spill_bytes, 0, "{} {} spills", r.program, r.kernel);
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    compile_everywhere_without_spills("segsort", segmented_programs.len(), |_, i| {
+        segmented_programs[i].clone()
+    });
 }
 
 #[test]

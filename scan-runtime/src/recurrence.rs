@@ -396,7 +396,7 @@ impl GpuRecurrence {
         for &kernel in RecurrenceKernel::all(program.transition) {
             functions.insert(kernel, module.load_function(&kernel.symbol(program))?);
         }
-        let loaded = (module.clone(), functions);
+        let loaded = (module, functions);
         self.stats = self.stats.then(stats);
         self.programs.insert(*program, loaded.clone());
         Ok(loaded)
