@@ -132,9 +132,9 @@ pub use scan_runtime;
 pub use scan_runtime::cudarc;
 #[cfg(feature = "gpu")]
 pub use scan_runtime::{
-    open_device, Arch, DeviceApi, DeviceCarryOut, DeviceRecurrence, DeviceSegmentsSpec,
-    DeviceSortKey, DeviceTransition, GpuRecurrence, GpuScanner, GpuSelect, GpuSort, ScanError,
-    ScanPath, Scanner, Tuning,
+    open_device, Arch, DeviceApi, DeviceCarryOut, DeviceCsr, DeviceRecurrence, DeviceSegmentsSpec,
+    DeviceSortKey, DeviceTransition, GpuRecurrence, GpuScanner, GpuSelect, GpuSort, GpuSpmv,
+    ScanError, ScanPath, Scanner, Tuning,
 };
 
 /// Everything a user needs: `use gpu_scan::prelude::*;`.
@@ -148,7 +148,7 @@ pub mod prelude {
     #[cfg(feature = "gpu")]
     pub use scan_runtime::{
         BackendKind, DeviceHeadFlags, DeviceOffsets, DeviceSegments, GpuRecurrence, GpuScanner,
-        GpuSelect, GpuSort, HeadFlagBuilder, ScanError, Scanner, SegmentedStrategy,
+        GpuSelect, GpuSort, GpuSpmv, HeadFlagBuilder, ScanError, Scanner, SegmentedStrategy,
     };
 }
 

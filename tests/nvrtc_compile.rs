@@ -671,14 +671,14 @@ fn recurrence_programs_compile_for_every_architecture() {
         return;
     }
     use gpu_scan::kernels_gen::recurrence::{
-        recurrence_program, RecurrenceKernel, RecurrenceProgram, RecurrenceReal,
-        RecurrenceTransition,
+        recurrence_program, RecurrenceKernel, RecurrenceProgram, RecurrenceTransition,
     };
+    use gpu_scan::kernels_gen::RealType;
     use RecurrenceTransition::*;
     // Every lane mapping a state up to 256 values takes, and matrices up to
     // the largest GpuRecurrence takes (8 × 8 in f32, 7 × 7 in f64).
     let mut programs = Vec::new();
-    for real in [RecurrenceReal::F32, RecurrenceReal::F64] {
+    for real in [RealType::F32, RealType::F64] {
         for transition in [Scalar, Diagonal] {
             for (group, lanes) in [
                 (1, 1),
@@ -716,6 +716,36 @@ fn recurrence_programs_compile_for_every_architecture() {
             .map(|k| k.symbol(program))
             .collect();
         (recurrence_program(program), symbols)
+    });
+}
+
+#[test]
+fn spmv_programs_compile_for_every_architecture() {
+    if !tools_available() {
+        return;
+    }
+    use gpu_scan::kernels_gen::spmv::{spmv_program, SpmvKernel, SpmvProgram, SpmvShape};
+    use gpu_scan::kernels_gen::RealType;
+    // Both types and offset widths in the table's shapes, and the shapes
+    // `examples/spmv_bench.rs` sweeps.
+    let mut programs = Vec::new();
+    for real in [RealType::F32, RealType::F64] {
+        for offset_bits in [32, 64] {
+            let table = SpmvShape::default_for(real, Arch::SM_90);
+            for shape in std::iter::once(table).chain(SpmvShape::sweep(real)) {
+                programs.push(SpmvProgram {
+                    real,
+                    offset_bits,
+                    shape,
+                });
+            }
+        }
+    }
+    programs.dedup();
+    compile_everywhere_without_spills("spmv", programs.len(), |_, p| {
+        let program = &programs[p];
+        let symbols = SpmvKernel::ALL.iter().map(|k| k.symbol(program)).collect();
+        (spmv_program(program), symbols)
     });
 }
 

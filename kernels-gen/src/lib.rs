@@ -61,12 +61,15 @@ pub mod infer;
 pub mod ir;
 pub mod launch_state;
 pub mod layout;
+mod param_block;
 pub mod pressure;
 pub mod radix_sort;
+mod real;
 pub mod recurrence;
 pub mod segment_flags;
 pub mod segment_starts;
 pub mod select;
+pub mod spmv;
 pub mod stage;
 pub mod tuning;
 
@@ -87,6 +90,7 @@ pub use params::{
     DEFAULT_BLOCK_THREADS, MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD,
     PACKED_ELEMENT_MIN_REGISTERS, STATIC_SHARED_LIMIT,
 };
+pub use real::RealType;
 pub use single_pass_sizes::{
     pipelined_block_threads, pipelined_heads_warps, pipelined_items_per_thread,
     pipelined_looks_back, pipelined_offsets_block_threads, pipelined_run_padding,

@@ -7,7 +7,8 @@
 //! `scan_core::recurrence` is the oracle.
 //!
 //! ```
-//! use kernels_gen::recurrence::{RecurrenceKernel, RecurrencePlan, RecurrenceProgram, RecurrenceReal, RecurrenceTransition};
+//! use kernels_gen::recurrence::{RecurrenceKernel, RecurrencePlan, RecurrenceProgram, RecurrenceTransition};
+//! use kernels_gen::RealType;
 //!
 //! // 4,096 sequences of 16 diagonal states give enough threads: one pass.
 //! let plan = RecurrencePlan::new(RecurrenceTransition::Diagonal, 4096, 1 << 14, 16, true, 132);
@@ -17,11 +18,12 @@
 //! // consecutive steps): compose, carry, apply.
 //! let plan = RecurrencePlan::new(RecurrenceTransition::Scalar, 1, 1 << 24, 1, true, 132);
 //! assert!(plan.chunks > 1000);
-//! let program = kernels_gen::recurrence::recurrence_program(&plan.program(RecurrenceReal::F32));
+//! let program = kernels_gen::recurrence::recurrence_program(&plan.program(RealType::F32));
 //! assert_eq!(plan.kernels()[1], RecurrenceKernel::CarryWide);
-//! assert!(program.contains(&RecurrenceKernel::CarryWide.symbol(&plan.program(RecurrenceReal::F32))));
+//! assert!(program.contains(&RecurrenceKernel::CarryWide.symbol(&plan.program(RealType::F32))));
 //! ```
 
+use crate::RealType;
 use std::fmt::Write;
 
 /// Threads per block of every recurrence kernel.
@@ -40,10 +42,10 @@ pub const MOST_LANE_STATE: usize = 32 * 8;
 /// The most values a matrix transition's state may have: a thread holds
 /// the state, a step's matrix and, composing, a product of them, which
 /// spills past 8 × 8 in `f32` and 7 × 7 in `f64` (tests/nvrtc_compile.rs).
-pub fn most_matrix_state(real: RecurrenceReal) -> usize {
+pub fn most_matrix_state(real: RealType) -> usize {
     match real {
-        RecurrenceReal::F32 => 8,
-        RecurrenceReal::F64 => 7,
+        RealType::F32 => 8,
+        RealType::F64 => 7,
     }
 }
 
@@ -80,25 +82,6 @@ const WARP_TILE_STEPS: usize = 32 * 8;
 /// Threads of the wide carry pass per lane (a block).
 const CARRY_WIDE_THREADS: usize = RECURRENCE_THREADS as usize;
 
-/// The real type of a recurrence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RecurrenceReal {
-    /// `f32`, CUDA `float`.
-    F32,
-    /// `f64`, CUDA `double`.
-    F64,
-}
-
-impl RecurrenceReal {
-    /// The CUDA type.
-    pub fn cuda_type(self) -> &'static str {
-        match self {
-            RecurrenceReal::F32 => "float",
-            RecurrenceReal::F64 => "double",
-        }
-    }
-}
-
 /// The transition's kind (`scan_core::recurrence::TransitionKind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RecurrenceTransition {
@@ -116,7 +99,7 @@ pub enum RecurrenceTransition {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RecurrenceProgram {
     /// The real type.
-    pub real: RecurrenceReal,
+    pub real: RealType,
     /// The transition's kind.
     pub transition: RecurrenceTransition,
     /// Threads a unit (a power of two, at most 32); 1 for matrices.
@@ -281,17 +264,7 @@ pub const RECURRENCE_PARAM_FIELDS: [&str; 18] = [
 /// each sits at 8 × its position as in the Rust struct (a unit test checks
 /// those offsets); the size is asserted (NVRTC has no `offsetof`).
 pub fn params_declaration() -> String {
-    let mut out = String::from("struct recurrence_params {\n");
-    for field in RECURRENCE_PARAM_FIELDS {
-        let _ = writeln!(out, "  unsigned long long {field};");
-    }
-    out.push_str("};\n");
-    let _ = writeln!(
-        out,
-        "static_assert(sizeof(recurrence_params) == {}, \"recurrence_params size\");",
-        std::mem::size_of::<RecurrenceParams>()
-    );
-    out
+    crate::param_block::declaration("recurrence_params", &RECURRENCE_PARAM_FIELDS)
 }
 
 /// How a batch runs: its program's thread mapping, the chunks its steps
@@ -378,7 +351,7 @@ impl RecurrencePlan {
     }
 
     /// The program this plan runs, for real type `real`.
-    pub fn program(&self, real: RecurrenceReal) -> RecurrenceProgram {
+    pub fn program(&self, real: RealType) -> RecurrenceProgram {
         RecurrenceProgram {
             real,
             transition: self.transition,
@@ -636,7 +609,7 @@ mod tests {
             RecurrenceTransition::Matrix,
         ] {
             let program =
-                RecurrencePlan::new(transition, 3, 1000, 4, true, 132).program(RecurrenceReal::F64);
+                RecurrencePlan::new(transition, 3, 1000, 4, true, 132).program(RealType::F64);
             let text = recurrence_program(&program);
             for &kernel in RecurrenceKernel::all(transition) {
                 let definition = format!(" {}(", kernel.symbol(&program));

@@ -173,6 +173,17 @@ pub enum ScanError {
     /// error as the CPU backend's.
     #[error(transparent)]
     Recurrence(#[from] scan_core::recurrence::RecurrenceLengthError),
+    /// A sparse matrix or vector that does not fit (row pointers that do
+    /// not cut the entries, a column past the matrix's, vectors of other
+    /// lengths): the same error as the CPU backend's.
+    #[error(transparent)]
+    Spmv(#[from] scan_core::spmv::SpmvError),
+    /// A sparse-product tile shape (`GpuSpmv::set_shape`) that cannot run.
+    #[error("sparse-product tile shape: {detail}")]
+    SpmvShape {
+        /// What does not fit.
+        detail: String,
+    },
     /// A recurrence whose state is larger than the GPU's kernels hold.
     #[error(
         "a {transition} recurrence on the GPU takes a state of at most {most} values, not {state}"
@@ -226,8 +237,8 @@ pub enum ScanError {
         /// Bytes the call would have allocated.
         bytes: usize,
         /// The call that reserves them ahead: `GpuScanner::reserve`,
-        /// `GpuSelect::reserve`, `GpuSort::reserve` or
-        /// `GpuRecurrence::reserve`.
+        /// `GpuSelect::reserve`, `GpuSort::reserve`,
+        /// `GpuRecurrence::reserve` or `GpuSpmv::reserve`.
         reserve: &'static str,
     },
     /// A launch's arguments disagree with the kernel ABI table: a bug in

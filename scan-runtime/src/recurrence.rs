@@ -15,43 +15,21 @@
 use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
 use crate::kernels::{build_module, compile_target, ProgramStats};
+use crate::real::{DeviceArray, DeviceReal};
 use crate::workspace::{refuse_during_capture, stream_key, Scratch};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
-    LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig,
+    PushKernelArg,
 };
 use kernels_gen::recurrence::{
     most_matrix_state, recurrence_program, RecurrenceKernel, RecurrenceParams, RecurrencePlan,
-    RecurrenceProgram, RecurrenceReal, RecurrenceTransition, MOST_LANE_STATE, RECURRENCE_THREADS,
+    RecurrenceProgram, RecurrenceTransition, MOST_LANE_STATE, RECURRENCE_THREADS,
 };
-use scan_core::real::Real;
+use kernels_gen::RealType;
 use scan_core::recurrence::{RecurrenceLengths, RecurrenceShape, TimeLayout, TransitionKind};
 use scan_core::Direction;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-mod private {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
-}
-
-/// A real type the GPU's recurrences run in: `f32` or `f64`.
-pub trait DeviceReal: Real + DeviceRepr + ValidAsZeroBits + private::Sealed {
-    /// The kernels' type.
-    const REAL: RecurrenceReal;
-}
-
-impl DeviceReal for f32 {
-    const REAL: RecurrenceReal = RecurrenceReal::F32;
-}
-
-impl DeviceReal for f64 {
-    const REAL: RecurrenceReal = RecurrenceReal::F64;
-}
-
-/// A device array a recurrence reads: a `CudaSlice` or a view of one.
-pub type DeviceArray<'a, T> = &'a dyn DevicePtr<T>;
 
 /// The transition `a[t]` of each step, in device memory (the GPU's
 /// [`Transition`](scan_core::recurrence::Transition)).
@@ -161,7 +139,7 @@ fn transition(kind: TransitionKind) -> RecurrenceTransition {
 }
 
 /// Refuses a state the kernels cannot hold.
-fn check_state(kind: TransitionKind, real: RecurrenceReal, state: usize) -> Result<()> {
+fn check_state(kind: TransitionKind, real: RealType, state: usize) -> Result<()> {
     let (name, most) = match kind {
         TransitionKind::Scalar => ("scalar", MOST_LANE_STATE),
         TransitionKind::Diagonal => ("diagonal", MOST_LANE_STATE),
