@@ -117,6 +117,7 @@ static std::vector<float> values(long long n, uint64_t salt, float lo, float hi)
 }
 
 int main() {
+  std::printf("CUB %d.%d.%d\n", CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
   const std::vector<float> a = values(VALUES, 1, 0.5f, 1.0f), b = values(VALUES, 2, -1.0f, 1.0f),
                            c = values(VALUES, 3, -1.0f, 1.0f);
   float *da, *db, *dc, *dh, *dy;

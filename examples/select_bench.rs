@@ -31,13 +31,9 @@ use std::sync::Arc;
 mod timing;
 use timing::time_ms;
 
-/// splitmix64 of i, as `cub/select_bench.cu` computes it.
-fn bits(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+#[path = "common/splitmix.rs"]
+mod splitmix;
+use splitmix::bits;
 
 /// Even words: about half of random ones.
 #[scan_predicate(element = u32, keep = |x| x % 2 == 0)]
