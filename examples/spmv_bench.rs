@@ -16,7 +16,7 @@
 //! in bytes; then the row pointers as `u32`, the columns as `u32`, the
 //! values, `x` and `y`).
 
-use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
 use gpu_scan::scan_runtime::{open_device, DeviceReal, GpuSpmv, SpmvShape};
 use gpu_scan::spmv::{csr_matvec, Csr};
 use rayon::prelude::*;
@@ -55,32 +55,6 @@ struct Case {
     lengths: Rows,
 }
 
-trait BenchReal: DeviceReal + DeviceRepr + ValidAsZeroBits + Send + Sync {
-    const U: f64;
-    fn from_f64(v: f64) -> Self;
-    fn to_f64(self) -> f64;
-}
-
-impl BenchReal for f32 {
-    const U: f64 = 1.0 / (1u64 << 24) as f64;
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl BenchReal for f64 {
-    const U: f64 = 1.0 / (1u64 << 53) as f64;
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
-
 /// The host matrix of a case: row pointers, columns, values, and `x`.
 struct Host<T> {
     row_ptr: Vec<u32>,
@@ -89,7 +63,7 @@ struct Host<T> {
     x: Vec<T>,
 }
 
-fn matrix<T: BenchReal>(case: &Case) -> Host<T> {
+fn matrix<T: DeviceReal>(case: &Case) -> Host<T> {
     let cols = case.rows;
     let lengths: Vec<u32> = (0..case.rows as u64)
         .into_par_iter()
@@ -127,7 +101,7 @@ fn matrix<T: BenchReal>(case: &Case) -> Host<T> {
 }
 
 /// Rows of `got` outside the bound against the CPU in f64.
-fn outside_the_bound<T: BenchReal>(h: &Host<T>, got: &[T]) -> usize {
+fn outside_the_bound<T: DeviceReal>(h: &Host<T>, got: &[T]) -> usize {
     let product = |magnitude: bool| {
         let f = |v: T| {
             if magnitude {
@@ -153,14 +127,15 @@ fn outside_the_bound<T: BenchReal>(h: &Host<T>, got: &[T]) -> usize {
         .into_par_iter()
         .filter(|&r| {
             let n = (h.row_ptr[r + 1] - h.row_ptr[r]) as f64;
-            let bound = 2.0 * n * T::U / (1.0 - n * T::U) * magnitude[r] + f64::MIN_POSITIVE;
+            let bound = 2.0 * n * T::UNIT_ROUNDOFF / (1.0 - n * T::UNIT_ROUNDOFF) * magnitude[r]
+                + f64::MIN_POSITIVE;
             let within = (got[r].to_f64() - want[r]).abs() <= bound;
             !within
         })
         .count()
 }
 
-fn dump<T: BenchReal>(dir: &str, name: &str, h: &Host<T>, y: &[T]) {
+fn dump<T: DeviceReal>(dir: &str, name: &str, h: &Host<T>, y: &[T]) {
     let path = format!("{dir}/{name}.csr");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     let bytes = |v: &[u8], f: &mut std::io::BufWriter<std::fs::File>| f.write_all(v).unwrap();
@@ -186,7 +161,7 @@ fn dump<T: BenchReal>(dir: &str, name: &str, h: &Host<T>, y: &[T]) {
     println!("  wrote {path}");
 }
 
-fn run<T: BenchReal>(stream: &Arc<CudaStream>, spmv: &mut GpuSpmv, case: &Case) -> bool {
+fn run<T: DeviceReal>(stream: &Arc<CudaStream>, spmv: &mut GpuSpmv, case: &Case) -> bool {
     let h = matrix::<T>(case);
     let (rows, entries) = (case.rows, h.values.len());
     let row_ptr = stream.clone_htod(&h.row_ptr).unwrap();

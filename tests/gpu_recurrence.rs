@@ -26,12 +26,12 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::gpu::{open_gpu, poison, poisoned, Rng64};
+use common::gpu::{captured_graph, open_gpu, poison, poisoned, Rng64};
 use gpu_scan::recurrence::{
     linear_recurrence, Recurrence, RecurrenceLengthError, RecurrenceShape, TimeLayout, Transition,
     TransitionKind,
 };
-use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
 use gpu_scan::scan_runtime::{DeviceReal, DeviceRecurrence, DeviceTransition, GpuRecurrence};
 use gpu_scan::ScanError;
 use rand::{Rng, SeedableRng};
@@ -44,34 +44,6 @@ fn seed() -> u64 {
     let seed = common::seed::from_env_or_clock("GPU_RECURRENCE_SEED");
     println!("gpu_recurrence: seed {seed} (GPU_RECURRENCE_SEED={seed} replays)");
     seed
-}
-
-/// The real types under test, as the CPU sees them.
-trait TestReal: DeviceReal + DeviceRepr + ValidAsZeroBits + std::fmt::Debug {
-    /// The unit roundoff.
-    const U: f64;
-    fn from_f64(v: f64) -> Self;
-    fn to_f64(self) -> f64;
-}
-
-impl TestReal for f32 {
-    const U: f64 = 1.0 / (1u64 << 24) as f64;
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl TestReal for f64 {
-    const U: f64 = 1.0 / (1u64 << 53) as f64;
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
 }
 
 /// One batch's host arrays (in `T`) and its options.
@@ -93,7 +65,7 @@ fn transition<'a, V>(kind: TransitionKind, a: &'a [V]) -> Transition<'a, V> {
     }
 }
 
-impl<T: TestReal> Batch<T> {
+impl<T: DeviceReal> Batch<T> {
     /// Random values: transitions in [-1, 1] (scaled by 1/S for matrices,
     /// so that the recurrences stay bounded), inputs in [-1, 1].
     fn random(
@@ -168,13 +140,13 @@ impl<T: TestReal> Batch<T> {
             3.0
         };
         let roundings = per_step * (self.shape.steps as f64 + 1.0) + 4.0 + s;
-        2.0 * roundings * T::U
+        2.0 * roundings * T::UNIT_ROUNDOFF
     }
 }
 
 /// Runs `batch` on `stream` and compares it with the oracle; every failure
 /// is pushed to `failures` with `label`.
-fn check<T: TestReal>(
+fn check<T: DeviceReal>(
     recurrences: &mut GpuRecurrence,
     stream: &Arc<CudaStream>,
     batch: &Batch<T>,
@@ -285,7 +257,7 @@ fn shapes(recurrences: &GpuRecurrence, kind: TransitionKind, state: usize) -> Ve
     v
 }
 
-fn check_all<T: TestReal>(failures: &mut Vec<String>, cases: &mut usize) {
+fn check_all<T: DeviceReal>(failures: &mut Vec<String>, cases: &mut usize) {
     let Some(ctx) = open_gpu("gpu_recurrence") else {
         return;
     };
@@ -423,9 +395,7 @@ fn bad_recurrences_are_typed_errors_and_write_nothing() {
 
 #[test]
 fn a_reserved_chunked_recurrence_is_captured_in_a_graph_and_replayed() {
-    use gpu_scan::scan_runtime::cudarc::driver::sys::{
-        CUgraphInstantiate_flags, CUstreamCaptureMode,
-    };
+    use gpu_scan::scan_runtime::cudarc::driver::sys::CUstreamCaptureMode;
     let Some(ctx) = open_gpu("gpu_recurrence") else {
         return;
     };
@@ -455,18 +425,17 @@ fn a_reserved_chunked_recurrence_is_captured_in_a_graph_and_replayed() {
     let mut out = stream
         .alloc_zeros::<f32>(shape.sequences * shape.steps)
         .unwrap();
-    stream
-        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
-        .unwrap();
-    let captured = {
-        let r = DeviceRecurrence::new(shape, DeviceTransition::Diagonal(&a), &b)
-            .initial(&h0)
-            .readout(&c);
-        recurrences.run(&stream, &r, &mut out)
-    };
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-    captured.expect("the recurrence is captured");
-    let graph = graph.unwrap().expect("a graph");
+    let graph = captured_graph(
+        &stream,
+        CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        "the recurrence",
+        || {
+            let r = DeviceRecurrence::new(shape, DeviceTransition::Diagonal(&a), &b)
+                .initial(&h0)
+                .readout(&c);
+            recurrences.run(&stream, &r, &mut out)
+        },
+    );
     for replay in 0..4 {
         let batch =
             Batch::<f32>::random(&mut rng, shape, TransitionKind::Diagonal, true, true, false);

@@ -17,9 +17,10 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::gpu::{open_gpu, poison, poisoned, Rng64};
+use common::gpu::{captured_graph, open_gpu, poison, poisoned, Rng64};
 use common::ops::{Affine, BySignCountSum, BySlope, Stats};
 use gpu_scan::kernels_gen::radix_sort::SortShape;
+use gpu_scan::scan_runtime::cudarc::driver::sys::CUstreamCaptureMode;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{DeviceSortKey, GpuSort, ScanError};
 use gpu_scan::sort::{self as cpu, SortError, SortKey, SortSpec};
@@ -736,24 +737,6 @@ fn a_sort_past_two_to_the_thirty_one_keys() {
     }
 }
 
-/// `enqueue`'s work captured from `stream` (global mode) into a graph; the
-/// capture's failure, or `enqueue`'s, fails the test.
-fn captured_graph(
-    stream: &Arc<CudaStream>,
-    enqueue: impl FnOnce() -> Result<(), ScanError>,
-) -> gpu_scan::scan_runtime::cudarc::driver::CudaGraph {
-    use gpu_scan::scan_runtime::cudarc::driver::sys::{
-        CUgraphInstantiate_flags, CUstreamCaptureMode,
-    };
-    stream
-        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
-        .unwrap();
-    let captured = enqueue();
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-    captured.expect("the work is captured");
-    graph.unwrap().expect("a graph")
-}
-
 #[test]
 fn a_reserved_sort_is_captured_in_a_graph_and_replayed() {
     // Two streams from `ctx.new_stream()`: cudarc's multi-stream mode with
@@ -788,9 +771,12 @@ fn a_reserved_sort_is_captured_in_a_graph_and_replayed() {
         "before the capture"
     );
 
-    let graph = captured_graph(&stream, || {
-        sort.sort_pairs(&stream, &mut kbuf, &mut vbuf, &spec)
-    });
+    let graph = captured_graph(
+        &stream,
+        CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        "the sort",
+        || sort.sort_pairs(&stream, &mut kbuf, &mut vbuf, &spec),
+    );
     for replay in 0..3 {
         let (keys, values) = draw(&mut rng);
         stream.memcpy_htod(&keys, &mut kbuf).unwrap();
@@ -838,9 +824,12 @@ fn a_reserved_sort_by_key_is_captured_in_a_graph_and_replayed() {
     };
     let records = draw();
     let mut buf = stream.clone_htod(&records).unwrap();
-    let graph = captured_graph(&stream, || {
-        sort.sort_by_key::<BySignCountSum>(&stream, &mut buf, &spec)
-    });
+    let graph = captured_graph(
+        &stream,
+        CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        "the sort",
+        || sort.sort_by_key::<BySignCountSum>(&stream, &mut buf, &spec),
+    );
     for replay in 0..3 {
         let mut records = draw();
         stream.memcpy_htod(&records, &mut buf).unwrap();
@@ -873,9 +862,12 @@ fn a_reserved_segmented_sort_is_captured_in_a_graph_and_replayed() {
     let spec = SortSpec::descending();
     let mut kbuf = stream.alloc_zeros::<u32>(n).unwrap();
     let mut vbuf = stream.alloc_zeros::<u32>(n).unwrap();
-    let graph = captured_graph(&stream, || {
-        sort.segmented_sort_pairs(&stream, &mut kbuf, &mut vbuf, &checked, &spec)
-    });
+    let graph = captured_graph(
+        &stream,
+        CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        "the sort",
+        || sort.segmented_sort_pairs(&stream, &mut kbuf, &mut vbuf, &checked, &spec),
+    );
     for replay in 0..3 {
         let mut keys: Vec<u32> = (0..n).map(|_| rng.random_range(0..1000)).collect();
         let mut values: Vec<u32> = (0..n as u32).collect();

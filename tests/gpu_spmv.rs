@@ -23,7 +23,7 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::gpu::{open_gpu, poison, poisoned, Rng64};
+use common::gpu::{captured_graph, open_gpu, poison, poisoned, Rng64};
 use gpu_scan::scan_runtime::cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
 };
@@ -41,41 +41,6 @@ fn seed() -> u64 {
     let seed = common::seed::from_env_or_clock("GPU_SPMV_SEED");
     println!("gpu_spmv: seed {seed} (GPU_SPMV_SEED={seed} replays)");
     seed
-}
-
-/// The real types under test, as the CPU sees them.
-trait TestReal: DeviceReal + DeviceRepr + ValidAsZeroBits + std::fmt::Debug {
-    /// The unit roundoff.
-    const U: f64;
-    fn from_f64(v: f64) -> Self;
-    fn to_f64(self) -> f64;
-    fn bits(self) -> u64;
-}
-
-impl TestReal for f32 {
-    const U: f64 = 1.0 / (1u64 << 24) as f64;
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn bits(self) -> u64 {
-        self.to_bits() as u64
-    }
-}
-
-impl TestReal for f64 {
-    const U: f64 = 1.0 / (1u64 << 53) as f64;
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-    fn bits(self) -> u64 {
-        self.to_bits()
-    }
 }
 
 /// Row pointers of both widths.
@@ -103,7 +68,7 @@ struct Matrix<T, O> {
     values: Vec<T>,
 }
 
-impl<T: TestReal, O: TestOffset> Matrix<T, O> {
+impl<T: DeviceReal, O: TestOffset> Matrix<T, O> {
     /// Rows of `lengths` entries in random columns of `cols`, values in
     /// [-1, 1].
     fn random(rng: &mut Rng64, lengths: &[usize], cols: usize) -> Self {
@@ -157,7 +122,7 @@ impl<T: TestReal, O: TestOffset> Matrix<T, O> {
         let mut failures = Vec::new();
         for (r, g) in got.iter().enumerate() {
             let n = (self.row_ptr[r + 1].to_u64() - self.row_ptr[r].to_u64()) as f64;
-            let gamma = n * T::U / (1.0 - n * T::U);
+            let gamma = n * T::UNIT_ROUNDOFF / (1.0 - n * T::UNIT_ROUNDOFF);
             let bound = 2.0 * gamma * magnitude[r] + f64::MIN_POSITIVE;
             // (A NaN fails too.)
             let within = (g.to_f64() - want[r]).abs() <= bound;
@@ -175,7 +140,7 @@ impl<T: TestReal, O: TestOffset> Matrix<T, O> {
     }
 }
 
-fn random_vector<T: TestReal>(rng: &mut Rng64, n: usize) -> Vec<T> {
+fn random_vector<T: DeviceReal>(rng: &mut Rng64, n: usize) -> Vec<T> {
     (0..n)
         .map(|_| T::from_f64(rng.random_range(-1.0..=1.0)))
         .collect()
@@ -259,7 +224,7 @@ fn upload<T: DeviceRepr + ValidAsZeroBits>(stream: &Arc<CudaStream>, host: &[T])
 /// Every matrix of the table, in `shape` (or the table's), checked and
 /// multiplied twice on two streams, against the CPU, bit for bit between
 /// the runs.
-fn products_match<T: TestReal, O: TestOffset>(
+fn products_match<T: DeviceReal, O: TestOffset>(
     ctx: &Arc<CudaContext>,
     rng: &mut Rng64,
     shape: Option<SpmvShape>,
@@ -312,7 +277,7 @@ fn products_match<T: TestReal, O: TestOffset>(
         let differ = runs[0]
             .iter()
             .zip(&runs[1])
-            .position(|(a, b)| a.bits() != b.bits());
+            .position(|(a, b)| a.to_f64().to_bits() != b.to_f64().to_bits());
         if let Some(r) = differ {
             failures.push(format!(
                 "{name}, {what}: row {r} differs between runs: {:?}, {:?}",
@@ -467,9 +432,7 @@ fn bad_matrices_and_vectors_are_refused_and_nothing_is_written() {
 
 #[test]
 fn a_reserved_product_is_captured_in_a_graph_and_replayed() {
-    use gpu_scan::scan_runtime::cudarc::driver::sys::{
-        CUgraphInstantiate_flags, CUstreamCaptureMode,
-    };
+    use gpu_scan::scan_runtime::cudarc::driver::sys::CUstreamCaptureMode;
     let Some(ctx) = open_gpu("gpu_spmv") else {
         return;
     };
@@ -502,11 +465,9 @@ fn a_reserved_product_is_captured_in_a_graph_and_replayed() {
         CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
         CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
     ] {
-        stream.begin_capture(mode).unwrap();
-        let captured = spmv.matvec(&stream, &checked, &x, &mut y);
-        let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-        captured.unwrap_or_else(|e| panic!("{mode:?}: the product is captured: {e}"));
-        let graph = graph.unwrap().expect("a graph");
+        let graph = captured_graph(&stream, mode, "the product", || {
+            spmv.matvec(&stream, &checked, &x, &mut y)
+        });
         for replay in 0..12 {
             let xs = random_vector::<f32>(&mut rng, cols);
             stream.memcpy_htod(&xs, &mut x).unwrap();

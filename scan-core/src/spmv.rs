@@ -128,15 +128,16 @@ impl<T, O: SegmentOffset> Csr<'_, T, O> {
     }
 }
 
-/// `y = m · x` on all cores (see the module documentation for the order of
-/// each row's sum). On an error nothing is written.
-pub fn csr_matvec<T: Real, O: SegmentOffset>(
-    m: &Csr<'_, T, O>,
-    x: &[T],
-    y: &mut [T],
+/// Refuses an `x` of `x_len` values that is not as long as a matrix of
+/// `cols` columns is wide, or a `y` of `y_len` that is not as long as its
+/// `rows` rows (the GPU's products check the same).
+pub fn check_vectors(
+    cols: usize,
+    rows: usize,
+    x_len: usize,
+    y_len: usize,
 ) -> Result<(), SpmvError> {
-    m.check()?;
-    for (vector, given, expected) in [("x", x.len(), m.cols), ("y", y.len(), m.rows())] {
+    for (vector, given, expected) in [("x", x_len, cols), ("y", y_len, rows)] {
         if given != expected {
             return Err(SpmvError::Vector {
                 vector,
@@ -145,6 +146,18 @@ pub fn csr_matvec<T: Real, O: SegmentOffset>(
             });
         }
     }
+    Ok(())
+}
+
+/// `y = m · x` on all cores (see the module documentation for the order of
+/// each row's sum). On an error nothing is written.
+pub fn csr_matvec<T: Real, O: SegmentOffset>(
+    m: &Csr<'_, T, O>,
+    x: &[T],
+    y: &mut [T],
+) -> Result<(), SpmvError> {
+    m.check()?;
+    check_vectors(m.cols, m.rows(), x.len(), y.len())?;
     y.par_iter_mut().enumerate().for_each(|(r, out)| {
         let (start, end) = (
             m.row_ptr[r].to_u64() as usize,

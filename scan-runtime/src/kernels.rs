@@ -253,6 +253,74 @@ pub(crate) fn build_module(
     Ok((module, stats))
 }
 
+/// The programs of one application (recurrences, sparse products) on one
+/// context, by their key `P`: each compiled the first time it is needed
+/// (through the disk cache), loaded, and kept with its kernels by `K`.
+pub(crate) struct ProgramSet<P, K> {
+    ctx: Arc<CudaContext>,
+    target: (Arch, bool),
+    disk: DiskCache,
+    /// What `build_module` names the programs (its log and the cache's).
+    name: &'static str,
+    loaded: HashMap<P, (Arc<CudaModule>, HashMap<K, CudaFunction>)>,
+    stats: ProgramStats,
+}
+
+impl<P: std::hash::Hash + Eq + Copy, K: std::hash::Hash + Eq + Copy> ProgramSet<P, K> {
+    /// No programs yet, for `ctx`'s device ([`compile_target`]).
+    pub(crate) fn new(
+        ctx: &Arc<CudaContext>,
+        disk: &DiskCache,
+        name: &'static str,
+    ) -> Result<Self> {
+        Ok(ProgramSet {
+            ctx: ctx.clone(),
+            target: compile_target(ctx)?,
+            disk: disk.clone(),
+            name,
+            loaded: HashMap::new(),
+            stats: ProgramStats::NONE,
+        })
+    }
+
+    /// The context.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The architecture the programs are compiled for.
+    pub(crate) fn arch(&self) -> Arch {
+        self.target.0
+    }
+
+    /// How the programs loaded so far were obtained, summed.
+    pub(crate) fn stats(&self) -> ProgramStats {
+        self.stats
+    }
+
+    /// The kernels of `program`: `source()` compiled and loaded the first
+    /// time, its `kernels` (key, exported name) looked up.
+    pub(crate) fn kernels(
+        &mut self,
+        program: &P,
+        source: impl FnOnce() -> String,
+        kernels: impl IntoIterator<Item = (K, String)>,
+    ) -> Result<HashMap<K, CudaFunction>> {
+        if let Some((_, functions)) = self.loaded.get(program) {
+            return Ok(functions.clone());
+        }
+        let (module, stats) =
+            build_module(&self.ctx, &self.disk, self.target, self.name, &source())?;
+        let mut functions = HashMap::new();
+        for (kernel, symbol) in kernels {
+            functions.insert(kernel, module.load_function(&symbol)?);
+        }
+        self.stats = self.stats.then(stats);
+        self.loaded.insert(*program, (module, functions.clone()));
+        Ok(functions)
+    }
+}
+
 /// One kernel of one operator, loaded in one context.
 pub(crate) struct LoadedKernel {
     _module: Arc<CudaModule>,

@@ -14,12 +14,11 @@
 
 use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
-use crate::kernels::{build_module, compile_target, ProgramStats};
+use crate::kernels::{ProgramSet, ProgramStats};
 use crate::real::{DeviceArray, DeviceReal};
-use crate::workspace::{refuse_during_capture, stream_key, Scratch};
+use crate::workspace::{stream_key, RegionScratch};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig,
-    PushKernelArg,
+    CudaContext, CudaFunction, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use kernels_gen::recurrence::{
     most_matrix_state, recurrence_program, RecurrenceKernel, RecurrenceParams, RecurrencePlan,
@@ -165,9 +164,6 @@ struct Params(RecurrenceParams);
 // table (its size asserted in the program).
 unsafe impl DeviceRepr for Params {}
 
-/// A loaded program: its module and its kernels.
-type Program = (Arc<CudaModule>, HashMap<RecurrenceKernel, CudaFunction>);
-
 /// Linear recurrences on one context, each program compiled the first time
 /// it is needed (through the disk cache) and kept.
 ///
@@ -188,13 +184,9 @@ type Program = (Arc<CudaModule>, HashMap<RecurrenceKernel, CudaFunction>);
 /// # Ok::<(), gpu_scan::ScanError>(())
 /// ```
 pub struct GpuRecurrence {
-    ctx: Arc<CudaContext>,
-    target: (kernels_gen::Arch, bool),
-    disk: crate::cache::DiskCache,
-    programs: HashMap<RecurrenceProgram, Program>,
-    /// Per stream, the chunked plans' scratch and its bytes.
-    scratch: HashMap<usize, (Scratch<u8>, usize)>,
-    stats: ProgramStats,
+    programs: ProgramSet<RecurrenceProgram, RecurrenceKernel>,
+    /// Per stream, the chunked plans' scratch.
+    scratch: HashMap<usize, RegionScratch>,
     addresses: AddressStream,
     multiprocessors: usize,
 }
@@ -208,12 +200,8 @@ impl GpuRecurrence {
     /// Recurrences on `ctx` with an explicit disk cache.
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &crate::cache::DiskCache) -> Result<Self> {
         Ok(GpuRecurrence {
-            ctx: ctx.clone(),
-            target: compile_target(ctx)?,
-            disk: disk.clone(),
-            programs: HashMap::new(),
+            programs: ProgramSet::new(ctx, disk, "recurrence")?,
             scratch: HashMap::new(),
-            stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
             multiprocessors: crate::device::multiprocessors(ctx)?,
         })
@@ -221,7 +209,7 @@ impl GpuRecurrence {
 
     /// How the programs used so far were obtained, summed.
     pub fn program_stats(&self) -> ProgramStats {
-        self.stats
+        self.programs.stats()
     }
 
     /// The plan a batch of `shape` with transitions of `kind` runs on this
@@ -288,7 +276,7 @@ impl GpuRecurrence {
         }
         // Everything loaded and reserved before anything is enqueued.
         let plan = self.plan(&s, kind);
-        let functions = self.program(&plan.program(T::REAL))?.1;
+        let functions = self.program(&plan.program(T::REAL))?;
         let [agg_a, agg_b, carries] = self.scratch_for::<T>(stream, &plan)?;
         let (a, _a_guard) = r.a.values().device_ptr(&at);
         let (b, _b_guard) = r.b.device_ptr(&at);
@@ -344,39 +332,26 @@ impl GpuRecurrence {
         stream: &Arc<CudaStream>,
         plan: &RecurrencePlan,
     ) -> Result<[u64; 3]> {
-        let values = plan.scratch_values();
-        if values == [0; 3] {
-            return Ok([0; 3]);
-        }
         let size = std::mem::size_of::<T>();
-        let (starts, bytes) = crate::sort::aligned_regions(values.map(|v| v * size));
-        let held = self.scratch.get(&stream_key(stream));
-        if held.is_none_or(|h| h.1 < bytes) {
-            refuse_during_capture(stream, bytes)
-                .map_err(|e| e.reserved_by("GpuRecurrence::reserve"))?;
-            self.scratch
-                .insert(stream_key(stream), (Scratch::zeroed(stream, bytes)?, bytes));
-        }
-        let base = self.scratch[&stream_key(stream)].0.ptr;
-        Ok(starts.map(|s| base + s))
+        self.scratch.entry(stream_key(stream)).or_default().regions(
+            stream,
+            plan.scratch_values().map(|v| v * size),
+            "GpuRecurrence::reserve",
+        )
     }
 
-    /// The program `program`, compiled (or read from the disk cache) and
-    /// loaded the first time.
-    fn program(&mut self, program: &RecurrenceProgram) -> Result<Program> {
-        if let Some(p) = self.programs.get(program) {
-            return Ok(p.clone());
-        }
-        let source = recurrence_program(program);
-        let (module, stats) =
-            build_module(&self.ctx, &self.disk, self.target, "recurrence", &source)?;
-        let mut functions = HashMap::new();
-        for &kernel in RecurrenceKernel::all(program.transition) {
-            functions.insert(kernel, module.load_function(&kernel.symbol(program))?);
-        }
-        let loaded = (module, functions);
-        self.stats = self.stats.then(stats);
-        self.programs.insert(*program, loaded.clone());
-        Ok(loaded)
+    /// The kernels of `program`, compiled (or read from the disk cache)
+    /// and loaded the first time.
+    fn program(
+        &mut self,
+        program: &RecurrenceProgram,
+    ) -> Result<HashMap<RecurrenceKernel, CudaFunction>> {
+        self.programs.kernels(
+            program,
+            || recurrence_program(program),
+            RecurrenceKernel::all(program.transition)
+                .iter()
+                .map(|&k| (k, k.symbol(program))),
+        )
     }
 }

@@ -15,7 +15,7 @@ mod segmented;
 use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
 use crate::kernels::{build_module, compile_target, ProgramStats};
-use crate::workspace::{refuse_during_capture, stream_key, Scratch};
+use crate::workspace::{refuse_during_capture, stream_key, RegionScratch, Scratch};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
     PushKernelArg,
@@ -224,20 +224,6 @@ const COUNTS_WORDS: usize = SORT_MOST_PASSES * SORT_DIGITS;
 const COUNTER_WORD: usize = COUNTS_WORDS;
 const STATUS_WORD: usize = COUNTER_WORD + 1;
 
-/// Where each region of `sizes` bytes starts in one scratch buffer, every
-/// one at a multiple of 256 bytes (the allocator's alignment, so that any
-/// element type's loads are aligned whatever the others' sizes), and the
-/// bytes of the whole.
-pub(crate) fn aligned_regions<const N: usize>(sizes: [usize; N]) -> ([u64; N], usize) {
-    let mut starts = [0u64; N];
-    let mut end = 0usize;
-    for (start, size) in starts.iter_mut().zip(sizes) {
-        *start = end as u64;
-        end += size.div_ceil(256) * 256;
-    }
-    (starts, end)
-}
-
 /// One stream's sort scratch; each part grows, never shrinks.
 #[derive(Default)]
 struct SortScratch {
@@ -326,11 +312,11 @@ pub struct GpuSort {
     /// Loaded programs of records by a sort key, by the key's type.
     by_key_programs: HashMap<TypeId, by_key::ByKeyProgram>,
     /// Per stream, the scratch of sorts by a key.
-    by_key_scratch: HashMap<usize, by_key::ByKeyScratch>,
+    by_key_scratch: HashMap<usize, RegionScratch>,
     /// Loaded segmented-sort programs, by key type and carried type.
     segmented_programs: HashMap<(TypeId, Option<TypeId>), segmented::SegmentedProgram>,
     /// Per stream, the scratch of segmented sorts.
-    segmented_scratch: HashMap<usize, segmented::SegmentedScratch>,
+    segmented_scratch: HashMap<usize, RegionScratch>,
     scratch: HashMap<usize, SortScratch>,
     stats: ProgramStats,
     addresses: AddressStream,
@@ -848,18 +834,6 @@ mod tests {
             );
         }
         assert!(plan(0, 0..32, Carried::Indices, SHAPE).steps.is_empty());
-    }
-
-    #[test]
-    fn scratch_regions_start_aligned_whatever_the_sizes_before_them() {
-        // One-byte keys of an odd count before four-byte values: the
-        // values' region must still start aligned.
-        let (starts, bytes) = aligned_regions([8 * 5, 8 * 5, 5, 4 * 5]);
-        assert_eq!(starts, [0, 256, 512, 768]);
-        assert_eq!(bytes, 1024);
-        let (starts, bytes) = aligned_regions([0, 256, 257]);
-        assert_eq!(starts, [0, 0, 256]);
-        assert_eq!(bytes, 768);
     }
 
     #[test]

@@ -17,18 +17,18 @@
 use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
 use crate::flag_builder::HeadFlagBuilder;
-use crate::kernels::{build_module, compile_target, ProgramStats};
+use crate::kernels::{ProgramSet, ProgramStats};
 use crate::offsets::DeviceOffset;
 use crate::real::DeviceReal;
-use crate::workspace::{refuse_during_capture, stream_key, Scratch};
+use crate::workspace::{stream_key, RegionScratch};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, DevicePtr,
-    DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut,
+    DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use kernels_gen::spmv::{
     spmv_program, SpmvKernel, SpmvParams, SpmvPlan, SpmvProgram, SpmvShape, UTILITY_THREADS,
 };
-use kernels_gen::{Arch, RealType};
+use kernels_gen::RealType;
 use scan_core::segmented::SegmentOffset;
 use scan_core::spmv::SpmvError;
 use std::collections::HashMap;
@@ -80,9 +80,6 @@ struct Params(SpmvParams);
 // size asserted in the program).
 unsafe impl DeviceRepr for Params {}
 
-/// A loaded program: its module and its kernels.
-type Program = (Arc<CudaModule>, HashMap<SpmvKernel, CudaFunction>);
-
 /// Sparse matrix–vector products on one context, each program compiled the
 /// first time it is needed (through the disk cache) and kept.
 ///
@@ -106,14 +103,10 @@ type Program = (Arc<CudaModule>, HashMap<SpmvKernel, CudaFunction>);
 /// # Ok::<(), gpu_scan::ScanError>(())
 /// ```
 pub struct GpuSpmv {
-    ctx: Arc<CudaContext>,
-    target: (Arch, bool),
-    disk: crate::cache::DiskCache,
-    programs: HashMap<SpmvProgram, Program>,
-    /// Per stream, the tiles' flags and carry-outs, and its bytes.
-    scratch: HashMap<usize, (Scratch<u8>, usize)>,
+    programs: ProgramSet<SpmvProgram, SpmvKernel>,
+    /// Per stream, the tiles' states and carry-outs.
+    scratch: HashMap<usize, RegionScratch>,
     shapes: HashMap<RealType, SpmvShape>,
-    stats: ProgramStats,
     addresses: AddressStream,
 }
 
@@ -127,20 +120,16 @@ impl GpuSpmv {
     /// Sparse products on `ctx` with an explicit disk cache.
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &crate::cache::DiskCache) -> Result<Self> {
         Ok(GpuSpmv {
-            ctx: ctx.clone(),
-            target: compile_target(ctx)?,
-            disk: disk.clone(),
-            programs: HashMap::new(),
+            programs: ProgramSet::new(ctx, disk, "spmv")?,
             scratch: HashMap::new(),
             shapes: HashMap::new(),
-            stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
         })
     }
 
     /// How the programs used so far were obtained, summed.
     pub fn program_stats(&self) -> ProgramStats {
-        self.stats
+        self.programs.stats()
     }
 
     /// The tile shape matrices of values `T` are checked with from now on:
@@ -149,7 +138,7 @@ impl GpuSpmv {
         self.shapes
             .get(&T::REAL)
             .copied()
-            .unwrap_or_else(|| SpmvShape::default_for(T::REAL, self.target.0))
+            .unwrap_or_else(|| SpmvShape::default_for(T::REAL, self.programs.arch()))
     }
 
     /// Checks matrices of values `T` with `shape` from now on (`None`: the
@@ -217,7 +206,7 @@ impl GpuSpmv {
         }
         let shape = self.shape_for::<T>();
         let plan = SpmvPlan::new(rows, entries, shape);
-        let functions = self.program(&program::<T, O>(shape))?.1;
+        let functions = self.program(&program::<T, O>(shape))?;
         let at = self.addresses.for_stream(stream)?;
         let mut bad = stream.clone_htod(&[u64::MAX])?;
         let mut tile_rows = stream.alloc_zeros::<u64>(plan.splits())?;
@@ -237,7 +226,7 @@ impl GpuSpmv {
                 tiles: plan.tiles as u64,
                 ..SpmvParams::default()
             });
-            let multiprocessors = crate::device::multiprocessors(&self.ctx)?;
+            let multiprocessors = crate::device::multiprocessors(self.programs.context())?;
             let check_blocks = entries
                 .div_ceil(UTILITY_THREADS as usize)
                 .min(multiprocessors * 8);
@@ -302,22 +291,13 @@ impl GpuSpmv {
         x: &impl DevicePtr<T>,
         y: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
-        for (vector, given, expected) in [("x", x.len(), m.cols), ("y", y.len(), m.rows())] {
-            if given != expected {
-                return Err(SpmvError::Vector {
-                    vector,
-                    given,
-                    expected,
-                }
-                .into());
-            }
-        }
+        scan_core::spmv::check_vectors(m.cols, m.rows(), x.len(), y.len())?;
         let plan = m.plan;
         if plan.tiles == 0 {
             return Ok(());
         }
         // Everything loaded and reserved before anything is enqueued.
-        let functions = self.program(&program::<T, O>(plan.shape))?.1;
+        let functions = self.program(&program::<T, O>(plan.shape))?;
         let [flags, carries] = self.scratch_for::<T>(stream, &plan)?;
         let at = self.addresses.for_stream(stream)?;
         let (row_ptr, _r) = m.row_ptr.device_ptr(&at);
@@ -372,36 +352,21 @@ impl GpuSpmv {
         stream: &Arc<CudaStream>,
         plan: &SpmvPlan,
     ) -> Result<[u64; 2]> {
-        let (starts, bytes) = crate::sort::aligned_regions([
-            plan.flag_words() * 4,
-            plan.tiles * std::mem::size_of::<T>(),
-        ]);
-        let held = self.scratch.get(&stream_key(stream));
-        if held.is_none_or(|h| h.1 < bytes) {
-            refuse_during_capture(stream, bytes).map_err(|e| e.reserved_by("GpuSpmv::reserve"))?;
-            self.scratch
-                .insert(stream_key(stream), (Scratch::zeroed(stream, bytes)?, bytes));
-        }
-        let base = self.scratch[&stream_key(stream)].0.ptr;
-        Ok(starts.map(|s| base + s))
+        self.scratch.entry(stream_key(stream)).or_default().regions(
+            stream,
+            [plan.flag_words() * 4, plan.tiles * std::mem::size_of::<T>()],
+            "GpuSpmv::reserve",
+        )
     }
 
-    /// The program `program`, compiled (or read from the disk cache) and
-    /// loaded the first time.
-    fn program(&mut self, program: &SpmvProgram) -> Result<Program> {
-        if let Some(p) = self.programs.get(program) {
-            return Ok(p.clone());
-        }
-        let source = spmv_program(program);
-        let (module, stats) = build_module(&self.ctx, &self.disk, self.target, "spmv", &source)?;
-        let mut functions = HashMap::new();
-        for kernel in SpmvKernel::ALL {
-            functions.insert(kernel, module.load_function(&kernel.symbol(program))?);
-        }
-        let loaded = (module, functions);
-        self.stats = self.stats.then(stats);
-        self.programs.insert(*program, loaded.clone());
-        Ok(loaded)
+    /// The kernels of `program`, compiled (or read from the disk cache)
+    /// and loaded the first time.
+    fn program(&mut self, program: &SpmvProgram) -> Result<HashMap<SpmvKernel, CudaFunction>> {
+        self.programs.kernels(
+            program,
+            || spmv_program(program),
+            SpmvKernel::ALL.map(|k| (k, k.symbol(program))),
+        )
     }
 }
 

@@ -101,6 +101,52 @@ impl<T> Default for Workspace<T> {
     }
 }
 
+/// Where each region of `sizes` bytes starts in one scratch buffer, every
+/// one at a multiple of 256 bytes (the allocator's alignment, so that any
+/// element type's loads are aligned whatever the others' sizes), and the
+/// bytes of the whole.
+pub(crate) fn aligned_regions<const N: usize>(sizes: [usize; N]) -> ([u64; N], usize) {
+    let mut starts = [0u64; N];
+    let mut end = 0usize;
+    for (start, size) in starts.iter_mut().zip(sizes) {
+        *start = end as u64;
+        end += size.div_ceil(256) * 256;
+    }
+    (starts, end)
+}
+
+/// One stream's scratch buffer of an application (sorts by a key,
+/// segmented sorts, recurrences, sparse products): regions cut by
+/// [`aligned_regions`], growing, never shrinking.
+#[derive(Default)]
+pub(crate) struct RegionScratch {
+    buffer: Option<(Scratch<u8>, usize)>,
+}
+
+impl RegionScratch {
+    /// The addresses of regions of `sizes` bytes, growing the buffer
+    /// outside a capture (during one, [`ScanError::WorkspaceDuringCapture`]
+    /// naming `reserve`, the call that reserves it ahead). Regions of no
+    /// bytes at all need no buffer: their addresses are 0.
+    pub(crate) fn regions<const N: usize>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        sizes: [usize; N],
+        reserve: &'static str,
+    ) -> Result<[u64; N]> {
+        let (starts, bytes) = aligned_regions(sizes);
+        if bytes == 0 {
+            return Ok([0; N]);
+        }
+        if self.buffer.as_ref().is_none_or(|b| b.1 < bytes) {
+            refuse_during_capture(stream, bytes).map_err(|e| e.reserved_by(reserve))?;
+            self.buffer = Some((Scratch::zeroed(stream, bytes)?, bytes));
+        }
+        let base = self.buffer.as_ref().map_or(0, |b| b.0.ptr);
+        Ok(starts.map(|start| base + start))
+    }
+}
+
 /// Fails when `stream` is being captured into a graph: an allocation there
 /// would belong to the graph. Called only before allocating.
 pub(crate) fn refuse_during_capture(stream: &CudaStream, bytes: usize) -> Result<()> {
@@ -309,4 +355,21 @@ fn status_stride<T>() -> usize {
 /// entries, one aggregate and one prefix slot, the launch state).
 pub(crate) fn single_pass_bytes<T>(tiles: usize) -> usize {
     tiles * status_stride::<T>() + 2 * std::mem::size_of::<T>() + std::mem::size_of::<LaunchState>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_regions_start_aligned_whatever_the_sizes_before_them() {
+        // One-byte keys of an odd count before four-byte values: the
+        // values' region must still start aligned.
+        let (starts, bytes) = aligned_regions([8 * 5, 8 * 5, 5, 4 * 5]);
+        assert_eq!(starts, [0, 256, 512, 768]);
+        assert_eq!(bytes, 1024);
+        let (starts, bytes) = aligned_regions([0, 256, 257]);
+        assert_eq!(starts, [0, 0, 256]);
+        assert_eq!(bytes, 768);
+    }
 }

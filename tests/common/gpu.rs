@@ -338,3 +338,19 @@ pub fn suite_directions() -> Vec<gpu_scan::Direction> {
         _ => vec![Direction::Forward, Direction::Reverse],
     }
 }
+
+/// `enqueue`'s work captured from `stream` in `mode` into a graph; the
+/// capture's failure, or `enqueue`'s, fails the test (naming `what`).
+pub fn captured_graph(
+    stream: &Arc<CudaStream>,
+    mode: gpu_scan::scan_runtime::cudarc::driver::sys::CUstreamCaptureMode,
+    what: &str,
+    enqueue: impl FnOnce() -> Result<(), ScanError>,
+) -> gpu_scan::scan_runtime::cudarc::driver::CudaGraph {
+    stream.begin_capture(mode).unwrap();
+    let captured = enqueue();
+    let graph = stream
+        .end_capture(gpu_scan::scan_runtime::cudarc::driver::sys::CUgraphInstantiate_flags(0));
+    captured.unwrap_or_else(|e| panic!("{what} ({mode:?}) is captured: {e}"));
+    graph.unwrap().expect("a graph")
+}

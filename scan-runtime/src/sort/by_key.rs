@@ -6,10 +6,10 @@
 //! the records in the order so far (`ByKeyKernel::Extract`), so the
 //! records are never moved before the gather, whatever their size.
 
-use super::{aligned_regions, one_per_key, GpuSort};
+use super::{one_per_key, GpuSort};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
-use crate::workspace::{refuse_during_capture, stream_key, Scratch};
+use crate::workspace::stream_key;
 use cudarc::driver::{
     CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, PushKernelArg,
 };
@@ -28,33 +28,15 @@ pub(super) type ByKeyProgram = (
     CudaFunction,
 );
 
-/// One stream's by-key scratch, growing, never shrinking: the positions
-/// (unless the caller's indices hold them), a component's bits, and a
-/// gathered copy of the records (for `sort_by_key`).
-#[derive(Default)]
-pub(super) struct ByKeyScratch {
-    buffer: Option<(Scratch<u8>, usize)>,
+/// The by-key scratch's regions for `n` records of `record_size` bytes: the
+/// positions (unless the caller's indices hold them), a component's bits,
+/// and a gathered copy of the records (for `sort_by_key`).
+fn by_key_regions(n: usize, record_size: usize) -> [usize; 3] {
+    [8 * n, 8 * n, record_size * n]
 }
 
-impl ByKeyScratch {
-    /// Covers `n` records of `record_size` bytes; returns the addresses of
-    /// the positions, the bits and the records' copy.
-    fn reserve(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        n: usize,
-        record_size: usize,
-    ) -> Result<(u64, u64, u64)> {
-        let (starts, bytes) = aligned_regions([8 * n, 8 * n, record_size * n]);
-        if self.buffer.as_ref().is_none_or(|b| b.1 < bytes) {
-            refuse_during_capture(stream, bytes)
-                .map_err(|e| e.reserved_by("GpuSort::reserve_by_key"))?;
-            self.buffer = Some((Scratch::zeroed(stream, bytes)?, bytes));
-        }
-        let base = self.buffer.as_ref().map_or(0, |b| b.0.ptr);
-        Ok((base + starts[0], base + starts[1], base + starts[2]))
-    }
-}
+/// The call that reserves the by-key scratch.
+const RESERVE_BY_KEY: &str = "GpuSort::reserve_by_key";
 
 /// The spec of one component's sort: `share` of its bits, in `order`.
 fn component_spec(order: SortOrder, share: Range<u32>) -> SortSpec {
@@ -114,7 +96,7 @@ impl GpuSort {
         self.by_key_scratch
             .entry(stream_key(stream))
             .or_default()
-            .reserve(stream, n, record_size)?;
+            .regions(stream, by_key_regions(n, record_size), RESERVE_BY_KEY)?;
         let widths = <S::Key as CompositeKey>::WIDTHS;
         for &width in widths {
             self.reserve_component(stream, width, n)?;
@@ -151,11 +133,11 @@ impl GpuSort {
         } else {
             std::mem::size_of::<S::Record>()
         };
-        let (scratch_order, bits, gathered) = self
+        let [scratch_order, bits, gathered] = self
             .by_key_scratch
             .entry(stream_key(stream))
             .or_default()
-            .reserve(stream, n, record_size)?;
+            .regions(stream, by_key_regions(n, record_size), RESERVE_BY_KEY)?;
         let order = indices.unwrap_or(scratch_order);
         let n64 = n as u64;
         let grid = super::grid_stride(n, self.multiprocessors);

@@ -11,11 +11,11 @@
 //! positions by segment with the keys' order kept inside each; then one
 //! gather of the keys (and values) in that order.
 
-use super::{aligned_regions, DeviceSortKey, GpuSort, POSITION};
+use super::{DeviceSortKey, GpuSort, POSITION};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::offsets::DeviceOffsets;
-use crate::workspace::{refuse_during_capture, stream_key, Scratch};
+use crate::workspace::stream_key;
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream, DevicePtrMut, PushKernelArg};
 use kernels_gen::radix_sort::{segmented_sort_program, SegmentedKernel, SortValueType};
 use scan_core::sort::{SortError, SortSpec};
@@ -34,34 +34,15 @@ pub(super) fn segment_bits(count: usize) -> (u32, bool) {
     (bits.max(1), count > u32::MAX as usize)
 }
 
-/// One stream's segmented-sort scratch, growing, never shrinking: the
-/// positions, the segment numbers, and the gathered keys and values.
-#[derive(Default)]
-pub(super) struct SegmentedScratch {
-    buffer: Option<(Scratch<u8>, usize)>,
+/// The segmented sort's scratch regions for `n` keys of `key_size` bytes
+/// and values of `value_size`: the positions, the segment numbers, the
+/// keys' copy (the sorted copy, then the gathered keys) and the values'.
+fn segmented_regions(n: usize, key_size: usize, value_size: usize) -> [usize; 4] {
+    [8 * n, 8 * n, key_size * n, value_size * n]
 }
 
-impl SegmentedScratch {
-    /// Covers `n` keys of `key_size` bytes (the sorted copy, then the
-    /// gathered keys) and values of `value_size`; returns the addresses of
-    /// the positions, the segment numbers, the keys' copy and the values'.
-    fn reserve(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        n: usize,
-        key_size: usize,
-        value_size: usize,
-    ) -> Result<[u64; 4]> {
-        let (starts, bytes) = aligned_regions([8 * n, 8 * n, key_size * n, value_size * n]);
-        if self.buffer.as_ref().is_none_or(|b| b.1 < bytes) {
-            refuse_during_capture(stream, bytes)
-                .map_err(|e| e.reserved_by("GpuSort::reserve_segmented"))?;
-            self.buffer = Some((Scratch::zeroed(stream, bytes)?, bytes));
-        }
-        let base = self.buffer.as_ref().map_or(0, |b| b.0.ptr);
-        Ok(starts.map(|start| base + start))
-    }
-}
+/// The call that reserves the segmented sorts' scratch.
+const RESERVE_SEGMENTED: &str = "GpuSort::reserve_segmented";
 
 impl GpuSort {
     /// Sorts each segment of `keys` that `offsets` cut
@@ -135,7 +116,11 @@ impl GpuSort {
         self.segmented_scratch
             .entry(stream_key(stream))
             .or_default()
-            .reserve(stream, n, K::KEY.size, value.size)?;
+            .regions(
+                stream,
+                segmented_regions(n, K::KEY.size, value.size),
+                RESERVE_SEGMENTED,
+            )?;
         self.reserve_with_positions::<K>(stream, n)?;
         if segment_bits(count).1 {
             self.reserve_with_positions::<u64>(stream, n)
@@ -180,7 +165,11 @@ impl GpuSort {
             .segmented_scratch
             .entry(stream_key(stream))
             .or_default()
-            .reserve(stream, n, K::KEY.size, value_size)?;
+            .regions(
+                stream,
+                segmented_regions(n, K::KEY.size, value_size),
+                RESERVE_SEGMENTED,
+            )?;
         // The offsets' address taken on the capture-safe stream, as the
         // scanners take theirs (crate::capture).
         let at = self.addresses.for_stream(stream)?;
