@@ -1,5 +1,6 @@
 //! Compaction on the GPU (`GpuSelect`: select by a predicate and by flags,
-//! partition in both orders, unique, run-length encoding) against the CPU
+//! partition in both orders, unique, run-length encoding, non-trivial runs)
+//! against the CPU
 //! backend's functions of the same names, on fresh random inputs (`GPU_SELECT_SEED` replays) and
 //! adversarial ones (nothing kept, everything kept, one run, all runs of
 //! length one, NaNs and signed zeros), over lengths at every boundary of the
@@ -47,6 +48,7 @@ fn lengths(select: &GpuSelect, size: usize) -> Vec<usize> {
         SelectKernel::PartitionIf,
         SelectKernel::Unique,
         SelectKernel::RunLengthEncode,
+        SelectKernel::NonTrivialRuns,
     ] {
         let tile = select.shape_for(kernel, size).unwrap().tile_items();
         v.extend([
@@ -325,6 +327,42 @@ fn check_unique<E>(
         poisoned(&got_lengths[runs..]),
         "{label}: wrote past the lengths"
     );
+
+    // The non-trivial runs of the same input: offsets and lengths.
+    let mut cpu_offsets = poisoned_host::<u64>(n);
+    let runs = cpu::non_trivial_runs::<E>(input, &mut cpu_offsets, &mut cpu_lengths).unwrap();
+    let mut offsets: CudaSlice<u64> = stream.alloc_zeros(n + GUARD).unwrap();
+    poison(stream, &mut offsets);
+    poison(stream, &mut lengths);
+    poison(stream, &mut slot);
+    select
+        .non_trivial_runs::<E>(
+            stream,
+            &d_in,
+            &mut offsets.slice_mut(0..n),
+            &mut lengths.slice_mut(0..n),
+            &mut slot.slice_mut(0..1),
+        )
+        .unwrap();
+    let got_offsets = stream.clone_dtoh(&offsets).unwrap();
+    let got_lengths = stream.clone_dtoh(&lengths).unwrap();
+    let got_slot = stream.clone_dtoh(&slot).unwrap();
+    let label = format!("non_trivial_runs {what}: n = {n}");
+    assert_eq!(got_slot[0] as usize, runs, "{label}: runs");
+    assert!(
+        poisoned(&got_slot[1..]),
+        "{label}: wrote past the count slot"
+    );
+    assert_eq!(got_offsets[..runs], cpu_offsets[..runs], "{label}: offsets");
+    assert_eq!(got_lengths[..runs], cpu_lengths[..runs], "{label}: lengths");
+    assert!(
+        poisoned(&got_offsets[runs..]),
+        "{label}: wrote past the offsets"
+    );
+    assert!(
+        poisoned(&got_lengths[runs..]),
+        "{label}: wrote past the lengths"
+    );
 }
 
 /// Reduce-by-key of `values` by runs of `keys` (`E`) under `Op`, checked
@@ -521,7 +559,13 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             .map(|_| [0.0, -0.0, 1.5, f32::NAN][rng.random_range(0..4)])
             .collect();
         check_unique::<SameF32>(&mut select, stream, "f32 with NaN and ±0", &floats);
-        cases += 18; // with run-length encoding beside each unique
+        // Runs of one and two alternating: every other run non-trivial, the
+        // shortest kept.
+        let pairs: Vec<u32> = (0..n as u32)
+            .map(|i| (i / 3) * 2 + u32::from(i % 3 > 0))
+            .collect();
+        check_unique::<SameU32>(&mut select, stream, "runs of one and two", &pairs);
+        cases += 30; // with run-length encoding and non-trivial runs beside each unique
     }
 
     for (i, n) in lengths(&select, 8).into_iter().enumerate() {
@@ -534,7 +578,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             .collect();
         check_predicate::<Growing>(&mut select, stream, "affine", &maps);
         check_unique::<SameSlope>(&mut select, stream, "affine slopes", &maps);
-        cases += 5;
+        cases += 6;
     }
 
     for (i, n) in lengths(&select, 24).into_iter().enumerate() {
@@ -622,6 +666,22 @@ fn bad_lengths_are_refused_and_leave_buffers_untouched() {
         )
         .unwrap_err();
     assert!(matches!(err, ScanError::Select(_)), "{err}");
+    let mut offsets: CudaSlice<u64> = stream.alloc_zeros(100).unwrap();
+    let mut short_lengths: CudaSlice<u64> = stream.alloc_zeros(99).unwrap();
+    poison(&stream, &mut offsets);
+    poison(&stream, &mut short_lengths);
+    let err = select
+        .non_trivial_runs::<SameU32>(
+            &stream,
+            &input,
+            &mut offsets,
+            &mut short_lengths,
+            &mut count.slice_mut(0..1),
+        )
+        .unwrap_err();
+    assert!(matches!(err, ScanError::Select(_)), "{err}");
+    assert!(poisoned(&stream.clone_dtoh(&offsets).unwrap()));
+    assert!(poisoned(&stream.clone_dtoh(&short_lengths).unwrap()));
     let values = stream.clone_htod(&[1u32; 99]).unwrap();
     let mut keys_out: CudaSlice<u32> = stream.alloc_zeros(100).unwrap();
     poison(&stream, &mut keys_out);
@@ -724,7 +784,9 @@ fn compactions_replay_in_a_graph() {
     let mut maps: CudaSlice<AffineU32> = stream.alloc_zeros(n).unwrap();
     let mut run_keys: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
     let mut run_maps: CudaSlice<AffineU32> = stream.alloc_zeros(n).unwrap();
-    let mut counts: CudaSlice<u64> = stream.alloc_zeros(6).unwrap();
+    let mut run_offsets: CudaSlice<u64> = stream.alloc_zeros(n).unwrap();
+    let mut long_lengths: CudaSlice<u64> = stream.alloc_zeros(n).unwrap();
+    let mut counts: CudaSlice<u64> = stream.alloc_zeros(7).unwrap();
     select.reserve::<u32>(&stream, n).unwrap();
     select
         .reserve_reduce_by_key::<SameU32, AffineU32>(&stream, n)
@@ -753,6 +815,13 @@ fn compactions_replay_in_a_graph() {
             &mut run_values,
             &mut run_lengths,
             &mut counts.slice_mut(4..5),
+        )?;
+        select.non_trivial_runs::<SameU32>(
+            &stream,
+            &input,
+            &mut run_offsets,
+            &mut long_lengths,
+            &mut counts.slice_mut(6..7),
         )?;
         // Affine maps over wrapping u32: non-commutative, exact.
         select.reduce_by_key::<SameU32, AffineU32>(
@@ -856,7 +925,23 @@ fn compactions_replay_in_a_graph() {
             want_maps[..k],
             "replay {replay}: reduce_by_key values"
         );
+        let mut offsets = vec![0u64; n];
+        let k = cpu::non_trivial_runs::<SameU32>(&words, &mut offsets, &mut lengths).unwrap();
+        assert_eq!(
+            got_counts[6] as usize, k,
+            "replay {replay}: non-trivial runs"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&run_offsets).unwrap()[..k],
+            offsets[..k],
+            "replay {replay}: non-trivial run offsets"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&long_lengths).unwrap()[..k],
+            lengths[..k],
+            "replay {replay}: non-trivial run lengths"
+        );
     }
     ctx.check_err().unwrap();
-    println!("gpu_select graph: 6 compactions x 6 replays of {n} elements match the CPU");
+    println!("gpu_select graph: 7 compactions x 6 replays of {n} elements match the CPU");
 }

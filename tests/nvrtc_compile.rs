@@ -598,6 +598,8 @@ fn select_programs_compile_for_every_architecture() {
         (SelectKernel::Unique, equality::<SameSlope>()),
         (SelectKernel::RunLengthEncode, equality::<SameU32>()),
         (SelectKernel::RunLengthEncode, equality::<SameSlope>()),
+        (SelectKernel::NonTrivialRuns, equality::<SameU32>()),
+        (SelectKernel::NonTrivialRuns, equality::<SameSlope>()),
         (SelectKernel::Flagged, element::<u32>()),
         (SelectKernel::Flagged, element::<Affine>()),
         (SelectKernel::Flagged, element::<Stats>()),

@@ -1,5 +1,5 @@
-//! Compaction kernels: select by a predicate or by flags, partition, and
-//! unique, each one pass over the input with a decoupled look-back over
+//! Compaction kernels: select by a predicate or by flags, partition,
+//! unique, run-length encoding, non-trivial runs and reduce by key, each one pass over the input with a decoupled look-back over
 //! the tiles' counts (`templates/select.cuh`). A program holds one kernel,
 //! for one stage (or, selecting by flags, one element type); its wrapper's
 //! parameters are written here once ([`SelectKernel::params`]) and the
@@ -38,6 +38,9 @@ pub enum SelectKernel {
     /// The first key of each run of keys and the combination of the run's
     /// values by an operator ([`SelectSource::Keyed`]).
     ReduceByKey,
+    /// The offset and length of each run of two or more neighbours an
+    /// equality calls equal.
+    NonTrivialRuns,
 }
 
 /// What a select program is specialised for.
@@ -149,6 +152,7 @@ impl SelectShape {
                 SelectKernel::PartitionIf
                 | SelectKernel::ReverseTail
                 | SelectKernel::RunLengthEncode => (24, 3),
+                SelectKernel::NonTrivialRuns => (12, 3),
                 SelectKernel::ReduceByKey => (8, 2), // handled above
             }
         } else {
@@ -212,13 +216,14 @@ impl SelectKernel {
     }
 
     /// The bytes of the value its tiles publish: a 64-bit count; for
-    /// run-length encoding the count and the last head's position; for
+    /// run-length encoding and non-trivial runs the count and the last
+    /// head's position; for
     /// reduce-by-key the count and a partial total of `value_size` bytes
     /// (as the kernels hold it: in whole 32-bit words where packed, the
     /// pair 8-byte aligned; the program checks this size).
     pub const fn status_value_bytes(self, value_size: usize) -> usize {
         match self {
-            SelectKernel::RunLengthEncode => 16,
+            SelectKernel::RunLengthEncode | SelectKernel::NonTrivialRuns => 16,
             SelectKernel::ReduceByKey => (8 + value_size.div_ceil(4) * 4).div_ceil(8) * 8,
             _ => 8,
         }
@@ -242,6 +247,7 @@ impl SelectKernel {
             SelectKernel::ReverseTail => "reverse_tail",
             SelectKernel::RunLengthEncode => "run_length_encode",
             SelectKernel::ReduceByKey => "reduce_by_key",
+            SelectKernel::NonTrivialRuns => "non_trivial_runs",
         }
     }
 
@@ -287,6 +293,15 @@ impl SelectKernel {
                 ("const V*", "values"),
                 ("T*", "keys_out"),
                 ("V*", "values_out"),
+                ("unsigned long long*", "count"),
+                ("void*", "status"),
+                ("scan_launch_state*", "launch"),
+                ("unsigned long long", "n"),
+            ],
+            SelectKernel::NonTrivialRuns => &[
+                ("const T*", "in"),
+                ("unsigned long long*", "offsets"),
+                ("unsigned long long*", "lengths"),
                 ("unsigned long long*", "count"),
                 ("void*", "status"),
                 ("scan_launch_state*", "launch"),
@@ -353,9 +368,9 @@ pub fn select_program(
             let policy = format!("{STAGE_NAMESPACE}::{name}");
             let element = format!("{policy}::input_t");
             let source_type = match kernel {
-                SelectKernel::Unique | SelectKernel::RunLengthEncode => {
-                    format!("gpu_scan::select_run_heads<{policy}>")
-                }
+                SelectKernel::Unique
+                | SelectKernel::RunLengthEncode
+                | SelectKernel::NonTrivialRuns => format!("gpu_scan::select_run_heads<{policy}>"),
                 _ => format!("gpu_scan::select_by_predicate<{policy}>"),
             };
             (source_name(), element, source_type)
@@ -398,6 +413,19 @@ pub fn select_program(
                  typedef {body} source_t;\n  \
                  const source_t source = {{in}};\n  \
                  gpu_scan::select_reduce_by_key<source_t, select_op_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, values, keys_out, values_out, count, status, launch, n);\n}}",
+                threads = shape.threads,
+                min_blocks = shape.min_blocks,
+                items = shape.items,
+            );
+        }
+        SelectKernel::NonTrivialRuns => {
+            let (status_bytes, status_stride) = kernel.status_layout(0);
+            let _ = writeln!(
+                out,
+                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
+                 typedef {body} source_t;\n  \
+                 const source_t source = {{in}};\n  \
+                 gpu_scan::select_non_trivial_runs<source_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, offsets, lengths, count, status, launch, n);\n}}",
                 threads = shape.threads,
                 min_blocks = shape.min_blocks,
                 items = shape.items,
@@ -467,6 +495,13 @@ mod tests {
                     op: "sum",
                     op_part: "",
                     value_size: 4,
+                },
+            ),
+            (
+                SelectKernel::NonTrivialRuns,
+                SelectSource::Stage {
+                    name: "same_1",
+                    source: stage,
                 },
             ),
             (

@@ -1,5 +1,5 @@
 //! Compaction on the GPU: select by a predicate or by flags, partition,
-//! unique, run-length encoding and reduce-by-key, each one pass over the input (`kernels_gen::select`), with the
+//! unique, run-length encoding, non-trivial runs and reduce-by-key, each one pass over the input (`kernels_gen::select`), with the
 //! count written to a one-element device slot on the stream, as CUB's
 //! `DeviceSelect` and `DevicePartition` write theirs. The CPU backend's
 //! functions of the same names ([`scan_core::select`]) compute the same
@@ -153,8 +153,9 @@ impl GpuSelect {
         Ok((shape, tiles))
     }
 
-    /// Reserves `stream`'s scratch for select, partition, unique and
-    /// run-length encoding of up to `n` elements of type `T`, so that later
+    /// Reserves `stream`'s scratch for select, partition, unique,
+    /// run-length encoding and non-trivial runs of up to `n` elements of
+    /// type `T`, so that later
     /// ones on it allocate nothing: call it before
     /// capturing the stream into a CUDA graph, where an allocation would
     /// belong to the graph (a compaction that needs more then fails with
@@ -169,12 +170,14 @@ impl GpuSelect {
             SelectKernel::Unique,
             SelectKernel::PartitionIf,
             SelectKernel::RunLengthEncode,
+            SelectKernel::NonTrivialRuns,
         ] {
             let shape = self.shape_for(kernel, std::mem::size_of::<T>())?;
             tile_items = tile_items.min(shape.tile_items());
         }
         let tiles = n.div_ceil(tile_items);
         self.reserve_status(stream, SelectKernel::If, 0, tiles)?;
+        // (Run-length encoding's status serves non-trivial runs too.)
         self.reserve_status(stream, SelectKernel::RunLengthEncode, 0, tiles)?;
         Ok(())
     }
@@ -311,6 +314,33 @@ impl GpuSelect {
         )
     }
 
+    /// The runs of two or more neighbours `E` calls equal: each one's
+    /// offset in the input to the front of `offsets` and its length to the
+    /// front of `lengths`, in order, and their number to `count` (CUB's
+    /// `DeviceRunLengthEncode::NonTrivialRuns`), in one pass. `offsets`
+    /// and `lengths` are as long as the input; past the runs they are left
+    /// as they were.
+    pub fn non_trivial_runs<E: ScanEquality>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &impl DevicePtr<E::Element>,
+        offsets: &mut impl DevicePtrMut<u64>,
+        lengths: &mut impl DevicePtrMut<u64>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Self::by_equality::<E>(SelectKernel::NonTrivialRuns);
+        self.compact(
+            stream,
+            launch,
+            input,
+            None,
+            offsets,
+            Some(lengths),
+            count,
+            None,
+        )
+    }
+
     /// Reduce-by-key: for each run of neighbouring keys `E` calls equal,
     /// its first key to the front of `keys_out` and the combination by `Op`
     /// of its values, in order (no commutativity needed), to the front of
@@ -440,13 +470,13 @@ impl GpuSelect {
     /// the one pass (or, for no elements, a zero count), then the
     /// partition's `reverse_tail`.
     #[allow(clippy::too_many_arguments)]
-    fn compact<T>(
+    fn compact<T, U>(
         &mut self,
         stream: &Arc<CudaStream>,
         launch: Launch<'_>,
         input: &impl DevicePtr<T>,
         flags: Option<&dyn DevicePtr<u8>>,
-        output: &mut impl DevicePtrMut<T>,
+        output: &mut impl DevicePtrMut<U>,
         lengths: Option<&mut dyn DevicePtrMut<u64>>,
         count: &mut impl DevicePtrMut<u64>,
         reverse_tail: Option<Launch<'_>>,
@@ -476,7 +506,8 @@ impl GpuSelect {
         let n64 = n as u64;
         let mut builder = stream.launch_builder(&function);
         // The wrapper's parameters (SelectKernel::params): in, [flags,]
-        // out, [lengths,] count, status, launch, n.
+        // out (non-trivial runs: offsets), [lengths,] count, status,
+        // launch, n.
         builder.arg(&src);
         if let Some((flags, _)) = &flags {
             builder.arg(flags);
@@ -496,8 +527,9 @@ impl GpuSelect {
             shared_mem_bytes: 0,
         };
         // SAFETY: the kernel reads `n` elements of the input's type (and
-        // `n` flag bytes) and writes at most `n` elements to the output
-        // (and to the lengths), which hold `n`, and one u64 to the count
+        // `n` flag bytes) and writes at most `n` elements of the output's
+        // type (the input's, or offsets) to the output (and to the
+        // lengths), which hold `n`, and one u64 to the count
         // slot; the status and
         // launch state cover `tiles` tiles (reserved above); every address
         // stays valid until its guard drops, after the launch is enqueued.

@@ -377,6 +377,116 @@ __device__ __forceinline__ void select_reduce_by_key(const Source source, const 
   if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
 }
 
+// Non-trivial runs' look-back pair: the runs of two or more started, and
+// the position of the last run head (of any run) among them, ~0 for none;
+// combined in order.
+struct select_nontrivial_pair {
+  unsigned long long kept;
+  unsigned long long last;
+};
+struct select_nontrivial_op {
+  typedef select_nontrivial_pair T;
+  static __device__ __forceinline__ T identity() { return T{0ull, ~0ull}; }
+  static __device__ __forceinline__ T combine(T a, T b) { return T{a.kept + b.kept, b.last != ~0ull ? b.last : a.last}; }
+};
+
+// The runs of two or more neighbours the source's equality calls equal, in
+// one pass (CUB's DeviceRunLengthEncode::NonTrivialRuns): run r's offset
+// and length at index r, their number to `count`. A run is kept when its
+// head's next element is in it; its length is written at its end (the
+// element before the next head, or the input's last) from the position of
+// the last head, which the look-back carries across tiles. The tile is
+// staged in shared memory with the elements before and after it, and each
+// thread walks Items consecutive elements twice (before and after the
+// look-back), as in select_reduce_by_key.
+template <class Source, int Threads, int Items, int StatusBytes, int StatusStride, class T = typename Source::T>
+__device__ __forceinline__ void select_non_trivial_runs(const Source source, unsigned long long* offsets,
+                                                        unsigned long long* lengths, unsigned long long* count,
+                                                        void* status, scan_launch_state* launch, unsigned long long n) {
+  typedef select_nontrivial_op PairOp;
+  typedef PairOp::T Pair;
+  constexpr int warps = Threads / 32;
+  constexpr int tile_items = Threads * Items;
+  __shared__ T keys[tile_items + 2];  // [0]: the element before the tile; [1 + p]: element p; then the one after
+  __shared__ Pair warp_prefix[warps];
+  __shared__ Pair shared_prefix;
+  const unsigned long long tiles = (n + tile_items - 1) / tile_items;
+  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
+  if (tile == scan_no_tile) return;
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+  const unsigned long long base = tile * (unsigned long long)tile_items;
+  const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
+  if (threadIdx.x == 0) {
+    if (base > 0) keys[0] = source.in[base - 1];
+    if (base + tile_items < n) keys[1 + tile_items] = source.in[base + tile_items];
+  }
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    if (position < valid) keys[1 + position] = source.in[base + position];
+  }
+  __syncthreads();
+  // Whether element p of the tile (p <= valid, inside the input) starts a
+  // run, and whether it ends one.
+  const auto head = [&](int p) { return source.keep(base + p, keys[1 + p], keys[p]); };
+  const auto ends = [&](int p) { return base + p + 1 == n || head(p + 1); };
+  const int first = (int)threadIdx.x * Items;
+  const auto lane_inclusive = [&]() {
+    Pair own = PairOp::identity();
+#pragma unroll
+    for (int j = 0; j < Items; ++j) {
+      const int p = first + j;
+      if (p < valid && head(p)) own = PairOp::combine(own, Pair{ends(p) ? 0ull : 1ull, base + p});
+    }
+    return warp_inclusive_scan<PairOp>(own);
+  };
+  {
+    const Pair inclusive = lane_inclusive();
+    if (lane == 31) warp_prefix[warp] = inclusive;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    const Pair w = lane < (unsigned)warps ? warp_prefix[lane] : PairOp::identity();
+    const Pair w_inclusive = warp_inclusive_scan<PairOp>(w);
+    const Pair w_earlier = scan_shfl_up(w_inclusive, 1);
+    const Pair total = scan_shfl_idx(w_inclusive, warps - 1);
+    if (lane < (unsigned)warps) warp_prefix[lane] = lane == 0 ? PairOp::identity() : w_earlier;
+    scan_tile_status<Pair, StatusBytes, StatusStride> tile_status(status);
+    const unsigned epoch = scan_shared_epoch;
+    if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), total);
+    Pair before = PairOp::identity();
+    if (tile != 0) {
+      before = decoupled_look_back<PairOp>(tile, tile_status, epoch);
+      if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, PairOp::combine(before, total));
+    }
+    if (lane == 0) {
+      shared_prefix = before;
+      if (tile == tiles - 1) *count = PairOp::combine(before, total).kept;
+    }
+  }
+  __syncthreads();
+  const Pair inclusive = lane_inclusive();
+  const Pair earlier = scan_shfl_up(inclusive, 1);
+  Pair running = PairOp::combine(shared_prefix, warp_prefix[warp]);
+  if (lane != 0) running = PairOp::combine(running, earlier);
+#pragma unroll
+  for (int j = 0; j < Items; ++j) {
+    const int p = first + j;
+    if (p < valid) {
+      const bool starts = head(p), last = ends(p);
+      if (starts) {
+        running = PairOp::combine(running, Pair{last ? 0ull : 1ull, base + p});
+        if (!last) offsets[running.kept - 1] = base + p;
+      }
+      // A run ending where it did not start has two or more elements: the
+      // last kept one.
+      if (last && !starts) lengths[running.kept - 1] = base + p + 1 - running.last;
+    }
+  }
+  if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
+}
+
 // After a partition, the rejected part out[count, n) is reversed in place,
 // so that it keeps input order (Rejected::InOrder): thread j swaps the j-th
 // element from each end of it.
