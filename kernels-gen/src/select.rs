@@ -122,7 +122,8 @@ impl SelectShape {
     /// shapes that compile without spilling: 256 threads (128 over 128
     /// bytes, so that a tile of one element per thread fits the static
     /// shared memory); for words and smaller, 24 or 32 items per thread by
-    /// kernel; for larger elements about 32 registers of items, within
+    /// kernel (12 for non-trivial runs, whose threads walk their items in
+    /// shared memory twice; not swept yet); for larger elements about 32 registers of items, within
     /// [`SELECT_TILE_BYTES`]. The launch bounds ask for 3 blocks per SM (4
     /// for unique over words, 2 for flags, whose bytes take registers too,
     /// and 2 on sm_100 and newer, whose ptxas spilled at 3), capping

@@ -8,10 +8,11 @@
 //! The work is the merge of the row ends with the entries (merge path):
 //! every tile takes the same number of both together, so a row of a
 //! million entries and a million empty rows cost a tile the same. Each
-//! tile sums its products by rows as a segmented scan over its threads,
-//! and a row that began in earlier tiles takes their partial sums by a
-//! look-back over their published carry-outs, always the same tiles in
-//! the same order: the result does not depend on timing.
+//! tile sums its products by rows as a segmented scan over its threads
+//! and writes its carry-out; a second kernel completes each row begun in
+//! earlier tiles from their carry-outs, always the same tiles in the same
+//! order, and no tile waits for another: the result does not depend on
+//! timing.
 //!
 //! ```
 //! use kernels_gen::spmv::{SpmvPlan, SpmvShape};
@@ -66,9 +67,10 @@ impl SpmvShape {
 
     /// Shared memory a tile of values of `real` declares: the row ends
     /// (`u32`, relative to the tile's first entry), the products and the
-    /// rows' sums.
+    /// rows' sums, and each warp's carry-out (a flag and a value).
     pub fn shared_bytes(self, real: RealType) -> usize {
         self.merge_items() * (4 + 2 * real.size())
+            + (self.threads / 32) as usize * (4 + real.size())
     }
 
     /// The tile shape for values of `real` on `arch`: the fastest of the
@@ -123,7 +125,7 @@ impl SpmvShape {
                 self.threads
             ));
         }
-        if self.min_blocks * self.threads > 2048 {
+        if u64::from(self.min_blocks) * u64::from(self.threads) > 2048 {
             return Err(format!(
                 "{} blocks of {} threads: an SM holds 2048 threads",
                 self.min_blocks, self.threads
@@ -181,8 +183,9 @@ impl SpmvProgram {
 /// A kernel of a sparse-product program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SpmvKernel {
-    /// Each column index below the matrix's columns; the first that is
-    /// not to a device slot (when a matrix is checked).
+    /// Checks each column index against the matrix's columns and writes
+    /// the first entry out of range to a device slot (when a matrix is
+    /// checked).
     CheckColumns,
     /// Each tile's first row: a merge-path search of the row ends (when a
     /// matrix is checked).
@@ -190,7 +193,8 @@ pub enum SpmvKernel {
     /// The products, summed by rows, a tile a block (each product).
     Tiles,
     /// The first rows begun in earlier tiles completed from those tiles'
-    /// carry-outs, a thread a tile (each product, after `Tiles`).
+    /// carry-outs: a thread a tile for the 8 nearest, its block's warps
+    /// beyond (each product, after `Tiles`).
     Fixup,
 }
 
@@ -320,7 +324,9 @@ impl SpmvPlan {
         self.tiles
     }
 
-    /// Threads of the fix-up kernel: a thread a tile.
+    /// Threads of the fix-up kernel: a thread a tile (a tile whose row
+    /// reaches further back than 8 tiles is then walked by a warp of its
+    /// block).
     pub fn fixup_threads(&self) -> usize {
         self.tiles
     }
@@ -417,7 +423,18 @@ mod tests {
         assert!(shape(2048, 1).check(RealType::F32).is_err());
         // 256 · 32 merge items of doubles: 160 KiB.
         assert!(shape(256, 32).check(RealType::F64).is_err());
-        assert_eq!(shape(256, 8).shared_bytes(RealType::F64), 2048 * 20);
+        assert_eq!(
+            shape(256, 8).shared_bytes(RealType::F64),
+            2048 * 20 + 8 * 12
+        );
+        // Exactly 48 KiB of tiles leaves no room for the warps' carry-outs.
+        assert!(shape(512, 8).check(RealType::F32).is_err());
+        assert!(shape(1024, 4).check(RealType::F32).is_err());
+        let huge = SpmvShape {
+            min_blocks: u32::MAX,
+            ..shape(256, 5)
+        };
+        assert!(huge.check(RealType::F32).is_err());
         let capped = SpmvShape {
             min_blocks: 9,
             ..shape(256, 5)

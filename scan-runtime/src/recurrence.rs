@@ -274,10 +274,11 @@ impl GpuRecurrence {
             }?;
             return Ok(());
         }
-        // Everything loaded and reserved before anything is enqueued.
+        // Everything reserved and loaded before anything is enqueued (the
+        // scratch first: during a capture without `reserve` it refuses).
         let plan = self.plan(&s, kind);
-        let functions = self.program(&plan.program(T::REAL))?;
         let [agg_a, agg_b, carries] = self.scratch_for::<T>(stream, &plan)?;
+        let functions = self.program(&plan.program(T::REAL))?;
         let (a, _a_guard) = r.a.values().device_ptr(&at);
         let (b, _b_guard) = r.b.device_ptr(&at);
         let initial = r.initial.map(|v| v.device_ptr(&at));

@@ -104,6 +104,8 @@ unsafe impl DeviceRepr for Params {}
 /// ```
 pub struct GpuSpmv {
     programs: ProgramSet<SpmvProgram, SpmvKernel>,
+    /// For the row pointers' check (`HeadFlagBuilder`).
+    disk: crate::cache::DiskCache,
     /// Per stream, the tiles' states and carry-outs.
     scratch: HashMap<usize, RegionScratch>,
     shapes: HashMap<RealType, SpmvShape>,
@@ -121,6 +123,7 @@ impl GpuSpmv {
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &crate::cache::DiskCache) -> Result<Self> {
         Ok(GpuSpmv {
             programs: ProgramSet::new(ctx, disk, "spmv")?,
+            disk: disk.clone(),
             scratch: HashMap::new(),
             shapes: HashMap::new(),
             addresses: AddressStream::default(),
@@ -187,7 +190,7 @@ impl GpuSpmv {
         if row_ptr.is_empty() {
             return Err(SpmvError::NoRowPointers.into());
         }
-        HeadFlagBuilder::new(stream.context())?
+        HeadFlagBuilder::with_disk_cache(stream.context(), &self.disk)?
             .check_offsets(stream, &row_ptr, entries)
             .map_err(|e| match e {
                 ScanError::InvalidOffsets(e) => SpmvError::RowPointers(e).into(),
@@ -206,6 +209,12 @@ impl GpuSpmv {
         }
         let shape = self.shape_for::<T>();
         let plan = SpmvPlan::new(rows, entries, shape);
+        if plan.tiles > i32::MAX as usize {
+            return Err(ScanError::TooLong {
+                len: rows + entries,
+                max: i32::MAX as usize * shape.merge_items(),
+            });
+        }
         let functions = self.program(&program::<T, O>(shape))?;
         let at = self.addresses.for_stream(stream)?;
         let mut bad = stream.clone_htod(&[u64::MAX])?;
@@ -296,9 +305,10 @@ impl GpuSpmv {
         if plan.tiles == 0 {
             return Ok(());
         }
-        // Everything loaded and reserved before anything is enqueued.
-        let functions = self.program(&program::<T, O>(plan.shape))?;
+        // Everything reserved and loaded before anything is enqueued (the
+        // scratch first: during a capture without `reserve` it refuses).
         let [flags, carries] = self.scratch_for::<T>(stream, &plan)?;
+        let functions = self.program(&program::<T, O>(plan.shape))?;
         let at = self.addresses.for_stream(stream)?;
         let (row_ptr, _r) = m.row_ptr.device_ptr(&at);
         let (col_idx, _c) = m.col_idx.device_ptr(&at);
