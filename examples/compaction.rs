@@ -1,5 +1,5 @@
-//! Compaction, partition, unique, run-length encoding and reduce-by-key on
-//! the GPU (`GpuSelect`), each checked against the CPU backend's function
+//! Compaction, partition, unique, run-length encoding, non-trivial runs and
+//! reduce-by-key on the GPU (`GpuSelect`), each checked against the CPU backend's function
 //! of the same name; without a usable GPU, the CPU alone.
 //!
 //! `cargo run --release --example compaction`
@@ -7,7 +7,8 @@
 //! The data: a day of sensor readings, one a second (86,400 of them, times
 //! `DAYS`), each a sensor id that changes now and then and a reading. We
 //! keep the readings over a threshold, split them from the rest, find the
-//! runs of one sensor, and compose each run's calibration maps (affine
+//! runs of one sensor (and those of two readings or more), and compose each
+//! run's calibration maps (affine
 //! maps over wrapping `u32`, in order: not commutative).
 
 use gpu_scan::prelude::*;
@@ -68,12 +69,16 @@ fn main() {
     let mut heads = vec![0; n];
     let mut lengths = vec![0u64; n];
     let runs = cpu::run_length_encode::<SameSensor>(&sensors, &mut heads, &mut lengths).unwrap();
+    let mut starts = vec![0u64; n];
+    let mut long_lengths = vec![0u64; n];
+    let long =
+        cpu::non_trivial_runs::<SameSensor>(&sensors, &mut starts, &mut long_lengths).unwrap();
     let mut keys = vec![0; n];
     let mut composed = vec![Calibration::IDENTITY; n];
     cpu::reduce_by_key::<SameSensor, Calibration>(&sensors, &maps, &mut keys, &mut composed)
         .unwrap();
     println!(
-        "{n} readings: {kept} over the threshold, {runs} runs of one sensor (the longest {} s)",
+        "{n} readings: {kept} over the threshold, {runs} runs of one sensor (the longest {} s, {long} of two readings or more)",
         lengths[..runs].iter().max().unwrap()
     );
 
@@ -85,6 +90,7 @@ fn main() {
             &maps,
             (&high[..kept], &parts),
             (&heads[..runs], &lengths[..runs], &composed[..runs]),
+            (&starts[..long], &long_lengths[..long]),
         ),
         Err(e) => println!("no usable GPU ({e}): the CPU backend alone"),
     }
@@ -99,6 +105,7 @@ fn on_the_gpu(
     maps: &[Calibration],
     (high, parts): (&[u32], &[u32]),
     (heads, lengths, composed): (&[u32], &[u64], &[Calibration]),
+    (starts, long_lengths): (&[u64], &[u64]),
 ) {
     let n = readings.len();
     let stream = ctx.new_stream().unwrap();
@@ -142,6 +149,23 @@ fn on_the_gpu(
     assert_eq!(runs, heads.len());
     assert_eq!(stream.clone_dtoh(&out).unwrap()[..runs], *heads);
     assert_eq!(stream.clone_dtoh(&lengths_out).unwrap()[..runs], *lengths);
+    let mut starts_out = stream.alloc_zeros::<u64>(n).unwrap();
+    select
+        .non_trivial_runs::<SameSensor>(
+            &stream,
+            &d_sensors,
+            &mut starts_out,
+            &mut lengths_out,
+            &mut count,
+        )
+        .unwrap();
+    let long = count_of(&count);
+    assert_eq!(long, starts.len());
+    assert_eq!(stream.clone_dtoh(&starts_out).unwrap()[..long], *starts);
+    assert_eq!(
+        stream.clone_dtoh(&lengths_out).unwrap()[..long],
+        *long_lengths
+    );
     select
         .reduce_by_key::<SameSensor, Calibration>(
             &stream,
@@ -154,5 +178,7 @@ fn on_the_gpu(
         .unwrap();
     assert_eq!(count_of(&count), runs);
     assert_eq!(stream.clone_dtoh(&maps_out).unwrap()[..runs], *composed);
-    println!("the GPU's select, partition, run-length encoding and reduce-by-key match the CPU's");
+    println!(
+        "the GPU's select, partition, run-length encoding, non-trivial runs and reduce-by-key match the CPU's"
+    );
 }
