@@ -14,19 +14,21 @@
 
 use gpu_scan::spmv::{csr_matvec, Csr};
 
+#[path = "common/splitmix.rs"]
+mod splitmix;
+use splitmix::bits;
+
 const PAGES: usize = 1 << 20;
 const DAMPING: f32 = 0.85;
 const STEPS: usize = 30;
 
 fn main() {
+    // The splitmix64 stream from a seed.
     let mut state = 0x9a9e_4a4c_u64;
     let mut next = move || {
-        // splitmix64
+        let z = bits(state);
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        z
     };
     // Each page's incoming links: a Pareto of index 1.3 less 2, at most 2^14.
     let mut links: Vec<Vec<u32>> = (0..PAGES)
