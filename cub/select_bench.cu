@@ -3,6 +3,8 @@
 //   select-if     DeviceSelect::If, u32, keep the even ones (about half), 2^28
 //   flagged       DeviceSelect::Flagged, u32, flag = bit 32 of the hash, 2^28
 //   partition     DevicePartition::If, u32, the even ones first, 2^28
+//   three         DevicePartition::If three ways, u32, x % 3 == 0 first,
+//                 then x % 3 == 1, then the rest, to three outputs, 2^28
 //   unique        DeviceSelect::Unique, u32 runs of mean length 8, 2^28
 //   rle           DeviceRunLengthEncode::Encode over the same runs (64-bit
 //                 lengths), 2^28
@@ -52,6 +54,12 @@ static_assert(sizeof(Stats) == 24, "the Rust struct's layout");
 
 struct Even {
   __device__ __forceinline__ bool operator()(const uint32_t x) const { return x % 2 == 0; }
+};
+struct Third {
+  __device__ __forceinline__ bool operator()(const uint32_t x) const { return x % 3 == 0; }
+};
+struct OneMore {
+  __device__ __forceinline__ bool operator()(const uint32_t x) const { return x % 3 == 1; }
 };
 struct EvenCount {
   __device__ __forceinline__ bool operator()(const Stats& s) const { return s.count % 2 == 0; }
@@ -146,6 +154,25 @@ int main(int argc, char** argv) {
     report("flagged", log_n, ms, d_in, n, d_count);
     ms = median_ms([&] { size_t b = most; CHECK(cub::DevicePartition::If(temp, b, d_in, d_out, d_count, (int64_t)n, Even())); });
     report("partition", log_n, ms, d_in, n, d_count);
+    {
+      // Three outputs of n each (the parts' sizes are not known before);
+      // the first part's count is reported.
+      uint32_t *d_second, *d_rest;
+      long long* d_two;
+      CHECK(cudaMalloc(&d_second, n * 4));
+      CHECK(cudaMalloc(&d_rest, n * 4));
+      CHECK(cudaMalloc(&d_two, 2 * sizeof(long long)));
+      size_t three_bytes = 0;
+      CHECK(cub::DevicePartition::If(nullptr, three_bytes, d_in, d_out, d_second, d_rest, d_two, (int64_t)n, Third(), OneMore()));
+      void* three_temp;
+      CHECK(cudaMalloc(&three_temp, three_bytes));
+      ms = median_ms([&] { size_t b = three_bytes; CHECK(cub::DevicePartition::If(three_temp, b, d_in, d_out, d_second, d_rest, d_two, (int64_t)n, Third(), OneMore())); });
+      report("three", log_n, ms, d_in, n, d_two);
+      CHECK(cudaFree(three_temp));
+      CHECK(cudaFree(d_second));
+      CHECK(cudaFree(d_rest));
+      CHECK(cudaFree(d_two));
+    }
     ms = median_ms([&] { size_t b = most; CHECK(cub::DeviceSelect::Unique(temp, b, d_runs, d_out, d_count, (int64_t)n)); });
     report("unique", log_n, ms, d_runs, n, d_count);
     ms = median_ms([&] { size_t b = most; CHECK(cub::DeviceRunLengthEncode::Encode(temp, b, d_runs, d_out, d_lengths, d_count, (int64_t)n)); });

@@ -1,4 +1,4 @@
-//! Compaction, partition, unique, run-length encoding, non-trivial runs and
+//! Compaction, partition (two- and three-way), unique, run-length encoding, non-trivial runs and
 //! reduce-by-key on the GPU (`GpuSelect`), each checked against the CPU backend's function
 //! of the same name; without a usable GPU, the CPU alone.
 //!
@@ -6,7 +6,8 @@
 //!
 //! The data: a day of sensor readings, one a second (86,400 of them, times
 //! `DAYS`), each a sensor id that changes now and then and a reading. We
-//! keep the readings over a threshold, split them from the rest, find the
+//! keep the readings over a threshold, split them from the rest (and the
+//! rest into the low ones and the others), find the
 //! runs of one sensor (and those of two readings or more), and compose each
 //! run's calibration maps (affine
 //! maps over wrapping `u32`, in order: not commutative).
@@ -19,6 +20,10 @@ const DAYS: usize = 20;
 /// Readings over the threshold.
 #[scan_predicate(element = u32, keep = |r| r > 3_000_000_000)]
 struct High;
+
+/// Readings under a lower threshold.
+#[scan_predicate(element = u32, keep = |r| r < 1_000_000_000)]
+struct Low;
 
 /// Readings of one sensor.
 #[scan_equality(element = u32, eq = |a, b| a == b)]
@@ -66,6 +71,8 @@ fn main() {
     let kept = cpu::select_if::<High>(&readings, &mut high).unwrap();
     let mut parts = vec![0; n];
     cpu::partition_if::<High>(&readings, &mut parts, Rejected::InOrder).unwrap();
+    let mut bands = vec![0; n];
+    let (_, low) = cpu::partition_three::<High, Low>(&readings, &mut bands).unwrap();
     let mut heads = vec![0; n];
     let mut lengths = vec![0u64; n];
     let runs = cpu::run_length_encode::<SameSensor>(&sensors, &mut heads, &mut lengths).unwrap();
@@ -78,7 +85,7 @@ fn main() {
     cpu::reduce_by_key::<SameSensor, Calibration>(&sensors, &maps, &mut keys, &mut composed)
         .unwrap();
     println!(
-        "{n} readings: {kept} over the threshold, {runs} runs of one sensor (the longest {} s, {long} of two readings or more)",
+        "{n} readings: {kept} over the threshold, {low} under the lower one, {runs} runs of one sensor (the longest {} s, {long} of two readings or more)",
         lengths[..runs].iter().max().unwrap()
     );
 
@@ -88,7 +95,7 @@ fn main() {
             &readings,
             &sensors,
             &maps,
-            (&high[..kept], &parts),
+            (&high[..kept], &parts, (&bands, low)),
             (&heads[..runs], &lengths[..runs], &composed[..runs]),
             (&starts[..long], &long_lengths[..long]),
         ),
@@ -103,7 +110,7 @@ fn on_the_gpu(
     readings: &[u32],
     sensors: &[u32],
     maps: &[Calibration],
-    (high, parts): (&[u32], &[u32]),
+    (high, parts, (bands, low)): (&[u32], &[u32], (&[u32], usize)),
     (heads, lengths, composed): (&[u32], &[u64], &[Calibration]),
     (starts, long_lengths): (&[u64], &[u64]),
 ) {
@@ -136,6 +143,15 @@ fn on_the_gpu(
         )
         .unwrap();
     assert_eq!(stream.clone_dtoh(&out).unwrap(), parts);
+    let mut band_counts = stream.alloc_zeros::<u64>(2).unwrap();
+    select
+        .partition_three::<High, Low>(&stream, &d_readings, &mut out, &mut band_counts)
+        .unwrap();
+    assert_eq!(
+        stream.clone_dtoh(&band_counts).unwrap(),
+        [high.len() as u64, low as u64]
+    );
+    assert_eq!(stream.clone_dtoh(&out).unwrap(), bands);
     select
         .run_length_encode::<SameSensor>(
             &stream,
@@ -179,6 +195,6 @@ fn on_the_gpu(
     assert_eq!(count_of(&count), runs);
     assert_eq!(stream.clone_dtoh(&maps_out).unwrap()[..runs], *composed);
     println!(
-        "the GPU's select, partition, run-length encoding, non-trivial runs and reduce-by-key match the CPU's"
+        "the GPU's select, partitions (two- and three-way), run-length encoding, non-trivial runs and reduce-by-key match the CPU's"
     );
 }

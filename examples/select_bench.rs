@@ -1,6 +1,7 @@
 //! Compaction timings (`GpuSelect`) beside CUB's and a copy, in one run:
 //! select by a predicate keeping about half of 2^28 `u32`, select by flags,
-//! partition, unique and run-length encoding over runs of mean length 8,
+//! partition (two ways, and three ways by the words' residues mod 3),
+//! unique and run-length encoding over runs of mean length 8,
 //! reduce-by-key (sums of the words by keys in runs of mean 1000), and
 //! select over 2^26
 //! 24-byte structs, on the inputs `cub/select_bench.cu` generates (the same
@@ -39,6 +40,13 @@ use splitmix::bits;
 #[scan_predicate(element = u32, keep = |x| x % 2 == 0)]
 struct Even;
 
+/// Multiples of three, then one more than them: a three-way partition of
+/// random words in about thirds.
+#[scan_predicate(element = u32, keep = |x| x % 3 == 0)]
+struct Third;
+#[scan_predicate(element = u32, keep = |x| x % 3 == 1)]
+struct OneMore;
+
 /// Equal words.
 #[scan_equality(element = u32, eq = |a, b| a == b)]
 struct Same;
@@ -71,9 +79,10 @@ fn cub_line(dir: &str, case: &str, log_n: u32) -> Option<(f64, f64, u64)> {
     })
 }
 
-/// Times `run` (which writes the count to `count`), checks the output
-/// against `expected` (the CPU's first `kept` elements, or all of them for
-/// a partition) and prints the case's line.
+/// Times `run` (which writes the counts to `count`, `counts.len()`
+/// slots), checks the output against `expected` (the CPU's first
+/// `counts[0]` elements, or all of them for a partition) and the slots
+/// against `counts`, and prints the case's line.
 #[allow(clippy::too_many_arguments)]
 fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
     stream: &Arc<CudaStream>,
@@ -82,18 +91,24 @@ fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
     log_n: u32,
     input: &CudaSlice<T>,
     expected: &[T],
-    kept: usize,
+    counts: &[usize],
     writes_all: bool,
     mut run: impl FnMut(&mut CudaSlice<T>, &mut CudaSlice<u64>),
 ) -> bool {
     let n = input.len();
+    let kept = counts[0];
     let mut out: CudaSlice<T> = stream.alloc_zeros(n).unwrap();
-    let mut count: CudaSlice<u64> = stream.alloc_zeros(1).unwrap();
+    let mut count: CudaSlice<u64> = stream.alloc_zeros(counts.len()).unwrap();
     run(&mut out, &mut count);
-    let got_count = stream.clone_dtoh(&count).unwrap()[0] as usize;
+    let got_counts: Vec<usize> = stream
+        .clone_dtoh(&count)
+        .unwrap()
+        .iter()
+        .map(|&c| c as usize)
+        .collect();
     let got = stream.clone_dtoh(&out).unwrap();
     let upto = if writes_all { n } else { kept };
-    let mut ok = got_count == kept
+    let mut ok = got_counts == counts
         && got[..upto]
             .par_iter()
             .zip(&expected[..upto])
@@ -144,7 +159,12 @@ fn main() {
     let shapes = |case: &str, size: usize| -> Vec<Option<SelectShape>> {
         let mut v = vec![None];
         if sweep == "1" || sweep.split(',').any(|c| c == case) {
-            let items: &[usize] = if size > 8 {
+            // (Reduce-by-key's threads walk their items in shared memory
+            // with a stride of `items` words: odd ones avoid bank
+            // conflicts.)
+            let items: &[usize] = if case == "rbk" {
+                &[7, 9, 11, 12, 13, 15, 16, 17, 19]
+            } else if size > 8 {
                 &[4, 5, 6, 7]
             } else {
                 &[16, 20, 24, 28, 32]
@@ -157,7 +177,12 @@ fn main() {
                             items,
                             min_blocks,
                         };
-                        if shape.check(SelectKernel::If, size).is_ok() {
+                        let kernel = if case == "rbk" {
+                            SelectKernel::ReduceByKey
+                        } else {
+                            SelectKernel::If
+                        };
+                        if shape.check(kernel, size).is_ok() {
                             v.push(Some(shape));
                         }
                     }
@@ -224,7 +249,7 @@ fn main() {
             log_n,
             &d_words,
             &expected,
-            kept,
+            &[kept],
             false,
             |out, c| select.select_if::<Even>(&stream, &d_words, out, c).unwrap(),
         );
@@ -240,7 +265,7 @@ fn main() {
             log_n,
             &d_words,
             &expected,
-            kept,
+            &[kept],
             false,
             |out, c| {
                 select
@@ -260,11 +285,31 @@ fn main() {
             log_n,
             &d_words,
             &expected,
-            kept,
+            &[kept],
             true,
             |out, c| {
                 select
                     .partition_if::<Even>(&stream, &d_words, out, Rejected::Reversed, c)
+                    .unwrap()
+            },
+        );
+    }
+    let (first, second) = cpu::partition_three::<Third, OneMore>(&words, &mut expected).unwrap();
+    for shape in shapes("three", 4) {
+        select.set_shape(shape);
+        let name = ("three", label(shape, SelectKernel::PartitionThree, 4));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_words,
+            &expected,
+            &[first, second],
+            true,
+            |out, c| {
+                select
+                    .partition_three::<Third, OneMore>(&stream, &d_words, out, c)
                     .unwrap()
             },
         );
@@ -280,7 +325,7 @@ fn main() {
             log_n,
             &d_runs,
             &expected,
-            kept,
+            &[kept],
             false,
             |out, c| select.unique::<Same>(&stream, &d_runs, out, c).unwrap(),
         );
@@ -298,7 +343,7 @@ fn main() {
             log_n,
             &d_runs,
             &expected,
-            kept,
+            &[kept],
             false,
             |out, c| {
                 select
@@ -330,7 +375,7 @@ fn main() {
             log_n,
             &d_words,
             &expected,
-            kept,
+            &[kept],
             false,
             |out, c| {
                 select
@@ -389,7 +434,7 @@ fn main() {
             log_n,
             &d_stats,
             &expected,
-            kept,
+            &[kept],
             false,
             |out, c| {
                 select

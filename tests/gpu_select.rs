@@ -1,5 +1,6 @@
 //! Compaction on the GPU (`GpuSelect`: select by a predicate and by flags,
-//! partition in both orders, unique, run-length encoding, non-trivial runs)
+//! partition in both orders and three ways, unique, run-length encoding,
+//! non-trivial runs, reduce-by-key)
 //! against the CPU
 //! backend's functions of the same names, on fresh random inputs (`GPU_SELECT_SEED` replays) and
 //! adversarial ones (nothing kept, everything kept, one run, all runs of
@@ -16,7 +17,8 @@
 mod common;
 use common::gpu::{open_gpu, poison, poisoned, Rng64};
 use common::ops::{
-    Affine, AffineU32, EvenCount, Growing, SameF32, SameSlope, SameU32, Stats, SumU32, Third,
+    Affine, AffineU32, EvenCount, Growing, LargeSum, Lifting, OneMore, SameF32, SameSlope, SameU32,
+    Stats, SumU32, Third,
 };
 use gpu_scan::kernels_gen::select::SelectKernel;
 use gpu_scan::prelude::*;
@@ -49,6 +51,7 @@ fn lengths(select: &GpuSelect, size: usize) -> Vec<usize> {
         SelectKernel::Unique,
         SelectKernel::RunLengthEncode,
         SelectKernel::NonTrivialRuns,
+        SelectKernel::PartitionThree,
     ] {
         let tile = select.shape_for(kernel, size).unwrap().tile_items();
         v.extend([
@@ -73,6 +76,9 @@ struct Expected<T> {
     output: Vec<T>,
     count: usize,
     writes_all: bool,
+    /// What the count slot holds: `[count]`, or a three-way partition's
+    /// two parts' lengths.
+    slots: Vec<usize>,
 }
 
 /// A poisoned host copy of `n` elements, as the GPU's output starts.
@@ -99,22 +105,21 @@ fn check<T>(
     T: DeviceRepr + ValidAsZeroBits + Copy + PartialEq + Debug,
 {
     let mut out: CudaSlice<T> = stream.alloc_zeros(n + GUARD).unwrap();
-    let mut count: CudaSlice<u64> = stream.alloc_zeros(1 + GUARD).unwrap();
+    let slots = expected.slots.len();
+    let mut count: CudaSlice<u64> = stream.alloc_zeros(slots + GUARD).unwrap();
     poison(stream, &mut out);
     poison(stream, &mut count);
     {
         let mut out_view = out.slice_mut(0..n);
-        let mut count_view = count.slice_mut(0..1);
+        let mut count_view = count.slice_mut(0..slots);
         gpu(&mut out_view, &mut count_view).unwrap_or_else(|e| panic!("{label}: {e}"));
     }
     let got = stream.clone_dtoh(&out).unwrap();
     let got_count = stream.clone_dtoh(&count).unwrap();
-    assert_eq!(
-        got_count[0] as usize, expected.count,
-        "{label}: count (n = {n})"
-    );
+    let got_slots: Vec<usize> = got_count[..slots].iter().map(|&c| c as usize).collect();
+    assert_eq!(got_slots, expected.slots, "{label}: count (n = {n})");
     assert!(
-        poisoned(&got_count[1..]),
+        poisoned(&got_count[slots..]),
         "{label}: wrote past the count slot"
     );
     let k = expected.count;
@@ -161,6 +166,7 @@ fn check_predicate<P>(
         output: cpu_out,
         count,
         writes_all: false,
+        slots: vec![count],
     };
     check(
         stream,
@@ -176,6 +182,7 @@ fn check_predicate<P>(
             output: cpu_out,
             count,
             writes_all: true,
+            slots: vec![count],
         };
         check(
             stream,
@@ -185,6 +192,37 @@ fn check_predicate<P>(
             |out, c| select.partition_if::<P>(stream, &d_in, out, rejected, c),
         );
     }
+}
+
+/// The three-way partition of `input` by `First`, then `Second`, checked:
+/// every element written, both parts' lengths in the two-element slot.
+fn check_three<First, Second>(
+    select: &mut GpuSelect,
+    stream: &Arc<CudaStream>,
+    what: &str,
+    input: &[First::Element],
+) where
+    First: ScanPredicate,
+    Second: ScanPredicate<Element = First::Element>,
+    First::Element: DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
+{
+    let n = input.len();
+    let d_in = stream.clone_htod(input).unwrap();
+    let mut cpu_out = poisoned_host::<First::Element>(n);
+    let (first, second) = cpu::partition_three::<First, Second>(input, &mut cpu_out).unwrap();
+    let expected = Expected {
+        output: cpu_out,
+        count: n,
+        writes_all: true,
+        slots: vec![first, second],
+    };
+    check(
+        stream,
+        &format!("partition_three {what}"),
+        n,
+        expected,
+        |out, c| select.partition_three::<First, Second>(stream, &d_in, out, c),
+    );
 }
 
 /// Selection of `input` by `flags`, checked.
@@ -206,6 +244,7 @@ fn check_flags<T>(
         output: cpu_out,
         count,
         writes_all: false,
+        slots: vec![count],
     };
     check(
         stream,
@@ -249,6 +288,7 @@ fn check_unique<E>(
         output: bits(&cpu_out),
         count,
         writes_all: false,
+        slots: vec![count],
     };
     let mut out: CudaSlice<E::Element> = stream.alloc_zeros(n + GUARD).unwrap();
     let mut slot: CudaSlice<u64> = stream.alloc_zeros(1 + GUARD).unwrap();
@@ -528,6 +568,13 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
         check_predicate::<Third>(&mut select, stream, "every u32 kept", &all);
         let none: Vec<u32> = words.iter().map(|x| x / 3 * 3 + 1).collect();
         check_predicate::<Third>(&mut select, stream, "no u32 kept", &none);
+        // Three parts: random (about a third each), all in the first, all
+        // in the second, all in the third.
+        check_three::<Third, OneMore>(&mut select, stream, "random u32", &words);
+        check_three::<Third, OneMore>(&mut select, stream, "all first", &all);
+        check_three::<Third, OneMore>(&mut select, stream, "all second", &none);
+        let rest: Vec<u32> = words.iter().map(|x| x / 3 * 3 + 2).collect();
+        check_three::<Third, OneMore>(&mut select, stream, "all third", &rest);
         // Flags of every byte value, about half of them zero.
         let flags: Vec<u8> = (0..n)
             .map(|_| {
@@ -565,7 +612,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             .map(|i| (i / 3) * 2 + u32::from(i % 3 > 0))
             .collect();
         check_unique::<SameU32>(&mut select, stream, "runs of one and two", &pairs);
-        cases += 30; // with run-length encoding and non-trivial runs beside each unique
+        cases += 34; // with run-length encoding and non-trivial runs beside each unique
     }
 
     for (i, n) in lengths(&select, 8).into_iter().enumerate() {
@@ -577,8 +624,9 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             })
             .collect();
         check_predicate::<Growing>(&mut select, stream, "affine", &maps);
+        check_three::<Growing, Lifting>(&mut select, stream, "affine", &maps);
         check_unique::<SameSlope>(&mut select, stream, "affine slopes", &maps);
-        cases += 6;
+        cases += 7;
     }
 
     for (i, n) in lengths(&select, 24).into_iter().enumerate() {
@@ -591,9 +639,10 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             })
             .collect();
         check_predicate::<EvenCount>(&mut select, stream, "24-byte struct", &stats);
+        check_three::<EvenCount, LargeSum>(&mut select, stream, "24-byte struct", &stats);
         let flags: Vec<u8> = (0..n).map(|_| rng.random_range(0..2)).collect();
         check_flags(&mut select, stream, "24-byte struct", &stats, &flags);
-        cases += 4;
+        cases += 5;
     }
     println!(
         "gpu_select: {cases} cases over lengths 0 to {} match the CPU ({:?})",
@@ -634,7 +683,13 @@ fn bad_lengths_are_refused_and_leave_buffers_untouched() {
         .select_if::<Third>(&stream, &input, &mut out.slice_mut(0..100), &mut count)
         .unwrap_err();
     assert!(
-        matches!(err, ScanError::SelectCountLength { len: 2 }),
+        matches!(
+            err,
+            ScanError::SelectCountLength {
+                len: 2,
+                expected: 1
+            }
+        ),
         "{err}"
     );
     let err = select
@@ -705,6 +760,37 @@ fn bad_lengths_are_refused_and_leave_buffers_untouched() {
         ),
         "{err}"
     );
+    let err = select
+        .partition_three::<Third, OneMore>(
+            &stream,
+            &input,
+            &mut out.slice_mut(0..100),
+            &mut count.slice_mut(0..1),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ScanError::SelectCountLength {
+                len: 1,
+                expected: 2
+            }
+        ),
+        "{err}"
+    );
+    let err = select
+        .partition_three::<Third, OneMore>(&stream, &input, &mut out, &mut count)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ScanError::Select(SelectLengthError::Output {
+                input: 100,
+                output: 101
+            })
+        ),
+        "{err}"
+    );
     assert!(poisoned(&stream.clone_dtoh(&keys_out).unwrap()));
     assert!(poisoned(&stream.clone_dtoh(&out).unwrap()));
     assert!(poisoned(&stream.clone_dtoh(&count).unwrap()));
@@ -750,7 +836,7 @@ fn selections_past_two_to_the_32() {
     println!("gpu_select huge: {n} bytes, every third kept ({kept}): match");
 }
 
-/// Compactions (reduce-by-key too) captured in a CUDA graph from a `ctx.new_stream()` stream
+/// Compactions (reduce-by-key and the three-way partition too) captured in a CUDA graph from a `ctx.new_stream()` stream
 /// under cudarc's default event tracking, then replayed on new inputs:
 /// each replay matches the CPU (the launch state carries the tiles'
 /// epochs from one replay to the next).
@@ -786,7 +872,8 @@ fn compactions_replay_in_a_graph() {
     let mut run_maps: CudaSlice<AffineU32> = stream.alloc_zeros(n).unwrap();
     let mut run_offsets: CudaSlice<u64> = stream.alloc_zeros(n).unwrap();
     let mut long_lengths: CudaSlice<u64> = stream.alloc_zeros(n).unwrap();
-    let mut counts: CudaSlice<u64> = stream.alloc_zeros(7).unwrap();
+    let mut three: CudaSlice<u32> = stream.alloc_zeros(n).unwrap();
+    let mut counts: CudaSlice<u64> = stream.alloc_zeros(9).unwrap();
     select.reserve::<u32>(&stream, n).unwrap();
     select
         .reserve_reduce_by_key::<SameU32, AffineU32>(&stream, n)
@@ -822,6 +909,12 @@ fn compactions_replay_in_a_graph() {
             &mut run_offsets,
             &mut long_lengths,
             &mut counts.slice_mut(6..7),
+        )?;
+        select.partition_three::<Third, OneMore>(
+            &stream,
+            &input,
+            &mut three,
+            &mut counts.slice_mut(7..9),
         )?;
         // Affine maps over wrapping u32: non-commutative, exact.
         select.reduce_by_key::<SameU32, AffineU32>(
@@ -941,7 +1034,18 @@ fn compactions_replay_in_a_graph() {
             lengths[..k],
             "replay {replay}: non-trivial run lengths"
         );
+        let (first, second) = cpu::partition_three::<Third, OneMore>(&words, &mut want).unwrap();
+        assert_eq!(
+            got_counts[7..9],
+            [first as u64, second as u64],
+            "replay {replay}: partition_three counts"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&three).unwrap(),
+            want,
+            "replay {replay}: partition_three"
+        );
     }
     ctx.check_err().unwrap();
-    println!("gpu_select graph: 7 compactions x 6 replays of {n} elements match the CPU");
+    println!("gpu_select graph: 8 compactions x 6 replays of {n} elements match the CPU");
 }

@@ -580,6 +580,15 @@ fn select_programs_compile_for_every_architecture() {
         };
         (source, std::mem::size_of::<E::Element>())
     }
+    fn two<P: ScanPredicate, Q: ScanPredicate>() -> (SelectSource<'static>, usize) {
+        let source = SelectSource::TwoStages {
+            first: P::NAME,
+            first_source: P::CUDA_SOURCE,
+            second: Q::NAME,
+            second_source: Q::CUDA_SOURCE,
+        };
+        (source, std::mem::size_of::<P::Element>())
+    }
     fn element<T: ScanElement>() -> (SelectSource<'static>, usize) {
         let source = SelectSource::Element {
             cuda_type: T::CUDA_TYPE,
@@ -609,6 +618,15 @@ fn select_programs_compile_for_every_architecture() {
         (SelectKernel::ReduceByKey, keyed::<SameU32, SumU32>()),
         (SelectKernel::ReduceByKey, keyed::<SameSlope, Stats>()),
         (SelectKernel::ReduceByKey, keyed::<SameU32, Mat2>()),
+        (SelectKernel::PartitionThreeCount, two::<Third, OneMore>()),
+        (SelectKernel::PartitionThree, two::<Third, OneMore>()),
+        (SelectKernel::PartitionThreeCount, two::<Growing, Lifting>()),
+        (SelectKernel::PartitionThree, two::<Growing, Lifting>()),
+        (
+            SelectKernel::PartitionThreeCount,
+            two::<EvenCount, LargeSum>(),
+        ),
+        (SelectKernel::PartitionThree, two::<EvenCount, LargeSum>()),
     ];
     let jobs: Vec<(Arch, usize)> = Arch::CUDA_13
         .iter()
@@ -626,6 +644,9 @@ fn select_programs_compile_for_every_architecture() {
                     value_size,
                     ..
                 } => (format!("{name}_{op}"), size + value_size),
+                SelectSource::TwoStages { first, second, .. } => {
+                    (format!("{first}_{second}"), *size)
+                }
                 SelectSource::Element { cuda_type, .. } => (cuda_type.to_string(), *size),
             };
             let (mut reports, mut failures) = (Vec::new(), Vec::new());

@@ -1,6 +1,8 @@
-//! Compaction kernels: select by a predicate or by flags, partition,
-//! unique, run-length encoding, non-trivial runs and reduce by key, each one pass over the input with a decoupled look-back over
-//! the tiles' counts (`templates/select.cuh`). A program holds one kernel,
+//! Compaction kernels: select by a predicate or by flags, partition (two-
+//! and three-way), unique, run-length encoding, non-trivial runs and reduce
+//! by key, each one pass over the input with a decoupled look-back over
+//! the tiles' counts (`templates/select.cuh`; the three-way partition
+//! counts its first two parts in a pass before it). A program holds one kernel,
 //! for one stage (or, selecting by flags, one element type); its wrapper's
 //! parameters are written here once ([`SelectKernel::params`]) and the
 //! runtime passes them in that order.
@@ -41,6 +43,16 @@ pub enum SelectKernel {
     /// The offset and length of each run of two or more neighbours an
     /// equality calls equal.
     NonTrivialRuns,
+    /// How many elements the first of two predicates keeps, and of the
+    /// rest how many the second keeps ([`SelectSource::TwoStages`]),
+    /// summed into the two count slots (zeroed before) by a grid that
+    /// strides over the tiles: the bases of a three-way partition's parts.
+    PartitionThreeCount,
+    /// A three-way partition: the elements the first predicate keeps, then
+    /// of the others those the second keeps, then the rest, each part in
+    /// input order, at the bases [`SelectKernel::PartitionThreeCount`]
+    /// wrote.
+    PartitionThree,
 }
 
 /// What a select program is specialised for.
@@ -71,6 +83,18 @@ pub enum SelectSource<'a> {
         op_part: &'a str,
         /// The bytes of the operator's element.
         value_size: usize,
+    },
+    /// Two predicate stages over one element type, tried in order
+    /// ([`SelectKernel::PartitionThree`] and its count).
+    TwoStages {
+        /// The first predicate's `ScanPredicate::NAME`.
+        first: &'a str,
+        /// Its `CUDA_SOURCE`.
+        first_source: &'a str,
+        /// The second predicate's `ScanPredicate::NAME`.
+        second: &'a str,
+        /// Its `CUDA_SOURCE`.
+        second_source: &'a str,
     },
     /// An element type alone ([`SelectKernel::Flagged`],
     /// [`SelectKernel::ReverseTail`]).
@@ -103,11 +127,13 @@ pub const SELECT_TILE_BYTES: usize = 42 * 1024;
 
 impl SelectSource<'_> {
     /// The name its kernels' symbols carry ([`SelectKernel::symbol`]): the
-    /// stage's, the equality's and operator's, or the element's CUDA type.
+    /// stage's, the equality's and operator's, both predicates', or the
+    /// element's CUDA type.
     pub fn symbol_name(&self) -> String {
         match self {
             SelectSource::Stage { name, .. } => name.to_string(),
             SelectSource::Keyed { name, op, .. } => format!("{name}_{op}"),
+            SelectSource::TwoStages { first, second, .. } => format!("{first}_{second}"),
             SelectSource::Element { cuda_type, .. } => cuda_type.to_string(),
         }
     }
@@ -128,7 +154,9 @@ impl SelectShape {
     /// for unique over words, 2 for flags, whose bytes take registers too,
     /// and 2 on sm_100 and newer, whose ptxas spilled at 3), capping
     /// registers where occupancy paid (with a thread count alone ptxas held
-    /// the kernels to 64 registers and spilled).
+    /// the kernels to 64 registers and spilled); the three-way partition
+    /// (not swept yet) takes the two-way one's shapes, at 2 blocks over 4
+    /// bytes, and its count pass 16 items at 4 blocks.
     pub const fn default_for(kernel: SelectKernel, element_size: usize, arch: Arch) -> SelectShape {
         let size = if element_size == 0 { 1 } else { element_size };
         let threads = if size > 128 { 128 } else { 256 };
@@ -152,7 +180,9 @@ impl SelectShape {
                 SelectKernel::Flagged => (24, 2),
                 SelectKernel::PartitionIf
                 | SelectKernel::ReverseTail
-                | SelectKernel::RunLengthEncode => (24, 3),
+                | SelectKernel::RunLengthEncode
+                | SelectKernel::PartitionThree => (24, 3),
+                SelectKernel::PartitionThreeCount => (16, 4),
                 SelectKernel::NonTrivialRuns => (12, 3),
                 SelectKernel::ReduceByKey => (8, 2), // handled above
             }
@@ -164,7 +194,14 @@ impl SelectShape {
             } else {
                 by_bytes
             };
-            (if items == 0 { 1 } else { items }, 3)
+            // (The three-way partition holds two bit masks and more
+            // counts: at 3 blocks, 8-byte elements spilled on sm_90.)
+            let min_blocks = if let SelectKernel::PartitionThree = kernel {
+                2
+            } else {
+                3
+            };
+            (if items == 0 { 1 } else { items }, min_blocks)
         };
         SelectShape {
             threads,
@@ -218,13 +255,16 @@ impl SelectKernel {
 
     /// The bytes of the value its tiles publish: a 64-bit count; for
     /// run-length encoding and non-trivial runs the count and the last
-    /// head's position; for
+    /// head's position; for a three-way partition the first two parts'
+    /// counts; for
     /// reduce-by-key the count and a partial total of `value_size` bytes
     /// (as the kernels hold it: in whole 32-bit words where packed, the
     /// pair 8-byte aligned; the program checks this size).
     pub const fn status_value_bytes(self, value_size: usize) -> usize {
         match self {
-            SelectKernel::RunLengthEncode | SelectKernel::NonTrivialRuns => 16,
+            SelectKernel::RunLengthEncode
+            | SelectKernel::NonTrivialRuns
+            | SelectKernel::PartitionThree => 16,
             SelectKernel::ReduceByKey => (8 + value_size.div_ceil(4) * 4).div_ceil(8) * 8,
             _ => 8,
         }
@@ -249,6 +289,8 @@ impl SelectKernel {
             SelectKernel::RunLengthEncode => "run_length_encode",
             SelectKernel::ReduceByKey => "reduce_by_key",
             SelectKernel::NonTrivialRuns => "non_trivial_runs",
+            SelectKernel::PartitionThreeCount => "partition_three_count",
+            SelectKernel::PartitionThree => "partition_three",
         }
     }
 
@@ -304,6 +346,19 @@ impl SelectKernel {
                 ("unsigned long long*", "offsets"),
                 ("unsigned long long*", "lengths"),
                 ("unsigned long long*", "count"),
+                ("void*", "status"),
+                ("scan_launch_state*", "launch"),
+                ("unsigned long long", "n"),
+            ],
+            SelectKernel::PartitionThreeCount => &[
+                ("const T*", "in"),
+                ("unsigned long long*", "counts"),
+                ("unsigned long long", "n"),
+            ],
+            SelectKernel::PartitionThree => &[
+                ("const T*", "in"),
+                ("T*", "out"),
+                ("const unsigned long long*", "counts"),
                 ("void*", "status"),
                 ("scan_launch_state*", "launch"),
                 ("unsigned long long", "n"),
@@ -376,6 +431,28 @@ pub fn select_program(
             };
             (source_name(), element, source_type)
         }
+        SelectSource::TwoStages {
+            first,
+            first_source,
+            second,
+            second_source,
+        } => {
+            // (Each stage's part is guarded: one element type's declarations
+            // appear once.)
+            out.push_str(first_source);
+            out.push_str(second_source);
+            let first = format!("{STAGE_NAMESPACE}::{first}");
+            let second = format!("{STAGE_NAMESPACE}::{second}");
+            let _ = writeln!(
+                out,
+                "static_assert(sizeof({first}::input_t) == sizeof({second}::input_t), \"two predicates of one element type\");"
+            );
+            (
+                source_name(),
+                format!("{first}::input_t"),
+                format!("gpu_scan::select_by_two_predicates<{first}, {second}>"),
+            )
+        }
         SelectSource::Element {
             cuda_type,
             declarations,
@@ -427,6 +504,31 @@ pub fn select_program(
                  typedef {body} source_t;\n  \
                  const source_t source = {{in}};\n  \
                  gpu_scan::select_non_trivial_runs<source_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, offsets, lengths, count, status, launch, n);\n}}",
+                threads = shape.threads,
+                min_blocks = shape.min_blocks,
+                items = shape.items,
+            );
+        }
+        SelectKernel::PartitionThreeCount => {
+            let _ = writeln!(
+                out,
+                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
+                 typedef {body} source_t;\n  \
+                 const source_t source = {{in}};\n  \
+                 gpu_scan::select_partition_three_count<source_t, {threads}, {items}>(source, counts, n);\n}}",
+                threads = shape.threads,
+                min_blocks = shape.min_blocks,
+                items = shape.items,
+            );
+        }
+        SelectKernel::PartitionThree => {
+            let (status_bytes, status_stride) = kernel.status_layout(0);
+            let _ = writeln!(
+                out,
+                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
+                 typedef {body} source_t;\n  \
+                 const source_t source = {{in}};\n  \
+                 gpu_scan::select_partition_three<source_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, out, counts, status, launch, n);\n}}",
                 threads = shape.threads,
                 min_blocks = shape.min_blocks,
                 items = shape.items,
@@ -510,6 +612,15 @@ mod tests {
                 SelectSource::Element {
                     cuda_type: "unsigned int",
                     declarations: "",
+                },
+            ),
+            (
+                SelectKernel::PartitionThree,
+                SelectSource::TwoStages {
+                    first: "same_1",
+                    first_source: stage,
+                    second: "same_1",
+                    second_source: stage,
                 },
             ),
         ];

@@ -196,13 +196,16 @@ pub enum ScanError {
         /// The largest the kernels take for this transition and type.
         most: usize,
     },
-    /// A compaction's count slot that is not one `u64` long.
+    /// A compaction's count slot of the wrong length: one `u64`, or two
+    /// for a three-way partition.
     #[error(
-        "the count slot has {len} elements: a compaction writes its count to a one-element buffer"
+        "the count slot has {len} elements: this compaction writes {expected} count(s) to a buffer of that many"
     )]
     SelectCountLength {
         /// The slot's length.
         len: usize,
+        /// The slots this compaction writes.
+        expected: usize,
     },
     /// A compaction tile shape (`GpuSelect::set_shape`) that cannot hold
     /// the element.

@@ -1,6 +1,8 @@
-//! Compaction on the GPU: select by a predicate or by flags, partition,
-//! unique, run-length encoding, non-trivial runs and reduce-by-key, each one pass over the input (`kernels_gen::select`), with the
-//! count written to a one-element device slot on the stream, as CUB's
+//! Compaction on the GPU: select by a predicate or by flags, partition
+//! (two- and three-way), unique, run-length encoding, non-trivial runs and
+//! reduce-by-key, each one pass over the input (`kernels_gen::select`; the
+//! three-way partition counts its parts in a pass before), with the
+//! count written to a device slot on the stream, as CUB's
 //! `DeviceSelect` and `DevicePartition` write theirs. The CPU backend's
 //! functions of the same names ([`scan_core::select`]) compute the same
 //! outputs and are their oracle.
@@ -24,8 +26,9 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Compaction on one context: select, partition, unique, run-length
-/// encoding and reduce-by-key of any element type, by `#[scan_predicate]`
+/// Compaction on one context: select, partition (two- and three-way),
+/// unique, run-length encoding, non-trivial runs and reduce-by-key of any
+/// element type, by `#[scan_predicate]`
 /// and `#[scan_equality]` stages or by flag bytes (reduce-by-key: any
 /// `#[scan_op]` over the values). Each kernel is compiled the first time it
 /// is needed (through the disk cache) and kept; scratch is kept per stream,
@@ -37,8 +40,9 @@ use std::sync::Arc;
 /// Every function writes the selected elements to the front of its output
 /// (as long as the input; what lies past the count is left as it was,
 /// except after a partition, which fills it) and the count to `count`, a
-/// one-element `u64` buffer, on the stream: the host learns it by copying
-/// it back, and later kernels may read it where it is.
+/// one-element `u64` buffer (two for the three-way partition), on the
+/// stream: the host learns it by copying it back, and later kernels may
+/// read it where it is.
 ///
 /// ```no_run
 /// use gpu_scan::prelude::*;
@@ -72,6 +76,9 @@ pub struct GpuSelect {
     workspaces: HashMap<(usize, usize), Workspace<u64>>,
     stats: ProgramStats,
     addresses: AddressStream,
+    /// The device's multiprocessors, which size the three-way partition's
+    /// count pass.
+    multiprocessors: usize,
 }
 
 /// What one compaction launches: its kernel, for which type, from which
@@ -101,6 +108,7 @@ impl GpuSelect {
             workspaces: HashMap::new(),
             stats: ProgramStats::NONE,
             addresses: AddressStream::default(),
+            multiprocessors: crate::device::multiprocessors(ctx)?,
         })
     }
 
@@ -153,8 +161,9 @@ impl GpuSelect {
         Ok((shape, tiles))
     }
 
-    /// Reserves `stream`'s scratch for select, partition, unique,
-    /// run-length encoding and non-trivial runs of up to `n` elements of
+    /// Reserves `stream`'s scratch for select, partition (two- and
+    /// three-way), unique, run-length encoding and non-trivial runs of up
+    /// to `n` elements of
     /// type `T`, so that later
     /// ones on it allocate nothing: call it before
     /// capturing the stream into a CUDA graph, where an allocation would
@@ -171,13 +180,15 @@ impl GpuSelect {
             SelectKernel::PartitionIf,
             SelectKernel::RunLengthEncode,
             SelectKernel::NonTrivialRuns,
+            SelectKernel::PartitionThree,
         ] {
             let shape = self.shape_for(kernel, std::mem::size_of::<T>())?;
             tile_items = tile_items.min(shape.tile_items());
         }
         let tiles = n.div_ceil(tile_items);
         self.reserve_status(stream, SelectKernel::If, 0, tiles)?;
-        // (Run-length encoding's status serves non-trivial runs too.)
+        // (Run-length encoding's status serves non-trivial runs and the
+        // three-way partition too: 16-byte values.)
         self.reserve_status(stream, SelectKernel::RunLengthEncode, 0, tiles)?;
         Ok(())
     }
@@ -273,6 +284,122 @@ impl GpuSelect {
         )
     }
 
+    /// A three-way partition: the elements `First` keeps, then of the
+    /// others those `Second` keeps, then the rest, each part in input
+    /// order, filling `output`; the first two parts' lengths to `counts`,
+    /// a two-element slot (CUB's three-way `DevicePartition::If` writes
+    /// the parts to three outputs; this is the CPU backend's
+    /// [`partition_three`](scan_core::select::partition_three), one
+    /// output). The second part starts where the first ends, so a pass
+    /// before the partition's counts both parts (the input read twice):
+    /// both are on `stream`, and the slot holds the counts when they are
+    /// done.
+    ///
+    /// ```no_run
+    /// use gpu_scan::prelude::*;
+    /// use gpu_scan::scan_runtime::open_device;
+    ///
+    /// #[scan_predicate(element = u32, keep = |x| x < 10)]
+    /// struct Small;
+    /// #[scan_predicate(element = u32, keep = |x| x < 100)]
+    /// struct Medium;
+    ///
+    /// let ctx = open_device(0)?;
+    /// let stream = ctx.new_stream()?;
+    /// let input = stream.clone_htod(&[500u32, 5, 50, 7, 700, 70])?;
+    /// let mut out = stream.alloc_zeros::<u32>(6)?;
+    /// let mut counts = stream.alloc_zeros::<u64>(2)?;
+    /// let mut select = GpuSelect::new(&ctx)?;
+    /// select.partition_three::<Small, Medium>(&stream, &input, &mut out, &mut counts)?;
+    /// assert_eq!(stream.clone_dtoh(&counts)?, [2, 2]);
+    /// assert_eq!(stream.clone_dtoh(&out)?, [5, 7, 50, 70, 500, 700]);
+    /// # Ok::<(), gpu_scan::scan_runtime::ScanError>(())
+    /// ```
+    pub fn partition_three<First, Second>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        input: &impl DevicePtr<First::Element>,
+        output: &mut impl DevicePtrMut<First::Element>,
+        counts: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()>
+    where
+        First: ScanPredicate,
+        Second: ScanPredicate<Element = First::Element>,
+    {
+        let n = input.len();
+        check_count_slots(n, [output.len()], counts.len(), 2)?;
+        let size = std::mem::size_of::<First::Element>();
+        let (shape, tiles) = self.tiles_for(SelectKernel::PartitionThree, size, n)?;
+        let (count_shape, count_tiles) =
+            self.tiles_for(SelectKernel::PartitionThreeCount, size, n)?;
+        let at = self.addresses.for_stream(stream)?;
+        if n == 0 {
+            return zero_count(stream, &at, counts);
+        }
+        let launch = |kernel| Launch {
+            kernel,
+            key: TypeId::of::<(First, Second)>(),
+            name: First::NAME,
+            source: SelectSource::TwoStages {
+                first: First::NAME,
+                first_source: First::CUDA_SOURCE,
+                second: Second::NAME,
+                second_source: Second::CUDA_SOURCE,
+            },
+            element_size: size,
+        };
+        let count_function =
+            self.function(&launch(SelectKernel::PartitionThreeCount), count_shape)?;
+        let function = self.function(&launch(SelectKernel::PartitionThree), shape)?;
+        let scratch = self.reserve_status(stream, SelectKernel::PartitionThree, 0, tiles)?;
+        let (src, _src_guard) = input.device_ptr(&at);
+        let (dst, _dst_guard) = output.device_ptr_mut(&at);
+        let (slots, _slots_guard) = counts.device_ptr_mut(&at);
+        let n64 = n as u64;
+        // SAFETY: `slots` is the caller's two-element u64 buffer, valid
+        // while its guard lives; the zeroing is ordered on `stream` before
+        // the count pass adds to it.
+        unsafe { cudarc::driver::result::memset_d8_async(slots, 0, 16, stream.cu_stream()) }?;
+        // Enough blocks to fill the device, each striding over tiles, so
+        // that few atomics meet at the slots.
+        let blocks = count_tiles.min(self.multiprocessors * count_shape.min_blocks);
+        let mut builder = stream.launch_builder(&count_function);
+        // SelectKernel::PartitionThreeCount's parameters: in, counts, n.
+        builder.arg(&src).arg(&slots).arg(&n64);
+        // SAFETY: the kernel reads `n` elements of the input's type and
+        // adds to the two u64 slots; every address stays valid until its
+        // guard drops, after the launch is enqueued.
+        unsafe {
+            builder.launch(LaunchConfig {
+                grid_dim: (blocks as u32, 1, 1),
+                block_dim: (count_shape.threads as u32, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        let mut builder = stream.launch_builder(&function);
+        // SelectKernel::PartitionThree's parameters: in, out, counts,
+        // status, launch, n.
+        builder
+            .arg(&src)
+            .arg(&dst)
+            .arg(&slots)
+            .arg(&scratch.status)
+            .arg(&scratch.launch)
+            .arg(&n64);
+        // SAFETY: the kernel reads `n` elements and the two counts the pass
+        // before wrote (ordered on the stream), writes each element once
+        // to the output, which holds `n` (positions past it are skipped);
+        // the status and launch state cover `tiles` tiles (reserved above).
+        unsafe {
+            builder.launch(LaunchConfig {
+                grid_dim: (tiles as u32, 1, 1),
+                block_dim: (shape.threads as u32, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        Ok(())
+    }
+
     /// The first element of each run of neighbours `E` calls equal, in
     /// order, to the front of `output`; their number to `count` (CUB's
     /// `DeviceSelect::Unique`).
@@ -365,7 +492,7 @@ impl GpuSelect {
             }
             .into());
         }
-        check_lengths(n, [keys_out.len(), values_out.len()], count.len())?;
+        check_count_slots(n, [keys_out.len(), values_out.len()], count.len(), 1)?;
         let kernel = SelectKernel::ReduceByKey;
         let key_size = std::mem::size_of::<E::Element>();
         let value_size = std::mem::size_of::<Op::Element>();
@@ -483,7 +610,7 @@ impl GpuSelect {
     ) -> Result<()> {
         let n = input.len();
         let outputs = [Some(output.len()), lengths.as_ref().map(|l| l.len())];
-        check_lengths(n, outputs.into_iter().flatten(), count.len())?;
+        check_count_slots(n, outputs.into_iter().flatten(), count.len(), 1)?;
         let (shape, tiles) = self.tiles_for(launch.kernel, launch.element_size, n)?;
         let at = self.addresses.for_stream(stream)?;
         if n == 0 {
@@ -591,28 +718,38 @@ impl GpuSelect {
     }
 }
 
-/// Outputs as long as the input's `n` elements and a one-element count
-/// slot, or the error that says which is not.
-fn check_lengths(n: usize, outputs: impl IntoIterator<Item = usize>, count: usize) -> Result<()> {
+/// Outputs as long as the input's `n` elements and a count slot of
+/// `slots` elements, or the error that says which is not.
+fn check_count_slots(
+    n: usize,
+    outputs: impl IntoIterator<Item = usize>,
+    count: usize,
+    slots: usize,
+) -> Result<()> {
     if let Some(output) = outputs.into_iter().find(|&len| len != n) {
         return Err(SelectLengthError::Output { input: n, output }.into());
     }
-    if count != 1 {
-        return Err(ScanError::SelectCountLength { len: count });
+    if count != slots {
+        return Err(ScanError::SelectCountLength {
+            len: count,
+            expected: slots,
+        });
     }
     Ok(())
 }
 
-/// A count of 0 written to `count`'s one slot on `stream` (a compaction of
-/// nothing), its address taken on `at` ([`AddressStream`]).
+/// Counts of 0 written to every slot of `count` on `stream` (a compaction
+/// of nothing), its address taken on `at` ([`AddressStream`]).
 fn zero_count(
     stream: &CudaStream,
     at: &Arc<CudaStream>,
     count: &mut impl DevicePtrMut<u64>,
 ) -> Result<()> {
+    let bytes = count.len() * 8;
     let (slot, _slot_guard) = count.device_ptr_mut(at);
-    // SAFETY: `slot` is the address of the caller's one-element u64 buffer,
-    // valid while its guard lives; the write is ordered on `stream`.
-    unsafe { cudarc::driver::result::memset_d8_async(slot, 0, 8, stream.cu_stream()) }?;
+    // SAFETY: `slot` is the address of the caller's u64 buffer of
+    // `count.len()` elements, valid while its guard lives; the write is
+    // ordered on `stream`.
+    unsafe { cudarc::driver::result::memset_d8_async(slot, 0, bytes, stream.cu_stream()) }?;
     Ok(())
 }

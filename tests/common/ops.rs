@@ -264,6 +264,15 @@ pub struct Growing;
 #[scan_predicate(element = Stats, keep = |s| s.count % 2 == 0)]
 pub struct EvenCount;
 
+/// Affine maps with b > 0.5: after `Growing`, the second of three parts.
+#[scan_predicate(element = Affine, keep = |m| m.b > 0.5)]
+pub struct Lifting;
+
+/// Statistics whose sum is over 0.5: after `EvenCount`, the second of
+/// three parts of a 24-byte struct.
+#[scan_predicate(element = Stats, keep = |s| s.sum > 0.5)]
+pub struct LargeSum;
+
 /// Positive `i64` (the `fn` form, with a `let`).
 #[scan_predicate(element = i64, keep = fn positive(v: i64) -> bool { let zero = 0; v > zero })]
 pub struct Positive;

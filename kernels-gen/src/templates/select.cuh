@@ -1,4 +1,5 @@
 // ---- Compaction in one pass: select, partition, unique, run-length encoding (kernels_gen::select) ----
+// (The three-way partition, which needs a count pass first, is below.)
 // Each block takes the next tile from the launch state (launch.cuh), as the
 // single pass with look-back does, and
 //   1. loads its elements striped (item k of thread t is tile element
@@ -66,6 +67,15 @@ template <class E> struct select_by_flags {
   const unsigned char* flags;
   __device__ __forceinline__ bool keep(unsigned long long i, const T&, const T&) const { return flags[i] != 0; }
 };
+// A three-way partition's: kept by the first predicate (keep), else by
+// the second (second).
+template <class First, class Second> struct select_by_two_predicates {
+  typedef typename First::input_t T;
+  static constexpr bool needs_previous = false;
+  const T* in;
+  __device__ __forceinline__ bool keep(unsigned long long, const T& x, const T&) const { return First::apply(x); }
+  __device__ __forceinline__ bool second(const T& x) const { return Second::apply(x); }
+};
 // The first of each run of equal neighbours (#[scan_equality]).
 template <class Eq> struct select_run_heads {
   typedef typename Eq::input_t T;
@@ -122,6 +132,33 @@ __device__ __forceinline__ unsigned select_load(const Source& source, unsigned l
   return kept;
 }
 
+// Warp 0's scan of a tile's per-(item, warp) counts, `entries` of them in
+// tile order: each becomes the count before it; returns the total. Lane l
+// scans the entries [l · per_lane, (l + 1) · per_lane). The counts may pack
+// two 16-bit fields (a three-way partition's): a tile's totals stay below
+// 2^16, so neither carries into the other.
+template <int Entries>
+__device__ __forceinline__ unsigned select_scan_entries(unsigned* entries, unsigned lane) {
+  constexpr int per_lane = (Entries + 31) / 32;
+  unsigned local[per_lane];
+  unsigned sum = 0;
+#pragma unroll
+  for (int j = 0; j < per_lane; ++j) {
+    const int e = (int)lane * per_lane + j;
+    local[j] = e < Entries ? entries[e] : 0u;
+    sum += local[j];
+  }
+  unsigned long long warp_total;
+  unsigned long long before = warp_exclusive_scan<select_count_sum>((unsigned long long)sum, warp_total);
+#pragma unroll
+  for (int j = 0; j < per_lane; ++j) {
+    const int e = (int)lane * per_lane + j;
+    if (e < Entries) entries[e] = (unsigned)before;
+    before += local[j];
+  }
+  return (unsigned)warp_total;
+}
+
 // The kernel body, for a select_mode_*; `lengths` only for runs. The tile
 // status holds a count (16-byte entries), or for runs a select_runs_pair
 // (StatusBytes, StatusStride: kernels_gen::tile_status_bytes and _stride).
@@ -164,26 +201,8 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
   }
   __syncthreads();
   if (warp == 0) {
-    // Lane l scans the entries [l · per_lane, (l + 1) · per_lane) in tile order.
-    constexpr int entries = Items * warps;
-    constexpr int per_lane = (entries + 31) / 32;
-    unsigned local[per_lane];
-    unsigned sum = 0;
-#pragma unroll
-    for (int j = 0; j < per_lane; ++j) {
-      const int e = (int)lane * per_lane + j;
-      local[j] = e < entries ? kept_before[e] : 0u;
-      sum += local[j];
-    }
-    unsigned long long warp_total;
-    unsigned long long before = warp_exclusive_scan<select_count_sum>((unsigned long long)sum, warp_total);
-#pragma unroll
-    for (int j = 0; j < per_lane; ++j) {
-      const int e = (int)lane * per_lane + j;
-      if (e < entries) kept_before[e] = (unsigned)before;
-      before += local[j];
-    }
-    if (lane == 0) shared_kept = (unsigned)warp_total;
+    const unsigned total = select_scan_entries<Items * warps>(kept_before, lane);
+    if (lane == 0) shared_kept = total;
   }
   __syncthreads();
 #pragma unroll
@@ -483,6 +502,161 @@ __device__ __forceinline__ void select_non_trivial_runs(const Source source, uns
       // last kept one.
       if (last && !starts) lengths[running.kept - 1] = base + p + 1 - running.last;
     }
+  }
+  if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
+}
+
+// ---- Three-way partition: a count pass, then one pass with a look-back ----
+// The second part starts where the first ends, which no tile knows before
+// the last one has looked back, so a pass before counts both parts
+// (select_partition_three_count: atomics of one 64-bit count per block and
+// part into the count slots, which the host zeroes first); then each tile
+// compacts its three parts in shared memory and writes them at
+// counts[0] + (second-part elements before it), and so on, all three in
+// input order. Both passes classify with the same translated predicates,
+// whose float operations are never contracted (kernels_gen::nvrtc_options),
+// so they agree element for element.
+
+// The second predicate's bits for the items the first did not keep (bit
+// k: item k), inside the tile's `valid` elements.
+template <class Source, int Threads, int Items, class T>
+__device__ __forceinline__ unsigned select_second_bits(const Source& source, const T (&items)[Items], unsigned first, int valid) {
+  unsigned second = 0;
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    const bool in_second = position < valid && !((first >> k) & 1u) && source.second(items[k]);
+    second |= (unsigned)in_second << k;
+  }
+  return second;
+}
+
+template <class Source, int Threads, int Items, class T = typename Source::T>
+__device__ __forceinline__ void select_partition_three_count(const Source source, unsigned long long* counts, unsigned long long n) {
+  constexpr int warps = Threads / 32;
+  constexpr int tile_items = Threads * Items;
+  __shared__ unsigned long long warp_counts[2][warps];
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+  const unsigned long long tiles = (n + tile_items - 1) / tile_items;
+  unsigned long long first = 0, second = 0;
+  for (unsigned long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const unsigned long long base = tile * (unsigned long long)tile_items;
+    const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
+    T items[Items];
+    const unsigned kept = valid == tile_items ? select_load<Source, true, Threads, Items>(source, base, valid, items, (T*)nullptr)
+                                              : select_load<Source, false, Threads, Items>(source, base, valid, items, (T*)nullptr);
+    first += __popc(kept);
+    second += __popc(select_second_bits<Source, Threads, Items>(source, items, kept, valid));
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    first += __shfl_xor_sync(0xffffffffu, first, offset);
+    second += __shfl_xor_sync(0xffffffffu, second, offset);
+  }
+  if (lane == 0) {
+    warp_counts[0][warp] = first;
+    warp_counts[1][warp] = second;
+  }
+  __syncthreads();
+  if (threadIdx.x < 2) {
+    unsigned long long sum = 0;
+#pragma unroll
+    for (int w = 0; w < warps; ++w) sum += warp_counts[threadIdx.x][w];
+    if (sum != 0) atomicAdd(&counts[threadIdx.x], sum);
+  }
+}
+
+// The look-back's pair: elements of the first and of the second part.
+struct select_two_counts {
+  unsigned long long first;
+  unsigned long long second;
+};
+struct select_two_counts_sum {
+  typedef select_two_counts T;
+  static __device__ __forceinline__ T identity() { return T{0ull, 0ull}; }
+  static __device__ __forceinline__ T combine(T a, T b) { return T{a.first + b.first, a.second + b.second}; }
+};
+
+template <class Source, int Threads, int Items, int StatusBytes, int StatusStride, class T = typename Source::T>
+__device__ __forceinline__ void select_partition_three(const Source source, T* out, const unsigned long long* counts, void* status,
+                                                       scan_launch_state* launch, unsigned long long n) {
+  constexpr int warps = Threads / 32;
+  constexpr int tile_items = Threads * Items;
+  static_assert(tile_items < 65536, "a tile's counts in 16-bit fields");
+  // Per (item, warp): first-part elements in the low 16 bits, second-part
+  // ones in the high, then (after warp 0's scan) those before.
+  __shared__ unsigned kept_before[Items * warps];
+  // The tile compacted: its first part, its second, its third.
+  __shared__ T compacted[tile_items];
+  __shared__ select_two_counts shared_prefix;
+  __shared__ unsigned shared_kept;
+  const unsigned long long tiles = (n + tile_items - 1) / tile_items;
+  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
+  if (tile == scan_no_tile) return;
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+  const unsigned long long base = tile * (unsigned long long)tile_items;
+  const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
+  T items[Items];
+  const unsigned first = valid == tile_items ? select_load<Source, true, Threads, Items>(source, base, valid, items, (T*)nullptr)
+                                             : select_load<Source, false, Threads, Items>(source, base, valid, items, (T*)nullptr);
+  const unsigned second = select_second_bits<Source, Threads, Items>(source, items, first, valid);
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const unsigned in_first = __ballot_sync(0xffffffffu, (first >> k) & 1u);
+    const unsigned in_second = __ballot_sync(0xffffffffu, (second >> k) & 1u);
+    if (lane == 0) kept_before[k * warps + warp] = (unsigned)__popc(in_first) | ((unsigned)__popc(in_second) << 16);
+  }
+  __syncthreads();
+  if (warp == 0) {
+    const unsigned total = select_scan_entries<Items * warps>(kept_before, lane);
+    if (lane == 0) shared_kept = total;
+  }
+  __syncthreads();
+  const unsigned tile_first = shared_kept & 0xffffu;
+  const unsigned tile_second = shared_kept >> 16;
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    const unsigned earlier_lanes = (1u << lane) - 1u;
+    const unsigned in_first = __ballot_sync(0xffffffffu, (first >> k) & 1u);
+    const unsigned in_second = __ballot_sync(0xffffffffu, (second >> k) & 1u);
+    const unsigned packed = kept_before[k * warps + warp];
+    const int first_earlier = (int)((packed & 0xffffu) + __popc(in_first & earlier_lanes));
+    const int second_earlier = (int)((packed >> 16) + __popc(in_second & earlier_lanes));
+    if ((first >> k) & 1u) {
+      compacted[first_earlier] = items[k];
+    } else if ((second >> k) & 1u) {
+      compacted[tile_first + second_earlier] = items[k];
+    } else if (position < valid) {
+      compacted[tile_first + tile_second + (position - first_earlier - second_earlier)] = items[k];
+    }
+  }
+  if (warp == 0) {
+    scan_tile_status<select_two_counts, StatusBytes, StatusStride> tile_status(status);
+    const unsigned epoch = scan_shared_epoch;
+    const select_two_counts own{tile_first, tile_second};
+    if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), own);
+    select_two_counts before = select_two_counts_sum::identity();
+    if (tile != 0) {
+      before = decoupled_look_back<select_two_counts_sum>(tile, tile_status, epoch);
+      if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, select_two_counts_sum::combine(before, own));
+    }
+    if (lane == 0) shared_prefix = before;
+  }
+  __syncthreads();
+  // Each part's place: the first from 0, the second from counts[0], the
+  // third from counts[0] + counts[1], each after the tiles before.
+  const unsigned long long first_at = shared_prefix.first;
+  const unsigned long long second_at = counts[0] + shared_prefix.second;
+  const unsigned long long third_at = counts[0] + counts[1] + (base - shared_prefix.first - shared_prefix.second);
+  const int second_from = (int)tile_first, third_from = (int)(tile_first + tile_second);
+  for (int j = (int)threadIdx.x; j < valid; j += Threads) {
+    const unsigned long long at = j < second_from ? first_at + j : j < third_from ? second_at + (j - second_from) : third_at + (j - third_from);
+    // (The passes agree, so `at` < n; the test keeps a disagreement from
+    // writing outside the output.)
+    if (at < n) out[at] = compacted[j];
   }
   if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
 }
