@@ -8,6 +8,8 @@
 //   unique        DeviceSelect::Unique, u32 runs of mean length 8, 2^28
 //   rle           DeviceRunLengthEncode::Encode over the same runs (64-bit
 //                 lengths), 2^28
+//   ntr           DeviceRunLengthEncode::NonTrivialRuns over the same runs
+//                 (64-bit offsets and lengths), 2^28
 //   rbk           DeviceReduce::ReduceByKey, u32 sums by u32 keys in runs of
 //                 mean length 1000, 2^28
 //   struct        DeviceSelect::If over a 24-byte struct {u32 count; f64 sum;
@@ -145,6 +147,10 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&d_lengths, n * sizeof(long long)));
     CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, bytes, d_runs, d_out, d_lengths, d_count, (int64_t)n));
     most = std::max(most, bytes);
+    long long* d_offsets;
+    CHECK(cudaMalloc(&d_offsets, n * sizeof(long long)));
+    CHECK(cub::DeviceRunLengthEncode::NonTrivialRuns(nullptr, bytes, d_runs, d_offsets, d_lengths, d_count, (int64_t)n));
+    most = std::max(most, bytes);
     void* temp;
     CHECK(cudaMalloc(&temp, most));
     float ms;
@@ -177,6 +183,9 @@ int main(int argc, char** argv) {
     report("unique", log_n, ms, d_runs, n, d_count);
     ms = median_ms([&] { size_t b = most; CHECK(cub::DeviceRunLengthEncode::Encode(temp, b, d_runs, d_out, d_lengths, d_count, (int64_t)n)); });
     report("rle", log_n, ms, d_runs, n, d_count);
+    ms = median_ms([&] { size_t b = most; CHECK(cub::DeviceRunLengthEncode::NonTrivialRuns(temp, b, d_runs, d_offsets, d_lengths, d_count, (int64_t)n)); });
+    report("ntr", log_n, ms, d_runs, n, d_count);
+    CHECK(cudaFree(d_offsets));
     CHECK(cudaFree(d_lengths));
     uint32_t *d_segments, *d_keys_out, *d_sums;
     CHECK(cudaMalloc(&d_segments, n * 4));

@@ -12,7 +12,8 @@
 //! is first checked in full against the CPU backend, and the count against
 //! CUB's. `SELECT_BENCH_SWEEP=1` times every case again in other tile
 //! shapes (`GpuSelect::set_shape`), for the tuning table (or a list of
-//! cases: `SELECT_BENCH_SWEEP=unique,struct`).
+//! cases: `SELECT_BENCH_SWEEP=unique,struct`); `SELECT_BENCH_ONLY=three,rbk`
+//! runs only the cases named.
 //!
 //! ```text
 //! nvcc -O3 -arch=sm_90 -o select_cub cub/select_bench.cu && ./select_cub DIR
@@ -108,7 +109,7 @@ fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
         .collect();
     let got = stream.clone_dtoh(&out).unwrap();
     let upto = if writes_all { n } else { kept };
-    let mut ok = got_counts == counts
+    let ok = got_counts == counts
         && got[..upto]
             .par_iter()
             .zip(&expected[..upto])
@@ -131,6 +132,19 @@ fn case<T: DeviceRepr + ValidAsZeroBits + PartialEq + Copy + Send + Sync>(
     let size = std::mem::size_of::<T>();
     let bound =
         copy_ms * ((n + written) * size + extra) as f64 / (2 * n * size) as f64 / ms * 100.0;
+    line(dir, (name, &shape), log_n, (ms, copy_ms, bound), kept, ok)
+}
+
+/// Prints a case's line beside CUB's time for it (whose count must be
+/// `kept`); returns whether the case and the count agree.
+fn line(
+    dir: &str,
+    (name, shape): (&str, &str),
+    log_n: u32,
+    (ms, copy_ms, bound): (f64, f64, f64),
+    kept: usize,
+    mut ok: bool,
+) -> bool {
     let cub = cub_line(dir, name, log_n);
     if let Some((_, _, cub_count)) = cub {
         ok &= cub_count as usize == kept;
@@ -156,22 +170,29 @@ fn main() {
     // SELECT_BENCH_SWEEP=1: every case again for each tile shape
     // (threads x items / min blocks), after the defaults.
     let sweep = std::env::var("SELECT_BENCH_SWEEP").unwrap_or_default();
+    // SELECT_BENCH_ONLY=a,b: only the named cases.
+    let only = std::env::var("SELECT_BENCH_ONLY").unwrap_or_default();
     let shapes = |case: &str, size: usize| -> Vec<Option<SelectShape>> {
+        if !only.is_empty() && !only.split(',').any(|c| c == case) {
+            return Vec::new();
+        }
         let mut v = vec![None];
         if sweep == "1" || sweep.split(',').any(|c| c == case) {
             // (Reduce-by-key's threads walk their items in shared memory
             // with a stride of `items` words: odd ones avoid bank
             // conflicts.)
             let items: &[usize] = if case == "rbk" {
-                &[7, 9, 11, 12, 13, 15, 16, 17, 19]
+                &[13, 17, 19, 21, 23, 25, 27, 29, 31]
             } else if size > 8 {
                 &[4, 5, 6, 7]
             } else {
                 &[16, 20, 24, 28, 32]
             };
-            for threads in [256] {
+            let threads: &[usize] = if case == "rbk" { &[128, 256] } else { &[256] };
+            let blocks: &[usize] = if case == "rbk" { &[2, 4] } else { &[2, 3, 4] };
+            for &threads in threads {
                 for &items in items {
-                    for min_blocks in [2, 3, 4] {
+                    for &min_blocks in blocks {
                         let shape = SelectShape {
                             threads,
                             items,
@@ -356,6 +377,40 @@ fn main() {
             println!("rle: the lengths differ from the CPU's");
             ok = false;
         }
+    }
+    // Non-trivial runs of the same runs: an 8-byte offset and length each.
+    if only.is_empty() || only.split(',').any(|c| c == "ntr") {
+        select.set_shape(None);
+        let mut offsets = vec![0u64; n];
+        let long = cpu::non_trivial_runs::<Same>(&runs, &mut offsets, &mut lengths).unwrap();
+        let d_offsets = stream.alloc_zeros::<u64>(n).unwrap();
+        let d_count = stream.alloc_zeros::<u64>(1).unwrap();
+        let mut d_outputs = (d_offsets, d_lengths.clone(), d_count);
+        type Outputs = (CudaSlice<u64>, CudaSlice<u64>, CudaSlice<u64>);
+        let mut run = |(offsets, lengths, count): &mut Outputs| {
+            select
+                .non_trivial_runs::<Same>(&stream, &d_runs, offsets, lengths, count)
+                .unwrap()
+        };
+        run(&mut d_outputs);
+        let ok_here = stream.clone_dtoh(&d_outputs.2).unwrap()[0] as usize == long
+            && stream.clone_dtoh(&d_outputs.0).unwrap()[..long] == offsets[..long]
+            && stream.clone_dtoh(&d_outputs.1).unwrap()[..long] == lengths[..long];
+        let ms = time_ms(&stream, || run(&mut d_outputs)) as f64;
+        let copy_ms = {
+            let mut copy = stream.alloc_zeros::<u32>(n).unwrap();
+            time_ms(&stream, || stream.memcpy_dtod(&d_runs, &mut copy).unwrap()) as f64
+        };
+        let bound = copy_ms * (4 * n + 16 * long) as f64 / (8 * n) as f64 / ms * 100.0;
+        let shape = label(None, SelectKernel::NonTrivialRuns, 4);
+        ok &= line(
+            &dir,
+            ("ntr", &shape),
+            log_n,
+            (ms, copy_ms, bound),
+            long,
+            ok_here,
+        );
     }
     // Reduce-by-key: sums of the words by segment numbers (runs of mean
     // 1000); the keys are checked, the sums compared as the values.

@@ -145,7 +145,7 @@ pub const REVERSE_TAIL_BLOCK_THREADS: usize = 256;
 impl SelectShape {
     /// The default shape of `kernel` for elements of `element_size` bytes
     /// on `arch`, from the sweeps on the H200 (BENCHMARKS.md), among the
-    /// shapes that compile without spilling: 256 threads (128 over 128
+    /// shapes that compile without spilling (reduce-by-key: below): 256 threads (128 over 128
     /// bytes, so that a tile of one element per thread fits the static
     /// shared memory); for words and smaller, 24 or 32 items per thread by
     /// kernel (12 for non-trivial runs, whose threads walk their items in
@@ -156,23 +156,24 @@ impl SelectShape {
     /// registers where occupancy paid (with a thread count alone ptxas held
     /// the kernels to 64 registers and spilled); the three-way partition
     /// (not swept yet) takes the two-way one's shapes, at 2 blocks over 4
-    /// bytes, and its count pass 16 items at 4 blocks.
+    /// bytes, and its count pass 16 items at 6 blocks.
     pub const fn default_for(kernel: SelectKernel, element_size: usize, arch: Arch) -> SelectShape {
         let size = if element_size == 0 { 1 } else { element_size };
         let threads = if size > 128 { 128 } else { 256 };
         let (items, min_blocks) = if let SelectKernel::ReduceByKey = kernel {
-            // `element_size`: a key's and a value's bytes together.
-            let items = SELECT_TILE_BYTES / 2 / (threads * size);
-            (
-                if items > 12 {
-                    12
-                } else if items == 0 {
-                    1
-                } else {
-                    items
-                },
-                2,
-            )
+            // `element_size`: a key's and a value's bytes together. Its
+            // threads walk their items in shared memory with a stride of
+            // `items` elements, so an odd number (no bank conflicts over
+            // words): at most 19, the best of the H200 sweep for u32 keys
+            // and values (BENCHMARKS.md).
+            let items = SELECT_TILE_BYTES / (threads * size);
+            let items = if items > 19 { 19 } else { items };
+            let items = if items > 1 && items % 2 == 0 {
+                items - 1
+            } else {
+                items
+            };
+            (if items == 0 { 1 } else { items }, 2)
         } else if size <= 4 {
             match kernel {
                 SelectKernel::If => (32, 3),
@@ -182,7 +183,7 @@ impl SelectShape {
                 | SelectKernel::ReverseTail
                 | SelectKernel::RunLengthEncode
                 | SelectKernel::PartitionThree => (24, 3),
-                SelectKernel::PartitionThreeCount => (16, 4),
+                SelectKernel::PartitionThreeCount => (16, 6),
                 SelectKernel::NonTrivialRuns => (12, 3),
                 SelectKernel::ReduceByKey => (8, 2), // handled above
             }
@@ -217,8 +218,8 @@ impl SelectShape {
 
     /// Why this shape cannot hold elements of `element_size` bytes in
     /// `kernel`, if it cannot: threads not a multiple of 32 up to 1024,
-    /// items not 1 to 32, no blocks, or a tile over the static shared
-    /// memory.
+    /// items not 1 to 32 (31 for reduce-by-key and non-trivial runs), no
+    /// blocks, or a tile over the static shared memory.
     pub fn check(&self, kernel: SelectKernel, element_size: usize) -> Result<(), String> {
         if self.threads == 0 || self.threads % 32 != 0 || self.threads > 1024 {
             return Err(format!(
@@ -228,6 +229,17 @@ impl SelectShape {
         }
         if self.items == 0 || self.items > 32 {
             return Err(format!("{} items per thread: 1 to 32", self.items));
+        }
+        // (A head bit per item and one for the element after them.)
+        if matches!(
+            kernel,
+            SelectKernel::ReduceByKey | SelectKernel::NonTrivialRuns
+        ) && self.items > 31
+        {
+            return Err(format!(
+                "{} items per thread: reduce-by-key and non-trivial runs take 1 to 31",
+                self.items
+            ));
         }
         if self.min_blocks == 0 {
             return Err("0 blocks per SM".into());
@@ -575,6 +587,33 @@ pub fn select_program(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Shapes the kernels cannot take are refused by `check`, before any
+    /// program is built: the head bits of reduce-by-key cap its items at 31.
+    #[test]
+    fn shapes_out_of_range_are_refused() {
+        let shape = |threads, items| SelectShape {
+            threads,
+            items,
+            min_blocks: 2,
+        };
+        assert!(shape(128, 32).check(SelectKernel::If, 4).is_ok());
+        assert!(shape(128, 32).check(SelectKernel::ReduceByKey, 8).is_err());
+        assert!(shape(128, 31).check(SelectKernel::ReduceByKey, 8).is_ok());
+        assert!(shape(100, 8).check(SelectKernel::If, 4).is_err());
+        assert!(shape(1024, 32).check(SelectKernel::If, 4).is_err());
+        for kernel in [SelectKernel::ReduceByKey, SelectKernel::If] {
+            for size in [1, 4, 8, 12, 24, 32, 64, 256] {
+                let default = SelectShape::default_for(kernel, size, Arch::SM_90);
+                assert!(
+                    default.check(kernel, size).is_ok(),
+                    "{kernel:?} {size}: {default:?}"
+                );
+            }
+        }
+        let rbk = SelectShape::default_for(SelectKernel::ReduceByKey, 8, Arch::SM_90);
+        assert_eq!((rbk.items % 2, rbk.items), (1, 19));
+    }
 
     /// Every kind of source's program defines the symbol the runtime looks
     /// up: `kernel.symbol(&source.symbol_name())`.

@@ -293,18 +293,69 @@ template <class Op> struct select_keyed_op {
   }
 };
 
+// Warp 0's part of a tile's scan of pairs: the warps' inclusive pairs in
+// `warp_prefix` become the pairs before each warp, the tile's total is
+// published and the tiles' before it looked back over (into `*prefix`,
+// lane 0); returns the pairs up to the tile's end.
+template <class PairOp, int Warps, int StatusBytes, int StatusStride, class Pair = typename PairOp::T>
+__device__ __forceinline__ Pair select_tile_pairs(Pair* warp_prefix, Pair* prefix, unsigned long long tile, void* status, unsigned lane) {
+  const Pair w = lane < (unsigned)Warps ? warp_prefix[lane] : PairOp::identity();
+  const Pair w_inclusive = warp_inclusive_scan<PairOp>(w);
+  const Pair w_earlier = scan_shfl_up(w_inclusive, 1);
+  const Pair total = scan_shfl_idx(w_inclusive, Warps - 1);
+  if (lane < (unsigned)Warps) warp_prefix[lane] = lane == 0 ? PairOp::identity() : w_earlier;
+  scan_tile_status<Pair, StatusBytes, StatusStride> tile_status(status);
+  const unsigned epoch = scan_shared_epoch;
+  if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), total);
+  Pair before = PairOp::identity();
+  if (tile != 0) {
+    before = decoupled_look_back<PairOp>(tile, tile_status, epoch);
+    if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, PairOp::combine(before, total));
+  }
+  if (lane == 0) *prefix = before;
+  return PairOp::combine(before, total);
+}
+
+// Which of a thread's Items consecutive elements of a staged tile start
+// runs: bit j for element first + j, and bit Items for the element after
+// its last (the next tile's first, or past the input's end, which counts
+// as a head), so that bit j + 1 says whether element first + j ends a run.
+// `keys` holds the element before the tile at [0], element p at [1 + p],
+// and the one after the tile at [1 + Threads · Items] when there is one;
+// each key is read once, the one before carried in a register.
+template <class Source, int Items, class K>
+__device__ __forceinline__ unsigned select_thread_heads(const Source& source, const K* keys, unsigned long long base, int first,
+                                                        int valid, unsigned long long n) {
+  static_assert(Items < 32, "a head bit per item and one after");
+  unsigned heads = 0;
+  K previous = keys[first];
+#pragma unroll
+  for (int j = 0; j <= Items; ++j) {
+    const int p = first + j;
+    if (p < valid || (p == valid && base + p < n)) {
+      const K key = keys[1 + p];
+      heads |= (unsigned)source.keep(base + p, key, previous) << j;
+      previous = key;
+    }
+  }
+  if (first < valid && first + Items >= valid && base + valid == n) heads |= 1u << (valid - first);
+  return heads;
+}
+
 // Reduce-by-key in one pass: for each run of keys the source's equality
 // calls equal, its first key to keys_out and the combination of its
 // values, in order, to values_out (run r at index r); the number of runs to
 // `count`. A tile is staged in shared memory in input order (striped
-// loads); each thread then walks Items consecutive elements and reduces
-// them to a (heads, partial) pair; the block scans those pairs in order,
-// looks back over the tiles' pairs, and each thread walks its elements
-// again from its exclusive pair, writing a run's key at its head and its
-// total at its end (the element before the next head, or the input's
-// last). The key after the tile comes with the tile, to find the ends.
-// Each thread's pair is computed twice (before and after the look-back)
-// rather than kept in registers or shared memory across it.
+// loads); each thread then walks Items consecutive elements once to find
+// which start runs (bit j of `heads`: element first + j; bit Items: the
+// element after its last, so that bit j + 1 says whether element j ends a
+// run), each key read once, and reduces its values to a (heads, partial)
+// pair; the block scans those pairs in order, looks back over the tiles'
+// pairs, and each thread walks its values again from its exclusive pair,
+// writing a run's key at its head and its total at its end. The key after
+// the tile comes with the tile, to find the ends. (The first form
+// evaluated the equality four times an element and read the tile from
+// shared memory eleven times: 0.77x CUB.)
 template <class Source, class Op, int Threads, int Items, int StatusBytes, int StatusStride, class K = typename Source::T,
           class V = typename Op::T>
 __device__ __forceinline__ void select_reduce_by_key(const Source source, const V* values, K* keys_out, V* values_out,
@@ -338,59 +389,34 @@ __device__ __forceinline__ void select_reduce_by_key(const Source source, const 
     }
   }
   __syncthreads();
-  // Whether element p of the tile (p <= valid) starts a run.
-  const auto head = [&](int p) { return source.keep(base + p, keys[1 + p], keys[p]); };
   const int first = (int)threadIdx.x * Items;
+  const unsigned heads = select_thread_heads<Source, Items>(source, keys, base, first, valid, n);
   // This thread's elements reduced to a pair, scanned across the warp.
-  const auto lane_inclusive = [&]() {
-    Pair own = PairOp::identity();
+  Pair own = PairOp::identity();
 #pragma unroll
-    for (int j = 0; j < Items; ++j) {
-      const int p = first + j;
-      if (p < valid) own = PairOp::combine(own, Pair{head(p) ? 1ull : 0ull, vals[p]});
-    }
-    return warp_inclusive_scan<PairOp>(own);
-  };
-  {
-    const Pair inclusive = lane_inclusive();
-    if (lane == 31) warp_prefix[warp] = inclusive;
+  for (int j = 0; j < Items; ++j) {
+    const int p = first + j;
+    if (p < valid) own = PairOp::combine(own, Pair{(heads >> j) & 1u, vals[p]});
   }
+  const Pair inclusive = warp_inclusive_scan<PairOp>(own);
+  const Pair earlier = scan_shfl_up(inclusive, 1);
+  if (lane == 31) warp_prefix[warp] = inclusive;
   __syncthreads();
   if (warp == 0) {
-    const Pair w = lane < (unsigned)warps ? warp_prefix[lane] : PairOp::identity();
-    const Pair w_inclusive = warp_inclusive_scan<PairOp>(w);
-    const Pair w_earlier = scan_shfl_up(w_inclusive, 1);
-    const Pair total = scan_shfl_idx(w_inclusive, warps - 1);
-    if (lane < (unsigned)warps) warp_prefix[lane] = lane == 0 ? PairOp::identity() : w_earlier;
-    scan_tile_status<Pair, StatusBytes, StatusStride> tile_status(status);
-    const unsigned epoch = scan_shared_epoch;
-    if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), total);
-    Pair before = PairOp::identity();
-    if (tile != 0) {
-      before = decoupled_look_back<PairOp>(tile, tile_status, epoch);
-      if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, PairOp::combine(before, total));
-    }
-    if (lane == 0) {
-      shared_prefix = before;
-      if (tile == tiles - 1) *count = PairOp::combine(before, total).heads;
-    }
+    const Pair all = select_tile_pairs<PairOp, warps, StatusBytes, StatusStride>(warp_prefix, &shared_prefix, tile, status, lane);
+    if (lane == 0 && tile == tiles - 1) *count = all.heads;
   }
   __syncthreads();
-  // The pair before this thread's elements: computed again rather than held
-  // across the look-back (warp 0's registers across its call).
-  const Pair inclusive = lane_inclusive();
-  const Pair earlier = scan_shfl_up(inclusive, 1);
   Pair running = PairOp::combine(shared_prefix, warp_prefix[warp]);
   if (lane != 0) running = PairOp::combine(running, earlier);
 #pragma unroll
   for (int j = 0; j < Items; ++j) {
     const int p = first + j;
     if (p < valid) {
-      const bool starts = head(p);
+      const bool starts = (heads >> j) & 1u;
       running = PairOp::combine(running, Pair{starts ? 1ull : 0ull, vals[p]});
       if (starts) keys_out[running.heads - 1] = keys[1 + p];
-      const bool ends = base + p + 1 == n || head(p + 1);
-      if (ends) values_out[running.heads - 1] = running.value;
+      if ((heads >> (j + 1)) & 1u) values_out[running.heads - 1] = running.value;
     }
   }
   if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
@@ -415,9 +441,10 @@ struct select_nontrivial_op {
 // head's next element is in it; its length is written at its end (the
 // element before the next head, or the input's last) from the position of
 // the last head, which the look-back carries across tiles. The tile is
-// staged in shared memory with the elements before and after it, and each
-// thread walks Items consecutive elements twice (before and after the
-// look-back), as in select_reduce_by_key.
+// staged in shared memory with the elements before and after it; each
+// thread finds which of its Items consecutive elements start runs once
+// (select_thread_heads) and walks them again after the look-back, as in
+// select_reduce_by_key.
 template <class Source, int Threads, int Items, int StatusBytes, int StatusStride, class T = typename Source::T>
 __device__ __forceinline__ void select_non_trivial_runs(const Source source, unsigned long long* offsets,
                                                         unsigned long long* lengths, unsigned long long* count,
@@ -446,54 +473,31 @@ __device__ __forceinline__ void select_non_trivial_runs(const Source source, uns
     if (position < valid) keys[1 + position] = source.in[base + position];
   }
   __syncthreads();
-  // Whether element p of the tile (p <= valid, inside the input) starts a
-  // run, and whether it ends one.
-  const auto head = [&](int p) { return source.keep(base + p, keys[1 + p], keys[p]); };
-  const auto ends = [&](int p) { return base + p + 1 == n || head(p + 1); };
   const int first = (int)threadIdx.x * Items;
-  const auto lane_inclusive = [&]() {
-    Pair own = PairOp::identity();
+  // Bit j: element first + j starts a run; bit j + 1: it ends one.
+  const unsigned heads = select_thread_heads<Source, Items>(source, keys, base, first, valid, n);
+  Pair own = PairOp::identity();
 #pragma unroll
-    for (int j = 0; j < Items; ++j) {
-      const int p = first + j;
-      if (p < valid && head(p)) own = PairOp::combine(own, Pair{ends(p) ? 0ull : 1ull, base + p});
-    }
-    return warp_inclusive_scan<PairOp>(own);
-  };
-  {
-    const Pair inclusive = lane_inclusive();
-    if (lane == 31) warp_prefix[warp] = inclusive;
+  for (int j = 0; j < Items; ++j) {
+    const int p = first + j;
+    if (p < valid && ((heads >> j) & 1u)) own = PairOp::combine(own, Pair{(heads >> (j + 1)) & 1u ? 0ull : 1ull, base + p});
   }
+  const Pair inclusive = warp_inclusive_scan<PairOp>(own);
+  const Pair earlier = scan_shfl_up(inclusive, 1);
+  if (lane == 31) warp_prefix[warp] = inclusive;
   __syncthreads();
   if (warp == 0) {
-    const Pair w = lane < (unsigned)warps ? warp_prefix[lane] : PairOp::identity();
-    const Pair w_inclusive = warp_inclusive_scan<PairOp>(w);
-    const Pair w_earlier = scan_shfl_up(w_inclusive, 1);
-    const Pair total = scan_shfl_idx(w_inclusive, warps - 1);
-    if (lane < (unsigned)warps) warp_prefix[lane] = lane == 0 ? PairOp::identity() : w_earlier;
-    scan_tile_status<Pair, StatusBytes, StatusStride> tile_status(status);
-    const unsigned epoch = scan_shared_epoch;
-    if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), total);
-    Pair before = PairOp::identity();
-    if (tile != 0) {
-      before = decoupled_look_back<PairOp>(tile, tile_status, epoch);
-      if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, PairOp::combine(before, total));
-    }
-    if (lane == 0) {
-      shared_prefix = before;
-      if (tile == tiles - 1) *count = PairOp::combine(before, total).kept;
-    }
+    const Pair all = select_tile_pairs<PairOp, warps, StatusBytes, StatusStride>(warp_prefix, &shared_prefix, tile, status, lane);
+    if (lane == 0 && tile == tiles - 1) *count = all.kept;
   }
   __syncthreads();
-  const Pair inclusive = lane_inclusive();
-  const Pair earlier = scan_shfl_up(inclusive, 1);
   Pair running = PairOp::combine(shared_prefix, warp_prefix[warp]);
   if (lane != 0) running = PairOp::combine(running, earlier);
 #pragma unroll
   for (int j = 0; j < Items; ++j) {
     const int p = first + j;
     if (p < valid) {
-      const bool starts = head(p), last = ends(p);
+      const bool starts = (heads >> j) & 1u, last = (heads >> (j + 1)) & 1u;
       if (starts) {
         running = PairOp::combine(running, Pair{last ? 0ull : 1ull, base + p});
         if (!last) offsets[running.kept - 1] = base + p;
@@ -519,16 +523,38 @@ __device__ __forceinline__ void select_non_trivial_runs(const Source source, uns
 
 // The second predicate's bits for the items the first did not keep (bit
 // k: item k), inside the tile's `valid` elements.
-template <class Source, int Threads, int Items, class T>
+template <class Source, bool Full, int Threads, int Items, class T>
 __device__ __forceinline__ unsigned select_second_bits(const Source& source, const T (&items)[Items], unsigned first, int valid) {
   unsigned second = 0;
 #pragma unroll
   for (int k = 0; k < Items; ++k) {
     const int position = k * Threads + (int)threadIdx.x;
-    const bool in_second = position < valid && !((first >> k) & 1u) && source.second(items[k]);
+    const bool in_second = (Full || position < valid) && !((first >> k) & 1u) && source.second(items[k]);
     second |= (unsigned)in_second << k;
   }
   return second;
+}
+
+// A tile's elements of the first and second parts, added to `first` and
+// `second` (this thread's items; every load issued before any is used).
+template <class Source, bool Full, int Threads, int Items, class T = typename Source::T>
+__device__ __forceinline__ void select_count_two(const Source& source, unsigned long long base, int valid, unsigned& first,
+                                                 unsigned& second) {
+  T items[Items];
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    if (Full || position < valid) items[k] = source.in[base + position];
+  }
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int position = k * Threads + (int)threadIdx.x;
+    if (Full || position < valid) {
+      const bool in_first = source.keep(base + position, items[k], items[k]);
+      first += in_first;
+      second += !in_first && source.second(items[k]);
+    }
+  }
 }
 
 template <class Source, int Threads, int Items, class T = typename Source::T>
@@ -539,15 +565,19 @@ __device__ __forceinline__ void select_partition_three_count(const Source source
   const unsigned lane = threadIdx.x & 31u;
   const unsigned warp = threadIdx.x >> 5;
   const unsigned long long tiles = (n + tile_items - 1) / tile_items;
+  const unsigned long long full_tiles = n / tile_items;
   unsigned long long first = 0, second = 0;
   for (unsigned long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const unsigned long long base = tile * (unsigned long long)tile_items;
-    const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
-    T items[Items];
-    const unsigned kept = valid == tile_items ? select_load<Source, true, Threads, Items>(source, base, valid, items, (T*)nullptr)
-                                              : select_load<Source, false, Threads, Items>(source, base, valid, items, (T*)nullptr);
-    first += __popc(kept);
-    second += __popc(select_second_bits<Source, Threads, Items>(source, items, kept, valid));
+    // (32-bit counts per tile: a tile holds at most 2^15 items.)
+    unsigned tile_first = 0, tile_second = 0;
+    if (tile < full_tiles) {
+      select_count_two<Source, true, Threads, Items>(source, base, tile_items, tile_first, tile_second);
+    } else {
+      select_count_two<Source, false, Threads, Items>(source, base, (int)(n - base), tile_first, tile_second);
+    }
+    first += tile_first;
+    second += tile_second;
   }
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
@@ -601,7 +631,8 @@ __device__ __forceinline__ void select_partition_three(const Source source, T* o
   T items[Items];
   const unsigned first = valid == tile_items ? select_load<Source, true, Threads, Items>(source, base, valid, items, (T*)nullptr)
                                              : select_load<Source, false, Threads, Items>(source, base, valid, items, (T*)nullptr);
-  const unsigned second = select_second_bits<Source, Threads, Items>(source, items, first, valid);
+  const unsigned second = valid == tile_items ? select_second_bits<Source, true, Threads, Items>(source, items, first, valid)
+                                              : select_second_bits<Source, false, Threads, Items>(source, items, first, valid);
 #pragma unroll
   for (int k = 0; k < Items; ++k) {
     const unsigned in_first = __ballot_sync(0xffffffffu, (first >> k) & 1u);
@@ -647,16 +678,26 @@ __device__ __forceinline__ void select_partition_three(const Source source, T* o
   }
   __syncthreads();
   // Each part's place: the first from 0, the second from counts[0], the
-  // third from counts[0] + counts[1], each after the tiles before.
+  // third from counts[0] + counts[1], each after the tiles before; element
+  // j of the compacted tile goes to its part's pointer + j.
+  const unsigned long long first_total = counts[0], second_total = counts[1];
   const unsigned long long first_at = shared_prefix.first;
-  const unsigned long long second_at = counts[0] + shared_prefix.second;
-  const unsigned long long third_at = counts[0] + counts[1] + (base - shared_prefix.first - shared_prefix.second);
+  const unsigned long long second_at = first_total + shared_prefix.second;
+  const unsigned long long third_at = first_total + second_total + (base - shared_prefix.first - shared_prefix.second);
   const int second_from = (int)tile_first, third_from = (int)(tile_first + tile_second);
+  // The passes classify alike (the same translated predicates), so every
+  // part ends inside its range; a tile that would not stops the kernel
+  // rather than write outside the output.
+  if (first_at + tile_first > first_total || second_at + tile_second > first_total + second_total ||
+      third_at + (unsigned)(valid - third_from) > n)
+    __trap();
+  T* const first_out = out + first_at;
+  T* const second_out = out + second_at - second_from;
+  T* const third_out = out + third_at - third_from;
+  // (Unrolled over a full tile's items, ptxas spilled before sm_90.)
   for (int j = (int)threadIdx.x; j < valid; j += Threads) {
-    const unsigned long long at = j < second_from ? first_at + j : j < third_from ? second_at + (j - second_from) : third_at + (j - third_from);
-    // (The passes agree, so `at` < n; the test keeps a disagreement from
-    // writing outside the output.)
-    if (at < n) out[at] = compacted[j];
+    T* const part = j < second_from ? first_out : j < third_from ? second_out : third_out;
+    part[j] = compacted[j];
   }
   if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
 }
