@@ -145,18 +145,19 @@ pub const REVERSE_TAIL_BLOCK_THREADS: usize = 256;
 impl SelectShape {
     /// The default shape of `kernel` for elements of `element_size` bytes
     /// on `arch`, from the sweeps on the H200 (BENCHMARKS.md), among the
-    /// shapes that compile without spilling (reduce-by-key: below): 256 threads (128 over 128
-    /// bytes, so that a tile of one element per thread fits the static
-    /// shared memory); for words and smaller, 24 or 32 items per thread by
-    /// kernel (12 for non-trivial runs, whose threads walk their items in
-    /// shared memory twice; not swept yet); for larger elements about 32 registers of items, within
-    /// [`SELECT_TILE_BYTES`]. The launch bounds ask for 3 blocks per SM (4
-    /// for unique over words, 2 for flags, whose bytes take registers too,
-    /// and 2 on sm_100 and newer, whose ptxas spilled at 3), capping
-    /// registers where occupancy paid (with a thread count alone ptxas held
-    /// the kernels to 64 registers and spilled); the three-way partition
-    /// (not swept yet) takes the two-way one's shapes, at 2 blocks over 4
-    /// bytes, and its count pass 16 items at 6 blocks.
+    /// shapes that compile without spilling (reduce-by-key: below): 256
+    /// threads (128 over 128 bytes, so that a tile of one element per
+    /// thread fits the static shared memory); for words and smaller, 24 or
+    /// 32 items per thread by kernel (28 at 4 blocks for the three-way
+    /// partition, 16 at 6 blocks for its count pass; 19 for non-trivial
+    /// runs, whose threads walk their items in shared memory with a stride
+    /// of `items` words, as reduce-by-key's, not swept); for larger
+    /// elements about 32 registers of items, within [`SELECT_TILE_BYTES`].
+    /// The launch bounds ask for 3 blocks per SM (4 for unique over words,
+    /// 2 for flags, whose bytes take registers too, 2 for the three-way
+    /// partition over 4 bytes, and 2 on sm_100 and newer, whose ptxas
+    /// spilled at 3), capping registers where occupancy paid (with a thread
+    /// count alone ptxas held the kernels to 64 registers and spilled).
     pub const fn default_for(kernel: SelectKernel, element_size: usize, arch: Arch) -> SelectShape {
         let size = if element_size == 0 { 1 } else { element_size };
         let threads = if size > 128 { 128 } else { 256 };
@@ -181,10 +182,10 @@ impl SelectShape {
                 SelectKernel::Flagged => (24, 2),
                 SelectKernel::PartitionIf
                 | SelectKernel::ReverseTail
-                | SelectKernel::RunLengthEncode
-                | SelectKernel::PartitionThree => (24, 3),
+                | SelectKernel::RunLengthEncode => (24, 3),
+                SelectKernel::PartitionThree => (28, 4),
                 SelectKernel::PartitionThreeCount => (16, 6),
-                SelectKernel::NonTrivialRuns => (12, 3),
+                SelectKernel::NonTrivialRuns => (19, 3),
                 SelectKernel::ReduceByKey => (8, 2), // handled above
             }
         } else {
