@@ -566,14 +566,15 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
         check_predicate::<Third>(&mut select, stream, "random u32", &words);
         let all: Vec<u32> = words.iter().map(|x| x / 3 * 3).collect();
         check_predicate::<Third>(&mut select, stream, "every u32 kept", &all);
-        let none: Vec<u32> = words.iter().map(|x| x / 3 * 3 + 1).collect();
+        // (Halved first: a multiple of 3 plus 2 stays below 2^32.)
+        let none: Vec<u32> = words.iter().map(|x| x / 2 / 3 * 3 + 1).collect();
         check_predicate::<Third>(&mut select, stream, "no u32 kept", &none);
         // Three parts: random (about a third each), all in the first, all
         // in the second, all in the third.
         check_three::<Third, OneMore>(&mut select, stream, "random u32", &words);
         check_three::<Third, OneMore>(&mut select, stream, "all first", &all);
         check_three::<Third, OneMore>(&mut select, stream, "all second", &none);
-        let rest: Vec<u32> = words.iter().map(|x| x / 3 * 3 + 2).collect();
+        let rest: Vec<u32> = words.iter().map(|x| x / 2 / 3 * 3 + 2).collect();
         check_three::<Third, OneMore>(&mut select, stream, "all third", &rest);
         // Flags of every byte value, about half of them zero.
         let flags: Vec<u8> = (0..n)
@@ -794,6 +795,27 @@ fn bad_lengths_are_refused_and_leave_buffers_untouched() {
     assert!(poisoned(&stream.clone_dtoh(&keys_out).unwrap()));
     assert!(poisoned(&stream.clone_dtoh(&out).unwrap()));
     assert!(poisoned(&stream.clone_dtoh(&count).unwrap()));
+    // A tuning shape one kernel refuses (non-trivial runs take at most 31
+    // items) still reserves for the others, and that kernel refuses it.
+    let wide = gpu_scan::kernels_gen::select::SelectShape {
+        threads: 128,
+        items: 32,
+        min_blocks: 2,
+    };
+    select.set_shape(Some(wide));
+    select.reserve::<u32>(&stream, 1 << 16).unwrap();
+    let mut more_lengths = offsets.clone();
+    let err = select
+        .non_trivial_runs::<SameU32>(
+            &stream,
+            &input,
+            &mut offsets,
+            &mut more_lengths,
+            &mut count.slice_mut(0..1),
+        )
+        .unwrap_err();
+    assert!(matches!(err, ScanError::SelectShape { .. }), "{err}");
+    select.set_shape(None);
     println!("gpu_select: bad lengths refused, buffers untouched: {err}");
 }
 

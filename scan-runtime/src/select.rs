@@ -171,8 +171,11 @@ impl GpuSelect {
     /// [`ScanError::WorkspaceDuringCapture`]). Reduce-by-key has its own,
     /// [`GpuSelect::reserve_reduce_by_key`].
     pub fn reserve<T: ScanElement>(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
-        // The kernel of the smallest tiles needs the most entries.
+        // The kernel of the smallest tiles needs the most entries; a tuning
+        // shape some kernel cannot take reserves for those it can (the
+        // others refuse it when called).
         let mut tile_items = usize::MAX;
+        let mut refused = None;
         for kernel in [
             SelectKernel::If,
             SelectKernel::Flagged,
@@ -182,8 +185,13 @@ impl GpuSelect {
             SelectKernel::NonTrivialRuns,
             SelectKernel::PartitionThree,
         ] {
-            let shape = self.shape_for(kernel, std::mem::size_of::<T>())?;
-            tile_items = tile_items.min(shape.tile_items());
+            match self.shape_for(kernel, std::mem::size_of::<T>()) {
+                Ok(shape) => tile_items = tile_items.min(shape.tile_items()),
+                Err(e) => refused = refused.or(Some(e)),
+            }
+        }
+        if tile_items == usize::MAX {
+            return Err(refused.expect("a kernel refused the shape"));
         }
         let tiles = n.div_ceil(tile_items);
         self.reserve_status(stream, SelectKernel::If, 0, tiles)?;
@@ -293,7 +301,11 @@ impl GpuSelect {
     /// output). The second part starts where the first ends, so a pass
     /// before the partition's counts both parts (the input read twice):
     /// both are on `stream`, and the slot holds the counts when they are
-    /// done.
+    /// done. The passes classify alike (the same translated predicates,
+    /// whose float operations are never contracted); a tile that finds
+    /// its parts outside the ranges the count pass gave stops the kernel
+    /// with a trap, which poisons the context, rather than write outside
+    /// `output`.
     ///
     /// ```no_run
     /// use gpu_scan::prelude::*;
@@ -388,7 +400,8 @@ impl GpuSelect {
             .arg(&n64);
         // SAFETY: the kernel reads `n` elements and the two counts the pass
         // before wrote (ordered on the stream), writes each element once
-        // to the output, which holds `n` (positions past it are skipped);
+        // to the output, which holds `n` (a tile whose parts would leave
+        // their ranges traps instead of writing);
         // the status and launch state cover `tiles` tiles (reserved above).
         unsafe {
             builder.launch(LaunchConfig {
