@@ -496,55 +496,33 @@ pub fn select_program(
          static_assert(sizeof(select_element_t) == {element_size}, \"the element's size, as the host sees it\");"
     );
     match kernel {
-        SelectKernel::ReduceByKey => {
+        SelectKernel::ReduceByKey
+        | SelectKernel::NonTrivialRuns
+        | SelectKernel::PartitionThreeCount
+        | SelectKernel::PartitionThree => {
+            let (threads, items) = (shape.threads, shape.items);
             let (status_bytes, status_stride) = kernel.status_layout(value_size);
+            let call = match kernel {
+                SelectKernel::ReduceByKey => format!(
+                    "select_reduce_by_key<source_t, select_op_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, values, keys_out, values_out, count, status, launch, n)"
+                ),
+                SelectKernel::NonTrivialRuns => format!(
+                    "select_non_trivial_runs<source_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, offsets, lengths, count, status, launch, n)"
+                ),
+                SelectKernel::PartitionThreeCount => format!(
+                    "select_partition_three_count<source_t, {threads}, {items}>(source, counts, n)"
+                ),
+                _ => format!(
+                    "select_partition_three<source_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, out, counts, status, launch, n)"
+                ),
+            };
             let _ = writeln!(
                 out,
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
                  typedef {body} source_t;\n  \
                  const source_t source = {{in}};\n  \
-                 gpu_scan::select_reduce_by_key<source_t, select_op_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, values, keys_out, values_out, count, status, launch, n);\n}}",
-                threads = shape.threads,
+                 gpu_scan::{call};\n}}",
                 min_blocks = shape.min_blocks,
-                items = shape.items,
-            );
-        }
-        SelectKernel::NonTrivialRuns => {
-            let (status_bytes, status_stride) = kernel.status_layout(0);
-            let _ = writeln!(
-                out,
-                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
-                 typedef {body} source_t;\n  \
-                 const source_t source = {{in}};\n  \
-                 gpu_scan::select_non_trivial_runs<source_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, offsets, lengths, count, status, launch, n);\n}}",
-                threads = shape.threads,
-                min_blocks = shape.min_blocks,
-                items = shape.items,
-            );
-        }
-        SelectKernel::PartitionThreeCount => {
-            let _ = writeln!(
-                out,
-                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
-                 typedef {body} source_t;\n  \
-                 const source_t source = {{in}};\n  \
-                 gpu_scan::select_partition_three_count<source_t, {threads}, {items}>(source, counts, n);\n}}",
-                threads = shape.threads,
-                min_blocks = shape.min_blocks,
-                items = shape.items,
-            );
-        }
-        SelectKernel::PartitionThree => {
-            let (status_bytes, status_stride) = kernel.status_layout(0);
-            let _ = writeln!(
-                out,
-                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
-                 typedef {body} source_t;\n  \
-                 const source_t source = {{in}};\n  \
-                 gpu_scan::select_partition_three<source_t, {threads}, {items}, {status_bytes}, {status_stride}>(source, out, counts, status, launch, n);\n}}",
-                threads = shape.threads,
-                min_blocks = shape.min_blocks,
-                items = shape.items,
             );
         }
         SelectKernel::ReverseTail => {
