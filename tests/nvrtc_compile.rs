@@ -688,6 +688,53 @@ fn select_programs_compile_for_every_architecture() {
     );
 }
 
+/// Every staged kernel (the passes a scan through load and store stages
+/// takes, forward and reverse) of the test stages' operators, as the
+/// runtime builds them, compiles without spills for every architecture.
+#[test]
+fn staged_programs_compile_for_every_architecture() {
+    if !tools_available() {
+        return;
+    }
+    use gpu_scan::kernels_gen::abi::{StageRef, Stages};
+    use gpu_scan::stages::ScanMap;
+    fn stage<M: ScanMap>() -> Option<StageRef> {
+        Some(StageRef {
+            name: M::NAME,
+            source: M::CUDA_SOURCE,
+        })
+    }
+    fn program<Op: ScanOp>(stages: Stages) -> (String, Vec<String>) {
+        let kernels: Vec<KernelAbi> = KernelAbi::all_staged(stages).collect();
+        let source = gpu_scan::scan_runtime::program_source::<Op>(&kernels);
+        let symbols = kernels.iter().map(|k| k.symbol(Op::NAME)).collect();
+        (source, symbols)
+    }
+    let programs = [
+        program::<SumU32>(Stages {
+            load: stage::<Triple>(),
+            store: None,
+        }),
+        program::<SumU32>(Stages {
+            load: None,
+            store: stage::<Double>(),
+        }),
+        program::<AffineU32>(Stages {
+            load: stage::<ToAffineU32>(),
+            store: stage::<AffineOffset>(),
+        }),
+        program::<Latest>(Stages {
+            load: stage::<TagEveryThird>(),
+            store: stage::<LatestValue>(),
+        }),
+        program::<Affine>(Stages {
+            load: stage::<Shift>(),
+            store: stage::<AtTwo>(),
+        }),
+    ];
+    compile_everywhere_without_spills("staged", programs.len(), |_, p| programs[p].clone());
+}
+
 #[test]
 fn recurrence_programs_compile_for_every_architecture() {
     if !tools_available() {

@@ -25,6 +25,7 @@ use crate::kernel_kinds::{
     Direction, FlagFormat, FlagFormatNames, Kernel, SegmentSource, SegmentedKernel,
     SegmentedStrategy,
 };
+use crate::stage::STAGE_NAMESPACE;
 use crate::{POLICY_NAMESPACE, SYMBOL_PREFIX};
 
 /// What a kernel parameter is, which fixes its CUDA type (for element type
@@ -75,6 +76,13 @@ pub enum ParamType {
     UnsignedIn(u32),
     /// `unsigned ...*` of this many bits: what such a kernel writes.
     UnsignedOut(u32),
+    /// `const gpu_scan::stage_input<P>*` for the kernel's policy `P`: a
+    /// staged kernel's input, elements of its load stage's input type (the
+    /// operator's element without one; see [`Stages`]).
+    StageIn,
+    /// `gpu_scan::stage_output<P>*`: a staged kernel's output, elements of
+    /// its store stage's output type (the operator's element without one).
+    StageOut,
 }
 
 impl ParamType {
@@ -97,6 +105,10 @@ impl ParamType {
             ParamType::SegmentCount => "const unsigned long long*".into(),
             ParamType::UnsignedIn(bits) => format!("const {}*", Self::unsigned_name(bits)),
             ParamType::UnsignedOut(bits) => format!("{}*", Self::unsigned_name(bits)),
+            // Their types name the kernel's policy, which `t` does not
+            // give: KernelAbi::wrapper prints them.
+            ParamType::StageIn => "const void*".into(),
+            ParamType::StageOut => "void*".into(),
         }
     }
 
@@ -291,6 +303,96 @@ const COMBINE_PAIRS: &[Param] = &[
     param("n", Count),
 ];
 
+/// A load or store stage of a staged scan (`#[scan_map]`): its policy's
+/// name in `gpu_scan_stages` (`ScanMap::NAME`: its Rust name and a hash
+/// of its module path), which is what tells two stages apart, and its part
+/// of a program (`ScanMap::CUDA_SOURCE`: its types and its policy).
+#[derive(Clone, Copy, Debug)]
+pub struct StageRef {
+    /// `ScanMap::NAME`.
+    pub name: &'static str,
+    /// `ScanMap::CUDA_SOURCE`.
+    pub source: &'static str,
+}
+
+impl PartialEq for StageRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for StageRef {}
+
+impl std::hash::Hash for StageRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+/// The stages of a staged scan: a load stage mapping each input element to
+/// the operator's element as it is loaded, a store stage mapping each
+/// result as it is stored, or both (`gpu_scan::staged<Op, Load, Store>`,
+/// `templates/stages.cuh`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stages {
+    /// The load stage (`None`: the input holds the operator's elements).
+    pub load: Option<StageRef>,
+    /// The store stage (`None`: the output gets the operator's elements).
+    pub store: Option<StageRef>,
+}
+
+impl Stages {
+    /// The operator policy `op` with these stages.
+    pub fn policy(self, op: &str) -> String {
+        let stage = |s: Option<StageRef>| match s {
+            Some(s) => format!("{STAGE_NAMESPACE}::{}", s.name),
+            None => "gpu_scan::no_stage".to_string(),
+        };
+        format!(
+            "gpu_scan::staged<{op}, {}, {}>",
+            stage(self.load),
+            stage(self.store)
+        )
+    }
+
+    /// What the stages add to a kernel's symbol, after the operator's name.
+    fn symbol_part(self) -> String {
+        let mut part = String::from("staged");
+        for (side, stage) in [("load", self.load), ("store", self.store)] {
+            if let Some(stage) = stage {
+                part += &format!("_{side}_{}", stage.name);
+            }
+        }
+        part
+    }
+
+    /// The stages a reduce-then-scan's first pass needs: it writes tile
+    /// totals, not the output, so one kernel serves every store stage.
+    fn without_store(self) -> Stages {
+        Stages {
+            store: None,
+            ..self
+        }
+    }
+
+    /// Whether `kernel` can run staged: the passes that read the input
+    /// through `load_tile` and write the output through `store_tile`
+    /// (`templates/tile.cuh`); not the pipelined pass, whose bulk copies
+    /// move the operator's elements, nor the column scans.
+    pub fn runs(kernel: Kernel) -> bool {
+        matches!(
+            kernel,
+            Kernel::ReduceTiles
+                | Kernel::ScanTilesInclusive
+                | Kernel::ScanTilesExclusive
+                | Kernel::SinglePassInclusive
+                | Kernel::SinglePassExclusive
+                | Kernel::SinglePassSmallInclusive
+                | Kernel::SinglePassSmallExclusive
+        )
+    }
+}
+
 /// Threads per block of the element-wise kernels ([`KernelAbi::CombinePairs`]):
 /// their launch bounds and the runtime's launches both read it.
 pub const ELEMENTWISE_BLOCK_THREADS: u32 = 256;
@@ -382,6 +484,9 @@ pub enum Family {
     Plain,
     /// Segments whose heads come from a source, in a strategy.
     Segmented(SegmentSource, SegmentedStrategy),
+    /// No segments, the input read through a load stage and the output
+    /// written through a store stage ([`Stages`]); no pipelined pass.
+    Staged(Stages),
 }
 
 impl Family {
@@ -412,6 +517,20 @@ impl Family {
                 (Pass::Pipelined, true) => Kernel::PipelinedInclusive,
                 (Pass::Pipelined, false) => Kernel::PipelinedExclusive,
             }),
+            Family::Staged(stages) => {
+                let Some(KernelAbi::Plain(kernel)) =
+                    Family::Plain.kernel(pass, inclusive, Direction::Forward)
+                else {
+                    unreachable!("every pass has a plain kernel")
+                };
+                match pass {
+                    Pass::Pipelined => return None,
+                    // Over tile totals, which are the operator's elements.
+                    Pass::ScanTileTotals => KernelAbi::Plain(kernel),
+                    Pass::ReduceTiles => KernelAbi::Staged(kernel, stages.without_store()),
+                    _ => KernelAbi::Staged(kernel, stages),
+                }
+            }
             Family::Segmented(source, strategy) => KernelAbi::Segmented(
                 match pass {
                     Pass::ReduceTiles => SegmentedKernel::ReduceTiles(source),
@@ -458,6 +577,13 @@ pub enum KernelAbi {
     /// [`ELEMENTWISE_BLOCK_THREADS`]-thread blocks, the others the
     /// program's blocks, one per tile.
     SummedArea(AreaStep),
+    /// A plain scan's kernel with load and store stages ([`Stages`], for a
+    /// kernel [`Stages::runs`]): its parameters, but `input` of
+    /// [`ParamType::StageIn`] and `output` of [`ParamType::StageOut`], the
+    /// template instantiated with `gpu_scan::staged<Op, Load, Store>`.
+    Staged(Kernel, Stages),
+    /// A staged kernel run in reverse, as [`KernelAbi::PlainReverse`].
+    StagedReverse(Kernel, Stages),
 }
 
 impl KernelAbi {
@@ -492,6 +618,23 @@ impl KernelAbi {
             .chain(AreaStep::ALL.map(KernelAbi::SummedArea))
     }
 
+    /// Every staged kernel a scan through `stages` may take
+    /// ([`KernelAbi::Staged`]: the plain kernels [`Stages::runs`], the
+    /// first pass of reduce-then-scan without the store stage, forward
+    /// then reverse).
+    pub fn all_staged(stages: Stages) -> impl Iterator<Item = KernelAbi> {
+        let forward = Kernel::ALL
+            .into_iter()
+            .filter(|&k| Stages::runs(k))
+            .map(move |k| match k {
+                Kernel::ReduceTiles => KernelAbi::Staged(k, stages.without_store()),
+                _ => KernelAbi::Staged(k, stages),
+            });
+        forward
+            .clone()
+            .chain(forward.filter_map(KernelAbi::reversed))
+    }
+
     /// Every kernel of a program: [`KernelAbi::all_forward`], then the
     /// reverse ones.
     pub fn all() -> impl Iterator<Item = KernelAbi> {
@@ -520,6 +663,9 @@ impl KernelAbi {
             KernelAbi::Segmented(k, s) | KernelAbi::SegmentedReverse(k, s) => {
                 Some(KernelAbi::SegmentedReverse(k, s))
             }
+            KernelAbi::Staged(k, s) | KernelAbi::StagedReverse(k, s) => {
+                Some(KernelAbi::StagedReverse(k, s))
+            }
         }
     }
 
@@ -528,6 +674,7 @@ impl KernelAbi {
         match self {
             KernelAbi::PlainReverse(k) => KernelAbi::Plain(k),
             KernelAbi::SegmentedReverse(k, s) => KernelAbi::Segmented(k, s),
+            KernelAbi::StagedReverse(k, s) => KernelAbi::Staged(k, s),
             forward => forward,
         }
     }
@@ -535,7 +682,9 @@ impl KernelAbi {
     /// Which way the kernel scans.
     pub fn direction(self) -> Direction {
         match self {
-            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => Direction::Reverse,
+            KernelAbi::PlainReverse(_)
+            | KernelAbi::SegmentedReverse(..)
+            | KernelAbi::StagedReverse(..) => Direction::Reverse,
             _ => Direction::Forward,
         }
     }
@@ -565,7 +714,14 @@ impl KernelAbi {
                 };
                 format!("{SYMBOL_PREFIX}{op_name}_area_{step}")
             }
-            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
+            KernelAbi::Staged(k, stages) => format!(
+                "{SYMBOL_PREFIX}{op_name}_{}_{}",
+                stages.symbol_part(),
+                k.suffix()
+            ),
+            KernelAbi::PlainReverse(_)
+            | KernelAbi::SegmentedReverse(..)
+            | KernelAbi::StagedReverse(..) => {
                 let forward = self.forward().symbol(op_name);
                 let head = format!("{SYMBOL_PREFIX}{op_name}_");
                 format!("{head}reverse_{}", &forward[head.len()..])
@@ -576,9 +732,15 @@ impl KernelAbi {
     /// The operator policy the kernel's template takes, for operator policy
     /// `op`: `op` going forward; in reverse `gpu_scan::reversed<op>`, and
     /// `gpu_scan::flipped<op>` for the passes over tile totals, which are
-    /// in scan order already (`direction.cuh`).
+    /// in scan order already (`direction.cuh`). A staged kernel's is
+    /// `gpu_scan::staged<op, Load, Store>` ([`Stages::policy`]), reversed
+    /// likewise.
     fn policy(self, op: &str) -> String {
         match self {
+            KernelAbi::Staged(_, stages) => stages.policy(op),
+            KernelAbi::StagedReverse(_, stages) => {
+                format!("gpu_scan::reversed<{}>", stages.policy(op))
+            }
             KernelAbi::PlainReverse(Kernel::ScanTileTotals)
             | KernelAbi::SegmentedReverse(SegmentedKernel::ScanTileTotals, _) => {
                 format!("gpu_scan::flipped<{op}>")
@@ -603,7 +765,7 @@ impl KernelAbi {
     /// checks its arguments against, with no allocation).
     pub fn param_list(self) -> impl ExactSizeIterator<Item = Param> {
         let list = match self.forward() {
-            KernelAbi::Plain(k) => match k {
+            KernelAbi::Plain(k) | KernelAbi::Staged(k, _) => match k {
                 Kernel::ReduceTiles => REDUCE_TILES,
                 Kernel::ScanTileTotals => SCAN_TILE_TOTALS,
                 Kernel::ScanTilesInclusive | Kernel::ScanTilesExclusive => SCAN_TILES,
@@ -627,12 +789,18 @@ impl KernelAbi {
             KernelAbi::SummedArea(AreaStep::TileTotals) => AREA_TILE_TOTALS,
             KernelAbi::SummedArea(AreaStep::Carries) => AREA_CARRIES,
             KernelAbi::SummedArea(AreaStep::Finish) => AREA_FINISH,
-            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
+            KernelAbi::PlainReverse(_)
+            | KernelAbi::SegmentedReverse(..)
+            | KernelAbi::StagedReverse(..) => {
                 unreachable!("forward() is a forward kernel")
             }
         };
+        // Staged, the input and output are of the stages' types.
+        let staged = matches!(self.forward(), KernelAbi::Staged(..));
         let source = self.source();
         list.iter().map(move |&p| match (p.ty, source) {
+            (ElementsIn, _) if staged && p.name == "input" => param("input", StageIn),
+            (ElementsOut, _) if staged && p.name == "output" => param("output", StageOut),
             (HeadFlags, Some(SegmentSource::Rows)) => param("row_length", RowLength),
             (HeadFlags, Some(SegmentSource::Offsets)) => param("offsets", SegmentOffsets),
             (HeadFlags, Some(SegmentSource::Keys)) => param("keys", SegmentKeys),
@@ -669,6 +837,11 @@ impl KernelAbi {
 
     /// The `__launch_bounds__` of the wrapper, for operator policy `op`.
     fn bounds(self, op: &str) -> String {
+        // A staged kernel's are its plain kernel's, for the staged policy.
+        if let KernelAbi::Staged(k, _) = self.forward() {
+            let plain = KernelAbi::Plain(k).in_direction(self.direction());
+            return plain.expect("every plain kernel runs both ways").bounds(op);
+        }
         let single_pass = |min_blocks: &str| {
             format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, gpu_scan::Shape<{op}>::{min_blocks})")
         };
@@ -895,7 +1068,11 @@ impl KernelAbi {
                     pipelined(mode(inclusive), &seg, &value)
                 }
             },
-            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => {
+            // The plain kernel's call, `op` the staged policy.
+            KernelAbi::Staged(k, _) => KernelAbi::Plain(k).call(op),
+            KernelAbi::PlainReverse(_)
+            | KernelAbi::SegmentedReverse(..)
+            | KernelAbi::StagedReverse(..) => {
                 unreachable!("call() takes the forward kernel")
             }
         }
@@ -906,10 +1083,20 @@ impl KernelAbi {
     pub fn wrapper(self, op_name: &str) -> String {
         let policy = &format!("{POLICY_NAMESPACE}::{op_name}");
         let t = &format!("{policy}::T");
+        // The stages' types, from the staged policy (the same either way).
+        let staged = match self.forward() {
+            KernelAbi::Staged(_, stages) => stages.policy(policy),
+            _ => policy.clone(),
+        };
+        let cuda_type = |ty: ParamType| match ty {
+            StageIn => format!("const gpu_scan::stage_input<{staged}>*"),
+            StageOut => format!("gpu_scan::stage_output<{staged}>*"),
+            ty => ty.cuda_type(t),
+        };
         let params = self
             .params()
             .iter()
-            .map(|p| format!("{} {}", p.ty.cuda_type(t), p.name))
+            .map(|p| format!("{} {}", cuda_type(p.ty), p.name))
             .collect::<Vec<_>>()
             .join(", ");
         let (template, args) = self.forward().call(&self.policy(policy));
@@ -1168,9 +1355,104 @@ mod tests {
         );
     }
 
+    /// Stages for the tests: a load and a store stage.
+    pub(crate) fn test_stages() -> Stages {
+        Stages {
+            load: Some(StageRef {
+                name: "widen_0123",
+                source: "",
+            }),
+            store: Some(StageRef {
+                name: "narrow_4567",
+                source: "",
+            }),
+        }
+    }
+
+    #[test]
+    fn staged_kernels_are_the_plain_ones_through_the_stages() {
+        let stages = test_stages();
+        let staged = Family::Staged(stages);
+        for direction in [Direction::Forward, Direction::Reverse] {
+            for inclusive in [true, false] {
+                let k = |pass| staged.kernel(pass, inclusive, direction);
+                assert_eq!(k(Pass::Pipelined), None);
+                // Tile totals are the operator's elements: the plain pass.
+                assert_eq!(
+                    k(Pass::ScanTileTotals),
+                    Family::Plain.kernel(Pass::ScanTileTotals, inclusive, direction)
+                );
+                // The first pass writes no output: no store stage.
+                let Some(reduce) = k(Pass::ReduceTiles) else {
+                    panic!()
+                };
+                assert_eq!(reduce.direction(), direction);
+                assert!(
+                    matches!(reduce.forward(), KernelAbi::Staged(Kernel::ReduceTiles, s) if s.store.is_none() && s.load == stages.load)
+                );
+                for pass in [Pass::ScanTiles, Pass::SinglePass, Pass::SinglePassSmall] {
+                    let Some(KernelAbi::Plain(plain)) =
+                        Family::Plain.kernel(pass, inclusive, Direction::Forward)
+                    else {
+                        panic!()
+                    };
+                    let abi = k(pass).unwrap();
+                    assert_eq!(abi.forward(), KernelAbi::Staged(plain, stages));
+                    assert_eq!(abi.direction(), direction);
+                    assert!(KernelAbi::all_staged(stages).any(|s| s == abi));
+                }
+            }
+        }
+        assert_eq!(KernelAbi::all_staged(stages).count(), 14);
+    }
+
+    #[test]
+    fn staged_wrappers_read_and_write_the_stages_types() {
+        let stages = test_stages();
+        let symbols: HashSet<String> = KernelAbi::all_staged(stages)
+            .map(|k| k.symbol("sum"))
+            .collect();
+        assert_eq!(symbols.len(), 14);
+        assert!(symbols.contains(
+            "gpu_scan_sum_staged_load_widen_0123_store_narrow_4567_single_pass_inclusive"
+        ));
+        assert!(symbols.contains(
+            "gpu_scan_sum_reverse_staged_load_widen_0123_store_narrow_4567_scan_tiles_exclusive"
+        ));
+        // Plain kernels' symbols are not among them.
+        assert!(KernelAbi::all().all(|k| !symbols.contains(&k.symbol("sum"))));
+        let policy = "gpu_scan::staged<gpu_scan_ops::sum, gpu_scan_stages::widen_0123, gpu_scan_stages::narrow_4567>";
+        let text = KernelAbi::Staged(Kernel::SinglePassExclusive, stages).wrapper("sum");
+        assert!(text.contains(&format!("const gpu_scan::stage_input<{policy}>* input, gpu_scan::stage_output<{policy}>* output, void* status")), "{text}");
+        assert!(text.contains(&format!("gpu_scan::scan_single_pass<{policy}, scan_exclusive, gpu_scan::no_segments, gpu_scan::Shape<{policy}>::items_per_thread>(input, gpu_scan::no_segments{{}}, output,")), "{text}");
+        assert!(text.contains(&format!("__launch_bounds__(gpu_scan::Shape<{policy}>::block_threads, gpu_scan::Shape<{policy}>::single_pass_min_blocks)")), "{text}");
+        let reverse = KernelAbi::Staged(Kernel::ScanTilesInclusive, stages)
+            .in_direction(Direction::Reverse)
+            .unwrap();
+        let text = reverse.wrapper("sum");
+        assert!(
+            text.contains(&format!(
+                "gpu_scan::scan_tiles<gpu_scan::reversed<{policy}>, scan_inclusive"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("const gpu_scan::stage_input<{policy}>* input")),
+            "{text}"
+        );
+        // A load stage alone: the store side is no stage.
+        let load_only = Stages {
+            store: None,
+            ..stages
+        };
+        assert!(KernelAbi::Staged(Kernel::ReduceTiles, load_only)
+            .wrapper("sum")
+            .contains("gpu_scan::staged<gpu_scan_ops::sum, gpu_scan_stages::widen_0123, gpu_scan::no_stage>"));
+    }
+
     #[test]
     fn every_wrapper_passes_each_of_its_parameters_on() {
-        for kernel in KernelAbi::all() {
+        for kernel in KernelAbi::all().chain(KernelAbi::all_staged(test_stages())) {
             let text = kernel.wrapper("op");
             let body = text.split_once("{\n").map(|(_, b)| b).unwrap_or_default();
             let args = body.split_once('(').map(|(_, a)| a).unwrap_or_default();

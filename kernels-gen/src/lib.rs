@@ -136,6 +136,7 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/launch.cuh"),
     "\n#ifndef GPU_SCAN_LIBRARY\n#define GPU_SCAN_LIBRARY\n",
     include_str!("templates/direction.cuh"),
+    include_str!("templates/stages.cuh"),
     include_str!("templates/shape.cuh"),
     block_level!(),
     include_str!("templates/segments.cuh"),
@@ -219,6 +220,15 @@ pub fn program(
     out.push_str(LIBRARY);
     out.push_str(&layout.cuda_declaration(op_name));
     out.push_str(operator_part);
+    // The staged kernels' stages, each declared once (their parts are
+    // guarded).
+    for kernel in kernels {
+        if let abi::KernelAbi::Staged(_, stages) = kernel.forward() {
+            for stage in [stages.load, stages.store].into_iter().flatten() {
+                out.push_str(stage.source);
+            }
+        }
+    }
     let _ = writeln!(out, "\n// Kernels (kernels_gen::abi).");
     for kernel in kernels {
         out.push_str(&kernel.wrapper(op_name));

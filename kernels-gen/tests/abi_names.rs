@@ -7,7 +7,7 @@
 //! arguments swapped anywhere between a launch and the template fail a test
 //! without a GPU. The C++ compiler checks the types; this checks the order.
 
-use kernels_gen::abi::KernelAbi;
+use kernels_gen::abi::{KernelAbi, StageRef, Stages};
 use kernels_gen::segment_flags::{segment_flags_program, FlagsKernel};
 use kernels_gen::LIBRARY;
 
@@ -261,7 +261,17 @@ fn check(wrapper_text: &str, library: &str) -> Vec<String> {
 fn every_scan_kernel_passes_its_parameters_by_name() {
     let mut errors = Vec::new();
     let mut kernels = 0;
-    for abi in KernelAbi::all() {
+    let stages = Stages {
+        load: Some(StageRef {
+            name: "widen",
+            source: "",
+        }),
+        store: Some(StageRef {
+            name: "narrow",
+            source: "",
+        }),
+    };
+    for abi in KernelAbi::all().chain(KernelAbi::all_staged(stages)) {
         let wrapper = abi.wrapper("op");
         for e in check(&wrapper, LIBRARY) {
             errors.push(format!("{abi:?}: {e}"));

@@ -233,6 +233,68 @@ pub fn scan_mapped<M: ScanMap<Output = Op::Element>, Op: ScanOp>(
     par_scan::<Op>(spec, &mapped, output)
 }
 
+/// Scans `input` through load stage `L` and store stage `S` into
+/// `output`, on all cores: `output[i]` is `S::apply` of element `i` of
+/// `Op`'s scan of `L::apply(x)` for each `x` of `input`, what
+/// `GpuScanner::scan_through` computes with the stages in its kernels. The
+/// carry-out is `Op`'s element, before the store stage.
+///
+/// ```
+/// use gpu_scan::ops::Sum;
+/// use gpu_scan::prelude::*;
+///
+/// #[scan_map(input = u8, output = u32, map = |x| x as u32)]
+/// struct Widen;
+///
+/// #[scan_map(input = u32, output = bool, map = |x| x >= 300)]
+/// struct AtLeast300;
+///
+/// let mut out = [false; 3];
+/// cpu::scan_staged::<Widen, Sum<u32>, AtLeast300>(ScanKind::Inclusive, &[200, 100, 50], &mut out).unwrap();
+/// assert_eq!(out, [false, true, true]);
+/// ```
+pub fn scan_staged<L, Op, S>(
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    input: &[L::Input],
+    output: &mut [S::Output],
+) -> Result<(), LengthMismatch>
+where
+    L: ScanMap<Output = Op::Element>,
+    Op: ScanOp,
+    S: ScanMap<Input = Op::Element>,
+{
+    LengthMismatch::check(input.len(), output.len())?;
+    let mapped: Vec<Op::Element> = input.par_iter().map(|&x| L::apply(x)).collect();
+    let mut scanned = vec![Op::IDENTITY; input.len()];
+    par_scan::<Op>(spec, &mapped, &mut scanned)?;
+    output
+        .par_iter_mut()
+        .zip(scanned)
+        .for_each(|(out, x)| *out = S::apply(x));
+    Ok(())
+}
+
+/// Scans `input` into `output` through store stage `S` alone, on all
+/// cores ([`scan_staged`] without a load stage).
+pub fn scan_stored<Op, S>(
+    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    input: &[Op::Element],
+    output: &mut [S::Output],
+) -> Result<(), LengthMismatch>
+where
+    Op: ScanOp,
+    S: ScanMap<Input = Op::Element>,
+{
+    LengthMismatch::check(input.len(), output.len())?;
+    let mut scanned = vec![Op::IDENTITY; input.len()];
+    par_scan::<Op>(spec, input, &mut scanned)?;
+    output
+        .par_iter_mut()
+        .zip(scanned)
+        .for_each(|(out, x)| *out = S::apply(x));
+    Ok(())
+}
+
 /// Scans `data` in place on all cores.
 pub fn par_scan_in_place<Op: ScanOp>(
     spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,

@@ -14,26 +14,29 @@ use cudarc::driver::{
 use scan_core::ScanOp;
 use std::sync::Arc;
 
-/// What a scan reads and writes: two buffers, or one scanned in place.
-pub(crate) enum Operands<'b, E> {
+/// What a scan reads and writes: two buffers (of elements `I` and `O`,
+/// which differ only through stages), or one scanned in place.
+pub(crate) enum Operands<'b, I, O = I> {
     /// Read from the first, written to the second (of the same length).
-    Apart(&'b dyn DevicePtr<E>, &'b mut dyn DevicePtrMut<E>),
-    /// Read and written in place.
-    InPlace(&'b mut dyn DevicePtrMut<E>),
+    Apart(&'b dyn DevicePtr<I>, &'b mut dyn DevicePtrMut<O>),
+    /// Read and written in place (made only where `I` is `O`).
+    InPlace(&'b mut dyn DevicePtrMut<I>),
 }
 
 impl<'b, E> Operands<'b, E> {
-    /// Out of place.
-    pub(crate) fn apart(
-        input: &'b impl DevicePtr<E>,
-        output: &'b mut impl DevicePtrMut<E>,
-    ) -> Self {
-        Operands::Apart(input, output)
-    }
-
     /// In place.
     pub(crate) fn in_place(data: &'b mut impl DevicePtrMut<E>) -> Self {
         Operands::InPlace(data)
+    }
+}
+
+impl<'b, I, O> Operands<'b, I, O> {
+    /// Out of place.
+    pub(crate) fn apart(
+        input: &'b impl DevicePtr<I>,
+        output: &'b mut impl DevicePtrMut<O>,
+    ) -> Self {
+        Operands::Apart(input, output)
     }
 
     /// The number of elements, once the output is known to hold as many
@@ -98,6 +101,24 @@ where
         prepare: impl FnOnce(&mut Self) -> Result<P>,
         launch: impl FnOnce(&mut Self, P, Bound) -> Result<()>,
     ) -> Result<()> {
+        let law_check = Self::first_call_law_check;
+        self.enter_typed(stream, operands, n, carry_out, law_check, prepare, launch)
+    }
+
+    /// [`GpuScanner::enter`] over buffers of other types than the
+    /// operator's (a staged scan's), whose first-call law check is
+    /// `law_check` (given the input's address and length).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn enter_typed<P, I, O>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        operands: Operands<'_, I, O>,
+        n: usize,
+        carry_out: &mut impl DeviceCarryOut<Op::Element>,
+        law_check: impl FnOnce(&mut Self, &Arc<CudaStream>, u64, usize) -> Result<()>,
+        prepare: impl FnOnce(&mut Self) -> Result<P>,
+        launch: impl FnOnce(&mut Self, P, Bound) -> Result<()>,
+    ) -> Result<()> {
         let prepared = prepare(self)?;
         let at = self.address_stream(stream)?;
         let (src, dst, _guards): (u64, u64, [Option<SyncOnDrop<'_>>; 2]) = match operands {
@@ -111,7 +132,7 @@ where
                 (ptr, ptr, [Some(guard), None])
             }
         };
-        self.first_call_law_check(stream, src, n)?;
+        law_check(self, stream, src, n)?;
         let slots = carry_out.slots(&at);
         let bound = Bound {
             src,

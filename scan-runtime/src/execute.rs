@@ -13,8 +13,8 @@ use crate::path::ScanPath;
 use crate::plan::{self, Path, Step};
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
-use kernels_gen::abi::{Family, KernelAbi, Pass};
-use kernels_gen::SegmentSource;
+use kernels_gen::abi::{Family, KernelAbi, Pass, Stages};
+use kernels_gen::{SegmentSource, SegmentedStrategy};
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
 
@@ -27,6 +27,8 @@ pub(crate) struct TileScan<E> {
     pub(crate) args: TileScanArgs<E>,
     /// A segmented scan's source, and what the planner needs of it.
     pub(crate) segments: Option<(SegmentSource, plan::Segments)>,
+    /// A staged scan's load and store stages (never with segments).
+    pub(crate) stages: Option<Stages>,
 }
 
 impl<E: Copy> TileScan<E> {
@@ -57,8 +59,33 @@ impl<E: Copy> TileScan<E> {
                 seed: init.unwrap_or(identity),
                 seeded: init.is_some(),
                 n: n as u64,
+                staged: false,
             },
             segments: segments.map(|(source, planned, _)| (source, planned)),
+            stages: None,
+        }
+    }
+
+    /// This scan (plain) through `stages`: its input and output hold their
+    /// types.
+    pub(crate) fn staged(self, stages: Stages) -> Self {
+        debug_assert!(self.segments.is_none(), "staged scans have no segments");
+        TileScan {
+            args: TileScanArgs {
+                staged: true,
+                ..self.args
+            },
+            stages: Some(stages),
+            ..self
+        }
+    }
+
+    /// The kernels that run it.
+    fn family(&self, strategy: SegmentedStrategy) -> Family {
+        match (self.segments, self.stages) {
+            (Some((source, _)), _) => Family::Segmented(source, strategy),
+            (None, Some(stages)) => Family::Staged(stages),
+            (None, None) => Family::Plain,
         }
     }
 
@@ -161,17 +188,18 @@ where
     ) -> Result<()> {
         let a = &scan.args;
         let n = a.n as usize;
-        let family = match scan.segments {
-            None => Family::Plain,
-            Some((source, _)) => Family::Segmented(source, self.tuning.segmented_strategy),
-        };
+        let family = scan.family(self.tuning.segmented_strategy);
         let kernel = |pass| family.kernel(pass, scan.inclusive, scan.direction);
-        let request = plan_request::<Op>(
+        let mut request = plan_request::<Op>(
             n,
             scan.direction,
             scan.segments.map(|(_, planned)| planned),
             scan.aligned(),
         );
+        if scan.stages.is_some() {
+            // No pipelined pass: its bulk copies move the operator's elements.
+            request.pipelined_tile_items = 0;
+        }
         let shared_bytes = pipelined_shared_bytes::<Op>(family);
         let (path, mut ready) = self.plan_path(
             stream,
@@ -182,7 +210,8 @@ where
         if path == Path::Empty {
             return self.launch_empty_carry(stream, a.seed, a.carry_out);
         }
-        let scratch = self.reserve_scratch(path.scratch(family != Family::Plain), stream)?;
+        let segmented = matches!(family, Family::Segmented(..));
+        let scratch = self.reserve_scratch(path.scratch(segmented), stream)?;
         // Every step's kernel first (a path has at most three steps).
         let mut launches = [None, None, None];
         for (slot, step) in launches.iter_mut().zip(path.steps()) {
@@ -239,5 +268,6 @@ fn pipelined_shared_bytes<Op: ScanOp>(family: Family) -> usize {
     match family {
         Family::Plain => layout::<Op>().pipelined_shared_bytes,
         Family::Segmented(..) => layout::<Op>().pipelined_segmented_shared_bytes,
+        Family::Staged(_) => 0,
     }
 }

@@ -523,6 +523,7 @@ where
             carry_out: carry,
             seed,
             seeded: false,
+            staged: false,
             n: 0,
         };
         let args = launch::tile_pass(Pass::ScanTiles, &empty, PassScratch::None, 1);

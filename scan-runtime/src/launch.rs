@@ -292,7 +292,9 @@ pub(crate) fn flags_count(name: &'static str, value: u64) -> KernelArg<NoElement
     arg(name, ArgValue::Count(value))
 }
 
-use ParamType::{ElementsIn, ElementsOut, HeadFlags, SegmentCount, TileFlagsIn, TileFlagsOut};
+use ParamType::{
+    ElementsIn, ElementsOut, HeadFlags, SegmentCount, StageIn, StageOut, TileFlagsIn, TileFlagsOut,
+};
 
 /// The argument for parameter `name`.
 fn arg<E>(name: &'static str, value: ArgValue<E>) -> KernelArg<E> {
@@ -391,6 +393,9 @@ pub(crate) struct TileScanArgs<E> {
     /// Whether the seed goes in front of every segment.
     pub(crate) seeded: bool,
     pub(crate) n: u64,
+    /// Whether the kernels are staged ([`KernelAbi::Staged`]): `input` and
+    /// `output` hold the stages' types.
+    pub(crate) staged: bool,
 }
 
 /// The scratch a [`Pass`] of a scan over tiles reads and writes.
@@ -421,9 +426,19 @@ pub(crate) fn tile_pass<E: Copy>(
         PassScratch::TileTotals { totals, flags } => (totals, flags),
         _ => (0, 0),
     };
+    let (input, output) = match a.staged {
+        true => (
+            ptr("input", StageIn, a.input),
+            ptr("output", StageOut, a.output),
+        ),
+        false => (
+            ptr("input", ElementsIn, a.input),
+            ptr("output", ElementsOut, a.output),
+        ),
+    };
     match pass {
         Pass::ReduceTiles => {
-            args.push(ptr("input", ElementsIn, a.input));
+            args.push(input);
             args.extend(heads);
             args.push(ptr("tile_totals", ElementsOut, totals));
             if a.heads.is_some() {
@@ -444,9 +459,9 @@ pub(crate) fn tile_pass<E: Copy>(
             }
         }
         Pass::ScanTiles | Pass::SinglePass | Pass::SinglePassSmall | Pass::Pipelined => {
-            args.push(ptr("input", ElementsIn, a.input));
+            args.push(input);
             args.extend(heads);
-            args.push(ptr("output", ElementsOut, a.output));
+            args.push(output);
             match s {
                 PassScratch::SinglePass(single) => args.extend(scratch(&single)),
                 // Null prefixes: one tile, seeded directly.
@@ -606,7 +621,7 @@ pub(crate) fn area_finish<E>(
 mod tests {
     use super::*;
     use kernels_gen::abi::{AreaStep, TotalsStep};
-    use kernels_gen::abi::{Family, Pass};
+    use kernels_gen::abi::{Family, Pass, StageRef, Stages};
     use kernels_gen::{Direction, Kernel, SegmentSource, SegmentedKernel};
 
     /// The argument list the runtime builds for `abi` (dummy values).
@@ -660,10 +675,13 @@ mod tests {
             KernelAbi::Plain(Kernel::ColumnsInclusive | Kernel::ColumnsExclusive) => {
                 columns(1, 2, &s, 7, 8, 9, true)
             }
-            forward @ (KernelAbi::Plain(_) | KernelAbi::Segmented(..)) => {
+            forward @ (KernelAbi::Plain(_) | KernelAbi::Segmented(..) | KernelAbi::Staged(..)) => {
                 // The pass of a family whose kernel this is.
                 let (family, inclusive) = match forward {
                     KernelAbi::Plain(k) => (Family::Plain, !k.suffix().contains("exclusive")),
+                    KernelAbi::Staged(k, stages) => {
+                        (Family::Staged(stages), !k.suffix().contains("exclusive"))
+                    }
                     KernelAbi::Segmented(k, strategy) => (
                         Family::Segmented(k.source().unwrap_or(SegmentSource::Rows), strategy),
                         !matches!(
@@ -689,11 +707,12 @@ mod tests {
                 let a = TileScanArgs {
                     input: 1,
                     output: 2,
-                    heads: (family != Family::Plain).then_some(heads),
+                    heads: matches!(family, Family::Segmented(..)).then_some(heads),
                     carry_out: 5,
                     seed: 7,
                     seeded: true,
                     n: 9,
+                    staged: matches!(family, Family::Staged(_)),
                 };
                 let scratch = match pass {
                     Pass::ReduceTiles | Pass::ScanTileTotals => PassScratch::TileTotals {
@@ -705,13 +724,25 @@ mod tests {
                 };
                 tile_pass(pass, &a, scratch, 6).to_vec()
             }
-            KernelAbi::PlainReverse(_) | KernelAbi::SegmentedReverse(..) => unreachable!(),
+            KernelAbi::PlainReverse(_)
+            | KernelAbi::SegmentedReverse(..)
+            | KernelAbi::StagedReverse(..) => unreachable!(),
         }
+    }
+
+    /// Every staged kernel of a load and a store stage, both ways.
+    fn staged_kernels() -> impl Iterator<Item = KernelAbi> {
+        let stage = |name| StageRef { name, source: "" };
+        let stages = Stages {
+            load: Some(stage("widen_0")),
+            store: Some(stage("narrow_0")),
+        };
+        KernelAbi::all_staged(stages)
     }
 
     #[test]
     fn every_builder_matches_the_abi_table() {
-        for abi in KernelAbi::all() {
+        for abi in KernelAbi::all().chain(staged_kernels()) {
             check_args(abi, "op", &built(abi)).unwrap_or_else(|e| panic!("{e}"));
             assert!(
                 abi.param_list().len() <= MOST_ARGS,
@@ -731,9 +762,23 @@ mod tests {
             seed: 7u32,
             seeded: false,
             n: 9,
+            staged: false,
         };
         let args = tile_pass(Pass::ScanTiles, &a, PassScratch::None, 1).to_vec();
         check_args(abi, "sum", &args).unwrap();
+        // A staged kernel's input and output are of the stages' types: a
+        // plain argument list is refused, a staged one taken.
+        let staged = staged_kernels()
+            .find(|k| matches!(k, KernelAbi::Staged(Kernel::ScanTilesInclusive, _)))
+            .expect("a staged tile scan");
+        assert!(check_args(staged, "sum", &args).is_err());
+        let staged_args = tile_pass(
+            Pass::ScanTiles,
+            &TileScanArgs { staged: true, ..a },
+            PassScratch::None,
+            1,
+        );
+        check_args(staged, "sum", &staged_args).unwrap();
         let mut swapped = args.clone();
         swapped.swap(4, 5);
         let err = check_args(abi, "sum", &swapped).unwrap_err().to_string();

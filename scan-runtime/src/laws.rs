@@ -80,6 +80,29 @@ where
         self.law_check = LawCheck::Done;
         Ok(())
     }
+
+    /// [`GpuScanner::first_call_law_check`] of a scan whose input holds
+    /// elements of type `In` that `load` maps to the operator's (its load
+    /// stage's Rust function): the sample is mapped on the host as the
+    /// kernels map it.
+    pub(crate) fn first_call_law_check_mapped<In: Copy + DeviceRepr + ValidAsZeroBits>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        ptr: u64,
+        n: usize,
+        load: fn(In) -> Op::Element,
+    ) -> Result<()> {
+        if self.law_check == LawCheck::Done || n == 0 {
+            return Ok(());
+        }
+        if stream.capture_status()? != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Ok(());
+        }
+        let sample = copy_sample::<In>(stream, ptr, n)?;
+        check_host::<Op>(&sample.into_iter().map(load).collect::<Vec<_>>())?;
+        self.law_check = LawCheck::Done;
+        Ok(())
+    }
 }
 
 /// Copies the sample of the `n` elements at `ptr` to the host (waiting for
@@ -88,12 +111,22 @@ fn check_device<Op: ScanOp>(stream: &Arc<CudaStream>, ptr: u64, n: usize) -> Res
 where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
+    check_host::<Op>(&copy_sample::<Op::Element>(stream, ptr, n)?)
+}
+
+/// The sample of the `n` elements of type `E` at `ptr`, copied to the host
+/// (waiting for `stream`).
+fn copy_sample<E: Copy + DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    ptr: u64,
+    n: usize,
+) -> Result<Vec<E>> {
     stream.context().bind_to_thread()?;
     let ranges = sample_ranges(n, LAW_SAMPLE);
     let total = ranges.iter().map(|r| r.len()).sum::<usize>();
     // SAFETY: all-zero bits are a valid element (ValidAsZeroBits).
-    let mut sample: Vec<Op::Element> = vec![unsafe { std::mem::zeroed() }; total];
-    let size = std::mem::size_of::<Op::Element>() as u64;
+    let mut sample: Vec<E> = vec![unsafe { std::mem::zeroed() }; total];
+    let size = std::mem::size_of::<E>() as u64;
     let mut filled = 0;
     for range in ranges {
         let dst = &mut sample[filled..filled + range.len()];
@@ -110,5 +143,5 @@ where
         }
     }
     stream.synchronize()?;
-    check_host::<Op>(&sample)
+    Ok(sample)
 }

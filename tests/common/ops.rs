@@ -248,6 +248,26 @@ pub struct AtTwo;
 #[scan_map(input = u32, output = u32, map = |x| x * 2)]
 pub struct Double;
 
+/// `u32` to an exact affine map (an odd slope, so products stay
+/// informative): the load stage of the staged scans of [`AffineU32`].
+#[scan_map(input = u32, output = AffineU32, map = |x| AffineU32 { a: x | 1, b: x >> 3 })]
+pub struct ToAffineU32;
+
+/// An affine map's offset, the state of the recurrence it composes: the
+/// store stage of those scans (8 bytes scanned, 4 written).
+#[scan_map(input = AffineU32, output = u32, map = |m| m.b)]
+pub struct AffineOffset;
+
+/// A value, valid where it is a multiple of 3 (an invalid one holds 0, as
+/// [`Latest`]'s identity needs): the load stage of the staged "keep the
+/// right one" scans (8 bytes read, 16 scanned).
+#[scan_map(input = u64, output = Latest, map = |x| Latest { valid: x % 3 == 0, value: if x % 3 == 0 { x } else { 0 } })]
+pub struct TagEveryThird;
+
+/// The latest valid value: their store stage.
+#[scan_map(input = Latest, output = u64, map = |l| l.value)]
+pub struct LatestValue;
+
 /// Multiples of 3.
 #[scan_predicate(element = u32, keep = |x| x % 3 == 0)]
 pub struct Third;

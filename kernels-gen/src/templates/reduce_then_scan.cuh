@@ -12,7 +12,7 @@
 namespace gpu_scan {
 
 template <class Op, class Seg, class T = typename Op::T>
-__device__ __forceinline__ void reduce_tiles(const T* input, const Seg& seg, T* tile_totals, unsigned char* tile_flags, unsigned long long n) {
+__device__ __forceinline__ void reduce_tiles(const stage_input<Op>* input, const Seg& seg, T* tile_totals, unsigned char* tile_flags, unsigned long long n) {
   __shared__ T staging[Shape<Op>::staging_items];
   __shared__ T warp_totals[Shape<Op>::warps + 1];
   __shared__ bool warp_flags[Seg::segmented ? Shape<Op>::warps : 1];
@@ -60,7 +60,7 @@ __device__ __forceinline__ void scan_tile_totals(T* tile_totals, const Seg& tile
 // tile_prefixes == nullptr the input is a single tile behind `seed`. The
 // last block writes the carry-out (unless `carry_out` is null).
 template <class Op, int Mode, class Seg, class T = typename Op::T>
-__device__ __forceinline__ void scan_tiles(const T* input, const Seg& seg, T* output, const T* tile_prefixes, T* carry_out, const T seed,
+__device__ __forceinline__ void scan_tiles(const stage_input<Op>* input, const Seg& seg, stage_output<Op>* output, const T* tile_prefixes, T* carry_out, const T seed,
                                            unsigned long long n) {
   __shared__ T staging[Shape<Op>::staging_items];
   __shared__ T warp_totals[Shape<Op>::warps + 1];

@@ -140,7 +140,7 @@ __device__ __noinline__ T single_pass_prefix(unsigned long long tile, const T ti
 // a head, and only the head-less tiles in between are combined, with the
 // plain operator.
 template <class Op, int Mode, class Seg, int Items, class T = typename Op::T>
-__device__ __forceinline__ void scan_single_pass(const T* input, const Seg& seg, T* output, void* status, T* aggregates, T* prefixes,
+__device__ __forceinline__ void scan_single_pass(const stage_input<Op>* input, const Seg& seg, stage_output<Op>* output, void* status, T* aggregates, T* prefixes,
                                                  scan_launch_state* launch, T* carry_out, const T seed, unsigned long long n) {
   constexpr int tile_items = Items * Shape<Op>::block_threads;
   __shared__ T staging[tile_items + tile_items / 32];

@@ -22,7 +22,8 @@ constexpr int mirrored_slot_step() {
 }
 
 // Whole tiles move as 16-byte vectors when a vector holds whole elements
-// and each thread's share is whole vectors.
+// (of the type in memory: a stage's input or output) and each thread's
+// share is whole vectors.
 template <class Op, int Items, class T = typename Op::T>
 constexpr bool vector_loads() {
   return 16 % sizeof(T) == 0 && (Items * sizeof(T)) % 16 == 0;
@@ -40,18 +41,19 @@ __device__ __forceinline__ void read_items(const T* staging, int valid, T (&item
 
 // Moves elements [base, base + valid) of `input` into blocked registers
 // (mirrored for a reverse scan: the element at base + m becomes item
-// item_of<Op>(m, valid)).
+// item_of<Op>(m, valid)), each through the policy's load stage
+// (stages.cuh; none for a plain operator).
 // Global reads are "striped" (consecutive threads read consecutive elements,
 // so they coalesce) and rearranged through the shared `staging` buffer
 // (Items × Shape<Op>::block_threads elements plus padding). Elements past `valid`
 // become the identity. A whole tile at a 16-byte aligned address is read
 // with 16-byte vector loads, all issued before the first is used.
-template <class Op, int Items, class T = typename Op::T>
-__device__ __forceinline__ void load_tile(const T* input, unsigned long long base, int valid, T* staging, T (&items)[Items]) {
+template <class Op, int Items, class T = typename Op::T, class In = stage_input<Op>>
+__device__ __forceinline__ void load_tile(const In* input, unsigned long long base, int valid, T* staging, T (&items)[Items]) {
   bool vectors_done = false;
-  if constexpr (vector_loads<Op, Items>()) {
+  if constexpr (vector_loads<Op, Items, In>()) {
     if (valid == Items * Shape<Op>::block_threads && ((unsigned long long)(input + base) & 15u) == 0) {
-      constexpr int per_vector = sizeof(T) <= 16 ? 16 / (int)sizeof(T) : 1;
+      constexpr int per_vector = sizeof(In) <= 16 ? 16 / (int)sizeof(In) : 1;
       constexpr int vectors = Items / per_vector;
       // A whole tile: items are mirrored about its constant length.
       const uint4* source = (const uint4*)(input + base);
@@ -60,11 +62,12 @@ __device__ __forceinline__ void load_tile(const T* input, unsigned long long bas
       for (int v = 0; v < vectors; ++v) loaded[v] = source[v * Shape<Op>::block_threads + (int)threadIdx.x];
 #pragma unroll
       for (int v = 0; v < vectors; ++v) {
-        T elements[per_vector];
+        In elements[per_vector];
         memcpy(elements, &loaded[v], 16);
         const int first = (v * Shape<Op>::block_threads + (int)threadIdx.x) * per_vector;
 #pragma unroll
-        for (int e = 0; e < per_vector; ++e) staging[staging_slot(item_of<Op>(first + e, Items * Shape<Op>::block_threads))] = elements[e];
+        for (int e = 0; e < per_vector; ++e)
+          staging[staging_slot(item_of<Op>(first + e, Items * Shape<Op>::block_threads))] = stages_of<Op>::load(elements[e]);
       }
       vectors_done = true;
     }
@@ -77,7 +80,7 @@ __device__ __forceinline__ void load_tile(const T* input, unsigned long long bas
     for (int i = 0; i < Items; ++i) {
       const int j = i * Shape<Op>::block_threads + (int)threadIdx.x;
       const int slot = mirrored_memory<Op>::value ? top - i * mirrored_slot_step<Op>() : staging_slot(j);
-      if (j < valid) staging[slot] = input[base + j];
+      if (j < valid) staging[slot] = stages_of<Op>::load(input[base + j]);
     }
   }
   __syncthreads();
@@ -86,25 +89,27 @@ __device__ __forceinline__ void load_tile(const T* input, unsigned long long bas
 }
 
 // The inverse of load_tile: blocked registers to elements
-// [base, base + valid) of `output` (mirrored as load_tile), written striped (16-byte vector stores
-// for a whole aligned tile).
-template <class Op, int Items, class T = typename Op::T>
-__device__ __forceinline__ void store_tile(T* output, unsigned long long base, int valid, T* staging, const T (&items)[Items]) {
+// [base, base + valid) of `output` (mirrored as load_tile), each through
+// the policy's store stage, written striped (16-byte vector stores for a
+// whole aligned tile).
+template <class Op, int Items, class T = typename Op::T, class Out = stage_output<Op>>
+__device__ __forceinline__ void store_tile(Out* output, unsigned long long base, int valid, T* staging, const T (&items)[Items]) {
 #pragma unroll
   for (int i = 0; i < Items; ++i) staging[staging_slot((int)threadIdx.x * Items + i)] = items[i];
   __syncthreads();
   bool vectors_done = false;
-  if constexpr (vector_loads<Op, Items>()) {
+  if constexpr (vector_loads<Op, Items, Out>()) {
     if (valid == Items * Shape<Op>::block_threads && ((unsigned long long)(output + base) & 15u) == 0) {
-      constexpr int per_vector = sizeof(T) <= 16 ? 16 / (int)sizeof(T) : 1;
+      constexpr int per_vector = sizeof(Out) <= 16 ? 16 / (int)sizeof(Out) : 1;
       constexpr int vectors = Items / per_vector;
       uint4* target = (uint4*)(output + base);
 #pragma unroll
       for (int v = 0; v < vectors; ++v) {
-        T elements[per_vector];
+        Out elements[per_vector];
         const int first = (v * Shape<Op>::block_threads + (int)threadIdx.x) * per_vector;
 #pragma unroll
-        for (int e = 0; e < per_vector; ++e) elements[e] = staging[staging_slot(item_of<Op>(first + e, Items * Shape<Op>::block_threads))];
+        for (int e = 0; e < per_vector; ++e)
+          elements[e] = stages_of<Op>::store(staging[staging_slot(item_of<Op>(first + e, Items * Shape<Op>::block_threads))]);
         uint4 word;
         memcpy(&word, elements, 16);
         target[v * Shape<Op>::block_threads + (int)threadIdx.x] = word;
@@ -118,7 +123,7 @@ __device__ __forceinline__ void store_tile(T* output, unsigned long long base, i
     for (int i = 0; i < Items; ++i) {
       const int j = i * Shape<Op>::block_threads + (int)threadIdx.x;
       const int slot = mirrored_memory<Op>::value ? top - i * mirrored_slot_step<Op>() : staging_slot(j);
-      if (j < valid) output[base + j] = staging[slot];
+      if (j < valid) output[base + j] = stages_of<Op>::store(staging[slot]);
     }
   }
   __syncthreads();
