@@ -20,7 +20,7 @@
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::CudaSlice;
-use gpu_scan::scan_runtime::{open_device, ScanStages};
+use gpu_scan::scan_runtime::{open_device, ScanPath, ScanStages};
 use rayon::prelude::*;
 
 #[path = "common/splitmix.rs"]
@@ -52,6 +52,20 @@ struct TakeB;
 
 #[scan_map(input = u32, output = u32, map = |x| x)]
 struct Same;
+
+/// `scanner` on the look-back single pass (`on`) or the default path.
+fn look_back<Op: gpu_scan::ScanOp>(scanner: &mut GpuScanner<Op>, on: bool)
+where
+    Op::Element: gpu_scan::scan_runtime::cudarc::driver::DeviceRepr
+        + gpu_scan::scan_runtime::cudarc::driver::ValidAsZeroBits,
+{
+    let path = if on {
+        ScanPath::SinglePass
+    } else {
+        ScanPath::Auto
+    };
+    scanner.set_tuning(scanner.tuning().with_path(path));
+}
 
 /// The sum of `v[i] · (2i + 1)`, wrapping: `cub/stages_bench.cu`'s checksum.
 fn checksum(v: &[u32]) -> u64 {
@@ -85,7 +99,7 @@ fn main() {
     let mut sums = bench_scanner::<Sum>(&stream);
     let mut maps = bench_scanner::<AffineU32>(&stream);
     println!(
-        "{:<13} {:>5} {:>9} {:>7} {:>7} {:>9} {:>7} {:>6}",
+        "{:<16} {:>5} {:>9} {:>7} {:>7} {:>9} {:>7} {:>6}",
         "case", "n", "ms", "GB/s", "%copy", "CUB ms", "xCUB", "agree"
     );
     for log2 in [24u32, 28] {
@@ -110,12 +124,12 @@ fn main() {
         let row = |case: &str, bytes_moved: usize, ms: f64, got: &[u32], want: &[u32]| {
             let gbs = (bytes_moved * n) as f64 / ms / 1e6;
             let agree_cpu = got == want;
-            let (cub_ms, agree_cub) = match cub_row(&cub, case, log2) {
+            let (cub_ms, agree_cub) = match cub_row(&cub, case.split(' ').next().unwrap(), log2) {
                 Some((cub_ms, _, sum)) => (Some(cub_ms), sum == checksum(got)),
                 None => (None, true),
             };
             println!(
-                "{case:<13} 2^{log2:<3} {ms:>9.4} {gbs:>7.0} {:>6.1}% {:>9} {:>7} {:>6}",
+                "{case:<16} 2^{log2:<3} {ms:>9.4} {gbs:>7.0} {:>6.1}% {:>9} {:>7} {:>6}",
                 100.0 * gbs / copy_gbs,
                 cub_ms.map_or("-".into(), |c| format!("{c:.4}")),
                 cub_ms.map_or("-".into(), |c| format!("{:.2}", c / ms)),
@@ -134,6 +148,19 @@ fn main() {
             sums.inclusive(&stream, &d_widened, &mut out).unwrap()
         }) as f64;
         row("sum", 8, ms, &stream.clone_dtoh(&out).unwrap(), &want);
+        // The same on the look-back single pass, the pass staged scans take.
+        look_back(&mut sums, true);
+        let ms = time_ms(&stream, || {
+            sums.inclusive(&stream, &d_widened, &mut out).unwrap()
+        }) as f64;
+        look_back(&mut sums, false);
+        row(
+            "sum look-back",
+            8,
+            ms,
+            &stream.clone_dtoh(&out).unwrap(),
+            &want,
+        );
         // affine_state: u32 in, the maps composed, u32 offsets out.
         cpu::scan_staged::<ToAffine, AffineU32, TakeB>(ScanKind::Inclusive, &words, &mut want)
             .unwrap();
@@ -158,6 +185,18 @@ fn main() {
             .map(|m| m.b)
             .collect();
         row("affine", 16, ms, &offsets, &want);
+        look_back(&mut maps, true);
+        let ms = time_ms(&stream, || {
+            maps.inclusive(&stream, &d_affine, &mut maps_out).unwrap()
+        }) as f64;
+        look_back(&mut maps, false);
+        let offsets: Vec<u32> = stream
+            .clone_dtoh(&maps_out)
+            .unwrap()
+            .iter()
+            .map(|m| m.b)
+            .collect();
+        row("affine look-back", 16, ms, &offsets, &want);
     }
     println!("copy: a device-to-device copy of n u32 in the same run; GB/s of the bytes each case must move");
 }

@@ -461,6 +461,66 @@ fn a_mapped_scan_is_the_scan_of_the_mapped_input() {
     }
 }
 
+/// A staged scan is its store stage applied to the scan of its load stage
+/// of the input, for every kind and direction, the carry-out the scanned
+/// element's (exact affine maps over wrapping `u32`: non-commutative).
+#[test]
+fn a_staged_scan_is_the_store_of_the_scan_of_the_load() {
+    use common::ops::{AffineOffset, AffineU32, Double, ToAffineU32};
+    let mut rng = Rng64::seed_from_u64(seed());
+    let init = AffineU32 { a: 5, b: 11 };
+    for n in LENGTHS {
+        let words: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let maps: Vec<AffineU32> = words.iter().map(|&x| ToAffineU32::apply(x)).collect();
+        for spec in common::specs::all_specs(init) {
+            let mut got = vec![7u32; n];
+            let mut total = init;
+            cpu::scan_staged::<ToAffineU32, AffineU32, AffineOffset>(
+                spec.carry_out(&mut total),
+                &words,
+                &mut got,
+            )
+            .unwrap();
+            let mut scanned = vec![AffineU32 { a: 0, b: 0 }; n];
+            let mut want_total = init;
+            cpu::scan::<AffineU32>(spec.carry_out(&mut want_total), &maps, &mut scanned).unwrap();
+            let want: Vec<u32> = scanned.iter().map(|&m| AffineOffset::apply(m)).collect();
+            assert_eq!(got, want, "n {n} {spec:?}");
+            assert_eq!(total, want_total, "n {n} {spec:?}: carry-out");
+            // A store stage alone.
+            let mut doubled = vec![7u32; n];
+            cpu::scan_stored::<Sum<u32>, Double>(spec_u32(&spec), &words, &mut doubled).unwrap();
+            let mut sums = vec![0u32; n];
+            cpu::scan::<Sum<u32>>(spec_u32(&spec), &words, &mut sums).unwrap();
+            let want: Vec<u32> = sums.iter().map(|&x| x.wrapping_mul(2)).collect();
+            assert_eq!(doubled, want, "n {n} {spec:?}: store stage alone");
+        }
+    }
+    let mut short = [9u32; 2];
+    assert!(cpu::scan_staged::<ToAffineU32, AffineU32, AffineOffset>(
+        ScanKind::Inclusive,
+        &[1, 2, 3],
+        &mut short
+    )
+    .is_err());
+    assert!(
+        cpu::scan_stored::<Sum<u32>, Double>(ScanKind::Inclusive, &[1, 2, 3], &mut short).is_err()
+    );
+    assert_eq!(short, [9; 2]);
+}
+
+/// `spec`'s kind and direction for `u32` sums (its seed's offset as the init).
+fn spec_u32(spec: &ScanSpec<common::ops::AffineU32>) -> ScanSpec<u32> {
+    let kind = match spec.kind {
+        ScanKind::Inclusive => ScanKind::Inclusive,
+        ScanKind::Exclusive => ScanKind::Exclusive,
+        ScanKind::ExclusiveWithInit(m) => ScanKind::ExclusiveWithInit(m.b),
+        ScanKind::InclusiveWithInit(m) => ScanKind::InclusiveWithInit(m.b),
+        _ => unreachable!("a kind the specs do not make"),
+    };
+    ScanSpec::from(kind).with_direction(spec.direction)
+}
+
 /// Each stage's CUDA translation, run by a kernel over random inputs,
 /// against its Rust function (bit for bit), where a GPU is usable.
 #[cfg(feature = "gpu")]
