@@ -7,7 +7,8 @@
 //! and a store stage alone; every kind, forward and in reverse, with a
 //! carry-out, over lengths at every tile boundary, on every path
 //! (small tiles, full tiles, reduce-then-scan, and the pipelined path,
-//! which staged scans leave for the single pass), from an unaligned input.
+//! which staged scans leave for the single pass), from an unaligned input
+//! into an unaligned output, and an element the kernels hold packed.
 //! Outputs and carry-out slots are poisoned before each run, with guard
 //! bands after them. Every type here is an integer type, so results
 //! compare bit for bit. Streams come from `ctx.new_stream()` under cudarc's
@@ -29,6 +30,10 @@ use gpu_scan::scan_runtime::{ScanError, ScanPath, ScanStages, Tuning};
 use rand::{Rng, SeedableRng};
 use std::fmt::Debug;
 use std::sync::Arc;
+use wide_cases::{Bytes41, Bytes41Again, Bytes41Lane};
+
+#[path = "common/wide_cases.rs"]
+mod wide_cases;
 
 /// Elements after each output and carry-out slot, which must stay poisoned.
 const GUARD: usize = 37;
@@ -64,9 +69,15 @@ where
 /// The CPU's staged scan of a host input with a host carry-out.
 type Oracle<E, In, Out> = fn(ScanSpec<E, &mut E>, &[In], &mut [Out]);
 
-/// One staged scan of `host` (uploaded at element `offset` of its buffer)
-/// into a poisoned output and carry-out slot with guard bands, checked
-/// against `oracle`.
+/// A value of all-zero bits.
+fn zeroed<T: ValidAsZeroBits>() -> T {
+    // SAFETY: all-zero bits are a valid `T` (ValidAsZeroBits).
+    unsafe { std::mem::zeroed() }
+}
+
+/// One staged scan of `host` (uploaded at element `offset` of its buffer,
+/// and written at element `offset` of the output's) into a poisoned output
+/// and carry-out slot with guard bands, checked against `oracle`.
 #[allow(clippy::too_many_arguments)]
 fn check<Op, In, Out>(
     label: &str,
@@ -80,21 +91,21 @@ fn check<Op, In, Out>(
 ) where
     Op: ScanOp,
     Op::Element: DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
-    In: DeviceRepr + ValidAsZeroBits + Copy + Default,
-    Out: DeviceRepr + ValidAsZeroBits + Copy + PartialEq + Debug + Default,
+    In: DeviceRepr + ValidAsZeroBits + Copy,
+    Out: DeviceRepr + ValidAsZeroBits + Copy + PartialEq + Debug,
 {
     let n = host.len();
-    let mut padded = vec![In::default(); offset];
+    let mut padded = vec![zeroed::<In>(); offset];
     padded.extend_from_slice(host);
-    padded.push(In::default());
+    padded.push(zeroed());
     let input = stream.clone_htod(&padded).unwrap();
-    let mut out: CudaSlice<Out> = stream.alloc_zeros(n + GUARD).unwrap();
+    let mut out: CudaSlice<Out> = stream.alloc_zeros(offset + n + GUARD).unwrap();
     let mut carry: CudaSlice<Op::Element> = stream.alloc_zeros(1 + GUARD).unwrap();
     poison(stream, &mut out);
     poison(stream, &mut carry);
     {
         let mut slot = carry.slice_mut(0..1);
-        let mut view = out.slice_mut(0..n);
+        let mut view = out.slice_mut(offset..offset + n);
         scanner
             .scan_through(
                 stream,
@@ -105,10 +116,15 @@ fn check<Op, In, Out>(
             )
             .unwrap_or_else(|e| panic!("{label}: n = {n}: {e}"));
     }
-    let mut want = vec![Out::default(); n];
+    let mut want = vec![zeroed::<Out>(); n];
     let mut total = Op::IDENTITY;
     oracle(spec.carry_out(&mut total), host, &mut want);
-    let got = stream.clone_dtoh(&out).unwrap();
+    let all = stream.clone_dtoh(&out).unwrap();
+    assert!(
+        poisoned(&all[..offset]),
+        "{label}: n = {n}: wrote before the output"
+    );
+    let got = &all[offset..];
     if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
         panic!(
             "{label}: n = {n}: element {i}: GPU {:?}, CPU {:?}",
@@ -138,8 +154,8 @@ fn every_case<Op, In, Out>(
 ) where
     Op: ScanOp,
     Op::Element: DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
-    In: DeviceRepr + ValidAsZeroBits + Copy + Default,
-    Out: DeviceRepr + ValidAsZeroBits + Copy + PartialEq + Debug + Default,
+    In: DeviceRepr + ValidAsZeroBits + Copy,
+    Out: DeviceRepr + ValidAsZeroBits + Copy + PartialEq + Debug,
 {
     let Some(ctx) = open_gpu(test) else {
         return;
@@ -181,23 +197,27 @@ fn every_case<Op, In, Out>(
             }
         }
     }
-    // From an input one element past a 16-byte boundary (no vector loads).
+    // From an input, into an output, one element past a 16-byte boundary
+    // (no vector loads or stores), on the look-back and reduce-then-scan.
     let n = 7 * scanner.tile_items() + 5;
     let host: Vec<In> = (0..n).map(|_| random(&mut rng)).collect();
-    scanner.set_tuning(Tuning::default());
-    for (name, spec) in named_specs(init, &[Direction::Forward, Direction::Reverse]) {
-        let label = format!("{test} unaligned {name}");
-        check(
-            &label,
-            &stream,
-            &mut scanner,
-            stages,
-            spec,
-            &host,
-            1,
-            oracle,
-        );
-        runs += 1;
+    for path in [ScanPath::Auto, ScanPath::ReduceThenScan] {
+        let tuning = Tuning::default().with_path(path);
+        scanner.set_tuning(tuning.with_background_compile(false));
+        for (name, spec) in named_specs(init, &[Direction::Forward, Direction::Reverse]) {
+            let label = format!("{test} unaligned {path:?} {name}");
+            check(
+                &label,
+                &stream,
+                &mut scanner,
+                stages,
+                spec,
+                &host,
+                1,
+                oracle,
+            );
+            runs += 1;
+        }
     }
     println!("{test}: {runs} staged scans match the CPU");
 }
@@ -253,6 +273,23 @@ fn a_store_stage_alone() {
     );
 }
 
+/// An element the kernels hold packed in words (41 bytes of `u8` lanes:
+/// exact, non-commutative affine maps) loaded through a stage and stored
+/// as one lane: the stages take and give the element, the kernels its
+/// words.
+#[test]
+fn packed_elements_through_stages() {
+    every_case::<Bytes41, Bytes41, u8>(
+        "gpu_stages packed",
+        ScanStages::both::<Bytes41Again, Bytes41Lane>(),
+        Bytes41::from_bits(0x5eed),
+        |rng| Bytes41::from_bits(rng.random()),
+        |spec, input, out| {
+            cpu::scan_staged::<Bytes41Again, Bytes41, Bytes41Lane>(spec, input, out).unwrap()
+        },
+    );
+}
+
 /// `u32` unchanged: the oracle's store stage for a load stage alone.
 #[scan_map(input = u32, output = u32, map = |x| x)]
 struct Same;
@@ -270,7 +307,7 @@ fn bad_lengths_are_refused_untouched() {
     let mut out: CudaSlice<u32> = stream.alloc_zeros(99).unwrap();
     poison(&stream, &mut out);
     let err = scanner
-        .scan_mapped::<Triple, _, _>(&stream, ScanKind::Inclusive, &input, &mut out)
+        .scan_mapped::<Triple>(&stream, ScanKind::Inclusive, &input, &mut out)
         .unwrap_err();
     assert!(
         matches!(
@@ -329,9 +366,18 @@ fn staged_scans_replay_in_a_graph() {
     let widen = ScanStages::load::<Triple>();
     let affine = ScanStages::both::<ToAffineU32, AffineOffset>();
     let reverse = ScanSpec::exclusive().reverse();
+    // Nothing but the reserves before the capture: they load every kernel
+    // (the law check, which waits for the stream, is off).
+    sums.set_law_checks(false);
+    maps.set_law_checks(false);
     sums.reserve_through(&stream, ScanKind::Inclusive, widen, n)
         .unwrap();
-    maps.reserve_through(&stream, reverse, affine, n).unwrap();
+    maps.reserve_through(&stream, reverse.carry_out(&mut carry), affine, n)
+        .unwrap();
+    let loaded = (
+        sums.program_stats().kernels_loaded,
+        maps.program_stats().kernels_loaded,
+    );
     let mut enqueue = |sums: &mut GpuScanner<SumU32>, maps: &mut GpuScanner<AffineU32>| {
         sums.scan_through(&stream, ScanKind::Inclusive, widen, &bytes, &mut totals)?;
         maps.scan_through(
@@ -342,8 +388,6 @@ fn staged_scans_replay_in_a_graph() {
             &mut states,
         )
     };
-    // One ordinary run first (the first-call law check waits for the stream).
-    enqueue(&mut sums, &mut maps).unwrap();
     stream
         .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
         .unwrap();
@@ -351,6 +395,14 @@ fn staged_scans_replay_in_a_graph() {
     let graph = stream.end_capture(CUgraphInstantiate_flags(0));
     captured.unwrap();
     let graph = graph.unwrap().expect("a graph");
+    let after = (
+        sums.program_stats().kernels_loaded,
+        maps.program_stats().kernels_loaded,
+    );
+    assert_eq!(
+        after, loaded,
+        "the capture loaded kernels reserve_through did not"
+    );
     for replay in 0..5 {
         let b: Vec<u8> = (0..n).map(|_| rng.random()).collect();
         let w: Vec<u32> = (0..n).map(|_| rng.random()).collect();

@@ -700,8 +700,11 @@ fn staged_programs_compile_for_every_architecture() {
     use gpu_scan::stages::ScanMap;
     fn stage<M: ScanMap>() -> Option<StageRef> {
         Some(StageRef {
+            id: std::any::TypeId::of::<M>(),
             name: M::NAME,
             source: M::CUDA_SOURCE,
+            input_size: std::mem::size_of::<M::Input>(),
+            output_size: std::mem::size_of::<M::Output>(),
         })
     }
     fn program<Op: ScanOp>(stages: Stages) -> (String, Vec<String>) {
@@ -730,6 +733,11 @@ fn staged_programs_compile_for_every_architecture() {
         program::<Affine>(Stages {
             load: stage::<Shift>(),
             store: stage::<AtTwo>(),
+        }),
+        // An element the kernels hold packed in words, through both stages.
+        program::<wide_ops::Bytes41>(Stages {
+            load: stage::<wide_ops::Bytes41Again>(),
+            store: stage::<wide_ops::Bytes41Lane>(),
         }),
     ];
     compile_everywhere_without_spills("staged", programs.len(), |_, p| programs[p].clone());

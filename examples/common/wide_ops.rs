@@ -88,3 +88,13 @@ const _: () = {
     assert!(std::mem::size_of::<Bytes109>() == 109);
     assert!(std::mem::size_of::<Half172>() == 172);
 };
+
+/// `Bytes41` as it comes (a load stage from the element to itself) and its
+/// lane 3 (a store stage), for the tests of scans through stages of an
+/// element the kernels hold packed (`tests/gpu_stages.rs`).
+#[scan_map(input = Bytes41, output = Bytes41, map = |m| Bytes41 { a: m.a, b: m.b })]
+pub struct Bytes41Again;
+
+/// Lane 3 of a `Bytes41`'s `b`.
+#[scan_map(input = Bytes41, output = u8, map = |m| m.b[3])]
+pub struct Bytes41Lane;

@@ -303,21 +303,30 @@ const COMBINE_PAIRS: &[Param] = &[
     param("n", Count),
 ];
 
-/// A load or store stage of a staged scan (`#[scan_map]`): its policy's
-/// name in `gpu_scan_stages` (`ScanMap::NAME`: its Rust name and a hash
-/// of its module path), which is what tells two stages apart, and its part
-/// of a program (`ScanMap::CUDA_SOURCE`: its types and its policy).
+/// A load or store stage of a staged scan (`#[scan_map]`): the Rust type
+/// that defines it, which is what tells two stages apart (two stages of
+/// one name, in two functions of one module, are two types), its policy's
+/// name in `gpu_scan_stages` (`ScanMap::NAME`: its Rust name and a hash of
+/// its module path), its part of a program (`ScanMap::CUDA_SOURCE`: its
+/// types and its policy), and the sizes of its input and output in Rust,
+/// which each staged kernel asserts its CUDA types have.
 #[derive(Clone, Copy, Debug)]
 pub struct StageRef {
+    /// The type that implements `ScanMap`.
+    pub id: std::any::TypeId,
     /// `ScanMap::NAME`.
     pub name: &'static str,
     /// `ScanMap::CUDA_SOURCE`.
     pub source: &'static str,
+    /// `size_of::<ScanMap::Input>()`.
+    pub input_size: usize,
+    /// `size_of::<ScanMap::Output>()`.
+    pub output_size: usize,
 }
 
 impl PartialEq for StageRef {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
+        self.id == other.id
     }
 }
 
@@ -325,9 +334,40 @@ impl Eq for StageRef {}
 
 impl std::hash::Hash for StageRef {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
+        self.id.hash(state);
     }
 }
+
+/// The adapters between a stage and a staged policy's element
+/// (`held_load`, `held_store`): an operator whose element the kernels hold
+/// packed in words (`layout::packed_element`, `scan_held`) scans its
+/// `held::type`, while a stage gives or takes the element itself. Printed
+/// once into each program with a staged kernel.
+pub const STAGE_ADAPTERS: &str = r#"#ifndef GPU_SCAN_STAGE_ADAPTERS
+#define GPU_SCAN_STAGE_ADAPTERS
+namespace gpu_scan {
+// Load stage Stage of operator Op: Stage's result, held as Op holds its
+// element.
+template <class Op, class Stage>
+struct held_load {
+  typedef scan_held<typename Op::scan_element_t, Op::layout::packed_element> held;
+  static_assert(same_type<typename Stage::output_t, typename Op::scan_element_t>::value, "a load stage gives the operator's element");
+  typedef typename Stage::input_t input_t;
+  typedef typename held::type output_t;
+  static __device__ __forceinline__ output_t apply(const input_t x) { return held::hold(Stage::apply(x)); }
+};
+// Store stage Stage of operator Op: Stage applied to the element Op holds.
+template <class Op, class Stage>
+struct held_store {
+  typedef scan_held<typename Op::scan_element_t, Op::layout::packed_element> held;
+  static_assert(same_type<typename Stage::input_t, typename Op::scan_element_t>::value, "a store stage takes the operator's element");
+  typedef typename held::type input_t;
+  typedef typename Stage::output_t output_t;
+  static __device__ __forceinline__ output_t apply(const input_t x) { return Stage::apply(held::fields(x)); }
+};
+}  // namespace gpu_scan
+#endif  // GPU_SCAN_STAGE_ADAPTERS
+"#;
 
 /// The stages of a staged scan: a load stage mapping each input element to
 /// the operator's element as it is loaded, a store stage mapping each
@@ -342,17 +382,38 @@ pub struct Stages {
 }
 
 impl Stages {
-    /// The operator policy `op` with these stages.
+    /// The operator policy `op` with these stages (each through its
+    /// adapter, [`STAGE_ADAPTERS`]).
     pub fn policy(self, op: &str) -> String {
-        let stage = |s: Option<StageRef>| match s {
-            Some(s) => format!("{STAGE_NAMESPACE}::{}", s.name),
+        let stage = |s: Option<StageRef>, adapter: &str| match s {
+            Some(s) => format!("gpu_scan::{adapter}<{op}, {STAGE_NAMESPACE}::{}>", s.name),
             None => "gpu_scan::no_stage".to_string(),
         };
         format!(
             "gpu_scan::staged<{op}, {}, {}>",
-            stage(self.load),
-            stage(self.store)
+            stage(self.load, "held_load"),
+            stage(self.store, "held_store")
         )
+    }
+
+    /// The checks in front of a staged kernel's wrapper: the stages' CUDA
+    /// types have the sizes of their Rust types, which the runtime's
+    /// buffers hold (the kernel reads and writes them by the CUDA types).
+    fn size_asserts(self, staged_policy: &str) -> String {
+        let mut out = String::new();
+        if let Some(load) = self.load {
+            out += &format!(
+                "static_assert(sizeof(gpu_scan::stage_input<{staged_policy}>) == {}, \"the load stage's input has its Rust size\");\n",
+                load.input_size
+            );
+        }
+        if let Some(store) = self.store {
+            out += &format!(
+                "static_assert(sizeof(gpu_scan::stage_output<{staged_policy}>) == {}, \"the store stage's output has its Rust size\");\n",
+                store.output_size
+            );
+        }
+        out
     }
 
     /// What the stages add to a kernel's symbol, after the operator's name.
@@ -1100,8 +1161,12 @@ impl KernelAbi {
             .collect::<Vec<_>>()
             .join(", ");
         let (template, args) = self.forward().call(&self.policy(policy));
+        let asserts = match self.forward() {
+            KernelAbi::Staged(_, stages) => stages.size_asserts(&staged),
+            _ => String::new(),
+        };
         format!(
-            "extern \"C\" __global__ void {} {}({params}) {{\n  gpu_scan::{template}({args});\n}}\n",
+            "{asserts}extern \"C\" __global__ void {} {}({params}) {{\n  gpu_scan::{template}({args});\n}}\n",
             self.bounds(&self.policy(policy)),
             self.symbol(op_name),
         )
@@ -1357,14 +1422,22 @@ mod tests {
 
     /// Stages for the tests: a load and a store stage.
     pub(crate) fn test_stages() -> Stages {
+        struct Widen;
+        struct Narrow;
         Stages {
             load: Some(StageRef {
+                id: std::any::TypeId::of::<Widen>(),
                 name: "widen_0123",
                 source: "",
+                input_size: 1,
+                output_size: 4,
             }),
             store: Some(StageRef {
+                id: std::any::TypeId::of::<Narrow>(),
                 name: "narrow_4567",
                 source: "",
+                input_size: 4,
+                output_size: 2,
             }),
         }
     }
@@ -1421,7 +1494,7 @@ mod tests {
         ));
         // Plain kernels' symbols are not among them.
         assert!(KernelAbi::all().all(|k| !symbols.contains(&k.symbol("sum"))));
-        let policy = "gpu_scan::staged<gpu_scan_ops::sum, gpu_scan_stages::widen_0123, gpu_scan_stages::narrow_4567>";
+        let policy = "gpu_scan::staged<gpu_scan_ops::sum, gpu_scan::held_load<gpu_scan_ops::sum, gpu_scan_stages::widen_0123>, gpu_scan::held_store<gpu_scan_ops::sum, gpu_scan_stages::narrow_4567>>";
         let text = KernelAbi::Staged(Kernel::SinglePassExclusive, stages).wrapper("sum");
         assert!(text.contains(&format!("const gpu_scan::stage_input<{policy}>* input, gpu_scan::stage_output<{policy}>* output, void* status")), "{text}");
         assert!(text.contains(&format!("gpu_scan::scan_single_pass<{policy}, scan_exclusive, gpu_scan::no_segments, gpu_scan::Shape<{policy}>::items_per_thread>(input, gpu_scan::no_segments{{}}, output,")), "{text}");
@@ -1447,7 +1520,31 @@ mod tests {
         };
         assert!(KernelAbi::Staged(Kernel::ReduceTiles, load_only)
             .wrapper("sum")
-            .contains("gpu_scan::staged<gpu_scan_ops::sum, gpu_scan_stages::widen_0123, gpu_scan::no_stage>"));
+            .contains("gpu_scan::staged<gpu_scan_ops::sum, gpu_scan::held_load<gpu_scan_ops::sum, gpu_scan_stages::widen_0123>, gpu_scan::no_stage>"));
+        // Each staged kernel checks the stages' CUDA sizes against Rust's.
+        let text = KernelAbi::Staged(Kernel::SinglePassExclusive, stages).wrapper("sum");
+        assert!(
+            text.contains(&format!(
+                "static_assert(sizeof(gpu_scan::stage_input<{policy}>) == 1,"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "static_assert(sizeof(gpu_scan::stage_output<{policy}>) == 2,"
+            )),
+            "{text}"
+        );
+        // Two stages of one name are two stages (by type).
+        struct Other;
+        let twin = Stages {
+            load: Some(StageRef {
+                id: std::any::TypeId::of::<Other>(),
+                ..stages.load.unwrap()
+            }),
+            ..stages
+        };
+        assert_ne!(twin, stages);
     }
 
     #[test]

@@ -221,7 +221,13 @@ pub fn program(
     out.push_str(&layout.cuda_declaration(op_name));
     out.push_str(operator_part);
     // The staged kernels' stages, each declared once (their parts are
-    // guarded).
+    // guarded), and their adapters.
+    if kernels
+        .iter()
+        .any(|k| matches!(k.forward(), abi::KernelAbi::Staged(..)))
+    {
+        out.push_str(abi::STAGE_ADAPTERS);
+    }
     for kernel in kernels {
         if let abi::KernelAbi::Staged(_, stages) = kernel.forward() {
             for stage in [stages.load, stages.store].into_iter().flatten() {

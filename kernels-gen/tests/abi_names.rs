@@ -261,15 +261,16 @@ fn check(wrapper_text: &str, library: &str) -> Vec<String> {
 fn every_scan_kernel_passes_its_parameters_by_name() {
     let mut errors = Vec::new();
     let mut kernels = 0;
+    let stage = |name| StageRef {
+        id: std::any::TypeId::of::<()>(),
+        name,
+        source: "",
+        input_size: 4,
+        output_size: 4,
+    };
     let stages = Stages {
-        load: Some(StageRef {
-            name: "widen",
-            source: "",
-        }),
-        store: Some(StageRef {
-            name: "narrow",
-            source: "",
-        }),
+        load: Some(stage("widen")),
+        store: Some(stage("narrow")),
     };
     for abi in KernelAbi::all().chain(KernelAbi::all_staged(stages)) {
         let wrapper = abi.wrapper("op");

@@ -732,7 +732,13 @@ mod tests {
 
     /// Every staged kernel of a load and a store stage, both ways.
     fn staged_kernels() -> impl Iterator<Item = KernelAbi> {
-        let stage = |name| StageRef { name, source: "" };
+        let stage = |name| StageRef {
+            id: std::any::TypeId::of::<()>(),
+            name,
+            source: "",
+            input_size: 4,
+            output_size: 4,
+        };
         let stages = Stages {
             load: Some(stage("widen_0")),
             store: Some(stage("narrow_0")),

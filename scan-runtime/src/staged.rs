@@ -10,7 +10,8 @@ use crate::error::Result;
 use crate::execute::TileScan;
 use crate::gpu::GpuScanner;
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
-use kernels_gen::abi::{Family, StageRef, Stages};
+use kernels_gen::abi::{Family, KernelAbi, StageRef, Stages};
+use kernels_gen::Kernel;
 use scan_core::stages::ScanMap;
 use scan_core::{IntoScanSpec, NoSegments, ScanOp, ScanSpec};
 use std::marker::PhantomData;
@@ -59,10 +60,15 @@ impl<In, T, Out> std::fmt::Debug for ScanStages<In, T, Out> {
     }
 }
 
+/// Stage `M` as the kernels know it (by its type: two stages of one name
+/// in two functions of one module are two stages).
 fn stage<M: ScanMap>() -> StageRef {
     StageRef {
+        id: std::any::TypeId::of::<M>(),
         name: M::NAME,
         source: M::CUDA_SOURCE,
+        input_size: std::mem::size_of::<M::Input>(),
+        output_size: std::mem::size_of::<M::Output>(),
     }
 }
 
@@ -131,7 +137,9 @@ where
     /// scan (on the single pass with look-back, or reduce-then-scan where
     /// the tuning asks for it; not on the pipelined pass, whose bulk copies
     /// move the operator's elements). The CPU backend's
-    /// [`scan_core::cpu::scan_staged`] runs the same stages.
+    /// [`scan_core::cpu::scan_staged`] runs the same stages. Staged scans
+    /// have no segments and are not in place (the input and output differ
+    /// in type).
     ///
     /// ```no_run
     /// use gpu_scan::prelude::*;
@@ -158,7 +166,10 @@ where
     /// As [`GpuScanner::scan`]: [`ScanError::LengthMismatch`](crate::ScanError::LengthMismatch)
     /// when the output's length is not the input's, a carry-out slot of
     /// the wrong length, [`ScanError::TooLong`](crate::ScanError::TooLong);
-    /// nothing is enqueued then.
+    /// in debug builds [`ScanError::OperatorLaws`](crate::ScanError::OperatorLaws)
+    /// when the first call's input, loaded through the stage on the host,
+    /// breaks the operator's laws; a compile or driver error. Nothing is
+    /// enqueued then, and the output is untouched.
     pub fn scan_through<In, Out, I, O>(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -192,19 +203,18 @@ where
         )
     }
 
-    /// [`GpuScanner::scan_through`] a load stage `L` alone.
-    pub fn scan_mapped<L, I, O>(
+    /// [`GpuScanner::scan_through`] a load stage `L` alone
+    /// (`scanner.scan_mapped::<Widen>(&stream, ScanKind::Inclusive, &bytes, &mut sums)`).
+    pub fn scan_mapped<L>(
         &mut self,
         stream: &Arc<CudaStream>,
         spec: impl IntoScanSpec<Op::Element, Carry: DeviceCarryOut<Op::Element>, Segments = NoSegments>,
-        input: &I,
-        output: &mut O,
+        input: &impl DevicePtr<L::Input>,
+        output: &mut impl DevicePtrMut<Op::Element>,
     ) -> Result<()>
     where
         L: ScanMap<Output = Op::Element>,
         L::Input: DeviceRepr + ValidAsZeroBits,
-        I: DevicePtr<L::Input>,
-        O: DevicePtrMut<Op::Element>,
     {
         self.scan_through(stream, spec, ScanStages::load::<L>(), input, output)
     }
@@ -225,6 +235,11 @@ where
         self.prepare(n, stream)?;
         let family = Family::Staged(stages.stages);
         self.load_passes(family, spec.kind.is_inclusive(), spec.direction)?;
+        if !DeviceCarryOut::<Op::Element>::is_none(&carry_out) {
+            // An empty scan's carry-out (the seed) is written by the plain
+            // one-tile kernel.
+            self.kernel(KernelAbi::plain(Kernel::ScanTilesExclusive))?;
+        }
         if let Some(capacity) = carry_out.totals_len() {
             match carry_out.counts_segments() {
                 true => self.reserve_counted_totals(n, capacity, stream)?,
