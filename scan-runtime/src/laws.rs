@@ -70,15 +70,7 @@ where
         ptr: u64,
         n: usize,
     ) -> Result<()> {
-        if self.law_check == LawCheck::Done || n == 0 {
-            return Ok(());
-        }
-        if stream.capture_status()? != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-            return Ok(());
-        }
-        check_device::<Op>(stream, ptr, n)?;
-        self.law_check = LawCheck::Done;
-        Ok(())
+        self.first_call_law_check_mapped(stream, ptr, n, |x| x)
     }
 
     /// [`GpuScanner::first_call_law_check`] of a scan whose input holds

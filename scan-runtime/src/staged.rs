@@ -10,8 +10,7 @@ use crate::error::Result;
 use crate::execute::TileScan;
 use crate::gpu::GpuScanner;
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
-use kernels_gen::abi::{Family, KernelAbi, StageRef, Stages};
-use kernels_gen::Kernel;
+use kernels_gen::abi::{Family, StageRef, Stages};
 use scan_core::stages::ScanMap;
 use scan_core::{IntoScanSpec, NoSegments, ScanOp, ScanSpec};
 use std::marker::PhantomData;
@@ -235,18 +234,7 @@ where
         self.prepare(n, stream)?;
         let family = Family::Staged(stages.stages);
         self.load_passes(family, spec.kind.is_inclusive(), spec.direction)?;
-        if !DeviceCarryOut::<Op::Element>::is_none(&carry_out) {
-            // An empty scan's carry-out (the seed) is written by the plain
-            // one-tile kernel.
-            self.kernel(KernelAbi::plain(Kernel::ScanTilesExclusive))?;
-        }
-        if let Some(capacity) = carry_out.totals_len() {
-            match carry_out.counts_segments() {
-                true => self.reserve_counted_totals(n, capacity, stream)?,
-                false => self.load_totals_kernels()?,
-            }
-        }
-        Ok(())
+        self.reserve_carry_out(&carry_out, n, stream)
     }
 
     /// Enqueues the scan `spec` of `b.n` elements through `stages`.

@@ -100,6 +100,24 @@ where
         };
         self.prepare(n, stream)?;
         self.load_passes(family, inclusive, spec.direction)?;
+        self.reserve_carry_out(&carry_out, n, stream)
+    }
+
+    /// What a scan of up to `n` elements needs for `carry_out` beyond its
+    /// passes ([`GpuScanner::reserve`], `reserve_through`): the one-tile
+    /// kernel, which writes an empty scan's carry-out (the seed), and for a
+    /// totals slot the kernels that write the totals (and, counted, find
+    /// and count the segments, with their scratch).
+    pub(crate) fn reserve_carry_out(
+        &mut self,
+        carry_out: &impl DeviceCarryOut<Op::Element>,
+        n: usize,
+        stream: &Arc<CudaStream>,
+    ) -> Result<()> {
+        if DeviceCarryOut::<Op::Element>::is_none(carry_out) {
+            return Ok(());
+        }
+        self.kernel(KernelAbi::plain(Kernel::ScanTilesExclusive))?;
         if let Some(capacity) = carry_out.totals_len() {
             match carry_out.counts_segments() {
                 true => self.reserve_counted_totals(n, capacity, stream)?,
