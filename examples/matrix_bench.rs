@@ -156,6 +156,12 @@ fn bench<Op: ScanOp>(
 where
     Op::Element: DeviceRepr + ValidAsZeroBits + Send + Sync,
 {
+    // MATRIX_BENCH_ONLY=a,b runs only the named cases (for a profiler).
+    if let Ok(only) = std::env::var("MATRIX_BENCH_ONLY") {
+        if !only.split(',').any(|o| o == case) {
+            return true;
+        }
+    }
     let n = rows * shape.row_length();
     let host: Vec<Op::Element> = (0..n).map(&element).collect();
     let want = expected::<Op>(shape, &host);
@@ -331,6 +337,55 @@ fn main() {
         f32s,
         exact_f32,
     ));
+    // Issue 47's column shapes in the other type of each.
+    case(bench::<Sum<u32>>(
+        &stream,
+        torch,
+        "cols_u32_2^12x2^14",
+        Shape::Columns(1 << 14),
+        1 << 12,
+        u32s,
+        exact_u32,
+    ));
+    case(bench::<Sum<f32>>(
+        &stream,
+        torch,
+        "cols_f32_2^16x2^10",
+        Shape::Columns(1 << 10),
+        1 << 16,
+        f32s,
+        exact_f32,
+    ));
+    case(bench::<Sum<u32>>(
+        &stream,
+        torch,
+        "cols_u32_2^22x16",
+        Shape::Columns(16),
+        1 << 22,
+        u32s,
+        exact_u32,
+    ));
+    // MATRIX_BENCH_COLUMN_SWEEP=1: column scans of 2^26 `f32` at every
+    // width class from 1 to 2^14 columns (packed rows, one strip, a few
+    // strips, strips that walk).
+    if std::env::var_os("MATRIX_BENCH_COLUMN_SWEEP").is_some() {
+        for cols in [
+            1usize, 2, 3, 4, 5, 8, 12, 16, 17, 24, 32, 33, 64, 100, 128, 256, 512, 1024, 2048,
+            4096, 8192, 16384,
+        ] {
+            let rows = (1usize << 26) / cols;
+            let name = format!("cols_f32_{rows}x{cols}");
+            case(bench::<Sum<f32>>(
+                &stream,
+                torch,
+                &name,
+                Shape::Columns(cols),
+                rows,
+                f32s,
+                exact_f32,
+            ));
+        }
+    }
     case(bench::<Sum<f32>>(
         &stream,
         torch,
@@ -379,7 +434,7 @@ fn main() {
         |i| Moments::of(small(i, 1 << 16)),
         |a, b| a == b,
     ));
-    println!("matrix_bench: 11 cases, {bad} differing from the CPU");
+    println!("matrix_bench: {bad} cases differing from the CPU");
     if bad > 0 {
         std::process::exit(1);
     }

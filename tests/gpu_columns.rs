@@ -8,11 +8,13 @@
 //! read their items again for the rescan.
 //!
 //! Shapes hit every boundary of the column kernel's tiles (32 columns by
-//! warps × items rows): one column and one row, 31/32/33 columns, a tile's
-//! rows ± 1, many rows of a narrow matrix (one strip, a long look-back
-//! chain), wide matrices of many strips (17 000 and 16 384 columns: enough
-//! strips to fill the device, where each block walks down its strip
-//! instead), and shapes that divide nothing.
+//! warps × items rows; matrices of 16 columns or fewer several rows a
+//! warp): one column and one row, 31/32/33 columns, a tile's rows ± 1, many
+//! rows of a narrow matrix (one strip, a long look-back chain, its windows
+//! of 32 tiles), packed tiles ± 1 of 2, 3, 5, 8, 9 and 16 columns, wide
+//! matrices of many strips (17 000 and 16 384 columns: enough strips to
+//! fill the device, where each block walks down its strip instead), and
+//! shapes that divide nothing.
 //! Inputs are fresh random values (seed printed; GPU_SUITE_SEED replays);
 //! outputs are poisoned and have a poisoned guard band after them that must
 //! survive; every element is compared with the CPU backend
@@ -55,7 +57,10 @@ const GUARD: usize = 64;
 /// (rows, columns) pairs at every boundary of the column tiles, and about
 /// `big` elements as a wide and as a narrow matrix.
 fn shapes<Op: ScanOp>(big: usize) -> Vec<(usize, usize)> {
-    let tile_rows = gpu_scan::scan_runtime::layout::<Op>().column_tile_rows();
+    let layout = gpu_scan::scan_runtime::layout::<Op>();
+    let tile_rows = layout.column_tile_rows();
+    // Narrow matrices' tiles, several rows a warp where elements allow.
+    let packed = |cols: usize| layout.column_tile_rows_of(cols);
     vec![
         (0, 5),
         (1, 1),
@@ -68,9 +73,19 @@ fn shapes<Op: ScanOp>(big: usize) -> Vec<(usize, usize)> {
         (300, 100),
         (3, 4097),
         (100 * tile_rows + 1, 17),
+        // Two strips of 41 tiles: look-back windows of 32 tiles, strided.
+        (40 * tile_rows + 3, 40),
         (2 * tile_rows + 3, 17_000),
+        (packed(16) - 1, 16),
+        (packed(16) + 1, 16),
+        (packed(2) + 1, 2),
+        (2 * packed(3) - 1, 3),
+        (3 * packed(8) + 1, 8),
+        (70 * packed(5) + 7, 5),
+        (packed(9) * 33 + packed(9) / 2, 9),
         (big / 16384, 16384),
         (big / 16, 16),
+        (big / 7, 7),
         (big / 1000, 1000),
     ]
 }

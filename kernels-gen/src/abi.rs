@@ -190,6 +190,7 @@ const COLUMNS: &[Param] = &[
     param("seed", Element),
     param("rows", Count),
     param("cols", Count),
+    param("row_lanes", Count),
     param("walk", Flag),
 ];
 const SEGMENTED_REDUCE_TILES: &[Param] = &[
@@ -935,9 +936,8 @@ impl KernelAbi {
             KernelAbi::SummedArea(_) => {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::block_threads, gpu_scan::area_stage<{op}>::min_blocks)")
             }
-            KernelAbi::Plain(Kernel::ColumnsInclusive | Kernel::ColumnsExclusive)
-                if self.direction() == Direction::Forward =>
-            {
+            // Both ways (Shape::column_min_blocks is the mirrored one in reverse).
+            KernelAbi::Plain(Kernel::ColumnsInclusive | Kernel::ColumnsExclusive) => {
                 single_pass("column_min_blocks")
             }
             // The reduce-then-scan passes in reverse, and over rows,
@@ -1089,7 +1089,7 @@ impl KernelAbi {
                         "scan_columns<{op}, {}>",
                         mode(k == Kernel::ColumnsInclusive)
                     ),
-                    "input, output, status, aggregates, prefixes, launch, seed, rows, cols, walk"
+                    "input, output, status, aggregates, prefixes, launch, seed, rows, cols, row_lanes, walk"
                         .to_string(),
                 ),
             },

@@ -45,7 +45,8 @@ pub enum Kernel {
     PipelinedExclusive,
     /// A row-major matrix scanned down its columns, inclusive: the single
     /// pass with decoupled look-back over tiles of 32 columns ×
-    /// [`crate::layout::Layout::column_tile_rows`] rows (`columns.cuh`), one block per tile:
+    /// [`crate::layout::Layout::column_tile_rows_of`] rows (`columns.cuh`; `row_lanes`:
+    /// [`column_row_lanes`](crate::column_row_lanes), narrow matrices several rows a warp), one block per tile:
     /// [`columns_tiles`](crate::columns_tiles) of them; with `walk` one block per strip of 32
     /// columns instead, walking down the whole strip
     /// (`cols.div_ceil(COLUMNS_PER_TILE)` blocks). `status` as for

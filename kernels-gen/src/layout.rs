@@ -19,7 +19,9 @@
 //! ```
 
 use crate::params::{
-    column_items_per_thread, column_one_block_per_sm, packed_element, small_items_per_thread,
+    column_items_per_thread, column_one_block_per_sm, column_row_lanes, column_rows_packed,
+    column_staged, column_staged_min_blocks, column_windowed, columns_tiles, packed_element,
+    small_items_per_thread,
 };
 use crate::single_pass_sizes::{
     pipelined_block_threads, pipelined_flag_bits_bytes, pipelined_heads_warps,
@@ -60,6 +62,15 @@ pub struct Layout {
     /// Whether the column scans ask for one block per SM on sm_90 too
     /// ([`column_one_block_per_sm`]).
     pub column_one_block_per_sm: bool,
+    /// Whether the column scans hold several rows of a narrow matrix in a
+    /// warp ([`column_rows_packed`]).
+    pub column_rows_packed: bool,
+    /// Whether the column scans stage their tiles in shared memory
+    /// ([`column_staged`]).
+    pub column_staged: bool,
+    /// Whether the column scans look back over windows of 32 tiles
+    /// ([`column_windowed`]).
+    pub column_windowed: bool,
     /// Bytes of a tile's status entry ([`tile_status_bytes`]).
     pub tile_status_bytes: usize,
     /// Bytes between consecutive tiles' status entries
@@ -120,6 +131,10 @@ pub struct Tuned {
     pub segmented_single_pass_min_blocks_mirrored: u32,
     /// Blocks per SM of the column scans ([`Layout::column_one_block_per_sm`]).
     pub column_min_blocks: u32,
+    /// The same in reverse: the windowed look-back's four where it has them,
+    /// else one (reverse column scans of 4-byte elements left at one took
+    /// 135 registers with it).
+    pub column_min_blocks_mirrored: u32,
     /// Blocks per SM of the kernels with no target of their own.
     pub default_min_blocks: u32,
     /// Heads warps of the pipelined pass over segment offsets.
@@ -150,6 +165,9 @@ impl Layout {
             small_items_per_thread: small_items_per_thread(items_per_thread),
             column_items_per_thread: column_items_per_thread(element_size, items_per_thread),
             column_one_block_per_sm: column_one_block_per_sm(element_size, element_registers),
+            column_rows_packed: column_rows_packed(element_size),
+            column_staged: column_staged(element_size),
+            column_windowed: column_windowed(element_size),
             tile_status_bytes: tile_status_bytes(element_size),
             tile_status_stride: tile_status_stride(element_size),
             pipelined_block_threads: pipelined_block_threads(element_size),
@@ -227,7 +245,12 @@ impl Layout {
             column_min_blocks: if !row.occupancy_targets || self.column_one_block_per_sm {
                 1
             } else {
-                0
+                column_staged_min_blocks(self.element_size)
+            },
+            column_min_blocks_mirrored: if !row.occupancy_targets || self.column_one_block_per_sm {
+                1
+            } else {
+                column_staged_min_blocks(self.element_size).max(1)
             },
             default_min_blocks: if row.occupancy_targets { 0 } else { 1 },
             pipelined_heads_warps: heads_warps,
@@ -245,6 +268,29 @@ impl Layout {
     /// [`Layout::column_items_per_thread`] rows tall.
     pub const fn column_tile_rows(&self) -> usize {
         (self.block_threads / 32) as usize * self.column_items_per_thread as usize
+    }
+
+    /// Lanes of a warp that hold a row of a column scan of a matrix `cols`
+    /// wide ([`column_row_lanes`]).
+    pub const fn column_row_lanes(&self, cols: usize) -> usize {
+        column_row_lanes(cols, self.column_rows_packed)
+    }
+
+    /// Rows of a column scan's tile for a matrix `cols` wide: a warp holds
+    /// `32 / lanes` rows at once ([`Layout::column_row_lanes`]), each of its
+    /// threads [`Layout::column_items_per_thread`] of them.
+    pub const fn column_tile_rows_of(&self, cols: usize) -> usize {
+        self.column_tile_rows() * (32 / self.column_row_lanes(cols))
+    }
+
+    /// Tiles of a column scan of a `rows` × `cols` matrix ([`columns_tiles`]).
+    pub const fn columns_tiles(&self, rows: usize, cols: usize) -> usize {
+        columns_tiles(
+            rows,
+            cols,
+            self.column_tile_rows(),
+            self.column_row_lanes(cols),
+        )
     }
 
     /// Elements per small tile.
@@ -350,6 +396,9 @@ impl Layout {
         let bools = [
             ("packed_element", self.packed_element),
             ("column_one_block_per_sm", self.column_one_block_per_sm),
+            ("column_rows_packed", self.column_rows_packed),
+            ("column_staged", self.column_staged),
+            ("column_windowed", self.column_windowed),
             ("pipelined_look_back", self.pipelined_look_back),
         ];
         for (name, value) in bools {
@@ -383,6 +432,7 @@ impl Layout {
                     t.segmented_single_pass_min_blocks_mirrored,
                 ),
                 ("column_min_blocks", t.column_min_blocks),
+                ("column_min_blocks_mirrored", t.column_min_blocks_mirrored),
                 ("default_min_blocks", t.default_min_blocks),
                 ("pipelined_heads_warps", t.pipelined_heads_warps),
                 (
@@ -449,15 +499,18 @@ mod tests {
             "pipelined_heads_warps = 3u;",
             "packed_element = false;",
             "column_one_block_per_sm = false;",
+            "column_rows_packed = false;",
+            "column_staged = false;",
+            "column_windowed = false;",
             "pipelined_look_back = false;",
             "pipelined_run_stride = 252u;",
         ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
-        // 22 fields, then 9 tuned ones for each row of the tuning table.
+        // 25 fields, then 10 tuned ones for each row of the tuning table.
         assert_eq!(
             text.matches("static constexpr").count(),
-            22 + 9 * ARCH_TUNING.len()
+            25 + 10 * ARCH_TUNING.len()
         );
         let (hopper, others) = text.split_once("#else").unwrap();
         assert!(hopper.contains("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900"));
@@ -471,6 +524,8 @@ mod tests {
         let bytes = Layout::new(201, 201, 128, 1).cuda_declaration("op");
         assert!(bytes.contains("packed_element = true;"), "{bytes}");
         assert!(bytes.contains("column_one_block_per_sm = true;"), "{bytes}");
+        assert!(bytes.contains("column_rows_packed = false;"), "{bytes}");
+        assert!(bytes.contains("column_staged = false;"), "{bytes}");
         assert!(bytes.contains("pipelined_look_back = true;"), "{bytes}");
     }
 }

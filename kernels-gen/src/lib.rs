@@ -85,10 +85,11 @@ pub use kernel_kinds::{
 };
 pub use params::{
     auto_block_threads, auto_items_per_thread, column_items_per_thread, column_one_block_per_sm,
-    columns_tiles, packed_element, small_items_per_thread, tile_fits, tile_shared_bytes, AreaTiles,
-    GenParams, InvalidParams, ItemsPerThread, AREA_MAX_COLUMN_TILES, COLUMNS_PER_TILE,
-    DEFAULT_BLOCK_THREADS, MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD,
-    PACKED_ELEMENT_MIN_REGISTERS, STATIC_SHARED_LIMIT,
+    column_row_lanes, column_rows_packed, column_staged, column_windowed, columns_tiles,
+    packed_element, small_items_per_thread, tile_fits, tile_shared_bytes, AreaTiles, GenParams,
+    InvalidParams, ItemsPerThread, AREA_MAX_COLUMN_TILES, COLUMNS_PER_TILE, DEFAULT_BLOCK_THREADS,
+    MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE, MAX_ITEMS_PER_THREAD, PACKED_ELEMENT_MIN_REGISTERS,
+    STATIC_SHARED_LIMIT,
 };
 pub use real::RealType;
 pub use single_pass_sizes::{

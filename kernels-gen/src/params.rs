@@ -222,10 +222,78 @@ pub const fn column_items_per_thread(element_size: usize, items_per_thread: u32)
 /// lanes.
 pub const COLUMNS_PER_TILE: usize = 32;
 
+/// Whether the column scans of elements of `element_size` bytes hold
+/// several rows of a narrow matrix in one warp (`columns.cuh`): up to 8
+/// bytes (16-byte compensated sums spilled with it). Wider rows are long
+/// enough for whole-sector loads as they are.
+pub const fn column_rows_packed(element_size: usize) -> bool {
+    element_size <= 8
+}
+
+/// Whether the column scans of elements of `element_size` bytes stage each
+/// tile in shared memory by asynchronous copies (`columns.cuh`; sm_80 and
+/// newer, plain copies before): whole 4-byte words, in tiles of up to 8
+/// bytes an element (18 to 27 KiB a block). The tile's items then take no
+/// registers while the block looks back; wider or odd-sized elements load
+/// into registers (16-byte compensated sums spilled when staged).
+pub const fn column_staged(element_size: usize) -> bool {
+    element_size % 4 == 0 && element_size <= 8
+}
+
+/// Whether the column scans of elements of `element_size` bytes look back
+/// over windows of 32 tiles at a time (`columns.cuh`): staged tiles of
+/// 4-byte elements. For wider elements its registers cost blocks (ptxas
+/// took 100 to 128 for 8- to 16-byte operators), and they look back one
+/// tile a round trip.
+pub const fn column_windowed(element_size: usize) -> bool {
+    column_staged(element_size) && element_size <= 4
+}
+
+/// Blocks an SM the column scans ask ptxas for on architectures with
+/// occupancy targets ([`crate::tuning::ArchTuning::occupancy_targets`]):
+/// four for windowed look-backs ([`column_windowed`]: 64 registers, which
+/// spilled at five), ptxas's default (0) for the other staged tiles, and
+/// one for tiles in registers (ptxas's default spilled a 20-byte element).
+pub const fn column_staged_min_blocks(element_size: usize) -> u32 {
+    if column_windowed(element_size) {
+        4
+    } else if column_staged(element_size) {
+        0
+    } else {
+        1
+    }
+}
+
+/// Lanes of a warp that hold one row of a column-scan tile of a matrix
+/// `cols` wide: a strip of [`COLUMNS_PER_TILE`] columns, or where rows are
+/// packed ([`column_rows_packed`]) and 16 columns or fewer, the power of
+/// two at or above `cols`, so that a warp holds `32 / lanes` rows and each
+/// of its loads reads that many consecutive rows (16 columns of `f32`: two
+/// rows, 128 bytes, where one row left half the lanes idle).
+///
+/// ```
+/// use kernels_gen::column_row_lanes;
+/// assert_eq!(column_row_lanes(1000, true), 32);
+/// assert_eq!(column_row_lanes(17, true), 32);
+/// assert_eq!(column_row_lanes(16, true), 16);
+/// assert_eq!(column_row_lanes(5, true), 8);
+/// assert_eq!(column_row_lanes(1, true), 1);
+/// assert_eq!(column_row_lanes(5, false), 32);
+/// ```
+pub const fn column_row_lanes(cols: usize, packed: bool) -> usize {
+    if !packed || cols > COLUMNS_PER_TILE / 2 {
+        COLUMNS_PER_TILE
+    } else {
+        cols.next_power_of_two()
+    }
+}
+
 /// Tiles of a column scan of a `rows` × `cols` matrix in tiles of
-/// `tile_rows` rows (the block's warps × items per thread).
-pub const fn columns_tiles(rows: usize, cols: usize, tile_rows: usize) -> usize {
-    cols.div_ceil(COLUMNS_PER_TILE) * rows.div_ceil(tile_rows)
+/// `tile_rows` rows a warp's row of lanes (the block's warps × items per
+/// thread), `row_lanes` lanes a row ([`column_row_lanes`]): a warp holds
+/// `32 / row_lanes` rows at a time, so a tile is that many times taller.
+pub const fn columns_tiles(rows: usize, cols: usize, tile_rows: usize, row_lanes: usize) -> usize {
+    cols.div_ceil(COLUMNS_PER_TILE) * rows.div_ceil(tile_rows * (COLUMNS_PER_TILE / row_lanes))
 }
 
 /// Items per thread of the small tiles, from the program's items per thread:

@@ -14,7 +14,7 @@ use crate::launch;
 use crate::path::MAX_TILES;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use kernels_gen::abi::KernelAbi;
-use kernels_gen::{columns_tiles, Kernel};
+use kernels_gen::Kernel;
 use scan_core::segmented::RowLengthMismatch;
 use scan_core::{NoCarryOut, ScanOp, ScanSpec};
 use std::sync::Arc;
@@ -57,11 +57,7 @@ where
         if n == 0 {
             return Ok(0);
         }
-        let tiles = columns_tiles(
-            n / row_length,
-            row_length,
-            layout::<Op>().column_tile_rows(),
-        );
+        let tiles = layout::<Op>().columns_tiles(n / row_length, row_length);
         if tiles > MAX_TILES {
             return Err(ScanError::TooLong {
                 len: n,
@@ -109,11 +105,13 @@ where
         };
         let rows = n / row_length;
         let strips = row_length.div_ceil(kernels_gen::COLUMNS_PER_TILE);
+        let row_lanes = layout::<Op>().column_row_lanes(row_length);
         // Strips that fill at least half the device's resident blocks walk
         // down their columns, one block each; fewer strips split their
         // columns into tiles chained by look-back, which keeps the device
-        // full whatever the matrix's width.
-        let walk = 2 * strips >= resident;
+        // full whatever the matrix's width (and packs the rows of a narrow
+        // one several a warp).
+        let walk = row_lanes == kernels_gen::COLUMNS_PER_TILE && 2 * strips >= resident;
         let grid = if walk { strips } else { tiles };
         let scratch = self.workspace(stream).single_pass_args();
         let args = launch::columns(
@@ -123,6 +121,7 @@ where
             seed,
             rows as u64,
             row_length as u64,
+            row_lanes as u64,
             walk,
         );
         let config = LaunchConfig {
@@ -131,7 +130,7 @@ where
             shared_mem_bytes: 0,
         };
         // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
-        // scan_launch_state* launch, T seed, u64 rows, u64 cols, int walk), checked
+        // scan_launch_state* launch, T seed, u64 rows, u64 cols, u64 row_lanes, int walk), checked
         // against the ABI table; src and dst hold rows × cols = n elements (lengths and
         // shape checked); this stream's scratch holds >= tiles status entries and 32
         // aggregates and prefixes per tile (prepare_columns) and a reset launch state;

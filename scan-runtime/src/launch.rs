@@ -479,7 +479,9 @@ pub(crate) fn tile_pass<E: Copy>(
     args
 }
 
-/// `(input, output, scratch…, seed, rows, cols, walk)` of the column scans.
+/// `(input, output, scratch…, seed, rows, cols, row_lanes, walk)` of the
+/// column scans.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn columns<E>(
     input: u64,
     output: u64,
@@ -487,6 +489,7 @@ pub(crate) fn columns<E>(
     seed: E,
     rows: u64,
     cols: u64,
+    row_lanes: u64,
     walk: bool,
 ) -> Vec<KernelArg<E>> {
     let mut args = Vec::with_capacity(MOST_ARGS);
@@ -499,6 +502,7 @@ pub(crate) fn columns<E>(
         element("seed", seed),
         count("rows", rows),
         count("cols", cols),
+        count("row_lanes", row_lanes),
         flag("walk", walk),
     ]);
     args
@@ -673,7 +677,7 @@ mod tests {
                 segment_totals(1, heads, 3, 4, 5, 7, true, false, true)
             }
             KernelAbi::Plain(Kernel::ColumnsInclusive | Kernel::ColumnsExclusive) => {
-                columns(1, 2, &s, 7, 8, 9, true)
+                columns(1, 2, &s, 7, 8, 9, 16, true)
             }
             forward @ (KernelAbi::Plain(_) | KernelAbi::Segmented(..) | KernelAbi::Staged(..)) => {
                 // The pass of a family whose kernel this is.

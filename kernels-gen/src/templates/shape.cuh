@@ -21,6 +21,12 @@ struct Shape {
   static constexpr int warps = block_threads / 32;
   // The column scans' rows per thread (columns.cuh).
   static constexpr int column_items_per_thread = L::column_items_per_thread;
+  // Whether a narrow matrix's rows are packed several a warp (columns.cuh).
+  static constexpr bool column_rows_packed = L::column_rows_packed;
+  // Whether a column tile is staged in shared memory (columns.cuh).
+  static constexpr bool column_staged = L::column_staged;
+  // Whether a column tile looks back 32 tiles at a time (columns.cuh).
+  static constexpr bool column_windowed = L::column_windowed;
   // Shared staging for a tile, with a padding slot after every 32 elements.
   static constexpr int staging_items = items_per_tile + items_per_tile / 32;
   // Small tiles of the single pass for short inputs.
@@ -37,7 +43,7 @@ struct Shape {
       mirrored_memory<Op>::value ? L::single_pass_min_blocks_mirrored : L::single_pass_min_blocks;
   static constexpr int segmented_single_pass_min_blocks =
       mirrored_memory<Op>::value ? L::segmented_single_pass_min_blocks_mirrored : L::segmented_single_pass_min_blocks;
-  static constexpr int column_min_blocks = L::column_min_blocks;
+  static constexpr int column_min_blocks = mirrored_memory<Op>::value ? L::column_min_blocks_mirrored : L::column_min_blocks;
   // 0: ptxas's default.
   static constexpr int default_min_blocks = L::default_min_blocks;
   static constexpr int area_scalar_min_blocks = L::area_scalar_min_blocks;
