@@ -4,7 +4,7 @@
 //! unique and run-length encoding over runs of mean length 8,
 //! reduce-by-key (sums of the words by keys in runs of mean 1000), and
 //! select over 2^26
-//! 24-byte structs, on the inputs `cub/select_bench.cu` generates (the same
+//! 24-byte structs, select and partition of 2^27 `u64`, on the inputs `cub/select_bench.cu` generates (the same
 //! stateless generator). Each is the median of 25 calls bracketed by CUDA
 //! events after 3 warm-ups, beside a device-to-device copy of its input;
 //! "bound" is the share of the bytes-moved bound reached (input read once,
@@ -64,6 +64,10 @@ struct Stats {
     sum: f64,
     max: f32,
 }
+
+/// Even 8-byte words.
+#[scan_predicate(element = u64, keep = |x| x % 2 == 0)]
+struct EvenU64;
 
 /// Statistics with an even count.
 #[scan_predicate(element = Stats, keep = |s| s.count % 2 == 0)]
@@ -185,11 +189,17 @@ fn main() {
                 &[13, 17, 19, 21, 23, 25, 27, 29, 31]
             } else if size > 8 {
                 &[4, 5, 6, 7]
+            } else if size > 4 {
+                &[8, 12, 16, 21]
             } else {
                 &[16, 20, 24, 28, 32]
             };
             let threads: &[usize] = if case == "rbk" { &[128, 256] } else { &[256] };
-            let blocks: &[usize] = if case == "rbk" { &[2, 4] } else { &[2, 3, 4] };
+            let blocks: &[usize] = if case == "rbk" {
+                &[2, 4]
+            } else {
+                &[2, 3, 4, 5, 6]
+            };
             for &threads in threads {
                 for &items in items {
                     for &min_blocks in blocks {
@@ -494,6 +504,55 @@ fn main() {
             |out, c| {
                 select
                     .select_if::<EvenCount>(&stream, &d_stats, out, c)
+                    .unwrap()
+            },
+        );
+    }
+    drop(d_stats);
+
+    // 8-byte words, 2^27 (the same bytes as 2^28 words): select and
+    // partition (no CUB line).
+    let log_n = 27;
+    let n = 1usize << log_n;
+    let longs: Vec<u64> = (0..n as u64).into_par_iter().map(bits).collect();
+    let d_longs = stream.clone_htod(&longs).unwrap();
+    let mut expected = vec![0u64; n];
+    let kept = cpu::select_if::<EvenU64>(&longs, &mut expected).unwrap();
+    for shape in shapes("u64", 8) {
+        select.set_shape(shape);
+        let name = ("u64", label(shape, SelectKernel::If, 8));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_longs,
+            &expected,
+            &[kept],
+            false,
+            |out, c| {
+                select
+                    .select_if::<EvenU64>(&stream, &d_longs, out, c)
+                    .unwrap()
+            },
+        );
+    }
+    let kept = cpu::partition_if::<EvenU64>(&longs, &mut expected, Rejected::Reversed).unwrap();
+    for shape in shapes("u64-part", 8) {
+        select.set_shape(shape);
+        let name = ("u64-part", label(shape, SelectKernel::PartitionIf, 8));
+        ok &= case(
+            &stream,
+            &dir,
+            name,
+            log_n,
+            &d_longs,
+            &expected,
+            &[kept],
+            true,
+            |out, c| {
+                select
+                    .partition_if::<EvenU64>(&stream, &d_longs, out, Rejected::Reversed, c)
                     .unwrap()
             },
         );

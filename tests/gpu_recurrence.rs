@@ -26,7 +26,7 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::gpu::{captured_graph, open_gpu, poison, poisoned, Rng64};
+use common::gpu::{captured_graph, gpu_alone, gpu_shared, open_gpu, poison, poisoned, Rng64};
 use gpu_scan::recurrence::{
     linear_recurrence, Recurrence, RecurrenceLengthError, RecurrenceShape, TimeLayout, Transition,
     TransitionKind,
@@ -258,6 +258,7 @@ fn shapes(recurrences: &GpuRecurrence, kind: TransitionKind, state: usize) -> Ve
 }
 
 fn check_all<T: DeviceReal>(failures: &mut Vec<String>, cases: &mut usize) {
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_recurrence") else {
         return;
     };
@@ -320,6 +321,7 @@ fn gpu_recurrences_match_the_cpu() {
 
 #[test]
 fn bad_recurrences_are_typed_errors_and_write_nothing() {
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_recurrence") else {
         return;
     };
@@ -396,6 +398,7 @@ fn bad_recurrences_are_typed_errors_and_write_nothing() {
 #[test]
 fn a_reserved_chunked_recurrence_is_captured_in_a_graph_and_replayed() {
     use gpu_scan::scan_runtime::cudarc::driver::sys::CUstreamCaptureMode;
+    let _gpu = gpu_alone();
     let Some(ctx) = open_gpu("gpu_recurrence") else {
         return;
     };

@@ -15,10 +15,10 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::gpu::{open_gpu, poison, poisoned, Rng64};
+use common::gpu::{gpu_alone, gpu_shared, open_gpu, poison, poisoned, Rng64};
 use common::ops::{
     Affine, AffineU32, EvenCount, Growing, LargeSum, Lifting, OneMore, SameF32, SameSlope, SameU32,
-    Stats, SumU32, Third,
+    Stats, SumU32, Third, ThirdU8,
 };
 use gpu_scan::kernels_gen::select::SelectKernel;
 use gpu_scan::prelude::*;
@@ -158,8 +158,34 @@ fn check_predicate<P>(
     P: ScanPredicate,
     P::Element: DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
 {
+    check_predicate_at::<P>(select, stream, what, input, 0);
+}
+
+/// [`check_predicate`] with the input `offset` elements into its
+/// allocation (full tiles at 16-byte aligned addresses are staged in
+/// 16-byte copies, others in words or elements).
+fn check_predicate_at<P>(
+    select: &mut GpuSelect,
+    stream: &Arc<CudaStream>,
+    what: &str,
+    input: &[P::Element],
+    offset: usize,
+) where
+    P: ScanPredicate,
+    P::Element: DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
+{
     let n = input.len();
-    let d_in = stream.clone_htod(input).unwrap();
+    if n == 0 && offset > 0 {
+        return;
+    }
+    let padded: Vec<P::Element> = std::iter::repeat_n(input.first().copied(), offset)
+        .flatten()
+        .chain(input.iter().copied())
+        .collect();
+    let d_padded = stream.clone_htod(&padded).unwrap();
+    let d_in = d_padded.slice(offset..);
+    let what = format!("{what}, input at offset {offset}");
+    let what = what.as_str();
     let mut cpu_out = poisoned_host::<P::Element>(n);
     let count = cpu::select_if::<P>(input, &mut cpu_out).unwrap();
     let expected = Expected {
@@ -225,19 +251,28 @@ fn check_three<First, Second>(
     );
 }
 
-/// Selection of `input` by `flags`, checked.
+/// Selection of `input` by `flags`, checked, the flags `offset` bytes into
+/// their allocation (full tiles read 16-byte aligned flags in 16-byte
+/// copies, other flags a byte at a time); the bytes before them are set,
+/// so that a read of them would keep an element.
 fn check_flags<T>(
     select: &mut GpuSelect,
     stream: &Arc<CudaStream>,
     what: &str,
     input: &[T],
     flags: &[u8],
+    offset: usize,
 ) where
     T: ScanElement + DeviceRepr + ValidAsZeroBits + PartialEq + Debug,
 {
     let n = input.len();
     let d_in = stream.clone_htod(input).unwrap();
-    let d_flags = stream.clone_htod(flags).unwrap();
+    let padded: Vec<u8> = std::iter::repeat_n(1u8, offset)
+        .chain(flags.iter().copied())
+        .collect();
+    let d_padded = stream.clone_htod(&padded).unwrap();
+    let d_flags = d_padded.slice(offset..);
+    let what = format!("{what}, flags at offset {offset}");
     let mut cpu_out = poisoned_host::<T>(n);
     let count = cpu::select_flagged(input, flags, &mut cpu_out).unwrap();
     let expected = Expected {
@@ -470,6 +505,7 @@ fn check_reduce_by_key<E, Op>(
 /// of one, and struct keys, at every tile boundary.
 #[test]
 fn reduce_by_key_matches_the_cpu() {
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_select reduce_by_key") else {
         return;
     };
@@ -551,6 +587,7 @@ fn reduce_by_key_matches_the_cpu() {
 
 #[test]
 fn compaction_matches_the_cpu_over_tile_boundaries() {
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_select") else {
         return;
     };
@@ -586,9 +623,25 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
                 }
             })
             .collect();
-        check_flags(&mut select, stream, "random u32", &words, &flags);
-        check_flags(&mut select, stream, "all flags zero", &words, &vec![0; n]);
-        check_flags(&mut select, stream, "all flags set", &words, &vec![255; n]);
+        for offset in [0, 1, 7, 16] {
+            check_flags(&mut select, stream, "random u32", &words, &flags, offset);
+        }
+        check_flags(
+            &mut select,
+            stream,
+            "all flags zero",
+            &words,
+            &vec![0; n],
+            0,
+        );
+        check_flags(
+            &mut select,
+            stream,
+            "all flags set",
+            &words,
+            &vec![255; n],
+            0,
+        );
         // Runs of mean length 8, one run, runs of length one.
         let mut key = 0u32;
         let runs: Vec<u32> = (0..n)
@@ -613,7 +666,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             .map(|i| (i / 3) * 2 + u32::from(i % 3 > 0))
             .collect();
         check_unique::<SameU32>(&mut select, stream, "runs of one and two", &pairs);
-        cases += 34; // with run-length encoding and non-trivial runs beside each unique
+        cases += 37; // with run-length encoding and non-trivial runs beside each unique
     }
 
     for (i, n) in lengths(&select, 8).into_iter().enumerate() {
@@ -625,9 +678,22 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             })
             .collect();
         check_predicate::<Growing>(&mut select, stream, "affine", &maps);
+        check_predicate_at::<Growing>(&mut select, stream, "affine", &maps, 1);
         check_three::<Growing, Lifting>(&mut select, stream, "affine", &maps);
         check_unique::<SameSlope>(&mut select, stream, "affine slopes", &maps);
-        cases += 7;
+        let flags: Vec<u8> = (0..n).map(|_| rng.random_range(0..2)).collect();
+        check_flags(&mut select, stream, "affine", &maps, &flags, 0);
+        check_flags(&mut select, stream, "affine", &maps, &flags, 5);
+        cases += 12;
+    }
+
+    // Bytes: tiles staged element by element.
+    for (i, n) in lengths(&select, 1).into_iter().enumerate() {
+        let stream = &streams[i % 2];
+        let bytes: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+        check_predicate::<ThirdU8>(&mut select, stream, "random u8", &bytes);
+        check_predicate_at::<ThirdU8>(&mut select, stream, "random u8", &bytes, 3);
+        cases += 6;
     }
 
     for (i, n) in lengths(&select, 24).into_iter().enumerate() {
@@ -640,10 +706,12 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
             })
             .collect();
         check_predicate::<EvenCount>(&mut select, stream, "24-byte struct", &stats);
+        check_predicate_at::<EvenCount>(&mut select, stream, "24-byte struct", &stats, 1);
         check_three::<EvenCount, LargeSum>(&mut select, stream, "24-byte struct", &stats);
         let flags: Vec<u8> = (0..n).map(|_| rng.random_range(0..2)).collect();
-        check_flags(&mut select, stream, "24-byte struct", &stats, &flags);
-        cases += 5;
+        check_flags(&mut select, stream, "24-byte struct", &stats, &flags, 0);
+        check_flags(&mut select, stream, "24-byte struct", &stats, &flags, 3);
+        cases += 9;
     }
     println!(
         "gpu_select: {cases} cases over lengths 0 to {} match the CPU ({:?})",
@@ -656,6 +724,7 @@ fn compaction_matches_the_cpu_over_tile_boundaries() {
 /// buffer stays as it was.
 #[test]
 fn bad_lengths_are_refused_and_leave_buffers_untouched() {
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_select bad lengths") else {
         return;
     };
@@ -828,6 +897,7 @@ fn selections_past_two_to_the_32() {
         println!("gpu_select huge: skipped (GPU_SELECT_HUGE=1 runs it)");
         return;
     }
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_select huge") else {
         return;
     };
@@ -867,6 +937,7 @@ fn compactions_replay_in_a_graph() {
     use gpu_scan::scan_runtime::cudarc::driver::sys::{
         CUgraphInstantiate_flags, CUstreamCaptureMode,
     };
+    let _gpu = gpu_alone();
     let Some(ctx) = open_gpu("gpu_select graph") else {
         return;
     };

@@ -17,7 +17,7 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::gpu::{captured_graph, open_gpu, poison, poisoned, Rng64};
+use common::gpu::{captured_graph, gpu_alone, gpu_shared, open_gpu, poison, poisoned, Rng64};
 use common::ops::{Affine, BySignCountSum, BySlope, Stats};
 use gpu_scan::kernels_gen::radix_sort::SortShape;
 use gpu_scan::scan_runtime::cudarc::driver::sys::CUstreamCaptureMode;
@@ -262,6 +262,7 @@ fn check_key<K: TestKey>(
 
 #[test]
 fn gpu_sorts_match_the_cpu_bit_for_bit() {
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -355,6 +356,7 @@ fn check_shape<K: TestKey>(
 fn other_tile_shapes_sort_the_same() {
     // More threads than digits, odd item counts and capped registers, as
     // the tuning sweep (sort_bench's SORT_BENCH_SWEEP) tries them.
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -456,6 +458,7 @@ fn records_sort_by_their_key_as_the_cpu_sorts_them() {
     // Stats by (sign of max: i8, count: u32, sum: f64), few distinct counts
     // and signs so that ties fall to later components and to input order;
     // Affine by its slope (f32) with NaNs, infinities and both zeros.
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -630,6 +633,7 @@ fn check_segmented<K: TestKey>(
 
 #[test]
 fn segmented_sorts_match_the_cpu() {
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -666,6 +670,7 @@ fn segmented_sorts_match_the_cpu() {
 
 #[test]
 fn bad_requests_are_typed_errors_and_move_nothing() {
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -713,6 +718,7 @@ fn a_sort_past_two_to_the_thirty_one_keys() {
         println!("gpu_sort: huge sort skipped (GPU_SORT_HUGE=1 runs it)");
         return;
     }
+    let _gpu = gpu_shared();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -742,6 +748,7 @@ fn a_reserved_sort_is_captured_in_a_graph_and_replayed() {
     // Two streams from `ctx.new_stream()`: cudarc's multi-stream mode with
     // its default event tracking, as users run it. Bits 0..24 of u32 keys:
     // three passes, so the graph holds the copy back too.
+    let _gpu = gpu_alone();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -803,6 +810,7 @@ fn a_reserved_sort_by_key_is_captured_in_a_graph_and_replayed() {
     // Three components (i8, u32, f64): three sorts of positions and the
     // gather in one graph, from a `ctx.new_stream()` stream under cudarc's
     // default event tracking, a second stream alive.
+    let _gpu = gpu_alone();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };
@@ -846,6 +854,7 @@ fn a_reserved_segmented_sort_is_captured_in_a_graph_and_replayed() {
     // cudarc's default event tracking, a second stream alive; the offsets
     // checked before the capture (the check waits for its verdict).
     use gpu_scan::scan_runtime::DeviceOffsets;
+    let _gpu = gpu_alone();
     let Some(ctx) = open_gpu("gpu_sort") else {
         return;
     };

@@ -599,6 +599,7 @@ fn select_programs_compile_for_every_architecture() {
     let programs: Vec<(SelectKernel, (SelectSource<'static>, usize))> = vec![
         (SelectKernel::If, stage::<Third>()),
         (SelectKernel::PartitionIf, stage::<Third>()),
+        (SelectKernel::PartitionIf, stage::<ThirdU8>()),
         (SelectKernel::If, stage::<Growing>()),
         (SelectKernel::PartitionIf, stage::<Positive>()),
         (SelectKernel::If, stage::<EvenCount>()),

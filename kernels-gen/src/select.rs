@@ -152,12 +152,16 @@ impl SelectShape {
     /// partition, 16 at 6 blocks for its count pass; 19 for non-trivial
     /// runs, whose threads walk their items in shared memory with a stride
     /// of `items` words, as reduce-by-key's, not swept); for larger
-    /// elements about 32 registers of items, within [`SELECT_TILE_BYTES`].
-    /// The launch bounds ask for 3 blocks per SM (4 for unique over words,
-    /// 2 for flags, whose bytes take registers too, 2 for the three-way
-    /// partition over 4 bytes, and 2 on sm_100 and newer, whose ptxas
-    /// spilled at 3), capping registers where occupancy paid (with a thread
-    /// count alone ptxas held the kernels to 64 registers and spilled).
+    /// elements about 32 registers of items within [`SELECT_TILE_BYTES`]
+    /// (staged tiles, [`SelectKernel::staged`], which hold no items in
+    /// registers: as many as [`SELECT_TILE_BYTES`] holds). The launch
+    /// bounds ask for 3 blocks per SM (4 for unique and the three-way
+    /// partition over words and for staged tiles of wider elements; 2 for
+    /// flags over words, whose bytes take registers too, for the two-way
+    /// partition over words, for the three-way partition of wider
+    /// elements, and on sm_100 and newer, whose ptxas spilled at 3),
+    /// capping registers where occupancy paid (with a thread count alone
+    /// ptxas held the kernels to 64 registers and spilled).
     pub const fn default_for(kernel: SelectKernel, element_size: usize, arch: Arch) -> SelectShape {
         let size = if element_size == 0 { 1 } else { element_size };
         let threads = if size > 128 { 128 } else { 256 };
@@ -180,16 +184,20 @@ impl SelectShape {
                 SelectKernel::If => (32, 3),
                 SelectKernel::Unique => (32, 4),
                 SelectKernel::Flagged => (24, 2),
-                SelectKernel::PartitionIf
-                | SelectKernel::ReverseTail
-                | SelectKernel::RunLengthEncode => (24, 3),
+                SelectKernel::PartitionIf => (32, 2),
+                SelectKernel::ReverseTail | SelectKernel::RunLengthEncode => (24, 3),
                 SelectKernel::PartitionThree => (28, 4),
                 SelectKernel::PartitionThreeCount => (16, 6),
                 SelectKernel::NonTrivialRuns => (19, 3),
                 SelectKernel::ReduceByKey => (8, 2), // handled above
             }
         } else {
-            let by_registers = 32 / size.div_ceil(4);
+            // (A staged tile takes no registers.)
+            let by_registers = if kernel.staged(size) {
+                usize::MAX
+            } else {
+                32 / size.div_ceil(4)
+            };
             let by_bytes = SELECT_TILE_BYTES / (threads * (size + kernel.shared_bytes_per_item()));
             let items = if by_registers < by_bytes {
                 by_registers
@@ -198,10 +206,10 @@ impl SelectShape {
             };
             // (The three-way partition holds two bit masks and more
             // counts: at 3 blocks, 8-byte elements spilled on sm_90.)
-            let min_blocks = if let SelectKernel::PartitionThree = kernel {
-                2
-            } else {
-                3
+            let min_blocks = match kernel {
+                SelectKernel::PartitionThree => 2,
+                _ if kernel.staged(size) => 4,
+                _ => 3,
             };
             (if items == 0 { 1 } else { items }, min_blocks)
         };
@@ -257,11 +265,28 @@ impl SelectShape {
 }
 
 impl SelectKernel {
+    /// Whether its tile of `element_size`-byte elements is staged in shared
+    /// memory as loaded and written from there (`select_staged_pass`):
+    /// the two-way partition, and select of elements over 4 bytes. The
+    /// others hold their items in registers and compact the tile in shared
+    /// memory, which for select of words was faster on the H200 (0.516
+    /// against 0.550 ms at 2^28; partition 0.719 against 0.673, 24-byte
+    /// select 0.785 against 0.638 ms at 2^26: BENCHMARKS.md).
+    pub const fn staged(self, element_size: usize) -> bool {
+        match self {
+            SelectKernel::PartitionIf => true,
+            SelectKernel::If | SelectKernel::Flagged => element_size > 4,
+            _ => false,
+        }
+    }
+
     /// Shared memory a tile takes per item besides the element: run-length
-    /// encoding keeps each head's 2-byte position.
+    /// encoding keeps each head's 2-byte position, selection by flags the
+    /// flag.
     pub const fn shared_bytes_per_item(self) -> usize {
         match self {
             SelectKernel::RunLengthEncode => 2,
+            SelectKernel::Flagged => 1,
             _ => 0,
         }
     }
@@ -547,13 +572,21 @@ pub fn select_program(
                 _ => "nullptr",
             };
             let (status_bytes, status_stride) = kernel.status_layout(value_size);
+            // Select and the two-way partition stage the tile
+            // (`select_staged_pass`); unique and run-length encoding hold
+            // it in registers and compact it in shared memory.
+            let (pass, lengths) = if kernel.staged(element_size) {
+                ("select_staged_pass", String::new())
+            } else {
+                ("select_single_pass", format!("{lengths}, "))
+            };
             let _ = writeln!(
                 out,
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {symbol}({params}) {{\n  \
                  typedef {body} source_t;\n  \
                  const source_t source = {init};\n  \
                  constexpr int items = {items};\n  \
-                 gpu_scan::select_single_pass<source_t, {mode}, {threads}, items, {status_bytes}, {status_stride}>(source, out, {lengths}, count, status, launch, n);\n}}",
+                 gpu_scan::{pass}<source_t, {mode}, {threads}, items, {status_bytes}, {status_stride}>(source, out, {lengths}count, status, launch, n);\n}}",
                 threads = shape.threads,
                 min_blocks = shape.min_blocks,
                 items = shape.items,
@@ -651,5 +684,46 @@ mod tests {
                 "{kernel:?}: no `{symbol}` in its program"
             );
         }
+    }
+
+    /// Select over words keeps its items in registers, the two-way
+    /// partition and select over wider elements stage their tiles, whose
+    /// size shared memory alone bounds.
+    #[test]
+    fn staged_kernels_are_the_planned_ones() {
+        let flags = |size| SelectSource::Element {
+            cuda_type: if size == 4 {
+                "unsigned int"
+            } else {
+                "unsigned long long"
+            },
+            declarations: "",
+        };
+        for (kernel, size, staged) in [
+            (SelectKernel::Flagged, 4, false),
+            (SelectKernel::Flagged, 8, true),
+            (SelectKernel::ReverseTail, 8, false),
+        ] {
+            assert_eq!(kernel.staged(size), staged, "{kernel:?} {size}");
+            let shape = SelectShape::default_for(kernel, size, Arch::SM_90);
+            let program = select_program(kernel, &flags(size), size, shape);
+            assert_eq!(
+                program.contains("gpu_scan::select_staged_pass<"),
+                staged,
+                "{kernel:?} {size}"
+            );
+        }
+        assert!(SelectKernel::PartitionIf.staged(1) && SelectKernel::PartitionIf.staged(4));
+        assert!(!SelectKernel::If.staged(4) && SelectKernel::If.staged(24));
+        assert!(!SelectKernel::Unique.staged(24) && !SelectKernel::RunLengthEncode.staged(8));
+        // 24-byte elements: 7 items a thread staged (42 KiB), 5 in registers.
+        assert_eq!(
+            SelectShape::default_for(SelectKernel::If, 24, Arch::SM_90).items,
+            7
+        );
+        assert_eq!(
+            SelectShape::default_for(SelectKernel::Unique, 24, Arch::SM_90).items,
+            5
+        );
     }
 }

@@ -37,6 +37,29 @@ pub fn open_gpu(test: &str) -> Option<Arc<gpu_scan::scan_runtime::cudarc::driver
     }
 }
 
+/// A stream captured in `CU_STREAM_CAPTURE_MODE_GLOBAL` makes another
+/// thread's unsafe CUDA call (an allocation, a module load, a synchronous
+/// copy) fail, and that call invalidates the capture: CUDA's rule, which
+/// every program that captures so must keep. A test binary's tests run on
+/// threads of one process, so those that capture so hold [`gpu_alone`]
+/// and the others [`gpu_shared`]: they never overlap.
+static GPU_TESTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// A test's share of the GPU beside the others ([`GPU_TESTS`]).
+pub fn gpu_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    GPU_TESTS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The GPU alone, for a test that captures a stream in global mode
+/// ([`GPU_TESTS`]).
+pub fn gpu_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    GPU_TESTS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// How to generate and compare one operator's elements.
 pub trait Case:
     ScanOp<Element: DeviceRepr + ValidAsZeroBits + PartialEq + std::fmt::Debug>

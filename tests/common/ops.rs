@@ -272,6 +272,11 @@ pub struct LatestValue;
 #[scan_predicate(element = u32, keep = |x| x % 3 == 0)]
 pub struct Third;
 
+/// Bytes that are multiples of 3: a predicate on an element narrower than
+/// a word (a partition's tile staged element by element).
+#[scan_predicate(element = u8, keep = |x| x % 3 == 0)]
+pub struct ThirdU8;
+
 /// One more than a multiple of 3.
 #[scan_predicate(element = u32, keep = |x| x % 3 == 1)]
 pub struct OneMore;

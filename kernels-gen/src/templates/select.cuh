@@ -67,6 +67,15 @@ template <class E> struct select_by_flags {
   const unsigned char* flags;
   __device__ __forceinline__ bool keep(unsigned long long i, const T&, const T&) const { return flags[i] != 0; }
 };
+// Sources whose keep() reads one flag byte per element (their flags are
+// staged with the tile: select_staged_pass).
+template <class Source> struct select_flag_bytes {
+  static constexpr bool value = false;
+};
+template <class E> struct select_flag_bytes<select_by_flags<E>> {
+  static constexpr bool value = true;
+};
+
 // A three-way partition's: kept by the first predicate (keep), else by
 // the second (second).
 template <class First, class Second> struct select_by_two_predicates {
@@ -275,6 +284,181 @@ __device__ __forceinline__ void select_single_pass(const Source source, T* out, 
     for (int q = (int)threadIdx.x; q < valid - (int)tile_kept; q += Threads) out[last - q] = compacted[tile_items - 1 - q];
   }
   // Inline, as in the column scans (out of line, its call made ptxas spill).
+  if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
+}
+
+// Copies `count` 16-byte chunks (or 4-byte words) from global to shared
+// memory, chunk c by thread c mod Threads: asynchronously (cp.async, sm_80
+// and newer, no registers held), else through registers, every load
+// issued before any store. select_stage_wait waits for them.
+template <int Bytes> struct select_chunk {
+  typedef unsigned type;
+};
+template <> struct select_chunk<16> {
+  typedef uint4 type;
+};
+template <int Threads, int Per, int Bytes>
+__device__ __forceinline__ void select_copy_chunks(unsigned char* to, const unsigned char* from, int count) {
+  static_assert(Bytes == 16 || Bytes == 4, "cp.async copies 4 or 16 bytes");
+  typedef typename select_chunk<Bytes>::type Chunk;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#pragma unroll
+  for (int r = 0; r < Per; ++r) {
+    const int c = r * Threads + (int)threadIdx.x;
+    if (c < count) {
+      if constexpr (Bytes == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" : : "r"((unsigned)__cvta_generic_to_shared(to + 16 * c)), "l"(from + 16 * c) : "memory");
+      } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" : : "r"((unsigned)__cvta_generic_to_shared(to + 4 * c)), "l"(from + 4 * c) : "memory");
+      }
+    }
+  }
+#else
+  Chunk chunks[Per];
+#pragma unroll
+  for (int r = 0; r < Per; ++r) {
+    const int c = r * Threads + (int)threadIdx.x;
+    if (c < count) chunks[r] = reinterpret_cast<const Chunk*>(from)[c];
+  }
+#pragma unroll
+  for (int r = 0; r < Per; ++r) {
+    const int c = r * Threads + (int)threadIdx.x;
+    if (c < count) reinterpret_cast<Chunk*>(to)[c] = chunks[r];
+  }
+#endif
+}
+__device__ __forceinline__ void select_stage_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" : : : "memory");
+#endif
+  __syncthreads();
+}
+
+// Stages `valid` elements from `from` in `to` (16-byte aligned, room for
+// Threads · Items elements): a full tile at a 16-byte aligned address in
+// 16-byte chunks, other elements of whole words in words, the rest element
+// by element. The caller waits (select_stage_wait).
+template <int Threads, int Items, class T>
+__device__ __forceinline__ void select_stage_elements(T* to, const T* from, int valid) {
+  constexpr int tile_bytes = Threads * Items * (int)sizeof(T);
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(from);
+  unsigned char* into = reinterpret_cast<unsigned char*>(to);
+  if constexpr (tile_bytes % 16 == 0) {
+    if (valid == Threads * Items && ((unsigned long long)bytes & 15ull) == 0) {
+      select_copy_chunks<Threads, (tile_bytes / 16 + Threads - 1) / Threads, 16>(into, bytes, tile_bytes / 16);
+      return;
+    }
+  }
+  if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
+    select_copy_chunks<Threads, (tile_bytes / 4 + Threads - 1) / Threads, 4>(into, bytes, valid * (int)(sizeof(T) / 4));
+  } else {
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+      const int p = k * Threads + (int)threadIdx.x;
+      if (p < valid) to[p] = from[p];
+    }
+  }
+}
+
+// Select and the two-way partition in one pass, the tile staged: each
+// block copies its tile (and its flags) into shared memory without holding
+// it in registers (cp.async), classifies its items there (item k of thread
+// t is tile element k · Threads + t), counts the kept ones per (item, warp)
+// with ballots, and warp 0 scans the counts in tile order, publishes the
+// tile's count and looks back; then each item is written from shared
+// memory straight to its place (the kept ones of one warp's item are
+// consecutive in the output, so each such write is contiguous). A thread
+// holds one bit an item, so registers do not bound the blocks an SM
+// holds, only the staged tile does. (select_single_pass does the same with
+// the items in registers and the tile compacted in shared memory; it
+// serves run-length encoding, which needs the heads' positions in order.)
+template <class Source, int Mode, int Threads, int Items, int StatusBytes, int StatusStride, class T = typename Source::T>
+__device__ __forceinline__ void select_staged_pass(const Source source, T* out, unsigned long long* count, void* status,
+                                                   scan_launch_state* launch, unsigned long long n) {
+  static_assert(Mode == select_mode_select || Mode == select_mode_partition, "select or partition");
+  static_assert(!Source::needs_previous, "sources of single elements");
+  constexpr bool Partition = Mode == select_mode_partition;
+  constexpr bool Flags = select_flag_bytes<Source>::value;
+  constexpr int warps = Threads / 32;
+  constexpr int tile_items = Threads * Items;
+  __shared__ __align__(16) T staged[tile_items];
+  __shared__ __align__(16) unsigned char staged_flags[Flags ? tile_items : 16];
+  // Per (item, warp): kept elements, then (after warp 0's scan) kept before.
+  __shared__ unsigned kept_before[Items * warps];
+  __shared__ unsigned long long shared_prefix;
+  const unsigned long long tiles = (n + tile_items - 1) / tile_items;
+  const unsigned long long tile = scan_single_pass_take_tile(launch, tiles);
+  if (tile == scan_no_tile) return;
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+  const unsigned long long base = tile * (unsigned long long)tile_items;
+  const int valid = (int)(n - base < (unsigned long long)tile_items ? n - base : (unsigned long long)tile_items);
+  if constexpr (Flags) {
+    const unsigned char* flags = source.flags + base;
+    if (valid == tile_items && tile_items % 16 == 0 && ((unsigned long long)flags & 15ull) == 0) {
+      select_copy_chunks<Threads, (tile_items / 16 + Threads - 1) / Threads, 16>(staged_flags, flags, tile_items / 16);
+    } else {
+#pragma unroll
+      for (int k = 0; k < Items; ++k) {
+        const int p = k * Threads + (int)threadIdx.x;
+        if (p < valid) staged_flags[p] = flags[p];
+      }
+    }
+  }
+  select_stage_elements<Threads, Items>(staged, source.in + base, valid);
+  select_stage_wait();
+  // Bit k: item k is kept.
+  unsigned kept = 0;
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int p = k * Threads + (int)threadIdx.x;
+    bool keep = false;
+    if (p < valid) {
+      if constexpr (Flags) {
+        keep = staged_flags[p] != 0;
+      } else {
+        const T x = staged[p];
+        keep = source.keep(base + p, x, x);
+      }
+    }
+    kept |= (unsigned)keep << k;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    if (lane == 0) kept_before[k * warps + warp] = __popc(ballot);
+  }
+  __syncthreads();
+  // Warp 0 scans the counts, publishes the tile's and looks back for the
+  // counts before it.
+  if (warp == 0) {
+    const unsigned tile_kept = select_scan_entries<Items * warps>(kept_before, lane);
+    scan_tile_status<unsigned long long, 16, StatusStride> tile_status(status);
+    const unsigned epoch = scan_shared_epoch;
+    if (lane == 0) tile_status.publish(tile, (epoch << 2) | (tile == 0 ? scan_tile_prefix : scan_tile_aggregate), tile_kept);
+    unsigned long long before = 0;
+    if (tile != 0) {
+      before = decoupled_look_back<select_count_sum>(tile, tile_status, epoch);
+      if (lane == 0) tile_status.publish(tile, (epoch << 2) | scan_tile_prefix, before + tile_kept);
+    }
+    if (lane == 0) {
+      shared_prefix = before;
+      if (tile == tiles - 1) *count = before + tile_kept;
+    }
+  }
+  __syncthreads();
+  const unsigned long long prefix = shared_prefix;
+  // The rejected elements before the tile's q-th go to n - 1 - (base - prefix) - q.
+  const unsigned long long last = n - 1 - (base - prefix);
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const int p = k * Threads + (int)threadIdx.x;
+    const bool keep = (kept >> k) & 1u;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    const int kept_earlier = (int)(kept_before[k * warps + warp] + __popc(ballot & ((1u << lane) - 1u)));
+    if (keep) {
+      out[prefix + kept_earlier] = staged[p];
+    } else if (Partition && p < valid) {
+      out[last - (p - kept_earlier)] = staged[p];
+    }
+  }
   if (tile == 0) scan_launch_sweep<StatusBytes, StatusStride>(status, launch, scan_shared_epoch, (int)threadIdx.x, Threads, tiles);
 }
 
