@@ -194,13 +194,28 @@ fn main() {
             } else {
                 &[16, 20, 24, 28, 32]
             };
-            let threads: &[usize] = if case == "rbk" { &[128, 256] } else { &[256] };
+            // SELECT_BENCH_THREADS=128,512: other thread counts too.
+            let mut threads: Vec<usize> = if case == "rbk" {
+                vec![128, 256]
+            } else {
+                vec![256]
+            };
+            for t in std::env::var("SELECT_BENCH_THREADS")
+                .unwrap_or_default()
+                .split(',')
+            {
+                if let Ok(t) = t.parse::<usize>() {
+                    if !threads.contains(&t) {
+                        threads.push(t);
+                    }
+                }
+            }
             let blocks: &[usize] = if case == "rbk" {
                 &[2, 4]
             } else {
                 &[2, 3, 4, 5, 6]
             };
-            for &threads in threads {
+            for &threads in &threads {
                 for &items in items {
                     for &min_blocks in blocks {
                         let shape = SelectShape {
@@ -208,10 +223,14 @@ fn main() {
                             items,
                             min_blocks,
                         };
-                        let kernel = if case == "rbk" {
-                            SelectKernel::ReduceByKey
-                        } else {
-                            SelectKernel::If
+                        let kernel = match case {
+                            "rbk" => SelectKernel::ReduceByKey,
+                            "flagged" => SelectKernel::Flagged,
+                            "partition" | "u64-part" => SelectKernel::PartitionIf,
+                            "three" => SelectKernel::PartitionThree,
+                            "unique" => SelectKernel::Unique,
+                            "rle" => SelectKernel::RunLengthEncode,
+                            _ => SelectKernel::If,
                         };
                         if shape.check(kernel, size).is_ok() {
                             v.push(Some(shape));

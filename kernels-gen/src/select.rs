@@ -198,7 +198,8 @@ impl SelectShape {
             } else {
                 32 / size.div_ceil(4)
             };
-            let by_bytes = SELECT_TILE_BYTES / (threads * (size + kernel.shared_bytes_per_item()));
+            let by_bytes =
+                SELECT_TILE_BYTES / (threads * (size + kernel.shared_bytes_per_item(size)));
             let items = if by_registers < by_bytes {
                 by_registers
             } else {
@@ -253,7 +254,8 @@ impl SelectShape {
         if self.min_blocks == 0 {
             return Err("0 blocks per SM".into());
         }
-        let bytes = self.tile_items() * (element_size.max(1) + kernel.shared_bytes_per_item());
+        let bytes =
+            self.tile_items() * (element_size.max(1) + kernel.shared_bytes_per_item(element_size));
         if bytes > crate::STATIC_SHARED_LIMIT - 4096 {
             return Err(format!(
                 "a tile of {bytes} bytes: at most {} of static shared memory",
@@ -280,13 +282,13 @@ impl SelectKernel {
         }
     }
 
-    /// Shared memory a tile takes per item besides the element: run-length
-    /// encoding keeps each head's 2-byte position, selection by flags the
-    /// flag.
-    pub const fn shared_bytes_per_item(self) -> usize {
+    /// Shared memory a tile of `element_size`-byte elements takes per item
+    /// besides the element: run-length encoding keeps each head's 2-byte
+    /// position, a staged selection by flags the flag.
+    pub const fn shared_bytes_per_item(self, element_size: usize) -> usize {
         match self {
             SelectKernel::RunLengthEncode => 2,
-            SelectKernel::Flagged => 1,
+            SelectKernel::Flagged if self.staged(element_size) => 1,
             _ => 0,
         }
     }

@@ -1,9 +1,17 @@
 //! The floats the numeric applications (recurrences, sparse products) run
 //! over on the CPU: `f32` and `f64`.
 
-/// `f32` or `f64`.
+mod private {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// `f32` or `f64` (sealed: the error bounds of the applications over it
+/// are derived for these two).
 pub trait Real:
-    Copy
+    private::Sealed
+    + Copy
     + Send
     + Sync
     + PartialEq
