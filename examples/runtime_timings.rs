@@ -6,13 +6,18 @@
 //!
 //! `runtime_timings cold|warm`: run it twice with the same GPU_SCAN_CACHE_DIR
 //! (scripts/gpu-check does) to see a second process start on a warm disk
-//! cache. Prints "no GPU" and exits 0 without one.
+//! cache. `runtime_timings first tile|long|affine|segmented` times one
+//! first use alone (a `u32` sum of one tile, or of 2^24 elements, an affine
+//! scan of 2^24, a `u32` sum of 2^24 in segments of 1000 by byte flags) and
+//! what it compiled: run each in a fresh process on an empty cache, with
+//! `GPU_SCAN_QUICK_BUILDS=never` beside the default to see what quick
+//! builds save. Prints "no GPU" and exits 0 without one.
 
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{
     sys::CUevent_flags, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
 };
-use gpu_scan::scan_runtime::{ProgramOrigin, ScanPath};
+use gpu_scan::scan_runtime::{DeviceHeadFlags, DeviceSegments, ProgramOrigin, ScanPath};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -118,6 +123,59 @@ where
     }
 }
 
+/// One first use of case `case` (see the file's docs): the scanner, its
+/// first scan and the sync, and what its kernels cost; then when the
+/// background compiles it started were done (the scanner's drop waits for
+/// them).
+fn first_use(stream: &Arc<CudaStream>, case: &str) {
+    let n = if case == "tile" { 1000 } else { 1 << 24 };
+    let host: Vec<u32> = (0..n as u32).collect();
+    let input = stream.clone_htod(&host).unwrap();
+    let mut output = stream.alloc_zeros::<u32>(n).unwrap();
+    let flags: Vec<u8> = (0..n).map(|i| (i % 1000 == 0) as u8).collect();
+    let flags = stream.clone_htod(&flags).unwrap();
+    let maps: Vec<Affine> = (0..n)
+        .map(|i| Affine {
+            a: 1.0,
+            b: i as f32,
+        })
+        .collect();
+    let maps_in = stream.clone_htod(&maps).unwrap();
+    let mut maps_out = stream.alloc_zeros::<Affine>(n).unwrap();
+    stream.synchronize().unwrap();
+    let start = Instant::now();
+    let (first_use, stats) = if case == "affine" {
+        let mut scanner = GpuScanner::<Affine>::new(stream.context()).unwrap();
+        scanner.inclusive(stream, &maps_in, &mut maps_out).unwrap();
+        stream.synchronize().unwrap();
+        (start.elapsed(), scanner.program_stats())
+    } else {
+        let mut scanner = GpuScanner::<Sum>::new(stream.context()).unwrap();
+        match case {
+            "tile" | "long" => scanner.inclusive(stream, &input, &mut output).unwrap(),
+            "segmented" => {
+                let spec = ScanSpec::inclusive()
+                    .segments(DeviceSegments::Flags(DeviceHeadFlags::from(&flags)));
+                scanner.scan(stream, spec, &input, &mut output).unwrap()
+            }
+            other => panic!("unknown case {other}: tile, long, affine or segmented"),
+        }
+        stream.synchronize().unwrap();
+        (start.elapsed(), scanner.program_stats())
+    };
+    let ready = start.elapsed();
+    println!(
+        "first use {case}: {:.1} ms ({} kernel(s) {:?}: compile {:.1} ms + module load {:.1} ms; background compiles done at {:.1} ms; GPU_SCAN_QUICK_BUILDS={})",
+        first_use.as_secs_f64() * 1e3,
+        stats.kernels_loaded,
+        stats.origin,
+        stats.compile.as_secs_f64() * 1e3,
+        stats.load.as_secs_f64() * 1e3,
+        ready.as_secs_f64() * 1e3,
+        std::env::var("GPU_SCAN_QUICK_BUILDS").unwrap_or_else(|_| "auto".into()),
+    );
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "cold".into());
     let ctx = match gpu_scan::scan_runtime::open_device(0) {
@@ -129,6 +187,11 @@ fn main() {
     };
     println!("runtime_timings ({mode} process): {}", ctx.name().unwrap());
     let stream = ctx.default_stream();
+    if mode == "first" {
+        let case = std::env::args().nth(2).unwrap_or_else(|| "long".into());
+        first_use(&stream, &case);
+        return;
+    }
     measure::<Sum>(&stream, "u32 sum", |i| i as u32);
     measure::<Affine>(&stream, "affine f32", |i| Affine {
         a: 1.0 - (i % 7) as f32 * 1e-3,

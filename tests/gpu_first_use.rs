@@ -11,6 +11,11 @@
 //! the scanner waits for it). Each step runs in a fresh child
 //! process (this binary's ignored worker test), so that nothing comes from
 //! the in-memory cache.
+//!
+//! Where NVRTC has quick builds (`kernels_gen::QUICK_BUILD_OPTION`, NVRTC
+//! 12.8 on), the kernel a first scan compiles in the foreground is a quick
+//! build of it, and its optimized build compiles in the background too:
+//! the scans on quick builds are checked against the CPU like the others.
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
@@ -152,9 +157,31 @@ fn run_worker_with(cache: &Path, length: usize, mode: Mode) -> Report {
     }
 }
 
+/// A worker scanning one tile with background compiles off, so that its
+/// one kernel is built optimized and is the cache's one entry.
 fn run_worker(cache: &Path) -> (ProgramOrigin, usize) {
-    let report = run_worker_with(cache, 1000, Mode::Background);
+    let report = run_worker_with(cache, 1000, Mode::Wait);
     (report.origin, report.kernels)
+}
+
+/// Whether this process's NVRTC makes quick builds (the runtime's test:
+/// NVRTC 12.8 or newer, `GPU_SCAN_QUICK_BUILDS` unset or `auto`).
+fn quick_builds_here() -> bool {
+    let auto = std::env::var(gpu_scan::scan_runtime::QUICK_BUILDS_ENV)
+        .map_or(true, |v| matches!(v.trim(), "" | "auto"));
+    let nvrtc = gpu_scan::scan_runtime::nvrtc().unwrap().version();
+    auto && (nvrtc.major, nvrtc.minor) >= (12, 8)
+}
+
+/// How a worker lists `symbol` when it holds it as a quick build (where
+/// there are quick builds), and the disk entries it costs: the quick build
+/// and the optimized one compiled behind it.
+fn interim(symbol: &str) -> (String, usize) {
+    if quick_builds_here() {
+        (format!("{symbol}~quick"), 2)
+    } else {
+        (symbol.to_string(), 1)
+    }
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {
@@ -259,6 +286,37 @@ fn first_use_compiles_one_kernel_and_rebuilds_a_refused_entry() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A one-tile scan in a fresh process with background compiles on (the
+/// default): its kernel runs as a quick build (checked), the optimized one
+/// compiles behind it and is what the scan after the wait takes (checked);
+/// the next process reads the optimized build from disk at once.
+#[test]
+fn a_first_scan_runs_on_a_quick_build_while_the_optimized_one_compiles() {
+    if open_gpu("gpu_first_use quick").is_none() {
+        return;
+    }
+    let tiles = symbol(Kernel::ScanTilesInclusive);
+    let (first, entries_cold) = interim(&tiles);
+    let dir = fresh_dir("quick");
+    let cold = run_worker_with(&dir, 1000, Mode::Background);
+    assert_eq!(
+        (cold.origin, cold.kernels),
+        (ProgramOrigin::Compiled, 1),
+        "{cold:?}"
+    );
+    assert_eq!(cold.first, vec![first.clone()], "{cold:?}");
+    assert_eq!(cold.settled, vec![tiles.clone()], "{cold:?}");
+    assert_eq!(entries(&dir).len(), entries_cold, "{cold:?}");
+    let warm = run_worker_with(&dir, 1000, Mode::Background);
+    assert_eq!(
+        (warm.origin, warm.kernels),
+        (ProgramOrigin::DiskCache, 1),
+        "{warm:?}"
+    );
+    assert_eq!(warm.first, vec![tiles.clone()], "{warm:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// The symbol of plain kernel `kernel` of the worker's operator.
 fn symbol(kernel: Kernel) -> String {
     KernelAbi::plain(kernel).symbol(<SumU32 as ScanOp>::NAME)
@@ -299,15 +357,16 @@ fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
     // it, and one that prefers the look-back pass in full tiles (past the
     // small-tile limit, under the pipelined pass's 2 MiB).
     let mid = (1usize << 17) + 3;
-    let small = symbol(Kernel::SinglePassSmallInclusive);
+    let (small, interim_entries) = interim(&symbol(Kernel::SinglePassSmallInclusive));
     for (n, preferred) in [
         (LONG, preferred_long_kernel(&ctx)),
         (mid, symbol(Kernel::SinglePassInclusive)),
     ] {
         // An empty cache: the first scan runs on the small tiles' kernel and
-        // compiles only that one in the foreground; the preferred kernel is
-        // loaded after the wait and taken by the next scan (both checked
-        // against the CPU by the worker); both land in the disk cache.
+        // compiles only that one in the foreground (a quick build where
+        // there are); the preferred kernel is loaded after the wait and
+        // taken by the next scan (both checked against the CPU by the
+        // worker); all land in the disk cache.
         let dir = fresh_dir(&format!("background-{n}"));
         let cold = run_worker_with(&dir, n, Mode::Background);
         assert_eq!(
@@ -319,7 +378,11 @@ fn a_cold_kernel_compiles_in_the_background_behind_an_interim_one() {
         let mut both = vec![small.clone(), preferred.clone()];
         both.sort();
         assert_eq!(cold.settled, both, "n={n}: {cold:?}");
-        assert_eq!(entries(&dir).len(), 2, "n={n}: both kernels cached");
+        assert_eq!(
+            entries(&dir).len(),
+            interim_entries + 1,
+            "n={n}: every build cached"
+        );
 
         // The next process finds the preferred kernel on disk and takes it
         // at once.
@@ -363,15 +426,12 @@ fn a_process_that_ends_during_a_background_compile_exits_cleanly() {
     };
     let dir = fresh_dir("exit");
     let report = run_worker_with(&dir, LONG, Mode::Exit);
-    assert_eq!(
-        report.first,
-        vec![symbol(Kernel::SinglePassSmallInclusive)],
-        "{report:?}"
-    );
+    let (small, interim_entries) = interim(&symbol(Kernel::SinglePassSmallInclusive));
+    assert_eq!(report.first, vec![small], "{report:?}");
     assert_eq!(
         entries(&dir).len(),
-        2,
-        "the interim kernel and the preferred one ({}) cached",
+        interim_entries + 1,
+        "the interim kernel's builds and the preferred one ({}) cached",
         preferred_long_kernel(&ctx)
     );
     let _ = std::fs::remove_dir_all(dir);

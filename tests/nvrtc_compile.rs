@@ -31,23 +31,39 @@ use gpu_scan::kernels_gen::{
 use gpu_scan::ScanOp;
 use rayon::prelude::*;
 
-/// Compiles one of `Op`'s two programs for `arch`, as the runtime builds
-/// them: the plain scans, or (`segmented`) every kernel, which switches on
-/// the library's segmented part; collects ptxas's per-kernel report.
-fn compile<Op: ScanOp>(arch: Arch, segmented: bool) -> (Vec<KernelReport>, Vec<String>) {
+/// Which of an operator's programs a job compiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    /// The plain scans' kernels.
+    Plain,
+    /// Every kernel, which switches on the library's segmented part.
+    Segmented,
+    /// The plain scans' kernels as quick builds
+    /// ([`kernels_gen::QUICK_BUILD_OPTION`]).
+    QuickPlain,
+}
+
+/// Compiles one of `Op`'s programs for `arch`, as the runtime builds
+/// them ([`Variant`]); collects ptxas's per-kernel report.
+fn compile<Op: ScanOp>(arch: Arch, variant: Variant) -> (Vec<KernelReport>, Vec<String>) {
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
-    let (variant, kernels): (&str, Vec<KernelAbi>) = if segmented {
-        ("segmented", KernelAbi::all().collect())
+    let kernels: Vec<KernelAbi> = if variant == Variant::Segmented {
+        KernelAbi::all().collect()
     } else {
-        (
-            "plain",
-            Kernel::ALL.into_iter().map(KernelAbi::plain).collect(),
-        )
+        Kernel::ALL.into_iter().map(KernelAbi::plain).collect()
     };
-    // The same options for both: a program with segmented kernels switches
-    // on the library's segmented part itself.
-    let options = kernels_gen::nvrtc_options(arch);
-    let label = format!("{}:{variant}:{}", Op::NAME, arch.sm_name());
+    // The same options for plain and segmented programs: a program with
+    // segmented kernels switches on the library's segmented part itself.
+    let mut options = kernels_gen::nvrtc_options(arch);
+    if variant == Variant::QuickPlain {
+        options.push(kernels_gen::QUICK_BUILD_OPTION.to_string());
+    }
+    let name = match variant {
+        Variant::Plain => "plain",
+        Variant::Segmented => "segmented",
+        Variant::QuickPlain => "quick",
+    };
+    let label = format!("{}:{name}:{}", Op::NAME, arch.sm_name());
     let source = gpu_scan::scan_runtime::program_source::<Op>(&kernels);
     let symbols: Vec<String> = kernels.iter().map(|k| k.symbol(Op::NAME)).collect();
     compile_and_assemble(
@@ -147,7 +163,7 @@ ptxas info    : Function properties for _Z6calleev
     );
 }
 
-type Job = fn(Arch, bool) -> (Vec<KernelReport>, Vec<String>);
+type Job = fn(Arch, Variant) -> (Vec<KernelReport>, Vec<String>);
 
 /// The test operators. Under [`Coverage::Rotation`] every operator's
 /// segmented program (every kernel) is compiled for sm_90, and the first
@@ -208,14 +224,14 @@ fn every_generated_kernel_compiles_without_spills() {
     // The segmented programs first (the longest), then the plain ones and
     // the flag builders, so that both cores stay busy to the end.
     enum Program {
-        Operator(Job, bool),
+        Operator(Job, Variant),
         FlagBuilders,
     }
     let mut jobs: Vec<(Program, Arch)> = Vec::new();
     for &arch in &archs {
         for (i, &job) in OPERATORS.iter().enumerate() {
             if segmented_on(coverage, arch, i) {
-                jobs.push((Program::Operator(job, true), arch));
+                jobs.push((Program::Operator(job, Variant::Segmented), arch));
             }
         }
     }
@@ -224,7 +240,7 @@ fn every_generated_kernel_compiles_without_spills() {
         jobs.extend(
             OPERATORS
                 .iter()
-                .map(|&job| (Program::Operator(job, false), arch)),
+                .map(|&job| (Program::Operator(job, Variant::Plain), arch)),
         );
         jobs.push((Program::FlagBuilders, arch));
     }
@@ -233,7 +249,7 @@ fn every_generated_kernel_compiles_without_spills() {
         .iter()
         .par_bridge()
         .map(|(program, arch)| match program {
-            Program::Operator(job, segmented) => job(*arch, *segmented),
+            Program::Operator(job, variant) => job(*arch, *variant),
             Program::FlagBuilders => compile_flag_builders(*arch),
         })
         .collect();
@@ -321,6 +337,38 @@ fn every_generated_kernel_compiles_without_spills() {
         coverage.describe(),
     );
     println!("nvrtc_compile: {}", ledger::summary());
+}
+
+/// Quick builds: what a first scan runs on while the optimized build of
+/// its kernel compiles (`GPU_SCAN_QUICK_BUILDS=always` builds every kernel
+/// so). Every test operator's plain program compiles in NVRTC's
+/// fast-compile mode for sm_90 and sm_80 (the pipelined passes and the
+/// look-back passes of both families of architectures) and assembles.
+/// Spills are allowed: a quick build's code is slower by design, never
+/// different in what it computes (the GPU tests run every suite on quick
+/// builds).
+#[test]
+fn quick_builds_compile() {
+    if !tools_available() {
+        return;
+    }
+    let jobs: Vec<(Job, Arch)> = [Arch::SM_90, Arch::SM_80]
+        .into_iter()
+        .flat_map(|arch| OPERATORS.iter().map(move |&job| (job, arch)))
+        .collect();
+    let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
+        .par_iter()
+        .map(|&(job, arch)| job(arch, Variant::QuickPlain))
+        .collect();
+    let failures: Vec<String> = results.iter().flat_map(|r| r.1.clone()).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let kernels = results
+        .iter()
+        .flat_map(|r| &r.0)
+        .filter(|r| !r.kernel.contains(" (called by "))
+        .count();
+    assert_eq!(kernels, jobs.len() * Kernel::ALL.len());
+    println!("nvrtc_compile: {kernels} kernels of quick builds compiled");
 }
 
 /// The test stages' translations (`common::ops`: maps, predicates and
@@ -457,7 +505,7 @@ fn an_operator_named_like_a_keyword_compiles() {
     if !tools_available() {
         return;
     }
-    let (reports, failures) = compile::<Int>(Arch::SM_90, false);
+    let (reports, failures) = compile::<Int>(Arch::SM_90, Variant::Plain);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(!reports.is_empty());
 }

@@ -152,6 +152,17 @@ pub fn nvrtc_cubin_options(arch: Arch) -> Vec<String> {
     options
 }
 
+/// The NVRTC option of a quick build: NVRTC's fast-compile mode (NVRTC
+/// 12.8 and newer), which leaves out its costlier optimizations. A first
+/// scan that finds its kernel cold runs on a quick build of it while the
+/// optimized one compiles on another thread
+/// (`scan_runtime::Tuning::background_compile`). It changes how fast the
+/// code runs, never what it computes: the operator's arithmetic is in
+/// `__fadd_rn`-style intrinsics and the library's order of combines is in
+/// its source. `mid`, by measurement (BENCHMARKS.md): `max` compiled no
+/// faster, `min` barely faster than a full build.
+pub const QUICK_BUILD_OPTION: &str = "--Ofast-compile=mid";
+
 #[cfg(test)]
 mod tests {
     use super::*;

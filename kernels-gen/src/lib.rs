@@ -78,7 +78,9 @@ mod kernel_kinds;
 mod params;
 mod single_pass_sizes;
 
-pub use arch::{nvrtc_cubin_options, nvrtc_options, semantic_nvrtc_options, Arch};
+pub use arch::{
+    nvrtc_cubin_options, nvrtc_options, semantic_nvrtc_options, Arch, QUICK_BUILD_OPTION,
+};
 pub use kernel_kinds::{
     Direction, FlagFormat, Kernel, SegmentSource, SegmentedKernel, SegmentedStrategy,
     SEGMENTED_DEFINE, SYMBOL_PREFIX,

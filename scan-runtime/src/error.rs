@@ -66,6 +66,13 @@ pub enum ScanError {
         /// The device's architecture.
         device: String,
     },
+    /// `GPU_SCAN_QUICK_BUILDS` ([`crate::QUICK_BUILDS_ENV`]) is not one of
+    /// its values.
+    #[error("GPU_SCAN_QUICK_BUILDS={value:?} is not auto, never or always (or unset)")]
+    BadQuickBuilds {
+        /// The variable's value.
+        value: String,
+    },
     /// The NVRTC in use cannot compile for the architecture asked for
     /// (`GPU_SCAN_TARGET_ARCH=compute_100` with NVRTC 12.4, say).
     #[error("NVRTC {nvrtc} cannot compile for {target}: use a newer NVRTC (GPU_SCAN_NVRTC) or another target")]

@@ -216,7 +216,7 @@ where
         let mut launches = [None, None, None];
         for (slot, step) in launches.iter_mut().zip(path.steps()) {
             let abi = kernel(step.pass).expect("the planner chose a pass of this family");
-            *slot = Some(self.load_step(abi, step, &mut ready)?);
+            *slot = Some(self.load_step(abi, step, stream, &mut ready)?);
         }
         for (kernel, abi, config, step) in launches.into_iter().flatten() {
             let args = launch::tile_pass(step.pass, a, scratch, step.tiles as u64);
@@ -236,12 +236,15 @@ where
         Ok(())
     }
 
-    /// The kernel of `step` (`abi`), loaded, and its launch shape; the
-    /// pipelined kernel is the one the planner found ready.
+    /// The kernel of `step` (`abi`) for a scan on `stream`, loaded
+    /// ([`GpuScanner::kernel_now`]: perhaps a quick build while the
+    /// optimized one compiles), and its launch shape; the pipelined kernel
+    /// is the one the planner found ready.
     fn load_step(
         &mut self,
         abi: KernelAbi,
         step: Step,
+        stream: &CudaStream,
         ready: &mut Option<ReadyPipelined>,
     ) -> Result<(Arc<LoadedKernel>, KernelAbi, LaunchConfig, Step)> {
         let blocks = |x: usize| LaunchConfig {
@@ -256,8 +259,8 @@ where
                     .expect("the planner chose a ready pipelined kernel");
                 (kernel, abi, shape.config(step.tiles), step)
             }
-            Pass::ScanTileTotals => (self.kernel(abi)?, abi, blocks(1), step),
-            _ => (self.kernel(abi)?, abi, blocks(step.tiles), step),
+            Pass::ScanTileTotals => (self.kernel_now(abi, stream)?, abi, blocks(1), step),
+            _ => (self.kernel_now(abi, stream)?, abi, blocks(step.tiles), step),
         })
     }
 }

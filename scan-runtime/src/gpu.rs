@@ -5,8 +5,8 @@ use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
 use crate::fast_hash::FastMap;
 use crate::kernels::{
-    compile_target, kernel_without_compiling, load_kernel, wait_for_compiles, Availability,
-    ColdKernel, LoadedKernel, PipelinedLaunch, ProgramStats,
+    compile_target, kernel_without_compiling, load_kernel, quick_kernel, wait_for_compiles,
+    Availability, ColdKernel, LoadedKernel, PipelinedLaunch, ProgramStats,
 };
 use crate::launch::{self, PassScratch, TileScanArgs};
 use crate::path::{pipelined_tile_items, small_tile_items, ScanPath, MAX_TILES};
@@ -102,6 +102,9 @@ pub struct GpuScanner<Op: ScanOp> {
     pub(crate) arch: Arch,
     /// The kernels this scanner has used, by ABI entry.
     kernels: FastMap<KernelAbi, Arc<LoadedKernel>>,
+    /// Quick builds it runs on while their optimized builds compile in the
+    /// background ([`GpuScanner::kernel_now`]).
+    quick: FastMap<KernelAbi, Arc<LoadedKernel>>,
     /// Kernels a scan found cold, whose background compiles start after
     /// its launch.
     cold: Vec<ColdKernel>,
@@ -160,6 +163,7 @@ where
             ctx: ctx.clone(),
             arch,
             kernels: FastMap::default(),
+            quick: FastMap::default(),
             cold: Vec::new(),
             stats: ProgramStats::NONE,
             disk: disk.clone(),
@@ -202,9 +206,7 @@ where
             return Ok((k.clone(), ProgramStats::NONE));
         }
         let (kernel, stats) = load_kernel::<Op>(&self.ctx, &self.disk, abi)?;
-        self.stats = self.stats.then(stats);
-        self.kernels.insert(abi, kernel.clone());
-        Ok((kernel, stats))
+        Ok((self.keep(abi, kernel, stats), stats))
     }
 
     /// Kernel `abi` if this scan may have it now. With background compiles
@@ -222,19 +224,12 @@ where
         if let Some(k) = self.kernels.get(&abi) {
             return Ok(Some(k.clone()));
         }
-        if !(self.tuning.background_compile
-            && self.tuning.resolved_path() == ScanPath::Auto
-            && stream.capture_status()? == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
-        {
+        if !self.may_compile_in_background(stream)? {
             return self.kernel(abi).map(Some);
         }
         Ok(
             match kernel_without_compiling::<Op>(&self.ctx, &self.disk, abi)? {
-                Availability::Ready(kernel, stats) => {
-                    self.stats = self.stats.then(stats);
-                    self.kernels.insert(abi, kernel.clone());
-                    Some(kernel)
-                }
+                Availability::Ready(kernel, stats) => Some(self.keep(abi, kernel, stats)),
                 Availability::Compiling => None,
                 Availability::Cold(cold) => {
                     self.cold.push(cold);
@@ -242,6 +237,74 @@ where
                 }
             },
         )
+    }
+
+    /// Kernel `abi` for a scan on `stream` to launch now. Where the scan may
+    /// compile in the background ([`GpuScanner::kernel_if_ready`]) and the
+    /// kernel's optimized build would need an NVRTC compile (or is
+    /// compiling on another thread), the scan runs on a quick build of it
+    /// ([`kernels_gen::QUICK_BUILD_OPTION`]: compiled now in a fraction of
+    /// the time, or held from an earlier scan) and the optimized build
+    /// compiles in the background; the first scan after that one is loaded
+    /// takes it. Otherwise, and where NVRTC has no quick builds, as
+    /// [`GpuScanner::kernel`]: a stream being captured always gets the
+    /// optimized build (a graph keeps the kernels it was captured with).
+    pub(crate) fn kernel_now(
+        &mut self,
+        abi: KernelAbi,
+        stream: &CudaStream,
+    ) -> Result<Arc<LoadedKernel>> {
+        if let Some(k) = self.kernels.get(&abi) {
+            return Ok(k.clone());
+        }
+        if !self.may_compile_in_background(stream)? {
+            return self.kernel(abi);
+        }
+        let cold = match kernel_without_compiling::<Op>(&self.ctx, &self.disk, abi)? {
+            Availability::Ready(kernel, stats) => return Ok(self.keep(abi, kernel, stats)),
+            Availability::Compiling => None,
+            Availability::Cold(cold) => Some(cold),
+        };
+        let quick = match self.quick.get(&abi) {
+            Some(k) => Some(k.clone()),
+            None => quick_kernel::<Op>(&self.ctx, &self.disk, abi)?.map(|(kernel, stats)| {
+                self.stats = self.stats.then(stats);
+                self.quick.insert(abi, kernel.clone());
+                kernel
+            }),
+        };
+        match quick {
+            Some(kernel) => {
+                self.cold.extend(cold);
+                Ok(kernel)
+            }
+            // No quick build: the optimized one now (or its background
+            // compile waited for).
+            None => self.kernel(abi),
+        }
+    }
+
+    /// Whether a scan on `stream` may run on other kernels while the ones
+    /// it prefers compile in the background ([`Tuning::background_compile`]
+    /// on [`ScanPath::Auto`], `stream` not being captured).
+    fn may_compile_in_background(&self, stream: &CudaStream) -> Result<bool> {
+        Ok(self.tuning.background_compile
+            && self.tuning.resolved_path() == ScanPath::Auto
+            && stream.capture_status()? == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
+    /// Keeps the optimized build `kernel` of `abi`, loaded with `stats`, in
+    /// place of any quick one, and returns it.
+    fn keep(
+        &mut self,
+        abi: KernelAbi,
+        kernel: Arc<LoadedKernel>,
+        stats: ProgramStats,
+    ) -> Arc<LoadedKernel> {
+        self.stats = self.stats.then(stats);
+        self.quick.remove(&abi);
+        self.kernels.insert(abi, kernel.clone());
+        kernel
     }
 
     /// Starts the background compiles of the kernels this scan found cold
@@ -419,7 +482,9 @@ where
         /// of which kernels a scan takes.
         #[doc(hidden)]
         pub fn kernel_symbols_for_tests(&self) -> Vec<String> {
-            let mut symbols: Vec<String> = self.kernels.keys().map(|k| k.symbol(Op::NAME)).collect();
+            let quick = self.quick.keys().map(|k| format!("{}~quick", k.symbol(Op::NAME)));
+            let mut symbols: Vec<String> =
+                self.kernels.keys().map(|k| k.symbol(Op::NAME)).chain(quick).collect();
             symbols.sort();
             symbols
         }

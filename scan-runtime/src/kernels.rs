@@ -16,7 +16,7 @@ use kernels_gen::{Arch, Kernel, SegmentedKernel};
 use scan_core::ScanOp;
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -201,13 +201,89 @@ fn target_for(
     ptx(newest)
 }
 
-/// The NVRTC options of a program for `target` ([`compile_target`]).
-fn compile_options((arch, cubin): (Arch, bool)) -> Vec<String> {
-    if cubin {
+/// How a kernel is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Build {
+    /// With NVRTC's full optimization: the kernels scans prefer.
+    Optimized,
+    /// In NVRTC's fast-compile mode ([`kernels_gen::QUICK_BUILD_OPTION`]):
+    /// what a scan runs on while the optimized build of its kernel
+    /// compiles on another thread (`GpuScanner::kernel_now`). Same
+    /// results, slower code, a fraction of the compile.
+    Quick,
+}
+
+/// The environment variable that says which kernels are built quick
+/// ([`kernels_gen::QUICK_BUILD_OPTION`]): `auto` (or unset) those a scan
+/// runs on while their optimized builds compile in the background
+/// ([`Tuning::background_compile`](crate::Tuning::background_compile));
+/// `never` none; `always` every one (how the GPU tests check the quick
+/// builds' results). Another value is [`ScanError::BadQuickBuilds`].
+pub const QUICK_BUILDS_ENV: &str = "GPU_SCAN_QUICK_BUILDS";
+
+/// The values of [`QUICK_BUILDS_ENV`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum QuickBuilds {
+    Auto,
+    Never,
+    Always,
+}
+
+/// [`QUICK_BUILDS_ENV`], read once.
+fn quick_builds() -> Result<QuickBuilds> {
+    static SETTING: OnceLock<std::result::Result<QuickBuilds, String>> = OnceLock::new();
+    SETTING
+        .get_or_init(|| parse_quick_builds(std::env::var(QUICK_BUILDS_ENV).ok()))
+        .clone()
+        .map_err(|value| ScanError::BadQuickBuilds { value })
+}
+
+/// A value of [`QUICK_BUILDS_ENV`] (`None`: unset), or the value refused.
+fn parse_quick_builds(value: Option<String>) -> std::result::Result<QuickBuilds, String> {
+    let Some(value) = value else {
+        return Ok(QuickBuilds::Auto);
+    };
+    match value.trim() {
+        "" | "auto" => Ok(QuickBuilds::Auto),
+        "never" => Ok(QuickBuilds::Never),
+        "always" => Ok(QuickBuilds::Always),
+        _ => Err(value),
+    }
+}
+
+/// The NVRTC options of a program for `target` ([`compile_target`]) built
+/// as `build`, or quick wherever [`QUICK_BUILDS_ENV`] says `always`.
+fn compile_options((arch, cubin): (Arch, bool), build: Build) -> Result<Vec<String>> {
+    let mut options = if cubin {
         kernels_gen::nvrtc_cubin_options(arch)
     } else {
         kernels_gen::nvrtc_options(arch)
+    };
+    if build == Build::Quick || quick_builds()? == QuickBuilds::Always {
+        options.push(kernels_gen::QUICK_BUILD_OPTION.to_string());
     }
+    Ok(options)
+}
+
+/// The oldest NVRTC with the fast-compile mode of quick builds.
+const QUICK_BUILD_NVRTC: toolkit::CudaVersion = toolkit::CudaVersion {
+    major: 12,
+    minor: 8,
+};
+
+/// Set once a quick build failed to compile: this process then builds
+/// every kernel optimized (a compile's errors reach the caller from that
+/// build, never from a quick one).
+static QUICK_BUILDS_REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a scan may run on a quick build while the optimized one
+/// compiles: [`QUICK_BUILDS_ENV`] says `auto`, NVRTC has the fast-compile
+/// mode, and no quick build failed in this process. (With `always` every
+/// build is quick already, with `never` none is.)
+fn quick_builds_available() -> Result<bool> {
+    Ok(quick_builds()? == QuickBuilds::Auto
+        && toolkit::nvrtc()?.version() >= QUICK_BUILD_NVRTC
+        && !QUICK_BUILDS_REFUSED.load(Ordering::Relaxed))
 }
 
 /// Compiles `source` for `target` ([`compile_target`]; through the disk
@@ -221,8 +297,20 @@ pub(crate) fn build_module(
     name: &'static str,
     source: &str,
 ) -> Result<(Arc<CudaModule>, ProgramStats)> {
+    build_module_as(ctx, disk, target, Build::Optimized, name, source)
+}
+
+/// [`build_module`], built as `build`.
+fn build_module_as(
+    ctx: &Arc<CudaContext>,
+    disk: &DiskCache,
+    target: (Arch, bool),
+    build: Build,
+    name: &'static str,
+    source: &str,
+) -> Result<(Arc<CudaModule>, ProgramStats)> {
     let arch = target.0;
-    let options = compile_options(target);
+    let options = compile_options(target, build)?;
     let driver = driver_version();
     let start = Instant::now();
     let mut compiled = jit::compile(name, source, options.clone(), arch, driver, disk)?;
@@ -334,7 +422,7 @@ pub(crate) struct LoadedKernel {
     pub(crate) args_checked: AtomicBool,
 }
 
-type KernelKey = (usize, TypeId, KernelAbi, Arch);
+type KernelKey = (usize, TypeId, KernelAbi, Arch, Build);
 
 fn loaded_kernels() -> &'static Mutex<HashMap<KernelKey, Arc<LoadedKernel>>> {
     static KERNELS: OnceLock<Mutex<HashMap<KernelKey, Arc<LoadedKernel>>>> = OnceLock::new();
@@ -365,13 +453,40 @@ pub(crate) fn load_kernel<Op: ScanOp>(
     abi: KernelAbi,
 ) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
     let target = compile_target(ctx)?;
-    let key = kernel_key::<Op>(ctx, abi, target.0);
+    let key = kernel_key::<Op>(ctx, abi, target.0, Build::Optimized);
     compiles().wait(|k| *k == key);
     compiles().forget(&key);
     if let Some(k) = loaded(&key) {
         return Ok((k, ProgramStats::NONE));
     }
     load_new_kernel::<Op>(ctx, disk, target, key, &program_source::<Op>(&[abi]))
+}
+
+/// The quick build ([`Build::Quick`]) of kernel `abi` of `Op` in `ctx`:
+/// from memory, the disk cache, or compiled now; `None` where quick builds
+/// are not available ([`quick_builds_available`]) or this one failed to
+/// compile (then none is tried again in this process, and the caller
+/// builds the kernel optimized, whose errors it returns).
+pub(crate) fn quick_kernel<Op: ScanOp>(
+    ctx: &Arc<CudaContext>,
+    disk: &DiskCache,
+    abi: KernelAbi,
+) -> Result<Option<(Arc<LoadedKernel>, ProgramStats)>> {
+    if !quick_builds_available()? {
+        return Ok(None);
+    }
+    let target = compile_target(ctx)?;
+    let key = kernel_key::<Op>(ctx, abi, target.0, Build::Quick);
+    if let Some(k) = loaded(&key) {
+        return Ok(Some((k, ProgramStats::NONE)));
+    }
+    match load_new_kernel::<Op>(ctx, disk, target, key, &program_source::<Op>(&[abi])) {
+        Ok(loaded) => Ok(Some(loaded)),
+        Err(_) => {
+            QUICK_BUILDS_REFUSED.store(true, Ordering::Relaxed);
+            Ok(None)
+        }
+    }
 }
 
 /// Whether a kernel can be had without an NVRTC compile
@@ -427,7 +542,7 @@ pub(crate) fn kernel_without_compiling<Op: ScanOp>(
     abi: KernelAbi,
 ) -> Result<Availability> {
     let target = compile_target(ctx)?;
-    let key = kernel_key::<Op>(ctx, abi, target.0);
+    let key = kernel_key::<Op>(ctx, abi, target.0, Build::Optimized);
     if let Some(k) = loaded(&key) {
         return Ok(Availability::Ready(k, ProgramStats::NONE));
     }
@@ -441,7 +556,7 @@ pub(crate) fn kernel_without_compiling<Op: ScanOp>(
     }
     let source = program_source::<Op>(&[abi]);
     let on_disk = disk
-        .entry_path(&cache_key(target, &source)?)
+        .entry_path(&cache_key(target, Build::Optimized, &source)?)
         .is_some_and(|path| path.exists());
     if on_disk {
         let (kernel, stats) = load_new_kernel::<Op>(ctx, disk, target, key, &source)?;
@@ -460,8 +575,13 @@ pub(crate) fn wait_for_compiles<Op: ScanOp>(ctx: &CudaContext) {
     compiles().wait(|k| k.0 == context && k.1 == op);
 }
 
-fn kernel_key<Op: ScanOp>(ctx: &CudaContext, abi: KernelAbi, arch: Arch) -> KernelKey {
-    (ctx.cu_ctx() as usize, TypeId::of::<Op>(), abi, arch)
+fn kernel_key<Op: ScanOp>(
+    ctx: &CudaContext,
+    abi: KernelAbi,
+    arch: Arch,
+    build: Build,
+) -> KernelKey {
+    (ctx.cu_ctx() as usize, TypeId::of::<Op>(), abi, arch, build)
 }
 
 fn loaded(key: &KernelKey) -> Option<Arc<LoadedKernel>> {
@@ -478,12 +598,12 @@ fn compiles() -> &'static Jobs<KernelKey> {
     COMPILES.get_or_init(Jobs::new)
 }
 
-/// The disk cache's key of `source` compiled for `target`, as
-/// [`build_module`] looks it up.
-fn cache_key(target: (Arch, bool), source: &str) -> Result<CacheKey> {
+/// The disk cache's key of `source` compiled for `target` as `build`, as
+/// [`build_module_as`] looks it up.
+fn cache_key(target: (Arch, bool), build: Build, source: &str) -> Result<CacheKey> {
     Ok(CacheKey::new(
         source,
-        &compile_options(target),
+        &compile_options(target, build)?,
         target.0,
         driver_version(),
         toolkit::nvrtc()?.version(),
@@ -530,8 +650,8 @@ fn build_and_load<Op: ScanOp>(
     key: KernelKey,
     source: &str,
 ) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
-    let abi = key.2;
-    let (module, stats) = build_module(ctx, disk, target, Op::NAME, source)?;
+    let (abi, build) = (key.2, key.4);
+    let (module, stats) = build_module_as(ctx, disk, target, build, Op::NAME, source)?;
     let function = module.load_function(&abi.symbol(Op::NAME))?;
     let layout = layout::<Op>();
     let pipelined = match pipelined_dynamic_shared(abi, &layout) {
@@ -666,6 +786,47 @@ mod tests {
             assert!(matches!(err, ScanError::PtxNewerThanDriver { .. }), "{err}");
             assert!(err.to_string().contains("NVRTC 12.9 makes PTX"), "{err}");
         }
+    }
+
+    #[test]
+    fn quick_builds_add_the_fast_compile_option_and_nothing_else() {
+        for target in [(Arch::SM_90, true), (Arch::SM_80, false)] {
+            let optimized = compile_options(target, Build::Optimized).unwrap();
+            let quick = compile_options(target, Build::Quick).unwrap();
+            assert!(!optimized.iter().any(|o| o.contains("fast-compile")));
+            assert_eq!(quick[..optimized.len()], optimized[..]);
+            assert_eq!(quick[optimized.len()..], [kernels_gen::QUICK_BUILD_OPTION]);
+        }
+        // So a quick build is its own disk-cache entry.
+        let source = "extern \"C\" __global__ void k() {}";
+        let key = |build| {
+            CacheKey::new(
+                source,
+                &compile_options((Arch::SM_90, true), build).unwrap(),
+                Arch::SM_90,
+                13000,
+                CudaVersion {
+                    major: 13,
+                    minor: 0,
+                },
+            )
+        };
+        assert_ne!(key(Build::Optimized), key(Build::Quick));
+    }
+
+    #[test]
+    fn the_quick_builds_variable_takes_three_values() {
+        let parse = |v: Option<&str>| parse_quick_builds(v.map(String::from));
+        assert_eq!(parse(None), Ok(QuickBuilds::Auto));
+        assert_eq!(parse(Some("")), Ok(QuickBuilds::Auto));
+        assert_eq!(parse(Some("auto")), Ok(QuickBuilds::Auto));
+        assert_eq!(parse(Some(" never ")), Ok(QuickBuilds::Never));
+        assert_eq!(parse(Some("always")), Ok(QuickBuilds::Always));
+        assert_eq!(parse(Some("sometimes")), Err("sometimes".to_string()));
+        let err = ScanError::BadQuickBuilds {
+            value: "sometimes".into(),
+        };
+        assert!(err.to_string().contains("auto, never or always"), "{err}");
     }
 
     #[test]

@@ -88,7 +88,7 @@ internal! {
     #[doc(hidden)]
     pub use kernels::{layout, program_source};
 }
-pub use kernels::{ProgramOrigin, ProgramStats};
+pub use kernels::{ProgramOrigin, ProgramStats, QUICK_BUILDS_ENV};
 pub use kernels_gen::spmv::{SpmvPlan, SpmvShape};
 pub use kernels_gen::{Arch, FlagFormat, SegmentedStrategy};
 pub use keys::{DeviceKeys, KeyView};

@@ -40,7 +40,11 @@ pub struct Tuning {
     /// on a kernel that compiles in about half the time (the single pass
     /// over small tiles, or the segmented single pass with look-back) while
     /// the fastest one compiles on another thread; later scans take it as
-    /// soon as it is loaded. Default `true`: a first scan in a fresh
+    /// soon as it is loaded. A kernel a scan must compile now is a quick
+    /// build where NVRTC has one (12.8 and newer;
+    /// [`QUICK_BUILDS_ENV`](crate::QUICK_BUILDS_ENV)): NVRTC's fast-compile
+    /// mode, same results, slower code, whose optimized build compiles in
+    /// the background too and replaces it. Default `true`: a first scan in a fresh
     /// process then waits for about half the compile (BENCHMARKS.md), and
     /// a process that scans for longer runs at full speed a fraction of a
     /// second later. `false`: every scan waits for the kernel it prefers.
