@@ -160,7 +160,8 @@ pub fn nvrtc_cubin_options(arch: Arch) -> Vec<String> {
 /// code runs, never what it computes: the operator's arithmetic is in
 /// `__fadd_rn`-style intrinsics and the library's order of combines is in
 /// its source. `mid`, by measurement (BENCHMARKS.md): `max` compiled no
-/// faster, `min` barely faster than a full build.
+/// faster, `min` barely faster than a full build. (For a PTX target the
+/// driver's own compile of the PTX stays a full one.)
 pub const QUICK_BUILD_OPTION: &str = "--Ofast-compile=mid";
 
 #[cfg(test)]

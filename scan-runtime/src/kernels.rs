@@ -209,7 +209,9 @@ pub(crate) enum Build {
     /// In NVRTC's fast-compile mode ([`kernels_gen::QUICK_BUILD_OPTION`]):
     /// what a scan runs on while the optimized build of its kernel
     /// compiles on another thread (`GpuScanner::kernel_now`). Same
-    /// results, slower code, a fraction of the compile.
+    /// results, slower code, about half the compile of a CUBIN (of PTX for
+    /// an older target, only NVRTC's part is shorter: the driver's own
+    /// compile of the PTX is a full one).
     Quick,
 }
 
@@ -253,16 +255,21 @@ fn parse_quick_builds(value: Option<String>) -> std::result::Result<QuickBuilds,
 
 /// The NVRTC options of a program for `target` ([`compile_target`]) built
 /// as `build`, or quick wherever [`QUICK_BUILDS_ENV`] says `always`.
-fn compile_options((arch, cubin): (Arch, bool), build: Build) -> Result<Vec<String>> {
+fn compile_options(target: (Arch, bool), build: Build) -> Result<Vec<String>> {
+    Ok(options_under(target, build, quick_builds()?))
+}
+
+/// [`compile_options`] under the setting `setting` of [`QUICK_BUILDS_ENV`].
+fn options_under((arch, cubin): (Arch, bool), build: Build, setting: QuickBuilds) -> Vec<String> {
     let mut options = if cubin {
         kernels_gen::nvrtc_cubin_options(arch)
     } else {
         kernels_gen::nvrtc_options(arch)
     };
-    if build == Build::Quick || quick_builds()? == QuickBuilds::Always {
+    if build == Build::Quick || setting == QuickBuilds::Always {
         options.push(kernels_gen::QUICK_BUILD_OPTION.to_string());
     }
-    Ok(options)
+    options
 }
 
 /// The oldest NVRTC with the fast-compile mode of quick builds.
@@ -464,9 +471,10 @@ pub(crate) fn load_kernel<Op: ScanOp>(
 
 /// The quick build ([`Build::Quick`]) of kernel `abi` of `Op` in `ctx`:
 /// from memory, the disk cache, or compiled now; `None` where quick builds
-/// are not available ([`quick_builds_available`]) or this one failed to
-/// compile (then none is tried again in this process, and the caller
-/// builds the kernel optimized, whose errors it returns).
+/// are not available ([`quick_builds_available`]) or NVRTC refused this
+/// one (then none is tried again in this process, and the caller builds
+/// the kernel optimized, whose errors it returns). Other errors (the
+/// driver's) are returned.
 pub(crate) fn quick_kernel<Op: ScanOp>(
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
@@ -482,10 +490,11 @@ pub(crate) fn quick_kernel<Op: ScanOp>(
     }
     match load_new_kernel::<Op>(ctx, disk, target, key, &program_source::<Op>(&[abi])) {
         Ok(loaded) => Ok(Some(loaded)),
-        Err(_) => {
+        Err(ScanError::Compile { .. }) => {
             QUICK_BUILDS_REFUSED.store(true, Ordering::Relaxed);
             Ok(None)
         }
+        Err(e) => Err(e),
     }
 }
 
@@ -791,18 +800,28 @@ mod tests {
     #[test]
     fn quick_builds_add_the_fast_compile_option_and_nothing_else() {
         for target in [(Arch::SM_90, true), (Arch::SM_80, false)] {
-            let optimized = compile_options(target, Build::Optimized).unwrap();
-            let quick = compile_options(target, Build::Quick).unwrap();
+            let optimized = options_under(target, Build::Optimized, QuickBuilds::Auto);
+            let quick = options_under(target, Build::Quick, QuickBuilds::Auto);
             assert!(!optimized.iter().any(|o| o.contains("fast-compile")));
             assert_eq!(quick[..optimized.len()], optimized[..]);
             assert_eq!(quick[optimized.len()..], [kernels_gen::QUICK_BUILD_OPTION]);
+            // `never` leaves a quick build quick (no scan asks for one
+            // then), `always` makes every build quick.
+            assert_eq!(
+                options_under(target, Build::Quick, QuickBuilds::Never),
+                quick
+            );
+            assert_eq!(
+                options_under(target, Build::Optimized, QuickBuilds::Always),
+                quick
+            );
         }
         // So a quick build is its own disk-cache entry.
         let source = "extern \"C\" __global__ void k() {}";
         let key = |build| {
             CacheKey::new(
                 source,
-                &compile_options((Arch::SM_90, true), build).unwrap(),
+                &options_under((Arch::SM_90, true), build, QuickBuilds::Auto),
                 Arch::SM_90,
                 13000,
                 CudaVersion {

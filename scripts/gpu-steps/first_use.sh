@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# First use and quick builds on the device (issue 45, item 8), alone on the
+# First use and quick builds on the device (issue 45, item 8; `bash
+# gpu-bin/first_use.sh` after scripts/gpu-check), alone on the
 # GPU: NVRTC's time for each plain kernel and the segmented look-back pass,
 # optimized and as a quick build, on the device's host; then first use of
 # four cases (runtime_timings first: one tile, 2^24 u32, 2^24 affine, 2^24
