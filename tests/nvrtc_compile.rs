@@ -41,13 +41,16 @@ enum Variant {
     /// The plain scans' kernels as quick builds
     /// ([`kernels_gen::QUICK_BUILD_OPTION`]).
     QuickPlain,
+    /// Every kernel as a quick build.
+    QuickSegmented,
 }
 
 /// Compiles one of `Op`'s programs for `arch`, as the runtime builds
 /// them ([`Variant`]); collects ptxas's per-kernel report.
 fn compile<Op: ScanOp>(arch: Arch, variant: Variant) -> (Vec<KernelReport>, Vec<String>) {
     let (mut reports, mut failures) = (Vec::new(), Vec::new());
-    let kernels: Vec<KernelAbi> = if variant == Variant::Segmented {
+    let kernels: Vec<KernelAbi> = if matches!(variant, Variant::Segmented | Variant::QuickSegmented)
+    {
         KernelAbi::all().collect()
     } else {
         Kernel::ALL.into_iter().map(KernelAbi::plain).collect()
@@ -55,13 +58,14 @@ fn compile<Op: ScanOp>(arch: Arch, variant: Variant) -> (Vec<KernelReport>, Vec<
     // The same options for plain and segmented programs: a program with
     // segmented kernels switches on the library's segmented part itself.
     let mut options = kernels_gen::nvrtc_options(arch);
-    if variant == Variant::QuickPlain {
+    if matches!(variant, Variant::QuickPlain | Variant::QuickSegmented) {
         options.push(kernels_gen::QUICK_BUILD_OPTION.to_string());
     }
     let name = match variant {
         Variant::Plain => "plain",
         Variant::Segmented => "segmented",
         Variant::QuickPlain => "quick",
+        Variant::QuickSegmented => "quick-segmented",
     };
     let label = format!("{}:{name}:{}", Op::NAME, arch.sm_name());
     let source = gpu_scan::scan_runtime::program_source::<Op>(&kernels);
@@ -343,22 +347,30 @@ fn every_generated_kernel_compiles_without_spills() {
 /// its kernel compiles (`GPU_SCAN_QUICK_BUILDS=always` builds every kernel
 /// so). Every test operator's plain program compiles in NVRTC's
 /// fast-compile mode for sm_90 and sm_80 (the pipelined passes and the
-/// look-back passes of both families of architectures) and assembles.
-/// Spills are allowed: a quick build's code is slower by design, never
-/// different in what it computes (the GPU tests run every suite on quick
-/// builds).
+/// look-back passes of both families of architectures), and the rotated
+/// operators' programs of every kernel (segmented, element-wise, totals,
+/// two-dimensional) for sm_90, and assembles. Spills are allowed: a quick
+/// build's code is slower by design, never different in what it computes
+/// (the GPU tests run the suites on quick builds).
 #[test]
 fn quick_builds_compile() {
     if !tools_available() {
         return;
     }
-    let jobs: Vec<(Job, Arch)> = [Arch::SM_90, Arch::SM_80]
-        .into_iter()
-        .flat_map(|arch| OPERATORS.iter().map(move |&job| (job, arch)))
+    let mut jobs: Vec<(Job, Arch, Variant)> = OPERATORS[..ROTATED]
+        .iter()
+        .map(|&job| (job, Arch::SM_90, Variant::QuickSegmented))
         .collect();
+    for arch in [Arch::SM_90, Arch::SM_80] {
+        jobs.extend(
+            OPERATORS
+                .iter()
+                .map(|&job| (job, arch, Variant::QuickPlain)),
+        );
+    }
     let results: Vec<(Vec<KernelReport>, Vec<String>)> = jobs
         .par_iter()
-        .map(|&(job, arch)| job(arch, Variant::QuickPlain))
+        .map(|&(job, arch, variant)| job(arch, variant))
         .collect();
     let failures: Vec<String> = results.iter().flat_map(|r| r.1.clone()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -367,7 +379,10 @@ fn quick_builds_compile() {
         .flat_map(|r| &r.0)
         .filter(|r| !r.kernel.contains(" (called by "))
         .count();
-    assert_eq!(kernels, jobs.len() * Kernel::ALL.len());
+    assert_eq!(
+        kernels,
+        2 * OPERATORS.len() * Kernel::ALL.len() + ROTATED * KernelAbi::all().count()
+    );
     println!("nvrtc_compile: {kernels} kernels of quick builds compiled");
 }
 

@@ -1,17 +1,20 @@
 //! The kernel ledger (`tests/kernel-ledger.txt`): what NVRTC and ptxas
 //! reported for every program the compile tests build, keyed by a SHA-256
 //! of everything the result depends on (the source, the NVRTC options, the
-//! architecture, NVRTC's version and library, ptxas's version). Compiling
-//! a program is a pure function of that key, so a program whose key is in
-//! the ledger need not be compiled again to know that it compiles, which
-//! kernels it has and what each takes (registers, spills, stack, shared
-//! memory): the tests read the result from the ledger.
+//! architecture, NVRTC's version and library, ptxas's version). Whether a
+//! program compiles, which kernels it has, whether they spill and their
+//! shared memory are a function of that key, so a program whose key is in
+//! the ledger need not be compiled again to know them: the tests read the
+//! result from the ledger. (Register and stack counts are recorded but may
+//! differ in another process: NVVM's register numbering depends on what
+//! the process compiled before.)
 //!
 //! The ledger stays honest three ways. A program whose key is missing (its
 //! source, options or tools changed) is compiled, as before the ledger. A
 //! share of the programs found in it ([`SAMPLE_ONE_IN`], chosen anew by
-//! each commit) is compiled anyway and must agree with its entry exactly,
-//! so over a few commits every entry is checked again. And
+//! each commit) is compiled anyway and must agree with its entry (kernels,
+//! spills, shared memory), so over a few commits every entry is checked
+//! again. And
 //! `SCAN_LEDGER=off` ignores it, compiling everything.
 //!
 //! Programs compiled here with no failure are appended to the ledger in
@@ -242,10 +245,22 @@ pub fn compile_and_assemble(
     let clean = failed.is_empty() && mine.iter().all(|r| r.spill_bytes == 0);
     let source = match known {
         Some((_, recorded)) => {
-            if recorded != kernels {
+            // Registers and stack are compared for no more than the count:
+            // NVVM numbers a program's virtual registers differently after
+            // a process has compiled others (the same source and options
+            // gave PTX that differed only in that numbering, and ptxas
+            // 13.0 then allocated other counts: BENCHMARKS.md), so a sample
+            // compiled in another process may take other counts of the
+            // same code. What the compile tests check, that every kernel
+            // compiles, spills nothing and has the shared memory the
+            // layout says, must agree.
+            let checked = |k: &[u32; 4]| (k[1], k[3]);
+            if recorded.len() != kernels.len()
+                || recorded.iter().map(checked).ne(kernels.iter().map(checked))
+            {
                 failed.push(format!(
                     "{label}: the kernel ledger's entry {key} disagrees with this compile \
-                     ({} kernels recorded, {} now, or another register/spill/stack/shared count): \
+                     ({} kernels recorded, {} now, or another spill or shared-memory count): \
                      the tools are not what the key says, or the entry is wrong \
                      (scripts/kernel-ledger writes it afresh)",
                     recorded.len(),
