@@ -32,8 +32,8 @@ use crate::single_pass_sizes::{
 };
 use crate::tuning::{
     arch_tuning, by_size, single_pass_min_blocks, ArchTuning, ARCH_TUNING,
-    LOOKAHEAD_TILES_PER_LANE, MIRRORED_OVERHEAD, SEGMENTED_SINGLE_PASS_OVERHEAD,
-    SINGLE_PASS_OVERHEAD,
+    LOOKAHEAD_TILES_PER_LANE, MIRRORED_OVERHEAD, SEGMENTED_LOOKAHEAD_TILES_PER_LANE,
+    SEGMENTED_SINGLE_PASS_OVERHEAD, SINGLE_PASS_OVERHEAD,
 };
 use crate::{abi::KernelAbi, Arch};
 use std::fmt::Write;
@@ -111,9 +111,12 @@ pub struct Layout {
     pub pipelined_segmented_stages: usize,
     /// Its dynamic shared memory per block (0: unsupported).
     pub pipelined_segmented_shared_bytes: usize,
-    /// Tiles a pipelined lookahead lane polls per round
+    /// Tiles a lookahead lane of the plain pipelined pass polls per round
     /// ([`LOOKAHEAD_TILES_PER_LANE`]).
     pub lookahead_tiles_per_lane: u32,
+    /// The same for the segmented pipelined pass
+    /// ([`SEGMENTED_LOOKAHEAD_TILES_PER_LANE`]).
+    pub segmented_lookahead_tiles_per_lane: u32,
 }
 
 /// What a [`Layout`] asks of the compiler on one architecture, from its
@@ -185,6 +188,10 @@ impl Layout {
             pipelined_segmented_stages: pipelined_segmented_stages(element_size),
             pipelined_segmented_shared_bytes: pipelined_segmented_shared_bytes(element_size),
             lookahead_tiles_per_lane: by_size(&LOOKAHEAD_TILES_PER_LANE, element_size),
+            segmented_lookahead_tiles_per_lane: by_size(
+                &SEGMENTED_LOOKAHEAD_TILES_PER_LANE,
+                element_size,
+            ),
         }
     }
 
@@ -338,8 +345,21 @@ impl Layout {
 
     /// The CUDA declaration of this layout for operator `op_name`
     /// ([`layout_struct`]), which the operator's policy names as its
-    /// `layout`.
+    /// `layout`, as a program of plain kernels has it.
     pub fn cuda_declaration(&self, op_name: &str) -> String {
+        self.program_declaration(op_name, false)
+    }
+
+    /// The same for a program that holds a segmented kernel (`segmented`),
+    /// or not: the library's one `lookahead_tiles_per_lane` is the pass's
+    /// own value ([`Layout::segmented_lookahead_tiles_per_lane`] in a
+    /// segmented program).
+    pub fn program_declaration(&self, op_name: &str, segmented: bool) -> String {
+        let lookahead_tiles_per_lane = if segmented {
+            self.segmented_lookahead_tiles_per_lane
+        } else {
+            self.lookahead_tiles_per_lane
+        };
         let mut out = format!(
             "// ---- Layout of `{op_name}` (kernels_gen::layout::Layout, computed in Rust) ----\n\
              struct {} {{\n",
@@ -387,7 +407,7 @@ impl Layout {
             ),
             (
                 "lookahead_tiles_per_lane",
-                self.lookahead_tiles_per_lane as usize,
+                lookahead_tiles_per_lane as usize,
             ),
         ];
         for (name, value) in ints {

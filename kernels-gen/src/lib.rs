@@ -210,10 +210,10 @@ pub fn program(
     kernels: &[abi::KernelAbi],
 ) -> String {
     let mut out = launch_state::launch_state_declaration();
-    if kernels
+    let segmented = kernels
         .iter()
-        .any(|k| matches!(k.forward(), abi::KernelAbi::Segmented(..)))
-    {
+        .any(|k| matches!(k.forward(), abi::KernelAbi::Segmented(..)));
+    if segmented {
         let _ = writeln!(
             out,
             "#ifndef {SEGMENTED_DEFINE}\n#define {SEGMENTED_DEFINE} 1\n#endif"
@@ -221,7 +221,7 @@ pub fn program(
     }
     out.push_str(PRELUDE);
     out.push_str(LIBRARY);
-    out.push_str(&layout.cuda_declaration(op_name));
+    out.push_str(&layout.program_declaration(op_name, segmented));
     out.push_str(operator_part);
     // The staged kernels' stages, each declared once (their parts are
     // guarded), and their adapters.

@@ -93,21 +93,26 @@ pub const SEGMENTED_SINGLE_PASS_OVERHEAD: [(usize, u32); 3] = [(4, 24), (8, 32),
 /// indices and spans).
 pub const MIRRORED_OVERHEAD: u32 = 4;
 
-/// Tiles a pipelined lookahead lane polls per round, by element size: 6
-/// up to 8 bytes (H200, 2^28: the `u32` sum and `f32` max at 96% of copy,
-/// affine maps at 92%, dense `u32` offsets at 95%, against 93%, 87% and
-/// 92% with 4; power-law offsets 86% against 88%; 8 ran affine maps at
-/// 90%), 4 up to 88 bytes (4 ran the `u32` sum at 94%, 2 at 81%, 1 at
-/// 62%); wider elements poll fewer, which kept ptxas from spilling at the
-/// pipelined kernels' register cap (sm_90, sm_100, sm_120). The plain and
-/// the segmented pass share it (a table each changes the library's text;
-/// BENCHMARKS.md says why that waits for a fresh kernel ledger).
+/// Tiles a lookahead lane of the plain pipelined pass polls per round, by
+/// element size: 6 up to 8 bytes (H200, 2^28: the `u32` sum and `f32` max
+/// at 96% of copy, affine maps at 92%, against 93%, 87% with 4; 8 ran
+/// affine maps at 90%), 4 up to 88 bytes (4 ran the `u32` sum at 94%, 2 at
+/// 81%, 1 at 62%); wider elements poll fewer, which kept ptxas from
+/// spilling at the pipelined kernels' register cap (sm_90, sm_100,
+/// sm_120).
 pub const LOOKAHEAD_TILES_PER_LANE: [(usize, u32); 4] = [
     (8, 6),
     (88, 4),
     (PIPELINED_FULL_SQUAD_MAX, 2),
     (usize::MAX, 1),
 ];
+
+/// The same for the segmented pipelined pass: 4 up to 88 bytes (H200,
+/// 2^28: 6 ran power-law `u32` offsets 2% slower and dense ones 3% faster;
+/// BENCHMARKS.md), fewer for wider elements as above. A program holding a
+/// segmented kernel prints this one ([`crate::program`]).
+pub const SEGMENTED_LOOKAHEAD_TILES_PER_LANE: [(usize, u32); 3] =
+    [(88, 4), (PIPELINED_FULL_SQUAD_MAX, 2), (usize::MAX, 1)];
 
 /// The value `table` gives elements of `element_size` bytes.
 pub const fn by_size(table: &BySize, element_size: usize) -> u32 {
@@ -172,6 +177,7 @@ mod tests {
             &SINGLE_PASS_OVERHEAD[..],
             &SEGMENTED_SINGLE_PASS_OVERHEAD,
             &LOOKAHEAD_TILES_PER_LANE,
+            &SEGMENTED_LOOKAHEAD_TILES_PER_LANE,
         ] {
             assert_eq!(table.last().unwrap().0, usize::MAX);
             assert!(table.windows(2).all(|w| w[0].0 < w[1].0));
@@ -181,6 +187,8 @@ mod tests {
         assert_eq!(by_size(&LOOKAHEAD_TILES_PER_LANE, 88), 4);
         assert_eq!(by_size(&LOOKAHEAD_TILES_PER_LANE, 89), 2);
         assert_eq!(by_size(&LOOKAHEAD_TILES_PER_LANE, 157), 1);
+        assert_eq!(by_size(&SEGMENTED_LOOKAHEAD_TILES_PER_LANE, 8), 4);
+        assert_eq!(by_size(&SEGMENTED_LOOKAHEAD_TILES_PER_LANE, 89), 2);
     }
 
     #[test]
