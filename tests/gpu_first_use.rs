@@ -23,6 +23,7 @@ use common::gpu::open_gpu;
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::KernelAbi;
 use gpu_scan::kernels_gen::Kernel;
+use gpu_scan::scan_runtime::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use gpu_scan::scan_runtime::cudarc::driver::CudaContext;
 use gpu_scan::scan_runtime::{GpuScanner, ProgramOrigin};
 use gpu_scan::ScanOp;
@@ -50,6 +51,12 @@ enum Mode {
     /// Background compiles on; the process ends right after the first
     /// scan, its background compile still running.
     Exit,
+    /// Background compiles on, on a `ctx.new_stream()` stream with a
+    /// second one alive (cudarc's event tracking): right after the first
+    /// scan, without a wait or `reserve`, the same scan is captured in a
+    /// graph (global and thread-local modes) and each graph replayed on
+    /// fresh inputs, outputs poisoned.
+    Capture,
 }
 
 /// Worker: one scanner, an inclusive `u32` sum of `GPU_FIRST_USE_LENGTH`
@@ -65,16 +72,20 @@ fn first_use_worker() {
     };
     std::env::var_os(CACHE_ENV).expect("run by the first-use test");
     let n: usize = std::env::var(LENGTH_ENV).map_or(1000, |v| v.parse().unwrap());
-    let stream = ctx.default_stream();
+    let mode = std::env::var(MODE_ENV).expect("run by the first-use test");
+    let (stream, _other) = if mode == "Capture" {
+        (ctx.new_stream().unwrap(), Some(ctx.new_stream().unwrap()))
+    } else {
+        (ctx.default_stream(), None)
+    };
     let host: Vec<u32> = (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let expected = gpu_scan::cpu::inclusive_vec::<SumU32>(&host);
-    let input = stream.clone_htod(&host).unwrap();
+    let mut input = stream.clone_htod(&host).unwrap();
     let mut output = stream.alloc_zeros::<u32>(host.len()).unwrap();
     let disk = gpu_scan::scan_runtime::DiskCache::at(std::env::var_os(CACHE_ENV).unwrap());
     let mut scanner = GpuScanner::<SumU32>::with_disk_cache(&ctx, &disk).unwrap();
-    let mode = std::env::var(MODE_ENV).expect("run by the first-use test");
     if mode == "Wait" {
         scanner.set_tuning(scanner.tuning().with_background_compile(false));
     }
@@ -85,7 +96,40 @@ fn first_use_worker() {
     );
     let stats = scanner.program_stats();
     let first = scanner.kernel_symbols_for_tests().join(",");
-    if mode == "Exit" {
+    if mode == "Capture" {
+        for capture in [
+            CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+            CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        ] {
+            stream.begin_capture(capture).unwrap();
+            let captured = scanner.inclusive(&stream, &input, &mut output);
+            let ended = stream.end_capture(CUgraphInstantiate_flags(0));
+            let graph = match (captured, ended) {
+                (Ok(()), Ok(Some(graph))) => graph,
+                (captured, ended) => panic!(
+                    "{capture:?}: capture failed: scan {captured:?}, end_capture {:?}",
+                    ended.map(|g| g.is_some())
+                ),
+            };
+            for replay in 0..3u32 {
+                let fresh: Vec<u32> = (0..n as u32)
+                    .map(|i| (i ^ (replay << 20)).wrapping_mul(0x9e37_79b9) ^ capture as u32)
+                    .collect();
+                stream.memcpy_htod(&fresh, &mut input).unwrap();
+                stream
+                    .memcpy_htod(&vec![0xdead_beef_u32; n], &mut output)
+                    .unwrap();
+                graph.launch().unwrap();
+                assert!(
+                    stream.clone_dtoh(&output).unwrap()
+                        == gpu_scan::cpu::inclusive_vec::<SumU32>(&fresh),
+                    "{capture:?} replay {replay}"
+                );
+            }
+        }
+        ctx.check_err().unwrap();
+    }
+    if mode == "Exit" || mode == "Capture" {
         // Ends the process at once: the scanner's drop waits for the
         // background compile its first scan started.
         println!(
@@ -435,4 +479,24 @@ fn a_process_that_ends_during_a_background_compile_exits_cleanly() {
         preferred_long_kernel(&ctx)
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A scan captured in a graph right after a first scan that ran on a
+/// quick or interim build, its preferred kernel still compiling behind it,
+/// without `reserve`, on a `ctx.new_stream()` stream beside another (what a
+/// user does who scans once and then captures): the capture succeeds in
+/// both capture modes and every replay on fresh inputs is right (checked
+/// by the worker); lengths of one tile (a quick build) and of the
+/// pipelined pass (the interim small tiles).
+#[test]
+fn a_graph_captured_right_after_a_quick_built_scan_replays_right() {
+    if open_gpu("gpu_first_use capture").is_none() {
+        return;
+    }
+    for n in [1000, LONG] {
+        let dir = fresh_dir(&format!("capture-{n}"));
+        let report = run_worker_with(&dir, n, Mode::Capture);
+        assert_eq!(report.origin, ProgramOrigin::Compiled, "n={n}: {report:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
