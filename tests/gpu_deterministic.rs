@@ -1,8 +1,10 @@
 //! Deterministic scans (`Tuning::deterministic`) on the GPU: the same bits
 //! run after run on several streams, for a prefix of the input as for the
-//! whole (batch invariance), and for the program built for sm_90 and for
-//! compute_80 (PTX the driver compiles); and columns refused with a typed
-//! error. Float operators, where the order of combination shows in the
+//! whole (batch invariance), on every path a plain scan takes (the one
+//! pass, where it runs; the three passes, forced by the path and by an
+//! unaligned input), and for the program built for sm_90 and for compute_80
+//! (PTX the driver compiles, which has no one pass); and columns refused
+//! with a typed error. Float operators, where the order of combination shows in the
 //! bits: `f32` sums of values spanning twelve orders of magnitude, and
 //! affine maps (non-commutative), plain and by key (runs of 1 to 200),
 //! inclusive and exclusive, forward and reverse. `GPU_SUITE_SEED` replays a run;
@@ -15,13 +17,13 @@ use common::ops::Affine;
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaContext, DeviceRepr, ValidAsZeroBits};
-use gpu_scan::scan_runtime::{DeviceSegments, ScanError, TARGET_ARCH_ENV};
+use gpu_scan::scan_runtime::{DeviceSegments, ScanError, ScanPath, TARGET_ARCH_ENV};
 use gpu_scan::segmented::{self as cpu_segmented, Segments};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
 /// An `f32` sum in tiles of 32 elements (one warp, one item each): at
-/// 2^22 + 3 elements, 131,073 tiles, whose totals one block scans.
+/// 2^22 + 3 elements, 131,073 tiles, whose totals one warp chains.
 #[scan_op(element = f32, identity = 0.0, op = |a, b| a + b, block_threads = 32, items_per_thread = 1)]
 struct TinyTileSum;
 
@@ -32,6 +34,51 @@ where
     let mut scanner = GpuScanner::<Op>::new(ctx).unwrap();
     scanner.set_tuning(scanner.tuning().with_deterministic(true));
     scanner
+}
+
+/// A deterministic scanner whose plain scans take the three passes
+/// (`ScanPath::ReduceThenScan`), wherever the one pass could run.
+fn three_passes<Op: ScanOp>(ctx: &Arc<CudaContext>) -> GpuScanner<Op>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    let mut scanner = deterministic::<Op>(ctx);
+    scanner.set_tuning(scanner.tuning().with_path(ScanPath::ReduceThenScan));
+    scanner
+}
+
+/// The tiles of a deterministic plain scan, and the tiles a round of its
+/// one pass's lookahead polls (32 lanes' worth).
+fn deterministic_tiles<Op: ScanOp>() -> (usize, usize) {
+    let layout = gpu_scan::scan_runtime::layout::<Op>();
+    (
+        layout.deterministic_tile_items(),
+        32 * layout.lookahead_tiles_per_lane as usize * layout.deterministic_tile_items(),
+    )
+}
+
+/// `spec` of `input[1..]` read through a view one element past the start
+/// of its buffer (not 16-byte aligned, so no one pass), into such a view.
+fn run_unaligned<Op: ScanOp>(
+    ctx: &Arc<CudaContext>,
+    scanner: &mut GpuScanner<Op>,
+    spec: ScanSpec<Op::Element>,
+    case: &Input<'_, Op::Element>,
+) -> Vec<Op::Element>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    let stream = ctx.new_stream().unwrap();
+    let n = case.input.len();
+    let d = stream.clone_htod(case.input).unwrap();
+    let mut out = stream.clone_htod(&vec![case.poison; n]).unwrap();
+    {
+        let mut view = out.slice_mut(1..n);
+        scanner
+            .scan(&stream, spec, &d.slice(1..n), &mut view)
+            .unwrap();
+    }
+    stream.clone_dtoh(&out).unwrap()[1..].to_vec()
 }
 
 /// What a check scans: the elements, their segment keys (a scan by key)
@@ -98,8 +145,14 @@ fn check_op<Op: ScanOp<Element: std::fmt::Debug>>(
 ) where
     Op::Element: DeviceRepr + ValidAsZeroBits,
 {
-    let tile = GpuScanner::<Op>::new(ctx).unwrap().tile_items();
     let n = case.input.len();
+    // Plain scans' tiles are the deterministic ones; by key, reduce-then-scan's.
+    let (tile, poll_round) = if case.keys.is_some() {
+        let tile = GpuScanner::<Op>::new(ctx).unwrap().tile_items();
+        (tile, 32 * tile)
+    } else {
+        deterministic_tiles::<Op>()
+    };
     let label = if case.keys.is_some() {
         "by key"
     } else {
@@ -108,6 +161,24 @@ fn check_op<Op: ScanOp<Element: std::fmt::Debug>>(
     for spec in specs() {
         let mut scanner = deterministic::<Op>(ctx);
         let first = run(ctx, &mut scanner, spec, &case, 0..n);
+        if case.keys.is_none() {
+            // The three passes give the one pass's bits, and so does an
+            // unaligned input (three passes) the aligned one's.
+            let mut three = three_passes::<Op>(ctx);
+            assert_eq!(
+                bits(&run(ctx, &mut three, spec, &case, 0..n)),
+                bits(&first),
+                "{} {spec:?}: three passes against the one",
+                Op::NAME
+            );
+            let aligned = run(ctx, &mut scanner, spec, &case, 1..n);
+            assert_eq!(
+                bits(&run_unaligned(ctx, &mut scanner, spec, &case)),
+                bits(&aligned),
+                "{} {spec:?}: an unaligned input",
+                Op::NAME
+            );
+        }
         // The same bits on five more streams, two scanners alive.
         let mut other = deterministic::<Op>(ctx);
         for round in 0..5 {
@@ -134,6 +205,10 @@ fn check_op<Op: ScanOp<Element: std::fmt::Debug>>(
                 tile + 1,
                 5 * tile + 7,
                 32 * tile + 1,
+                poll_round - 1,
+                poll_round,
+                poll_round + 1,
+                3 * poll_round + tile + 5,
                 1024 * tile - 1,
                 1024 * tile + 1,
                 32_768 * tile + 1,
@@ -309,27 +384,48 @@ fn deterministic_scans_give_the_same_bits() {
     }
     println!("gpu_deterministic: exact inputs give the CPU's bits in every spec");
 
-    // The program for compute_80 (PTX the driver compiles for this GPU):
-    // the same bits as the device's own.
-    let case = Input {
+    // The program for compute_80 (PTX the driver compiles for this GPU, no
+    // one pass there): the same bits as the device's own, every spec.
+    let sum_case = Input {
         input: &sums,
         keys: None,
         poison: f32::NAN,
     };
-    let mut own = deterministic::<Sum<f32>>(&ctx);
-    let want = run(&ctx, &mut own, ScanSpec::inclusive(), &case, 0..n);
+    let map_case = Input {
+        input: &maps,
+        keys: None,
+        poison: Affine {
+            a: f32::NAN,
+            b: f32::NAN,
+        },
+    };
+    let mut own_sum = deterministic::<Sum<f32>>(&ctx);
+    let mut own_map = deterministic::<Affine>(&ctx);
+    let want: Vec<(Vec<u8>, Vec<u8>)> = specs::<f32>()
+        .into_iter()
+        .zip(specs::<Affine>())
+        .map(|(sum_spec, map_spec)| {
+            (
+                bits(&run(&ctx, &mut own_sum, sum_spec, &sum_case, 0..n)),
+                bits(&run(&ctx, &mut own_map, map_spec, &map_case, 0..n)),
+            )
+        })
+        .collect();
     // SAFETY-free: one test in this binary sets the variable, before its
     // scanners compile for it.
     std::env::set_var(TARGET_ARCH_ENV, "compute_80");
-    let mut older = deterministic::<Sum<f32>>(&ctx);
-    let got = run(&ctx, &mut older, ScanSpec::inclusive(), &case, 0..n);
+    let mut older_sum = deterministic::<Sum<f32>>(&ctx);
+    let mut older_map = deterministic::<Affine>(&ctx);
+    for ((sum_spec, map_spec), (sum_bits, map_bits)) in
+        specs::<f32>().into_iter().zip(specs::<Affine>()).zip(&want)
+    {
+        let got = run(&ctx, &mut older_sum, sum_spec, &sum_case, 0..n);
+        assert_eq!(&bits(&got), sum_bits, "compute_80 f32 sum {sum_spec:?}");
+        let got = run(&ctx, &mut older_map, map_spec, &map_case, 0..n);
+        assert_eq!(&bits(&got), map_bits, "compute_80 affine {map_spec:?}");
+    }
     std::env::remove_var(TARGET_ARCH_ENV);
-    assert_eq!(
-        bits(&got),
-        bits(&want),
-        "compute_80 against the device's own architecture"
-    );
-    println!("gpu_deterministic: compute_80 gives the device's bits");
+    println!("gpu_deterministic: compute_80 gives the device's bits in every spec");
 
     // Columns have no deterministic form: a typed error, output untouched.
     let stream = ctx.new_stream().unwrap();

@@ -1,15 +1,17 @@
 //! What bit-reproducible scans cost (`SCAN_BENCH_DETERMINISTIC=1
 //! scan_bench`): `f32` sums and affine maps at 2^24, 2^26 and 2^28, each
 //! timed on the default path and with `Tuning::deterministic` (median of 25
-//! calls after warm-ups) beside a copy of the same bytes, in one run. Before
-//! timing, the deterministic output is checked against the CPU at the
-//! sampled indices, and three more deterministic runs on other streams must
-//! give the same bits.
+//! calls after warm-ups), in its one pass (where it runs) and in its three
+//! passes (`ScanPath::ReduceThenScan`), beside a copy of the same bytes, in
+//! one run. Before timing, the deterministic output is checked against the
+//! CPU at the sampled indices, and three more deterministic runs on other
+//! streams and the three passes must give the same bits.
 
 use super::{input_of, sample_indices, timing, Affine, Case};
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use gpu_scan::scan_runtime::ScanPath;
 use std::sync::Arc;
 use timing::time_ms;
 
@@ -66,8 +68,19 @@ where
             .inclusive(stream, &input, &mut output)
             .unwrap()
     }) as f64;
+    let mut three = timing::bench_scanner::<Op>(stream);
+    three.set_tuning(
+        three
+            .tuning()
+            .with_deterministic(true)
+            .with_path(ScanPath::ReduceThenScan),
+    );
+    three.inclusive(stream, &input, &mut output).unwrap();
+    let mut same = bytes(&stream.clone_dtoh(&output).unwrap()) == bytes(&first);
+    let three_ms = time_ms(stream, || {
+        three.inclusive(stream, &input, &mut output).unwrap()
+    }) as f64;
     // The same bits on other streams (the timed calls ran in between).
-    let mut same = true;
     for _ in 0..3 {
         let other = stream.context().new_stream().unwrap();
         let mut out: CudaSlice<Op::Element> = other.alloc_zeros(n).unwrap();
@@ -77,11 +90,12 @@ where
     }
     let cpu_ok = check(&host, &first, &sample_indices(n));
     println!(
-        "{:<8} 2^{log_n:<3} {copy_ms:>8.4} {default_ms:>8.4} {:>6.1}% {ms:>8.4} {:>6.1}% {:>6.2}  {}{}",
+        "{:<8} 2^{log_n:<3} {copy_ms:>8.4} {default_ms:>8.4} {:>6.1}% {ms:>8.4} {:>6.1}% {:>6.2} {three_ms:>8.4} {:>6.1}%  {}{}",
         Op::CUB_NAME,
         100.0 * copy_ms / default_ms,
         100.0 * copy_ms / ms,
         ms / default_ms,
+        100.0 * copy_ms / three_ms,
         if cpu_ok { "cpu ok" } else { "DIFFERS FROM CPU" },
         if same { ", same bits" } else { ", BITS DIFFER" },
     );
@@ -122,10 +136,12 @@ fn agree_affine(host: &[Affine], got: &[Affine], samples: &[usize]) -> bool {
 
 /// The table; returns how many lines were wrong.
 pub fn table(stream: &Arc<CudaStream>) -> usize {
-    println!("\nscan_bench: deterministic scans (ms; % of copy; deterministic over default)");
     println!(
-        "{:<8} {:<5} {:>8} {:>8} {:>7} {:>8} {:>7} {:>6}  output",
-        "case", "n", "copy", "default", "%copy", "determ.", "%copy", "ratio"
+        "\nscan_bench: deterministic scans (ms; % of copy; deterministic over default; its three passes)"
+    );
+    println!(
+        "{:<8} {:<5} {:>8} {:>8} {:>7} {:>8} {:>7} {:>6} {:>8} {:>7}  output",
+        "case", "n", "copy", "default", "%copy", "determ.", "%copy", "ratio", "3 passes", "%copy"
     );
     let mut bad = 0;
     for log_n in [24u32, 26, 28] {

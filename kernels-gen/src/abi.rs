@@ -193,6 +193,30 @@ const COLUMNS: &[Param] = &[
     param("row_lanes", Count),
     param("walk", Flag),
 ];
+const DETERMINISTIC_REDUCE_TILES: &[Param] = &[
+    param("input", ElementsIn),
+    param("tile_totals", ElementsOut),
+    param("n", Count),
+];
+const DETERMINISTIC_TILE_PREFIXES: &[Param] = &[
+    param("tile_totals", ElementsIn),
+    param("tile_prefixes", ElementsOut),
+    param("carry_out", ElementsOut),
+    param("num_tiles", Count),
+    param("seed", Element),
+];
+const DETERMINISTIC_SCAN_TILES: &[Param] = &[
+    param("input", ElementsIn),
+    param("output", ElementsOut),
+    param("tile_prefixes", ElementsIn),
+    param("n", Count),
+];
+
+/// Threads of the one block of the deterministic scan's chain of tile
+/// prefixes ([`Kernel::DeterministicTilePrefixes`]): one warp links them
+/// all.
+pub const DETERMINISTIC_PREFIXES_THREADS: u32 = 32;
+
 const SEGMENTED_REDUCE_TILES: &[Param] = &[
     param("input", ElementsIn),
     param("flags", HeadFlags),
@@ -522,18 +546,44 @@ pub enum Pass {
     SinglePassSmall,
     /// The pipelined single pass (sm_90 and newer).
     Pipelined,
+    /// A deterministic plain scan in one pass: the pipelined pass with a
+    /// lookahead that links the tiles' totals in order (`deterministic.cuh`).
+    DeterministicPipelined,
+    /// The deterministic scan in three passes, 1: each pipelined tile's
+    /// total.
+    DeterministicReduce,
+    /// 2: one warp, each tile's prefix (the chain of the totals before it).
+    DeterministicPrefixes,
+    /// 3: each tile rescanned behind its prefix.
+    DeterministicScan,
 }
 
 impl Pass {
     /// Every pass.
-    pub const ALL: [Pass; 6] = [
+    pub const ALL: [Pass; 10] = [
         Pass::ReduceTiles,
         Pass::ScanTileTotals,
         Pass::ScanTiles,
         Pass::SinglePass,
         Pass::SinglePassSmall,
         Pass::Pipelined,
+        Pass::DeterministicPipelined,
+        Pass::DeterministicReduce,
+        Pass::DeterministicPrefixes,
+        Pass::DeterministicScan,
     ];
+
+    /// Whether this is a pass of the deterministic plain scan (plain
+    /// scans only).
+    pub const fn deterministic(self) -> bool {
+        matches!(
+            self,
+            Pass::DeterministicPipelined
+                | Pass::DeterministicReduce
+                | Pass::DeterministicPrefixes
+                | Pass::DeterministicScan
+        )
+    }
 }
 
 /// Which kernels run a scan over tiles: the plain ones, or the segmented
@@ -554,7 +604,8 @@ pub enum Family {
 impl Family {
     /// The kernel that runs `pass` of an inclusive or exclusive scan in
     /// `direction`; `None` where the family has none (small tiles are
-    /// plain only; the segmented pipelined pass runs forward only).
+    /// plain only, and so are the deterministic passes; the segmented
+    /// pipelined pass runs forward only).
     ///
     /// ```
     /// use kernels_gen::abi::{Family, KernelAbi, Pass};
@@ -578,6 +629,12 @@ impl Family {
                 (Pass::SinglePassSmall, false) => Kernel::SinglePassSmallExclusive,
                 (Pass::Pipelined, true) => Kernel::PipelinedInclusive,
                 (Pass::Pipelined, false) => Kernel::PipelinedExclusive,
+                (Pass::DeterministicPipelined, true) => Kernel::PipelinedDeterministicInclusive,
+                (Pass::DeterministicPipelined, false) => Kernel::PipelinedDeterministicExclusive,
+                (Pass::DeterministicReduce, _) => Kernel::DeterministicReduceTiles,
+                (Pass::DeterministicPrefixes, _) => Kernel::DeterministicTilePrefixes,
+                (Pass::DeterministicScan, true) => Kernel::DeterministicScanTilesInclusive,
+                (Pass::DeterministicScan, false) => Kernel::DeterministicScanTilesExclusive,
             }),
             Family::Staged(stages) => {
                 let Some(KernelAbi::Plain(kernel)) =
@@ -586,7 +643,11 @@ impl Family {
                     unreachable!("every pass has a plain kernel")
                 };
                 match pass {
-                    Pass::Pipelined => return None,
+                    Pass::Pipelined
+                    | Pass::DeterministicPipelined
+                    | Pass::DeterministicReduce
+                    | Pass::DeterministicPrefixes
+                    | Pass::DeterministicScan => return None,
                     // Over tile totals, which are the operator's elements.
                     Pass::ScanTileTotals => KernelAbi::Plain(kernel),
                     Pass::ReduceTiles => KernelAbi::Staged(kernel, stages.without_store()),
@@ -599,7 +660,11 @@ impl Family {
                     Pass::ScanTileTotals => SegmentedKernel::ScanTileTotals,
                     Pass::ScanTiles => SegmentedKernel::ScanTiles { inclusive, source },
                     Pass::SinglePass => SegmentedKernel::SinglePass { inclusive, source },
-                    Pass::SinglePassSmall => return None,
+                    Pass::SinglePassSmall
+                    | Pass::DeterministicPipelined
+                    | Pass::DeterministicReduce
+                    | Pass::DeterministicPrefixes
+                    | Pass::DeterministicScan => return None,
                     Pass::Pipelined => SegmentedKernel::Pipelined { inclusive, source },
                 },
                 strategy,
@@ -835,8 +900,15 @@ impl KernelAbi {
                 | Kernel::SinglePassExclusive
                 | Kernel::SinglePassSmallInclusive
                 | Kernel::SinglePassSmallExclusive => SINGLE_PASS,
-                Kernel::PipelinedInclusive | Kernel::PipelinedExclusive => PIPELINED,
+                Kernel::PipelinedInclusive
+                | Kernel::PipelinedExclusive
+                | Kernel::PipelinedDeterministicInclusive
+                | Kernel::PipelinedDeterministicExclusive => PIPELINED,
                 Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => COLUMNS,
+                Kernel::DeterministicReduceTiles => DETERMINISTIC_REDUCE_TILES,
+                Kernel::DeterministicTilePrefixes => DETERMINISTIC_TILE_PREFIXES,
+                Kernel::DeterministicScanTilesInclusive
+                | Kernel::DeterministicScanTilesExclusive => DETERMINISTIC_SCAN_TILES,
             },
             KernelAbi::Segmented(k, _) => match k {
                 SegmentedKernel::ReduceTiles(_) => SEGMENTED_REDUCE_TILES,
@@ -924,9 +996,22 @@ impl KernelAbi {
                     "__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_offsets_block_threads, 1)"
                 )
             }
-            KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
+            KernelAbi::Plain(
+                Kernel::PipelinedInclusive
+                | Kernel::PipelinedExclusive
+                | Kernel::PipelinedDeterministicInclusive
+                | Kernel::PipelinedDeterministicExclusive,
+            )
             | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {
                 format!("__launch_bounds__(gpu_scan::Shape<{op}>::pipelined_block_threads, 1)")
+            }
+            KernelAbi::Plain(
+                Kernel::DeterministicReduceTiles
+                | Kernel::DeterministicScanTilesInclusive
+                | Kernel::DeterministicScanTilesExclusive,
+            ) => format!("__launch_bounds__(gpu_scan::deterministic_shape<{op}>::threads)"),
+            KernelAbi::Plain(Kernel::DeterministicTilePrefixes) => {
+                format!("__launch_bounds__({DETERMINISTIC_PREFIXES_THREADS})")
             }
             KernelAbi::CombinePairs
             | KernelAbi::SegmentTotals(..)
@@ -1084,6 +1169,29 @@ impl KernelAbi {
                 }
                 Kernel::PipelinedInclusive => pipelined(mode(true), plain, none),
                 Kernel::PipelinedExclusive => pipelined(mode(false), plain, none),
+                Kernel::PipelinedDeterministicInclusive
+                | Kernel::PipelinedDeterministicExclusive => {
+                    let (_, args) = pipelined(mode(true), plain, none);
+                    let mode = mode(k == Kernel::PipelinedDeterministicInclusive);
+                    // The pipelined pass with its deterministic lookahead.
+                    (format!("scan_pipelined<{op}, {mode}, {plain}, true>"), args)
+                }
+                Kernel::DeterministicReduceTiles => (
+                    format!("deterministic_reduce_tiles<{op}>"),
+                    "input, tile_totals, n".to_string(),
+                ),
+                Kernel::DeterministicTilePrefixes => (
+                    format!("deterministic_tile_prefixes<{op}>"),
+                    "tile_totals, tile_prefixes, carry_out, num_tiles, seed".to_string(),
+                ),
+                Kernel::DeterministicScanTilesInclusive
+                | Kernel::DeterministicScanTilesExclusive => (
+                    format!(
+                        "deterministic_scan_tiles<{op}, {}>",
+                        mode(k == Kernel::DeterministicScanTilesInclusive)
+                    ),
+                    "input, output, tile_prefixes, n".to_string(),
+                ),
                 Kernel::ColumnsInclusive | Kernel::ColumnsExclusive => (
                     format!(
                         "scan_columns<{op}, {}>",
@@ -1193,8 +1301,8 @@ mod tests {
                 for inclusive in [true, false] {
                     for direction in [Direction::Forward, Direction::Reverse] {
                         let Some(abi) = family.kernel(pass, inclusive, direction) else {
-                            let segmented_small =
-                                family != Family::Plain && pass == Pass::SinglePassSmall;
+                            let segmented_small = family != Family::Plain
+                                && (pass == Pass::SinglePassSmall || pass.deterministic());
                             let segmented_pipelined_reverse = family != Family::Plain
                                 && pass == Pass::Pipelined
                                 && direction == Direction::Reverse;

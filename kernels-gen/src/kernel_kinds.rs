@@ -55,11 +55,34 @@ pub enum Kernel {
     ColumnsInclusive,
     /// The column scan, exclusive (same parameters).
     ColumnsExclusive,
+    /// A deterministic plain scan in one pass, inclusive
+    /// (`templates/deterministic.cuh`): [`Kernel::PipelinedInclusive`]
+    /// whose lookahead links the tiles' aggregates one by one in order
+    /// (same parameters, grid and shared memory), for
+    /// elements whose pipelined lookahead walks
+    /// ([`pipelined_looks_back`](crate::pipelined_looks_back) false).
+    PipelinedDeterministicInclusive,
+    /// The deterministic pipelined pass, exclusive (same parameters).
+    PipelinedDeterministicExclusive,
+    /// The deterministic scan in three passes, pass 1: each block of
+    /// [`pipelined_squad_threads`](crate::layout::Layout::pipelined_squad_threads)
+    /// threads writes the total of one pipelined tile, combined as the
+    /// pipelined pass combines it.
+    DeterministicReduceTiles,
+    /// Pass 2: one block of
+    /// [`DETERMINISTIC_PREFIXES_THREADS`](crate::abi::DETERMINISTIC_PREFIXES_THREADS)
+    /// threads (one warp) writes every tile's prefix, the chain of the
+    /// seed and the earlier tiles' totals in order, and the carry-out.
+    DeterministicTilePrefixes,
+    /// Pass 3, inclusive: each block rescans one tile behind its prefix.
+    DeterministicScanTilesInclusive,
+    /// Pass 3, exclusive.
+    DeterministicScanTilesExclusive,
 }
 
 impl Kernel {
     /// Every kernel a program contains.
-    pub const ALL: [Kernel; 12] = [
+    pub const ALL: [Kernel; 18] = [
         Kernel::ReduceTiles,
         Kernel::ScanTileTotals,
         Kernel::ScanTilesInclusive,
@@ -72,6 +95,12 @@ impl Kernel {
         Kernel::PipelinedExclusive,
         Kernel::ColumnsInclusive,
         Kernel::ColumnsExclusive,
+        Kernel::PipelinedDeterministicInclusive,
+        Kernel::PipelinedDeterministicExclusive,
+        Kernel::DeterministicReduceTiles,
+        Kernel::DeterministicTilePrefixes,
+        Kernel::DeterministicScanTilesInclusive,
+        Kernel::DeterministicScanTilesExclusive,
     ];
 
     /// The suffix after the operator's name.
@@ -89,6 +118,12 @@ impl Kernel {
             Kernel::PipelinedExclusive => "pipelined_exclusive",
             Kernel::ColumnsInclusive => "columns_inclusive",
             Kernel::ColumnsExclusive => "columns_exclusive",
+            Kernel::PipelinedDeterministicInclusive => "pipelined_deterministic_inclusive",
+            Kernel::PipelinedDeterministicExclusive => "pipelined_deterministic_exclusive",
+            Kernel::DeterministicReduceTiles => "deterministic_reduce_tiles",
+            Kernel::DeterministicTilePrefixes => "deterministic_tile_prefixes",
+            Kernel::DeterministicScanTilesInclusive => "deterministic_scan_tiles_inclusive",
+            Kernel::DeterministicScanTilesExclusive => "deterministic_scan_tiles_exclusive",
         }
     }
 

@@ -343,6 +343,24 @@ impl Layout {
         pipelined_supported(self.element_size)
     }
 
+    /// Whether the deterministic scan's one pass (the pipelined pass with
+    /// a lookahead that walks the tiles, `deterministic.cuh`) can take
+    /// these elements; its three passes take every element.
+    pub const fn deterministic_pipelined(&self) -> bool {
+        self.pipelined_supported() && !self.pipelined_look_back
+    }
+
+    /// Threads per block of the deterministic scan's tile passes: a
+    /// pipelined squad.
+    pub const fn deterministic_threads(&self) -> u32 {
+        32 * self.pipelined_squad_warps
+    }
+
+    /// Elements per tile of the deterministic scan: the pipelined tile.
+    pub const fn deterministic_tile_items(&self) -> usize {
+        self.deterministic_threads() as usize * self.pipelined_items_per_thread as usize
+    }
+
     /// The CUDA declaration of this layout for operator `op_name`
     /// ([`layout_struct`]), which the operator's policy names as its
     /// `layout`, as a program of plain kernels has it.

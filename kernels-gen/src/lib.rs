@@ -152,6 +152,7 @@ pub const LIBRARY: &str = concat!(
     include_str!("templates/pipelined_stages.cuh"),
     include_str!("templates/pipelined_heads.cuh"),
     include_str!("templates/pipelined_roles.cuh"),
+    include_str!("templates/deterministic.cuh"),
     include_str!("templates/pipelined.cuh"),
     include_str!("templates/columns.cuh"),
     include_str!("templates/elementwise.cuh"),

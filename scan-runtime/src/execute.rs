@@ -13,7 +13,7 @@ use crate::path::ScanPath;
 use crate::plan::{self, Path, Step};
 use crate::segments::DeviceSegments;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
-use kernels_gen::abi::{Family, KernelAbi, Pass, Stages};
+use kernels_gen::abi::{Family, KernelAbi, Pass, Stages, DETERMINISTIC_PREFIXES_THREADS};
 use kernels_gen::{SegmentSource, SegmentedStrategy};
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::sync::Arc;
@@ -153,7 +153,15 @@ where
         inclusive: bool,
         direction: Direction,
     ) -> Result<()> {
+        let deterministic_plain = self.tuning.deterministic && family == Family::Plain;
         let passes: &[Pass] = match self.tuning.resolved_path() {
+            // The three passes, and the one where the tuning allows it.
+            _ if deterministic_plain => &[
+                Pass::DeterministicReduce,
+                Pass::DeterministicPrefixes,
+                Pass::DeterministicScan,
+                Pass::DeterministicPipelined,
+            ],
             ScanPath::ReduceThenScan => &[Pass::ScanTiles, Pass::ReduceTiles, Pass::ScanTileTotals],
             ScanPath::SinglePass => &[Pass::ScanTiles, Pass::SinglePass, Pass::SinglePassSmall],
             _ => &[
@@ -168,7 +176,13 @@ where
             let Some(abi) = family.kernel(pass, inclusive, direction) else {
                 continue;
             };
-            if pass == Pass::Pipelined && !(self.arch.has_bulk_copies() && shared_bytes > 0) {
+            let pipelined = matches!(pass, Pass::Pipelined | Pass::DeterministicPipelined);
+            if pipelined && !(self.arch.has_bulk_copies() && shared_bytes > 0) {
+                continue;
+            }
+            let one_pass = layout::<Op>().deterministic_pipelined()
+                && matches!(self.tuning.path, ScanPath::Auto | ScanPath::Pipelined);
+            if pass == Pass::DeterministicPipelined && !one_pass {
                 continue;
             }
             self.kernel(abi)?;
@@ -199,12 +213,22 @@ where
         if scan.stages.is_some() {
             // No pipelined pass: its bulk copies move the operator's elements.
             request.pipelined_tile_items = 0;
+            // No deterministic tree either (its kernels are plain ones):
+            // a deterministic staged scan takes reduce-then-scan.
+            request.deterministic.tile_items = 0;
         }
         let shared_bytes = pipelined_shared_bytes::<Op>(family);
+        // A deterministic plain scan's one pass is the pipelined pass with
+        // its deterministic lookahead.
+        let pipelined = if self.tuning.deterministic && family == Family::Plain {
+            Pass::DeterministicPipelined
+        } else {
+            Pass::Pipelined
+        };
         let (path, mut ready) = self.plan_path(
             stream,
             &request,
-            kernel(Pass::Pipelined).map(|abi| (abi, shared_bytes)),
+            kernel(pipelined).map(|abi| (abi, shared_bytes)),
             kernel(Pass::SinglePass),
         )?;
         if path == Path::Empty {
@@ -227,10 +251,14 @@ where
             // the carry-out slot is null or one element; the path's scratch
             // on this stream was reserved above for its tiles, with a launch
             // state the previous single pass left reset; the grids are one
-            // block per tile, one block for the pass over tile totals, and
-            // the pipelined pass's persistent grid (each block takes one
-            // index past the last tile) with the dynamic shared memory given
-            // at load, on 16-byte aligned buffers (the request said so).
+            // block per tile (the deterministic tile passes' with the
+            // stage's dynamic shared memory given at load, or none), one
+            // block for the passes over tile totals and the prefixes' chain, and the
+            // pipelined passes' persistent grid (each block takes one index
+            // past the last tile) with the dynamic shared memory given at
+            // load, on 16-byte aligned buffers (the request said so). The
+            // deterministic passes' totals and tile prefixes fit the
+            // totals scratch reserved for the path (`Path::scratch`).
             unsafe { launch::launch_loaded(stream, &kernel, abi, Op::NAME, &args, config) }?;
         }
         Ok(())
@@ -247,13 +275,29 @@ where
         stream: &CudaStream,
         ready: &mut Option<ReadyPipelined>,
     ) -> Result<(Arc<LoadedKernel>, KernelAbi, LaunchConfig, Step)> {
-        let blocks = |x: usize| LaunchConfig {
+        let shape = |x: usize, threads: u32| LaunchConfig {
             grid_dim: (x as u32, 1, 1),
-            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
+        let blocks = |x: usize| shape(x, Op::BLOCK_THREADS);
         Ok(match step.pass {
-            Pass::Pipelined => {
+            Pass::DeterministicReduce | Pass::DeterministicScan => {
+                // A block a tile, with the stage its kernel was given.
+                let kernel = self.kernel(abi)?;
+                let config = LaunchConfig {
+                    shared_mem_bytes: kernel.tile_shared,
+                    ..shape(step.tiles, layout::<Op>().deterministic_threads())
+                };
+                (kernel, abi, config, step)
+            }
+            Pass::DeterministicPrefixes => (
+                self.kernel(abi)?,
+                abi,
+                shape(1, DETERMINISTIC_PREFIXES_THREADS),
+                step,
+            ),
+            Pass::Pipelined | Pass::DeterministicPipelined => {
                 let (kernel, shape) = ready
                     .take()
                     .expect("the planner chose a ready pipelined kernel");

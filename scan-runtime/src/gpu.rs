@@ -5,7 +5,7 @@ use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
 use crate::fast_hash::FastMap;
 use crate::kernels::{
-    compile_target, kernel_without_compiling, load_kernel, quick_kernel, wait_for_compiles,
+    compile_target, kernel_without_compiling, layout, load_kernel, quick_kernel, wait_for_compiles,
     Availability, ColdKernel, LoadedKernel, PipelinedLaunch, ProgramStats,
 };
 use crate::launch::{self, PassScratch, TileScanArgs};
@@ -420,6 +420,13 @@ where
             Scratch::TileTotals { tiles, flags } => {
                 tiles * (std::mem::size_of::<Op::Element>() + flags as usize)
             }
+            Scratch::Deterministic {
+                single_pass,
+                totals,
+            } => {
+                single_pass_bytes::<Op::Element>(single_pass)
+                    + totals * (std::mem::size_of::<Op::Element>() + 1)
+            }
         }
     }
 
@@ -448,6 +455,15 @@ where
                     totals: workspace.tile_totals(),
                     flags: if flags { workspace.tile_flags() } else { 0 },
                 }
+            }
+            // Reserved only (GpuScanner::reserve): a path takes one of them.
+            Scratch::Deterministic {
+                single_pass,
+                totals,
+            } => {
+                self.reserve_single_pass(single_pass, stream)?;
+                self.reserve_tile_totals(totals, true, stream)?;
+                PassScratch::None
             }
         })
     }
@@ -629,6 +645,16 @@ pub(crate) fn plan_request<Op: ScanOp>(
         direction,
         segments,
         aligned,
+        deterministic: deterministic_shape::<Op>(),
+    }
+}
+
+/// The shape of `Op`'s deterministic plain scans.
+pub(crate) fn deterministic_shape<Op: ScanOp>() -> plan::DeterministicShape {
+    let layout = layout::<Op>();
+    plan::DeterministicShape {
+        tile_items: layout.deterministic_tile_items(),
+        one_pass: layout.deterministic_pipelined(),
     }
 }
 

@@ -144,6 +144,41 @@ fn pipelined_launch(
     }))
 }
 
+/// The dynamic shared memory a deterministic tile pass of `kernel` gets to
+/// stage a tile of `tile_bytes` in: all of it where a block may have that
+/// much (opting in past the default 48 KiB), else 0 (the kernel then reads
+/// its items from global memory, `deterministic.cuh`).
+fn tile_pass_shared(
+    ctx: &Arc<CudaContext>,
+    tile_bytes: usize,
+    kernel: &CudaFunction,
+) -> Result<u32> {
+    const DEFAULT_LIMIT: usize = 48 * 1024;
+    let static_bytes = kernel
+        .get_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+        )?
+        .max(0) as usize;
+    if tile_bytes + static_bytes <= DEFAULT_LIMIT {
+        return Ok(tile_bytes as u32);
+    }
+    let opt_in = ctx.attribute(
+        cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    )?;
+    if tile_bytes + static_bytes > opt_in.max(0) as usize {
+        return Ok(0);
+    }
+    let opted_in = kernel.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        tile_bytes as i32,
+    );
+    Ok(if opted_in.is_ok() {
+        tile_bytes as u32
+    } else {
+        0
+    })
+}
+
 /// What programs are compiled to on `ctx`: the architecture, and whether
 /// as a CUBIN for it or as PTX. The device's own architecture gets a CUBIN,
 /// which the driver loads as it is; an older target named by
@@ -424,6 +459,11 @@ pub(crate) struct LoadedKernel {
     /// How a pipelined kernel launches on this device; `None` for the
     /// others, and for a pipelined kernel that cannot run here.
     pub(crate) pipelined: Option<PipelinedLaunch>,
+    /// Dynamic shared memory a deterministic tile pass stages its tile in
+    /// (a pipelined stage's tile, where the device allows a block that
+    /// much: [`tile_pass_shared`]); 0 for the other kernels, and where it
+    /// reads its items from global memory.
+    pub(crate) tile_shared: u32,
     /// Whether a launch's arguments were checked against the ABI table
     /// ([`crate::launch::launch_loaded`]).
     pub(crate) args_checked: AtomicBool,
@@ -440,9 +480,12 @@ fn loaded_kernels() -> &'static Mutex<HashMap<KernelKey, Arc<LoadedKernel>>> {
 /// pass (in either direction), else `None`.
 fn pipelined_dynamic_shared(abi: KernelAbi, layout: &Layout) -> Option<usize> {
     match abi.forward() {
-        KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive) => {
-            Some(layout.pipelined_shared_bytes)
-        }
+        KernelAbi::Plain(
+            Kernel::PipelinedInclusive
+            | Kernel::PipelinedExclusive
+            | Kernel::PipelinedDeterministicInclusive
+            | Kernel::PipelinedDeterministicExclusive,
+        ) => Some(layout.pipelined_shared_bytes),
         KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _) => {
             Some(layout.pipelined_segmented_shared_bytes)
         }
@@ -673,10 +716,19 @@ fn build_and_load<Op: ScanOp>(
         )?,
         None => None,
     };
+    let tile_shared = match abi.forward() {
+        KernelAbi::Plain(
+            Kernel::DeterministicReduceTiles
+            | Kernel::DeterministicScanTilesInclusive
+            | Kernel::DeterministicScanTilesExclusive,
+        ) => tile_pass_shared(ctx, layout.pipelined_tile_bytes, &function)?,
+        _ => 0,
+    };
     let kernel = Arc::new(LoadedKernel {
         _module: module,
         function,
         pipelined,
+        tile_shared,
         args_checked: AtomicBool::new(false),
     });
     loaded_kernels()
@@ -851,7 +903,12 @@ mod tests {
     #[test]
     fn pipelined_kernels_get_their_shared_memory_in_both_directions() {
         let layout = Layout::new(4, 1, 256, 16);
-        for inclusive in [Kernel::PipelinedInclusive, Kernel::PipelinedExclusive] {
+        for inclusive in [
+            Kernel::PipelinedInclusive,
+            Kernel::PipelinedExclusive,
+            Kernel::PipelinedDeterministicInclusive,
+            Kernel::PipelinedDeterministicExclusive,
+        ] {
             for direction in [Direction::Forward, Direction::Reverse] {
                 let abi = KernelAbi::plain(inclusive).in_direction(direction).unwrap();
                 assert_eq!(
@@ -875,8 +932,12 @@ mod tests {
         for other in KernelAbi::all().filter(|k| {
             !matches!(
                 k.forward(),
-                KernelAbi::Plain(Kernel::PipelinedInclusive | Kernel::PipelinedExclusive)
-                    | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
+                KernelAbi::Plain(
+                    Kernel::PipelinedInclusive
+                        | Kernel::PipelinedExclusive
+                        | Kernel::PipelinedDeterministicInclusive
+                        | Kernel::PipelinedDeterministicExclusive
+                ) | KernelAbi::Segmented(SegmentedKernel::Pipelined { .. }, _)
             )
         }) {
             assert_eq!(pipelined_dynamic_shared(other, &layout), None, "{other:?}");

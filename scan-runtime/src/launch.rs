@@ -412,7 +412,8 @@ pub(crate) enum PassScratch {
 /// The arguments of `pass` of the scan `a` over `tiles` tiles, with its
 /// scratch: the same builder for the plain kernels and the segmented ones,
 /// which take the heads after the input and whether the seed starts every
-/// segment after the seed.
+/// segment after the seed. The deterministic scan's three passes keep the
+/// tiles' prefixes in the tile totals' scratch, after the `tiles` totals.
 pub(crate) fn tile_pass<E: Copy>(
     pass: Pass,
     a: &TileScanArgs<E>,
@@ -458,7 +459,37 @@ pub(crate) fn tile_pass<E: Copy>(
                 args.push(element("seed", a.seed));
             }
         }
-        Pass::ScanTiles | Pass::SinglePass | Pass::SinglePassSmall | Pass::Pipelined => {
+        Pass::DeterministicReduce => {
+            args.push(input);
+            args.push(ptr("tile_totals", ElementsOut, totals));
+            args.push(count("n", a.n));
+        }
+        Pass::DeterministicPrefixes => {
+            args.push(ptr("tile_totals", ElementsIn, totals));
+            args.push(ptr(
+                "tile_prefixes",
+                ElementsOut,
+                tile_prefixes::<E>(totals, tiles),
+            ));
+            args.push(ptr("carry_out", ElementsOut, a.carry_out));
+            args.push(count("num_tiles", tiles));
+            args.push(element("seed", a.seed));
+        }
+        Pass::DeterministicScan => {
+            args.push(input);
+            args.push(output);
+            args.push(ptr(
+                "tile_prefixes",
+                ElementsIn,
+                tile_prefixes::<E>(totals, tiles),
+            ));
+            args.push(count("n", a.n));
+        }
+        Pass::ScanTiles
+        | Pass::SinglePass
+        | Pass::SinglePassSmall
+        | Pass::Pipelined
+        | Pass::DeterministicPipelined => {
             args.push(input);
             args.extend(heads);
             args.push(output);
@@ -471,12 +502,22 @@ pub(crate) fn tile_pass<E: Copy>(
             args.push(element("seed", a.seed));
             args.extend(seeded);
             args.push(count("n", a.n));
-            if pass == Pass::Pipelined {
+            if matches!(pass, Pass::Pipelined | Pass::DeterministicPipelined) {
                 args.push(count("tiles", tiles));
             }
         }
     }
     args
+}
+
+/// Where the deterministic scan's tile prefixes lie (`tiles + 1` of them,
+/// the carry-out last): after the `tiles` tile totals at `totals` (0 stays 0: no scratch, as in the builder test).
+fn tile_prefixes<E>(totals: u64, tiles: u64) -> u64 {
+    if totals == 0 {
+        0
+    } else {
+        totals + tiles * std::mem::size_of::<E>() as u64
+    }
 }
 
 /// `(input, output, scratch…, seed, rows, cols, row_lanes, walk)` of the
@@ -719,7 +760,11 @@ mod tests {
                     staged: matches!(family, Family::Staged(_)),
                 };
                 let scratch = match pass {
-                    Pass::ReduceTiles | Pass::ScanTileTotals => PassScratch::TileTotals {
+                    Pass::ReduceTiles
+                    | Pass::ScanTileTotals
+                    | Pass::DeterministicReduce
+                    | Pass::DeterministicPrefixes
+                    | Pass::DeterministicScan => PassScratch::TileTotals {
                         totals: 3,
                         flags: 4,
                     },

@@ -32,6 +32,28 @@ pub(crate) struct Request {
     /// Whether every buffer the pipelined pass copies in bulk is 16-byte
     /// aligned.
     pub(crate) aligned: bool,
+    /// The deterministic plain scan's tiles
+    /// (`kernels_gen::Layout::deterministic_tile_items`), and whether its
+    /// one pass can take these elements.
+    pub(crate) deterministic: DeterministicShape,
+}
+
+/// The shape of a deterministic plain scan (`deterministic.cuh`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeterministicShape {
+    /// Elements per tile (the pipelined tile).
+    pub(crate) tile_items: usize,
+    /// Whether the one pass (the pipelined pass with a deterministic
+    /// lookahead) can take the elements.
+    pub(crate) one_pass: bool,
+}
+
+impl DeterministicShape {
+    /// The elements the three passes keep for `tiles` tiles: the tiles'
+    /// totals, then their prefixes and the carry-out.
+    pub(crate) fn totals(&self, tiles: usize) -> usize {
+        2 * tiles + 1
+    }
 }
 
 /// The segment source, as far as the path depends on it.
@@ -74,6 +96,13 @@ pub(crate) enum Path {
     SinglePass { tiles: usize, small: bool },
     /// Reduce the `tiles` tiles, scan their totals, rescan them.
     ReduceThenScan { tiles: usize },
+    /// A deterministic plain scan over `tiles` deterministic tiles: in one
+    /// pass (`one_pass`), or in three, the same tree either way.
+    Deterministic {
+        tiles: usize,
+        one_pass: bool,
+        totals: usize,
+    },
 }
 
 /// One launch of a path: a [`Pass`] over `tiles` tiles (the pass over
@@ -93,6 +122,11 @@ pub(crate) enum Scratch {
     SinglePass { tiles: usize },
     /// One element per tile, and with `flags` one byte per tile.
     TileTotals { tiles: usize, flags: bool },
+    /// What a deterministic tuning may need (what `reserve` reserves for
+    /// it): single-pass entries for `single_pass` tiles (its one pass) and
+    /// `totals` elements with a flag byte each (its three passes, and
+    /// segmented reduce-then-scan).
+    Deterministic { single_pass: usize, totals: usize },
 }
 
 impl Path {
@@ -116,6 +150,16 @@ impl Path {
                 step(Pass::ScanTileTotals, tiles),
                 step(Pass::ScanTiles, tiles),
             ],
+            Path::Deterministic {
+                tiles,
+                one_pass: true,
+                ..
+            } => [step(Pass::DeterministicPipelined, tiles), None, None],
+            Path::Deterministic { tiles, .. } => [
+                step(Pass::DeterministicReduce, tiles),
+                step(Pass::DeterministicPrefixes, tiles),
+                step(Pass::DeterministicScan, tiles),
+            ],
         };
         steps.into_iter().flatten()
     }
@@ -131,6 +175,15 @@ impl Path {
             Path::ReduceThenScan { tiles } => Scratch::TileTotals {
                 tiles,
                 flags: segmented,
+            },
+            Path::Deterministic {
+                tiles,
+                one_pass: true,
+                ..
+            } => Scratch::SinglePass { tiles },
+            Path::Deterministic { totals, .. } => Scratch::TileTotals {
+                tiles: totals,
+                flags: false,
             },
         }
     }
@@ -158,6 +211,9 @@ pub(crate) fn choose<P: Probe>(
     let Request { n, .. } = *request;
     if n == 0 {
         return Ok(Path::Empty);
+    }
+    if tuning.deterministic && request.segments.is_none() && request.deterministic.tile_items > 0 {
+        return deterministic(request, tuning, probe);
     }
     let path = tuning.resolved_path();
     let tiles = n.div_ceil(request.tile_items);
@@ -220,6 +276,28 @@ pub(crate) fn choose<P: Probe>(
     )
 }
 
+/// The path of a deterministic plain scan: its one pass where it can run
+/// (its elements, aligned buffers, its kernel ready) and the tuning's path
+/// allows it (`Auto` or `Pipelined`), else its three passes, which give the
+/// same bits (so a compiling kernel never makes a scan wait). Every length
+/// takes them, one tile too: the tree is the same at every length.
+fn deterministic<P: Probe>(
+    request: &Request,
+    tuning: &Tuning,
+    probe: &mut P,
+) -> Result<Path, P::Error> {
+    let shape = request.deterministic;
+    let tiles = request.n.div_ceil(shape.tile_items);
+    let wanted = matches!(tuning.path, ScanPath::Auto | ScanPath::Pipelined);
+    let one_pass =
+        wanted && shape.one_pass && request.aligned && probe.pipelined()? == Readiness::Ready;
+    Ok(Path::Deterministic {
+        tiles,
+        one_pass,
+        totals: shape.totals(tiles),
+    })
+}
+
 /// The scratch that covers every path a scan of up to `request.n`
 /// elements, plain or segmented, takes under `tuning` (what
 /// `GpuScanner::reserve` reserves): single-pass entries for the most tiles
@@ -229,6 +307,15 @@ pub(crate) fn choose<P: Probe>(
 pub(crate) fn reserved_scratch(request: &Request, tuning: &Tuning) -> Scratch {
     let n = request.n;
     let tiles = n.div_ceil(request.tile_items);
+    if tuning.deterministic && n > 0 {
+        // The plain scans' one pass or three, and segmented reduce-then-scan.
+        let shape = request.deterministic;
+        let deterministic_tiles = n.div_ceil(shape.tile_items);
+        return Scratch::Deterministic {
+            single_pass: deterministic_tiles,
+            totals: shape.totals(deterministic_tiles).max(tiles),
+        };
+    }
     if tiles <= 1 {
         return Scratch::None;
     }
@@ -270,6 +357,18 @@ mod tests {
         }
         fn full_tiles(&mut self) -> Result<Readiness, Self::Error> {
             Ok(self.1.expect("the full-tile kernel was asked about"))
+        }
+    }
+
+    /// The deterministic shape of the elements of [`ELEMENTS`].
+    fn shape_of(size: usize) -> DeterministicShape {
+        let (.., pipelined_tile) = ELEMENTS
+            .into_iter()
+            .find(|e| e.0 == size)
+            .expect("an element of the table");
+        DeterministicShape {
+            tile_items: pipelined_tile,
+            one_pass: size <= kernels_gen::PIPELINED_WALK_MAX_ELEMENT_SIZE,
         }
     }
 
@@ -319,6 +418,7 @@ mod tests {
             Path::SinglePass { small: false, .. } => 'S',
             Path::SinglePass { small: true, .. } => 's',
             Path::ReduceThenScan { .. } => 'R',
+            Path::Deterministic { .. } => 'D',
         };
         let paths = [
             ScanPath::Auto,
@@ -369,6 +469,7 @@ mod tests {
                                 direction,
                                 segments,
                                 aligned,
+                                deterministic: shape_of(size),
                             };
                             let cells: Vec<String> = paths
                                 .iter()
@@ -427,11 +528,13 @@ mod tests {
                     Some(Segments::Rows(1000)),
                 ] {
                     for direction in [Direction::Forward, Direction::Reverse] {
-                        for path in [
-                            ScanPath::Auto,
-                            ScanPath::Pipelined,
-                            ScanPath::SinglePass,
-                            ScanPath::ReduceThenScan,
+                        for (path, deterministic) in [
+                            (ScanPath::Auto, false),
+                            (ScanPath::Pipelined, false),
+                            (ScanPath::SinglePass, false),
+                            (ScanPath::ReduceThenScan, false),
+                            (ScanPath::Auto, true),
+                            (ScanPath::ReduceThenScan, true),
                         ] {
                             let request = Request {
                                 n,
@@ -442,8 +545,11 @@ mod tests {
                                 direction,
                                 segments,
                                 aligned: true,
+                                deterministic: shape_of(size),
                             };
-                            let tuning = Tuning::default().with_path(path);
+                            let tuning = Tuning::default()
+                                .with_path(path)
+                                .with_deterministic(deterministic);
                             let plan = pick(&request, &tuning, Readiness::Ready, Readiness::Ready);
                             let launches: Vec<String> = plan
                                 .steps()
@@ -477,7 +583,11 @@ mod tests {
                                 "{size:>4} {n:<9} {:<20} {:<9} {:<14} {} ; {:?}",
                                 format!("{segments:?}"),
                                 format!("{direction:?}"),
-                                format!("{path:?}"),
+                                if deterministic {
+                                    format!("det {path:?}")
+                                } else {
+                                    format!("{path:?}")
+                                },
                                 launches.join(" → "),
                                 plan.scratch(segments.is_some()),
                             );
@@ -501,6 +611,7 @@ mod tests {
             direction: Direction::Forward,
             segments: None,
             aligned: true,
+            deterministic: shape_of(4),
         };
         let auto = Tuning::default();
         let ready = Readiness::Ready;
@@ -536,6 +647,12 @@ mod tests {
         let cover = |reserved: Scratch, needed: Scratch| match (reserved, needed) {
             (_, Scratch::None) => true,
             (Scratch::SinglePass { tiles: r }, Scratch::SinglePass { tiles: n }) => r >= n,
+            (Scratch::Deterministic { single_pass, .. }, Scratch::SinglePass { tiles }) => {
+                single_pass >= tiles
+            }
+            (Scratch::Deterministic { totals, .. }, Scratch::TileTotals { tiles, .. }) => {
+                totals >= tiles
+            }
             (
                 Scratch::TileTotals {
                     tiles: r,
@@ -560,13 +677,18 @@ mod tests {
                 1 << 22,
                 (1 << 22) + 1,
             ] {
-                for path in [
+                for (path, deterministic) in [
                     ScanPath::Auto,
                     ScanPath::Pipelined,
                     ScanPath::SinglePass,
                     ScanPath::ReduceThenScan,
-                ] {
-                    let tuning = Tuning::default().with_path(path);
+                ]
+                .into_iter()
+                .flat_map(|path| [(path, false), (path, true)])
+                {
+                    let tuning = Tuning::default()
+                        .with_path(path)
+                        .with_deterministic(deterministic);
                     let mut request = Request {
                         n,
                         element_size: size,
@@ -576,6 +698,7 @@ mod tests {
                         direction: Direction::Forward,
                         segments: None,
                         aligned: true,
+                        deterministic: shape_of(size),
                     };
                     let reserved = reserved_scratch(&request, &tuning);
                     for segments in [None, Some(Segments::FlagsOrOffsets), Some(Segments::Keys)] {
@@ -597,15 +720,24 @@ mod tests {
         }
     }
 
-    /// A deterministic tuning takes reduce-then-scan (or one tile) for every
-    /// request, whatever its path says and however far the kernels are: no
-    /// look-back pass, whose combination order depends on timing.
+    /// A deterministic tuning takes, for every plain request, the
+    /// deterministic scan over its own tiles at every length: its one pass
+    /// where the elements, alignment, path and a ready kernel allow it,
+    /// else its three passes (the same tree); for every segmented one
+    /// reduce-then-scan (or one tile). Never a look-back pass, whose
+    /// combination order depends on timing.
     #[test]
-    fn deterministic_scans_take_reduce_then_scan_only() {
+    fn deterministic_scans_take_a_fixed_tree_only() {
         use Readiness::{CannotRun, Compiling, Ready};
         for (size, tile, small, pipelined_tile) in ELEMENTS {
+            let shape = shape_of(size);
             for n in [1, tile - 1, tile, tile + 1, 1 << 15, (1 << 22) + 1] {
-                for path in [ScanPath::Auto, ScanPath::Pipelined, ScanPath::SinglePass] {
+                for path in [
+                    ScanPath::Auto,
+                    ScanPath::Pipelined,
+                    ScanPath::SinglePass,
+                    ScanPath::ReduceThenScan,
+                ] {
                     let tuning = Tuning::default().with_path(path).with_deterministic(true);
                     for segments in [
                         None,
@@ -614,43 +746,56 @@ mod tests {
                         Some(Segments::Rows(16)),
                     ] {
                         for direction in [Direction::Forward, Direction::Reverse] {
-                            let request = Request {
-                                n,
-                                element_size: size,
-                                tile_items: tile,
-                                small_tile_items: small,
-                                pipelined_tile_items: pipelined_tile,
-                                direction,
-                                segments,
-                                aligned: true,
-                            };
-                            for (p, f) in
-                                [(Ready, Ready), (Compiling, Compiling), (CannotRun, Ready)]
-                            {
-                                let taken = pick(&request, &tuning, p, f);
-                                let expected = if n <= tile {
-                                    Path::OneTile
-                                } else {
-                                    Path::ReduceThenScan {
-                                        tiles: n.div_ceil(tile),
-                                    }
+                            for aligned in [true, false] {
+                                let request = Request {
+                                    n,
+                                    element_size: size,
+                                    tile_items: tile,
+                                    small_tile_items: small,
+                                    pipelined_tile_items: pipelined_tile,
+                                    direction,
+                                    segments,
+                                    aligned,
+                                    deterministic: shape,
                                 };
+                                for (p, f) in
+                                    [(Ready, Ready), (Compiling, Compiling), (CannotRun, Ready)]
+                                {
+                                    let taken = pick(&request, &tuning, p, f);
+                                    let tiles = n.div_ceil(shape.tile_items);
+                                    let expected = if segments.is_none() {
+                                        Path::Deterministic {
+                                            tiles,
+                                            one_pass: shape.one_pass
+                                                && aligned
+                                                && p == Ready
+                                                && matches!(
+                                                    path,
+                                                    ScanPath::Auto | ScanPath::Pipelined
+                                                ),
+                                            totals: 2 * tiles + 1,
+                                        }
+                                    } else if n <= tile {
+                                        Path::OneTile
+                                    } else {
+                                        Path::ReduceThenScan {
+                                            tiles: n.div_ceil(tile),
+                                        }
+                                    };
+                                    assert_eq!(
+                                        taken, expected,
+                                        "{size} B, n = {n}, {path:?}, {segments:?}, {direction:?}, aligned {aligned}"
+                                    );
+                                }
+                                let tiles = n.div_ceil(shape.tile_items);
                                 assert_eq!(
-                                    taken, expected,
-                                    "{size} B, n = {n}, {path:?}, {segments:?}, {direction:?}"
+                                    reserved_scratch(&request, &tuning),
+                                    Scratch::Deterministic {
+                                        single_pass: tiles,
+                                        totals: (2 * tiles + 1).max(n.div_ceil(tile)),
+                                    }
                                 );
                             }
-                            assert_eq!(
-                                reserved_scratch(&request, &tuning),
-                                if n <= tile {
-                                    Scratch::None
-                                } else {
-                                    Scratch::TileTotals {
-                                        tiles: n.div_ceil(tile),
-                                        flags: true,
-                                    }
-                                }
-                            );
                         }
                     }
                 }
@@ -709,6 +854,36 @@ mod tests {
                 }
             );
         }
+        let one_pass = Path::Deterministic {
+            tiles: 200,
+            one_pass: true,
+            totals: 202,
+        };
+        assert_eq!(
+            one_pass.steps().collect::<Vec<_>>(),
+            [step(Pass::DeterministicPipelined, 200)]
+        );
+        assert_eq!(one_pass.scratch(false), Scratch::SinglePass { tiles: 200 });
+        let three = Path::Deterministic {
+            tiles: 200,
+            one_pass: false,
+            totals: 202,
+        };
+        assert_eq!(
+            three.steps().collect::<Vec<_>>(),
+            [
+                step(Pass::DeterministicReduce, 200),
+                step(Pass::DeterministicPrefixes, 200),
+                step(Pass::DeterministicScan, 200)
+            ]
+        );
+        assert_eq!(
+            three.scratch(false),
+            Scratch::TileTotals {
+                tiles: 202,
+                flags: false
+            }
+        );
     }
 
     #[test]
@@ -722,6 +897,7 @@ mod tests {
             direction: Direction::Forward,
             segments: None,
             aligned: true,
+            deterministic: shape_of(4),
         };
         let single = Tuning::default().with_path(ScanPath::SinglePass);
         let Ok(path) = choose(&request, &single, &mut Fixed(None, Some(Readiness::Ready)));

@@ -54,20 +54,26 @@ pub struct Tuning {
     /// [`GpuScanner::wait_for_background_compiles`](crate::GpuScanner::wait_for_background_compiles)
     /// waits for the ones running, before timing, say.
     pub background_compile: bool,
-    /// Bit-reproducible results (default `false`): every scan takes
-    /// reduce-then-scan ([`ScanPath::ReduceThenScan`], whatever `path`
-    /// says), whose tiles have the element's fixed shape and whose trees
-    /// are fixed, so the bits of every output depend only on the input:
-    /// not on timing, the number of SMs or the device (the operator's
-    /// float arithmetic is never fused, `crate` docs). A prefix's result
-    /// depends only on the input up to it (batch invariance). It reads
-    /// the input twice; column scans ([`ScanSpec::columns`]), whose pass
-    /// looks back over other blocks' results, are refused with
-    /// [`ScanError::NotDeterministic`]. A reverse scan's tiles lie where a
-    /// forward scan's do (from the input's start), so its result at `i`
-    /// also depends on where `i` falls in a tile. Reduce-then-scan runs at
-    /// most at two thirds of copy speed (it moves 3n elements; BENCHMARKS.md
-    /// has the measured cost and a one-pass design that was tried).
+    /// Bit-reproducible results (default `false`): the bits of every
+    /// output depend only on the input, not on timing, the path, the
+    /// number of SMs or the device (the operator's float arithmetic is
+    /// never fused, `crate` docs), and a prefix's result only on the input
+    /// up to it (batch invariance). Plain scans combine in an order fixed
+    /// by the elements' positions (`deterministic.cuh`: the pipelined
+    /// pass's tiles, their totals chained left to right), computed in one pass
+    /// where the pipelined pass runs (sm_90 and newer, 16-byte aligned
+    /// buffers, elements of at most 156 bytes, `path` `Auto` or
+    /// `Pipelined`) and otherwise in three passes (`ReduceThenScan` or
+    /// `SinglePass` ask for them), which give the same bits. Segmented
+    /// scans and scans through load or store stages
+    /// ([`GpuScanner::scan_through`](crate::GpuScanner::scan_through)) take
+    /// reduce-then-scan, whose tiles and trees are fixed too
+    /// (3n elements moved: at most two thirds of copy speed). A reverse
+    /// scan's tiles lie where a forward scan's do (from the input's
+    /// start), so its result at `i` also depends on where `i` falls in a
+    /// tile. Column scans ([`ScanSpec::columns`]), whose pass looks back
+    /// over other blocks' results, are refused with
+    /// [`ScanError::NotDeterministic`]. BENCHMARKS.md has the measured cost;
     /// `tests/gpu_deterministic.rs` compares the bits on a GPU.
     ///
     /// [`ScanSpec::columns`]: scan_core::ScanSpec::columns
@@ -113,7 +119,8 @@ impl Tuning {
     }
 
     /// The path scans take: [`Tuning::path`], or reduce-then-scan when
-    /// [`Tuning::deterministic`].
+    /// [`Tuning::deterministic`] (deterministic plain scans choose
+    /// between their own one pass and three: `plan::choose`).
     pub(crate) fn resolved_path(&self) -> ScanPath {
         if self.deterministic {
             ScanPath::ReduceThenScan

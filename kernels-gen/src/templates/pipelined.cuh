@@ -125,16 +125,21 @@ __device__ __forceinline__ void pipelined_heads_warp(const Shared& shared, const
 // rescan. A tile holding a head publishes its last
 // segment's partial as a prefix, which the lookahead takes in place of
 // everything before it. Each warp takes one role, every role walking the
-// stages round by round (stage_round).
-template <class Op, int Mode, class Seg, class T = typename Op::T>
+// stages round by round (stage_round). Deterministic (plain scans whose
+// lookahead walks): the lookahead links the tiles' aggregates in the
+// chain of deterministic.cuh, so the bits depend only on the input.
+template <class Op, int Mode, class Seg, bool Deterministic = false, class T = typename Op::T>
 __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T* output, void* status, T* aggregates, T* prefixes,
                                                scan_launch_state* launch, T* carry_out, const T seed, unsigned long long n, unsigned long long tiles) {
   // Reverse scans take the pipelined pass without segments only: mirrored,
   // a tail tile's padding would come before its first head.
   static_assert(!(mirrored_memory<Op>::value && Seg::segmented), "no segmented reverse pipelined pass");
+  static_assert(!(Deterministic && Seg::segmented), "deterministic pipelined scans are plain");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   typedef pipelined_shared<Op, Seg> Shared;
-  if constexpr (Shared::supported) {
+  // Elements whose lookahead looks back have no deterministic pipelined
+  // pass (the host takes the three passes of deterministic.cuh).
+  if constexpr (Shared::supported && !(Deterministic && Shape<Op>::pipelined_look_back)) {
     constexpr int stages = Shared::stages;
     const Shared shared{scan_dynamic_shared};
     const int warp = (int)(threadIdx.x >> 5);
@@ -168,7 +173,12 @@ __device__ __forceinline__ void scan_pipelined(const T* input, const Seg& seg, T
       if (stage_runs<Op>::warp_copies || lane == 0)
         pipelined_producer<Seg::segmented, heads_warps, Op>(shared, input, status, launch, n, tiles, bits_bytes, load_bits);
     } else if (warp == 2 * Shape<Op>::pipelined_squad_warps + 1) {
-      if constexpr (Shape<Op>::pipelined_look_back) {
+      if constexpr (Deterministic) {
+        // Lookahead linking the tiles' totals one by one from the seed.
+        pipelined_lookahead_warp<Op>(shared, tiles, seed, carry_out, [&](unsigned long long& next, T& running, unsigned long long tile) {
+          deterministic_lookahead<Op>(tile_status, scan_shared_epoch, next, running, tile);
+        });
+      } else if constexpr (Shape<Op>::pipelined_look_back) {
         pipelined_look_back_warp<Op, Seg>(shared, tile_status, tiles, seed, carry_out);
       } else {
         // Lookahead: the running prefix through this block's tiles, in
