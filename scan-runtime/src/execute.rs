@@ -213,7 +213,7 @@ where
         if scan.stages.is_some() {
             // No pipelined pass: its bulk copies move the operator's elements.
             request.pipelined_tile_items = 0;
-            // No deterministic tree either (its kernels are plain ones):
+            // No deterministic chain either (its kernels are plain ones):
             // a deterministic staged scan takes reduce-then-scan.
             request.deterministic.tile_items = 0;
         }

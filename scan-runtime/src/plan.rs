@@ -97,7 +97,7 @@ pub(crate) enum Path {
     /// Reduce the `tiles` tiles, scan their totals, rescan them.
     ReduceThenScan { tiles: usize },
     /// A deterministic plain scan over `tiles` deterministic tiles: in one
-    /// pass (`one_pass`), or in three, the same tree either way.
+    /// pass (`one_pass`), or in three, the same chain either way.
     Deterministic {
         tiles: usize,
         one_pass: bool,
@@ -280,7 +280,7 @@ pub(crate) fn choose<P: Probe>(
 /// (its elements, aligned buffers, its kernel ready) and the tuning's path
 /// allows it (`Auto` or `Pipelined`), else its three passes, which give the
 /// same bits (so a compiling kernel never makes a scan wait). Every length
-/// takes them, one tile too: the tree is the same at every length.
+/// takes them, one tile too: the chain is the same at every length.
 fn deterministic<P: Probe>(
     request: &Request,
     tuning: &Tuning,
@@ -372,6 +372,26 @@ mod tests {
         }
     }
 
+    /// A forward plain request of `n` elements of the [`ELEMENTS`] row of
+    /// `size` bytes, on aligned buffers.
+    fn request(size: usize, n: usize) -> Request {
+        let (_, tile, small, pipelined_tile) = ELEMENTS
+            .into_iter()
+            .find(|e| e.0 == size)
+            .expect("an element of the table");
+        Request {
+            n,
+            element_size: size,
+            tile_items: tile,
+            small_tile_items: small,
+            pipelined_tile_items: pipelined_tile,
+            direction: Direction::Forward,
+            segments: None,
+            aligned: true,
+            deterministic: shape_of(size),
+        }
+    }
+
     fn pick(request: &Request, tuning: &Tuning, pipelined: Readiness, full: Readiness) -> Path {
         let Ok(path) = choose(request, tuning, &mut Fixed(Some(pipelined), Some(full)));
         path
@@ -442,7 +462,7 @@ mod tests {
         let mut table = String::from(
             "size n        segments                 direction aligned   Auto Pipe Single RtS\n",
         );
-        for (size, tile, small, pipelined_tile) in ELEMENTS {
+        for (size, tile, ..) in ELEMENTS {
             // 0, one tile, one past it, the small-tile limit and one past
             // it, past the pipelined pass's 2 MiB, past both.
             let limit = Tuning::default().small_tile_limit;
@@ -461,15 +481,10 @@ mod tests {
                     for direction in [Direction::Forward, Direction::Reverse] {
                         for aligned in [true, false] {
                             let request = Request {
-                                n,
-                                element_size: size,
-                                tile_items: tile,
-                                small_tile_items: small,
-                                pipelined_tile_items: pipelined_tile,
                                 direction,
                                 segments,
                                 aligned,
-                                deterministic: shape_of(size),
+                                ..request(size, n)
                             };
                             let cells: Vec<String> = paths
                                 .iter()
@@ -518,7 +533,7 @@ mod tests {
         let mut table = String::from(
             "size n        segments             direction path           plan ; scratch\n",
         );
-        for (size, tile, small, pipelined_tile) in ELEMENTS {
+        for (size, tile, ..) in ELEMENTS {
             let limit = Tuning::default().small_tile_limit;
             for n in [0, tile, tile + 1, limit + 1, (2 << 20) / size + 1] {
                 for segments in [
@@ -537,15 +552,10 @@ mod tests {
                             (ScanPath::ReduceThenScan, true),
                         ] {
                             let request = Request {
-                                n,
-                                element_size: size,
-                                tile_items: tile,
-                                small_tile_items: small,
-                                pipelined_tile_items: pipelined_tile,
                                 direction,
                                 segments,
                                 aligned: true,
-                                deterministic: shape_of(size),
+                                ..request(size, n)
                             };
                             let tuning = Tuning::default()
                                 .with_path(path)
@@ -602,17 +612,7 @@ mod tests {
     /// Tiles as the path says: the pipelined pass's, small or full ones.
     #[test]
     fn tiles_follow_the_path() {
-        let request = Request {
-            n: (1 << 20) + 1,
-            element_size: 4,
-            tile_items: 4096,
-            small_tile_items: 1024,
-            pipelined_tile_items: 8192,
-            direction: Direction::Forward,
-            segments: None,
-            aligned: true,
-            deterministic: shape_of(4),
-        };
+        let request = request(4, (1 << 20) + 1);
         let auto = Tuning::default();
         let ready = Readiness::Ready;
         assert_eq!(
@@ -665,7 +665,7 @@ mod tests {
             ) => r >= n && (rf || !nf),
             _ => false,
         };
-        for (size, tile, small, pipelined_tile) in ELEMENTS {
+        for (size, tile, ..) in ELEMENTS {
             let limit = Tuning::default().small_tile_limit;
             for n in [
                 0,
@@ -689,17 +689,7 @@ mod tests {
                     let tuning = Tuning::default()
                         .with_path(path)
                         .with_deterministic(deterministic);
-                    let mut request = Request {
-                        n,
-                        element_size: size,
-                        tile_items: tile,
-                        small_tile_items: small,
-                        pipelined_tile_items: pipelined_tile,
-                        direction: Direction::Forward,
-                        segments: None,
-                        aligned: true,
-                        deterministic: shape_of(size),
-                    };
+                    let mut request = request(size, n);
                     let reserved = reserved_scratch(&request, &tuning);
                     for segments in [None, Some(Segments::FlagsOrOffsets), Some(Segments::Keys)] {
                         request.segments = segments;
@@ -723,13 +713,13 @@ mod tests {
     /// A deterministic tuning takes, for every plain request, the
     /// deterministic scan over its own tiles at every length: its one pass
     /// where the elements, alignment, path and a ready kernel allow it,
-    /// else its three passes (the same tree); for every segmented one
+    /// else its three passes (the same chain); for every segmented one
     /// reduce-then-scan (or one tile). Never a look-back pass, whose
     /// combination order depends on timing.
     #[test]
-    fn deterministic_scans_take_a_fixed_tree_only() {
+    fn deterministic_scans_take_a_fixed_order_only() {
         use Readiness::{CannotRun, Compiling, Ready};
-        for (size, tile, small, pipelined_tile) in ELEMENTS {
+        for (size, tile, ..) in ELEMENTS {
             let shape = shape_of(size);
             for n in [1, tile - 1, tile, tile + 1, 1 << 15, (1 << 22) + 1] {
                 for path in [
@@ -748,15 +738,10 @@ mod tests {
                         for direction in [Direction::Forward, Direction::Reverse] {
                             for aligned in [true, false] {
                                 let request = Request {
-                                    n,
-                                    element_size: size,
-                                    tile_items: tile,
-                                    small_tile_items: small,
-                                    pipelined_tile_items: pipelined_tile,
                                     direction,
                                     segments,
                                     aligned,
-                                    deterministic: shape,
+                                    ..request(size, n)
                                 };
                                 for (p, f) in
                                     [(Ready, Ready), (Compiling, Compiling), (CannotRun, Ready)]
@@ -857,7 +842,7 @@ mod tests {
         let one_pass = Path::Deterministic {
             tiles: 200,
             one_pass: true,
-            totals: 202,
+            totals: 401,
         };
         assert_eq!(
             one_pass.steps().collect::<Vec<_>>(),
@@ -867,7 +852,7 @@ mod tests {
         let three = Path::Deterministic {
             tiles: 200,
             one_pass: false,
-            totals: 202,
+            totals: 401,
         };
         assert_eq!(
             three.steps().collect::<Vec<_>>(),
@@ -880,7 +865,7 @@ mod tests {
         assert_eq!(
             three.scratch(false),
             Scratch::TileTotals {
-                tiles: 202,
+                tiles: 401,
                 flags: false
             }
         );
@@ -888,17 +873,7 @@ mod tests {
 
     #[test]
     fn readiness_is_asked_only_when_the_choice_depends_on_it() {
-        let request = Request {
-            n: 1 << 20,
-            element_size: 4,
-            tile_items: 4096,
-            small_tile_items: 1024,
-            pipelined_tile_items: 8192,
-            direction: Direction::Forward,
-            segments: None,
-            aligned: true,
-            deterministic: shape_of(4),
-        };
+        let request = request(4, 1 << 20);
         let single = Tuning::default().with_path(ScanPath::SinglePass);
         let Ok(path) = choose(&request, &single, &mut Fixed(None, Some(Readiness::Ready)));
         assert_eq!(
