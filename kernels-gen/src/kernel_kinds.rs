@@ -65,7 +65,7 @@ pub enum Kernel {
     /// The deterministic pipelined pass, exclusive (same parameters).
     PipelinedDeterministicExclusive,
     /// The deterministic scan in three passes, pass 1: each block of
-    /// [`pipelined_squad_threads`](crate::layout::Layout::pipelined_squad_threads)
+    /// [`deterministic_threads`](crate::layout::Layout::deterministic_threads)
     /// threads writes the total of one pipelined tile, combined as the
     /// pipelined pass combines it.
     DeterministicReduceTiles,
