@@ -180,9 +180,10 @@ where
             if pipelined && !(self.arch.has_bulk_copies() && shared_bytes > 0) {
                 continue;
             }
-            let one_pass = layout::<Op>().deterministic_pipelined()
-                && matches!(self.tuning.path, ScanPath::Auto | ScanPath::Pipelined);
-            if pass == Pass::DeterministicPipelined && !one_pass {
+            if pass == Pass::DeterministicPipelined
+                && !(layout::<Op>().deterministic_pipelined()
+                    && plan::deterministic_one_pass_wanted(&self.tuning))
+            {
                 continue;
             }
             self.kernel(abi)?;

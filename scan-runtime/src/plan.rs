@@ -48,12 +48,16 @@ pub(crate) struct DeterministicShape {
     pub(crate) one_pass: bool,
 }
 
-impl DeterministicShape {
-    /// The elements the three passes keep for `tiles` tiles: the tiles'
-    /// totals, then their prefixes and the carry-out.
-    pub(crate) fn totals(&self, tiles: usize) -> usize {
-        2 * tiles + 1
-    }
+/// The elements a deterministic scan's three passes keep for `tiles`
+/// tiles: the tiles' totals, then their prefixes and the carry-out.
+pub(crate) const fn deterministic_totals(tiles: usize) -> usize {
+    2 * tiles + 1
+}
+
+/// Whether `tuning`'s path lets a deterministic plain scan take its one
+/// pass (`Auto` or `Pipelined`; the other paths ask for the three passes).
+pub(crate) fn deterministic_one_pass_wanted(tuning: &Tuning) -> bool {
+    matches!(tuning.path, ScanPath::Auto | ScanPath::Pipelined)
 }
 
 /// The segment source, as far as the path depends on it.
@@ -98,11 +102,7 @@ pub(crate) enum Path {
     ReduceThenScan { tiles: usize },
     /// A deterministic plain scan over `tiles` deterministic tiles: in one
     /// pass (`one_pass`), or in three, the same chain either way.
-    Deterministic {
-        tiles: usize,
-        one_pass: bool,
-        totals: usize,
-    },
+    Deterministic { tiles: usize, one_pass: bool },
 }
 
 /// One launch of a path: a [`Pass`] over `tiles` tiles (the pass over
@@ -181,8 +181,8 @@ impl Path {
                 one_pass: true,
                 ..
             } => Scratch::SinglePass { tiles },
-            Path::Deterministic { totals, .. } => Scratch::TileTotals {
-                tiles: totals,
+            Path::Deterministic { tiles, .. } => Scratch::TileTotals {
+                tiles: deterministic_totals(tiles),
                 flags: false,
             },
         }
@@ -288,14 +288,11 @@ fn deterministic<P: Probe>(
 ) -> Result<Path, P::Error> {
     let shape = request.deterministic;
     let tiles = request.n.div_ceil(shape.tile_items);
-    let wanted = matches!(tuning.path, ScanPath::Auto | ScanPath::Pipelined);
-    let one_pass =
-        wanted && shape.one_pass && request.aligned && probe.pipelined()? == Readiness::Ready;
-    Ok(Path::Deterministic {
-        tiles,
-        one_pass,
-        totals: shape.totals(tiles),
-    })
+    let one_pass = deterministic_one_pass_wanted(tuning)
+        && shape.one_pass
+        && request.aligned
+        && probe.pipelined()? == Readiness::Ready;
+    Ok(Path::Deterministic { tiles, one_pass })
 }
 
 /// The scratch that covers every path a scan of up to `request.n`
@@ -313,7 +310,7 @@ pub(crate) fn reserved_scratch(request: &Request, tuning: &Tuning) -> Scratch {
         let deterministic_tiles = n.div_ceil(shape.tile_items);
         return Scratch::Deterministic {
             single_pass: deterministic_tiles,
-            totals: shape.totals(deterministic_tiles).max(tiles),
+            totals: deterministic_totals(deterministic_tiles).max(tiles),
         };
     }
     if tiles <= 1 {
@@ -758,7 +755,6 @@ mod tests {
                                                     path,
                                                     ScanPath::Auto | ScanPath::Pipelined
                                                 ),
-                                            totals: 2 * tiles + 1,
                                         }
                                     } else if n <= tile {
                                         Path::OneTile
@@ -842,7 +838,6 @@ mod tests {
         let one_pass = Path::Deterministic {
             tiles: 200,
             one_pass: true,
-            totals: 401,
         };
         assert_eq!(
             one_pass.steps().collect::<Vec<_>>(),
@@ -852,7 +847,6 @@ mod tests {
         let three = Path::Deterministic {
             tiles: 200,
             one_pass: false,
-            totals: 401,
         };
         assert_eq!(
             three.steps().collect::<Vec<_>>(),
