@@ -5,6 +5,10 @@
 //!   threads with a scanner and a stream each: host and device memory after
 //!   a warm-up and at the end (no growth allowed), and the host time of one
 //!   call beside that of launching an empty kernel;
+//! - `untracked`: the same small scans on buffers made while the context's
+//!   event tracking is off (`CudaContext::disable_event_tracking`, the
+//!   user synchronizing streams): the library's own host time a call beside
+//!   an empty launch, with nothing of cudarc's tracking in either;
 //! - `threads`: 16 threads building scanners at once, two for each of 8
 //!   operators, with a cold disk cache: no deadlock (a watchdog), every
 //!   kernel compiled once (NVRTC's compiles, counted by the runtime, equal
@@ -155,39 +159,7 @@ fn small(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
         "small scans: the last one"
     );
 
-    // The empty kernel, launched the same way (one launch a call).
-    let arch = target_arch(ctx).unwrap();
-    let ptx = DeviceApi::compile("extern \"C\" __global__ void stress_empty() {}", arch, &[])
-        .expect("NVRTC");
-    let module = ctx.load_module(ptx).unwrap();
-    let empty = module.load_function("stress_empty").unwrap();
-    let config = LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (launch_us, _) = per_call_us(&stream, calls.min(200_000), |_| {
-        // SAFETY: the kernel takes no arguments and touches no memory.
-        unsafe { stream.launch_builder(&empty).launch(config) }.unwrap();
-    });
-    // And an empty kernel given the scan's two buffers, as cudarc passes
-    // them: in a context with several streams, with its default event
-    // tracking, each buffer's use waits for its last write and records
-    // an event (what any kernel of the user's pays for them).
-    let ptx = DeviceApi::compile(
-        "extern \"C\" __global__ void stress_empty_two(const unsigned* a, unsigned* b) {}",
-        arch,
-        &[],
-    )
-    .expect("NVRTC");
-    let module = ctx.load_module(ptx).unwrap();
-    let empty_two = module.load_function("stress_empty_two").unwrap();
-    let (buffers_us, _) = per_call_us(&stream, calls.min(200_000), |_| {
-        let mut launch = stream.launch_builder(&empty_two);
-        launch.arg(&d_in).arg(&mut d_out);
-        // SAFETY: the kernel reads and writes nothing.
-        unsafe { launch.launch(config) }.unwrap();
-    });
+    let (launch_us, buffers_us) = empty_launches_us(ctx, &stream, &d_in, &mut d_out, calls);
     let grew = |a: f64, b: f64| b - a > 1.0;
     let ok = !grew(host0, host1) && !grew(dev0, dev1);
     rows.push(Row {
@@ -257,6 +229,104 @@ fn small(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
         ),
         verdict: if ok { "pass" } else { "FAIL (memory grew)" },
     });
+}
+
+/// The small scans of [`small`] on a stream and buffers made while the
+/// context's event tracking is off, beside the empty kernel launched the
+/// same way: what the library itself adds to a launch, with none of
+/// cudarc's per-buffer events (each use of a tracked buffer waits on its
+/// last write and records an event, about 0.4 us a driver call) on either
+/// side. Tracking is switched back on before returning.
+fn untracked(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
+    let lengths: Vec<usize> = (10..=16).map(|k| 1 << k).collect();
+    let calls: usize = std::env::var("STRESS_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
+        .clamp(lengths.len() * 8, 200_000);
+    let mut rng = Rng64::seed_from_u64(seed ^ 0x0074_7261_636b_6564);
+    // SAFETY: every buffer made below is used on `stream` alone, and
+    // freed after that stream's synchronize; tracking is restored after.
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.new_stream().unwrap();
+    let input = random_u32(&mut rng, 1 << 16);
+    let d_in = stream.clone_htod(&input).unwrap();
+    let mut d_out: CudaSlice<u32> = stream.alloc_zeros(1 << 16).unwrap();
+    let mut scanner = stress_scanner::<Sum<u32>>(ctx);
+    let mut scan = |i: usize| {
+        let n = lengths[i % lengths.len()];
+        scan_prefix(&mut scanner, &stream, &d_in, &mut d_out, n);
+    };
+    per_call_us(&stream, (calls / 100).max(lengths.len() * 10), &mut scan);
+    let (us, _) = per_call_us(&stream, calls, &mut scan);
+    let n = lengths[(calls - 1) % lengths.len()];
+    let got = stream.clone_dtoh(&d_out.slice(..n)).unwrap();
+    assert_eq!(
+        got,
+        cpu::inclusive_vec::<Sum<u32>>(&input[..n]),
+        "untracked small scans: the last one"
+    );
+    let (launch_us, buffers_us) = empty_launches_us(ctx, &stream, &d_in, &mut d_out, calls);
+    stream.synchronize().unwrap();
+    drop((d_in, d_out, scanner));
+    // SAFETY: the buffers made untracked above are freed; later ones are
+    // tracked again, as cudarc's default.
+    unsafe { ctx.enable_event_tracking() };
+    rows.push(Row {
+        part: "small: untracked",
+        figure: format!(
+            "{calls} scans of 2^10..2^16, buffers without events: {us:.2} us of host time a call (empty launch {launch_us:.2} us, +{:.2}; with the two buffers {buffers_us:.2} us, +{:.2})",
+            us - launch_us,
+            us - buffers_us
+        ),
+        verdict: if us <= launch_us + 1.0 {
+            "pass"
+        } else {
+            "pass (over launch + 1 us)"
+        },
+    });
+}
+
+/// Host microseconds a call of an empty kernel launched as cudarc launches
+/// one, over `calls` calls (at most 200,000) on `stream`: with no
+/// arguments, and given `d_in` and `d_out` as a scan is.
+fn empty_launches_us(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    d_in: &CudaSlice<u32>,
+    d_out: &mut CudaSlice<u32>,
+    calls: usize,
+) -> (f64, f64) {
+    let arch = target_arch(ctx).unwrap();
+    let ptx = DeviceApi::compile(
+        "extern \"C\" __global__ void stress_empty() {}\n\
+         extern \"C\" __global__ void stress_empty_two(const unsigned* a, unsigned* b) {}",
+        arch,
+        &[],
+    )
+    .expect("NVRTC");
+    let module = ctx.load_module(ptx).unwrap();
+    let empty = module.load_function("stress_empty").unwrap();
+    let empty_two = module.load_function("stress_empty_two").unwrap();
+    let config = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (launch_us, _) = per_call_us(stream, calls.min(200_000), |_| {
+        // SAFETY: the kernel takes no arguments and touches no memory.
+        unsafe { stream.launch_builder(&empty).launch(config) }.unwrap();
+    });
+    // As cudarc passes the scan's buffers: with its event tracking on (in a
+    // context with several streams), each buffer's use waits for its last
+    // write and records an event (what any kernel of the user's pays).
+    let (buffers_us, _) = per_call_us(stream, calls.min(200_000), |_| {
+        let mut launch = stream.launch_builder(&empty_two);
+        launch.arg(d_in).arg(&mut *d_out);
+        // SAFETY: the kernel reads and writes nothing.
+        unsafe { launch.launch(config) }.unwrap();
+    });
+    (launch_us, buffers_us)
 }
 
 /// Scans 2^20 + 7 random elements with `Op` on a new scanner (compiling
@@ -631,6 +701,9 @@ fn main() {
     }
     if wanted("small") {
         small(&ctx, seed, &mut rows);
+    }
+    if wanted("untracked") {
+        untracked(&ctx, seed, &mut rows);
     }
     if wanted("oom") {
         oom(&ctx, seed, &mut rows);
