@@ -127,16 +127,29 @@ where
     scanner
 }
 
-fn small(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
+/// What [`small_scans`] measured (microseconds a call, MiB).
+struct SmallScans {
+    calls: usize,
+    lengths: Vec<usize>,
+    input: Vec<u32>,
+    us: f64,
+    wall_us: f64,
+    launch_us: f64,
+    buffers_us: f64,
+    host: (f64, f64),
+    device: (f64, f64),
+}
+
+/// `calls` scans of 2^10 to 2^16 random `u32` in turn on one scanner and a
+/// new stream, after a warm-up (every length's kernels compiled, every
+/// workspace grown), the last one checked against the CPU, then the empty
+/// launches ([`empty_launches_us`]) on the same stream and buffers; host
+/// and device memory before and after the timed calls.
+fn small_scans(ctx: &Arc<CudaContext>, rng: &mut Rng64, calls: usize) -> SmallScans {
     let lengths: Vec<usize> = (10..=16).map(|k| 1 << k).collect();
-    let calls: usize = std::env::var("STRESS_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000)
-        .max(lengths.len() * 8);
-    let mut rng = Rng64::seed_from_u64(seed);
+    let calls = calls.max(lengths.len() * 8);
     let stream = ctx.new_stream().unwrap();
-    let input = random_u32(&mut rng, 1 << 16);
+    let input = random_u32(rng, 1 << 16);
     let d_in = stream.clone_htod(&input).unwrap();
     let mut d_out: CudaSlice<u32> = stream.alloc_zeros(1 << 16).unwrap();
     let mut scanner = stress_scanner::<Sum<u32>>(ctx);
@@ -144,13 +157,10 @@ fn small(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
         let n = lengths[i % lengths.len()];
         scan_prefix(&mut scanner, &stream, &d_in, &mut d_out, n);
     };
-    // Warm-up: every length's kernels compiled and every workspace grown.
-    let warm = (calls / 100).max(lengths.len() * 10);
-    per_call_us(&stream, warm, &mut scan);
+    per_call_us(&stream, (calls / 100).max(lengths.len() * 10), &mut scan);
     let (host0, dev0) = (host_mib(), device_mib(ctx));
     let (us, wall_us) = per_call_us(&stream, calls, &mut scan);
     let (host1, dev1) = (host_mib(), device_mib(ctx));
-    // The last call's output against the CPU.
     let n = lengths[(calls - 1) % lengths.len()];
     let got = stream.clone_dtoh(&d_out.slice(..n)).unwrap();
     assert_eq!(
@@ -158,8 +168,41 @@ fn small(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
         cpu::inclusive_vec::<Sum<u32>>(&input[..n]),
         "small scans: the last one"
     );
-
     let (launch_us, buffers_us) = empty_launches_us(ctx, &stream, &d_in, &mut d_out, calls);
+    stream.synchronize().unwrap();
+    SmallScans {
+        calls,
+        lengths,
+        input,
+        us,
+        wall_us,
+        launch_us,
+        buffers_us,
+        host: (host0, host1),
+        device: (dev0, dev1),
+    }
+}
+
+/// The number of small scans a part makes (`STRESS_CALLS`, 10^6).
+fn stress_calls() -> usize {
+    std::env::var("STRESS_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+fn small(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
+    let SmallScans {
+        calls,
+        lengths,
+        input,
+        us,
+        wall_us,
+        launch_us,
+        buffers_us,
+        host: (host0, host1),
+        device: (dev0, dev1),
+    } = small_scans(ctx, &mut Rng64::seed_from_u64(seed), stress_calls());
     let grew = |a: f64, b: f64| b - a > 1.0;
     let ok = !grew(host0, host1) && !grew(dev0, dev1);
     rows.push(Row {
@@ -238,39 +281,19 @@ fn small(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
 /// last write and records an event, about 0.4 us a driver call) on either
 /// side. Tracking is switched back on before returning.
 fn untracked(ctx: &Arc<CudaContext>, seed: u64, rows: &mut Vec<Row>) {
-    let lengths: Vec<usize> = (10..=16).map(|k| 1 << k).collect();
-    let calls: usize = std::env::var("STRESS_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000)
-        .clamp(lengths.len() * 8, 200_000);
     let mut rng = Rng64::seed_from_u64(seed ^ 0x0074_7261_636b_6564);
-    // SAFETY: every buffer made below is used on `stream` alone, and
-    // freed after that stream's synchronize; tracking is restored after.
+    // SAFETY: small_scans uses its buffers on its one stream and frees
+    // them after that stream's synchronize; tracking is restored after.
     unsafe { ctx.disable_event_tracking() };
-    let stream = ctx.new_stream().unwrap();
-    let input = random_u32(&mut rng, 1 << 16);
-    let d_in = stream.clone_htod(&input).unwrap();
-    let mut d_out: CudaSlice<u32> = stream.alloc_zeros(1 << 16).unwrap();
-    let mut scanner = stress_scanner::<Sum<u32>>(ctx);
-    let mut scan = |i: usize| {
-        let n = lengths[i % lengths.len()];
-        scan_prefix(&mut scanner, &stream, &d_in, &mut d_out, n);
-    };
-    per_call_us(&stream, (calls / 100).max(lengths.len() * 10), &mut scan);
-    let (us, _) = per_call_us(&stream, calls, &mut scan);
-    let n = lengths[(calls - 1) % lengths.len()];
-    let got = stream.clone_dtoh(&d_out.slice(..n)).unwrap();
-    assert_eq!(
-        got,
-        cpu::inclusive_vec::<Sum<u32>>(&input[..n]),
-        "untracked small scans: the last one"
-    );
-    let (launch_us, buffers_us) = empty_launches_us(ctx, &stream, &d_in, &mut d_out, calls);
-    stream.synchronize().unwrap();
-    drop((d_in, d_out, scanner));
-    // SAFETY: the buffers made untracked above are freed; later ones are
-    // tracked again, as cudarc's default.
+    let SmallScans {
+        calls,
+        us,
+        launch_us,
+        buffers_us,
+        ..
+    } = small_scans(ctx, &mut rng, stress_calls().min(200_000));
+    // SAFETY: the buffers made untracked are freed; later ones are tracked
+    // again, as cudarc's default.
     unsafe { ctx.enable_event_tracking() };
     rows.push(Row {
         part: "small: untracked",
