@@ -206,6 +206,9 @@ __device__ __forceinline__ void pipelined_lookahead_warp(const Shared& shared, u
       if ((threadIdx.x & 31u) == 0) *carry_out = running;
       return;
     }
+    // Every lane's read of the stage (its index) before lane 0 hands it on:
+    // the producer rewrites it once the chain from that arrival frees it.
+    __syncwarp();
     if ((threadIdx.x & 31u) == 0) {
       shared.prefix(s) = running;
       shared.arrive(stage_prefixed, r);
@@ -260,6 +263,7 @@ __device__ __forceinline__ void pipelined_look_back_warp(const Shared& shared, S
     const T total = stage_tile_pair<Op, Seg>(shared, s, flag);
     const bool published = flag || (!Seg::segmented && tile == 0);
     const T inclusive = flag ? total : Op::combine(before, total);
+    __syncwarp();  // every lane's reads of the stage before lane 0 hands it on
     if (lane == 0) {
       if (!published) status.publish(tile, (epoch << 2) | scan_tile_prefix, inclusive);
       shared.prefix(s) = before;
