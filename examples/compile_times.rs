@@ -7,6 +7,8 @@
 //! `compile_times [sm_XX] [filter]`: the architecture (default sm_90) and a
 //! text the kernel's name must contain (default: every forward kernel).
 //! `EXTRA` adds NVRTC options (for example `--fdevice-time-trace=FILE`).
+//! `SALT=1` puts a comment no other run has in front of each program, so
+//! that nothing a compile might keep between processes can serve it.
 
 use gpu_scan::kernels_gen::abi::KernelAbi;
 use gpu_scan::kernels_gen::{nvrtc_cubin_options, Direction};
@@ -47,7 +49,13 @@ fn main() {
         if !name.contains(&filter) {
             continue;
         }
-        let source = program_source::<Sum>(&[abi]);
+        let mut source = program_source::<Sum>(&[abi]);
+        if std::env::var_os("SALT").is_some() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            source.insert_str(0, &format!("// salt {now} {}\n", std::process::id()));
+        }
         let mut options = nvrtc_cubin_options(arch);
         options.extend(extra.iter().cloned());
         let start = Instant::now();
