@@ -148,7 +148,7 @@ impl SelectShape {
     /// shapes that compile without spilling (reduce-by-key: below): 256
     /// threads (128 over 128 bytes, so that a tile of one element per
     /// thread fits the static shared memory); for words and smaller, 24 or
-    /// 32 items per thread by kernel (28 at 4 blocks for the three-way
+    /// 32 items per thread by kernel (24 at 4 blocks for the three-way
     /// partition, 16 at 6 blocks for its count pass; 19 for non-trivial
     /// runs, whose threads walk their items in shared memory with a stride
     /// of `items` words, as reduce-by-key's, not swept); for larger
@@ -186,7 +186,9 @@ impl SelectShape {
                 SelectKernel::Flagged => (24, 2),
                 SelectKernel::PartitionIf => (32, 2),
                 SelectKernel::ReverseTail | SelectKernel::RunLengthEncode => (24, 3),
-                SelectKernel::PartitionThree => (28, 4),
+                // 24, not the sweep's best 28: at 28 the kernel sat at its
+                // cap of 64 registers, and a renumbering by NVVM spilled.
+                SelectKernel::PartitionThree => (24, 4),
                 SelectKernel::PartitionThreeCount => (16, 6),
                 SelectKernel::NonTrivialRuns => (19, 3),
                 SelectKernel::ReduceByKey => (8, 2), // handled above
