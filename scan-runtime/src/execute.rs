@@ -226,12 +226,28 @@ where
         } else {
             Pass::Pipelined
         };
-        let (path, mut ready) = self.plan_path(
+        let (path, ready) = self.plan_path(
             stream,
             &request,
             kernel(pipelined).map(|abi| (abi, shared_bytes)),
             kernel(Pass::SinglePass),
         )?;
+        self.run(stream, scan, family, path, ready)
+    }
+
+    /// Enqueues the launches of `path`, planned for `scan` (of `family`)
+    /// with `ready` the pipelined kernel the planner found ready: every
+    /// kernel is loaded and the scratch reserved before the first launch.
+    pub(crate) fn run(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        scan: &TileScan<Op::Element>,
+        family: Family,
+        path: Path,
+        mut ready: Option<ReadyPipelined>,
+    ) -> Result<()> {
+        let a = &scan.args;
+        let kernel = |pass| family.kernel(pass, scan.inclusive, scan.direction);
         if path == Path::Empty {
             return self.launch_empty_carry(stream, a.seed, a.carry_out);
         }
@@ -251,7 +267,9 @@ where
             // them (offsets read below their count, checked for n), and that
             // the carry-out slot is null or one element; the path's scratch
             // on this stream was reserved above for its tiles, with a launch
-            // state the previous single pass left reset; the grids are one
+            // state the previous single pass left reset (a reduction's
+            // output is null: its passes write only scratch and the
+            // carry-out); the grids are one
             // block per tile (the deterministic tile passes' with the
             // stage's dynamic shared memory given at load, or none), one
             // block for the passes over tile totals and the prefixes' chain, and the

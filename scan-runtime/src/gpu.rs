@@ -569,9 +569,9 @@ where
         Ok((path, probe.ready))
     }
 
-    /// Checks the length and reserves the scratch of scans of up to `n`
-    /// elements, plain or segmented ([`plan::reserved_scratch`]).
-    pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
+    /// [`ScanError::TooLong`] where `n` elements are more than the passes
+    /// take.
+    pub(crate) fn check_length(n: usize) -> Result<()> {
         let tiles = n.div_ceil(Op::tile_items());
         if tiles > MAX_TILES {
             return Err(ScanError::TooLong {
@@ -579,6 +579,13 @@ where
                 max: MAX_TILES * Op::tile_items(),
             });
         }
+        Ok(())
+    }
+
+    /// Checks the length and reserves the scratch of scans of up to `n`
+    /// elements, plain or segmented ([`plan::reserved_scratch`]).
+    pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
+        Self::check_length(n)?;
         let request = plan_request::<Op>(n, Direction::Forward, None, true);
         let scratch = plan::reserved_scratch(&request, &self.tuning);
         self.reserve_scratch(scratch, stream).map(|_| ())

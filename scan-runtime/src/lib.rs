@@ -61,6 +61,7 @@ mod plan;
 mod policy;
 mod real;
 mod recurrence;
+mod reduce;
 mod segment_totals;
 mod segmented;
 mod segments;

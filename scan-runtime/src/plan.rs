@@ -103,6 +103,10 @@ pub(crate) enum Path {
     /// A deterministic plain scan over `tiles` deterministic tiles: in one
     /// pass (`one_pass`), or in three, the same chain either way.
     Deterministic { tiles: usize, one_pass: bool },
+    /// A reduction ([`reduce`]): the deterministic chain's first two
+    /// passes over `tiles` tiles, the second writing the carry-out (the
+    /// fold of every element); no output.
+    Reduce { tiles: usize },
 }
 
 /// One launch of a path: a [`Pass`] over `tiles` tiles (the pass over
@@ -160,6 +164,11 @@ impl Path {
                 step(Pass::DeterministicPrefixes, tiles),
                 step(Pass::DeterministicScan, tiles),
             ],
+            Path::Reduce { tiles } => [
+                step(Pass::DeterministicReduce, tiles),
+                step(Pass::DeterministicPrefixes, tiles),
+                None,
+            ],
         };
         steps.into_iter().flatten()
     }
@@ -181,11 +190,24 @@ impl Path {
                 one_pass: true,
                 ..
             } => Scratch::SinglePass { tiles },
-            Path::Deterministic { tiles, .. } => Scratch::TileTotals {
+            Path::Deterministic { tiles, .. } | Path::Reduce { tiles } => Scratch::TileTotals {
                 tiles: deterministic_totals(tiles),
                 flags: false,
             },
         }
+    }
+}
+
+/// The path of a reduction of `n` elements (`GpuScanner::reduce`) over
+/// deterministic tiles of `tile_items` elements: the same tiles and chain
+/// as a deterministic scan, so its bits depend on the input alone, and
+/// the total a deterministic scan's carry-out would be.
+pub(crate) fn reduce(n: usize, tile_items: usize) -> Path {
+    match n {
+        0 => Path::Empty,
+        _ => Path::Reduce {
+            tiles: n.div_ceil(tile_items),
+        },
     }
 }
 
@@ -436,6 +458,7 @@ mod tests {
             Path::SinglePass { small: true, .. } => 's',
             Path::ReduceThenScan { .. } => 'R',
             Path::Deterministic { .. } => 'D',
+            Path::Reduce { .. } => 'r',
         };
         let paths = [
             ScanPath::Auto,
@@ -604,6 +627,46 @@ mod tests {
             }
         }
         insta::assert_snapshot!(table);
+    }
+
+    /// A reduction takes the deterministic scan's tiles and first two
+    /// passes (so its total has the bits of that scan's carry-out), and
+    /// nothing for no element.
+    #[test]
+    fn a_reduction_is_the_deterministic_chain_without_its_rescan() {
+        for (size, ..) in ELEMENTS {
+            let tile = shape_of(size).tile_items;
+            assert_eq!(reduce(0, tile), Path::Empty);
+            assert_eq!(reduce(0, tile).steps().count(), 0);
+            for n in [1, 31, 32, 33, tile - 1, tile, tile + 1, 40 * tile + 1] {
+                let path = reduce(n, tile);
+                let tiles = n.div_ceil(tile);
+                let steps: Vec<Step> = path.steps().collect();
+                let scan = Path::Deterministic {
+                    tiles,
+                    one_pass: false,
+                };
+                let scan_steps: Vec<Step> = scan.steps().collect();
+                assert_eq!(steps, scan_steps[..2], "{size} bytes, n = {n}");
+                assert_eq!(scan_steps[2].pass, Pass::DeterministicScan);
+                assert_eq!(
+                    path.scratch(false),
+                    Scratch::TileTotals {
+                        tiles: deterministic_totals(tiles),
+                        flags: false
+                    }
+                );
+                let deterministic = Tuning::default()
+                    .with_path(ScanPath::ReduceThenScan)
+                    .with_deterministic(true);
+                let ready = Readiness::Ready;
+                assert_eq!(
+                    pick(&request(size, n), &deterministic, ready, ready),
+                    scan,
+                    "{size} bytes, n = {n}"
+                );
+            }
+        }
     }
 
     /// Tiles as the path says: the pipelined pass's, small or full ones.
