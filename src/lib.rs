@@ -116,13 +116,25 @@ pub mod ops;
 #[doc(hidden)]
 pub use kernels_gen;
 pub use scan_core::{
-    check_associativity, check_laws, columns, cpu, distributed, laws, real, recurrence, segmented,
-    select, semantics, sort, spmv, stages, summed_area, Columns, CountedSegmentTotals,
-    Counterexample, Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec,
-    LengthMismatch, NoCarryOut, NoSegments, Rows, ScanElement, ScanKind, ScanOp, ScanSpec,
-    SegmentTotals, SegmentedBy, Shape, SummedArea, TakesCarryOut,
+    check_associativity, check_laws, columns, cpu, laws, real, recurrence, segmented, select,
+    semantics, sort, spmv, stages, summed_area, Columns, CountedSegmentTotals, Counterexample,
+    Direction, HostCarryOut, HostSegmentedCarryOut, HostSegments, IntoScanSpec, LengthMismatch,
+    NoCarryOut, NoSegments, Rows, ScanElement, ScanKind, ScanOp, ScanSpec, SegmentTotals,
+    SegmentedBy, Shape, SummedArea, TakesCarryOut,
 };
 pub use scan_macros::{scan_equality, scan_map, scan_op, scan_predicate, sort_key};
+
+/// Scans across ranks: every rank holds a contiguous shard of one sequence
+/// and together they scan it as one. The algorithm on the CPU backend
+/// ([`distributed::scan`], with [`distributed::SimulatedRanks`] or any
+/// [`distributed::Collective`]) and, with the `gpu` feature, one GPU a rank
+/// over NCCL ([`distributed::GpuRank`]). How it behaves at scale:
+/// `docs/distributed.md`.
+pub mod distributed {
+    pub use scan_core::distributed::*;
+    #[cfg(feature = "gpu")]
+    pub use scan_runtime::distributed::*;
+}
 #[cfg(feature = "gpu")]
 pub use scan_runtime;
 /// The `cudarc` this crate was built with: use its `CudaContext`,

@@ -126,6 +126,12 @@ pub struct RankPrefix<E> {
 }
 
 impl<E: Copy> RankPrefix<E> {
+    /// The spec this rank scans its shard with, inclusive or exclusive:
+    /// behind the prefix, in the scan's direction.
+    pub fn shard_spec(&self, inclusive: bool) -> ScanSpec<E> {
+        ScanSpec::from(seeded(inclusive, self.prefix)).with_direction(self.direction)
+    }
+
     /// Turns `output`, a scan of the shard alone (without the initial
     /// value: [`scan_deferred`]), into the shard's part of the whole scan:
     /// every element behind the prefix (in front of it, for a forward
@@ -161,9 +167,11 @@ fn exchange<Op: ScanOp, C: Collective>(
     Ok(all.into_iter().map(|c| c.total).collect())
 }
 
-/// Rank `rank`'s place among the ranks' `totals` for a scan in `direction`
-/// from `init`.
-fn place<Op: ScanOp>(
+/// Rank `rank`'s place among every rank's shard total (`totals`, in rank
+/// order, `None` for an empty shard) for a scan in `direction` from
+/// `init`: what an implementation of the exchange over another transport
+/// (the GPU backend's NCCL ranks) computes from what it gathered.
+pub fn rank_prefix<Op: ScanOp>(
     totals: &[Option<Op::Element>],
     rank: usize,
     init: Option<Op::Element>,
@@ -214,8 +222,8 @@ pub fn scan<Op: ScanOp, C: Collective>(
     let total = valid.is_ok().then(|| reduce::<Op>(input)).flatten();
     let totals = exchange::<Op, C>(comm, valid, total)?;
     let direction = spec.direction;
-    let place = place::<Op>(&totals, comm.rank(), init, direction);
-    let local = ScanSpec::from(seeded(inclusive, place.prefix)).with_direction(direction);
+    let place = rank_prefix::<Op>(&totals, comm.rank(), init, direction);
+    let local = place.shard_spec(inclusive);
     cpu::par_scan::<Op>(local, input, output)?;
     spec.carry_out.put(place.total);
     Ok(())
@@ -251,7 +259,7 @@ pub fn scan_deferred<Op: ScanOp, C: Collective>(
         total = (!input.is_empty()).then_some(carry);
     }
     let totals = exchange::<Op, C>(comm, valid, total)?;
-    Ok(place::<Op>(&totals, comm.rank(), init, direction))
+    Ok(rank_prefix::<Op>(&totals, comm.rank(), init, direction))
 }
 
 /// What a rank's shard of a segmented scan contributes, in scan order: the

@@ -1,0 +1,651 @@
+//! Scans across GPUs over NCCL (issue 49): one [`GpuRank`] a GPU, each
+//! holding a contiguous shard of one sequence in rank order, of any length
+//! (0 included), in one process driving several GPUs (a thread a rank,
+//! [`GpuRank::for_devices`]) or in one process a GPU, on one host or many
+//! ([`GpuRank::new`] with an [`NcclId`] the caller hands every process).
+//!
+//! The algorithm is the CPU backend's ([`scan_core::distributed`]): each
+//! rank folds its shard to its total on the device
+//! ([`GpuScanner::reduce`], one read), one NCCL all-gather shares every
+//! rank's total, whether its call is valid, and which operator and spec it
+//! scans with, and each rank scans its shard seeded with the combination
+//! of the totals before it in scan order ([`rank_prefix`], combined in rank
+//! order, so any associative operator). Each input element is read twice,
+//! each output written once. [`GpuRank::scan_deferred`] scans the shard
+//! alone and returns its [`RankPrefix`], for producers that apply the
+//! prefix themselves: the traffic of a one-GPU scan and the exchange.
+//!
+//! Every rank makes the same calls in the same order, as NCCL requires. A
+//! rank whose call is wrong still joins the exchange, so every rank returns
+//! an error ([`RankError::OtherRank`] on the others) and none waits for
+//! ever; a rank called with another operator or spec is
+//! [`RankError::Mismatch`] on every rank. The exchange waits for the
+//! gathered totals on the host (one small copy), so a distributed scan
+//! cannot be captured in a CUDA graph.
+
+use crate::error::ScanError;
+use crate::gpu::GpuScanner;
+use crate::nccl::{nccl, Nccl, RawComm, RawId};
+use cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
+    DriverError, ValidAsZeroBits,
+};
+use scan_core::distributed::{rank_prefix, RankPrefix};
+use scan_core::spec::{IntoScanSpec, NoCarryOut, NoSegments};
+use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
+use std::ffi::{c_int, c_void};
+use std::hash::Hasher;
+use std::sync::Arc;
+
+pub use crate::nccl::{NcclError, NCCL_ENV};
+
+/// A distributed scan that could not run on this rank.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RankError {
+    /// This rank's scan could not run (lengths, compiling, launching): on
+    /// a length, before anything was written on any rank.
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+    /// NCCL is missing or one of its calls failed.
+    #[error(transparent)]
+    Nccl(#[from] NcclError),
+    /// Another rank's call was wrong; no rank wrote anything.
+    #[error("rank {rank} of the group could not scan its shard; no rank wrote anything")]
+    OtherRank {
+        /// The first such rank.
+        rank: usize,
+    },
+    /// Another rank scans with another operator, element size or spec
+    /// (kind, direction, initial value or not, deferred or not); no rank
+    /// wrote anything.
+    #[error("rank {rank} of the group called with another operator or spec than this rank: every rank makes the same call")]
+    Mismatch {
+        /// The first such rank.
+        rank: usize,
+    },
+    /// A rank index outside the group, or a group of no rank.
+    #[error("rank {rank} of a group of {ranks}: ranks are 0 to the group's size - 1")]
+    BadRank {
+        /// The rank asked for.
+        rank: usize,
+        /// The group's size.
+        ranks: usize,
+    },
+    /// The stream belongs to another device than the rank's.
+    #[error("the stream is on device {stream} but this rank's communicator on device {rank}")]
+    WrongDevice {
+        /// The stream's device ordinal.
+        stream: usize,
+        /// The rank's.
+        rank: usize,
+    },
+    /// The operator's element is aligned beyond what the exchange's record
+    /// holds.
+    #[error("an element aligned to {align} bytes: the exchange holds elements aligned to at most {TOTAL_OFFSET}")]
+    Alignment {
+        /// The element's alignment.
+        align: usize,
+    },
+}
+
+/// A `Result` with [`RankError`].
+pub type Result<T, E = RankError> = std::result::Result<T, E>;
+
+/// The NCCL library this process uses (the name it was loaded by) and its
+/// version code (`ncclGetVersion`: 22703 for 2.27.3), loading it on first
+/// use ([`NCCL_ENV`] names it, else `libnccl.so.2`, then `libnccl.so`).
+pub fn nccl_library() -> Result<(String, i32), NcclError> {
+    let nccl = nccl()?;
+    Ok((nccl.name.clone(), nccl.version()?))
+}
+
+/// The NCCL unique id of a group: made once ([`NcclId::new`], by one
+/// process) and handed to every rank's [`GpuRank::new`], as 128 bytes
+/// ([`NcclId::to_bytes`], [`NcclId::from_bytes`]) through whatever the
+/// processes share (a file, MPI, a launcher's environment).
+#[derive(Clone, Copy)]
+pub struct NcclId(RawId);
+
+impl NcclId {
+    /// A new id (`ncclGetUniqueId`: it also opens the bootstrap socket the
+    /// ranks first meet at, on this host).
+    pub fn new() -> Result<NcclId> {
+        Ok(NcclId(nccl()?.unique_id()?))
+    }
+
+    /// The id's 128 bytes.
+    pub fn to_bytes(&self) -> [u8; 128] {
+        self.0.internal.map(|c| c as u8)
+    }
+
+    /// The id from its bytes ([`NcclId::to_bytes`]).
+    pub fn from_bytes(bytes: [u8; 128]) -> NcclId {
+        NcclId(RawId {
+            internal: bytes.map(|b| b as _),
+        })
+    }
+}
+
+impl std::fmt::Debug for NcclId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NcclId(..)")
+    }
+}
+
+/// Bytes of a rank's record before its total ([`Header`] and padding):
+/// the total's offset, so elements aligned to up to this many bytes.
+const TOTAL_OFFSET: usize = 64;
+/// Bytes of a rank's record: the header, then the total in the bytes of
+/// the widest element, the same for every operator.
+const RECORD: usize = TOTAL_OFFSET + kernels_gen::MAX_ELEMENT_SIZE;
+
+/// One rank of a group of GPUs that scan one sequence together: an NCCL
+/// communicator on one device, and the buffers of its exchange.
+pub struct GpuRank {
+    exchange: Exchange,
+    ctx: Arc<CudaContext>,
+    rank: usize,
+}
+
+/// A rank's communicator and the exchange's device buffers, allocated
+/// when the rank is made (so that a call never fails to allocate them
+/// after the other ranks have gone on to the exchange).
+struct Exchange {
+    nccl: &'static Nccl,
+    comm: RawComm,
+    ranks: usize,
+    /// This rank's record.
+    record: CudaSlice<u8>,
+    /// Every rank's, in rank order.
+    gathered: CudaSlice<u8>,
+}
+
+// SAFETY: the communicator is used by one thread at a time (every method
+// that touches it takes `&mut self`, and `GpuRank` is not `Sync`); NCCL
+// allows a communicator to move between threads.
+unsafe impl Send for GpuRank {}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        // SAFETY: the communicator came from this library and is not used
+        // again; every exchange waited for its all-gather, so nothing is in
+        // flight to abort. An error here has no one to go to.
+        let _ = unsafe { self.nccl.abort(self.comm) };
+    }
+}
+
+impl std::fmt::Debug for GpuRank {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuRank")
+            .field("rank", &self.rank)
+            .field("ranks", &self.exchange.ranks)
+            .field("device", &self.ctx.ordinal())
+            .finish()
+    }
+}
+
+/// The exchange's buffers for a group of `ranks`, on `ctx`'s device.
+fn exchange_buffers(
+    ctx: &Arc<CudaContext>,
+    ranks: usize,
+) -> Result<(CudaSlice<u8>, CudaSlice<u8>)> {
+    let stream = ctx.default_stream();
+    Ok((
+        stream.alloc_zeros::<u8>(RECORD)?,
+        stream.alloc_zeros::<u8>(RECORD * ranks)?,
+    ))
+}
+
+impl GpuRank {
+    /// Rank `rank` of a group of `ranks` on `ctx`'s device, one process a
+    /// rank: every process calls it with the same `id` (made by one of
+    /// them), and it returns once every rank has joined.
+    pub fn new(ctx: &Arc<CudaContext>, rank: usize, ranks: usize, id: &NcclId) -> Result<GpuRank> {
+        if rank >= ranks {
+            return Err(RankError::BadRank { rank, ranks });
+        }
+        let nccl = nccl()?;
+        let (record, gathered) = exchange_buffers(ctx, ranks)?;
+        ctx.bind_to_thread()?;
+        let comm = nccl.init_rank(ranks as c_int, id.0, rank as c_int)?;
+        Ok(GpuRank {
+            exchange: Exchange {
+                nccl,
+                comm,
+                ranks,
+                record,
+                gathered,
+            },
+            ctx: ctx.clone(),
+            rank,
+        })
+    }
+
+    /// A group of one rank a device of `ctxs`, in order, driven by one
+    /// process: hand each to its own thread (every rank's calls wait for
+    /// the others').
+    pub fn for_devices(ctxs: &[Arc<CudaContext>]) -> Result<Vec<GpuRank>> {
+        let ranks = ctxs.len();
+        if ranks == 0 {
+            return Err(RankError::BadRank { rank: 0, ranks: 0 });
+        }
+        let nccl = nccl()?;
+        let buffers = ctxs
+            .iter()
+            .map(|ctx| exchange_buffers(ctx, ranks))
+            .collect::<Result<Vec<_>>>()?;
+        let devices: Vec<c_int> = ctxs.iter().map(|c| c.ordinal() as c_int).collect();
+        let comms = nccl.init_all(&devices)?;
+        Ok(comms
+            .into_iter()
+            .zip(ctxs.iter().zip(buffers))
+            .enumerate()
+            .map(|(rank, (comm, (ctx, (record, gathered))))| GpuRank {
+                exchange: Exchange {
+                    nccl,
+                    comm,
+                    ranks,
+                    record,
+                    gathered,
+                },
+                ctx: ctx.clone(),
+                rank,
+            })
+            .collect())
+    }
+
+    /// This rank's index, `0..ranks()`.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// How many ranks the group has.
+    pub fn ranks(&self) -> usize {
+        self.exchange.ranks
+    }
+
+    /// The device context of this rank.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// This rank's share of `spec`, a scan of the whole sequence whose shard
+    /// here is `input`, into `output` (of the same length), on `stream` (of
+    /// this rank's device) with `scanner` (of the same device). Every rank
+    /// calls it with the same operator and spec. Returns where the shard
+    /// lies in the whole: its prefix and the whole sequence's carry-out.
+    ///
+    /// On an error here or on another rank before the exchange (lengths,
+    /// the stream's device, compiling) nothing is written on any rank.
+    pub fn scan<Op, I, O>(
+        &mut self,
+        scanner: &mut GpuScanner<Op>,
+        stream: &Arc<CudaStream>,
+        spec: impl IntoScanSpec<Op::Element, Carry = NoCarryOut, Segments = NoSegments>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<RankPrefix<Op::Element>>
+    where
+        Op: ScanOp,
+        Op::Element: DeviceRepr + ValidAsZeroBits,
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        let spec = spec.into_spec();
+        let (on, here) = self.exchange_stream(stream);
+        let record = &mut self.exchange.record;
+        let local = here.and_then(|()| {
+            let n = checked_lengths::<Op>(input.len(), output.len())?;
+            if n == 0 {
+                return Ok(false);
+            }
+            with_total_slot(record, |slot| Ok(scanner.reduce(stream, input, slot)?))?;
+            Ok(true)
+        });
+        let totals = self
+            .exchange
+            .run::<Op>(&on, Call::of(&spec, false), local)?;
+        let place = rank_prefix::<Op>(&totals, self.rank, spec.kind.init(), spec.direction);
+        scanner.scan(
+            stream,
+            place.shard_spec(spec.kind.is_inclusive()),
+            input,
+            output,
+        )?;
+        Ok(place)
+    }
+
+    /// The deferred form: this rank's shard scanned alone (`spec`'s kind
+    /// without its initial value) into `output`, and where it lies in the
+    /// whole, for a producer that applies the prefix itself. The local scan
+    /// does not wait for the other ranks, only the one-record exchange
+    /// does. A length wrong here is found before anything is written;
+    /// another rank's is found by the exchange, after this rank's local
+    /// scan has written `output` ([`RankError::OtherRank`]).
+    pub fn scan_deferred<Op, I, O>(
+        &mut self,
+        scanner: &mut GpuScanner<Op>,
+        stream: &Arc<CudaStream>,
+        spec: impl IntoScanSpec<Op::Element, Carry = NoCarryOut, Segments = NoSegments>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<RankPrefix<Op::Element>>
+    where
+        Op: ScanOp,
+        Op::Element: DeviceRepr + ValidAsZeroBits,
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        let spec = spec.into_spec();
+        let (on, here) = self.exchange_stream(stream);
+        let record = &mut self.exchange.record;
+        let local = here.and_then(|()| {
+            let n = checked_lengths::<Op>(input.len(), output.len())?;
+            if n == 0 {
+                return Ok(false);
+            }
+            // The shard alone; its carry-out is its total.
+            let kind = match spec.kind.is_inclusive() {
+                true => ScanKind::Inclusive,
+                false => ScanKind::Exclusive,
+            };
+            with_total_slot(record, |slot| {
+                let alone = ScanSpec::from(kind)
+                    .with_direction(spec.direction)
+                    .carry_out(slot);
+                Ok(scanner.scan(stream, alone, input, output)?)
+            })?;
+            Ok(true)
+        });
+        let totals = self.exchange.run::<Op>(&on, Call::of(&spec, true), local)?;
+        Ok(rank_prefix::<Op>(
+            &totals,
+            self.rank,
+            spec.kind.init(),
+            spec.direction,
+        ))
+    }
+
+    /// The stream the exchange runs on: `stream` where it is on this rank's
+    /// device, else (the call being wrong, but every rank waiting for this
+    /// one's record) the device's default stream, with the error.
+    fn exchange_stream(&self, stream: &Arc<CudaStream>) -> (Arc<CudaStream>, Result<()>) {
+        let (on, mine) = (stream.context().ordinal(), self.ctx.ordinal());
+        match on == mine {
+            true => (stream.clone(), Ok(())),
+            false => (
+                self.ctx.default_stream(),
+                Err(RankError::WrongDevice {
+                    stream: on,
+                    rank: mine,
+                }),
+            ),
+        }
+    }
+}
+
+impl Exchange {
+    /// Shares this rank's record (its header, and its total where `local`
+    /// says the record holds one) on `stream` and returns every rank's
+    /// total in rank order, once every rank's call is found valid and
+    /// alike; this rank's own error first.
+    fn run<Op: ScanOp>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        call: Call,
+        local: Result<bool>,
+    ) -> Result<Vec<Option<Op::Element>>>
+    where
+        Op::Element: DeviceRepr,
+    {
+        let header = Header {
+            valid: local.is_ok(),
+            has_total: matches!(local, Ok(true)),
+            call,
+            element_size: std::mem::size_of::<Op::Element>() as u32,
+            operator: operator_fingerprint::<Op>(),
+        };
+        stream.memcpy_htod(&header.encode(), &mut self.record.slice_mut(..HEADER))?;
+        {
+            let (send, _send) = self.record.device_ptr(stream);
+            let (receive, _receive) = self.gathered.device_ptr_mut(stream);
+            // SAFETY: `record` holds RECORD bytes and `gathered` RECORD a
+            // rank, both on the communicator's device, which is `stream`'s
+            // (`GpuRank::exchange_stream`), ordered on `stream` by the
+            // guards.
+            unsafe {
+                self.nccl.all_gather(
+                    send,
+                    receive,
+                    RECORD,
+                    self.comm,
+                    stream.cu_stream() as *mut c_void,
+                )
+            }?;
+        }
+        // Waits for the all-gather (and so for every rank's call).
+        let gathered = stream.clone_dtoh(&self.gathered)?;
+        local?;
+        decode::<Op::Element>(&gathered, &header)
+    }
+}
+
+/// `n`, where input and output have `n` elements each and the scans take
+/// that many.
+fn checked_lengths<Op: ScanOp>(input: usize, output: usize) -> Result<usize>
+where
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+{
+    if input != output {
+        return Err(ScanError::LengthMismatch { input, output }.into());
+    }
+    GpuScanner::<Op>::check_length(input)?;
+    Ok(input)
+}
+
+/// `f` of the total's place in a record, as a one-element view of `E`.
+fn with_total_slot<E, R>(
+    record: &mut CudaSlice<u8>,
+    f: impl FnOnce(&mut CudaViewMut<'_, E>) -> Result<R>,
+) -> Result<R> {
+    let align = std::mem::align_of::<E>();
+    if align > TOTAL_OFFSET {
+        return Err(RankError::Alignment { align });
+    }
+    let size = std::mem::size_of::<E>();
+    let mut bytes = record.slice_mut(TOTAL_OFFSET..TOTAL_OFFSET + size);
+    // SAFETY: `size` bytes at an offset that is a multiple of E's alignment
+    // (allocations are 256-byte aligned); only a kernel writes an E there,
+    // and the host reads it back only from a record whose header says so.
+    let mut slot = unsafe { bytes.transmute_mut::<E>(1) }.ok_or(RankError::Alignment { align })?;
+    f(&mut slot)
+}
+
+/// What a call is, as every rank must agree on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Call(u8);
+
+impl Call {
+    fn of<E: Copy, C, S>(spec: &ScanSpec<E, C, S>, deferred: bool) -> Call {
+        let bit = |b: bool, at: u8| u8::from(b) << at;
+        Call(
+            bit(spec.kind.is_inclusive(), 0)
+                | bit(spec.direction == Direction::Reverse, 1)
+                | bit(spec.kind.init().is_some(), 2)
+                | bit(deferred, 3),
+        )
+    }
+}
+
+/// Bytes of a record's header.
+const HEADER: usize = 16;
+const _: () = assert!(HEADER <= TOTAL_OFFSET, "the header comes before the total");
+
+/// A rank's record's header: whether its call is valid and its record
+/// holds a total, and what it scans (the call, the element's size, the
+/// operator), which every rank checks against its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Header {
+    valid: bool,
+    has_total: bool,
+    call: Call,
+    element_size: u32,
+    operator: u64,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; HEADER] {
+        let mut bytes = [0; HEADER];
+        bytes[0] = u8::from(self.valid);
+        bytes[1] = u8::from(self.has_total);
+        bytes[2] = self.call.0;
+        bytes[4..8].copy_from_slice(&self.element_size.to_le_bytes());
+        bytes[8..16].copy_from_slice(&self.operator.to_le_bytes());
+        bytes
+    }
+
+    fn decode(bytes: &[u8]) -> Header {
+        Header {
+            valid: bytes[0] != 0,
+            has_total: bytes[1] != 0,
+            call: Call(bytes[2]),
+            element_size: u32::from_le_bytes(bytes[4..8].try_into().unwrap()),
+            operator: u64::from_le_bytes(bytes[8..16].try_into().unwrap()),
+        }
+    }
+
+    /// Whether another rank's header describes the same call.
+    fn alike(&self, other: &Header) -> bool {
+        (self.call, self.element_size, self.operator)
+            == (other.call, other.element_size, other.operator)
+    }
+}
+
+/// The operator's name (which carries a hash of its definition) as a
+/// number every rank of the same build computes alike.
+fn operator_fingerprint<Op: ScanOp>() -> u64 {
+    let mut h = crate::fast_hash::FxHasher::default();
+    h.write(Op::NAME.as_bytes());
+    h.write_usize(std::mem::size_of::<Op::Element>());
+    h.finish()
+}
+
+/// Every rank's total from the gathered records (`RECORD` bytes a rank, in
+/// rank order), checked against this rank's header `mine`: the first rank
+/// that called otherwise is [`RankError::Mismatch`], the first whose call
+/// is invalid [`RankError::OtherRank`].
+fn decode<E: Copy>(gathered: &[u8], mine: &Header) -> Result<Vec<Option<E>>> {
+    let headers: Vec<Header> = gathered.chunks_exact(RECORD).map(Header::decode).collect();
+    if let Some(rank) = headers.iter().position(|h| !h.alike(mine)) {
+        return Err(RankError::Mismatch { rank });
+    }
+    if let Some(rank) = headers.iter().position(|h| !h.valid) {
+        return Err(RankError::OtherRank { rank });
+    }
+    Ok(gathered
+        .chunks_exact(RECORD)
+        .zip(&headers)
+        .map(|(record, header)| {
+            header.has_total.then(|| {
+                let bytes = &record[TOTAL_OFFSET..TOTAL_OFFSET + std::mem::size_of::<E>()];
+                // SAFETY: the record's header says a kernel of the same
+                // operator (same name, element size, build) wrote an E
+                // there; read unaligned from the host copy.
+                unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<E>()) }
+            })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(valid: bool, has_total: bool) -> Header {
+        Header {
+            valid,
+            has_total,
+            call: Call(0b101),
+            element_size: 8,
+            operator: 0x0123_4567_89ab_cdef,
+        }
+    }
+
+    /// Records as the all-gather leaves them: `(header, total)` a rank.
+    fn records(ranks: &[(Header, u64)]) -> Vec<u8> {
+        let mut bytes = vec![0xa5; RECORD * ranks.len()];
+        for (record, (h, total)) in bytes.chunks_exact_mut(RECORD).zip(ranks) {
+            record[..HEADER].copy_from_slice(&h.encode());
+            record[TOTAL_OFFSET..TOTAL_OFFSET + 8].copy_from_slice(&total.to_ne_bytes());
+        }
+        bytes
+    }
+
+    #[test]
+    fn a_header_reads_back_as_written() {
+        for h in [
+            header(true, true),
+            header(true, false),
+            header(false, false),
+        ] {
+            assert_eq!(Header::decode(&h.encode()), h);
+        }
+    }
+
+    #[test]
+    fn totals_come_back_in_rank_order_and_empty_shards_as_none() {
+        let mine = header(true, true);
+        let gathered = records(&[(mine, 7), (header(true, false), 99), (mine, u64::MAX)]);
+        let totals = decode::<u64>(&gathered, &mine).unwrap();
+        assert_eq!(totals, [Some(7), None, Some(u64::MAX)]);
+    }
+
+    #[test]
+    fn an_invalid_rank_fails_every_rank() {
+        let mine = header(true, true);
+        let gathered = records(&[(mine, 1), (mine, 2), (header(false, false), 0)]);
+        assert!(matches!(
+            decode::<u64>(&gathered, &mine),
+            Err(RankError::OtherRank { rank: 2 })
+        ));
+    }
+
+    #[test]
+    fn another_call_is_a_mismatch_before_anything_else() {
+        let mine = header(true, true);
+        for other in [
+            Header {
+                call: Call(0b001),
+                ..mine
+            },
+            Header {
+                element_size: 16,
+                ..mine
+            },
+            Header {
+                operator: 1,
+                ..mine
+            },
+        ] {
+            // An invalid rank after it: the mismatch is reported first.
+            let gathered = records(&[(mine, 1), (other, 2), (header(false, false), 0)]);
+            assert!(matches!(
+                decode::<u64>(&gathered, &mine),
+                Err(RankError::Mismatch { rank: 1 })
+            ));
+        }
+    }
+
+    #[test]
+    fn the_call_says_kind_direction_init_and_form() {
+        let inclusive = ScanSpec::<u32>::inclusive();
+        let reverse = ScanSpec::<u32>::exclusive_with_init(5).reverse();
+        assert_eq!(Call::of(&inclusive, false), Call(0b0001));
+        assert_eq!(Call::of(&inclusive, true), Call(0b1001));
+        assert_eq!(Call::of(&reverse, false), Call(0b0110));
+    }
+}

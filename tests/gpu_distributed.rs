@@ -1,0 +1,384 @@
+//! `GpuScanner::reduce` and scans across GPUs over NCCL
+//! (`gpu_scan::distributed::GpuRank`), against the CPU backend.
+//!
+//! The reduction: sums, `u32` affine maps and "keep the right one" (exact,
+//! non-commutative) and `f32` affine maps, over lengths 0, 1, 31, 32, 33,
+//! a deterministic tile ± 1, many tiles ± 1 and a long one, compared bit
+//! for bit with the CPU's fold (the exact operators) and with the carry-out
+//! of a deterministic scan of the same input (every operator: the same
+//! chain); a slot of another length is refused and left as it was.
+//!
+//! The distributed scans: every group of the machine's GPUs (1, 2, … of
+//! them), one thread a rank, in both of NCCL's ways of making a group
+//! (`GpuRank::for_devices`, and `GpuRank::new` with one `NcclId` as
+//! separate processes do), over uneven shards with empty ones,
+//! inclusive, exclusive and from an initial value, forward and reverse,
+//! the whole scan and the deferred form, against the CPU's scan of the
+//! concatenated shards (outputs poisoned first); a rank with wrong lengths
+//! fails every rank and no rank writes; ranks that disagree on the spec
+//! fail alike. Fresh random inputs (seed printed; GPU_SUITE_SEED replays).
+//! Without a GPU it prints one line and passes; without NCCL the reduction
+//! runs and the distributed part says it was skipped (NCCL_REQUIRED=1 makes
+//! that a failure, as the device runs set it).
+#![cfg(feature = "gpu")]
+
+mod common;
+use common::gpu::*;
+use common::ops::*;
+use gpu_scan::cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use gpu_scan::distributed::{nccl_library, GpuRank, NcclId, RankError, RankPrefix};
+use gpu_scan::prelude::*;
+use std::sync::Arc;
+
+/// The deterministic tile of `Op`.
+fn tile<Op: ScanOp>() -> usize {
+    gpu_scan::scan_runtime::layout::<Op>().deterministic_tile_items()
+}
+
+fn reduce_lengths<Op: ScanOp>() -> Vec<usize> {
+    let t = tile::<Op>();
+    vec![
+        0,
+        1,
+        31,
+        32,
+        33,
+        t - 1,
+        t,
+        t + 1,
+        37 * t - 1,
+        37 * t + 1,
+        (1 << 21) + 7,
+    ]
+}
+
+/// The CPU's fold of `input` (the identity for none).
+fn fold<Op: ScanOp>(input: &[Op::Element]) -> Op::Element {
+    input.iter().copied().fold(Op::IDENTITY, Op::combine)
+}
+
+fn check_reduce<Op: Case>(ctx: &Arc<CudaContext>, exact: bool, seed: u64) -> Vec<String> {
+    let stream = ctx.new_stream().unwrap();
+    let mut scanner = GpuScanner::<Op>::new(ctx).unwrap();
+    let mut deterministic = GpuScanner::<Op>::new(ctx).unwrap();
+    deterministic.set_tuning(deterministic.tuning().with_deterministic(true));
+    let mut failures = Vec::new();
+    for n in reduce_lengths::<Op>() {
+        let host = random_input::<Op>(n, seed ^ n as u64);
+        let input = stream.clone_htod(&host).unwrap();
+        let mut total: CudaSlice<Op::Element> = unsafe { stream.alloc(1) }.unwrap();
+        poison(&stream, &mut total);
+        scanner.reduce(&stream, &input, &mut total).unwrap();
+        let got = stream.clone_dtoh(&total).unwrap()[0];
+        let want = fold::<Op>(&host);
+        if (exact && got != want) || (!exact && !Op::close(&got, &want)) {
+            failures.push(format!(
+                "{} reduce n={n}: gpu {got:?} cpu {want:?}",
+                Op::NAME
+            ));
+        }
+        // A deterministic scan's carry-out: the same chain, the same bits.
+        let mut out = stream.alloc_zeros::<Op::Element>(n).unwrap();
+        let mut carry = stream.alloc_zeros::<Op::Element>(1).unwrap();
+        let spec = ScanSpec::inclusive().carry_out(&mut carry);
+        deterministic.scan(&stream, spec, &input, &mut out).unwrap();
+        let chained = stream.clone_dtoh(&carry).unwrap()[0];
+        if !same_bits(&got, &chained) {
+            failures.push(format!(
+                "{} reduce n={n}: {got:?}, the deterministic scan's carry-out {chained:?}",
+                Op::NAME
+            ));
+        }
+    }
+    // A slot of two elements: refused, both untouched.
+    let input = stream.clone_htod(&random_input::<Op>(100, seed)).unwrap();
+    let mut two: CudaSlice<Op::Element> = unsafe { stream.alloc(2) }.unwrap();
+    poison(&stream, &mut two);
+    let got = scanner.reduce(&stream, &input, &mut two);
+    if !matches!(got, Err(ScanError::CarryOutLength { len: 2 })) || !still_poisoned(&stream, &two) {
+        failures.push(format!("{}: a two-element slot gave {got:?}", Op::NAME));
+    }
+    failures
+}
+
+/// Whether two elements have the same bytes.
+fn same_bits<T: Copy>(a: &T, b: &T) -> bool {
+    // SAFETY: both are device elements downloaded whole (plain data with
+    // every byte written by the same kernel code or the same copy).
+    let bytes = |x: &T| unsafe {
+        std::slice::from_raw_parts((x as *const T).cast::<u8>(), std::mem::size_of::<T>()).to_vec()
+    };
+    bytes(a) == bytes(b)
+}
+
+#[test]
+fn reduce_folds_in_order_with_the_deterministic_chain() {
+    let Some(ctx) = open_gpu("gpu_distributed") else {
+        return;
+    };
+    let _gpu = gpu_shared();
+    let seed = suite_seed();
+    println!("gpu_distributed: reduce, seed {seed}");
+    let mut failures = Vec::new();
+    failures.extend(check_reduce::<SumU32>(&ctx, true, seed));
+    failures.extend(check_reduce::<AffineU32>(&ctx, true, seed));
+    failures.extend(check_reduce::<Latest>(&ctx, true, seed));
+    failures.extend(check_reduce::<Affine>(&ctx, false, seed));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every device of the machine, or `None` where NCCL is missing (a
+/// failure with NCCL_REQUIRED=1).
+fn devices_with_nccl(ctx: &Arc<CudaContext>) -> Option<Vec<Arc<CudaContext>>> {
+    match nccl_library() {
+        Ok((library, version)) => println!("gpu_distributed: NCCL {version} ({library})"),
+        Err(e) => {
+            assert!(
+                std::env::var_os("NCCL_REQUIRED").is_none_or(|v| v != "1"),
+                "NCCL_REQUIRED=1 but {e}"
+            );
+            println!("gpu_distributed: distributed scans skipped: {e}");
+            return None;
+        }
+    }
+    let count = CudaContext::device_count().unwrap() as usize;
+    let mut ctxs = vec![ctx.clone()];
+    ctxs.extend((1..count).map(|i| CudaContext::new(i).unwrap()));
+    Some(ctxs)
+}
+
+/// Shard lengths for `ranks` ranks: uneven, with empty shards and shards
+/// across tile boundaries.
+fn shards<Op: ScanOp>(ranks: usize, pattern: usize) -> Vec<usize> {
+    let t = tile::<Op>();
+    let menu = [0, 1, 33, t + 1, 0, 5 * t - 1, 100_003, 2];
+    (0..ranks)
+        .map(|r| menu[(r * 3 + pattern) % menu.len()])
+        .collect()
+}
+
+/// The specs every group runs.
+fn specs<E: Copy>(init: E) -> Vec<(&'static str, ScanSpec<E>)> {
+    let forward = [
+        ("inclusive", ScanSpec::inclusive()),
+        ("exclusive", ScanSpec::exclusive()),
+        ("exclusive from init", ScanSpec::exclusive_with_init(init)),
+        (
+            "inclusive from init",
+            ScanSpec::from(ScanKind::InclusiveWithInit(init)),
+        ),
+    ];
+    let mut all = Vec::new();
+    for (name, spec) in forward {
+        all.push((name, spec));
+        all.push((leak(format!("{name}, reverse")), spec.reverse()));
+    }
+    all
+}
+
+/// One rank's outcome: its output, its prefix.
+type Outcome<E> = Result<(Vec<E>, RankPrefix<E>), RankError>;
+
+/// Runs `call` on every rank of `group`, a thread each, with its shard.
+fn on_every_rank<Op: Case, R: Send>(
+    group: &mut [GpuRank],
+    inputs: &[Vec<Op::Element>],
+    call: impl Fn(&mut GpuRank, &mut GpuScanner<Op>, &Arc<CudaStream>, &Vec<Op::Element>) -> R + Sync,
+) -> Vec<R> {
+    std::thread::scope(|s| {
+        let jobs: Vec<_> = group
+            .iter_mut()
+            .zip(inputs)
+            .map(|(rank, input)| {
+                let call = &call;
+                s.spawn(move || {
+                    let ctx = rank.context().clone();
+                    let stream = ctx.new_stream().unwrap();
+                    // A second stream alive in the context (cudarc's
+                    // multi-stream event tracking), as users have.
+                    let _other = ctx.new_stream().unwrap();
+                    let mut scanner = GpuScanner::<Op>::new(&ctx).unwrap();
+                    call(rank, &mut scanner, &stream, input)
+                })
+            })
+            .collect();
+        jobs.into_iter().map(|j| j.join().unwrap()).collect()
+    })
+}
+
+fn check_group<Op: Case>(group: &mut [GpuRank], init: Op::Element, seed: u64) -> Vec<String> {
+    let ranks = group.len();
+    let mut failures = Vec::new();
+    for pattern in 0..3 {
+        let lengths = shards::<Op>(ranks, pattern);
+        let inputs: Vec<Vec<Op::Element>> = lengths
+            .iter()
+            .enumerate()
+            .map(|(r, &n)| random_input::<Op>(n, seed ^ (r as u64 * 7919 + pattern as u64)))
+            .collect();
+        let whole: Vec<Op::Element> = inputs.concat();
+        for (name, spec) in specs(init) {
+            for deferred in [false, true] {
+                let outcomes: Vec<Outcome<Op::Element>> =
+                    on_every_rank::<Op, _>(group, &inputs, |rank, scanner, stream, input| {
+                        let d = stream.clone_htod(input)?;
+                        let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(input.len()) }?;
+                        poison(stream, &mut out);
+                        let prefix = match deferred {
+                            false => rank.scan(scanner, stream, spec, &d, &mut out)?,
+                            true => rank.scan_deferred(scanner, stream, spec, &d, &mut out)?,
+                        };
+                        Ok((stream.clone_dtoh(&out)?, prefix))
+                    });
+                let mut want = vec![Op::IDENTITY; whole.len()];
+                let mut carry = Op::IDENTITY;
+                cpu::scan::<Op>(spec.carry_out(&mut carry), &whole, &mut want).unwrap();
+                let what = format!(
+                    "{} {ranks} ranks {lengths:?} {name}{}",
+                    Op::NAME,
+                    if deferred { " deferred" } else { "" }
+                );
+                let mut start = 0;
+                for (r, outcome) in outcomes.into_iter().enumerate() {
+                    let n = lengths[r];
+                    let want = &want[start..start + n];
+                    start += n;
+                    let (mut got, prefix) = match outcome {
+                        Ok(o) => o,
+                        Err(e) => {
+                            failures.push(format!("{what}: rank {r}: {e}"));
+                            continue;
+                        }
+                    };
+                    if deferred {
+                        prefix.apply::<Op>(&mut got);
+                    }
+                    compare::<Op>(&format!("{what}: rank {r}"), n, &got, want, &mut failures);
+                    if !Op::close(&prefix.total, &carry) {
+                        failures.push(format!(
+                            "{what}: rank {r}: total {:?}, cpu {carry:?}",
+                            prefix.total
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    failures.extend(check_refusals::<Op>(group, seed));
+    failures
+}
+
+/// A rank with an output of another length fails every rank, and no rank
+/// writes; ranks that disagree on the spec all fail with `Mismatch`.
+fn check_refusals<Op: Case>(group: &mut [GpuRank], seed: u64) -> Vec<String> {
+    let ranks = group.len();
+    let mut failures = Vec::new();
+    let inputs: Vec<Vec<Op::Element>> = (0..ranks)
+        .map(|r| random_input::<Op>(1000 + r, seed))
+        .collect();
+    let bad = ranks - 1;
+    let outcomes = on_every_rank::<Op, _>(group, &inputs, |rank, scanner, stream, input| {
+        let d = stream.clone_htod(input).unwrap();
+        let len = input.len() + usize::from(rank.rank() == bad);
+        let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(len) }.unwrap();
+        poison(stream, &mut out);
+        let got = rank.scan(scanner, stream, ScanSpec::inclusive(), &d, &mut out);
+        (got.map(|_| ()), still_poisoned(stream, &out))
+    });
+    for (r, (got, untouched)) in outcomes.into_iter().enumerate() {
+        let refused = match r == bad {
+            true => matches!(got, Err(RankError::Scan(ScanError::LengthMismatch { .. }))),
+            false => matches!(got, Err(RankError::OtherRank { rank }) if rank == bad),
+        };
+        if !refused || !untouched {
+            failures.push(format!("{} lengths wrong on rank {bad}: rank {r} gave {got:?}, output untouched: {untouched}", Op::NAME));
+        }
+    }
+    if ranks > 1 {
+        let outcomes = on_every_rank::<Op, _>(group, &inputs, |rank, scanner, stream, input| {
+            let d = stream.clone_htod(input).unwrap();
+            let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(input.len()) }.unwrap();
+            poison(stream, &mut out);
+            let spec = match rank.rank() {
+                0 => ScanSpec::exclusive(),
+                _ => ScanSpec::inclusive(),
+            };
+            let got = rank.scan(scanner, stream, spec, &d, &mut out);
+            (got.map(|_| ()), still_poisoned(stream, &out))
+        });
+        for (r, (got, untouched)) in outcomes.into_iter().enumerate() {
+            let want = if r == 0 { 1 } else { 0 };
+            if !matches!(got, Err(RankError::Mismatch { rank }) if rank == want) || !untouched {
+                failures.push(format!(
+                    "{} specs differ: rank {r} gave {got:?}, output untouched: {untouched}",
+                    Op::NAME
+                ));
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn scans_across_every_group_of_gpus() {
+    let Some(ctx) = open_gpu("gpu_distributed") else {
+        return;
+    };
+    let _gpu = gpu_shared();
+    let Some(devices) = devices_with_nccl(&ctx) else {
+        return;
+    };
+    let seed = suite_seed();
+    println!("gpu_distributed: {} GPUs, seed {seed}", devices.len());
+    let mut failures = Vec::new();
+    for ranks in 1..=devices.len() {
+        let ctxs = &devices[..ranks];
+        // One process driving every GPU of the group.
+        let mut group = GpuRank::for_devices(ctxs).unwrap();
+        failures.extend(check_group::<SumU32>(&mut group, 5, seed));
+        failures.extend(check_group::<AffineU32>(
+            &mut group,
+            AffineU32 { a: 3, b: 7 },
+            seed,
+        ));
+        drop(group);
+        // As processes make one: an id, then each rank joining with it.
+        let id = NcclId::new().unwrap();
+        let id = NcclId::from_bytes(id.to_bytes());
+        let mut group: Vec<GpuRank> = std::thread::scope(|s| {
+            let joins: Vec<_> = ctxs
+                .iter()
+                .enumerate()
+                .map(|(r, c)| s.spawn(move || GpuRank::new(c, r, ranks, &id).unwrap()))
+                .collect();
+            joins.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        failures.extend(check_group::<Latest>(
+            &mut group,
+            Latest {
+                valid: true,
+                value: 9,
+            },
+            seed,
+        ));
+        println!("gpu_distributed: {ranks} ranks checked");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_rank_outside_its_group_is_refused() {
+    let Some(ctx) = open_gpu("gpu_distributed") else {
+        return;
+    };
+    // Refused before NCCL is loaded or asked to make anything.
+    let id = NcclId::from_bytes([0; 128]);
+    assert!(matches!(
+        GpuRank::new(&ctx, 2, 2, &id),
+        Err(RankError::BadRank { rank: 2, ranks: 2 })
+    ));
+    assert!(matches!(
+        GpuRank::for_devices(&[]),
+        Err(RankError::BadRank { .. })
+    ));
+}
