@@ -155,28 +155,25 @@ where
     )
     .unwrap();
     let wrong = check::<Op>(seed, lengths, me, &stream.clone_dtoh(&output).unwrap());
-    let scan = host_ms(|| {
-        rank.scan(
-            &mut scanner,
-            stream,
-            ScanKind::Inclusive,
-            &input,
-            &mut output,
-        )
-        .unwrap();
-        stream.synchronize().unwrap();
-    });
-    let deferred = host_ms(|| {
-        rank.scan_deferred(
-            &mut scanner,
-            stream,
-            ScanKind::Inclusive,
-            &input,
-            &mut output,
-        )
-        .unwrap();
-        stream.synchronize().unwrap();
-    });
+    let mut timed = |deferred: bool| {
+        host_ms(|| {
+            let call = match deferred {
+                false => GpuRank::scan::<Op, _, _>,
+                true => GpuRank::scan_deferred::<Op, _, _>,
+            };
+            call(
+                rank,
+                &mut scanner,
+                stream,
+                ScanSpec::inclusive(),
+                &input,
+                &mut output,
+            )
+            .unwrap();
+            stream.synchronize().unwrap();
+        })
+    };
+    let (scan, deferred) = (timed(false), timed(true));
     let alone_host = host_ms(|| {
         scanner
             .scan(stream, ScanKind::Inclusive, &input, &mut output)

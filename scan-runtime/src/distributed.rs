@@ -296,20 +296,10 @@ impl GpuRank {
         O: DevicePtrMut<Op::Element>,
     {
         let spec = spec.into_spec();
-        let (on, here) = self.exchange_stream(stream);
-        let record = &mut self.exchange.record;
-        let local = here.and_then(|()| {
-            let n = checked_lengths::<Op>(input.len(), output.len())?;
-            if n == 0 {
-                return Ok(false);
-            }
-            with_total_slot(record, |slot| Ok(scanner.reduce(stream, input, slot)?))?;
-            Ok(true)
-        });
-        let totals = self
-            .exchange
-            .run::<Op>(&on, Call::of(&spec, false), local)?;
-        let place = rank_prefix::<Op>(&totals, self.rank, spec.kind.init(), spec.direction);
+        let lengths = checked_lengths::<Op>(input.len(), output.len());
+        let place = self.share::<Op>(stream, &spec, false, lengths, |slot| {
+            Ok(scanner.reduce(stream, input, slot)?)
+        })?;
         scanner.scan(
             stream,
             place.shard_spec(spec.kind.is_inclusive()),
@@ -341,27 +331,45 @@ impl GpuRank {
         O: DevicePtrMut<Op::Element>,
     {
         let spec = spec.into_spec();
+        let lengths = checked_lengths::<Op>(input.len(), output.len());
+        // The shard alone; its carry-out is its total.
+        let kind = match spec.kind.is_inclusive() {
+            true => ScanKind::Inclusive,
+            false => ScanKind::Exclusive,
+        };
+        let alone = ScanSpec::from(kind).with_direction(spec.direction);
+        self.share::<Op>(stream, &spec, true, lengths, |slot| {
+            Ok(scanner.scan(stream, alone.carry_out(slot), input, output)?)
+        })
+    }
+
+    /// Both forms' exchange: where this rank's call is valid (`stream` on
+    /// its device, `lengths` the shard's length) and its shard not empty,
+    /// `total` writes the shard's total into the record; then the records
+    /// are shared and this rank's place among the totals returned.
+    fn share<Op: ScanOp>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        spec: &ScanSpec<Op::Element>,
+        deferred: bool,
+        lengths: Result<usize>,
+        total: impl FnOnce(&mut CudaViewMut<'_, Op::Element>) -> Result<()>,
+    ) -> Result<RankPrefix<Op::Element>>
+    where
+        Op::Element: DeviceRepr,
+    {
         let (on, here) = self.exchange_stream(stream);
         let record = &mut self.exchange.record;
-        let local = here.and_then(|()| {
-            let n = checked_lengths::<Op>(input.len(), output.len())?;
+        let local = here.and(lengths).and_then(|n| {
             if n == 0 {
                 return Ok(false);
             }
-            // The shard alone; its carry-out is its total.
-            let kind = match spec.kind.is_inclusive() {
-                true => ScanKind::Inclusive,
-                false => ScanKind::Exclusive,
-            };
-            with_total_slot(record, |slot| {
-                let alone = ScanSpec::from(kind)
-                    .with_direction(spec.direction)
-                    .carry_out(slot);
-                Ok(scanner.scan(stream, alone, input, output)?)
-            })?;
+            with_total_slot(record, total)?;
             Ok(true)
         });
-        let totals = self.exchange.run::<Op>(&on, Call::of(&spec, true), local)?;
+        let totals = self
+            .exchange
+            .run::<Op>(&on, Call::of(spec, deferred), local)?;
         Ok(rank_prefix::<Op>(
             &totals,
             self.rank,
