@@ -25,6 +25,10 @@ where
     /// and are that scan's carry-out. A reverse scan's total is the same
     /// fold (a reverse scan keeps the operands in memory order).
     ///
+    /// Its scratch (two elements a tile) is the deterministic scan's: a
+    /// scanner whose tuning is deterministic reserves it
+    /// ([`GpuScanner::reserve`]), as a first call does, before a capture.
+    ///
     /// Errors leave `total` untouched: [`ScanError::CarryOutLength`] where
     /// it is not one element, [`ScanError::TooLong`] past the longest scan.
     ///
