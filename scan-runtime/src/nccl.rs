@@ -5,6 +5,7 @@
 //! ships as `libnccl.so.2` (its package, PyTorch's and PyPI's
 //! `nvidia-nccl-cu12` wheel), and a missing library is a typed error here.
 
+use crate::toolkit::with_cause;
 use std::ffi::{c_char, c_int, c_void, CStr, OsString};
 use std::sync::OnceLock;
 
@@ -74,7 +75,7 @@ impl Nccl {
     fn load(name: &OsString) -> Result<Nccl, String> {
         // SAFETY: loading NCCL runs its initialisers, which have no
         // preconditions.
-        let library = unsafe { libloading::Library::new(name) }.map_err(|e| e.to_string())?;
+        let library = unsafe { libloading::Library::new(name) }.map_err(|e| with_cause(&e))?;
         /// One symbol, copied out of the library (which `Nccl` keeps).
         ///
         /// # Safety
@@ -83,7 +84,7 @@ impl Nccl {
             // SAFETY: the caller names the symbol's signature.
             unsafe { library.get::<T>(symbol.as_bytes()) }
                 .map(|s| *s)
-                .map_err(|e| e.to_string())
+                .map_err(|e| with_cause(&e))
         }
         // SAFETY: each type is the function's signature in nccl.h (NCCL 2).
         unsafe {

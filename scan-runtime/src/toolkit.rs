@@ -405,7 +405,7 @@ impl Nvrtc {
 /// A libloading error with the loader's own message (`dlerror`'s:
 /// "cannot open shared object file", "wrong ELF class"), which its
 /// `Display` leaves out.
-fn with_cause(e: &libloading::Error) -> String {
+pub(crate) fn with_cause(e: &libloading::Error) -> String {
     match std::error::Error::source(e) {
         Some(cause) => format!("{e}: {cause}"),
         None => e.to_string(),
