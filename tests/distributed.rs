@@ -7,7 +7,9 @@
 //! over wrapping `u32`, "keep the right one") and `u32` sums; the deferred
 //! form's local scans with their prefixes applied are the same; a rank
 //! with a wrong output length makes every rank fail, typed, and nothing is
-//! written (but the deferred form's own local scans). `DISTRIBUTED_SEED`
+//! written (but the deferred form's own local scans); segmented scans by
+//! flags, offsets into each shard and keys, segments spanning shards,
+//! against the one-rank segmented scan; rows refused. `DISTRIBUTED_SEED`
 //! replays a run.
 
 mod common;
@@ -19,7 +21,7 @@ use gpu_scan::distributed::{
 };
 use gpu_scan::ops::Sum;
 use gpu_scan::prelude::*;
-use gpu_scan::segmented::{self, HeadFlags};
+use gpu_scan::segmented::{self, HeadFlags, SegmentedError, Segments};
 use gpu_scan::LengthMismatch;
 use rand::{Rng, SeedableRng};
 
@@ -184,7 +186,26 @@ fn ranks_scan_as_one() {
     check_op::<Sum<u32>>(&mut rng, 5, 0xdead_beef, |r| r.random());
 }
 
-/// Segments by head flags across ranks: the ranks' outputs and carry-out
+/// A shard's segments, owned: what each rank's thread gets.
+enum ShardSegments {
+    Flags(Vec<u8>),
+    Offsets(Vec<u32>),
+    Keys(Vec<u16>),
+}
+
+impl ShardSegments {
+    fn as_segments(&self) -> Segments<'_> {
+        match self {
+            ShardSegments::Flags(f) => HeadFlags::Bytes(f).into(),
+            ShardSegments::Offsets(o) => Segments::offsets(&o[..]),
+            ShardSegments::Keys(k) => Segments::keys(&k[..]),
+        }
+    }
+}
+
+/// Segments across ranks, by head flags, offsets into each shard (a shard
+/// without an offset of 0 continues the segment before it) and keys (a
+/// segment runs on while the keys are equal): the ranks' outputs and carry-out
 /// are the one-rank segmented scan's, for segments inside a shard, ending
 /// at a shard's edge, spanning several shards (and empty ones), both ways,
 /// every kind (the initial value seeding every segment).
@@ -200,13 +221,38 @@ fn check_segmented<Op: ScanOp<Element: std::fmt::Debug + PartialEq>>(
         // Sparse heads (segments across shards), dense ones, none.
         for density in [0.0, 0.001, 0.05, 0.5] {
             let flags: Vec<u8> = (0..n).map(|_| u8::from(rng.random_bool(density))).collect();
-            for ranks in [1usize, 2, 3, 6] {
+            // The same segments as keys: each element's segment number
+            // (u16, so that keys wrap: neighbours still differ).
+            let mut id = 0u16;
+            let keys: Vec<u16> = flags
+                .iter()
+                .map(|&f| {
+                    id = id.wrapping_add(u16::from(f));
+                    id
+                })
+                .collect();
+            for (ranks, source) in [1usize, 2, 3, 6]
+                .into_iter()
+                .flat_map(|r| ["flags", "offsets", "keys"].map(move |s| (r, s)))
+            {
                 let shards = shards_of(rng, &input, ranks);
-                let mut flag_shards = Vec::new();
+                // Each shard's segments in its own terms.
+                let mut shard_segments = Vec::new();
                 let mut at = 0;
                 for s in &shards {
-                    flag_shards.push(flags[at..at + s.len()].to_vec());
+                    let range = at..at + s.len();
                     at += s.len();
+                    shard_segments.push(match source {
+                        "flags" => ShardSegments::Flags(flags[range].to_vec()),
+                        "offsets" => ShardSegments::Offsets(
+                            range
+                                .clone()
+                                .filter(|&i| flags[i] != 0)
+                                .map(|i| (i - range.start) as u32)
+                                .collect(),
+                        ),
+                        _ => ShardSegments::Keys(keys[range].to_vec()),
+                    });
                 }
                 for spec in all_specs(init) {
                     let (mut want, mut want_carry) = (vec![poison; n], poison);
@@ -221,14 +267,14 @@ fn check_segmented<Op: ScanOp<Element: std::fmt::Debug + PartialEq>>(
                     let results: Vec<(Vec<Op::Element>, Op::Element)> = std::thread::scope(|s| {
                         let jobs: Vec<_> = group
                             .into_iter()
-                            .zip(shards.iter().zip(&flag_shards))
-                            .map(|(rank, (shard, flags))| {
+                            .zip(shards.iter().zip(&shard_segments))
+                            .map(|(rank, (shard, segments))| {
                                 s.spawn(move || {
                                     let (mut out, mut carry) = (vec![poison; shard.len()], poison);
                                     scan_segmented::<Op, _>(
                                         &rank,
                                         spec.carry_out(&mut carry),
-                                        flags,
+                                        segments.as_segments(),
                                         shard,
                                         &mut out,
                                     )
@@ -245,7 +291,7 @@ fn check_segmented<Op: ScanOp<Element: std::fmt::Debug + PartialEq>>(
                     assert_eq!(
                         got,
                         want,
-                        "{} segmented n = {n}, heads {density}, shards {lens:?}, {spec:?}",
+                        "{} segmented by {source}, n = {n}, heads {density}, shards {lens:?}, {spec:?}",
                         Op::NAME
                     );
                     for (_, carry) in &results {
@@ -339,7 +385,7 @@ fn wrong_flags_on_one_rank_fail_every_rank() {
                     let r = scan_segmented::<Sum<u32>, _>(
                         &rank,
                         ScanSpec::inclusive(),
-                        flags,
+                        HeadFlags::Bytes(flags),
                         shard,
                         &mut out,
                     );
@@ -350,9 +396,13 @@ fn wrong_flags_on_one_rank_fail_every_rank() {
         jobs.into_iter().map(|j| j.join().unwrap()).collect()
     });
     assert_eq!(results[0].1, Err(DistributedError::OtherRank { rank: 1 }));
-    assert_eq!(
-        results[1].1,
-        Err(DistributedError::Flags { flags: 9, len: 10 })
+    assert!(
+        matches!(
+            results[1].1,
+            Err(DistributedError::Segments(SegmentedError::Flags(_)))
+        ),
+        "{:?}",
+        results[1].1
     );
     assert!(results
         .iter()
@@ -383,4 +433,30 @@ fn ranks_exchange_again_and_again() {
         jobs.into_iter().map(|j| j.join().unwrap()).collect()
     });
     assert!(sums.windows(2).all(|w| w[0] == w[1]));
+}
+
+/// Rows cannot span ranks (a row's place depends on the shards before
+/// it): every rank says so, and nothing is written.
+#[test]
+fn rows_are_refused_across_ranks() {
+    let shards = vec![vec![1u32; 8], vec![2u32; 8]];
+    let poison = 7u32;
+    let results = on_ranks(
+        &shards,
+        |_, len| len,
+        poison,
+        |rank, shard, out| {
+            scan_segmented::<Sum<u32>, _>(
+                rank,
+                ScanSpec::inclusive(),
+                Segments::rows(4),
+                shard,
+                out,
+            )
+        },
+    );
+    for (out, result) in &results {
+        assert_eq!(result, &Err(DistributedError::RowsAcrossRanks));
+        assert!(out.iter().all(|&x| x == poison));
+    }
 }

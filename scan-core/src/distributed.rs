@@ -44,7 +44,7 @@
 
 use crate::cpu;
 use crate::lengths::LengthMismatch;
-use crate::segmented::{self, HeadFlags};
+use crate::segmented::{self, HeadFlags, SegmentedError, Segments};
 use crate::spec::{HostCarryOut, IntoScanSpec, NoCarryOut, NoSegments, ScanKind, ScanSpec};
 use crate::{Direction, ScanOp};
 use std::any::Any;
@@ -76,15 +76,17 @@ pub enum DistributedError {
     /// on any rank).
     #[error(transparent)]
     Length(#[from] LengthMismatch),
-    /// This rank's head flags are not one per element (nothing was written
-    /// on any rank).
-    #[error("{flags} head flags for a shard of {len} elements: one per element")]
-    Flags {
-        /// The flags.
-        flags: usize,
-        /// The shard's elements.
-        len: usize,
-    },
+    /// This rank's segments do not fit its shard: flags or keys not one
+    /// per element, offsets that are not its row pointers (nothing was
+    /// written on any rank).
+    #[error(transparent)]
+    Segments(#[from] SegmentedError),
+    /// Rows across ranks: a row's place depends on the lengths of the
+    /// shards before it, which no rank knows before the exchange; give
+    /// each shard's row starts as offsets (nothing was written on any
+    /// rank).
+    #[error("segments by rows cannot span ranks: give each shard's row starts as offsets")]
+    RowsAcrossRanks,
     /// Another rank's call was wrong (nothing was written on any rank).
     #[error("rank {rank} of the group could not scan its shard; no rank wrote anything")]
     OtherRank {
@@ -272,10 +274,69 @@ pub fn scan_deferred<Op: ScanOp, C: Collective>(
 #[derive(Clone, Copy)]
 struct SegmentedContribution<E> {
     valid: bool,
-    /// The flag of the shard's first element (0 for an empty shard).
-    first_flag: bool,
+    /// How the shard's first and last elements meet its neighbours'.
+    edges: Edges,
     /// The shard's pair with its boundary element a head, and without.
     pairs: Option<[(bool, E); 2]>,
+}
+
+/// What decides whether a segment runs on from one nonempty shard into the
+/// next in memory: the first element's own mark (a flag, an offset of 0),
+/// or, by keys, the keys at both ends (their bits, zero-extended).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Edges {
+    Marked { first_is_head: bool },
+    Keyed { first: u64, last: u64 },
+}
+
+impl Edges {
+    /// This nonempty shard's edges in `segments`.
+    fn of(segments: &Segments<'_>) -> Edges {
+        match segments {
+            Segments::Keys(keys) => {
+                let (bytes, w) = (keys.as_bytes(), keys.width());
+                let bits = |at: usize| {
+                    let mut word = [0u8; 8];
+                    word[..w].copy_from_slice(&bytes[at..at + w]);
+                    u64::from_le_bytes(word)
+                };
+                Edges::Keyed {
+                    first: bits(0),
+                    last: bits(bytes.len() - w),
+                }
+            }
+            Segments::Flags(flags) => Edges::Marked {
+                first_is_head: first_flag(flags),
+            },
+            Segments::Offsets(offsets) => Edges::Marked {
+                first_is_head: offsets.contains(0),
+            },
+            // Refused before.
+            _ => Edges::Marked {
+                first_is_head: true,
+            },
+        }
+    }
+
+    /// Whether the segment open at the end of the shard `self` runs on
+    /// into the next nonempty shard in memory, `next`.
+    fn runs_into(&self, next: &Edges) -> bool {
+        match (self, next) {
+            (Edges::Keyed { last, .. }, Edges::Keyed { first, .. }) => last == first,
+            (_, Edges::Marked { first_is_head }) => !first_is_head,
+            // Ranks that disagree on the kind of segments: a boundary.
+            _ => false,
+        }
+    }
+}
+
+/// Whether the first element's own flag is set (`HeadFlags::is_head` says
+/// true of element 0 whatever its flag).
+fn first_flag(flags: &HeadFlags<'_>) -> bool {
+    match flags {
+        HeadFlags::Bytes(bytes) => bytes[0] != 0,
+        HeadFlags::Bits { words, .. } => words[0] & 1 != 0,
+    }
 }
 
 /// `(f1, v1) ⊕ (f2, v2)`, in scan order.
@@ -328,54 +389,61 @@ fn shard_pairs<Op: ScanOp>(
     }
 }
 
-/// This rank's share of a segmented scan of the whole sequence, segments
-/// marked by head flags (`flags`, one byte per element of this rank's
-/// shard, non-zero marking the first element of a segment; the sequence's
-/// first element starts one whatever its flag): a segment may span any
-/// number of ranks. `spec` is every rank's, its initial value seeding every
-/// segment as in [`segmented::par_scan`]; a carry-out gets the last
-/// segment's partial in scan order on every rank. On an error (lengths
-/// here or on another rank, the exchange) nothing is written on any rank.
-pub fn scan_segmented<Op: ScanOp, C: Collective>(
+/// This rank's share of a segmented scan of the whole sequence, its
+/// shard's segments given by `segments` in the shard's own terms: head
+/// flags (one per element, non-zero marking the first element of a
+/// segment), offsets into the shard (its row pointers: a shard whose
+/// offsets do not hold 0 continues the segment open before it), or keys
+/// (one per element; a segment runs on across ranks while the keys are
+/// equal). The sequence's first element starts a segment whatever its
+/// mark; a segment may span any number of ranks. Rows cannot span ranks
+/// ([`DistributedError::RowsAcrossRanks`]). `spec` is every rank's, its
+/// initial value seeding every segment as in [`segmented::par_scan`]; a
+/// carry-out gets the last segment's partial in scan order on every rank.
+/// On an error (lengths or segments here or on another rank, the exchange)
+/// nothing is written on any rank.
+pub fn scan_segmented<'a, Op: ScanOp, C: Collective>(
     comm: &C,
     spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
-    flags: &[u8],
+    segments: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), DistributedError> {
     let spec = spec.into_spec();
+    let segments = segments.into();
     let (inclusive, seed, _) = cpu::plan(&spec);
     let direction = spec.direction;
     let n = input.len();
     let valid = LengthMismatch::check(n, output.len())
         .map_err(DistributedError::from)
-        .and_then(|()| {
-            (flags.len() == n)
-                .then_some(())
-                .ok_or(DistributedError::Flags {
-                    flags: flags.len(),
-                    len: n,
-                })
+        .and_then(|()| match segments {
+            Segments::Rows { .. } => Err(DistributedError::RowsAcrossRanks),
+            _ => Ok(segments.check_len(n)?),
         });
     // Element i starts a segment in scan order (the boundary aside): its
-    // flag forward; going backwards, the next element's.
+    // own mark forward; going backwards, the next element's.
     let head = |i: usize| match direction {
-        Direction::Forward => flags[i] != 0,
-        Direction::Reverse => flags[i + 1] != 0,
+        Direction::Forward => segments.is_head(i),
+        Direction::Reverse => segments.is_head(i + 1),
     };
-    let ok = valid.is_ok();
+    let ok = valid.is_ok() && n > 0;
     let all = comm.all_gather(SegmentedContribution {
-        valid: ok,
-        first_flag: ok && n > 0 && flags[0] != 0,
-        pairs: (ok && n > 0).then(|| shard_pairs::<Op>(input, seed, direction, head)),
+        valid: valid.is_ok(),
+        edges: match ok {
+            true => Edges::of(&segments),
+            false => Edges::Marked {
+                first_is_head: false,
+            },
+        },
+        pairs: ok.then(|| shard_pairs::<Op>(input, seed, direction, head)),
     })?;
     valid?;
     if let Some(rank) = all.iter().position(|c| !c.valid) {
         return Err(DistributedError::OtherRank { rank });
     }
-    // Each nonempty shard's boundary: a head where the sequence starts
-    // there (scan order), or (backwards) where the next nonempty shard's
-    // first element has a head.
+    // Each nonempty shard's boundary (its first element in scan order) is
+    // a head where the sequence starts there, or where no segment runs on
+    // across it from the shard before it in scan order.
     let order: Vec<usize> = match direction {
         Direction::Forward => (0..all.len()).collect(),
         Direction::Reverse => (0..all.len()).rev().collect(),
@@ -386,11 +454,14 @@ pub fn scan_segmented<Op: ScanOp, C: Collective>(
         .filter(|&r| all[r].pairs.is_some())
         .collect();
     let boundary_head = |k: usize| -> bool {
-        let r = nonempty[k];
+        let (this, before) = match k {
+            0 => return true,
+            _ => (&all[nonempty[k]].edges, &all[nonempty[k - 1]].edges),
+        };
         match direction {
-            Direction::Forward => k == 0 || all[r].first_flag,
-            // The next shard in memory is the one before in scan order.
-            Direction::Reverse => k == 0 || all[nonempty[k - 1]].first_flag,
+            Direction::Forward => !before.runs_into(this),
+            // The shard before in scan order is the next one in memory.
+            Direction::Reverse => !this.runs_into(before),
         }
     };
     let resolved = |k: usize| {
@@ -432,8 +503,11 @@ pub fn scan_segmented<Op: ScanOp, C: Collective>(
         };
         let local = ScanSpec::from(seeded(inclusive, carry_in)).with_direction(direction);
         cpu::par_scan::<Op>(local, &input[continued.clone()], &mut output[continued])?;
+        // The own part's heads in memory order (its first element starts a
+        // segment whatever its mark).
+        let own_flags: Vec<u8> = own.clone().map(|i| u8::from(segments.is_head(i))).collect();
         let own_spec = ScanSpec::from(spec.kind).with_direction(direction);
-        let own_flags = HeadFlags::Bytes(&flags[own.clone()]);
+        let own_flags = HeadFlags::Bytes(&own_flags);
         segmented::par_scan::<Op>(own_spec, own_flags, &input[own.clone()], &mut output[own])
             .expect("lengths checked");
     }

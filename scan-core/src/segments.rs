@@ -233,7 +233,7 @@ impl<'a> From<&'a [u64]> for SegmentOffsets<'a> {
 
 impl SegmentOffsets<'_> {
     /// Whether some offset equals `i` (a binary search).
-    fn contains(&self, i: usize) -> bool {
+    pub(crate) fn contains(&self, i: usize) -> bool {
         fn find<O: SegmentOffset>(offsets: &[O], i: u64) -> bool {
             let r = offsets.partition_point(|o| o.to_u64() < i);
             r < offsets.len() && offsets[r].to_u64() == i
