@@ -10,7 +10,8 @@
 //! ```
 //!
 //! prints, for 1, 2, … ranks and two operators (a `u32` sum and an 8-byte
-//! non-commutative `u32` affine map), the whole scan's time and the
+//! non-commutative `u32` affine map; strong scaling the sum only), the
+//! whole scan's time and the
 //! deferred form's beside one GPU's scan of one shard, and a copy of it.
 //!
 //! One process a GPU (on one host or several: `scripts/distributed-launch`
@@ -227,7 +228,12 @@ fn threads(strong: bool, log2: u32) {
                 .collect(),
             false => vec![total; ranks],
         };
-        for op in ["sum u32", "affine"] {
+        // Strong scaling (the whole on one GPU too) with words only.
+        let ops: &[&str] = match strong {
+            true => &["sum u32"],
+            false => &["sum u32", "affine"],
+        };
+        for &op in ops {
             let mut group = GpuRank::for_devices(&ctxs[..ranks]).unwrap();
             let times: Vec<RankTimes> = std::thread::scope(|s| {
                 let jobs: Vec<_> = group
