@@ -399,7 +399,7 @@ fn wrong_flags_on_one_rank_fail_every_rank() {
     assert!(
         matches!(
             results[1].1,
-            Err(DistributedError::Segments(SegmentedError::Flags(_)))
+            Err(DistributedError::Segmented(SegmentedError::Flags(_)))
         ),
         "{:?}",
         results[1].1

@@ -80,7 +80,7 @@ pub enum DistributedError {
     /// per element, offsets that are not its row pointers (nothing was
     /// written on any rank).
     #[error(transparent)]
-    Segments(#[from] SegmentedError),
+    Segmented(#[from] SegmentedError),
     /// Rows across ranks: a row's place depends on the lengths of the
     /// shards before it, which no rank knows before the exchange; give
     /// each shard's row starts as offsets (nothing was written on any
