@@ -53,15 +53,16 @@ pub enum RankError {
     /// NCCL is missing or one of its calls failed.
     #[error(transparent)]
     Nccl(#[from] NcclError),
-    /// Another rank's call was wrong; no rank wrote anything.
-    #[error("rank {rank} of the group could not scan its shard; no rank wrote anything")]
+    /// Another rank's call was wrong: no rank's whole scan wrote anything
+    /// (the deferred form's local scans had written theirs).
+    #[error("rank {rank} of the group could not scan its shard")]
     OtherRank {
         /// The first such rank.
         rank: usize,
     },
     /// Another rank scans with another operator, element size or spec
-    /// (kind, direction, initial value or not, deferred or not); no rank
-    /// wrote anything.
+    /// (kind, direction, initial value or not, deferred or not): written
+    /// as for [`RankError::OtherRank`].
     #[error("rank {rank} of the group called with another operator or spec than this rank: every rank makes the same call")]
     Mismatch {
         /// The first such rank.
