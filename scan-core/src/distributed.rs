@@ -231,6 +231,13 @@ pub fn scan<Op: ScanOp, C: Collective>(
     Ok(())
 }
 
+/// The spec the deferred form scans a shard alone with: `spec`'s kind
+/// without its initial value, in its direction (the GPU backend's
+/// deferred form takes it too).
+pub fn shard_alone<E: Copy, C, S>(spec: &ScanSpec<E, C, S>) -> ScanSpec<E> {
+    ScanSpec::from(seeded(spec.kind.is_inclusive(), None)).with_direction(spec.direction)
+}
+
 /// The deferred form: this rank's shard scanned alone (`spec`'s kind
 /// without its initial value), and where it lies in the whole, for a
 /// producer that applies the prefix itself (or [`RankPrefix::apply`]).
@@ -247,16 +254,13 @@ pub fn scan_deferred<Op: ScanOp, C: Collective>(
     output: &mut [Op::Element],
 ) -> Result<RankPrefix<Op::Element>, DistributedError> {
     let spec = spec.into_spec();
-    let (inclusive, init, _) = cpu::plan(&spec);
-    let direction = spec.direction;
+    let (init, direction) = (spec.kind.init(), spec.direction);
     let valid = LengthMismatch::check(input.len(), output.len());
     let mut total = None;
     if valid.is_ok() {
         // The shard alone; its carry-out is its total.
         let mut carry = Op::IDENTITY;
-        let local = ScanSpec::from(seeded(inclusive, None))
-            .with_direction(direction)
-            .carry_out(&mut carry);
+        let local = shard_alone(&spec).carry_out(&mut carry);
         cpu::par_scan::<Op>(local, input, output)?;
         total = (!input.is_empty()).then_some(carry);
     }

@@ -30,9 +30,9 @@ use cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
     DriverError, ValidAsZeroBits,
 };
-use scan_core::distributed::{rank_prefix, RankPrefix};
+use scan_core::distributed::{rank_prefix, shard_alone, RankPrefix};
 use scan_core::spec::{IntoScanSpec, NoCarryOut, NoSegments};
-use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
+use scan_core::{Direction, ScanOp, ScanSpec};
 use std::ffi::{c_int, c_void};
 use std::hash::Hasher;
 use std::sync::Arc;
@@ -334,11 +334,7 @@ impl GpuRank {
         let spec = spec.into_spec();
         let lengths = checked_lengths::<Op>(input.len(), output.len());
         // The shard alone; its carry-out is its total.
-        let kind = match spec.kind.is_inclusive() {
-            true => ScanKind::Inclusive,
-            false => ScanKind::Exclusive,
-        };
-        let alone = ScanSpec::from(kind).with_direction(spec.direction);
+        let alone = shard_alone(&spec);
         self.share::<Op>(stream, &spec, true, lengths, |slot| {
             Ok(scanner.scan(stream, alone.carry_out(slot), input, output)?)
         })
