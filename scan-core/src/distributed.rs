@@ -268,34 +268,65 @@ pub fn scan_deferred<Op: ScanOp, C: Collective>(
     Ok(rank_prefix::<Op>(&totals, comm.rank(), init, direction))
 }
 
-/// What a rank's shard of a segmented scan contributes, in scan order: the
-/// partial of the segment open at its end (from the shard's last head in
-/// scan order, seeded there, or the whole shard's fold where it has no
-/// head) and whether a head lies in it, twice: with its boundary element
-/// (the first in scan order) a head and without, since only the exchange
-/// says which (it is where the whole sequence starts, or the next
-/// element's flag says so going backwards). `None` for an empty shard.
-#[derive(Clone, Copy)]
-struct SegmentedContribution<E> {
-    valid: bool,
-    /// How the shard's first and last elements meet its neighbours'.
-    edges: Edges,
-    /// The shard's pair with its boundary element a head, and without.
-    pairs: Option<[(bool, E); 2]>,
+/// A nonempty shard of a segmented scan across ranks, as every rank sees it
+/// after the exchange: what [`segmented_place`] resolves the ranks' places
+/// from. Each backend finds it in its own way (the CPU backend on the host,
+/// a GPU rank with one search kernel and its local scan's carry-out).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SegmentedShard<E> {
+    /// Its number of elements (not 0).
+    pub len: usize,
+    /// How its ends meet its neighbours'.
+    pub edges: ShardEdges,
+    /// The first element after element 0 (in memory) that starts a
+    /// segment: a non-zero flag, an offset, a key unlike the one before.
+    pub first_head: Option<usize>,
+    /// The last such element.
+    pub last_head: Option<usize>,
+    /// The partial of the segment open at the shard's end in scan order,
+    /// with its boundary element (its first in scan order) taken as a
+    /// head: from the shard's last head in scan order, behind the scan's
+    /// initial value where it has one. A local segmented scan's carry-out.
+    pub tail: E,
+    /// The whole shard's fold without the initial value: what the shard
+    /// passes on where no head lies in it and its boundary is no head
+    /// either (only read then).
+    pub fold: E,
+}
+
+impl<E: Copy> SegmentedShard<E> {
+    /// The shard's pair `(a head lies in it, partial)` in scan order, with
+    /// its boundary element a head or not.
+    fn pair(&self, boundary_head: bool) -> (bool, E) {
+        match (self.first_head.is_some(), boundary_head) {
+            (true, _) | (false, true) => (true, self.tail),
+            (false, false) => (false, self.fold),
+        }
+    }
 }
 
 /// What decides whether a segment runs on from one nonempty shard into the
 /// next in memory: the first element's own mark (a flag, an offset of 0),
 /// or, by keys, the keys at both ends (their bits, zero-extended).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Edges {
-    Marked { first_is_head: bool },
-    Keyed { first: u64, last: u64 },
+pub enum ShardEdges {
+    /// Flags or offsets: whether the shard's element 0 is marked as a head.
+    Marked {
+        /// Its flag is set, or an offset is 0.
+        first_is_head: bool,
+    },
+    /// Keys: the first and last keys' bits.
+    Keyed {
+        /// Element 0's key.
+        first: u64,
+        /// The last element's key.
+        last: u64,
+    },
 }
 
-impl Edges {
+impl ShardEdges {
     /// This nonempty shard's edges in `segments`.
-    fn of(segments: &Segments<'_>) -> Edges {
+    fn of(segments: &Segments<'_>) -> ShardEdges {
         match segments {
             Segments::Keys(keys) => {
                 let (bytes, w) = (keys.as_bytes(), keys.width());
@@ -304,19 +335,19 @@ impl Edges {
                     word[..w].copy_from_slice(&bytes[at..at + w]);
                     u64::from_le_bytes(word)
                 };
-                Edges::Keyed {
+                ShardEdges::Keyed {
                     first: bits(0),
                     last: bits(bytes.len() - w),
                 }
             }
-            Segments::Flags(flags) => Edges::Marked {
+            Segments::Flags(flags) => ShardEdges::Marked {
                 first_is_head: first_flag(flags),
             },
-            Segments::Offsets(offsets) => Edges::Marked {
+            Segments::Offsets(offsets) => ShardEdges::Marked {
                 first_is_head: offsets.contains(0),
             },
             // Refused before.
-            _ => Edges::Marked {
+            _ => ShardEdges::Marked {
                 first_is_head: true,
             },
         }
@@ -324,10 +355,10 @@ impl Edges {
 
     /// Whether the segment open at the end of the shard `self` runs on
     /// into the next nonempty shard in memory, `next`.
-    fn runs_into(&self, next: &Edges) -> bool {
+    fn runs_into(&self, next: &ShardEdges) -> bool {
         match (self, next) {
-            (Edges::Keyed { last, .. }, Edges::Keyed { first, .. }) => last == first,
-            (_, Edges::Marked { first_is_head }) => !first_is_head,
+            (ShardEdges::Keyed { last, .. }, ShardEdges::Keyed { first, .. }) => last == first,
+            (_, ShardEdges::Marked { first_is_head }) => !first_is_head,
             // Ranks that disagree on the kind of segments: a boundary.
             _ => false,
         }
@@ -357,40 +388,134 @@ fn pair<Op: ScanOp>(
     (a.0 || b.0, value)
 }
 
-/// A shard's two pairs ([`SegmentedContribution::pairs`]): `heads(i)`
-/// says whether element i starts a segment in scan order, the boundary
-/// element aside.
-fn shard_pairs<Op: ScanOp>(
-    input: &[Op::Element],
+/// Where a rank's shard lies in a segmented scan across ranks
+/// ([`segmented_place`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentedPlace<E> {
+    /// The partial of the segment that runs into the shard from the shards
+    /// before it in scan order (after it in memory, going backwards),
+    /// behind the initial value where the scan has one; `None` where the
+    /// shard is empty or its boundary element starts a segment.
+    pub carry_in: Option<E>,
+    /// The shard's elements that segment runs over (in memory): scanned
+    /// behind `carry_in`, where the rest are the shard's own segments.
+    /// Empty where `carry_in` is `None`.
+    pub continued: std::ops::Range<usize>,
+    /// The whole sequence's carry-out: its last segment's partial in scan
+    /// order (the initial value, or the identity, where every shard is
+    /// empty).
+    pub total: E,
+}
+
+/// Rank `rank`'s place in a segmented scan of `direction` across the ranks
+/// whose shards are `shards` (in rank order, `None` for empty ones), the
+/// scan's initial value `seed` in front of every segment: the one
+/// resolution both backends share. A segment runs from one nonempty shard
+/// into the next (in scan order) unless the next one's boundary element
+/// starts a segment (its own mark, or keys that differ across the two).
+pub fn segmented_place<Op: ScanOp>(
+    shards: &[Option<SegmentedShard<Op::Element>>],
+    rank: usize,
     seed: Option<Op::Element>,
     direction: Direction,
-    heads: impl Fn(usize) -> bool,
-) -> [(bool, Op::Element); 2] {
+) -> SegmentedPlace<Op::Element> {
+    let order: Vec<usize> = match direction {
+        Direction::Forward => (0..shards.len()).collect(),
+        Direction::Reverse => (0..shards.len()).rev().collect(),
+    };
+    let nonempty: Vec<SegmentedShard<Op::Element>> =
+        order.iter().filter_map(|&r| shards[r]).collect();
+    // Each nonempty shard's boundary (its first element in scan order) is
+    // a head where the sequence starts there, or where no segment runs on
+    // across it from the shard before it in scan order.
+    let boundary_head = |k: usize| -> bool {
+        let (this, before) = match k {
+            0 => return true,
+            _ => (&nonempty[k].edges, &nonempty[k - 1].edges),
+        };
+        match direction {
+            Direction::Forward => !before.runs_into(this),
+            // The shard before in scan order is the next one in memory.
+            Direction::Reverse => !this.runs_into(before),
+        }
+    };
+    let resolved = |k: usize| nonempty[k].pair(boundary_head(k));
+    let total = (0..nonempty.len())
+        .map(resolved)
+        .reduce(|a, b| pair::<Op>(direction, a, b))
+        .map_or(seed.unwrap_or(Op::IDENTITY), |(_, v)| v);
+    let mine = shards[rank].and_then(|_| {
+        let before = order[..order.iter().position(|&r| r == rank)?]
+            .iter()
+            .filter(|&&r| shards[r].is_some())
+            .count();
+        Some(before)
+    });
+    let Some(k) = mine.filter(|&k| !boundary_head(k)) else {
+        return SegmentedPlace {
+            carry_in: None,
+            continued: 0..0,
+            total,
+        };
+    };
+    let carry_in = (0..k)
+        .map(resolved)
+        .reduce(|a, b| pair::<Op>(direction, a, b))
+        .map(|(_, v)| v);
+    // The continuation of the segment open at the boundary runs up to the
+    // shard's first head in scan order.
+    let shard = &nonempty[k];
+    let continued = match direction {
+        Direction::Forward => 0..shard.first_head.unwrap_or(shard.len),
+        Direction::Reverse => shard.last_head.unwrap_or(0)..shard.len,
+    };
+    SegmentedPlace {
+        carry_in,
+        continued,
+        total,
+    }
+}
+
+/// The CPU backend's [`SegmentedShard`] of a nonempty shard: `heads(i)`
+/// says whether element i (in memory) starts a segment, element 0 aside.
+fn cpu_shard<Op: ScanOp>(
+    input: &[Op::Element],
+    segments: &Segments<'_>,
+    seed: Option<Op::Element>,
+    direction: Direction,
+) -> SegmentedShard<Op::Element> {
     let n = input.len();
+    let first_head = (1..n).find(|&i| segments.is_head(i));
+    let last_head = (1..n).rev().find(|&i| segments.is_head(i));
     let seeded = |v: Op::Element| match (seed, direction) {
         (None, _) => v,
         (Some(s), Direction::Forward) => Op::combine(s, v),
         (Some(s), Direction::Reverse) => Op::combine(v, s),
     };
-    let fold = |range: std::ops::Range<usize>| {
-        input[range]
-            .iter()
-            .copied()
-            .reduce(Op::combine)
-            .expect("a nonempty range")
+    let fold =
+        |range: std::ops::Range<usize>| reduce::<Op>(&input[range]).expect("a nonempty range");
+    // The open segment at the end in scan order: from the last head
+    // forward, up to (not with) the first head backwards.
+    let open = match direction {
+        Direction::Forward => last_head.unwrap_or(0)..n,
+        Direction::Reverse => 0..first_head.unwrap_or(n),
     };
-    // The last head in scan order, the boundary element (index 0 forward,
-    // n - 1 backwards) aside, and the open segment's partial from it.
-    let interior = match direction {
-        Direction::Forward => (1..n).rev().find(|&i| heads(i)).map(|h| seeded(fold(h..n))),
-        Direction::Reverse => (0..n - 1)
-            .find(|&i| heads(i))
-            .map(|t| seeded(fold(0..t + 1))),
-    };
-    match interior {
-        Some(v) => [(true, v), (true, v)],
-        None => [(true, seeded(fold(0..n))), (false, fold(0..n))],
+    let all = fold(0..n);
+    SegmentedShard {
+        len: n,
+        edges: ShardEdges::of(segments),
+        first_head,
+        last_head,
+        tail: seeded(if open.len() == n { all } else { fold(open) }),
+        fold: all,
     }
+}
+
+/// What a rank contributes to a segmented scan's exchange.
+#[derive(Clone, Copy)]
+struct SegmentedContribution<E> {
+    valid: bool,
+    shard: Option<SegmentedShard<E>>,
 }
 
 /// This rank's share of a segmented scan of the whole sequence, its
@@ -424,88 +549,32 @@ pub fn scan_segmented<'a, Op: ScanOp, C: Collective>(
             Segments::Rows { .. } => Err(DistributedError::RowsAcrossRanks),
             _ => Ok(segments.check_len(n)?),
         });
-    // Element i starts a segment in scan order (the boundary aside): its
-    // own mark forward; going backwards, the next element's.
-    let head = |i: usize| match direction {
-        Direction::Forward => segments.is_head(i),
-        Direction::Reverse => segments.is_head(i + 1),
-    };
     let ok = valid.is_ok() && n > 0;
     let all = comm.all_gather(SegmentedContribution {
         valid: valid.is_ok(),
-        edges: match ok {
-            true => Edges::of(&segments),
-            false => Edges::Marked {
-                first_is_head: false,
-            },
-        },
-        pairs: ok.then(|| shard_pairs::<Op>(input, seed, direction, head)),
+        shard: ok.then(|| cpu_shard::<Op>(input, &segments, seed, direction)),
     })?;
     valid?;
     if let Some(rank) = all.iter().position(|c| !c.valid) {
         return Err(DistributedError::OtherRank { rank });
     }
-    // Each nonempty shard's boundary (its first element in scan order) is
-    // a head where the sequence starts there, or where no segment runs on
-    // across it from the shard before it in scan order.
-    let order: Vec<usize> = match direction {
-        Direction::Forward => (0..all.len()).collect(),
-        Direction::Reverse => (0..all.len()).rev().collect(),
-    };
-    let nonempty: Vec<usize> = order
-        .iter()
-        .copied()
-        .filter(|&r| all[r].pairs.is_some())
-        .collect();
-    let boundary_head = |k: usize| -> bool {
-        let (this, before) = match k {
-            0 => return true,
-            _ => (&all[nonempty[k]].edges, &all[nonempty[k - 1]].edges),
-        };
-        match direction {
-            Direction::Forward => !before.runs_into(this),
-            // The shard before in scan order is the next one in memory.
-            Direction::Reverse => !this.runs_into(before),
-        }
-    };
-    let resolved = |k: usize| {
-        let pairs = all[nonempty[k]].pairs.expect("a nonempty shard");
-        pairs[usize::from(!boundary_head(k))]
-    };
-    let me = comm.rank();
-    let mine = nonempty.iter().position(|&r| r == me);
-    let carry_in = mine.and_then(|k| {
-        (0..k)
-            .map(resolved)
-            .reduce(|a, b| pair::<Op>(direction, a, b))
-            .map(|(_, v)| v)
-    });
-    let last = (0..nonempty.len())
-        .map(resolved)
-        .reduce(|a, b| pair::<Op>(direction, a, b));
-    if let Some(k) = mine {
+    let shards: Vec<_> = all.iter().map(|c| c.shard).collect();
+    let place = segmented_place::<Op>(&shards, comm.rank(), seed, direction);
+    if n > 0 {
         // The continuation of the segment open at the boundary (none where
         // the boundary is a head), then the shard's own segments.
-        let first_head = if boundary_head(k) {
-            0
-        } else {
-            match direction {
-                Direction::Forward => (1..n).find(|&i| head(i)).unwrap_or(n),
-                Direction::Reverse => (0..n - 1).rev().find(|&i| head(i)).map_or(0, |t| t + 1),
+        let continued = place.continued.clone();
+        let own = match direction {
+            Direction::Forward => continued.end..n,
+            Direction::Reverse => {
+                0..if continued.is_empty() {
+                    n
+                } else {
+                    continued.start
+                }
             }
         };
-        let (continued, own) = match direction {
-            Direction::Forward => (0..first_head, first_head..n),
-            Direction::Reverse => (
-                if boundary_head(k) {
-                    n..n
-                } else {
-                    first_head..n
-                },
-                0..if boundary_head(k) { n } else { first_head },
-            ),
-        };
-        let local = ScanSpec::from(seeded(inclusive, carry_in)).with_direction(direction);
+        let local = ScanSpec::from(seeded(inclusive, place.carry_in)).with_direction(direction);
         cpu::par_scan::<Op>(local, &input[continued.clone()], &mut output[continued])?;
         // The own part's heads in memory order (its first element starts a
         // segment whatever its mark).
@@ -515,8 +584,7 @@ pub fn scan_segmented<'a, Op: ScanOp, C: Collective>(
         segmented::par_scan::<Op>(own_spec, own_flags, &input[own.clone()], &mut output[own])
             .expect("lengths checked");
     }
-    spec.carry_out
-        .put(last.map_or(seed.unwrap_or(Op::IDENTITY), |(_, v)| v));
+    spec.carry_out.put(place.total);
     Ok(())
 }
 
