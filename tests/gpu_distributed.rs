@@ -17,6 +17,10 @@
 //! concatenated shards (outputs poisoned first); a rank with wrong lengths
 //! fails every rank and no rank writes; ranks that disagree on the spec
 //! fail alike. Fresh random inputs (seed printed; GPU_SUITE_SEED replays).
+//! The same over ranks sharing one GPU (`GpuRank::on_one_device`, 1 to 5
+//! ranks, no NCCL), and segmented scans across ranks by flags, offsets into
+//! each shard and keys (one segment across every rank, sparse and dense
+//! heads), against the CPU's one-rank segmented scan, with rows refused.
 //! Without a GPU it prints one line and passes; without NCCL the reduction
 //! runs and the distributed part says it was skipped (NCCL_REQUIRED=1 makes
 //! that a failure, as the device runs set it).
@@ -28,6 +32,9 @@ use common::ops::*;
 use gpu_scan::cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use gpu_scan::distributed::{nccl_library, GpuRank, NcclId, RankError, RankPrefix};
 use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::{DeviceOffsets, DeviceSegments};
+use gpu_scan::segmented::{self, HeadFlags};
+use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
 /// The deterministic tile of `Op`.
@@ -83,7 +90,14 @@ fn check_reduce<Op: Case>(ctx: &Arc<CudaContext>, exact: bool, seed: u64) -> Vec
         let spec = ScanSpec::inclusive().carry_out(&mut carry);
         deterministic.scan(&stream, spec, &input, &mut out).unwrap();
         let chained = stream.clone_dtoh(&carry).unwrap()[0];
-        if !same_bits(&got, &chained) {
+        // Exact operators compare as values (an element with padding, as
+        // `Latest`'s bool before its u64, has bytes no kernel defines);
+        // floats bit for bit.
+        let same = match exact {
+            true => got == chained,
+            false => same_bits(&got, &chained),
+        };
+        if !same {
             failures.push(format!(
                 "{} reduce n={n}: {got:?}, the deterministic scan's carry-out {chained:?}",
                 Op::NAME
@@ -101,7 +115,8 @@ fn check_reduce<Op: Case>(ctx: &Arc<CudaContext>, exact: bool, seed: u64) -> Vec
     failures
 }
 
-/// Whether two elements have the same bytes.
+/// Whether two elements have the same bytes (for elements without
+/// padding).
 fn same_bits<T: Copy>(a: &T, b: &T) -> bool {
     // SAFETY: both are device elements downloaded whole (plain data with
     // every byte written by the same kernel code or the same copy).
@@ -180,10 +195,10 @@ fn specs<E: Copy>(init: E) -> Vec<(&'static str, ScanSpec<E>)> {
 type Outcome<E> = Result<(Vec<E>, RankPrefix<E>), RankError>;
 
 /// Runs `call` on every rank of `group`, a thread each, with its shard.
-fn on_every_rank<Op: Case, R: Send>(
+fn on_every_rank<Op: Case, T: Sync, R: Send>(
     group: &mut [GpuRank],
-    inputs: &[Vec<Op::Element>],
-    call: impl Fn(&mut GpuRank, &mut GpuScanner<Op>, &Arc<CudaStream>, &Vec<Op::Element>) -> R + Sync,
+    inputs: &[T],
+    call: impl Fn(&mut GpuRank, &mut GpuScanner<Op>, &Arc<CudaStream>, &T) -> R + Sync,
 ) -> Vec<R> {
     std::thread::scope(|s| {
         let jobs: Vec<_> = group
@@ -220,7 +235,7 @@ fn check_group<Op: Case>(group: &mut [GpuRank], init: Op::Element, seed: u64) ->
         for (name, spec) in specs(init) {
             for deferred in [false, true] {
                 let outcomes: Vec<Outcome<Op::Element>> =
-                    on_every_rank::<Op, _>(group, &inputs, |rank, scanner, stream, input| {
+                    on_every_rank::<Op, _, _>(group, &inputs, |rank, scanner, stream, input| {
                         let d = stream.clone_htod(input)?;
                         let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(input.len()) }?;
                         poison(stream, &mut out);
@@ -277,7 +292,7 @@ fn check_refusals<Op: Case>(group: &mut [GpuRank], seed: u64) -> Vec<String> {
         .map(|r| random_input::<Op>(1000 + r, seed))
         .collect();
     let bad = ranks - 1;
-    let outcomes = on_every_rank::<Op, _>(group, &inputs, |rank, scanner, stream, input| {
+    let outcomes = on_every_rank::<Op, _, _>(group, &inputs, |rank, scanner, stream, input| {
         let d = stream.clone_htod(input).unwrap();
         let len = input.len() + usize::from(rank.rank() == bad);
         let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(len) }.unwrap();
@@ -295,7 +310,7 @@ fn check_refusals<Op: Case>(group: &mut [GpuRank], seed: u64) -> Vec<String> {
         }
     }
     if ranks > 1 {
-        let outcomes = on_every_rank::<Op, _>(group, &inputs, |rank, scanner, stream, input| {
+        let outcomes = on_every_rank::<Op, _, _>(group, &inputs, |rank, scanner, stream, input| {
             let d = stream.clone_htod(input).unwrap();
             let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(input.len()) }.unwrap();
             poison(stream, &mut out);
@@ -341,6 +356,11 @@ fn scans_across_every_group_of_gpus() {
             AffineU32 { a: 3, b: 7 },
             seed,
         ));
+        failures.extend(check_segmented_group::<AffineU32>(
+            &mut group,
+            AffineU32 { a: 3, b: 7 },
+            seed,
+        ));
         drop(group);
         // As processes make one: an id, then each rank joining with it.
         let id = NcclId::new().unwrap();
@@ -364,6 +384,207 @@ fn scans_across_every_group_of_gpus() {
         println!("gpu_distributed: {ranks} ranks checked");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A shard of a segmented scan: its input and its segments in its own
+/// terms, on the host (each rank's thread uploads them).
+struct SegmentedCase<E> {
+    input: Vec<E>,
+    segments: ShardSegments,
+}
+
+enum ShardSegments {
+    Flags(Vec<u8>),
+    /// Offsets into the shard (no 0 where the segment before runs on).
+    Offsets(Vec<u32>),
+    Keys(Vec<u32>),
+}
+
+/// One rank's outcome of a segmented scan: its output, the carry-out.
+type SegmentedOutcome<E> = Result<(Vec<E>, E), RankError>;
+
+/// Segmented scans across the ranks of `group`, by flags, offsets into
+/// each shard and keys, against the CPU's one-rank segmented scan of the
+/// concatenated shards: segments inside shards, ending at a shard's edge,
+/// spanning several shards (one segment across all, heads 0.05% and 20%
+/// of the elements), every kind and both directions, outputs poisoned.
+fn check_segmented_group<Op: Case>(
+    group: &mut [GpuRank],
+    init: Op::Element,
+    seed: u64,
+) -> Vec<String> {
+    let ranks = group.len();
+    let mut failures = Vec::new();
+    let mut rng = Rng64::seed_from_u64(seed ^ 0x5e6e_17ed);
+    for pattern in 0..2 {
+        let lengths = shards::<Op>(ranks, pattern);
+        let n: usize = lengths.iter().sum();
+        let whole = random_input::<Op>(n, seed ^ (pattern as u64 + 101));
+        for density in [0.0, 0.0005, 0.2] {
+            let flags: Vec<u8> = (0..n).map(|_| u8::from(rng.random_bool(density))).collect();
+            // The same segments as keys: each element's segment number.
+            let mut id = 0u32;
+            let keys: Vec<u32> = flags
+                .iter()
+                .map(|&f| {
+                    id += u32::from(f);
+                    id
+                })
+                .collect();
+            for source in ["flags", "offsets", "keys"] {
+                let mut cases = Vec::new();
+                let mut at = 0;
+                for &len in &lengths {
+                    let range = at..at + len;
+                    at += len;
+                    cases.push(SegmentedCase {
+                        input: whole[range.clone()].to_vec(),
+                        segments: match source {
+                            "flags" => ShardSegments::Flags(flags[range].to_vec()),
+                            "offsets" => ShardSegments::Offsets(
+                                range
+                                    .clone()
+                                    .filter(|&i| flags[i] != 0)
+                                    .map(|i| (i - range.start) as u32)
+                                    .chain([len as u32])
+                                    .collect(),
+                            ),
+                            _ => ShardSegments::Keys(keys[range].to_vec()),
+                        },
+                    });
+                }
+                for (name, spec) in specs(init) {
+                    let outcomes: Vec<SegmentedOutcome<Op::Element>> =
+                        on_every_rank::<Op, _, _>(group, &cases, |rank, scanner, stream, case| {
+                            let len = case.input.len();
+                            let d = stream.clone_htod(&case.input)?;
+                            let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(len) }?;
+                            poison(stream, &mut out);
+                            let place = match &case.segments {
+                                ShardSegments::Flags(f) => {
+                                    let f = stream.clone_htod(f)?;
+                                    rank.scan_segmented(scanner, stream, spec, &f, &d, &mut out)?
+                                }
+                                ShardSegments::Offsets(o) => {
+                                    let o = stream.clone_htod(o)?;
+                                    let o = DeviceOffsets::check(stream, o.as_view(), len)?;
+                                    rank.scan_segmented(scanner, stream, spec, &o, &d, &mut out)?
+                                }
+                                ShardSegments::Keys(k) => {
+                                    let k = stream.clone_htod(k)?;
+                                    let k = DeviceSegments::keys(&k);
+                                    rank.scan_segmented(scanner, stream, spec, k, &d, &mut out)?
+                                }
+                            };
+                            Ok((stream.clone_dtoh(&out)?, place.total))
+                        });
+                    let mut want = vec![Op::IDENTITY; n];
+                    let mut carry = Op::IDENTITY;
+                    segmented::par_scan::<Op>(
+                        spec.carry_out(&mut carry),
+                        HeadFlags::Bytes(&flags),
+                        &whole,
+                        &mut want,
+                    )
+                    .unwrap();
+                    let what = format!(
+                        "{} {ranks} ranks {lengths:?} by {source}, heads {density}, {name}",
+                        Op::NAME
+                    );
+                    let mut start = 0;
+                    for (r, outcome) in outcomes.into_iter().enumerate() {
+                        let len = lengths[r];
+                        let want = &want[start..start + len];
+                        start += len;
+                        match outcome {
+                            Ok((got, total)) => {
+                                compare::<Op>(
+                                    &format!("{what}: rank {r}"),
+                                    len,
+                                    &got,
+                                    want,
+                                    &mut failures,
+                                );
+                                if !Op::close(&total, &carry) {
+                                    failures.push(format!(
+                                        "{what}: rank {r}: carry-out {total:?}, cpu {carry:?}"
+                                    ));
+                                }
+                            }
+                            Err(e) => failures.push(format!("{what}: rank {r}: {e}")),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Rows cannot span ranks: refused on every rank, nothing written.
+    let inputs: Vec<Vec<Op::Element>> = (0..ranks)
+        .map(|r| random_input::<Op>(64, seed ^ r as u64))
+        .collect();
+    let outcomes = on_every_rank::<Op, _, _>(group, &inputs, |rank, scanner, stream, input| {
+        let d = stream.clone_htod(input).unwrap();
+        let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(input.len()) }.unwrap();
+        poison(stream, &mut out);
+        let rows = DeviceSegments::rows(16);
+        let got = rank.scan_segmented(scanner, stream, ScanSpec::inclusive(), rows, &d, &mut out);
+        (got.map(|_| ()), still_poisoned(stream, &out))
+    });
+    for (r, (got, untouched)) in outcomes.into_iter().enumerate() {
+        let refused = match r {
+            0 => matches!(got, Err(RankError::RowsAcrossRanks)),
+            _ => matches!(
+                got,
+                Err(RankError::RowsAcrossRanks | RankError::OtherRank { rank: 0 })
+            ),
+        };
+        if !refused || !untouched {
+            failures.push(format!("{} rows across {ranks} ranks: rank {r} gave {got:?}, output untouched: {untouched}", Op::NAME));
+        }
+    }
+    failures
+}
+
+/// Ranks sharing one GPU that exchange through host memory
+/// (`GpuRank::on_one_device`): the algorithm and its kernels over 1 to 5
+/// ranks on a machine of one GPU, without NCCL, plain and segmented.
+#[test]
+fn ranks_on_one_gpu_scan_as_one() {
+    let Some(ctx) = open_gpu("gpu_distributed") else {
+        return;
+    };
+    let _gpu = gpu_shared();
+    let seed = suite_seed();
+    println!("gpu_distributed: ranks on one GPU, seed {seed}");
+    let mut failures = Vec::new();
+    for ranks in [1, 2, 3, 5] {
+        let mut group = GpuRank::on_one_device(&ctx, ranks).unwrap();
+        failures.extend(check_group::<AffineU32>(
+            &mut group,
+            AffineU32 { a: 3, b: 7 },
+            seed,
+        ));
+        failures.extend(check_segmented_group::<AffineU32>(
+            &mut group,
+            AffineU32 { a: 3, b: 7 },
+            seed,
+        ));
+        failures.extend(check_segmented_group::<Latest>(
+            &mut group,
+            Latest {
+                valid: true,
+                value: 9,
+            },
+            seed,
+        ));
+        failures.extend(check_segmented_group::<SumU32>(&mut group, 5, seed));
+        println!("gpu_distributed: {ranks} ranks on one GPU checked");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(matches!(
+        GpuRank::on_one_device(&ctx, 0),
+        Err(RankError::BadRank { .. })
+    ));
 }
 
 #[test]

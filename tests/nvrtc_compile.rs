@@ -307,8 +307,10 @@ fn every_generated_kernel_compiles_without_spills() {
     assert_eq!(full_program, 2 * forward - no_reverse);
     // Per format, two offset widths and four key widths; two offset checks
     // and four offset indexes (two offset widths, two entry widths); the
-    // segment starts from each head source, and the count's store.
-    let flag_builders = FlagFormat::ALL.len() * (2 + 4) + 2 + 4 + HeadsIn::ALL.len() + 1;
+    // segment starts from each head source, and the count's store; a
+    // shard's edges from each head source and each offset width.
+    let flag_builders =
+        FlagFormat::ALL.len() * (2 + 4) + 2 + 4 + HeadsIn::ALL.len() + 1 + HeadsIn::ALL.len() + 2;
     let expected_kernels = segmented_programs * full_program
         + archs.len() * (OPERATORS.len() * Kernel::ALL.len() + flag_builders);
     // Every architecture compiles some operator's segmented program.

@@ -16,7 +16,7 @@
 //! assert_eq!(names, ["offsets", "count", "words", "n"]);
 //! assert_eq!(kernel.params().next().unwrap().ty, ParamType::UnsignedIn(32));
 //! assert!(segment_flags_program().contains("void scan_heads_from_offsets32_bits("));
-//! assert_eq!(FlagsKernel::all().count(), 25);
+//! assert_eq!(FlagsKernel::all().count(), 33);
 //! ```
 
 use crate::abi::{Param, ParamType};
@@ -73,6 +73,19 @@ pub enum FlagsKernel {
     FindStarts(HeadsIn),
     /// `slot`, `value`: stores a count the host knows, in stream order.
     StoreCount,
+    /// `heads`, `n`, `edges`: where a shard of a sequence split across
+    /// ranks has heads besides element 0 (the first and last such element,
+    /// into `edges[0]` by `atomicMin` and `edges[1]` by `atomicMax`), and
+    /// its ends (element 0's own flag, or the first and last keys' bits,
+    /// into `edges[2..4]`). The host sets `edges` to `[u64::MAX, 0, 0, 0]`
+    /// first; `n > 0`.
+    FindEdges(HeadsIn),
+    /// `offsets`, `count`, `n`, `edges`: [`FlagsKernel::FindEdges`] over
+    /// offsets (`edges[2]` is 1 where an offset is 0).
+    OffsetEdges {
+        /// 32 or 64.
+        offset_bits: u32,
+    },
 }
 
 use ParamType::{Count, HeadFlags, UnsignedIn, UnsignedOut};
@@ -112,6 +125,17 @@ const FIND_STARTS: &[Param] = &[
     param("count", UnsignedOut(64)),
 ];
 const STORE_COUNT: &[Param] = &[param("slot", UnsignedOut(64)), param("value", Count)];
+const FIND_EDGES: &[Param] = &[
+    param("heads", HeadFlags),
+    param("n", Count),
+    param("edges", UnsignedOut(64)),
+];
+const OFFSET_EDGES: &[Param] = &[
+    param("offsets", UnsignedIn(0)),
+    param("count", Count),
+    param("n", Count),
+    param("edges", UnsignedOut(64)),
+];
 
 const fn param(name: &'static str, ty: ParamType) -> Param {
     Param { name, ty }
@@ -141,6 +165,8 @@ impl FlagsKernel {
             .chain(keys)
             .chain(HeadsIn::ALL.map(FlagsKernel::FindStarts))
             .chain([FlagsKernel::StoreCount])
+            .chain(HeadsIn::ALL.map(FlagsKernel::FindEdges))
+            .chain([32, 64].map(|offset_bits| FlagsKernel::OffsetEdges { offset_bits }))
     }
 
     /// The exported symbol.
@@ -160,6 +186,8 @@ impl FlagsKernel {
             }
             FlagsKernel::FindStarts(heads) => format!("scan_find_starts_{}", heads.suffix()),
             FlagsKernel::StoreCount => "scan_store_count".to_string(),
+            FlagsKernel::FindEdges(heads) => format!("scan_find_edges_{}", heads.suffix()),
+            FlagsKernel::OffsetEdges { offset_bits } => format!("scan_offset_edges{offset_bits}"),
         }
     }
 
@@ -168,13 +196,16 @@ impl FlagsKernel {
     fn width(self) -> (u32, u32) {
         match self {
             FlagsKernel::HeadsFromOffsets { offset_bits, .. }
-            | FlagsKernel::CheckOffsets { offset_bits } => (offset_bits, 0),
+            | FlagsKernel::CheckOffsets { offset_bits }
+            | FlagsKernel::OffsetEdges { offset_bits } => (offset_bits, 0),
             FlagsKernel::IndexOffsets {
                 offset_bits,
                 entry_bits,
             } => (offset_bits, entry_bits),
             FlagsKernel::HeadsFromKeys { key_bits, .. } => (key_bits, 0),
-            FlagsKernel::FindStarts(_) | FlagsKernel::StoreCount => (0, 0),
+            FlagsKernel::FindStarts(_) | FlagsKernel::StoreCount | FlagsKernel::FindEdges(_) => {
+                (0, 0)
+            }
         }
     }
 
@@ -187,6 +218,8 @@ impl FlagsKernel {
             FlagsKernel::HeadsFromKeys { .. } => KEY_HEADS,
             FlagsKernel::FindStarts(_) => FIND_STARTS,
             FlagsKernel::StoreCount => STORE_COUNT,
+            FlagsKernel::FindEdges(_) => FIND_EDGES,
+            FlagsKernel::OffsetEdges { .. } => OFFSET_EDGES,
         };
         let (width_in, width_out) = self.width();
         let bits = match self {
@@ -218,24 +251,14 @@ impl FlagsKernel {
             FlagsKernel::HeadsFromKeys { format, .. } => {
                 (format!("scan_heads_from_keys_{}", suffix(format)), "", None)
             }
-            FlagsKernel::FindStarts(heads) => {
-                let runs = match heads {
-                    HeadsIn::Flags(FlagFormat::Bytes) => {
-                        "byte_runs{(const unsigned char*)heads}".into()
-                    }
-                    HeadsIn::Flags(FlagFormat::Bits) => "bit_runs{(const unsigned*)heads}".into(),
-                    HeadsIn::Keys { key_bits } => {
-                        let key = ParamType::unsigned_name(key_bits);
-                        format!("key_runs<{key}>{{(const {key}*)heads}}")
-                    }
-                };
-                (
-                    "find_starts".into(),
-                    "__launch_bounds__(SCAN_STARTS_THREADS) ",
-                    Some(runs),
-                )
-            }
+            FlagsKernel::FindStarts(heads) => (
+                "find_starts".into(),
+                "__launch_bounds__(SCAN_STARTS_THREADS) ",
+                Some(heads.runs()),
+            ),
             FlagsKernel::StoreCount => ("scan_store_count_at".into(), "", None),
+            FlagsKernel::FindEdges(heads) => ("find_edges".into(), "", Some(heads.runs())),
+            FlagsKernel::OffsetEdges { .. } => ("scan_offset_edges".into(), "", None),
         }
     }
 
@@ -263,6 +286,21 @@ impl FlagsKernel {
     }
 }
 
+impl HeadsIn {
+    /// The CUDA runs (`byte_runs`, `bit_runs`, `key_runs<K>`) over the
+    /// kernel's `heads` argument.
+    fn runs(self) -> String {
+        match self {
+            HeadsIn::Flags(FlagFormat::Bytes) => "byte_runs{(const unsigned char*)heads}".into(),
+            HeadsIn::Flags(FlagFormat::Bits) => "bit_runs{(const unsigned*)heads}".into(),
+            HeadsIn::Keys { key_bits } => {
+                let key = ParamType::unsigned_name(key_bits);
+                format!("key_runs<{key}>{{(const {key}*)heads}}")
+            }
+        }
+    }
+}
+
 /// The whole program: the templates, then every kernel's wrapper.
 pub fn segment_flags_program() -> String {
     let mut out = String::from(LIBRARY);
@@ -284,7 +322,7 @@ mod tests {
     #[test]
     fn every_kernel_has_its_own_symbol_and_wrapper() {
         let symbols: HashSet<String> = FlagsKernel::all().map(FlagsKernel::symbol).collect();
-        assert_eq!(symbols.len(), 25);
+        assert_eq!(symbols.len(), 33);
         let program = segment_flags_program();
         for kernel in FlagsKernel::all() {
             let declared = format!(" {}(", kernel.symbol());

@@ -15,6 +15,18 @@
 //! alone and returns its [`RankPrefix`], for producers that apply the
 //! prefix themselves: the traffic of a one-GPU scan and the exchange.
 //!
+//! Segmented scans ([`GpuRank::scan_segmented`]) by flags, offsets into
+//! each shard or keys, with segments that span ranks: each rank scans its
+//! shard by its own segments, one search kernel finds where its heads lie
+//! and how its ends meet its neighbours', the exchange shares that with the
+//! partial of the segment open at its end, and each rank rescans only the
+//! elements a segment from before runs over ([`segmented_place`], shared
+//! with the CPU backend).
+//!
+//! [`GpuRank::on_one_device`] makes ranks that share one GPU and exchange
+//! through host memory: the same algorithm and kernels without NCCL or
+//! several GPUs (what the tests run on a machine of one GPU).
+//!
 //! Every rank makes the same calls in the same order, as NCCL requires. A
 //! rank whose call is wrong still joins the exchange, so every rank returns
 //! an error ([`RankError::OtherRank`] on the others) and none waits for
@@ -24,15 +36,21 @@
 //! cannot be captured in a CUDA graph.
 
 use crate::error::ScanError;
+use crate::flag_builder::HeadFlagBuilder;
 use crate::gpu::GpuScanner;
 use crate::nccl::{nccl, Nccl, RawComm, RawId};
+use crate::segments::DeviceSegments;
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
-    DriverError, ValidAsZeroBits,
+    DeviceSlice, DriverError, SyncOnDrop, ValidAsZeroBits,
 };
-use scan_core::distributed::{rank_prefix, shard_alone, RankPrefix};
+use scan_core::distributed::{
+    rank_prefix, segmented_place, shard_alone, Collective, RankPrefix, SegmentedPlace,
+    SegmentedShard, ShardEdges, SimulatedRank, SimulatedRanks,
+};
 use scan_core::spec::{IntoScanSpec, NoCarryOut, NoSegments};
-use scan_core::{Direction, ScanOp, ScanSpec};
+use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
 use std::ffi::{c_int, c_void};
 use std::hash::Hasher;
 use std::sync::Arc;
@@ -84,6 +102,15 @@ pub enum RankError {
         /// The rank's.
         rank: usize,
     },
+    /// Segments by rows across ranks: a row's place depends on the shards
+    /// before it; give each shard's row starts as offsets (nothing was
+    /// written on any rank).
+    #[error("segments by rows cannot span ranks: give each shard's row starts as offsets")]
+    RowsAcrossRanks,
+    /// The host exchange of ranks on one device failed (a rank's thread
+    /// panicked).
+    #[error("the exchange between ranks on one device failed: {0}")]
+    Host(String),
     /// The operator's element is aligned beyond what the exchange's record
     /// holds.
     #[error("an element aligned to {align} bytes: the exchange holds elements aligned to at most {TOTAL_OFFSET}")]
@@ -140,29 +167,52 @@ impl std::fmt::Debug for NcclId {
 /// Bytes of a rank's record before its total ([`Header`] and padding):
 /// the total's offset, so elements aligned to up to this many bytes.
 const TOTAL_OFFSET: usize = 64;
-/// Bytes of a rank's record: the header, then the total in the bytes of
-/// the widest element, the same for every operator.
-const RECORD: usize = TOTAL_OFFSET + kernels_gen::MAX_ELEMENT_SIZE;
+/// Bytes of a rank's record: the header, then two elements in the bytes of
+/// the widest element, the same for every operator (a plain scan's total;
+/// a segmented scan's open segment's partial and its shard's fold).
+const RECORD: usize = TOTAL_OFFSET + 2 * kernels_gen::MAX_ELEMENT_SIZE;
+/// Where a record's second element lies.
+const FOLD_OFFSET: usize = TOTAL_OFFSET + kernels_gen::MAX_ELEMENT_SIZE;
+/// Where a segmented scan's record holds its shard's edges (four `u64`s,
+/// `FlagsKernel::FindEdges`) and then its length (one `u64`).
+const EDGES_OFFSET: usize = HEADER;
+const LENGTH_OFFSET: usize = EDGES_OFFSET + 32;
+const _: () = assert!(
+    LENGTH_OFFSET + 8 <= TOTAL_OFFSET,
+    "the edges come before the total"
+);
 
 /// One rank of a group of GPUs that scan one sequence together: an NCCL
-/// communicator on one device, and the buffers of its exchange.
+/// communicator on one device (or a place among ranks sharing one device,
+/// [`GpuRank::on_one_device`]), and the buffers of its exchange.
 pub struct GpuRank {
     exchange: Exchange,
     ctx: Arc<CudaContext>,
     rank: usize,
 }
 
-/// A rank's communicator and the exchange's device buffers, allocated
-/// when the rank is made (so that a call never fails to allocate them
-/// after the other ranks have gone on to the exchange).
+/// A rank's link to the others and the exchange's device buffers,
+/// allocated when the rank is made (so that a call never fails to allocate
+/// them after the other ranks have gone on to the exchange).
 struct Exchange {
-    nccl: &'static Nccl,
-    comm: RawComm,
+    link: Link,
     ranks: usize,
     /// This rank's record.
     record: CudaSlice<u8>,
-    /// Every rank's, in rank order.
-    gathered: CudaSlice<u8>,
+}
+
+/// How the records travel.
+enum Link {
+    /// An NCCL all-gather on the device, into `gathered` (every rank's
+    /// record, in rank order).
+    Nccl {
+        nccl: &'static Nccl,
+        comm: RawComm,
+        gathered: CudaSlice<u8>,
+    },
+    /// Ranks on one device, as threads: each record copied to the host and
+    /// gathered there.
+    Host(SimulatedRank),
 }
 
 // SAFETY: the communicator is used by one thread at a time (every method
@@ -172,10 +222,13 @@ unsafe impl Send for GpuRank {}
 
 impl Drop for Exchange {
     fn drop(&mut self) {
-        // SAFETY: the communicator came from this library and is not used
-        // again; every exchange waited for its all-gather, so nothing is in
-        // flight to abort. An error here has no one to go to.
-        let _ = unsafe { self.nccl.abort(self.comm) };
+        if let Link::Nccl { nccl, comm, .. } = &self.link {
+            // SAFETY: the communicator came from this library and is not
+            // used again; every exchange waited for its all-gather, so
+            // nothing is in flight to abort. An error here has no one to
+            // go to.
+            let _ = unsafe { nccl.abort(*comm) };
+        }
     }
 }
 
@@ -215,11 +268,13 @@ impl GpuRank {
         let comm = nccl.init_rank(ranks as c_int, id.0, rank as c_int)?;
         Ok(GpuRank {
             exchange: Exchange {
-                nccl,
-                comm,
+                link: Link::Nccl {
+                    nccl,
+                    comm,
+                    gathered,
+                },
                 ranks,
                 record,
-                gathered,
             },
             ctx: ctx.clone(),
             rank,
@@ -247,16 +302,44 @@ impl GpuRank {
             .enumerate()
             .map(|(rank, (comm, (ctx, (record, gathered))))| GpuRank {
                 exchange: Exchange {
-                    nccl,
-                    comm,
+                    link: Link::Nccl {
+                        nccl,
+                        comm,
+                        gathered,
+                    },
                     ranks,
                     record,
-                    gathered,
                 },
                 ctx: ctx.clone(),
                 rank,
             })
             .collect())
+    }
+
+    /// A group of `ranks` ranks on `ctx`'s one device, driven by one
+    /// process, that exchange their records through host memory instead
+    /// of NCCL: the same algorithm, kernels and checks as a group of GPUs,
+    /// without several GPUs or NCCL (what the tests run where the machine
+    /// has one GPU). Hand each rank to its own thread.
+    pub fn on_one_device(ctx: &Arc<CudaContext>, ranks: usize) -> Result<Vec<GpuRank>> {
+        if ranks == 0 {
+            return Err(RankError::BadRank { rank: 0, ranks: 0 });
+        }
+        SimulatedRanks::new(ranks)
+            .into_iter()
+            .enumerate()
+            .map(|(rank, link)| {
+                Ok(GpuRank {
+                    exchange: Exchange {
+                        link: Link::Host(link),
+                        ranks,
+                        record: ctx.default_stream().alloc_zeros::<u8>(RECORD)?,
+                    },
+                    ctx: ctx.clone(),
+                    rank,
+                })
+            })
+            .collect()
     }
 
     /// This rank's index, `0..ranks()`.
@@ -340,6 +423,88 @@ impl GpuRank {
         })
     }
 
+    /// This rank's share of a segmented scan of the whole sequence, its
+    /// shard's segments given by `segments` in the shard's own terms: head
+    /// flags (element 0's flag says whether a segment starts there or the
+    /// one open at the end of the shard before runs on), offsets into the
+    /// shard (a shard whose offsets do not hold 0 continues the segment
+    /// open before it), or keys (a segment runs on across ranks while the
+    /// keys are equal); as [`scan_core::distributed::scan_segmented`] on
+    /// the CPU. A segment may span any number of ranks; rows cannot
+    /// ([`RankError::RowsAcrossRanks`]). `spec`'s initial value seeds every
+    /// segment. Returns where the shard lies in the whole, the whole
+    /// sequence's carry-out (its last segment's partial) included.
+    ///
+    /// Each rank scans its shard by its own segments first (writing
+    /// `output`; its carry-out, the partial of the segment open at its end,
+    /// goes into the exchange), finds its edges (one pass over its flags,
+    /// offsets or keys), shares them, and then scans again only the
+    /// elements that the segment open before it runs over, behind that
+    /// segment's partial: each input element is read once, or twice where
+    /// a segment crosses into the shard, and each output written once, or
+    /// twice there. A length or segments wrong here are refused before
+    /// anything is written on any rank; another rank's error is found by
+    /// the exchange, after this rank's first scan has written `output`
+    /// ([`RankError::OtherRank`]).
+    pub fn scan_segmented<'s, Op, I, O>(
+        &mut self,
+        scanner: &mut GpuScanner<Op>,
+        stream: &Arc<CudaStream>,
+        spec: impl IntoScanSpec<Op::Element, Carry = NoCarryOut, Segments = NoSegments>,
+        segments: impl Into<DeviceSegments<'s>>,
+        input: &I,
+        output: &mut O,
+    ) -> Result<SegmentedPlace<Op::Element>>
+    where
+        Op: ScanOp,
+        Op::Element: DeviceRepr + ValidAsZeroBits,
+        I: DevicePtr<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        let spec = spec.into_spec();
+        let segments = segments.into();
+        let seed = spec.kind.init();
+        let (on, here) = self.exchange_stream(stream);
+        let call = Call::segmented(&spec, &segments);
+        let record = &mut self.exchange.record;
+        let local = here
+            .and(checked_lengths::<Op>(input.len(), output.len()))
+            .and_then(|n| {
+                if let DeviceSegments::Rows { .. } = segments {
+                    return Err(RankError::RowsAcrossRanks);
+                }
+                segments.check_len(n)?;
+                if n == 0 {
+                    return Ok(false);
+                }
+                local_segmented(scanner, stream, &spec, segments, input, output, record)?;
+                Ok(true)
+            });
+        let header = Header::of::<Op>(call, &local);
+        let gathered = self.exchange.gather(&on, &header)?;
+        local?;
+        let shards = decode_segmented::<Op::Element>(&gathered, &header, seed.is_some())?;
+        let place = segmented_place::<Op>(&shards, self.rank, seed, spec.direction);
+        if let Some(carry) = place.carry_in {
+            let kind = match spec.kind.is_inclusive() {
+                true => ScanKind::InclusiveWithInit(carry),
+                false => ScanKind::ExclusiveWithInit(carry),
+            };
+            // The place's continued elements lie in this rank's shard.
+            let range = place.continued.clone();
+            let continued_in = Part::of(input, input.len(), range.clone());
+            let len = output.len();
+            let mut continued_out = Part::of(output, len, range);
+            scanner.scan(
+                stream,
+                ScanSpec::from(kind).with_direction(spec.direction),
+                &continued_in,
+                &mut continued_out,
+            )?;
+        }
+        Ok(place)
+    }
+
     /// Both forms' exchange: where this rank's call is valid (`stream` on
     /// its device, `lengths` the shard's length) and its shard not empty,
     /// `total` writes the shard's total into the record; then the records
@@ -361,7 +526,7 @@ impl GpuRank {
             if n == 0 {
                 return Ok(false);
             }
-            with_total_slot(record, total)?;
+            with_slot(record, TOTAL_OFFSET, total)?;
             Ok(true)
         });
         let totals = self
@@ -407,35 +572,50 @@ impl Exchange {
     where
         Op::Element: DeviceRepr,
     {
-        let header = Header {
-            valid: local.is_ok(),
-            has_total: matches!(local, Ok(true)),
-            call,
-            element_size: std::mem::size_of::<Op::Element>() as u32,
-            operator: operator_fingerprint::<Op>(),
-        };
-        stream.memcpy_htod(&header.encode(), &mut self.record.slice_mut(..HEADER))?;
-        {
-            let (send, _send) = self.record.device_ptr(stream);
-            let (receive, _receive) = self.gathered.device_ptr_mut(stream);
-            // SAFETY: `record` holds RECORD bytes and `gathered` RECORD a
-            // rank, both on the communicator's device, which is `stream`'s
-            // (`GpuRank::exchange_stream`), ordered on `stream` by the
-            // guards.
-            unsafe {
-                self.nccl.all_gather(
-                    send,
-                    receive,
-                    RECORD,
-                    self.comm,
-                    stream.cu_stream() as *mut c_void,
-                )
-            }?;
-        }
-        // Waits for the all-gather (and so for every rank's call).
-        let gathered = stream.clone_dtoh(&self.gathered)?;
+        let header = Header::of::<Op>(call, &local);
+        let gathered = self.gather(stream, &header)?;
         local?;
         decode::<Op::Element>(&gathered, &header)
+    }
+
+    /// Writes this rank's `header` into its record and returns every
+    /// rank's record, in rank order, once every rank has sent its own.
+    fn gather(&mut self, stream: &Arc<CudaStream>, header: &Header) -> Result<Vec<u8>> {
+        stream.memcpy_htod(&header.encode(), &mut self.record.slice_mut(..HEADER))?;
+        match &mut self.link {
+            Link::Nccl {
+                nccl,
+                comm,
+                gathered,
+            } => {
+                {
+                    let (send, _send) = self.record.device_ptr(stream);
+                    let (receive, _receive) = gathered.device_ptr_mut(stream);
+                    // SAFETY: `record` holds RECORD bytes and `gathered`
+                    // RECORD a rank, both on the communicator's device,
+                    // which is `stream`'s (`GpuRank::exchange_stream`),
+                    // ordered on `stream` by the guards.
+                    unsafe {
+                        nccl.all_gather(
+                            send,
+                            receive,
+                            RECORD,
+                            *comm,
+                            stream.cu_stream() as *mut c_void,
+                        )
+                    }?;
+                }
+                // Waits for the all-gather (and so for every rank's call).
+                Ok(stream.clone_dtoh(gathered)?)
+            }
+            Link::Host(link) => {
+                let mut record = [0u8; RECORD];
+                stream.memcpy_dtoh(&self.record, &mut record)?;
+                stream.synchronize()?;
+                let all = link.all_gather(record).map_err(|e| RankError::Host(e.0))?;
+                Ok(all.concat())
+            }
+        }
     }
 }
 
@@ -452,9 +632,59 @@ where
     Ok(input)
 }
 
-/// `f` of the total's place in a record, as a one-element view of `E`.
-fn with_total_slot<E, R>(
+/// A segmented scan's local work on a nonempty shard that passed its
+/// checks: its edges into the record (the words set first, then one
+/// search), its scan by its own segments with the open segment's partial
+/// into the record, and, with an initial value and no head after element
+/// 0, its fold (the partial without the initial value) too.
+fn local_segmented<Op, I, O>(
+    scanner: &mut GpuScanner<Op>,
+    stream: &Arc<CudaStream>,
+    spec: &ScanSpec<Op::Element>,
+    segments: DeviceSegments<'_>,
+    input: &I,
+    output: &mut O,
     record: &mut CudaSlice<u8>,
+) -> Result<()>
+where
+    Op: ScanOp,
+    Op::Element: DeviceRepr + ValidAsZeroBits,
+    I: DevicePtr<Op::Element>,
+    O: DevicePtrMut<Op::Element>,
+{
+    let n = input.len();
+    let mut words = [0u8; 40];
+    words[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+    words[32..].copy_from_slice(&(n as u64).to_le_bytes());
+    stream.memcpy_htod(
+        &words,
+        &mut record.slice_mut(EDGES_OFFSET..LENGTH_OFFSET + 8),
+    )?;
+    {
+        let (base, _record) = record.device_ptr(stream);
+        let builder = HeadFlagBuilder::new(stream.context())?;
+        builder.shard_edges(stream, &segments, n, base + EDGES_OFFSET as u64)?;
+    }
+    with_slot(record, TOTAL_OFFSET, |slot| {
+        let local = spec.segments(segments).carry_out(slot);
+        Ok(scanner.scan(stream, local, input, output)?)
+    })?;
+    if spec.kind.init().is_some() {
+        let first = stream.clone_dtoh(&record.slice(EDGES_OFFSET..EDGES_OFFSET + 8))?;
+        if first == u64::MAX.to_le_bytes() {
+            with_slot(record, FOLD_OFFSET, |slot| {
+                Ok(scanner.reduce(stream, input, slot)?)
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `f` of an element's place in a record (at `at`: `TOTAL_OFFSET` or
+/// `FOLD_OFFSET`), as a one-element view of `E`.
+fn with_slot<E, R>(
+    record: &mut CudaSlice<u8>,
+    at: usize,
     f: impl FnOnce(&mut CudaViewMut<'_, E>) -> Result<R>,
 ) -> Result<R> {
     let align = std::mem::align_of::<E>();
@@ -462,7 +692,7 @@ fn with_total_slot<E, R>(
         return Err(RankError::Alignment { align });
     }
     let size = std::mem::size_of::<E>();
-    let mut bytes = record.slice_mut(TOTAL_OFFSET..TOTAL_OFFSET + size);
+    let mut bytes = record.slice_mut(at..at + size);
     // SAFETY: `size` bytes at an offset that is a multiple of E's alignment
     // (allocations are 256-byte aligned); only a kernel writes an E there,
     // and the host reads it back only from a record whose header says so.
@@ -472,17 +702,29 @@ fn with_total_slot<E, R>(
 
 /// What a call is, as every rank must agree on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Call(u8);
+struct Call(u16);
 
 impl Call {
     fn of<E: Copy, C, S>(spec: &ScanSpec<E, C, S>, deferred: bool) -> Call {
-        let bit = |b: bool, at: u8| u8::from(b) << at;
+        let bit = |b: bool, at: u16| u16::from(b) << at;
         Call(
             bit(spec.kind.is_inclusive(), 0)
                 | bit(spec.direction == Direction::Reverse, 1)
                 | bit(spec.kind.init().is_some(), 2)
                 | bit(deferred, 3),
         )
+    }
+
+    /// A segmented call: its segments' source (flags, offsets, keys) and
+    /// the keys' width in bytes too.
+    fn segmented<E: Copy, C, S>(spec: &ScanSpec<E, C, S>, segments: &DeviceSegments<'_>) -> Call {
+        let (source, width) = match segments {
+            DeviceSegments::Flags(_) => (1, 0),
+            DeviceSegments::Offsets(_) => (2, 0),
+            DeviceSegments::Keys(keys) => (3, keys.width() as u16),
+            _ => (0, 0),
+        };
+        Call(Call::of(spec, false).0 | (source << 4) | (width << 8))
     }
 }
 
@@ -503,11 +745,23 @@ struct Header {
 }
 
 impl Header {
+    /// This rank's header for `call`, whose local work gave `local`
+    /// (whether the record holds a total).
+    fn of<Op: ScanOp>(call: Call, local: &Result<bool>) -> Header {
+        Header {
+            valid: local.is_ok(),
+            has_total: matches!(local, Ok(true)),
+            call,
+            element_size: std::mem::size_of::<Op::Element>() as u32,
+            operator: operator_fingerprint::<Op>(),
+        }
+    }
+
     fn encode(&self) -> [u8; HEADER] {
         let mut bytes = [0; HEADER];
         bytes[0] = u8::from(self.valid);
         bytes[1] = u8::from(self.has_total);
-        bytes[2] = self.call.0;
+        bytes[2..4].copy_from_slice(&self.call.0.to_le_bytes());
         bytes[4..8].copy_from_slice(&self.element_size.to_le_bytes());
         bytes[8..16].copy_from_slice(&self.operator.to_le_bytes());
         bytes
@@ -517,7 +771,7 @@ impl Header {
         Header {
             valid: bytes[0] != 0,
             has_total: bytes[1] != 0,
-            call: Call(bytes[2]),
+            call: Call(u16::from_le_bytes([bytes[2], bytes[3]])),
             element_size: u32::from_le_bytes(bytes[4..8].try_into().unwrap()),
             operator: u64::from_le_bytes(bytes[8..16].try_into().unwrap()),
         }
@@ -555,15 +809,126 @@ fn decode<E: Copy>(gathered: &[u8], mine: &Header) -> Result<Vec<Option<E>>> {
         .chunks_exact(RECORD)
         .zip(&headers)
         .map(|(record, header)| {
-            header.has_total.then(|| {
-                let bytes = &record[TOTAL_OFFSET..TOTAL_OFFSET + std::mem::size_of::<E>()];
-                // SAFETY: the record's header says a kernel of the same
-                // operator (same name, element size, build) wrote an E
-                // there; read unaligned from the host copy.
-                unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<E>()) }
+            header
+                .has_total
+                .then(|| read_element::<E>(record, TOTAL_OFFSET))
+        })
+        .collect())
+}
+
+/// Every rank's shard of a segmented scan from the gathered records
+/// (checked as [`decode`] checks them): its length, edges, open segment's
+/// partial and fold; `None` for an empty shard. `seeded` says whether the
+/// scan has an initial value (else the fold is the partial, where no head
+/// lies in the shard).
+fn decode_segmented<E: Copy>(
+    gathered: &[u8],
+    mine: &Header,
+    seeded: bool,
+) -> Result<Vec<Option<SegmentedShard<E>>>> {
+    let totals = decode::<E>(gathered, mine)?;
+    let keyed = mine.call.0 >> 4 & 3 == 3;
+    Ok(gathered
+        .chunks_exact(RECORD)
+        .zip(totals)
+        .map(|(record, tail)| {
+            let tail = tail?;
+            let word = |at: usize| u64::from_le_bytes(record[at..at + 8].try_into().unwrap());
+            let edge = |k: usize| word(EDGES_OFFSET + 8 * k);
+            let (first, last) = (edge(0), edge(1));
+            let first_head = (first != u64::MAX).then_some(first as usize);
+            let fold = match (first_head, seeded) {
+                (None, true) => read_element::<E>(record, FOLD_OFFSET),
+                _ => tail,
+            };
+            Some(SegmentedShard {
+                len: word(LENGTH_OFFSET) as usize,
+                edges: match keyed {
+                    true => ShardEdges::Keyed {
+                        first: edge(2),
+                        last: edge(3),
+                    },
+                    false => ShardEdges::Marked {
+                        first_is_head: edge(2) != 0,
+                    },
+                },
+                first_head,
+                last_head: (last != 0).then_some(last as usize),
+                tail,
+                fold,
             })
         })
         .collect())
+}
+
+/// The element a kernel of the operator wrote at `at` in a host copy of a
+/// record.
+fn read_element<E: Copy>(record: &[u8], at: usize) -> E {
+    let bytes = &record[at..at + std::mem::size_of::<E>()];
+    // SAFETY: the record's header says a kernel of the same operator (same
+    // name, element size, build) wrote an E there; read unaligned from the
+    // host copy.
+    unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<E>()) }
+}
+
+/// Elements `range` of a device buffer (`&P` to read, `&mut P` to write),
+/// as a buffer of its own for a scan: the GPU rank takes any buffer, and
+/// cudarc slices only its own types.
+struct Part<B, T> {
+    whole: B,
+    range: std::ops::Range<usize>,
+    _element: std::marker::PhantomData<T>,
+}
+
+impl<B, T> Part<B, T> {
+    /// `range` of `whole`, which must lie within it (`len`).
+    fn of(whole: B, len: usize, range: std::ops::Range<usize>) -> Self {
+        assert!(range.start <= range.end && range.end <= len);
+        Part {
+            whole,
+            range,
+            _element: std::marker::PhantomData,
+        }
+    }
+
+    fn offset(&self) -> u64 {
+        (self.range.start * std::mem::size_of::<T>()) as u64
+    }
+}
+
+impl<T, P: ?Sized + DeviceSlice<T>> DeviceSlice<T> for Part<&P, T> {
+    fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    fn stream(&self) -> &Arc<CudaStream> {
+        self.whole.stream()
+    }
+}
+
+impl<T, P: ?Sized + DeviceSlice<T>> DeviceSlice<T> for Part<&mut P, T> {
+    fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    fn stream(&self) -> &Arc<CudaStream> {
+        self.whole.stream()
+    }
+}
+
+impl<T, P: ?Sized + DevicePtr<T>> DevicePtr<T> for Part<&P, T> {
+    fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
+        let (base, sync) = self.whole.device_ptr(stream);
+        (base + self.offset(), sync)
+    }
+}
+
+impl<T, P: ?Sized + DevicePtrMut<T>> DevicePtrMut<T> for Part<&mut P, T> {
+    fn device_ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
+        let offset = self.offset();
+        let (base, sync) = self.whole.device_ptr_mut(stream);
+        (base + offset, sync)
+    }
 }
 
 #[cfg(test)]

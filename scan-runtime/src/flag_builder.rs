@@ -6,14 +6,15 @@ use crate::capture::AddressStream;
 use crate::error::Result;
 use crate::head_flags::OwnedDeviceHeadFlags;
 use crate::kernels::{build_module, compile_target};
-use crate::launch::{launch_flags, KernelArg, NoElement};
+use crate::launch::{launch_flags, Heads, KernelArg, KeysArg, NoElement};
+use crate::segments::DeviceSegments;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
     DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use kernels_gen::segment_flags::{segment_flags_program, FlagsKernel};
 use kernels_gen::segment_starts::{
-    starts_chunks, starts_status_words, HeadsIn, STARTS_BLOCK_THREADS,
+    starts_chunks, starts_status_words, HeadsIn, STARTS_BLOCK_THREADS, STARTS_CHUNK_ITEMS,
 };
 use kernels_gen::FlagFormat;
 use scan_core::segmented::{FlagsLengthMismatch, InvalidOffsets, SegmentKey, SegmentOffset};
@@ -50,6 +51,10 @@ fn flag_programs() -> &'static Mutex<HashMap<usize, Arc<FlagProgram>>> {
     static PROGRAMS: OnceLock<Mutex<HashMap<usize, Arc<FlagProgram>>>> = OnceLock::new();
     PROGRAMS.get_or_init(Default::default)
 }
+
+/// Elements a thread of [`FlagsKernel::FindEdges`] reads at a time
+/// (`SCAN_STARTS_RUN`).
+const STARTS_RUN_ITEMS: usize = STARTS_CHUNK_ITEMS / STARTS_BLOCK_THREADS as usize;
 
 /// Threads per block of the flag builders, and the most blocks they launch
 /// (their grid-stride loops cover any length).
@@ -399,6 +404,40 @@ impl HeadFlagBuilder {
         unsafe { self.launch(stream, kernel, &args, grid) }
     }
 
+    /// Enqueues the search for the edges of a shard of `n > 0` elements
+    /// cut by `segments` ([`FlagsKernel::FindEdges`]): four `u64` words at
+    /// `edges`, which the caller has set to `[u64::MAX, 0, 0, 0]` in stream
+    /// order, receive the first and last element after element 0 that
+    /// start a segment and the shard's ends. Rows have no edges to find
+    /// (refused by the caller).
+    pub(crate) fn shard_edges(
+        &self,
+        stream: &Arc<CudaStream>,
+        segments: &DeviceSegments<'_>,
+        n: usize,
+        edges: u64,
+    ) -> Result<()> {
+        let (heads, _syncs) = segments.heads_arg(stream);
+        let (kernel, args, threads) = match (heads, segments.heads_in()) {
+            (Heads::Offsets(offsets), _) => {
+                let count = offsets.count as usize;
+                let bits = 8 * offsets.width as u32;
+                let (kernel, args) = args::offset_edges(bits, offsets.address, count, n, edges);
+                (kernel, args.to_vec(), count)
+            }
+            (Heads::Flags(address) | Heads::Keys(KeysArg { address, .. }), Some(source)) => {
+                let (kernel, args) = args::find_edges(source, address, n, edges);
+                (kernel, args.to_vec(), n.div_ceil(STARTS_RUN_ITEMS))
+            }
+            _ => unreachable!("rows are refused before a shard's edges are searched"),
+        };
+        // SAFETY: the segments hold the flags, keys or offsets of `n`
+        // elements (checked by the caller, of the kernel's format or
+        // width); `edges` is four u64 words of the caller's; the kernels
+        // walk their input with grid-stride loops.
+        unsafe { self.launch(stream, kernel, &args, builder_grid(threads)) }
+    }
+
     /// Enqueues the store of `value` at `slot` (one `u64`): a count the
     /// host knows, written in stream order.
     pub(crate) fn store_count(
@@ -552,6 +591,31 @@ mod args {
         (FlagsKernel::FindStarts(source), args)
     }
 
+    pub(super) fn find_edges(source: HeadsIn, heads: u64, n: usize, edges: u64) -> Args<3> {
+        let args = [
+            flags_ptr("heads", HeadFlags, heads),
+            flags_count("n", n as u64),
+            flags_ptr("edges", UnsignedOut(64), edges),
+        ];
+        (FlagsKernel::FindEdges(source), args)
+    }
+
+    pub(super) fn offset_edges(
+        offset_bits: u32,
+        offsets: u64,
+        count: usize,
+        n: usize,
+        edges: u64,
+    ) -> Args<4> {
+        let args = [
+            flags_ptr("offsets", UnsignedIn(offset_bits), offsets),
+            flags_count("count", count as u64),
+            flags_count("n", n as u64),
+            flags_ptr("edges", UnsignedOut(64), edges),
+        ];
+        (FlagsKernel::OffsetEdges { offset_bits }, args)
+    }
+
     pub(super) fn store_count(slot: u64, value: u64) -> Args<2> {
         let args = [
             flags_ptr("slot", UnsignedOut(64), slot),
@@ -596,6 +660,10 @@ mod args {
                     find_starts(source, 1, 2, &scratch, 8).1.to_vec()
                 }
                 FlagsKernel::StoreCount => store_count(1, 2).1.to_vec(),
+                FlagsKernel::FindEdges(source) => find_edges(source, 1, 2, 3).1.to_vec(),
+                FlagsKernel::OffsetEdges { offset_bits } => {
+                    offset_edges(offset_bits, 1, 2, 3, 4).1.to_vec()
+                }
             }
         }
 

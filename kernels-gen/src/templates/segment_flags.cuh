@@ -157,6 +157,8 @@ struct byte_runs {
     for (int k = 0; k < SCAN_STARTS_RUN; ++k) mask |= (unsigned)(run[k] != 0) << k;
     return clip_run(mask, start, n);
   }
+  // Element 0's own flag (find_edges).
+  __device__ __forceinline__ void marks(unsigned long long, unsigned long long* out) const { out[0] = flags[0] != 0; }
 };
 
 // Bit flags: a run is half a word (runs start at multiples of 16).
@@ -166,6 +168,7 @@ struct bit_runs {
     const unsigned word = start < n ? __ldcs(words + (start >> 5)) : 0u;
     return clip_run((word >> (unsigned)(start & 16u)) & 0xffffu, start, n);
   }
+  __device__ __forceinline__ void marks(unsigned long long, unsigned long long* out) const { out[0] = words[0] & 1u; }
 };
 
 // Keys: element i starts a segment where keys[i] != keys[i - 1].
@@ -183,6 +186,11 @@ struct key_runs {
       before = run[k];
     }
     return clip_run(mask, start, n);
+  }
+  // The keys at both ends, zero-extended.
+  __device__ __forceinline__ void marks(unsigned long long n, unsigned long long* out) const {
+    out[0] = (unsigned long long)keys[0];
+    out[1] = (unsigned long long)keys[n - 1];
   }
 };
 
@@ -265,6 +273,60 @@ __device__ __forceinline__ void find_starts(Runs runs, unsigned long long n, uns
   for (unsigned bits = mask; bits != 0 && rank <= capacity; bits &= bits - 1u, ++rank) {
     starts[rank] = start + (unsigned)(__ffs(bits) - 1);
   }
+}
+
+// ---- A shard's edges: what a scan across ranks needs of its segments ----
+// Where a shard of a sequence split across ranks (issue 49) has heads other
+// than its element 0, and how it meets its neighbours: edges[0] the first
+// element i >= 1 that starts a segment (atomicMin: ~0 on entry, the host
+// sets it), edges[1] the last (atomicMax: 0 on entry, which no head >= 1
+// is), edges[2] element 0's own mark (a non-zero flag, an offset of 0) or
+// its key's bits, edges[3] the last key's bits (keys only). n > 0.
+__device__ __forceinline__ void publish_edges(unsigned long long lo, unsigned long long hi, unsigned long long* edges) {
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) {
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, d));
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, d));
+  }
+  if ((threadIdx.x & 31u) == 0) {
+    if (lo != ~0ull) atomicMin(edges, lo);
+    if (hi != 0) atomicMax(edges + 1, hi);
+  }
+}
+
+template <class Runs>
+__device__ __forceinline__ void find_edges(Runs runs, unsigned long long n, unsigned long long* edges) {
+  unsigned long long lo = ~0ull, hi = 0;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x * SCAN_STARTS_RUN;
+  for (unsigned long long start = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) * SCAN_STARTS_RUN;
+       start < n; start += stride) {
+    unsigned mask = runs.mask(start, n);
+    if (start == 0) mask &= ~1u;  // element 0 aside: its own mark is edges[2]
+    if (mask != 0) {
+      lo = min(lo, start + (unsigned)(__ffs(mask) - 1));
+      hi = max(hi, start + (unsigned)(31 - __clz(mask)));
+    }
+  }
+  publish_edges(lo, hi, edges);
+  if (blockIdx.x == 0 && threadIdx.x == 0) runs.marks(n, edges + 2);
+}
+
+template <class Offset>
+__device__ __forceinline__ void scan_offset_edges(const Offset* offsets, unsigned long long count, unsigned long long n,
+                                                  unsigned long long* edges) {
+  unsigned long long lo = ~0ull, hi = 0;
+  bool zero = false;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long r = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; r < count; r += stride) {
+    const unsigned long long o = offsets[r];
+    zero |= o == 0;
+    if (o >= 1 && o < n) {
+      lo = min(lo, o);
+      hi = max(hi, o);
+    }
+  }
+  if (__any_sync(0xffffffffu, zero) && (threadIdx.x & 31u) == 0) atomicOr(edges + 2, 1ull);
+  publish_edges(lo, hi, edges);
 }
 
 // A count the host knows, stored where a scan's caller asked for it, in
