@@ -17,6 +17,9 @@
 //! * `two_streams_run_concurrently`: two scanners on two streams, and one
 //!   scanner alternating between them (one workspace per stream), with no
 //!   synchronisation between the scans.
+//! * `one_scanner_on_two_threads_per_thread_streams`: one scanner behind a
+//!   mutex, two threads scanning on their per-thread default streams (one
+//!   `CUstream` handle, two streams), their scans overlapping.
 //! * `launch_state_resets_and_the_epoch_wraps`: after every launch the state
 //!   is back to counter 0 with the next epoch; across the epoch's wrap-around
 //!   the sweep has cleared every stale status entry, so a scan whose epoch
@@ -394,6 +397,65 @@ fn two_streams_run_concurrently() {
     }
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
     println!("two_streams_run_concurrently: 3 paths, own and shared scanners match the CPU");
+}
+
+/// One scanner shared by two threads through a mutex, each scanning on its
+/// per-thread default stream (`ctx.per_thread_stream()`: one handle, a
+/// stream of each thread's own, which may run at once): each thread's scans
+/// take a workspace of their own, so none reads the other's tile state.
+#[test]
+fn one_scanner_on_two_threads_per_thread_streams() {
+    let Some(ctx) = open_gpu("one_scanner_on_two_threads_per_thread_streams") else {
+        return;
+    };
+    let seed = suite_seed();
+    println!("one_scanner_on_two_threads_per_thread_streams: seed {seed}");
+    let n = (1 << 23) + 5;
+    let mut failures = Vec::new();
+    for path in PATHS {
+        let mut scanner = GpuScanner::<AffineU32>::new(&ctx).unwrap();
+        scanner.set_tuning(scanner.tuning().with_path(path));
+        let shared = std::sync::Mutex::new(scanner);
+        let barrier = std::sync::Barrier::new(2);
+        let results: Vec<Vec<String>> = std::thread::scope(|s| {
+            let jobs: Vec<_> = (0..2u64)
+                .map(|t| {
+                    let (ctx, shared, barrier) = (&ctx, &shared, &barrier);
+                    s.spawn(move || {
+                        let stream = ctx.per_thread_stream();
+                        let input = random_input::<AffineU32>(n, seed ^ ((t + 1) * 0x77));
+                        let d = stream.clone_htod(&input).unwrap();
+                        let mut out = stream.alloc_zeros::<AffineU32>(n).unwrap();
+                        poison(&stream, &mut out);
+                        stream.synchronize().unwrap();
+                        barrier.wait();
+                        // Rounds without waiting for the GPU: the two
+                        // threads' scans overlap on the device.
+                        for _ in 0..4 {
+                            shared
+                                .lock()
+                                .unwrap()
+                                .inclusive(&stream, &d, &mut out)
+                                .unwrap();
+                        }
+                        let mut failures = Vec::new();
+                        check::<AffineU32>(
+                            &format!("{path:?} thread {t}"),
+                            &stream,
+                            &out,
+                            &expected::<AffineU32>(ScanKind::Inclusive, &input),
+                            &mut failures,
+                        );
+                        failures
+                    })
+                })
+                .collect();
+            jobs.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        failures.extend(results.into_iter().flatten());
+    }
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+    println!("one_scanner_on_two_threads_per_thread_streams: 3 paths match the CPU");
 }
 
 #[test]

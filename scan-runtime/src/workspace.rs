@@ -14,9 +14,36 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBi
 use kernels_gen::launch_state::LaunchState;
 use std::sync::Arc;
 
-/// The key of a stream's workspace: its `CUstream` handle.
+/// The `CUstream` handle of the per-thread default stream
+/// (`CudaContext::per_thread_stream`): one handle that names another
+/// stream on every thread.
+const PER_THREAD_STREAM: usize = 0x2;
+
+/// The key of a stream's workspace: its `CUstream` handle, and for the
+/// per-thread default stream the thread too, so that a scanner moved
+/// between threads never gives two streams that may run at once one
+/// workspace (their scans would share tile state).
 pub(crate) fn stream_key(stream: &CudaStream) -> usize {
-    stream.cu_stream() as usize
+    key_of_handle(stream.cu_stream() as usize)
+}
+
+fn key_of_handle(handle: usize) -> usize {
+    match handle {
+        PER_THREAD_STREAM => per_thread_key(),
+        _ => handle,
+    }
+}
+
+/// This thread's key for its per-thread default stream: `2 | (k << 3)` for
+/// a number `k` of its own, which no stream handle (an 8-byte aligned
+/// pointer, or 0 or 1 for the legacy default stream) equals.
+fn per_thread_key() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    thread_local! {
+        static KEY: usize = PER_THREAD_STREAM | (NEXT.fetch_add(1, Ordering::Relaxed) << 3);
+    }
+    KEY.with(|k| *k)
 }
 
 /// A zeroed device allocation and its address.
@@ -360,6 +387,28 @@ pub(crate) fn single_pass_bytes<T>(tiles: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_per_thread_stream_has_a_workspace_on_every_thread() {
+        let here = key_of_handle(PER_THREAD_STREAM);
+        assert_eq!(
+            here,
+            key_of_handle(PER_THREAD_STREAM),
+            "the same on one thread"
+        );
+        let there = std::thread::spawn(|| key_of_handle(PER_THREAD_STREAM))
+            .join()
+            .unwrap();
+        assert_ne!(here, there);
+        for key in [here, there] {
+            assert_eq!(key & 7, PER_THREAD_STREAM, "no aligned handle equals it");
+        }
+        // Other handles are their own keys: the legacy stream (0, 1), and
+        // streams of their own.
+        for handle in [0, 1, 0x7f00_1234_5670] {
+            assert_eq!(key_of_handle(handle), handle);
+        }
+    }
 
     #[test]
     fn scratch_regions_start_aligned_whatever_the_sizes_before_them() {
