@@ -9,8 +9,10 @@
 //! with a wrong output length makes every rank fail, typed, and nothing is
 //! written (but the deferred form's own local scans); segmented scans by
 //! flags, offsets into each shard and keys, segments spanning shards,
-//! against the one-rank segmented scan; rows refused. `DISTRIBUTED_SEED`
-//! replays a run.
+//! against the one-rank segmented scan, with per-segment totals (each
+//! rank's segments with the whole segment's total, however many ranks it
+//! spans; counted slots; a slot of a wrong length refused everywhere);
+//! rows refused. `DISTRIBUTED_SEED` replays a run.
 
 mod common;
 use common::ops::{random_latest, AffineU32, Latest};
@@ -302,6 +304,18 @@ fn check_segmented<Op: ScanOp<Element: std::fmt::Debug + PartialEq>>(
                             Op::NAME
                         );
                     }
+                    check_totals::<Op>(
+                        spec,
+                        &flags,
+                        &input,
+                        &shards,
+                        &shard_segments,
+                        poison,
+                        &format!(
+                            "{} totals by {source}, n = {n}, heads {density}, {spec:?}",
+                            Op::NAME
+                        ),
+                    );
                     cases += 1;
                 }
             }
@@ -311,6 +325,137 @@ fn check_segmented<Op: ScanOp<Element: std::fmt::Debug + PartialEq>>(
         "distributed: {} segmented over {cases} splits and specs, as one rank",
         Op::NAME
     );
+}
+
+/// A rank's totals call: its result, its slot, its count, whether its
+/// output is untouched.
+type TotalsOutcome<E> = (Result<(), DistributedError>, Vec<E>, usize, bool);
+
+/// Per-segment totals across ranks: each rank's slot holds one total for
+/// each segment of its shard alone (`segment_ranges` of its own segments),
+/// each the total of the whole segment it belongs to in the concatenated
+/// sequence (the one-rank scan's per-segment totals), however many ranks
+/// that segment spans; an empty offsets window has the seed. Then the same
+/// with a counted slot one too short (the count right, the last total not
+/// written) and a plain slot one too long (refused on every rank, nothing
+/// written anywhere).
+fn check_totals<Op: ScanOp<Element: std::fmt::Debug + PartialEq>>(
+    spec: ScanSpec<Op::Element>,
+    flags: &[u8],
+    input: &[Op::Element],
+    shards: &[Vec<Op::Element>],
+    shard_segments: &[ShardSegments],
+    poison: Op::Element,
+    what: &str,
+) {
+    let n = input.len();
+    let global = segmented::segment_ranges(HeadFlags::Bytes(flags).into(), n);
+    let mut global_totals = vec![poison; global.len()];
+    let mut out = vec![poison; n];
+    segmented::par_scan::<Op>(
+        spec.segment_totals(&mut global_totals[..]),
+        HeadFlags::Bytes(flags),
+        input,
+        &mut out,
+    )
+    .unwrap();
+    // The global segment holding element `i`: the heads up to it.
+    let heads_before: Vec<usize> = flags
+        .iter()
+        .enumerate()
+        .scan(0usize, |count, (i, &f)| {
+            *count += usize::from(i > 0 && f != 0);
+            Some(*count)
+        })
+        .collect();
+    let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
+    let mut start = 0;
+    let mut wants = Vec::new();
+    for (shard, segments) in shards.iter().zip(shard_segments) {
+        let ranges = segmented::segment_ranges(segments.as_segments(), shard.len());
+        wants.push(
+            ranges
+                .iter()
+                .map(|r| match r.is_empty() {
+                    true => seed,
+                    false => global_totals[heads_before[start + r.start]],
+                })
+                .collect::<Vec<_>>(),
+        );
+        start += shard.len();
+    }
+    let ranks = shards.len();
+    for shape in ["exact", "counted, one short", "one too long"] {
+        let results: Vec<TotalsOutcome<Op::Element>> = std::thread::scope(|s| {
+            let jobs: Vec<_> = SimulatedRanks::new(ranks)
+                .into_iter()
+                .zip(shards.iter().zip(shard_segments.iter().zip(&wants)))
+                .map(|(rank, (shard, (segments, want)))| {
+                    s.spawn(move || {
+                        let mut out = vec![poison; shard.len()];
+                        let len = match shape {
+                            "exact" => want.len(),
+                            "counted, one short" => want.len().saturating_sub(1),
+                            _ => want.len() + 1,
+                        };
+                        let mut totals = vec![poison; len];
+                        let mut count = usize::MAX;
+                        let got = match shape {
+                            "counted, one short" => scan_segmented::<Op, _>(
+                                &rank,
+                                spec.counted_segment_totals(&mut totals[..], &mut count),
+                                segments.as_segments(),
+                                shard,
+                                &mut out,
+                            ),
+                            _ => scan_segmented::<Op, _>(
+                                &rank,
+                                spec.segment_totals(&mut totals[..]),
+                                segments.as_segments(),
+                                shard,
+                                &mut out,
+                            ),
+                        };
+                        let untouched = out.iter().all(|x| *x == poison);
+                        (got, totals, count, untouched)
+                    })
+                })
+                .collect();
+            jobs.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        for (r, ((got, totals, count, untouched), want)) in
+            results.into_iter().zip(&wants).enumerate()
+        {
+            match shape {
+                "exact" => {
+                    assert!(got.is_ok(), "{what}: rank {r}: {got:?}");
+                    assert_eq!(&totals, want, "{what}: rank {r}");
+                }
+                "counted, one short" => {
+                    assert!(got.is_ok(), "{what}: rank {r}: {got:?}");
+                    assert_eq!(count, want.len(), "{what}: rank {r}'s count");
+                    assert_eq!(
+                        totals[..],
+                        want[..totals.len()],
+                        "{what}: rank {r}, counted"
+                    );
+                }
+                _ => {
+                    // Refused here (the slot) or because another rank's was.
+                    let refused = matches!(
+                        got,
+                        Err(DistributedError::Segmented(SegmentedError::Totals(_)))
+                            | Err(DistributedError::OtherRank { .. })
+                    );
+                    assert!(refused, "{what}: rank {r}, a slot too long: {got:?}");
+                    assert!(
+                        untouched && totals.iter().all(|x| *x == poison),
+                        "{what}: rank {r} wrote after a refusal"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]

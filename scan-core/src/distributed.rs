@@ -44,8 +44,11 @@
 
 use crate::cpu;
 use crate::lengths::LengthMismatch;
-use crate::segmented::{self, HeadFlags, SegmentedError, Segments};
-use crate::spec::{HostCarryOut, IntoScanSpec, NoCarryOut, NoSegments, ScanKind, ScanSpec};
+use crate::segment_totals::{self, segment_ranges};
+use crate::segmented::{self, HeadFlags, SegmentTotalsLength, SegmentedError, Segments};
+use crate::spec::{
+    HostCarryOut, HostSegmentedCarryOut, IntoScanSpec, NoCarryOut, NoSegments, ScanKind, ScanSpec,
+};
 use crate::{Direction, ScanOp};
 use std::any::Any;
 use std::sync::{Arc, Barrier, Mutex};
@@ -292,6 +295,13 @@ pub struct SegmentedShard<E> {
     /// passes on where no head lies in it and its boundary is no head
     /// either (only read then).
     pub fold: E,
+    /// The fold, without the initial value, of the shard's first piece in
+    /// scan order: its elements before its first head in scan order (from
+    /// element 0 forward; from its last head to its end backwards). What
+    /// per-segment totals across ranks add to a segment that runs into the
+    /// shard; `None` where the backend does not compute it (the GPU ranks,
+    /// which have no per-segment totals across ranks yet).
+    pub lead: Option<E>,
 }
 
 impl<E: Copy> SegmentedShard<E> {
@@ -476,6 +486,102 @@ pub fn segmented_place<Op: ScanOp>(
     }
 }
 
+/// The totals of the segments that hold rank `rank`'s first and last
+/// elements in memory, each over the whole segment whatever ranks it
+/// spans, behind the initial value (as a one-rank scan's per-segment
+/// totals): `None` for an empty shard, or where a shard's
+/// [`SegmentedShard::lead`] is unknown.
+fn edge_totals<Op: ScanOp>(
+    shards: &[Option<SegmentedShard<Op::Element>>],
+    rank: usize,
+    seed: Option<Op::Element>,
+    direction: Direction,
+) -> Option<(Op::Element, Op::Element)> {
+    shards[rank]?;
+    let order: Vec<usize> = match direction {
+        Direction::Forward => (0..shards.len()).collect(),
+        Direction::Reverse => (0..shards.len()).rev().collect(),
+    };
+    // Scan-order concatenation: the operator keeps memory order, so going
+    // backwards what comes later in scan order goes on the left.
+    let then = |a: Op::Element, b: Op::Element| match direction {
+        Direction::Forward => Op::combine(a, b),
+        Direction::Reverse => Op::combine(b, a),
+    };
+    let seeded = |v: Op::Element| match seed {
+        Some(s) => then(s, v),
+        None => v,
+    };
+    // Walk the nonempty shards in scan order, closing each segment as a
+    // head ends it: `totals[id]` is segment `id`'s, and each shard's
+    // scan-order first and last elements lie in segments `ids[r]`.
+    let mut totals: Vec<Op::Element> = Vec::new();
+    let mut ids = vec![(0, 0); shards.len()];
+    let mut open: Option<(usize, Op::Element)> = None;
+    let mut previous: Option<&SegmentedShard<Op::Element>> = None;
+    for &r in &order {
+        let Some(shard) = &shards[r] else { continue };
+        let boundary_head = match previous {
+            None => true,
+            Some(before) => match direction {
+                Direction::Forward => !before.edges.runs_into(&shard.edges),
+                Direction::Reverse => !shard.edges.runs_into(&before.edges),
+            },
+        };
+        let lead = shard.lead?;
+        let start = |value: Op::Element, totals: &mut Vec<Op::Element>| {
+            totals.push(value);
+            totals.len() - 1
+        };
+        // The segment open before the shard ends at its boundary where that
+        // is a head, else runs on into it.
+        let first = match open.take() {
+            Some((id, value)) if boundary_head => {
+                totals[id] = value;
+                None
+            }
+            running => running,
+        };
+        let interior = shard.first_head.is_some();
+        ids[r] = match (first, interior) {
+            // A segment runs on into the shard and ends at its first head.
+            (Some((id, value)), true) => {
+                totals[id] = then(value, lead);
+                let last = start(shard.tail, &mut totals);
+                open = Some((last, shard.tail));
+                (id, last)
+            }
+            // It runs on through the whole shard.
+            (Some((id, value)), false) => {
+                open = Some((id, then(value, shard.fold)));
+                (id, id)
+            }
+            // The shard's boundary starts a segment.
+            (None, true) => {
+                let first = start(seeded(lead), &mut totals);
+                let last = start(shard.tail, &mut totals);
+                open = Some((last, shard.tail));
+                (first, last)
+            }
+            (None, false) => {
+                let id = start(shard.tail, &mut totals);
+                open = Some((id, shard.tail));
+                (id, id)
+            }
+        };
+        previous = Some(shard);
+    }
+    if let Some((id, value)) = open {
+        totals[id] = value;
+    }
+    let (first, last) = ids[rank];
+    Some(match direction {
+        Direction::Forward => (totals[first], totals[last]),
+        // Backwards the scan's first element is the shard's last.
+        Direction::Reverse => (totals[last], totals[first]),
+    })
+}
+
 /// The CPU backend's [`SegmentedShard`] of a nonempty shard: `heads(i)`
 /// says whether element i (in memory) starts a segment, element 0 aside.
 fn cpu_shard<Op: ScanOp>(
@@ -500,14 +606,22 @@ fn cpu_shard<Op: ScanOp>(
         Direction::Forward => last_head.unwrap_or(0)..n,
         Direction::Reverse => 0..first_head.unwrap_or(n),
     };
+    // The first piece in scan order: up to the first head forward, from
+    // the last one backwards.
+    let lead = match direction {
+        Direction::Forward => 0..first_head.unwrap_or(n),
+        Direction::Reverse => last_head.unwrap_or(0)..n,
+    };
     let all = fold(0..n);
+    let piece = |range: std::ops::Range<usize>| if range.len() == n { all } else { fold(range) };
     SegmentedShard {
         len: n,
         edges: ShardEdges::of(segments),
         first_head,
         last_head,
-        tail: seeded(if open.len() == n { all } else { fold(open) }),
+        tail: seeded(piece(open)),
         fold: all,
+        lead: Some(piece(lead)),
     }
 }
 
@@ -529,25 +643,44 @@ struct SegmentedContribution<E> {
 /// ([`DistributedError::RowsAcrossRanks`]). `spec` is every rank's, its
 /// initial value seeding every segment as in [`segmented::par_scan`]; a
 /// carry-out gets the last segment's partial in scan order on every rank.
-/// On an error (lengths or segments here or on another rank, the exchange)
-/// nothing is written on any rank.
+/// Per-segment totals ([`ScanSpec::segment_totals`],
+/// [`ScanSpec::counted_segment_totals`]) get one total for each segment
+/// of the shard alone (as [`segment_ranges`](crate::segmented::segment_ranges)
+/// of its segments counts them: the runs from each head, the offsets'
+/// windows), each over the whole segment whatever ranks it spans: a
+/// segment that runs across ranks has the same total on every rank it
+/// touches. On an error (lengths, segments or the totals slot here or on
+/// another rank, the exchange) nothing is written on any rank.
 pub fn scan_segmented<'a, Op: ScanOp, C: Collective>(
     comm: &C,
-    spec: impl IntoScanSpec<Op::Element, Carry: HostCarryOut<Op::Element>, Segments = NoSegments>,
+    spec: impl IntoScanSpec<
+        Op::Element,
+        Carry: HostSegmentedCarryOut<Op::Element>,
+        Segments = NoSegments,
+    >,
     segments: impl Into<Segments<'a>>,
     input: &[Op::Element],
     output: &mut [Op::Element],
 ) -> Result<(), DistributedError> {
-    let spec = spec.into_spec();
+    let mut spec = spec.into_spec();
     let segments = segments.into();
     let (inclusive, seed, _) = cpu::plan(&spec);
     let direction = spec.direction;
     let n = input.len();
+    let counted = spec.carry_out.counts_segments();
     let valid = LengthMismatch::check(n, output.len())
         .map_err(DistributedError::from)
         .and_then(|()| match segments {
             Segments::Rows { .. } => Err(DistributedError::RowsAcrossRanks),
             _ => Ok(segments.check_len(n)?),
+        })
+        .and_then(|()| match spec.carry_out.totals() {
+            Some(totals) if !counted => {
+                let segments = segment_ranges(segments, n).len();
+                Ok(SegmentTotalsLength::check(totals.len(), segments)
+                    .map_err(SegmentedError::from)?)
+            }
+            _ => Ok(()),
         });
     let ok = valid.is_ok() && n > 0;
     let all = comm.all_gather(SegmentedContribution {
@@ -584,7 +717,35 @@ pub fn scan_segmented<'a, Op: ScanOp, C: Collective>(
         segmented::par_scan::<Op>(own_spec, own_flags, &input[own.clone()], &mut output[own])
             .expect("lengths checked");
     }
-    spec.carry_out.put(place.total);
+    if spec.carry_out.totals().is_some() {
+        let ranges = segment_ranges(segments, n);
+        let edges = edge_totals::<Op>(&shards, comm.rank(), seed, direction);
+        let totals = spec
+            .carry_out
+            .totals_for(ranges.len())
+            .expect("the slot checked before the exchange")
+            .expect("a totals slot");
+        let written = totals.len();
+        segment_totals::fill::<Op>(
+            seed,
+            direction == Direction::Reverse,
+            &ranges[..written],
+            input,
+            totals,
+        );
+        // The segments that hold the shard's ends may run on across ranks:
+        // their totals over the whole segment.
+        if let Some((first, last)) = edges {
+            for (total, range) in totals.iter_mut().zip(&ranges) {
+                if range.end == n && !range.is_empty() {
+                    *total = last;
+                } else if range.start == 0 && !range.is_empty() {
+                    *total = first;
+                }
+            }
+        }
+    }
+    spec.carry_out.put_carry(place.total);
     Ok(())
 }
 

@@ -856,6 +856,8 @@ fn decode_segmented<E: Copy>(
                 last_head: (last != 0).then_some(last as usize),
                 tail,
                 fold,
+                // Per-segment totals across GPU ranks are not there yet.
+                lead: None,
             })
         })
         .collect())
