@@ -645,7 +645,7 @@ struct SegmentedContribution<E> {
 /// carry-out gets the last segment's partial in scan order on every rank.
 /// Per-segment totals ([`ScanSpec::segment_totals`],
 /// [`ScanSpec::counted_segment_totals`]) get one total for each segment
-/// of the shard alone (as [`segment_ranges`](crate::segmented::segment_ranges)
+/// of the shard alone (as [`segment_ranges`]
 /// of its segments counts them: the runs from each head, the offsets'
 /// windows), each over the whole segment whatever ranks it spans: a
 /// segment that runs across ranks has the same total on every rank it
