@@ -1020,4 +1020,89 @@ mod tests {
         assert_eq!(Call::of(&inclusive, true), Call(0b1001));
         assert_eq!(Call::of(&reverse, false), Call(0b0110));
     }
+
+    /// A segmented record: the header, the edges words, the length, the
+    /// open segment's partial and the fold.
+    fn segmented_record(
+        header: &Header,
+        edges: [u64; 4],
+        len: u64,
+        tail: u64,
+        fold: u64,
+    ) -> Vec<u8> {
+        let mut record = vec![0xa5; RECORD];
+        record[..HEADER].copy_from_slice(&header.encode());
+        for (k, word) in edges.iter().enumerate() {
+            let at = EDGES_OFFSET + 8 * k;
+            record[at..at + 8].copy_from_slice(&word.to_le_bytes());
+        }
+        record[LENGTH_OFFSET..LENGTH_OFFSET + 8].copy_from_slice(&len.to_le_bytes());
+        record[TOTAL_OFFSET..TOTAL_OFFSET + 8].copy_from_slice(&tail.to_ne_bytes());
+        record[FOLD_OFFSET..FOLD_OFFSET + 8].copy_from_slice(&fold.to_ne_bytes());
+        record
+    }
+
+    #[test]
+    fn segmented_records_read_back_as_shards() {
+        let flags = Header {
+            call: Call(0b0001 | 1 << 4),
+            ..header(true, true)
+        };
+        let empty = Header {
+            has_total: false,
+            ..flags
+        };
+        let gathered = [
+            // Heads at 3 and 40, element 0 marked.
+            segmented_record(&flags, [3, 40, 1, 0], 50, 7, 99),
+            // No head after element 0, element 0 unmarked.
+            segmented_record(&flags, [u64::MAX, 0, 0, 0], 9, 11, 12),
+            segmented_record(&empty, [u64::MAX, 0, 0, 0], 0, 0, 0),
+        ]
+        .concat();
+        for seeded in [false, true] {
+            let shards = decode_segmented::<u64>(&gathered, &flags, seeded).unwrap();
+            let first = shards[0].unwrap();
+            assert_eq!(
+                (first.len, first.first_head, first.last_head),
+                (50, Some(3), Some(40))
+            );
+            assert_eq!(
+                first.edges,
+                ShardEdges::Marked {
+                    first_is_head: true
+                }
+            );
+            // A shard with a head never passes its fold on: the partial.
+            assert_eq!((first.tail, first.fold), (7, 7));
+            let second = shards[1].unwrap();
+            assert_eq!((second.first_head, second.last_head), (None, None));
+            assert_eq!(
+                second.edges,
+                ShardEdges::Marked {
+                    first_is_head: false
+                }
+            );
+            // Its fold without the initial value, where there is one.
+            assert_eq!(
+                (second.tail, second.fold),
+                (11, if seeded { 12 } else { 11 })
+            );
+            assert_eq!(shards[2], None);
+        }
+        // By keys, the words are the keys at both ends.
+        let keys = Header {
+            call: Call(0b0001 | 3 << 4 | 4 << 8),
+            ..header(true, true)
+        };
+        let gathered = segmented_record(&keys, [u64::MAX, 0, 0xdead, 0xbeef], 4, 1, 1);
+        let shard = decode_segmented::<u64>(&gathered, &keys, false).unwrap()[0].unwrap();
+        assert_eq!(
+            shard.edges,
+            ShardEdges::Keyed {
+                first: 0xdead,
+                last: 0xbeef
+            }
+        );
+    }
 }
