@@ -20,7 +20,9 @@
 //! The same over ranks sharing one GPU (`GpuRank::on_one_device`, 1 to 5
 //! ranks, no NCCL), and segmented scans across ranks by flags, offsets into
 //! each shard and keys (one segment across every rank, sparse and dense
-//! heads), against the CPU's one-rank segmented scan, with rows refused.
+//! heads), against the CPU's one-rank segmented scan, with per-segment
+//! totals over whole segments however many ranks they span (exact slots
+//! by offsets, counted ones by flags and keys), with rows refused.
 //! Without a GPU it prints one line and passes; without NCCL the reduction
 //! runs and the distributed part says it was skipped (NCCL_REQUIRED=1 makes
 //! that a failure, as the device runs set it).
@@ -514,6 +516,10 @@ fn check_segmented_group<Op: Case>(
                             Err(e) => failures.push(format!("{what}: rank {r}: {e}")),
                         }
                     }
+                    if pattern == 0 {
+                        let totals = check_totals::<Op>(group, spec, &flags, &whole, &cases);
+                        failures.extend(totals.into_iter().map(|f| format!("{what}: {f}")));
+                    }
                 }
             }
         }
@@ -540,6 +546,126 @@ fn check_segmented_group<Op: Case>(
         };
         if !refused || !untouched {
             failures.push(format!("{} rows across {ranks} ranks: rank {r} gave {got:?}, output untouched: {untouched}", Op::NAME));
+        }
+    }
+    failures
+}
+
+/// One rank's per-segment totals: what its slot holds, up to the count.
+type TotalsOutcome<E> = Result<Vec<E>, RankError>;
+
+/// Per-segment totals across the ranks of `group`: each rank's slot (by
+/// offsets one total a window, exact; by flags and keys a counted slot as
+/// long as the shard) holds one total for each segment of its shard alone,
+/// each the whole segment's total in the concatenated sequence (the CPU's
+/// one-rank per-segment totals), however many ranks it spans.
+fn check_totals<Op: Case>(
+    group: &mut [GpuRank],
+    spec: ScanSpec<Op::Element>,
+    flags: &[u8],
+    whole: &[Op::Element],
+    cases: &[SegmentedCase<Op::Element>],
+) -> Vec<String> {
+    let n = whole.len();
+    let global = segmented::segment_ranges(HeadFlags::Bytes(flags).into(), n);
+    let mut global_totals = vec![Op::IDENTITY; global.len()];
+    let mut scanned = vec![Op::IDENTITY; n];
+    segmented::par_scan::<Op>(
+        spec.segment_totals(&mut global_totals[..]),
+        HeadFlags::Bytes(flags),
+        whole,
+        &mut scanned,
+    )
+    .unwrap();
+    // The global segment holding element i: the heads up to it.
+    let mut heads = 0;
+    let segment_of: Vec<usize> = (0..n)
+        .map(|i| {
+            heads += usize::from(i > 0 && flags[i] != 0);
+            heads
+        })
+        .collect();
+    let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
+    let outcomes: Vec<TotalsOutcome<Op::Element>> =
+        on_every_rank::<Op, _, _>(group, cases, |rank, scanner, stream, case| {
+            let len = case.input.len();
+            let d = stream.clone_htod(&case.input)?;
+            let mut out: CudaSlice<Op::Element> = unsafe { stream.alloc(len) }?;
+            match &case.segments {
+                ShardSegments::Offsets(o) => {
+                    let windows = o.len() - 1;
+                    let o = stream.clone_htod(o)?;
+                    let o = DeviceOffsets::check(stream, o.as_view(), len)?;
+                    let mut totals: CudaSlice<Op::Element> = unsafe { stream.alloc(windows) }?;
+                    poison(stream, &mut totals);
+                    let spec = spec.segment_totals(&mut totals);
+                    rank.scan_segmented(scanner, stream, spec, &o, &d, &mut out)?;
+                    Ok(stream.clone_dtoh(&totals)?)
+                }
+                segments => {
+                    let mut totals: CudaSlice<Op::Element> = unsafe { stream.alloc(len.max(1)) }?;
+                    poison(stream, &mut totals);
+                    let mut count = stream.alloc_zeros::<u64>(1)?;
+                    let spec = spec.counted_segment_totals(&mut totals, &mut count);
+                    match segments {
+                        ShardSegments::Flags(f) => {
+                            let f = stream.clone_htod(f)?;
+                            rank.scan_segmented(scanner, stream, spec, &f, &d, &mut out)?;
+                        }
+                        ShardSegments::Keys(k) => {
+                            let k = stream.clone_htod(k)?;
+                            let k = DeviceSegments::keys(&k);
+                            rank.scan_segmented(scanner, stream, spec, k, &d, &mut out)?;
+                        }
+                        ShardSegments::Offsets(_) => unreachable!(),
+                    }
+                    let count = stream.clone_dtoh(&count)?[0] as usize;
+                    let mut totals = stream.clone_dtoh(&totals)?;
+                    totals.truncate(count);
+                    Ok(totals)
+                }
+            }
+        });
+    let mut failures = Vec::new();
+    let mut start = 0;
+    for (r, (outcome, case)) in outcomes.into_iter().zip(cases).enumerate() {
+        let len = case.input.len();
+        let ranges = match &case.segments {
+            ShardSegments::Flags(f) => segmented::segment_ranges(HeadFlags::Bytes(f).into(), len),
+            ShardSegments::Offsets(o) => {
+                segmented::segment_ranges(segmented::Segments::offsets(&o[..]), len)
+            }
+            ShardSegments::Keys(k) => {
+                segmented::segment_ranges(segmented::Segments::keys(&k[..]), len)
+            }
+        };
+        let want: Vec<Op::Element> = ranges
+            .iter()
+            .map(|range| match range.is_empty() {
+                true => seed,
+                false => global_totals[segment_of[start + range.start]],
+            })
+            .collect();
+        start += len;
+        match outcome {
+            Ok(got) => {
+                let first_wrong = got.iter().zip(&want).position(|(g, w)| !Op::close(g, w));
+                if got.len() != want.len() {
+                    failures.push(format!(
+                        "rank {r}: {} totals, cpu {}",
+                        got.len(),
+                        want.len()
+                    ));
+                } else if let Some(i) = first_wrong {
+                    failures.push(format!(
+                        "rank {r}: total {i} of {}: {:?}, cpu {:?}",
+                        want.len(),
+                        got[i],
+                        want[i]
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("rank {r} with totals: {e}")),
         }
     }
     failures

@@ -81,7 +81,8 @@ pub enum FlagsKernel {
     /// first; `n > 0`.
     FindEdges(HeadsIn),
     /// `offsets`, `count`, `n`, `edges`: [`FlagsKernel::FindEdges`] over
-    /// offsets (`edges[2]` is 1 where an offset is 0).
+    /// offsets, with `edges[2]` the number of offsets equal to 0 and
+    /// `edges[3]` the number below `n`.
     OffsetEdges {
         /// 32 or 64.
         offset_bits: u32,

@@ -299,8 +299,8 @@ pub struct SegmentedShard<E> {
     /// scan order: its elements before its first head in scan order (from
     /// element 0 forward; from its last head to its end backwards). What
     /// per-segment totals across ranks add to a segment that runs into the
-    /// shard; `None` where the backend does not compute it (the GPU ranks,
-    /// which have no per-segment totals across ranks yet).
+    /// shard; `None` where the call asked for none (a GPU rank computes it
+    /// only then).
     pub lead: Option<E>,
 }
 
@@ -490,8 +490,10 @@ pub fn segmented_place<Op: ScanOp>(
 /// elements in memory, each over the whole segment whatever ranks it
 /// spans, behind the initial value (as a one-rank scan's per-segment
 /// totals): `None` for an empty shard, or where a shard's
-/// [`SegmentedShard::lead`] is unknown.
-fn edge_totals<Op: ScanOp>(
+/// [`SegmentedShard::lead`] is unknown. What per-segment totals across
+/// ranks put in place of the local totals of a shard's two end segments,
+/// on both backends.
+pub fn segment_edge_totals<Op: ScanOp>(
     shards: &[Option<SegmentedShard<Op::Element>>],
     rank: usize,
     seed: Option<Op::Element>,
@@ -719,7 +721,7 @@ pub fn scan_segmented<'a, Op: ScanOp, C: Collective>(
     }
     if spec.carry_out.totals().is_some() {
         let ranges = segment_ranges(segments, n);
-        let edges = edge_totals::<Op>(&shards, comm.rank(), seed, direction);
+        let edges = segment_edge_totals::<Op>(&shards, comm.rank(), seed, direction);
         let totals = spec
             .carry_out
             .totals_for(ranges.len())

@@ -35,6 +35,7 @@
 //! gathered totals on the host (one small copy), so a distributed scan
 //! cannot be captured in a CUDA graph.
 
+use crate::carry::DeviceCarryOut;
 use crate::error::ScanError;
 use crate::flag_builder::HeadFlagBuilder;
 use crate::gpu::GpuScanner;
@@ -46,8 +47,8 @@ use cudarc::driver::{
     DeviceSlice, DriverError, SyncOnDrop, ValidAsZeroBits,
 };
 use scan_core::distributed::{
-    rank_prefix, segmented_place, shard_alone, Collective, RankPrefix, SegmentedPlace,
-    SegmentedShard, ShardEdges, SimulatedRank, SimulatedRanks,
+    rank_prefix, segment_edge_totals, segmented_place, shard_alone, Collective, RankPrefix,
+    SegmentedPlace, SegmentedShard, ShardEdges, SimulatedRank, SimulatedRanks,
 };
 use scan_core::spec::{IntoScanSpec, NoCarryOut, NoSegments};
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
@@ -167,12 +168,16 @@ impl std::fmt::Debug for NcclId {
 /// Bytes of a rank's record before its total ([`Header`] and padding):
 /// the total's offset, so elements aligned to up to this many bytes.
 const TOTAL_OFFSET: usize = 64;
-/// Bytes of a rank's record: the header, then two elements in the bytes of
-/// the widest element, the same for every operator (a plain scan's total;
-/// a segmented scan's open segment's partial and its shard's fold).
-const RECORD: usize = TOTAL_OFFSET + 2 * kernels_gen::MAX_ELEMENT_SIZE;
+/// Bytes of a rank's record: the header, then three elements in the bytes
+/// of the widest element, the same for every operator (a plain scan's
+/// total; a segmented scan's open segment's partial, its shard's fold and,
+/// with per-segment totals, its first piece's fold).
+const RECORD: usize = TOTAL_OFFSET + 3 * kernels_gen::MAX_ELEMENT_SIZE;
 /// Where a record's second element lies.
 const FOLD_OFFSET: usize = TOTAL_OFFSET + kernels_gen::MAX_ELEMENT_SIZE;
+/// Where a segmented record with per-segment totals has its first piece's
+/// fold ([`SegmentedShard::lead`]).
+const LEAD_OFFSET: usize = FOLD_OFFSET + kernels_gen::MAX_ELEMENT_SIZE;
 /// Where a segmented scan's record holds its shard's edges (four `u64`s,
 /// `FlagsKernel::FindEdges`) and then its length (one `u64`).
 const EDGES_OFFSET: usize = HEADER;
@@ -433,7 +438,17 @@ impl GpuRank {
     /// the CPU. A segment may span any number of ranks; rows cannot
     /// ([`RankError::RowsAcrossRanks`]). `spec`'s initial value seeds every
     /// segment. Returns where the shard lies in the whole, the whole
-    /// sequence's carry-out (its last segment's partial) included.
+    /// sequence's carry-out (its last segment's partial) included, which a
+    /// carry-out slot in `spec` receives too.
+    ///
+    /// Per-segment totals in `spec` ([`ScanSpec::segment_totals`] over
+    /// offsets, [`ScanSpec::counted_segment_totals`] over any source) get
+    /// one total for each segment of the shard alone, each the total of
+    /// the whole segment whatever ranks it spans, as on the CPU backend;
+    /// every rank asks for them or none does. They cost one more read of
+    /// the shard's first and last pieces (of the whole shard where no head
+    /// lies after its element 0) and a few small copies, and the call waits
+    /// for its stream before it returns.
     ///
     /// Each rank scans its shard by its own segments first (writing
     /// `output`; its carry-out, the partial of the segment open at its end,
@@ -446,11 +461,11 @@ impl GpuRank {
     /// anything is written on any rank; another rank's error is found by
     /// the exchange, after this rank's first scan has written `output`
     /// ([`RankError::OtherRank`]).
-    pub fn scan_segmented<'s, Op, I, O>(
+    pub fn scan_segmented<'s, Op, C, I, O>(
         &mut self,
         scanner: &mut GpuScanner<Op>,
         stream: &Arc<CudaStream>,
-        spec: impl IntoScanSpec<Op::Element, Carry = NoCarryOut, Segments = NoSegments>,
+        spec: impl IntoScanSpec<Op::Element, Carry = C, Segments = NoSegments>,
         segments: impl Into<DeviceSegments<'s>>,
         input: &I,
         output: &mut O,
@@ -458,15 +473,27 @@ impl GpuRank {
     where
         Op: ScanOp,
         Op::Element: DeviceRepr + ValidAsZeroBits,
+        C: DeviceCarryOut<Op::Element>,
         I: DevicePtr<Op::Element>,
         O: DevicePtrMut<Op::Element>,
     {
         let spec = spec.into_spec();
         let segments = segments.into();
-        let seed = spec.kind.init();
+        let (seed, direction) = (spec.kind.init(), spec.direction);
+        let bare = ScanSpec::from(spec.kind).with_direction(direction);
+        let mut carry = spec.carry_out;
+        // Where the carry-out or the totals go, taken now: the local scan
+        // takes the slot.
+        let slot = Slot::of(&mut carry, stream);
+        let totals = slot.totals.is_some();
+        let offsets = match &segments {
+            DeviceSegments::Offsets(offsets) => Some(offsets.count()),
+            _ => None,
+        };
         let (on, here) = self.exchange_stream(stream);
-        let call = Call::segmented(&spec, &segments);
+        let call = Call::segmented(&bare, &segments, totals);
         let record = &mut self.exchange.record;
+        let mut edges = None;
         let local = here
             .and(checked_lengths::<Op>(input.len(), output.len()))
             .and_then(|n| {
@@ -474,21 +501,51 @@ impl GpuRank {
                     return Err(RankError::RowsAcrossRanks);
                 }
                 segments.check_len(n)?;
+                if !totals {
+                    // A one-element carry-out (the scan checks a totals
+                    // slot against its segments).
+                    carry.check()?;
+                }
                 if n == 0 {
+                    if totals {
+                        // Checks the slot, and stores a count of 0.
+                        let local = bare.segments(segments).carry_out(carry);
+                        scanner.scan(stream, local, input, output)?;
+                    }
                     return Ok(false);
                 }
-                local_segmented(scanner, stream, &spec, segments, input, output, record)?;
+                let mut local = LocalSegmented {
+                    scanner,
+                    stream,
+                    spec: &bare,
+                    input,
+                    record,
+                };
+                edges = Some(match totals {
+                    false => local.scan(segments, output)?,
+                    true => local.scan_with_totals(segments, carry, output)?,
+                });
                 Ok(true)
             });
         let header = Header::of::<Op>(call, &local);
         let gathered = self.exchange.gather(&on, &header)?;
         local?;
-        let shards = decode_segmented::<Op::Element>(&gathered, &header, seed.is_some())?;
-        let place = segmented_place::<Op>(&shards, self.rank, seed, spec.direction);
-        if let Some(carry) = place.carry_in {
+        let seeded = |v: Op::Element| match (seed, direction) {
+            (None, _) => v,
+            (Some(s), Direction::Forward) => Op::combine(s, v),
+            (Some(s), Direction::Reverse) => Op::combine(v, s),
+        };
+        let shards = decode_segmented::<Op::Element>(
+            &gathered,
+            &header,
+            seed.is_some(),
+            totals.then_some(&seeded),
+        )?;
+        let place = segmented_place::<Op>(&shards, self.rank, seed, direction);
+        if let Some(carry_in) = place.carry_in {
             let kind = match spec.kind.is_inclusive() {
-                true => ScanKind::InclusiveWithInit(carry),
-                false => ScanKind::ExclusiveWithInit(carry),
+                true => ScanKind::InclusiveWithInit(carry_in),
+                false => ScanKind::ExclusiveWithInit(carry_in),
             };
             // The place's continued elements lie in this rank's shard.
             let range = place.continued.clone();
@@ -497,10 +554,20 @@ impl GpuRank {
             let mut continued_out = Part::of(output, len, range);
             scanner.scan(
                 stream,
-                ScanSpec::from(kind).with_direction(spec.direction),
+                ScanSpec::from(kind).with_direction(direction),
                 &continued_in,
                 &mut continued_out,
             )?;
+        }
+        match (slot.totals, edges) {
+            (Some(totals), Some(edges)) => {
+                let ends = segment_edge_totals::<Op>(&shards, self.rank, seed, direction)
+                    .expect("every shard's first piece is in the exchange");
+                totals.put_ends(stream, edges, offsets, ends)?;
+            }
+            (Some(_), None) => {}
+            (None, _) if slot.carry != 0 => put_element(stream, slot.carry, 0, place.total)?,
+            (None, _) => {}
         }
         Ok(place)
     }
@@ -634,49 +701,246 @@ where
 
 /// A segmented scan's local work on a nonempty shard that passed its
 /// checks: its edges into the record (the words set first, then one
-/// search), its scan by its own segments with the open segment's partial
-/// into the record, and, with an initial value and no head after element
-/// 0, its fold (the partial without the initial value) too.
-fn local_segmented<Op, I, O>(
-    scanner: &mut GpuScanner<Op>,
-    stream: &Arc<CudaStream>,
-    spec: &ScanSpec<Op::Element>,
-    segments: DeviceSegments<'_>,
-    input: &I,
-    output: &mut O,
-    record: &mut CudaSlice<u8>,
-) -> Result<()>
+/// search), then its scan by its own segments and the folds the exchange
+/// takes.
+struct LocalSegmented<'a, Op: ScanOp, I> {
+    scanner: &'a mut GpuScanner<Op>,
+    stream: &'a Arc<CudaStream>,
+    /// The kind and direction, without a carry-out.
+    spec: &'a ScanSpec<Op::Element>,
+    input: &'a I,
+    record: &'a mut CudaSlice<u8>,
+}
+
+/// What the edges search found in a shard ([`FlagsKernel::FindEdges`]):
+/// the first and last heads after element 0, and the two words after them
+/// (element 0's mark or keys; over offsets, the offsets equal to 0 and
+/// those below the shard's length).
+///
+/// [`FlagsKernel::FindEdges`]: kernels_gen::segment_flags::FlagsKernel::FindEdges
+#[derive(Clone, Copy, Debug)]
+struct Edges {
+    first_head: Option<usize>,
+    last_head: Option<usize>,
+    words: [u64; 2],
+}
+
+impl<Op, I> LocalSegmented<'_, Op, I>
 where
     Op: ScanOp,
     Op::Element: DeviceRepr + ValidAsZeroBits,
     I: DevicePtr<Op::Element>,
-    O: DevicePtrMut<Op::Element>,
 {
-    let n = input.len();
-    let mut words = [0u8; 40];
-    words[..8].copy_from_slice(&u64::MAX.to_le_bytes());
-    words[32..].copy_from_slice(&(n as u64).to_le_bytes());
-    stream.memcpy_htod(
-        &words,
-        &mut record.slice_mut(EDGES_OFFSET..LENGTH_OFFSET + 8),
-    )?;
-    {
-        let (base, _record) = record.device_ptr(stream);
+    /// Sets the record's edge words and length, and enqueues the search.
+    fn find_edges(&mut self, segments: &DeviceSegments<'_>) -> Result<()> {
+        let (n, stream) = (self.input.len(), self.stream);
+        let mut words = [0u8; 40];
+        words[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        words[32..].copy_from_slice(&(n as u64).to_le_bytes());
+        stream.memcpy_htod(
+            &words,
+            &mut self.record.slice_mut(EDGES_OFFSET..LENGTH_OFFSET + 8),
+        )?;
+        let (base, _record) = self.record.device_ptr(stream);
         let builder = HeadFlagBuilder::new(stream.context())?;
-        builder.shard_edges(stream, &segments, n, base + EDGES_OFFSET as u64)?;
+        builder
+            .shard_edges(stream, segments, n, base + EDGES_OFFSET as u64)
+            .map_err(RankError::from)
     }
-    with_slot(record, TOTAL_OFFSET, |slot| {
-        let local = spec.segments(segments).carry_out(slot);
-        Ok(scanner.scan(stream, local, input, output)?)
-    })?;
-    if spec.kind.init().is_some() {
-        let first = stream.clone_dtoh(&record.slice(EDGES_OFFSET..EDGES_OFFSET + 8))?;
-        if first == u64::MAX.to_le_bytes() {
-            with_slot(record, FOLD_OFFSET, |slot| {
-                Ok(scanner.reduce(stream, input, slot)?)
-            })?;
+
+    /// The edges the search wrote (waits for it).
+    fn read_edges(&self) -> Result<Edges> {
+        let bytes = self
+            .stream
+            .clone_dtoh(&self.record.slice(EDGES_OFFSET..EDGES_OFFSET + 32))?;
+        let word = |k: usize| u64::from_le_bytes(bytes[8 * k..8 * k + 8].try_into().unwrap());
+        Ok(Edges {
+            first_head: (word(0) != u64::MAX).then_some(word(0) as usize),
+            last_head: (word(1) != 0).then_some(word(1) as usize),
+            words: [word(2), word(3)],
+        })
+    }
+
+    /// The fold of `range` of the shard into the record at `at`.
+    fn fold_into(&mut self, range: std::ops::Range<usize>, at: usize) -> Result<()> {
+        let (scanner, stream) = (&mut *self.scanner, self.stream);
+        let piece = Part::of(self.input, self.input.len(), range);
+        with_slot(self.record, at, |slot| {
+            Ok(scanner.reduce(stream, &piece, slot)?)
+        })
+    }
+
+    /// Without totals: the scan with its carry-out (the open segment's
+    /// partial) into the record, and the shard's fold where it has an
+    /// initial value and no head after element 0.
+    fn scan<O: DevicePtrMut<Op::Element>>(
+        &mut self,
+        segments: DeviceSegments<'_>,
+        output: &mut O,
+    ) -> Result<Edges> {
+        self.find_edges(&segments)?;
+        let (scanner, stream, input, spec) =
+            (&mut *self.scanner, self.stream, self.input, self.spec);
+        with_slot(self.record, TOTAL_OFFSET, |slot| {
+            let local = spec.segments(segments).carry_out(slot);
+            Ok(scanner.scan(stream, local, input, output)?)
+        })?;
+        // Read back only where the exchange needs them before it.
+        if spec.kind.init().is_none() {
+            return Ok(Edges {
+                first_head: None,
+                last_head: None,
+                words: [0; 2],
+            });
+        }
+        let edges = self.read_edges()?;
+        if edges.first_head.is_none() {
+            self.fold_into(0..self.input.len(), FOLD_OFFSET)?;
+        }
+        Ok(edges)
+    }
+
+    /// With per-segment totals: the scan writes the local totals into the
+    /// caller's slot, and the record gets the shard's pieces without the
+    /// initial value (the host seeds them after the exchange): the last
+    /// piece in scan order, the first, or the whole fold where no head
+    /// lies after element 0.
+    fn scan_with_totals<C, O>(
+        &mut self,
+        segments: DeviceSegments<'_>,
+        carry: C,
+        output: &mut O,
+    ) -> Result<Edges>
+    where
+        C: DeviceCarryOut<Op::Element>,
+        O: DevicePtrMut<Op::Element>,
+    {
+        self.find_edges(&segments)?;
+        let edges = self.read_edges()?;
+        let local = self.spec.segments(segments).carry_out(carry);
+        self.scanner.scan(self.stream, local, self.input, output)?;
+        let n = self.input.len();
+        match (edges.first_head, edges.last_head) {
+            (Some(first), Some(last)) => {
+                let (lead, tail) = match self.spec.direction {
+                    Direction::Forward => (0..first, last..n),
+                    Direction::Reverse => (last..n, 0..first),
+                };
+                self.fold_into(lead, LEAD_OFFSET)?;
+                self.fold_into(tail, TOTAL_OFFSET)?;
+            }
+            _ => self.fold_into(0..n, FOLD_OFFSET)?,
+        }
+        Ok(edges)
+    }
+}
+
+/// Where a segmented call's carry-out or per-segment totals go, as device
+/// addresses taken before the local scan takes the slot.
+struct Slot {
+    /// A one-element carry-out's address (0 for none).
+    carry: u64,
+    totals: Option<TotalsSlot>,
+}
+
+/// A per-segment totals slot: its address, length, and the count's
+/// address where the slot is counted.
+struct TotalsSlot {
+    address: u64,
+    len: usize,
+    count: Option<u64>,
+}
+
+impl Slot {
+    fn of<E, C: DeviceCarryOut<E>>(carry: &mut C, stream: &CudaStream) -> Slot {
+        let (len, counted) = (carry.totals_len(), carry.counts_segments());
+        let slots = carry.slots(stream);
+        match len {
+            None => Slot {
+                carry: slots.carry,
+                totals: None,
+            },
+            Some(len) => Slot {
+                carry: 0,
+                totals: Some(TotalsSlot {
+                    address: slots.carry,
+                    len,
+                    count: counted.then_some(slots.count),
+                }),
+            },
         }
     }
+}
+
+impl TotalsSlot {
+    /// Puts `ends`, the totals of the whole segments that hold the shard's
+    /// first and last elements, in place of the local totals of those
+    /// segments: the first and the last of the shard's segments over flags
+    /// or keys (their count read back from the counted slot), the windows
+    /// that hold element 0 and the last element over offsets (`offsets`
+    /// of them; from the counts the edges search found).
+    fn put_ends<E: DeviceRepr>(
+        &self,
+        stream: &Arc<CudaStream>,
+        edges: Edges,
+        offsets: Option<usize>,
+        (first, last): (E, E),
+    ) -> Result<()> {
+        let (holds_first, holds_last) = match (offsets, self.count) {
+            (Some(count), _) => {
+                let [zeros, below] = edges.words.map(|w| w as usize);
+                (
+                    (zeros >= 1 && zeros < count).then(|| zeros - 1),
+                    (below >= 1 && below < count).then(|| below - 1),
+                )
+            }
+            (None, Some(count)) => {
+                let mut segments = [0u64];
+                // SAFETY: the count slot is one u64 of the caller's (checked
+                // by the local scan), written in stream order before this
+                // read, which the synchronize completes.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtoh_async(
+                        &mut segments,
+                        count,
+                        stream.cu_stream(),
+                    )
+                }?;
+                stream.synchronize()?;
+                (Some(0), (segments[0] as usize).checked_sub(1))
+            }
+            // Flags and keys without a count: refused by the local scan.
+            (None, None) => (None, None),
+        };
+        for (index, value) in [(holds_first, first), (holds_last, last)] {
+            if let Some(index) = index.filter(|&i| i < self.len) {
+                put_element(stream, self.address, index, value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `value` at element `index` of the device buffer at `address`
+/// and waits for the copy (the value lives on this frame).
+fn put_element<E: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    address: u64,
+    index: usize,
+    value: E,
+) -> Result<()> {
+    let at = address + (index * std::mem::size_of::<E>()) as u64;
+    // SAFETY: `address` is a slot of the caller's of more than `index`
+    // elements (checked by the callers), the copy ordered on `stream` after
+    // the scans that wrote it and waited for before `value` goes.
+    unsafe {
+        cudarc::driver::result::memcpy_htod_async(
+            at,
+            std::slice::from_ref(&value),
+            stream.cu_stream(),
+        )
+    }?;
+    stream.synchronize()?;
     Ok(())
 }
 
@@ -715,16 +979,20 @@ impl Call {
         )
     }
 
-    /// A segmented call: its segments' source (flags, offsets, keys) and
-    /// the keys' width in bytes too.
-    fn segmented<E: Copy, C, S>(spec: &ScanSpec<E, C, S>, segments: &DeviceSegments<'_>) -> Call {
+    /// A segmented call: its segments' source (flags, offsets, keys), the
+    /// keys' width in bytes, and whether it asks for per-segment totals.
+    fn segmented<E: Copy, C, S>(
+        spec: &ScanSpec<E, C, S>,
+        segments: &DeviceSegments<'_>,
+        totals: bool,
+    ) -> Call {
         let (source, width) = match segments {
             DeviceSegments::Flags(_) => (1, 0),
             DeviceSegments::Offsets(_) => (2, 0),
             DeviceSegments::Keys(keys) => (3, keys.width() as u16),
             _ => (0, 0),
         };
-        Call(Call::of(spec, false).0 | (source << 4) | (width << 8))
+        Call(Call::of(spec, false).0 | (source << 4) | (u16::from(totals) << 6) | (width << 8))
     }
 }
 
@@ -820,11 +1088,14 @@ fn decode<E: Copy>(gathered: &[u8], mine: &Header) -> Result<Vec<Option<E>>> {
 /// (checked as [`decode`] checks them): its length, edges, open segment's
 /// partial and fold; `None` for an empty shard. `seeded` says whether the
 /// scan has an initial value (else the fold is the partial, where no head
-/// lies in the shard).
+/// lies in the shard). With per-segment totals the records hold the pieces
+/// without the initial value, and the first piece's fold: `pieces` puts
+/// the initial value in front of the last piece.
 fn decode_segmented<E: Copy>(
     gathered: &[u8],
     mine: &Header,
     seeded: bool,
+    pieces: Option<&dyn Fn(E) -> E>,
 ) -> Result<Vec<Option<SegmentedShard<E>>>> {
     let totals = decode::<E>(gathered, mine)?;
     let keyed = mine.call.0 >> 4 & 3 == 3;
@@ -837,9 +1108,20 @@ fn decode_segmented<E: Copy>(
             let edge = |k: usize| word(EDGES_OFFSET + 8 * k);
             let (first, last) = (edge(0), edge(1));
             let first_head = (first != u64::MAX).then_some(first as usize);
-            let fold = match (first_head, seeded) {
-                (None, true) => read_element::<E>(record, FOLD_OFFSET),
-                _ => tail,
+            let (tail, fold, lead) = match (pieces, first_head) {
+                // With totals the record holds the pieces without the
+                // initial value: `seed` puts it in front.
+                (Some(seed), Some(_)) => (
+                    seed(tail),
+                    tail,
+                    Some(read_element::<E>(record, LEAD_OFFSET)),
+                ),
+                (Some(seed), None) => {
+                    let fold = read_element::<E>(record, FOLD_OFFSET);
+                    (seed(fold), fold, Some(fold))
+                }
+                (None, None) if seeded => (tail, read_element::<E>(record, FOLD_OFFSET), None),
+                (None, _) => (tail, tail, None),
             };
             Some(SegmentedShard {
                 len: word(LENGTH_OFFSET) as usize,
@@ -856,8 +1138,7 @@ fn decode_segmented<E: Copy>(
                 last_head: (last != 0).then_some(last as usize),
                 tail,
                 fold,
-                // Per-segment totals across GPU ranks are not there yet.
-                lead: None,
+                lead,
             })
         })
         .collect())
@@ -1061,7 +1342,7 @@ mod tests {
         ]
         .concat();
         for seeded in [false, true] {
-            let shards = decode_segmented::<u64>(&gathered, &flags, seeded).unwrap();
+            let shards = decode_segmented::<u64>(&gathered, &flags, seeded, None).unwrap();
             let first = shards[0].unwrap();
             assert_eq!(
                 (first.len, first.first_head, first.last_head),
@@ -1090,13 +1371,32 @@ mod tests {
             );
             assert_eq!(shards[2], None);
         }
+        // With per-segment totals: the pieces without the initial value,
+        // seeded here, and the first piece's fold.
+        let seed = |v: u64| v + 1000;
+        let gathered = [
+            {
+                let mut r = segmented_record(&flags, [3, 40, 1, 0], 50, 7, 99);
+                r[LEAD_OFFSET..LEAD_OFFSET + 8].copy_from_slice(&5u64.to_ne_bytes());
+                r
+            },
+            segmented_record(&flags, [u64::MAX, 0, 0, 0], 9, 0xbad, 12),
+        ]
+        .concat();
+        let shards = decode_segmented::<u64>(&gathered, &flags, true, Some(&seed)).unwrap();
+        let (first, second) = (shards[0].unwrap(), shards[1].unwrap());
+        assert_eq!((first.tail, first.lead), (1007, Some(5)));
+        assert_eq!(
+            (second.tail, second.fold, second.lead),
+            (1012, 12, Some(12))
+        );
         // By keys, the words are the keys at both ends.
         let keys = Header {
             call: Call(0b0001 | 3 << 4 | 4 << 8),
             ..header(true, true)
         };
         let gathered = segmented_record(&keys, [u64::MAX, 0, 0xdead, 0xbeef], 4, 1, 1);
-        let shard = decode_segmented::<u64>(&gathered, &keys, false).unwrap()[0].unwrap();
+        let shard = decode_segmented::<u64>(&gathered, &keys, false, None).unwrap()[0].unwrap();
         assert_eq!(
             shard.edges,
             ShardEdges::Keyed {

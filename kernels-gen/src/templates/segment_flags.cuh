@@ -280,8 +280,9 @@ __device__ __forceinline__ void find_starts(Runs runs, unsigned long long n, uns
 // than its element 0, and how it meets its neighbours: edges[0] the first
 // element i >= 1 that starts a segment (atomicMin: ~0 on entry, the host
 // sets it), edges[1] the last (atomicMax: 0 on entry, which no head >= 1
-// is), edges[2] element 0's own mark (a non-zero flag, an offset of 0) or
-// its key's bits, edges[3] the last key's bits (keys only). n > 0.
+// is), edges[2] element 0's own mark (a non-zero flag) or its key's bits,
+// edges[3] the last key's bits (keys only); over offsets, two counts
+// (scan_offset_edges). n > 0; edges[2] and edges[3] are 0 on entry.
 __device__ __forceinline__ void publish_edges(unsigned long long lo, unsigned long long hi, unsigned long long* edges) {
 #pragma unroll
   for (int d = 16; d > 0; d /= 2) {
@@ -311,21 +312,32 @@ __device__ __forceinline__ void find_edges(Runs runs, unsigned long long n, unsi
   if (blockIdx.x == 0 && threadIdx.x == 0) runs.marks(n, edges + 2);
 }
 
+// Over offsets, edges[2] counts the offsets equal to 0 (element 0 is marked
+// where there is one) and edges[3] those below n: where the windows that
+// hold the shard's first and last elements are.
 template <class Offset>
 __device__ __forceinline__ void scan_offset_edges(const Offset* offsets, unsigned long long count, unsigned long long n,
                                                   unsigned long long* edges) {
-  unsigned long long lo = ~0ull, hi = 0;
-  bool zero = false;
+  unsigned long long lo = ~0ull, hi = 0, zeros = 0, below = 0;
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long r = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; r < count; r += stride) {
     const unsigned long long o = offsets[r];
-    zero |= o == 0;
+    zeros += o == 0;
+    below += o < n;
     if (o >= 1 && o < n) {
       lo = min(lo, o);
       hi = max(hi, o);
     }
   }
-  if (__any_sync(0xffffffffu, zero) && (threadIdx.x & 31u) == 0) atomicOr(edges + 2, 1ull);
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) {
+    zeros += __shfl_xor_sync(0xffffffffu, zeros, d);
+    below += __shfl_xor_sync(0xffffffffu, below, d);
+  }
+  if ((threadIdx.x & 31u) == 0) {
+    if (zeros != 0) atomicAdd(edges + 2, zeros);
+    if (below != 0) atomicAdd(edges + 3, below);
+  }
   publish_edges(lo, hi, edges);
 }
 
