@@ -520,6 +520,35 @@ fn check_segmented_group<Op: Case>(
                         let totals = check_totals::<Op>(group, spec, &flags, &whole, &cases);
                         failures.extend(totals.into_iter().map(|f| format!("{what}: {f}")));
                     }
+                    if pattern == 0 && source == "flags" {
+                        // A one-element carry-out slot gets the whole one.
+                        let slots: Vec<Result<Op::Element, RankError>> = on_every_rank::<Op, _, _>(
+                            group,
+                            &cases,
+                            |rank, scanner, stream, case| {
+                                let d = stream.clone_htod(&case.input)?;
+                                let mut out =
+                                    stream.alloc_zeros::<Op::Element>(case.input.len())?;
+                                let mut slot: CudaSlice<Op::Element> = unsafe { stream.alloc(1) }?;
+                                poison(stream, &mut slot);
+                                let ShardSegments::Flags(f) = &case.segments else {
+                                    unreachable!("cases by flags")
+                                };
+                                let f = stream.clone_htod(f)?;
+                                let spec = spec.carry_out(&mut slot);
+                                rank.scan_segmented(scanner, stream, spec, &f, &d, &mut out)?;
+                                Ok(stream.clone_dtoh(&slot)?[0])
+                            },
+                        );
+                        for (r, got) in slots.into_iter().enumerate() {
+                            match got {
+                                Ok(got) if Op::close(&got, &carry) => {}
+                                got => failures.push(format!(
+                                    "{what}: rank {r}: carry-out slot {got:?}, cpu {carry:?}"
+                                )),
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -551,14 +580,16 @@ fn check_segmented_group<Op: Case>(
     failures
 }
 
-/// One rank's per-segment totals: what its slot holds, up to the count.
-type TotalsOutcome<E> = Result<Vec<E>, RankError>;
+/// One rank's per-segment totals call: what its slot holds (up to the
+/// count), its output, the carry-out it returned.
+type TotalsOutcome<E> = Result<(Vec<E>, Vec<E>, E), RankError>;
 
 /// Per-segment totals across the ranks of `group`: each rank's slot (by
 /// offsets one total a window, exact; by flags and keys a counted slot as
 /// long as the shard) holds one total for each segment of its shard alone,
 /// each the whole segment's total in the concatenated sequence (the CPU's
-/// one-rank per-segment totals), however many ranks it spans.
+/// one-rank per-segment totals), however many ranks it spans; the outputs
+/// and carry-out as without totals.
 fn check_totals<Op: Case>(
     group: &mut [GpuRank],
     spec: ScanSpec<Op::Element>,
@@ -575,6 +606,15 @@ fn check_totals<Op: Case>(
         HeadFlags::Bytes(flags),
         whole,
         &mut scanned,
+    )
+    .unwrap();
+    let mut carry = Op::IDENTITY;
+    let mut again = vec![Op::IDENTITY; n];
+    segmented::par_scan::<Op>(
+        spec.carry_out(&mut carry),
+        HeadFlags::Bytes(flags),
+        whole,
+        &mut again,
     )
     .unwrap();
     // The global segment holding element i: the heads up to it.
@@ -599,30 +639,34 @@ fn check_totals<Op: Case>(
                     let mut totals: CudaSlice<Op::Element> = unsafe { stream.alloc(windows) }?;
                     poison(stream, &mut totals);
                     let spec = spec.segment_totals(&mut totals);
-                    rank.scan_segmented(scanner, stream, spec, &o, &d, &mut out)?;
-                    Ok(stream.clone_dtoh(&totals)?)
+                    let place = rank.scan_segmented(scanner, stream, spec, &o, &d, &mut out)?;
+                    Ok((
+                        stream.clone_dtoh(&totals)?,
+                        stream.clone_dtoh(&out)?,
+                        place.total,
+                    ))
                 }
                 segments => {
                     let mut totals: CudaSlice<Op::Element> = unsafe { stream.alloc(len.max(1)) }?;
                     poison(stream, &mut totals);
                     let mut count = stream.alloc_zeros::<u64>(1)?;
                     let spec = spec.counted_segment_totals(&mut totals, &mut count);
-                    match segments {
+                    let place = match segments {
                         ShardSegments::Flags(f) => {
                             let f = stream.clone_htod(f)?;
-                            rank.scan_segmented(scanner, stream, spec, &f, &d, &mut out)?;
+                            rank.scan_segmented(scanner, stream, spec, &f, &d, &mut out)?
                         }
                         ShardSegments::Keys(k) => {
                             let k = stream.clone_htod(k)?;
                             let k = DeviceSegments::keys(&k);
-                            rank.scan_segmented(scanner, stream, spec, k, &d, &mut out)?;
+                            rank.scan_segmented(scanner, stream, spec, k, &d, &mut out)?
                         }
                         ShardSegments::Offsets(_) => unreachable!(),
-                    }
+                    };
                     let count = stream.clone_dtoh(&count)?[0] as usize;
                     let mut totals = stream.clone_dtoh(&totals)?;
                     totals.truncate(count);
-                    Ok(totals)
+                    Ok((totals, stream.clone_dtoh(&out)?, place.total))
                 }
             }
         });
@@ -646,9 +690,22 @@ fn check_totals<Op: Case>(
                 false => global_totals[segment_of[start + range.start]],
             })
             .collect();
+        let want_out = &scanned[start..start + len];
         start += len;
         match outcome {
-            Ok(got) => {
+            Ok((got, out, total)) => {
+                compare::<Op>(
+                    &format!("rank {r} with totals"),
+                    len,
+                    &out,
+                    want_out,
+                    &mut failures,
+                );
+                if !Op::close(&total, &carry) {
+                    failures.push(format!(
+                        "rank {r} with totals: carry-out {total:?}, cpu {carry:?}"
+                    ));
+                }
                 let first_wrong = got.iter().zip(&want).position(|(g, w)| !Op::close(g, w));
                 if got.len() != want.len() {
                     failures.push(format!(

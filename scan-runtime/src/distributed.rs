@@ -460,6 +460,7 @@ impl GpuRank {
     /// twice there. A length or segments wrong here are refused before
     /// anything is written on any rank; another rank's error is found by
     /// the exchange, after this rank's first scan has written `output`
+    /// (and, with per-segment totals, the local totals and count)
     /// ([`RankError::OtherRank`]).
     pub fn scan_segmented<'s, Op, C, I, O>(
         &mut self,
@@ -564,8 +565,10 @@ impl GpuRank {
                 let ends = segment_edge_totals::<Op>(&shards, self.rank, seed, direction)
                     .expect("every shard's first piece is in the exchange");
                 totals.put_ends(stream, edges, offsets, ends)?;
+                // As documented: the totals are final when the call returns.
+                stream.synchronize()?;
             }
-            (Some(_), None) => {}
+            (Some(_), None) => stream.synchronize()?,
             (None, _) if slot.carry != 0 => put_element(stream, slot.carry, 0, place.total)?,
             (None, _) => {}
         }
@@ -896,6 +899,7 @@ impl TotalsSlot {
             }
             (None, Some(count)) => {
                 let mut segments = [0u64];
+                stream.context().bind_to_thread()?;
                 // SAFETY: the count slot is one u64 of the caller's (checked
                 // by the local scan), written in stream order before this
                 // read, which the synchronize completes.
@@ -930,6 +934,7 @@ fn put_element<E: DeviceRepr>(
     value: E,
 ) -> Result<()> {
     let at = address + (index * std::mem::size_of::<E>()) as u64;
+    stream.context().bind_to_thread()?;
     // SAFETY: `address` is a slot of the caller's of more than `index`
     // elements (checked by the callers), the copy ordered on `stream` after
     // the scans that wrote it and waited for before `value` goes.
@@ -944,8 +949,8 @@ fn put_element<E: DeviceRepr>(
     Ok(())
 }
 
-/// `f` of an element's place in a record (at `at`: `TOTAL_OFFSET` or
-/// `FOLD_OFFSET`), as a one-element view of `E`.
+/// `f` of an element's place in a record (at `at`: `TOTAL_OFFSET`,
+/// `FOLD_OFFSET` or `LEAD_OFFSET`), as a one-element view of `E`.
 fn with_slot<E, R>(
     record: &mut CudaSlice<u8>,
     at: usize,
