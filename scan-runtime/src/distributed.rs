@@ -892,10 +892,7 @@ impl TotalsSlot {
         let (holds_first, holds_last) = match (offsets, self.count) {
             (Some(count), _) => {
                 let [zeros, below] = edges.words.map(|w| w as usize);
-                (
-                    (zeros >= 1 && zeros < count).then(|| zeros - 1),
-                    (below >= 1 && below < count).then(|| below - 1),
-                )
+                end_windows(count, zeros, below)
             }
             (None, Some(count)) => {
                 let mut segments = [0u64];
@@ -923,6 +920,19 @@ impl TotalsSlot {
         }
         Ok(())
     }
+}
+
+/// The windows of `count` checked offsets of a shard that hold its first
+/// and last elements, from how many offsets are 0 (`zeros`) and below the
+/// shard's length (`below`): window `zeros - 1` starts at 0 and ends at the
+/// first nonzero offset; window `below - 1` ends at the first offset equal
+/// to the length. `None` where no window holds the element (no offset is
+/// 0; no offset closes the shard), or the shard is empty.
+fn end_windows(count: usize, zeros: usize, below: usize) -> (Option<usize>, Option<usize>) {
+    (
+        (zeros >= 1 && zeros < count).then(|| zeros - 1),
+        (below >= 1 && below < count).then(|| below - 1),
+    )
 }
 
 /// Writes `value` at element `index` of the device buffer at `address`
@@ -1305,6 +1315,50 @@ mod tests {
         assert_eq!(Call::of(&inclusive, false), Call(0b0001));
         assert_eq!(Call::of(&inclusive, true), Call(0b1001));
         assert_eq!(Call::of(&reverse, false), Call(0b0110));
+    }
+
+    /// `end_windows` names the windows that `segment_ranges` gives the
+    /// shard's first and last elements, for offsets with repeated zeros,
+    /// empty windows, no zero, no closing length, and empty shards.
+    #[test]
+    fn the_end_windows_are_those_that_hold_the_ends() {
+        use scan_core::segmented::{segment_ranges, Segments};
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        for _ in 0..20_000 {
+            let n = next(12) as u32;
+            let count = next(7) as usize;
+            let mut offsets: Vec<u32> = (0..count).map(|_| next(u64::from(n) + 1) as u32).collect();
+            offsets.sort_unstable();
+            let ranges = segment_ranges(Segments::offsets(&offsets[..]), n as usize);
+            let holds = |at: u32| {
+                ranges
+                    .iter()
+                    .position(|r| !r.is_empty() && r.start as u32 <= at && at < r.end as u32)
+            };
+            let want = match n {
+                0 => (None, None),
+                _ => (holds(0), holds(n - 1)),
+            };
+            // Only a window starting at 0 holds element 0, and only one
+            // ending at n the last element.
+            let want = (
+                want.0.filter(|&i| ranges[i].start == 0),
+                want.1.filter(|&i| ranges[i].end == n as usize),
+            );
+            let zeros = offsets.iter().filter(|&&o| o == 0).count();
+            let below = offsets.iter().filter(|&&o| o < n).count();
+            let got = match n {
+                0 => (None, None),
+                _ => end_windows(count, zeros, below),
+            };
+            assert_eq!(got, want, "offsets {offsets:?} of {n}");
+        }
     }
 
     /// A segmented record: the header, the edges words, the length, the
