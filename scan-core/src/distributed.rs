@@ -390,12 +390,22 @@ fn pair<Op: ScanOp>(
     a: (bool, Op::Element),
     b: (bool, Op::Element),
 ) -> (bool, Op::Element) {
-    let value = match (b.0, direction) {
-        (true, _) => b.1,
-        (false, Direction::Forward) => Op::combine(a.1, b.1),
-        (false, Direction::Reverse) => Op::combine(b.1, a.1),
+    let value = match b.0 {
+        true => b.1,
+        false => cpu::step::<Op>(direction == Direction::Reverse, Some(a.1), b.1),
     };
     (a.0 || b.0, value)
+}
+
+/// `partial` behind the scan's initial value `seed` (in scan order: on its
+/// left forward, on its right backwards, as the operator keeps memory
+/// order), or `partial` where there is none.
+pub fn seeded_partial<Op: ScanOp>(
+    seed: Option<Op::Element>,
+    direction: Direction,
+    partial: Op::Element,
+) -> Op::Element {
+    cpu::step::<Op>(direction == Direction::Reverse, seed, partial)
 }
 
 /// Where a rank's shard lies in a segmented scan across ranks
@@ -504,16 +514,10 @@ pub fn segment_edge_totals<Op: ScanOp>(
         Direction::Forward => (0..shards.len()).collect(),
         Direction::Reverse => (0..shards.len()).rev().collect(),
     };
-    // Scan-order concatenation: the operator keeps memory order, so going
-    // backwards what comes later in scan order goes on the left.
-    let then = |a: Op::Element, b: Op::Element| match direction {
-        Direction::Forward => Op::combine(a, b),
-        Direction::Reverse => Op::combine(b, a),
-    };
-    let seeded = |v: Op::Element| match seed {
-        Some(s) => then(s, v),
-        None => v,
-    };
+    // Scan-order concatenation (going backwards, what comes later in scan
+    // order goes on the left).
+    let then = |a, b| cpu::step::<Op>(direction == Direction::Reverse, Some(a), b);
+    let seeded = |v| seeded_partial::<Op>(seed, direction, v);
     // Walk the nonempty shards in scan order, closing each segment as a
     // head ends it: `totals[id]` is segment `id`'s, and each shard's
     // scan-order first and last elements lie in segments `ids[r]`.
@@ -595,11 +599,7 @@ fn cpu_shard<Op: ScanOp>(
     let n = input.len();
     let first_head = (1..n).find(|&i| segments.is_head(i));
     let last_head = (1..n).rev().find(|&i| segments.is_head(i));
-    let seeded = |v: Op::Element| match (seed, direction) {
-        (None, _) => v,
-        (Some(s), Direction::Forward) => Op::combine(s, v),
-        (Some(s), Direction::Reverse) => Op::combine(v, s),
-    };
+    let seeded = |v| seeded_partial::<Op>(seed, direction, v);
     let fold =
         |range: std::ops::Range<usize>| reduce::<Op>(&input[range]).expect("a nonempty range");
     // The open segment at the end in scan order: from the last head

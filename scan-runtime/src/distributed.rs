@@ -47,8 +47,8 @@ use cudarc::driver::{
     DeviceSlice, DriverError, SyncOnDrop, ValidAsZeroBits,
 };
 use scan_core::distributed::{
-    rank_prefix, segment_edge_totals, segmented_place, shard_alone, Collective, RankPrefix,
-    SegmentedPlace, SegmentedShard, ShardEdges, SimulatedRank, SimulatedRanks,
+    rank_prefix, seeded_partial, segment_edge_totals, segmented_place, shard_alone, Collective,
+    RankPrefix, SegmentedPlace, SegmentedShard, ShardEdges, SimulatedRank, SimulatedRanks,
 };
 use scan_core::spec::{IntoScanSpec, NoCarryOut, NoSegments};
 use scan_core::{Direction, ScanKind, ScanOp, ScanSpec};
@@ -531,11 +531,7 @@ impl GpuRank {
         let header = Header::of::<Op>(call, &local);
         let gathered = self.exchange.gather(&on, &header)?;
         local?;
-        let seeded = |v: Op::Element| match (seed, direction) {
-            (None, _) => v,
-            (Some(s), Direction::Forward) => Op::combine(s, v),
-            (Some(s), Direction::Reverse) => Op::combine(v, s),
-        };
+        let seeded = |v| seeded_partial::<Op>(seed, direction, v);
         let shards = decode_segmented::<Op::Element>(
             &gathered,
             &header,
