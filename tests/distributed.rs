@@ -16,6 +16,7 @@
 
 mod common;
 use common::ops::{random_latest, AffineU32, Latest};
+use common::segments::totals_across_shards;
 use common::specs::all_specs;
 use gpu_scan::distributed::{
     scan, scan_deferred, scan_segmented, Collective, DistributedError, RankPrefix, SimulatedRank,
@@ -348,42 +349,13 @@ fn check_totals<Op: ScanOp<Element: std::fmt::Debug + PartialEq>>(
     poison: Op::Element,
     what: &str,
 ) {
-    let n = input.len();
-    let global = segmented::segment_ranges(HeadFlags::Bytes(flags).into(), n);
-    let mut global_totals = vec![poison; global.len()];
-    let mut out = vec![poison; n];
-    segmented::par_scan::<Op>(
-        spec.segment_totals(&mut global_totals[..]),
-        HeadFlags::Bytes(flags),
-        input,
-        &mut out,
-    )
-    .unwrap();
-    // The global segment holding element `i`: the heads up to it.
-    let heads_before: Vec<usize> = flags
+    let ranges: Vec<_> = shards
         .iter()
-        .enumerate()
-        .scan(0usize, |count, (i, &f)| {
-            *count += usize::from(i > 0 && f != 0);
-            Some(*count)
-        })
+        .zip(shard_segments)
+        .map(|(shard, segments)| segmented::segment_ranges(segments.as_segments(), shard.len()))
         .collect();
-    let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
-    let mut start = 0;
-    let mut wants = Vec::new();
-    for (shard, segments) in shards.iter().zip(shard_segments) {
-        let ranges = segmented::segment_ranges(segments.as_segments(), shard.len());
-        wants.push(
-            ranges
-                .iter()
-                .map(|r| match r.is_empty() {
-                    true => seed,
-                    false => global_totals[heads_before[start + r.start]],
-                })
-                .collect::<Vec<_>>(),
-        );
-        start += shard.len();
-    }
+    let lengths: Vec<usize> = shards.iter().map(Vec::len).collect();
+    let wants = totals_across_shards::<Op>(spec, flags, input, &ranges, &lengths);
     let ranks = shards.len();
     for shape in ["exact", "counted, one short", "one too long"] {
         let results: Vec<TotalsOutcome<Op::Element>> = std::thread::scope(|s| {

@@ -31,6 +31,7 @@
 mod common;
 use common::gpu::*;
 use common::ops::*;
+use common::segments::totals_across_shards;
 use gpu_scan::cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use gpu_scan::distributed::{nccl_library, GpuRank, NcclId, RankError, RankPrefix};
 use gpu_scan::prelude::*;
@@ -598,34 +599,28 @@ fn check_totals<Op: Case>(
     cases: &[SegmentedCase<Op::Element>],
 ) -> Vec<String> {
     let n = whole.len();
-    let global = segmented::segment_ranges(HeadFlags::Bytes(flags).into(), n);
-    let mut global_totals = vec![Op::IDENTITY; global.len()];
-    let mut scanned = vec![Op::IDENTITY; n];
-    segmented::par_scan::<Op>(
-        spec.segment_totals(&mut global_totals[..]),
-        HeadFlags::Bytes(flags),
-        whole,
-        &mut scanned,
-    )
-    .unwrap();
-    let mut carry = Op::IDENTITY;
-    let mut again = vec![Op::IDENTITY; n];
-    segmented::par_scan::<Op>(
-        spec.carry_out(&mut carry),
-        HeadFlags::Bytes(flags),
-        whole,
-        &mut again,
-    )
-    .unwrap();
-    // The global segment holding element i: the heads up to it.
-    let mut heads = 0;
-    let segment_of: Vec<usize> = (0..n)
-        .map(|i| {
-            heads += usize::from(i > 0 && flags[i] != 0);
-            heads
+    let (mut scanned, mut carry) = (vec![Op::IDENTITY; n], Op::IDENTITY);
+    let with_carry = spec.carry_out(&mut carry);
+    segmented::par_scan::<Op>(with_carry, HeadFlags::Bytes(flags), whole, &mut scanned).unwrap();
+    let ranges: Vec<_> = cases
+        .iter()
+        .map(|case| {
+            let len = case.input.len();
+            match &case.segments {
+                ShardSegments::Flags(f) => {
+                    segmented::segment_ranges(HeadFlags::Bytes(f).into(), len)
+                }
+                ShardSegments::Offsets(o) => {
+                    segmented::segment_ranges(segmented::Segments::offsets(&o[..]), len)
+                }
+                ShardSegments::Keys(k) => {
+                    segmented::segment_ranges(segmented::Segments::keys(&k[..]), len)
+                }
+            }
         })
         .collect();
-    let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
+    let lengths: Vec<usize> = cases.iter().map(|c| c.input.len()).collect();
+    let wants = totals_across_shards::<Op>(spec, flags, whole, &ranges, &lengths);
     let outcomes: Vec<TotalsOutcome<Op::Element>> =
         on_every_rank::<Op, _, _>(group, cases, |rank, scanner, stream, case| {
             let len = case.input.len();
@@ -672,24 +667,8 @@ fn check_totals<Op: Case>(
         });
     let mut failures = Vec::new();
     let mut start = 0;
-    for (r, (outcome, case)) in outcomes.into_iter().zip(cases).enumerate() {
+    for (r, ((outcome, case), want)) in outcomes.into_iter().zip(cases).zip(&wants).enumerate() {
         let len = case.input.len();
-        let ranges = match &case.segments {
-            ShardSegments::Flags(f) => segmented::segment_ranges(HeadFlags::Bytes(f).into(), len),
-            ShardSegments::Offsets(o) => {
-                segmented::segment_ranges(segmented::Segments::offsets(&o[..]), len)
-            }
-            ShardSegments::Keys(k) => {
-                segmented::segment_ranges(segmented::Segments::keys(&k[..]), len)
-            }
-        };
-        let want: Vec<Op::Element> = ranges
-            .iter()
-            .map(|range| match range.is_empty() {
-                true => seed,
-                false => global_totals[segment_of[start + range.start]],
-            })
-            .collect();
         let want_out = &scanned[start..start + len];
         start += len;
         match outcome {
@@ -706,7 +685,7 @@ fn check_totals<Op: Case>(
                         "rank {r} with totals: carry-out {total:?}, cpu {carry:?}"
                     ));
                 }
-                let first_wrong = got.iter().zip(&want).position(|(g, w)| !Op::close(g, w));
+                let first_wrong = got.iter().zip(want).position(|(g, w)| !Op::close(g, w));
                 if got.len() != want.len() {
                     failures.push(format!(
                         "rank {r}: {} totals, cpu {}",

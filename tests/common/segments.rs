@@ -106,3 +106,49 @@ pub fn keys_of(flags: &[u8], rng: &mut impl Rng) -> Vec<u32> {
         })
         .collect()
 }
+
+/// Per-segment totals across ranks as the one-rank scan gives them: for
+/// each shard (its segments' element ranges in its own terms,
+/// `segment_ranges` of its segments, in shard order), the total of the
+/// whole segment of `flags` over `whole` that each of its segments lies
+/// in, and the initial value (or the identity) for an empty one.
+pub fn totals_across_shards<Op: gpu_scan::ScanOp>(
+    spec: gpu_scan::ScanSpec<Op::Element>,
+    flags: &[u8],
+    whole: &[Op::Element],
+    shards: &[Vec<std::ops::Range<usize>>],
+    lengths: &[usize],
+) -> Vec<Vec<Op::Element>> {
+    use gpu_scan::segmented::{self, HeadFlags};
+    let n = whole.len();
+    let global = segmented::segment_ranges(HeadFlags::Bytes(flags).into(), n);
+    let mut global_totals = vec![Op::IDENTITY; global.len()];
+    let mut scanned = vec![Op::IDENTITY; n];
+    let with_totals = spec.segment_totals(&mut global_totals[..]);
+    segmented::par_scan::<Op>(with_totals, HeadFlags::Bytes(flags), whole, &mut scanned).unwrap();
+    // The global segment holding element i: the heads up to it.
+    let mut heads = 0;
+    let segment_of: Vec<usize> = (0..n)
+        .map(|i| {
+            heads += usize::from(i > 0 && flags[i] != 0);
+            heads
+        })
+        .collect();
+    let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
+    let mut start = 0;
+    shards
+        .iter()
+        .zip(lengths)
+        .map(|(ranges, &len)| {
+            let want = ranges
+                .iter()
+                .map(|r| match r.is_empty() {
+                    true => seed,
+                    false => global_totals[segment_of[start + r.start]],
+                })
+                .collect();
+            start += len;
+            want
+        })
+        .collect()
+}
