@@ -14,7 +14,8 @@
 //! at the copy's bandwidth). Every result is checked in full against the
 //! CPU backend's sort and its checksum against CUB's.
 //! `SORT_BENCH_SWEEP=1` times every case again in other tile shapes
-//! (`GpuSort::set_shape`: threads x items / min blocks), for the tuning
+//! (`GpuSort::set_shape`: threads x items / min blocks, then `b` for the
+//! ballot ranking or `o` for the atomic-or one), for the tuning
 //! table (or a list of cases: `SORT_BENCH_SWEEP=u32,pairs`);
 //! `SORT_BENCH_ONLY=u32,argsort` runs only the cases named.
 //!
@@ -23,7 +24,7 @@
 //! sort_bench DIR        # reads DIR/cub-sort.txt
 //! ```
 
-use gpu_scan::kernels_gen::radix_sort::SortShape;
+use gpu_scan::kernels_gen::radix_sort::{SortRank, SortShape};
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{open_device, DeviceSortKey, GpuSort};
@@ -123,16 +124,19 @@ fn sweep_shapes(name: &str, key_size: usize, value_size: usize) -> Vec<Option<So
             (384, &[8, 12, 16], &[2]),
             (512, &[8, 12], &[2]),
         ];
-        for (threads, items, min_blocks) in grid {
-            for &items in items {
-                for &min_blocks in min_blocks {
-                    let shape = SortShape {
-                        threads,
-                        items,
-                        min_blocks,
-                    };
-                    if shape.check(key_size, value_size).is_ok() {
-                        shapes.push(Some(shape));
+        for rank in [SortRank::Ballots, SortRank::AtomicOr] {
+            for (threads, items, min_blocks) in grid {
+                for &items in items {
+                    for &min_blocks in min_blocks {
+                        let shape = SortShape {
+                            threads,
+                            items,
+                            min_blocks,
+                            rank,
+                        };
+                        if shape.check(key_size, value_size).is_ok() {
+                            shapes.push(Some(shape));
+                        }
                     }
                 }
             }
@@ -169,7 +173,11 @@ fn keys_case<K: DeviceSortKey + DeviceRepr + ValidAsZeroBits + Send + Sync>(
     for shape in shapes {
         sort.set_shape(shape);
         if let Some(s) = shape {
-            print!("  {:>3}x{:<2}/{} ", s.threads, s.items, s.min_blocks);
+            let rank = match s.rank {
+                SortRank::Ballots => "b",
+                SortRank::AtomicOr => "o",
+            };
+            print!("  {:>3}x{:<2}/{}{rank} ", s.threads, s.items, s.min_blocks);
         }
         ok &= keys_case_in::<K>(
             stream,

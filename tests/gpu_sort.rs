@@ -19,7 +19,7 @@
 mod common;
 use common::gpu::{captured_graph, gpu_alone, gpu_shared, open_gpu, poison, poisoned, Rng64};
 use common::ops::{Affine, BySignCountSum, BySlope, Stats};
-use gpu_scan::kernels_gen::radix_sort::SortShape;
+use gpu_scan::kernels_gen::radix_sort::{SortRank, SortShape};
 use gpu_scan::scan_runtime::cudarc::driver::sys::CUstreamCaptureMode;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use gpu_scan::scan_runtime::{DeviceSortKey, GpuSort, ScanError};
@@ -364,11 +364,19 @@ fn other_tile_shapes_sort_the_same() {
     let stream = ctx.new_stream().unwrap();
     let mut sort = GpuSort::new(&ctx).unwrap();
     let mut failures = Vec::new();
-    for (threads, items, min_blocks) in [(384, 7, 2), (512, 4, 1), (256, 32, 3), (288, 9, 2)] {
+    // Both rankings, each over tiles with and without a partial warp.
+    for (threads, items, min_blocks, rank) in [
+        (384, 7, 2, SortRank::Ballots),
+        (512, 4, 1, SortRank::AtomicOr),
+        (256, 32, 3, SortRank::AtomicOr),
+        (288, 9, 2, SortRank::Ballots),
+        (256, 20, 3, SortRank::AtomicOr),
+    ] {
         let shape = SortShape {
             threads,
             items,
             min_blocks,
+            rank,
         };
         check_shape::<u32>(&mut sort, &stream, shape, &mut rng, &mut failures);
         check_shape::<f64>(
@@ -388,6 +396,7 @@ fn other_tile_shapes_sort_the_same() {
         threads: 256,
         items: 64,
         min_blocks: 1,
+        rank: SortRank::Ballots,
     }));
     let keys: Vec<u64> = (0..1000).rev().collect();
     let mut buf = stream.clone_htod(&keys).unwrap();

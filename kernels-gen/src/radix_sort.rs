@@ -94,9 +94,30 @@ pub const SORT_HISTOGRAM_KEYS: usize = 4;
 /// The static shared memory a kernel may declare.
 const STATIC_SHARED_BYTES: usize = 48 * 1024;
 
+/// How a warp of [`SortKernel::Onesweep`] finds, for each of its keys,
+/// the lanes whose key has the same digit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SortRank {
+    /// Eight warp ballots, one a digit bit (CUB's `MatchAny`).
+    Ballots,
+    /// Each lane's bit or-ed into a shared word per digit and read back:
+    /// one shared atomic a key instead of eight ballots.
+    AtomicOr,
+}
+
+impl SortRank {
+    fn cuda_name(self) -> &'static str {
+        match self {
+            SortRank::Ballots => "gpu_scan::radix_rank_ballots",
+            SortRank::AtomicOr => "gpu_scan::radix_rank_atomic_or",
+        }
+    }
+}
+
 /// The tile of [`SortKernel::Onesweep`]: threads (at least 256, one per
-/// digit), keys per thread, and the blocks per SM its launch bounds ask
-/// for (which caps its registers; 1 leaves them to ptxas).
+/// digit), keys per thread, the blocks per SM its launch bounds ask
+/// for (which caps its registers; 1 leaves them to ptxas), and how its
+/// warps rank their keys.
 /// [`SortShape::default_for`] is the default; the runtime takes another
 /// for tuning ([`SortShape::check`] says which fit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -107,6 +128,8 @@ pub struct SortShape {
     pub items: usize,
     /// The launch bounds' minimum blocks per SM.
     pub min_blocks: usize,
+    /// How a warp ranks its keys.
+    pub rank: SortRank,
 }
 
 impl SortShape {
@@ -135,6 +158,7 @@ impl SortShape {
             threads: 256,
             items,
             min_blocks: if arch.major >= 10 { 2 } else { 3 },
+            rank: SortRank::Ballots,
         }
     }
 
@@ -149,8 +173,10 @@ impl SortShape {
     }
 
     /// The onesweep kernel's static shared memory, as the template declares
-    /// it: the staging buffer, a count per warp and digit, a 64-bit shift
-    /// per digit, a total per 32 digits and the tile's number.
+    /// it: the staging buffer (which holds the atomic-or ranking's word per
+    /// warp and digit before the tile is staged), a count per warp and
+    /// digit, a 64-bit shift per digit, a total per 32 digits and the
+    /// tile's number.
     pub const fn shared_bytes(&self, key_size: usize, value_size: usize) -> usize {
         let keys = self.tile_items() * key_size;
         let values = if self.stages_values(value_size) {
@@ -158,8 +184,14 @@ impl SortShape {
         } else {
             0
         };
-        let stage = if keys > values { keys } else { values };
-        stage + (self.threads / 32) * SORT_DIGITS * 4 + SORT_DIGITS * 8 + SORT_DIGITS / 32 * 4 + 4
+        let warp_digits = (self.threads / 32) * SORT_DIGITS * 4;
+        let masks = match self.rank {
+            SortRank::Ballots => 0,
+            SortRank::AtomicOr => warp_digits,
+        };
+        let staged = if keys > values { keys } else { values };
+        let stage = if staged > masks { staged } else { masks };
+        stage + warp_digits + SORT_DIGITS * 8 + SORT_DIGITS / 32 * 4 + 4
     }
 
     /// Whether the shape can sort keys of `key_size` bytes carrying values
@@ -302,8 +334,10 @@ pub fn sort_program(key: &SortKeyType, value: Option<&SortValueType>, shape: Sor
             SortKernel::Onesweep => (
                 format!("{}, {}", shape.threads, shape.min_blocks),
                 format!(
-                    "gpu_scan::radix_onesweep<sort_key_t, {kind}, sort_value_t, {has_values}, {}, {}>(keys_in, keys_out, values_in, values_out, n, shift, width, descending != 0, offsets, status, tile_counter);",
-                    shape.threads, shape.items
+                    "gpu_scan::radix_onesweep<sort_key_t, {kind}, sort_value_t, {has_values}, {}, {}, {}>(keys_in, keys_out, values_in, values_out, n, shift, width, descending != 0, offsets, status, tile_counter);",
+                    shape.threads,
+                    shape.items,
+                    shape.rank.cuda_name()
                 ),
             ),
             SortKernel::Iota => (
@@ -640,6 +674,24 @@ mod tests {
         assert_eq!(SortShape::default_for(&u32_key, 4, Arch::SM_90).items, 16);
         assert_eq!(SortShape::default_for(&u32_key, 8, Arch::SM_90).items, 16);
         assert_eq!(SortShape::default_for(&u32_key, 0, Arch::SM_100).items, 16);
+        let atomic_or = SortShape {
+            rank: SortRank::AtomicOr,
+            ..shape
+        };
+        assert_eq!(
+            atomic_or.shared_bytes(4, 0),
+            shape.shared_bytes(4, 0),
+            "the masks live in the staging buffer"
+        );
+        assert_eq!(
+            SortShape {
+                items: 1,
+                ..atomic_or
+            }
+            .shared_bytes(1, 0),
+            8 * 256 * 4 * 2 + 256 * 8 + 8 * 4 + 4,
+            "the masks outgrow one key of one byte a thread"
+        );
         let wide = SortShape {
             threads: 512,
             ..shape

@@ -753,6 +753,7 @@ mod tests {
         threads: 256,
         items: 16,
         min_blocks: 3,
+        rank: kernels_gen::radix_sort::SortRank::Ballots,
     };
 
     fn passes(plan: &SortPlan) -> Vec<(u32, u32, (KeyBuffer, KeyBuffer))> {

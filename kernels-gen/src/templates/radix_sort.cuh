@@ -30,6 +30,11 @@ template <> struct radix_unsigned_of<2> { typedef unsigned short type; };
 template <> struct radix_unsigned_of<4> { typedef unsigned int type; };
 template <> struct radix_unsigned_of<8> { typedef unsigned long long type; };
 
+// The unsigned word a key's digits are taken from: 32 bits for keys of up
+// to four bytes, so that their digits cost no 64-bit shifts.
+template <bool Wide> struct radix_word_of { typedef unsigned type; };
+template <> struct radix_word_of<true> { typedef unsigned long long type; };
+
 // A key's bits in an order whose unsigned comparison is the key's: signed
 // integers' sign bit flipped; floats' -0.0 read as +0.0, then all bits
 // flipped for a negative sign, else the sign bit set (as CUB's digit
@@ -37,8 +42,9 @@ template <> struct radix_unsigned_of<8> { typedef unsigned long long type; };
 template <class Key, int Kind>
 struct radix_key {
   typedef typename radix_unsigned_of<sizeof(Key)>::type bits_t;
+  typedef typename radix_word_of<(sizeof(Key) > 4)>::type word_t;
   static constexpr bits_t sign = (bits_t)((bits_t)1 << (8 * sizeof(Key) - 1));
-  static __device__ __forceinline__ unsigned long long ordered(const Key key) {
+  static __device__ __forceinline__ word_t ordered(const Key key) {
     bits_t bits;
     memcpy(&bits, &key, sizeof(Key));
     if constexpr (Kind == radix_signed) {
@@ -47,34 +53,44 @@ struct radix_key {
       if (bits == sign) bits = 0;
       bits = (bits & sign) ? (bits_t)~bits : (bits_t)(bits | sign);
     }
-    return (unsigned long long)bits;
+    return (word_t)bits;
   }
 };
 
-// The digit of `key` at bits [shift, shift + width) of its ordered bits,
-// inverted for a descending sort.
+// One pass's digit of a key: bits [shift, shift + width) of its ordered
+// bits, inverted for a descending sort. It keeps the kernel's parameters
+// rather than a mask and a flip made from them: those would hold
+// registers for the whole kernel, where the parameters are re-read.
 template <class Key, int Kind>
-__device__ __forceinline__ unsigned radix_digit(const Key key, unsigned shift, unsigned width, bool descending) {
-  unsigned long long bits = radix_key<Key, Kind>::ordered(key);
-  if (descending) bits = ~bits;
-  return (unsigned)((bits >> shift) & ((1ull << width) - 1ull));
-}
-
-// The digits of pass p: bits [begin_bit + 8p, min(end_bit, begin_bit + 8p + 8)).
-__device__ __forceinline__ unsigned radix_pass_width(unsigned begin_bit, unsigned end_bit, int pass) {
-  const unsigned shift = begin_bit + radix_digit_bits * (unsigned)pass;
-  return end_bit - shift < (unsigned)radix_digit_bits ? end_bit - shift : (unsigned)radix_digit_bits;
-}
+struct radix_digit_of {
+  unsigned shift;
+  unsigned width;
+  bool descending;
+  __device__ __forceinline__ unsigned operator()(const Key key) const {
+    // In 64 bits for every key: with 32-bit words for narrow keys, ptxas
+    // spilled the 20-key u32 tile at its register cap (sm_90).
+    unsigned long long bits = radix_key<Key, Kind>::ordered(key);
+    if (descending) bits = ~bits;
+    return (unsigned)((bits >> shift) & ((1ull << width) - 1ull));
+  }
+};
 
 // Kernel 1: counts[p][d] += the keys whose pass-p digit is d, for every
 // pass, from one read of the keys (a grid-stride loop, each thread with
 // radix_histogram_keys keys in flight; each block counts in shared memory,
-// then adds its counts to the global ones).
+// then adds its counts to the global ones). A key's ordered bits are
+// flipped, shifted to begin_bit and cut at end_bit once, so that pass p's
+// digit is their byte p.
 template <class Key, int Kind, int Threads>
 __device__ __forceinline__ void radix_histograms(const Key* keys, unsigned long long n, unsigned begin_bit, unsigned end_bit, bool descending,
                                                  unsigned long long* counts) {
-  __shared__ unsigned local[radix_most_passes * radix_digits];
+  typedef typename radix_key<Key, Kind>::word_t word_t;
+  constexpr int most_passes = (int)sizeof(Key);
+  __shared__ unsigned local[most_passes * radix_digits];
   const int passes = (int)((end_bit - begin_bit + radix_digit_bits - 1) / radix_digit_bits);
+  const unsigned span = end_bit - begin_bit;
+  const word_t range = span >= 8u * sizeof(word_t) ? ~(word_t)0 : (word_t)(((word_t)1 << span) - 1u);
+  const word_t flip = descending ? ~(word_t)0 : (word_t)0;
   for (int j = (int)threadIdx.x; j < passes * radix_digits; j += Threads) local[j] = 0u;
   __syncthreads();
   constexpr unsigned long long chunk = (unsigned long long)Threads * radix_histogram_keys;
@@ -88,9 +104,10 @@ __device__ __forceinline__ void radix_histograms(const Key* keys, unsigned long 
 #pragma unroll
     for (int u = 0; u < radix_histogram_keys; ++u) {
       if (start + (unsigned long long)(u * Threads) + threadIdx.x < n) {
-        for (int p = 0; p < passes; ++p) {
-          const unsigned shift = begin_bit + radix_digit_bits * (unsigned)p;
-          atomicAdd(local + p * radix_digits + radix_digit<Key, Kind>(batch[u], shift, radix_pass_width(begin_bit, end_bit, p), descending), 1u);
+        const word_t bits = ((radix_key<Key, Kind>::ordered(batch[u]) ^ flip) >> begin_bit) & range;
+#pragma unroll
+        for (int p = 0; p < most_passes; ++p) {
+          if (p < passes) atomicAdd(local + p * radix_digits + (unsigned)((bits >> (radix_digit_bits * p)) & (word_t)(radix_digits - 1)), 1u);
         }
       }
     }
@@ -128,9 +145,14 @@ constexpr unsigned long long radix_status_aggregate = 1ull << 62;
 constexpr unsigned long long radix_status_prefix = 2ull << 62;
 constexpr unsigned long long radix_status_count = (1ull << 62) - 1ull;
 
+// How a warp finds the lanes whose key has its digit
+// (kernels_gen::radix_sort::SortRank): eight ballots, a bit each (CUB's
+// MatchAny), or each lane's bit or-ed into a word per digit in shared
+// memory and read back.
+enum radix_rank_kind { radix_rank_ballots = 0, radix_rank_atomic_or = 1 };
+
 // The lanes of the warp whose digit (eight bits) is this lane's, among
-// those `in`: a ballot a bit, as CUB's MatchAny (cheaper than
-// __match_any_sync, which the ranking had used).
+// those `in`: a ballot a bit.
 __device__ __forceinline__ unsigned radix_match(const unsigned digit, const bool in) {
   unsigned peers = __ballot_sync(0xffffffffu, in);
 #pragma unroll
@@ -153,7 +175,7 @@ __device__ __forceinline__ unsigned radix_match(const unsigned digit, const bool
 // looks back, and is staged in shared memory in sorted order, so that
 // consecutive threads store consecutive keys of a digit (CUB's Onesweep
 // writes its keys the same way).
-template <class Key, int Kind, class Value, bool HasValues, int Threads, int Items>
+template <class Key, int Kind, class Value, bool HasValues, int Threads, int Items, int Rank>
 __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out, const Value* values_in, Value* values_out, unsigned long long n,
                                                unsigned shift, unsigned width, bool descending, const unsigned long long* offsets,
                                                unsigned long long* status, unsigned* tile_counter) {
@@ -167,7 +189,11 @@ __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out
   constexpr bool stage_values = HasValues && tile_items * (int)sizeof(Value) <= radix_stage_bytes;
   constexpr int key_bytes = tile_items * (int)sizeof(Key);
   constexpr int value_bytes = stage_values ? tile_items * (int)sizeof(Value) : 0;
-  __shared__ __align__(16) unsigned char stage[key_bytes > value_bytes ? key_bytes : value_bytes];
+  // The atomic-or ranking's words, a warp's 256, live in the staging
+  // buffer until the tile is staged.
+  constexpr int mask_bytes = Rank == radix_rank_atomic_or ? warps * radix_digits * 4 : 0;
+  constexpr int staged_bytes = key_bytes > value_bytes ? key_bytes : value_bytes;
+  __shared__ __align__(16) unsigned char stage[staged_bytes > mask_bytes ? staged_bytes : mask_bytes];
   __shared__ unsigned warp_counts[warps][radix_digits];
   __shared__ unsigned long long digit_shift[radix_digits];
   __shared__ unsigned digit_totals[radix_digits / 32];
@@ -175,7 +201,12 @@ __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out
   Key* const staged_keys = reinterpret_cast<Key*>(stage);
   const unsigned lane = threadIdx.x & 31u;
   const int warp = (int)(threadIdx.x >> 5);
-  for (int j = (int)threadIdx.x; j < warps * radix_digits; j += Threads) (&warp_counts[0][0])[j] = 0u;
+  unsigned* const masks = reinterpret_cast<unsigned*>(stage);
+  for (int j = (int)threadIdx.x; j < warps * radix_digits; j += Threads) {
+    (&warp_counts[0][0])[j] = 0u;
+    if constexpr (Rank == radix_rank_atomic_or) masks[j] = 0u;
+  }
+  const radix_digit_of<Key, Kind> digit_of{shift, width, descending};
   if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
   __syncthreads();
   const unsigned long long tile = shared_tile;
@@ -195,18 +226,30 @@ __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out
     keys[i] = tile_keys[e < warp_valid ? warp_first + e : 0u];
   }
   // Ranks within the warp, in element order: the same digit's lanes of
-  // each item together (radix_match), behind the warp's count of it so far.
-  // A key past the end has no digit (radix_digits) and no rank.
+  // each item together (by ballots, radix_match, or by or-ing their bits
+  // into the digit's mask), behind the warp's count of it so far. A key
+  // past the end has no digit (radix_digits) and no rank.
   unsigned ranks[Items];
   const unsigned below = (1u << lane) - 1u;
+  unsigned* const warp_masks = masks + warp * radix_digits;
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
     const bool in = 32u * (unsigned)i + lane < warp_valid;
-    const unsigned digit = in ? radix_digit<Key, Kind>(keys[i], shift, width, descending) : (unsigned)radix_digits;
-    const unsigned peers = radix_match(digit, in);
+    const unsigned digit = in ? digit_of(keys[i]) : (unsigned)radix_digits;
+    unsigned peers;
+    if constexpr (Rank == radix_rank_atomic_or) {
+      if (in) atomicOr(warp_masks + digit, 1u << lane);
+      __syncwarp();
+      peers = in ? warp_masks[digit] : 0u;
+    } else {
+      peers = radix_match(digit, in);
+    }
     const unsigned before = in ? warp_counts[warp][digit] : 0u;
     __syncwarp();
-    if (in && lane == (unsigned)(__ffs(peers) - 1)) warp_counts[warp][digit] = before + (unsigned)__popc(peers);
+    if (in && lane == (unsigned)(__ffs(peers) - 1)) {
+      warp_counts[warp][digit] = before + (unsigned)__popc(peers);
+      if constexpr (Rank == radix_rank_atomic_or) warp_masks[digit] = 0u;
+    }
     __syncwarp();
     ranks[i] = before + (unsigned)__popc(peers & below);
   }
@@ -246,7 +289,7 @@ __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
     if (32u * (unsigned)i + lane < warp_valid) {
-      ranks[i] += warp_counts[warp][radix_digit<Key, Kind>(keys[i], shift, width, descending)];
+      ranks[i] += warp_counts[warp][digit_of(keys[i])];
       staged_keys[ranks[i]] = keys[i];
     }
   }
@@ -275,7 +318,7 @@ __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out
     const unsigned j = threadIdx.x + (unsigned)(i * Threads);
     if (j < valid) {
       const Key key = staged_keys[j];
-      digits[i] = radix_digit<Key, Kind>(key, shift, width, descending);
+      digits[i] = digit_of(key);
       keys_out[digit_shift[digits[i]] + j] = key;
     }
   }
@@ -300,7 +343,7 @@ __device__ __forceinline__ void radix_onesweep(const Key* keys_in, Key* keys_out
       for (int i = 0; i < Items; ++i) {
         const unsigned e = 32u * (unsigned)i + lane;
         if (e < warp_valid) {
-          const unsigned digit = radix_digit<Key, Kind>(keys[i], shift, width, descending);
+          const unsigned digit = digit_of(keys[i]);
           values_out[digit_shift[digit] + ranks[i]] = warp_values[e];
         }
       }
