@@ -73,6 +73,7 @@ macro_rules! builtin {
             const BLOCK_THREADS: u32 = <$hidden as ScanOp>::BLOCK_THREADS;
             const ITEMS_PER_THREAD: u32 = <$hidden as ScanOp>::ITEMS_PER_THREAD;
             const COMMUTATIVE: bool = <$hidden as ScanOp>::COMMUTATIVE;
+            const OPERATOR_IR: &'static str = <$hidden as ScanOp>::OPERATOR_IR;
             #[inline]
             fn combine(x: $t, y: $t) -> $t {
                 <$hidden as ScanOp>::combine(x, y)

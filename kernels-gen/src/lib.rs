@@ -59,6 +59,7 @@ pub mod expr;
 pub mod fold;
 pub mod infer;
 pub mod ir;
+pub mod ir_text;
 pub mod launch_state;
 pub mod layout;
 mod param_block;

@@ -148,6 +148,12 @@ pub trait ScanOp: 'static {
     /// register budget makes room for (`kernels_gen::pressure`). `#[scan_op]`
     /// counts them from the operator's code.
     const LIVE_TEMPORARIES: u32 = 0;
+    /// The operator as the generator read it, in the text form of
+    /// `kernels_gen::ir_text` (`#[scan_op]` writes it; empty where an
+    /// operator was written by hand). The generator given this text alone
+    /// writes the operator's part of [`CUDA_SOURCE`](Self::CUDA_SOURCE):
+    /// the form operators built at run time take.
+    const OPERATOR_IR: &'static str = "";
 
     /// `x ∘ y`, where `x` comes first in the sequence.
     fn combine(x: Self::Element, y: Self::Element) -> Self::Element;

@@ -418,6 +418,7 @@ fn op_impl(
     } = op;
     let name = &desc.name;
     let live_temporaries = kernels_gen::pressure::peak_live_lets(&desc.body) as u32;
+    let operator_ir = kernels_gen::ir_text::print(&desc, &params);
     let op_parts = match kernels_gen::operator_source_parts(&desc, &params) {
         Ok(parts) => parts,
         Err(e) => return syn::Error::new(ident.span(), e).to_compile_error(),
@@ -494,6 +495,7 @@ fn op_impl(
             const ITEMS_PER_THREAD: u32 = #items_per_thread;
             const COMMUTATIVE: bool = #commutative;
             const LIVE_TEMPORARIES: u32 = #live_temporaries;
+            const OPERATOR_IR: &'static str = #operator_ir;
             #combine_fn
         }
     }

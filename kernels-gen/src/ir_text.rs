@@ -1,0 +1,962 @@
+//! The operator IR as text: what a program that builds operators at run
+//! time (the Python binding of issue 50) hands to the generator, and what
+//! `#[scan_op]` records of each operator (`ScanOp::OPERATOR_IR`), so that
+//! one generator serves both and a test can check that an operator read
+//! back from its text generates the CUDA the macro generated.
+//!
+//! The form is an S-expression a node, each node's head naming its kind;
+//! names are quoted, floats are their bit patterns (exact), integers are
+//! decimal magnitudes. [`print`] and [`parse`] are inverses.
+//!
+//! ```
+//! use kernels_gen::ir_text::{parse, print};
+//!
+//! let text = r#"(op "sum_u32" (prim u32) (params "a" "b") (identity (int 0 -))
+//!     (body (block (call "wrapping_add" - (var "a") (var "b"))))
+//!     (block_threads auto) (items_per_thread auto))"#;
+//! let (op, params) = parse(text).unwrap();
+//! assert_eq!(op.name, "sum_u32");
+//! assert_eq!(parse(&print(&op, &params)).unwrap(), (op, params));
+//! ```
+
+use crate::ir::{
+    method, BinOp, Block, ElementType, Expr, Lit, OpDesc, Pattern, Prim, PrimConst, StructName,
+    UnOp,
+};
+use crate::{GenParams, ItemsPerThread};
+use std::fmt::{self, Write};
+
+/// Why a text is not an operator: what was expected, and where (a byte
+/// offset into the text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// The byte offset of the token that failed.
+    pub offset: usize,
+    /// What was expected there.
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "operator IR, at byte {}: {}", self.offset, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// The text of operator `op` generated with `params`.
+pub fn print(op: &OpDesc, params: &GenParams) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "(op {} ", quoted(&op.name));
+    match &op.element {
+        ElementType::Prim(p) => {
+            let _ = write!(out, "(prim {})", p.rust_name());
+        }
+        ElementType::Struct(s) => {
+            let _ = write!(out, "(struct {})", quoted(s));
+        }
+    }
+    let _ = write!(
+        out,
+        " (params {} {}) (identity ",
+        quoted(&op.params[0]),
+        quoted(&op.params[1])
+    );
+    expr(&mut out, &op.identity);
+    out.push_str(") (body ");
+    block(&mut out, &op.body);
+    out.push_str(") (block_threads ");
+    match params.block_threads {
+        Some(n) => {
+            let _ = write!(out, "{n}");
+        }
+        None => out.push_str("auto"),
+    }
+    out.push_str(") (items_per_thread ");
+    match params.items_per_thread {
+        ItemsPerThread::Fixed(n) => {
+            let _ = write!(out, "{n}");
+        }
+        ItemsPerThread::Auto => out.push_str("auto"),
+    }
+    out.push_str("))");
+    out
+}
+
+/// The operator and parameters of a text [`print`] wrote (or another
+/// program, in the same form).
+pub fn parse(text: &str) -> Result<(OpDesc, GenParams), ParseError> {
+    let mut p = Parser { text, at: 0 };
+    let result = p.op()?;
+    p.skip_space();
+    if p.at != text.len() {
+        return Err(p.error("the end of the text"));
+    }
+    Ok(result)
+}
+
+fn quoted(name: &str) -> String {
+    let mut out = String::from("\"");
+    for c in name.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+fn binop_name(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "add",
+        BinOp::Sub => "sub",
+        BinOp::Mul => "mul",
+        BinOp::Div => "div",
+        BinOp::Rem => "rem",
+        BinOp::BitAnd => "bitand",
+        BinOp::BitOr => "bitor",
+        BinOp::BitXor => "bitxor",
+        BinOp::Shl => "shl",
+        BinOp::Shr => "shr",
+        BinOp::And => "and",
+        BinOp::Or => "or",
+        BinOp::Eq => "eq",
+        BinOp::Ne => "ne",
+        BinOp::Lt => "lt",
+        BinOp::Le => "le",
+        BinOp::Gt => "gt",
+        BinOp::Ge => "ge",
+    }
+}
+
+const BINOPS: [BinOp; 18] = [
+    BinOp::Add,
+    BinOp::Sub,
+    BinOp::Mul,
+    BinOp::Div,
+    BinOp::Rem,
+    BinOp::BitAnd,
+    BinOp::BitOr,
+    BinOp::BitXor,
+    BinOp::Shl,
+    BinOp::Shr,
+    BinOp::And,
+    BinOp::Or,
+    BinOp::Eq,
+    BinOp::Ne,
+    BinOp::Lt,
+    BinOp::Le,
+    BinOp::Gt,
+    BinOp::Ge,
+];
+
+fn const_name(c: PrimConst) -> &'static str {
+    match c {
+        PrimConst::Max => "MAX",
+        PrimConst::Min => "MIN",
+        PrimConst::Bits => "BITS",
+        PrimConst::Infinity => "INFINITY",
+        PrimConst::NegInfinity => "NEG_INFINITY",
+        PrimConst::Nan => "NAN",
+        PrimConst::Epsilon => "EPSILON",
+        PrimConst::MinPositive => "MIN_POSITIVE",
+    }
+}
+
+fn suffix(out: &mut String, suffix: Option<Prim>) {
+    out.push(' ');
+    out.push_str(suffix.map_or("-", Prim::rust_name));
+}
+
+fn lit(out: &mut String, l: &Lit) {
+    match l {
+        Lit::Int { value, suffix: s } => {
+            let _ = write!(out, "(int {value}");
+            suffix(out, *s);
+        }
+        Lit::Float {
+            value,
+            value_f32,
+            suffix: s,
+        } => {
+            let _ = write!(
+                out,
+                "(float 0x{:016x} 0x{:08x}",
+                value.to_bits(),
+                value_f32.to_bits()
+            );
+            suffix(out, *s);
+        }
+        Lit::Bool(b) => {
+            let _ = write!(out, "(bool {b}");
+        }
+    }
+    out.push(')');
+}
+
+fn block(out: &mut String, b: &Block) {
+    out.push_str("(block");
+    for (name, value) in &b.lets {
+        let _ = write!(out, " (let {} ", quoted(name));
+        expr(out, value);
+        out.push(')');
+    }
+    out.push(' ');
+    expr(out, &b.value);
+    out.push(')');
+}
+
+fn pattern(out: &mut String, p: &Pattern) {
+    match p {
+        Pattern::Wild => out.push('_'),
+        Pattern::Lit { lit: l, negative } => {
+            out.push_str(if *negative { "(neg_lit " } else { "(lit " });
+            lit(out, l);
+            out.push(')');
+        }
+        Pattern::Range { lo, hi, inclusive } => {
+            out.push_str("(range ");
+            for bound in [lo, hi] {
+                match bound {
+                    Some(e) => expr(out, e),
+                    None => out.push('-'),
+                }
+                out.push(' ');
+            }
+            out.push_str(if *inclusive {
+                "inclusive)"
+            } else {
+                "exclusive)"
+            });
+        }
+        Pattern::Or(ps) => {
+            out.push_str("(or_pattern");
+            for p in ps {
+                out.push(' ');
+                pattern(out, p);
+            }
+            out.push(')');
+        }
+    }
+}
+
+fn expr(out: &mut String, e: &Expr) {
+    match e {
+        Expr::Lit(l) => lit(out, l),
+        Expr::Var(name) => {
+            let _ = write!(out, "(var {})", quoted(name));
+        }
+        Expr::Field(base, name) => {
+            out.push_str("(field ");
+            expr(out, base);
+            let _ = write!(out, " {})", quoted(name));
+        }
+        Expr::Index(base, i) => {
+            out.push_str("(index ");
+            expr(out, base);
+            let _ = write!(out, " {i})");
+        }
+        Expr::Unary(op, x) => {
+            out.push_str(match op {
+                UnOp::Neg => "(neg ",
+                UnOp::Not => "(not ",
+            });
+            expr(out, x);
+            out.push(')');
+        }
+        Expr::Binary(op, x, y) => {
+            let _ = write!(out, "({} ", binop_name(*op));
+            expr(out, x);
+            out.push(' ');
+            expr(out, y);
+            out.push(')');
+        }
+        Expr::Cast(x, p) | Expr::Typed(x, p) => {
+            out.push_str(if matches!(e, Expr::Cast(..)) {
+                "(cast "
+            } else {
+                "(typed "
+            });
+            expr(out, x);
+            let _ = write!(out, " {})", p.rust_name());
+        }
+        Expr::TypedLike(x, place) => {
+            out.push_str("(typed_like ");
+            expr(out, x);
+            out.push(' ');
+            expr(out, place);
+            out.push(')');
+        }
+        Expr::Call { method, prim, args } => {
+            let _ = write!(out, "(call {}", quoted(method.rust));
+            suffix(out, *prim);
+            for a in args {
+                out.push(' ');
+                expr(out, a);
+            }
+            out.push(')');
+        }
+        Expr::Const(p, c) => {
+            let _ = write!(out, "(const {} {})", p.rust_name(), const_name(*c));
+        }
+        Expr::If(cond, then, otherwise) => {
+            out.push_str("(if ");
+            expr(out, cond);
+            out.push(' ');
+            block(out, then);
+            out.push(' ');
+            block(out, otherwise);
+            out.push(')');
+        }
+        Expr::Match(scrutinee, arms) => {
+            out.push_str("(match ");
+            expr(out, scrutinee);
+            for (p, value) in arms {
+                out.push_str(" (arm ");
+                pattern(out, p);
+                out.push(' ');
+                expr(out, value);
+                out.push(')');
+            }
+            out.push(')');
+        }
+        Expr::Block(b) => block(out, b),
+        Expr::Struct { name, fields, base } => {
+            out.push_str("(struct_lit ");
+            match name {
+                StructName::Element => out.push_str("self"),
+                StructName::Named(n) => out.push_str(&quoted(n)),
+            }
+            for (field, value) in fields {
+                let _ = write!(out, " (set {} ", quoted(field));
+                expr(out, value);
+                out.push(')');
+            }
+            if let Some(base) = base {
+                out.push_str(" (base ");
+                expr(out, base);
+                out.push(')');
+            }
+            out.push(')');
+        }
+        Expr::Array(items) => {
+            out.push_str("(array");
+            for item in items {
+                out.push(' ');
+                expr(out, item);
+            }
+            out.push(')');
+        }
+        Expr::Repeat(value, n) => {
+            out.push_str("(repeat ");
+            expr(out, value);
+            let _ = write!(out, " {n})");
+        }
+    }
+}
+
+/// A token: `(`, `)`, a quoted string, or a bare atom.
+#[derive(Debug, PartialEq)]
+enum Token<'a> {
+    Open,
+    Close,
+    Str(String),
+    Atom(&'a str),
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn error(&self, expected: &str) -> ParseError {
+        ParseError {
+            offset: self.at,
+            message: format!("expected {expected}"),
+        }
+    }
+
+    fn skip_space(&mut self) {
+        let rest = &self.text[self.at..];
+        self.at += rest.len() - rest.trim_start().len();
+    }
+
+    /// The next token, without consuming it (with the offset after it).
+    fn peek(&mut self) -> Result<(Token<'a>, usize), ParseError> {
+        self.skip_space();
+        let rest = &self.text[self.at..];
+        let Some(c) = rest.chars().next() else {
+            return Err(self.error("more text"));
+        };
+        match c {
+            '(' => Ok((Token::Open, self.at + 1)),
+            ')' => Ok((Token::Close, self.at + 1)),
+            '"' => {
+                let mut value = String::new();
+                let mut chars = rest.char_indices().skip(1);
+                while let Some((i, c)) = chars.next() {
+                    match c {
+                        '"' => return Ok((Token::Str(value), self.at + i + 1)),
+                        '\\' => match chars.next() {
+                            Some((_, c)) => value.push(c),
+                            None => break,
+                        },
+                        c => value.push(c),
+                    }
+                }
+                Err(self.error("a closing quote"))
+            }
+            _ => {
+                let end = rest
+                    .find(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == '"')
+                    .unwrap_or(rest.len());
+                Ok((Token::Atom(&rest[..end]), self.at + end))
+            }
+        }
+    }
+
+    fn next(&mut self) -> Result<Token<'a>, ParseError> {
+        let (token, end) = self.peek()?;
+        self.at = end;
+        Ok(token)
+    }
+
+    fn at_close(&mut self) -> Result<bool, ParseError> {
+        Ok(self.peek()?.0 == Token::Close)
+    }
+
+    fn open(&mut self) -> Result<(), ParseError> {
+        match self.peek()?.0 {
+            Token::Open => self.next().map(|_| ()),
+            _ => Err(self.error("`(`")),
+        }
+    }
+
+    fn close(&mut self) -> Result<(), ParseError> {
+        match self.peek()?.0 {
+            Token::Close => self.next().map(|_| ()),
+            _ => Err(self.error("`)`")),
+        }
+    }
+
+    fn atom(&mut self, what: &str) -> Result<&'a str, ParseError> {
+        match self.peek()?.0 {
+            Token::Atom(a) => {
+                self.next()?;
+                Ok(a)
+            }
+            _ => Err(self.error(what)),
+        }
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, ParseError> {
+        match self.peek()?.0 {
+            Token::Str(s) => {
+                self.next()?;
+                Ok(s)
+            }
+            _ => Err(self.error(what)),
+        }
+    }
+
+    /// `(HEAD`, checking the head.
+    fn head(&mut self, head: &str) -> Result<(), ParseError> {
+        self.open()?;
+        let at = self.at;
+        if self.atom(&format!("`{head}`"))? != head {
+            self.at = at;
+            self.skip_space();
+            return Err(self.error(&format!("`{head}`")));
+        }
+        Ok(())
+    }
+
+    fn number<T: std::str::FromStr>(&mut self, what: &str) -> Result<T, ParseError> {
+        let at = self.at;
+        let a = self.atom(what)?;
+        a.parse().map_err(|_| {
+            self.at = at;
+            self.skip_space();
+            self.error(what)
+        })
+    }
+
+    fn hex_bits(&mut self, what: &str) -> Result<u64, ParseError> {
+        let at = self.at;
+        let a = self.atom(what)?;
+        a.strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .ok_or_else(|| {
+                self.at = at;
+                self.skip_space();
+                self.error(what)
+            })
+    }
+
+    fn prim(&mut self) -> Result<Prim, ParseError> {
+        let at = self.at;
+        let a = self.atom("a primitive type (`u32`, `f64`, …)")?;
+        Prim::from_rust_name(a).ok_or_else(|| {
+            self.at = at;
+            self.skip_space();
+            self.error("a primitive type (`u32`, `f64`, …)")
+        })
+    }
+
+    /// A primitive, or `-` for none.
+    fn suffix(&mut self) -> Result<Option<Prim>, ParseError> {
+        if self.peek()?.0 == Token::Atom("-") {
+            self.next()?;
+            return Ok(None);
+        }
+        self.prim().map(Some)
+    }
+
+    /// `N` or `auto`.
+    fn count_or_auto(&mut self) -> Result<Option<u32>, ParseError> {
+        if self.peek()?.0 == Token::Atom("auto") {
+            self.next()?;
+            return Ok(None);
+        }
+        self.number("a count or `auto`").map(Some)
+    }
+
+    fn op(&mut self) -> Result<(OpDesc, GenParams), ParseError> {
+        self.head("op")?;
+        let name = self.string("the operator's name, quoted")?;
+        self.open()?;
+        let element = match self.atom("`prim` or `struct`")? {
+            "prim" => ElementType::Prim(self.prim()?),
+            "struct" => ElementType::Struct(self.string("the struct's name, quoted")?),
+            _ => return Err(self.error("`prim` or `struct`")),
+        };
+        self.close()?;
+        self.head("params")?;
+        let params = [
+            self.string("the first operand's name, quoted")?,
+            self.string("the second operand's name, quoted")?,
+        ];
+        self.close()?;
+        self.head("identity")?;
+        let identity = self.expr()?;
+        self.close()?;
+        self.head("body")?;
+        let body = self.block()?;
+        self.close()?;
+        self.head("block_threads")?;
+        let block_threads = self.count_or_auto()?;
+        self.close()?;
+        self.head("items_per_thread")?;
+        let items_per_thread = match self.count_or_auto()? {
+            Some(n) => ItemsPerThread::Fixed(n),
+            None => ItemsPerThread::Auto,
+        };
+        self.close()?;
+        self.close()?;
+        Ok((
+            OpDesc {
+                name,
+                element,
+                identity,
+                params,
+                body,
+            },
+            GenParams {
+                block_threads,
+                items_per_thread,
+            },
+        ))
+    }
+
+    fn block(&mut self) -> Result<Block, ParseError> {
+        self.head("block")?;
+        self.block_rest()
+    }
+
+    /// A block after its head: `(let NAME EXPR)…` then its value, `)`.
+    fn block_rest(&mut self) -> Result<Block, ParseError> {
+        let mut lets = Vec::new();
+        loop {
+            let save = self.at;
+            self.open()?;
+            if self.peek()?.0 == Token::Atom("let") {
+                self.next()?;
+                let name = self.string("the binding's name, quoted")?;
+                let value = self.expr()?;
+                self.close()?;
+                lets.push((name, value));
+            } else {
+                self.at = save;
+                break;
+            }
+        }
+        let value = self.expr()?;
+        self.close()?;
+        Ok(Block { lets, value })
+    }
+
+    fn lit_rest(&mut self, kind: &str) -> Result<Lit, ParseError> {
+        let l = match kind {
+            "int" => Lit::Int {
+                value: self.number("an integer's magnitude")?,
+                suffix: self.suffix()?,
+            },
+            "float" => Lit::Float {
+                value: f64::from_bits(self.hex_bits("an f64's bits (0x…)")?),
+                value_f32: {
+                    let bits = self.hex_bits("an f32's bits (0x…)")?;
+                    f32::from_bits(u32::try_from(bits).map_err(|_| self.error("32 bits"))?)
+                },
+                suffix: self.suffix()?,
+            },
+            "bool" => Lit::Bool(match self.atom("`true` or `false`")? {
+                "true" => true,
+                "false" => false,
+                _ => return Err(self.error("`true` or `false`")),
+            }),
+            _ => unreachable!("called for literal heads only"),
+        };
+        self.close()?;
+        Ok(l)
+    }
+
+    fn lit(&mut self) -> Result<Lit, ParseError> {
+        self.open()?;
+        let kind = self.atom("`int`, `float` or `bool`")?;
+        if !matches!(kind, "int" | "float" | "bool") {
+            return Err(self.error("`int`, `float` or `bool`"));
+        }
+        self.lit_rest(kind)
+    }
+
+    fn pattern(&mut self) -> Result<Pattern, ParseError> {
+        if self.peek()?.0 == Token::Atom("_") {
+            self.next()?;
+            return Ok(Pattern::Wild);
+        }
+        self.open()?;
+        let p = match self.atom("a pattern")? {
+            kind @ ("lit" | "neg_lit") => Pattern::Lit {
+                lit: self.lit()?,
+                negative: kind == "neg_lit",
+            },
+            "range" => {
+                let bound = |p: &mut Self| -> Result<Option<Box<Expr>>, ParseError> {
+                    if p.peek()?.0 == Token::Atom("-") {
+                        p.next()?;
+                        Ok(None)
+                    } else {
+                        p.expr().map(|e| Some(Box::new(e)))
+                    }
+                };
+                let lo = bound(self)?;
+                let hi = bound(self)?;
+                let inclusive = match self.atom("`inclusive` or `exclusive`")? {
+                    "inclusive" => true,
+                    "exclusive" => false,
+                    _ => return Err(self.error("`inclusive` or `exclusive`")),
+                };
+                Pattern::Range { lo, hi, inclusive }
+            }
+            "or_pattern" => {
+                let mut ps = Vec::new();
+                while !self.at_close()? {
+                    ps.push(self.pattern()?);
+                }
+                Pattern::Or(ps)
+            }
+            _ => return Err(self.error("`_`, `lit`, `neg_lit`, `range` or `or_pattern`")),
+        };
+        self.close()?;
+        Ok(p)
+    }
+
+    fn boxed(&mut self) -> Result<Box<Expr>, ParseError> {
+        self.expr().map(Box::new)
+    }
+
+    fn expr(&mut self) -> Result<Expr, ParseError> {
+        self.open()?;
+        let head_at = self.at;
+        let head = self.atom("an expression's kind")?;
+        let e = match head {
+            "int" | "float" | "bool" => return self.lit_rest(head).map(Expr::Lit),
+            "block" => return self.block_rest().map(|b| Expr::Block(Box::new(b))),
+            "var" => Expr::Var(self.string("a name, quoted")?),
+            "field" => Expr::Field(self.boxed()?, self.string("a field's name, quoted")?),
+            "index" => Expr::Index(self.boxed()?, self.number("an index")?),
+            "neg" => Expr::Unary(UnOp::Neg, self.boxed()?),
+            "not" => Expr::Unary(UnOp::Not, self.boxed()?),
+            "cast" => Expr::Cast(self.boxed()?, self.prim()?),
+            "typed" => Expr::Typed(self.boxed()?, self.prim()?),
+            "typed_like" => Expr::TypedLike(self.boxed()?, self.boxed()?),
+            "call" => {
+                let at = self.at;
+                let name = self.string("a method's name, quoted")?;
+                let Some(method) = method(&name) else {
+                    self.at = at;
+                    self.skip_space();
+                    return Err(self.error("a method of the operator subset (ir::METHODS)"));
+                };
+                let prim = self.suffix()?;
+                let mut args = Vec::new();
+                while !self.at_close()? {
+                    args.push(self.expr()?);
+                }
+                Expr::Call { method, prim, args }
+            }
+            "const" => {
+                let prim = self.prim()?;
+                let at = self.at;
+                let name = self.atom("a constant's name")?;
+                let Some(c) = PrimConst::parse(prim, name) else {
+                    self.at = at;
+                    self.skip_space();
+                    return Err(self.error("a constant of that type (`MAX`, `INFINITY`, …)"));
+                };
+                Expr::Const(prim, c)
+            }
+            "if" => Expr::If(
+                self.boxed()?,
+                Box::new(self.block()?),
+                Box::new(self.block()?),
+            ),
+            "match" => {
+                let scrutinee = self.boxed()?;
+                let mut arms = Vec::new();
+                while !self.at_close()? {
+                    self.head("arm")?;
+                    let p = self.pattern()?;
+                    let value = self.expr()?;
+                    self.close()?;
+                    arms.push((p, value));
+                }
+                Expr::Match(scrutinee, arms)
+            }
+            "struct_lit" => {
+                let name = if self.peek()?.0 == Token::Atom("self") {
+                    self.next()?;
+                    StructName::Element
+                } else {
+                    StructName::Named(self.string("`self` or a struct's name, quoted")?)
+                };
+                let (mut fields, mut base) = (Vec::new(), None);
+                while !self.at_close()? {
+                    self.open()?;
+                    match self.atom("`set` or `base`")? {
+                        "set" if base.is_none() => {
+                            let field = self.string("a field's name, quoted")?;
+                            fields.push((field, self.expr()?));
+                        }
+                        "base" if base.is_none() => base = Some(self.boxed()?),
+                        _ => return Err(self.error("`set` or one `base`, last")),
+                    }
+                    self.close()?;
+                }
+                Expr::Struct { name, fields, base }
+            }
+            "array" => {
+                let mut items = Vec::new();
+                while !self.at_close()? {
+                    items.push(self.expr()?);
+                }
+                Expr::Array(items)
+            }
+            "repeat" => Expr::Repeat(self.boxed()?, self.number("a count")?),
+            _ => match BINOPS.iter().find(|op| binop_name(**op) == head) {
+                Some(&op) => Expr::Binary(op, self.boxed()?, self.boxed()?),
+                None => {
+                    self.at = head_at;
+                    self.skip_space();
+                    return Err(self.error("an expression's kind (`var`, `add`, `call`, …)"));
+                }
+            },
+        };
+        self.close()?;
+        Ok(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(value: u128) -> Expr {
+        Expr::Lit(Lit::Int {
+            value,
+            suffix: None,
+        })
+    }
+
+    fn var(name: &str) -> Expr {
+        Expr::Var(name.into())
+    }
+
+    /// An operator that uses every node kind, printed and parsed back.
+    #[test]
+    fn every_node_round_trips() {
+        let arms = vec![
+            (
+                Pattern::Lit {
+                    lit: Lit::Int {
+                        value: 3,
+                        suffix: Some(Prim::I32),
+                    },
+                    negative: true,
+                },
+                int(1),
+            ),
+            (
+                Pattern::Or(vec![
+                    Pattern::Range {
+                        lo: Some(Box::new(int(0))),
+                        hi: None,
+                        inclusive: false,
+                    },
+                    Pattern::Range {
+                        lo: None,
+                        hi: Some(Box::new(int(9))),
+                        inclusive: true,
+                    },
+                ]),
+                int(2),
+            ),
+            (Pattern::Wild, int(3)),
+        ];
+        let value = Expr::Struct {
+            name: StructName::Element,
+            fields: vec![
+                (
+                    "a".into(),
+                    Expr::Binary(
+                        BinOp::Add,
+                        Box::new(Expr::Field(Box::new(var("x")), "a".into())),
+                        Box::new(Expr::Cast(
+                            Box::new(Expr::Index(Box::new(var("y")), 2)),
+                            Prim::F32,
+                        )),
+                    ),
+                ),
+                (
+                    "b".into(),
+                    Expr::If(
+                        Box::new(Expr::Unary(
+                            UnOp::Not,
+                            Box::new(Expr::Lit(Lit::Bool(false))),
+                        )),
+                        Box::new(Block {
+                            lets: vec![],
+                            value: Expr::Match(Box::new(var("k")), arms),
+                        }),
+                        Box::new(Block {
+                            lets: vec![("z".into(), Expr::Const(Prim::F64, PrimConst::Nan))],
+                            value: Expr::Call {
+                                method: method("mul_add").unwrap(),
+                                prim: Some(Prim::F64),
+                                args: vec![var("z"), var("z"), var("z")],
+                            },
+                        }),
+                    ),
+                ),
+                (
+                    "c".into(),
+                    Expr::Array(vec![
+                        Expr::Repeat(Box::new(int(0)), 4),
+                        Expr::Typed(Box::new(int(1 << 40)), Prim::U64),
+                        Expr::TypedLike(
+                            Box::new(int(7)),
+                            Box::new(Expr::Field(Box::new(var("x")), "n".into())),
+                        ),
+                    ]),
+                ),
+            ],
+            base: Some(Box::new(Expr::Block(Box::new(Block {
+                lets: vec![],
+                value: var("y"),
+            })))),
+        };
+        let op = OpDesc {
+            name: "every_node".into(),
+            element: ElementType::Struct("Every \"quoted\" \\ name".into()),
+            identity: Expr::Struct {
+                name: StructName::Named("Other".into()),
+                fields: vec![(
+                    "f".into(),
+                    Expr::Lit(Lit::Float {
+                        value: -0.1,
+                        value_f32: -0.1f32,
+                        suffix: None,
+                    }),
+                )],
+                base: None,
+            },
+            params: ["x".into(), "y".into()],
+            body: Block {
+                lets: vec![(
+                    "k".into(),
+                    Expr::Unary(UnOp::Neg, Box::new(Expr::Const(Prim::I32, PrimConst::Max))),
+                )],
+                value,
+            },
+        };
+        let params = GenParams {
+            block_threads: Some(128),
+            items_per_thread: ItemsPerThread::Fixed(7),
+        };
+        let text = print(&op, &params);
+        assert_eq!(parse(&text).unwrap(), (op, params), "{text}");
+        // Every binary operator by its name.
+        for b in BINOPS {
+            let e = Expr::Binary(b, Box::new(var("x")), Box::new(var("y")));
+            let mut out = String::new();
+            expr(&mut out, &e);
+            let mut p = Parser { text: &out, at: 0 };
+            assert_eq!(p.expr().unwrap(), e, "{out}");
+        }
+    }
+
+    /// Malformed texts name what was expected, at the token that failed.
+    #[test]
+    fn errors_say_where() {
+        let good = r#"(op "s" (prim u32) (params "a" "b") (identity (int 0 -)) (body (block (add (var "a") (var "b")))) (block_threads auto) (items_per_thread auto))"#;
+        assert!(parse(good).is_ok());
+        let cases = [
+            (good.replace("u32", "u33"), 0, "primitive"),
+            (good.replace("add", "plus"), 0, "expression's kind"),
+            (good.replace(r#""a" "b")"#, r#""a")"#), 0, "second operand"),
+            (good.replace("(int 0 -)", "(int x -)"), 0, "integer"),
+            (format!("{good} extra"), good.len() + 1, "end of the text"),
+            (
+                good[..good.len() - 1].to_string(),
+                good.len() - 1,
+                "more text",
+            ),
+            (
+                good.replace(
+                    "(add (var \"a\") (var \"b\"))",
+                    "(call \"frobnicate\" - (var \"a\"))",
+                ),
+                0,
+                "method",
+            ),
+            (
+                good.replace("(int 0 -)", "(const u32 NAN)"),
+                0,
+                "constant of that type",
+            ),
+        ];
+        for (text, offset, expected) in cases {
+            let err = parse(&text).unwrap_err();
+            assert!(err.message.contains(expected), "{text}: {err}");
+            if offset != 0 {
+                assert_eq!(err.offset, offset, "{text}: {err}");
+            }
+            assert!(err.offset <= text.len());
+        }
+        // The failing token, where it can be found: a bad primitive.
+        let text = good.replace("u32", "u33");
+        assert_eq!(&text[parse(&text).unwrap_err().offset..][..3], "u33");
+    }
+}
