@@ -29,8 +29,8 @@
 mod common;
 
 use common::ir_gen::{self, GenConfig, GenOp};
-use common::ir_interp::{self, Checked, Value};
 use common::{host_cuda, nvrtc};
+use gpu_scan::kernels_gen::eval::{self as ir_interp, Checked, Value};
 use gpu_scan::kernels_gen::expr::{ExprPrinter, Hint};
 use gpu_scan::kernels_gen::infer::{annotate_body, VarType};
 use gpu_scan::kernels_gen::ir::{Expr, Prim};

@@ -6,7 +6,11 @@
 //! text parses, prints back to itself, and the generator given the parsed
 //! operator alone writes the operator's CUDA byte for byte as `#[scan_op]`
 //! wrote it at compile time, with the same tile shape and live
-//! temporaries. No GPU and no NVRTC needed.
+//! temporaries. The host's evaluator of such operators
+//! (`kernels_gen::eval::OpValues`), given the same text, agrees with
+//! `ScanOp::IDENTITY` and `ScanOp::combine` bit for bit on random and edge
+//! values (the seed is printed; `OPERATOR_IR_SEED` replays it). No GPU and
+//! no NVRTC needed.
 
 mod common;
 #[path = "common/differential_ops.rs"]
@@ -14,9 +18,12 @@ mod differential_ops;
 
 use common::ops::*;
 use differential_ops::*;
+use gpu_scan::kernels_gen::eval::{OpValues, Value};
+use gpu_scan::kernels_gen::ir::{ElementType, Prim};
 use gpu_scan::kernels_gen::{self, ir_text, ItemsPerThread, Part};
-use gpu_scan::ops::{BitXor, Max, Min, Product, Sum};
+use gpu_scan::ops::{And, BitAnd, BitOr, BitXor, Max, Min, Or, Product, Sum};
 use gpu_scan::prelude::*;
+use rand::{Rng, SeedableRng};
 
 /// The operator's CUDA from its text, with the element's declarations in
 /// front and the structs it names by path resolved from `named`.
@@ -138,4 +145,183 @@ fn a_changed_text_is_another_program() {
         source_from_text::<Affine>(&swapped, &[]),
         <Affine as ScanOp>::CUDA_SOURCE
     );
+}
+
+/// The bits of a primitive element, zero-extended (what `Value::to_bits`
+/// gives).
+fn bits_of<T: Copy>(x: T) -> u64 {
+    assert!(std::mem::size_of::<T>() <= 8);
+    let mut bits = 0u64;
+    // SAFETY: copies the value's `size_of::<T>()` (at most 8) bytes into
+    // the low bytes of a u64 (the tests run on little-endian hosts).
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            &x as *const T as *const u8,
+            &mut bits as *mut u64 as *mut u8,
+            std::mem::size_of::<T>(),
+        )
+    };
+    bits
+}
+
+/// The primitive element whose bits are `value`'s.
+fn element_of<T: Copy + Default>(value: Value) -> T {
+    let bits = value.to_bits();
+    let mut x = T::default();
+    // SAFETY: writes `size_of::<T>()` (at most 8) bytes of a valid value of
+    // T's primitive type (`value` has that type: a bool is 0 or 1).
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            &bits as *const u64 as *const u8,
+            &mut x as *mut T as *mut u8,
+            std::mem::size_of::<T>(),
+        )
+    };
+    x
+}
+
+/// A random value of `p`: an edge value (zeros, ones, the extremes, the
+/// sign bit, infinities, NaNs, a subnormal) half the time, random bits
+/// otherwise.
+fn random_value(p: Prim, rng: &mut impl Rng) -> Value {
+    let bits = 8 * p.size() as u32;
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1 << bits) - 1
+    };
+    let sign = 1u64 << (bits - 1);
+    let edges: Vec<u64> = match p {
+        Prim::Bool => vec![0, 1],
+        Prim::F32 => [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            1e-40,
+            f32::MAX,
+            f32::MIN,
+        ]
+        .iter()
+        .map(|f| f.to_bits() as u64)
+        .collect(),
+        Prim::F64 => [
+            0.0f64,
+            -0.0,
+            1.0,
+            -1.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1e-310,
+            f64::MAX,
+            f64::MIN,
+        ]
+        .iter()
+        .map(|f| f.to_bits())
+        .collect(),
+        _ => vec![0, 1, 2, mask, sign, sign - 1, sign + 1, mask - 1],
+    };
+    let bits = if p == Prim::Bool {
+        rng.random_range(0..2)
+    } else if rng.random_bool(0.5) {
+        edges[rng.random_range(0..edges.len())]
+    } else {
+        rng.random::<u64>() & mask
+    };
+    Value::from_bits(p, bits)
+}
+
+/// The evaluator of `Op`'s text against `Op` itself: the identity, and
+/// `combine` on `pairs` random pairs, bit for bit (any NaN equals any
+/// NaN; where Rust leaves a result's sign unspecified, the signs may
+/// differ).
+fn check_values<Op: ScanOp>(rng: &mut impl Rng, pairs: usize)
+where
+    Op::Element: Default,
+{
+    let (desc, _) = ir_text::parse(Op::OPERATOR_IR).unwrap();
+    let ElementType::Prim(p) = desc.element else {
+        panic!("{}: a primitive element expected", Op::NAME)
+    };
+    let values = OpValues::new(&desc).unwrap_or_else(|e| panic!("{e}"));
+    let identity = Value::from_bits(p, bits_of(Op::IDENTITY));
+    assert!(
+        values.identity().same(identity),
+        "{}: identity {:?}, not {identity:?}",
+        Op::NAME,
+        values.identity()
+    );
+    for _ in 0..pairs {
+        let (x, y) = (random_value(p, rng), random_value(p, rng));
+        let want = Op::combine(element_of(x), element_of(y));
+        let want = Value::from_bits(p, bits_of(want));
+        let got = values.combine(x, y);
+        let same = got.value.same(want)
+            || (got.unspecified
+                && got.value.to_bits() & !(1 << (8 * p.size() - 1))
+                    == want.to_bits() & !(1 << (8 * p.size() - 1)));
+        assert!(
+            same,
+            "{}: {x:?} ∘ {y:?} = {want:?}, evaluated {:?}",
+            Op::NAME,
+            got.value
+        );
+    }
+}
+
+#[test]
+fn the_evaluator_of_the_text_agrees_with_the_operator() {
+    let seed = common::seed::from_env_or_clock("OPERATOR_IR_SEED");
+    println!("operator_ir seed: {seed} (OPERATOR_IR_SEED={seed} replays it)");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let rng = &mut rng;
+    const PAIRS: usize = 5_000;
+    macro_rules! every_width {
+        ($($op:ident),*) => {$(
+            check_values::<$op<u8>>(rng, PAIRS);
+            check_values::<$op<u16>>(rng, PAIRS);
+            check_values::<$op<u32>>(rng, PAIRS);
+            check_values::<$op<u64>>(rng, PAIRS);
+            check_values::<$op<i8>>(rng, PAIRS);
+            check_values::<$op<i16>>(rng, PAIRS);
+            check_values::<$op<i32>>(rng, PAIRS);
+            check_values::<$op<i64>>(rng, PAIRS);
+        )*};
+    }
+    every_width!(Sum, Product, Min, Max, BitAnd, BitOr, BitXor);
+    for_floats(rng, PAIRS);
+    check_values::<And<bool>>(rng, PAIRS);
+    check_values::<Or<bool>>(rng, PAIRS);
+    check_values::<SumU32>(rng, PAIRS);
+    check_values::<MaxF32>(rng, PAIRS);
+    check_values::<MinI64>(rng, PAIRS);
+    check_values::<SumU8>(rng, PAIRS);
+    check_values::<SumU32Small>(rng, PAIRS);
+    check_values::<KeepLargerOdd>(rng, PAIRS);
+}
+
+fn for_floats(rng: &mut impl Rng, pairs: usize) {
+    check_values::<Sum<f32>>(rng, pairs);
+    check_values::<Sum<f64>>(rng, pairs);
+    check_values::<Product<f32>>(rng, pairs);
+    check_values::<Product<f64>>(rng, pairs);
+    check_values::<Min<f32>>(rng, pairs);
+    check_values::<Min<f64>>(rng, pairs);
+    check_values::<Max<f32>>(rng, pairs);
+    check_values::<Max<f64>>(rng, pairs);
+}
+
+/// A struct element is refused by the evaluator with a reason, not
+/// evaluated wrongly.
+#[test]
+fn the_evaluator_refuses_struct_elements() {
+    let (desc, _) = ir_text::parse(<Affine as ScanOp>::OPERATOR_IR).unwrap();
+    let err = OpValues::new(&desc)
+        .err()
+        .expect("a struct element is refused");
+    assert!(err.contains("struct element"), "{err}");
 }

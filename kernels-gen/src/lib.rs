@@ -55,6 +55,7 @@
 //! ```
 
 pub mod abi;
+pub mod eval;
 pub mod expr;
 pub mod fold;
 pub mod infer;

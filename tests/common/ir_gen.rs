@@ -14,7 +14,7 @@
 //! the function's return value. Where nothing fixes it, an untyped value
 //! defaults to `i32`/`f64` in Rust, so the generator only leaves values
 //! untyped there when that default is the type it wants. The generator
-//! aims at well-typed programs; [`crate::common::ir_interp::check`], which
+//! aims at well-typed programs; [`gpu_scan::kernels_gen::eval::check`], which
 //! infers types the way rustc does, is the final judge, and the tests
 //! discard the few candidates it rejects (counting them).
 //!
@@ -47,11 +47,7 @@ pub const INTS: [Prim; 8] = [
     Prim::I64,
 ];
 
-/// Methods whose CUDA results may legitimately differ from Rust's on a GPU
-/// (libm/CUDA math library implementations differ in the last bits).
-pub const TRANSCENDENTAL: [&str; 11] = [
-    "sin", "cos", "exp", "exp2", "ln", "log2", "log10", "tanh", "cbrt", "powf", "hypot",
-];
+pub use gpu_scan::kernels_gen::eval::TRANSCENDENTAL;
 
 /// The input variables every generated expression may read: `a_<prim>` and
 /// `b_<prim>` for each primitive, in this order (the order of the generated

@@ -2,7 +2,6 @@
 pub mod gpu;
 pub mod host_cuda;
 pub mod ir_gen;
-pub mod ir_interp;
 #[cfg(feature = "gpu")]
 pub mod ledger;
 #[cfg(feature = "gpu")]

@@ -1,5 +1,8 @@
-//! An interpreter of the operator IR ([`ir::Expr`], [`ir::Block`]) with
-//! Rust's semantics: the oracle of `tests/generated_operators.rs`.
+//! An interpreter of the operator IR ([`Expr`], [`Block`]) with Rust's
+//! semantics: the host's evaluation of operators that exist only at run
+//! time (read from their text, [`crate::ir_text`]), and the oracle of
+//! `tests/generated_operators.rs`. [`OpValues`] checks and evaluates a
+//! whole operator over a primitive element.
 //!
 //! [`check`] infers every node's type as rustc does (untyped literals are
 //! inference variables unified with their typed siblings, the annotation
@@ -18,10 +21,9 @@
 //! methods for the rest. Results Rust leaves unspecified (the sign of a NaN
 //! copied by `copysign`, the sign of a zero from `min`/`max` of `+0` and
 //! `-0`) are flagged in [`Outcome::unspecified`].
-#![allow(dead_code)]
-
-use gpu_scan::kernels_gen::ir::{
-    ArgKind, BinOp, Block, Expr, Lit, MethodReceivers, Pattern, Prim, PrimConst, UnOp,
+use crate::ir::{
+    ArgKind, BinOp, Block, ElementType, Expr, Lit, MethodReceivers, OpDesc, Pattern, Prim,
+    PrimConst, UnOp,
 };
 use std::collections::HashMap;
 
@@ -621,7 +623,7 @@ pub struct Outcome {
     /// A NaN's sign or a zero's sign reached the result through `copysign`
     /// or `min`/`max`: Rust specifies neither, so any sign is correct.
     pub unspecified: bool,
-    /// A transcendental function ([`super::ir_gen::TRANSCENDENTAL`])
+    /// A transcendental function ([`TRANSCENDENTAL`])
     /// was evaluated: its last bits depend on the math library (Rust's and
     /// the C compiler's constant folding, libm, CUDA's), so the result is
     /// not expected to be bit exact.
@@ -923,7 +925,7 @@ impl<'c, 'e> Eval<'c, 'e> {
     }
 
     fn call(&mut self, method: &str, v: &[Value]) -> Value {
-        if super::ir_gen::TRANSCENDENTAL.contains(&method) {
+        if TRANSCENDENTAL.contains(&method) {
             self.inexact = true;
         }
         let a = v[0];
@@ -1105,5 +1107,104 @@ pub fn constant(p: Prim, c: PrimConst) -> Value {
         Prim::F32 => float_const!(f32, F32),
         Prim::F64 => float_const!(f64, F64),
         Prim::Bool => panic!("bool has no constants"),
+    }
+}
+
+/// Methods whose results may legitimately differ between Rust and a GPU in
+/// their last bits (libm's and CUDA's math libraries differ).
+pub const TRANSCENDENTAL: [&str; 11] = [
+    "sin", "cos", "exp", "exp2", "ln", "log2", "log10", "tanh", "cbrt", "powf", "hypot",
+];
+
+// ---------------------------------------------------------------------------
+// Whole operators.
+// ---------------------------------------------------------------------------
+
+/// An operator over a primitive element, checked as rustc would check its
+/// `#[scan_op]` (the identity a value of the element type, the body a
+/// function of two elements returning one) and ready to evaluate on the
+/// host: the CPU side of an operator built at run time.
+///
+/// ```
+/// use kernels_gen::eval::{OpValues, Value};
+/// use kernels_gen::ir_text::parse;
+///
+/// let text = r#"(op "affine_step" (prim i32) (params "x" "y") (identity (int 0 -))
+///     (body (block (let "t" (mul (var "x") (int 3 -))) (add (var "t") (var "y"))))
+///     (block_threads auto) (items_per_thread auto))"#;
+/// let (op, _) = parse(text).unwrap();
+/// let op = OpValues::new(&op).unwrap();
+/// assert_eq!(op.identity(), Value::I32(0));
+/// assert_eq!(op.combine(Value::I32(2), Value::I32(5)).value, Value::I32(11));
+/// // Integer arithmetic wraps, as `#[scan_op]`'s does.
+/// assert_eq!(op.combine(Value::I32(i32::MAX), Value::I32(0)).value, Value::I32(i32::MAX.wrapping_mul(3)));
+/// ```
+pub struct OpValues<'o> {
+    element: Prim,
+    params: &'o [String; 2],
+    identity: Value,
+    combine: Checked<'o>,
+}
+
+impl<'o> OpValues<'o> {
+    /// Checks `op`; `Err` says what rustc would reject, or that its element
+    /// is a struct (which this evaluator does not take yet).
+    pub fn new(op: &'o OpDesc) -> Result<OpValues<'o>, String> {
+        let ElementType::Prim(element) = op.element else {
+            return Err(format!(
+                "operator `{}`: a struct element ({}) is not evaluated on the host yet; primitive elements are",
+                op.name,
+                op.element.cuda_name()
+            ));
+        };
+        if op.params[0] == op.params[1] {
+            return Err(format!(
+                "operator `{}`: both operands are named `{}`",
+                op.name, op.params[0]
+            ));
+        }
+        let identity = Block {
+            lets: Vec::new(),
+            value: op.identity.clone(),
+        };
+        let identity = check(&identity, element, &[])
+            .map_err(|e| format!("operator `{}`, identity: {e}", op.name))?
+            .eval(&[])
+            .value;
+        let vars = [
+            (op.params[0].clone(), element),
+            (op.params[1].clone(), element),
+        ];
+        let combine =
+            check(&op.body, element, &vars).map_err(|e| format!("operator `{}`: {e}", op.name))?;
+        Ok(OpValues {
+            element,
+            params: &op.params,
+            identity,
+            combine,
+        })
+    }
+
+    /// The element type.
+    pub fn element(&self) -> Prim {
+        self.element
+    }
+
+    /// The identity's value.
+    pub fn identity(&self) -> Value {
+        self.identity
+    }
+
+    /// `x ∘ y` (`x` the earlier element), with whether Rust leaves some of
+    /// its bits unspecified ([`Outcome`]). Both are values of the element
+    /// type.
+    pub fn combine(&self, x: Value, y: Value) -> Outcome {
+        assert!(
+            x.prim() == self.element && y.prim() == self.element,
+            "operands of the element type {:?}: {x:?}, {y:?}",
+            self.element
+        );
+        self.combine
+            .eval(&[(self.params[0].clone(), x), (self.params[1].clone(), y)])
     }
 }
