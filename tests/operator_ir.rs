@@ -127,6 +127,17 @@ fn every_construct_generates_from_its_text() {
     check::<KeepLargerOdd>(&[]);
 }
 
+/// The text of `SumU32`, which python/tests/test_cpu.py expects the Python
+/// translation of `def sum_u32(a, b): return a + b` over `u32` to write
+/// (with the Python operator's name): one text from both languages.
+#[test]
+fn the_text_python_writes_too() {
+    assert_eq!(
+        <SumU32 as ScanOp>::OPERATOR_IR,
+        r#"(op "sum_u32" (prim u32) (params "a" "b") (identity (int 0 -)) (body (block (add (var "a") (var "b")))) (block_threads auto) (items_per_thread auto))"#
+    );
+}
+
 /// The comparison sees the text: another identity, or another operand
 /// order, is another program.
 #[test]

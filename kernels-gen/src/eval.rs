@@ -194,7 +194,9 @@ enum Req {
 /// A body whose types rustc would accept, with every node's type.
 pub struct Checked<'e> {
     body: &'e Block,
-    types: HashMap<*const Expr, Prim>,
+    /// Each node's type, by the node's address (an address, not a
+    /// pointer, so that a checked body can be shared between threads).
+    types: HashMap<usize, Prim>,
     /// The inferred type of the body's value.
     pub ty: Prim,
 }
@@ -556,11 +558,11 @@ impl<'e> Infer<'e> {
                 ));
             }
         }
-        let types: HashMap<*const Expr, Prim> = self
+        let types: HashMap<usize, Prim> = self
             .node
             .clone()
             .into_iter()
-            .map(|(e, s)| (e, self.resolved(s)))
+            .map(|(e, s)| (e as usize, self.resolved(s)))
             .collect();
         let checked = Checked {
             body,
@@ -645,7 +647,7 @@ impl Checked<'_> {
 
     /// The inferred type of `e` (a node of this body).
     pub fn type_of(&self, e: &Expr) -> Prim {
-        self.types[&(e as *const Expr)]
+        self.types[&(e as *const Expr as usize)]
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! The form is an S-expression a node, each node's head naming its kind;
 //! names are quoted, floats are their bit patterns (exact), integers are
-//! decimal magnitudes. [`print`] and [`parse`] are inverses.
+//! decimal magnitudes. [`print()`] and [`parse`] are inverses.
 //!
 //! ```
 //! use kernels_gen::ir_text::{parse, print};
@@ -83,7 +83,7 @@ pub fn print(op: &OpDesc, params: &GenParams) -> String {
     out
 }
 
-/// The operator and parameters of a text [`print`] wrote (or another
+/// The operator and parameters of a text [`print()`] wrote (or another
 /// program, in the same form).
 pub fn parse(text: &str) -> Result<(OpDesc, GenParams), ParseError> {
     let mut p = Parser { text, at: 0 };

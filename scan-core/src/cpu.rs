@@ -34,10 +34,16 @@ pub(crate) fn step<Op: ScanOp>(
     running: Option<Op::Element>,
     x: Op::Element,
 ) -> Op::Element {
+    step_with(&Op::combine, reverse, running, x)
+}
+
+/// [`step`] with the operator's `combine` given as a value.
+#[inline]
+fn step_with<E>(combine: &impl Fn(E, E) -> E, reverse: bool, running: Option<E>, x: E) -> E {
     match running {
         None => x,
-        Some(r) if reverse => Op::combine(x, r),
-        Some(r) => Op::combine(r, x),
+        Some(r) if reverse => combine(x, r),
+        Some(r) => combine(r, x),
     }
 }
 
@@ -100,18 +106,59 @@ fn scan_run_in_place<Op: ScanOp>(
     reverse: bool,
     data: &mut [Op::Element],
 ) -> Op::Element {
+    scan_run_with(Op::IDENTITY, &Op::combine, inclusive, seed, reverse, data)
+}
+
+/// [`scan_run_in_place`] with the operator given as values.
+#[inline]
+fn scan_run_with<E: Copy>(
+    identity: E,
+    combine: &impl Fn(E, E) -> E,
+    inclusive: bool,
+    seed: Option<E>,
+    reverse: bool,
+    data: &mut [E],
+) -> E {
     let mut running = seed;
     for k in 0..data.len() {
         let i = nth_index(reverse, data.len(), k);
-        let next = step::<Op>(reverse, running, data[i]);
+        let next = step_with(combine, reverse, running, data[i]);
         data[i] = if inclusive {
             next
         } else {
-            running.unwrap_or(Op::IDENTITY)
+            running.unwrap_or(identity)
         };
         running = Some(next);
     }
-    carry_of::<Op>(running)
+    running.unwrap_or(identity)
+}
+
+/// A sequential scan in place by an operator given as values, its
+/// `identity` and its `combine` (`x` first), for operators that exist only
+/// at run time (`kernels_gen::eval`, the Python binding): the loop
+/// [`scan_in_place`] runs for a [`ScanOp`], with the same kinds and
+/// directions. Returns the carry-out.
+///
+/// ```
+/// use scan_core::{cpu, Direction, ScanKind};
+///
+/// // Affine maps v -> a*v + b as pairs, composed x first.
+/// let compose = |x: (i64, i64), y: (i64, i64)| (x.0 * y.0, y.0 * x.1 + y.1);
+/// let mut maps = [(2, 1), (3, 0), (1, 5)];
+/// let carry = cpu::scan_with((1, 0), compose, ScanKind::Inclusive, Direction::Forward, &mut maps);
+/// assert_eq!(maps, [(2, 1), (6, 3), (6, 8)]);
+/// assert_eq!(carry, (6, 8));
+/// ```
+pub fn scan_with<E: Copy>(
+    identity: E,
+    combine: impl Fn(E, E) -> E,
+    kind: ScanKind<E>,
+    direction: crate::Direction,
+    data: &mut [E],
+) -> E {
+    let inclusive = kind.is_inclusive();
+    let reverse = direction == crate::Direction::Reverse;
+    scan_run_with(identity, &combine, inclusive, kind.init(), reverse, data)
 }
 
 /// A chunk's total, `chunk[0] ∘ … ∘ chunk[last]` (the same in either

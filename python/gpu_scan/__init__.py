@@ -1,0 +1,202 @@
+"""gpu-scan for Python: associative operators written in Python, scanned.
+
+An operator is a function of two elements (``x`` the earlier one) in a
+subset of Python, decorated with :func:`op`. The decorator translates it to
+gpu-scan's operator IR, which the native half checks as Rust would check a
+``#[scan_op]`` (types, literals in range) and evaluates with the element
+type's arithmetic (integers wrap, as NumPy's fixed-width integers do); the
+same text gives the CUDA that ``#[scan_op]`` generates (``cuda_source``).
+
+>>> import numpy as np, gpu_scan
+>>> @gpu_scan.op(dtype="i32", identity=0)
+... def add(x, y):
+...     return x + y
+>>> gpu_scan.scan(add, np.array([3, 1, 4, 1, 5], dtype=np.int32))
+array([ 3,  4,  8,  9, 14], dtype=int32)
+>>> gpu_scan.scan(add, np.array([3, 1, 4], dtype=np.int32), exclusive=True, init=10)
+array([10, 13, 14], dtype=int32)
+
+This build scans NumPy arrays with the CPU backend; :func:`backend` and
+:func:`gpu_unavailable_reason` say so. Elements are primitives (``u8`` to
+``u64``, ``i8`` to ``i64``, ``f32``, ``f64``, ``bool``).
+
+The subset (``OPERATOR_SUBSET``): ``def f(x, y):`` with a body of
+``name = value`` bindings (``name: f32 = value`` to state a type;
+``name += value``), ``if``/``else`` statements whose branches return, and a
+final ``return``; expressions of the operands and bound names, literals,
+``+ - *``, ``/`` on floats, ``//`` and ``%`` on unsigned integers (Python's
+flooring differs from Rust's truncation for negative values, so signed
+integers and floats refuse them), ``& | ^ << >> ~``, comparisons (chained
+too), ``and or not``, ``a if c else b``, ``min``, ``max``, ``abs``, casts
+(``np.float32(x)``, ``f32(x)``), ``math.inf``, ``math.nan`` and the math
+functions ``sqrt cbrt exp exp2 log log2 log10 sin cos tanh floor ceil trunc
+fabs hypot copysign pow fma isnan isfinite isinf``. Anything else is an
+:class:`OperatorError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ._native import Operator as _NativeOperator
+from ._translate import OperatorError, operator_text, prim_of
+
+__all__ = [
+    "Op",
+    "OperatorError",
+    "backend",
+    "cumsum",
+    "gpu_unavailable_reason",
+    "op",
+    "scan",
+]
+
+OPERATOR_SUBSET = __doc__[__doc__.index("The subset") :]
+
+_NUMPY_DTYPES = {
+    "u8": np.uint8,
+    "u16": np.uint16,
+    "u32": np.uint32,
+    "u64": np.uint64,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "f32": np.float32,
+    "f64": np.float64,
+    "bool": np.bool_,
+}
+
+
+class Op:
+    """An associative operator written in Python (made by :func:`op`).
+
+    Calling it combines two elements as a scan does, with the element
+    type's arithmetic.
+    """
+
+    def __init__(self, function: Callable, dtype: Any, identity: Any, block_threads: Optional[int] = None, items_per_thread: Optional[int] = None):
+        self.function = function
+        prim = prim_of(dtype)
+        text, _ = operator_text(function, prim, identity, block_threads, items_per_thread)
+        try:
+            self._native = _NativeOperator(text)
+        except ValueError as e:
+            raise OperatorError(f"operator `{function.__qualname__}`: {e}") from None
+        functools.update_wrapper(self, function)
+
+    @property
+    def name(self) -> str:
+        """The operator's name: the prefix of its CUDA symbols."""
+        return self._native.name
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type."""
+        return np.dtype(_NUMPY_DTYPES[self._native.element])
+
+    @property
+    def identity(self) -> Any:
+        """The identity element."""
+        return self._native.identity
+
+    @property
+    def ir(self) -> str:
+        """The operator's IR text, the generator's input."""
+        return self._native.ir
+
+    def cuda_source(self) -> str:
+        """The operator's part of its CUDA program, as ``#[scan_op]`` writes
+        it for the same operator in Rust."""
+        return self._native.cuda_source()
+
+    def __call__(self, x: Any, y: Any) -> Any:
+        return self._native.combine(x, y)
+
+    def __repr__(self) -> str:
+        return f"<gpu_scan.Op {self.function.__qualname__} over {self._native.element}>"
+
+
+def op(dtype: Any, identity: Any, *, block_threads: Optional[int] = None, items_per_thread: Optional[int] = None) -> Callable[[Callable], Op]:
+    """Decorates a function of two elements as an associative operator.
+
+    ``dtype`` names the element type (``"f32"``, ``"int64"``,
+    ``numpy.uint32``); ``identity`` is a value with
+    ``f(identity, v) == f(v, identity) == v``. ``block_threads`` and
+    ``items_per_thread`` fix the GPU program's tile shape (default: chosen
+    from the element's size, as for ``#[scan_op]``).
+    """
+
+    prim_of(dtype)  # an unknown element type fails here, not at the def
+
+    def decorate(function: Callable) -> Op:
+        return Op(function, dtype, identity, block_threads, items_per_thread)
+
+    return decorate
+
+
+def _host_array(data: Any, dtype: np.dtype) -> np.ndarray:
+    if hasattr(data, "__cuda_array_interface__") or (
+        hasattr(data, "__dlpack_device__") and data.__dlpack_device__()[0] != 1  # 1: kDLCPU
+    ):
+        raise NotImplementedError(f"arrays on a GPU: {gpu_unavailable_reason()}; copy to a NumPy array first")
+    array = np.asarray(data)
+    if array.dtype != dtype:
+        raise TypeError(f"the operator's elements are {dtype}, the array's {array.dtype}: convert it with .astype({dtype.name!r}) first")
+    if array.ndim != 1:
+        raise ValueError(f"a one-dimensional array expected, not one of shape {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def scan(operator: Op, data: Any, *, exclusive: bool = False, reverse: bool = False, init: Any = None) -> np.ndarray:
+    """Scans ``data`` (a one-dimensional array of the operator's dtype).
+
+    Inclusive by default: ``out[i] = data[0] ∘ … ∘ data[i]``;
+    ``exclusive=True`` gives ``out[i] = data[0] ∘ … ∘ data[i - 1]``
+    (``out[0]`` the identity). ``init`` goes in front of the scan order;
+    ``reverse=True`` scans from the end (``out[i] = data[i] ∘ … ∘
+    data[n - 1]``, operands kept in their order). Returns a new array; the
+    input is not changed.
+    """
+    if not isinstance(operator, Op):
+        raise TypeError(f"an operator made by gpu_scan.op expected, not {operator!r}")
+    array = _host_array(data, operator.dtype)
+    out, _ = operator._native.scan_bytes(array.tobytes(), not exclusive, reverse, init)
+    return np.frombuffer(out, dtype=operator.dtype).copy()
+
+
+@functools.lru_cache(maxsize=None)
+def _sum(prim: str) -> Op:
+    if prim == "bool":
+        raise TypeError("cumsum of bools: convert to an integer type first")
+    if prim in ("f32", "f64"):
+
+        def add(x, y):
+            return x + y
+
+        return Op(add, prim, 0.0)
+
+    def wrapping_add(x, y):
+        return x + y
+
+    return Op(wrapping_add, prim, 0)
+
+
+def cumsum(data: Any, *, exclusive: bool = False, reverse: bool = False) -> np.ndarray:
+    """The running sum of a one-dimensional array in its own dtype (integers
+    wrap), as ``scan`` with the sum operator."""
+    array = np.asarray(data)
+    return scan(_sum(prim_of(array.dtype)), array, exclusive=exclusive, reverse=reverse)
+
+
+def backend() -> str:
+    """Where scans run: ``"cpu"`` in this build."""
+    return "cpu"
+
+
+def gpu_unavailable_reason() -> str:
+    """Why scans do not run on a GPU."""
+    return "this build of the Python package has the CPU backend only (the GPU backend is not bound yet)"

@@ -1,0 +1,374 @@
+"""Python functions to gpu-scan's operator IR text (``kernels_gen::ir_text``).
+
+The translator reads a function's source with :mod:`ast` and writes the
+IR's text; the types and Rust's arithmetic are the native half's
+(``kernels_gen::eval``), the CUDA the generator's. What the subset accepts
+is listed in ``OPERATOR_SUBSET`` (``gpu_scan.op``'s documentation); anything
+else is an :class:`OperatorError` naming the function's file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import math
+import re
+import struct
+import textwrap
+from typing import Callable, List, Optional, Tuple
+
+# Element types by their Rust names, with NumPy's names for them.
+PRIMS = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f32", "f64", "bool")
+NUMPY_NAMES = {
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "float32": "f32",
+    "float64": "f64",
+    "bool": "bool",
+    "bool_": "bool",
+}
+
+# Calls of the subset: math functions and builtins to the IR's methods (the
+# receiver first), with their argument counts.
+MATH_METHODS = {
+    "sqrt": ("sqrt", 1),
+    "cbrt": ("cbrt", 1),
+    "exp": ("exp", 1),
+    "exp2": ("exp2", 1),
+    "log": ("ln", 1),
+    "log2": ("log2", 1),
+    "log10": ("log10", 1),
+    "sin": ("sin", 1),
+    "cos": ("cos", 1),
+    "tanh": ("tanh", 1),
+    "floor": ("floor", 1),
+    "ceil": ("ceil", 1),
+    "trunc": ("trunc", 1),
+    "fabs": ("abs", 1),
+    "hypot": ("hypot", 2),
+    "copysign": ("copysign", 2),
+    "pow": ("powf", 2),
+    "fma": ("mul_add", 3),
+    "isnan": ("is_nan", 1),
+    "isfinite": ("is_finite", 1),
+    "isinf": ("is_infinite", 1),
+}
+BUILTIN_METHODS = {"min": ("min", 2), "max": ("max", 2), "abs": ("abs", 1)}
+
+BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.BitAnd: "bitand",
+    ast.BitOr: "bitor",
+    ast.BitXor: "bitxor",
+    ast.LShift: "shl",
+    ast.RShift: "shr",
+}
+COMPARISONS = {
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
+    ast.Lt: "lt",
+    ast.LtE: "le",
+    ast.Gt: "gt",
+    ast.GtE: "ge",
+}
+
+
+class OperatorError(ValueError):
+    """A function outside the operator subset, or one the types refuse.
+
+    ``filename`` and ``lineno`` locate the offending code where the
+    translator found it (``None`` for a type error found after
+    translation, which names the operator instead).
+    """
+
+    def __init__(self, message: str, filename: Optional[str] = None, lineno: Optional[int] = None):
+        self.message = message
+        self.filename = filename
+        self.lineno = lineno
+        where = f"{filename}:{lineno}: " if filename is not None and lineno is not None else ""
+        super().__init__(f"{where}{message}")
+
+
+def prim_of(dtype) -> str:
+    """The Rust name of an element type given by its Rust name, NumPy's name
+    or a NumPy dtype (``"f32"``, ``"float32"``, ``numpy.float32``). A string
+    is read as Rust spells types: ``"u8"`` is one byte (NumPy's ``"u8"`` is
+    ``uint64``; pass ``numpy.uint64`` or ``"uint64"`` for that)."""
+    name = getattr(dtype, "__name__", None) or str(getattr(dtype, "name", dtype))
+    if name in PRIMS:
+        return name
+    if name in NUMPY_NAMES:
+        return NUMPY_NAMES[name]
+    raise TypeError(f"unsupported element type {dtype!r}: one of {', '.join(PRIMS)} (or NumPy's names)")
+
+
+def quoted(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def float_literal(value: float) -> str:
+    """A non-negative finite float as the IR's literal: its f64 bits and its
+    f32 bits (rounded from the f64, as NumPy's ``float32(value)`` does)."""
+    f64 = struct.unpack("<Q", struct.pack("<d", value))[0]
+    try:
+        f32 = struct.unpack("<I", struct.pack("<f", value))[0]
+    except OverflowError:
+        f32 = 0x7F800000  # past f32's range: infinity, as a cast gives
+    return f"(float 0x{f64:016x} 0x{f32:08x} -)"
+
+
+def value_literal(value, prim: str) -> str:
+    """A Python value as an expression of the element type (the identity)."""
+    if prim == "bool":
+        if not isinstance(value, bool):
+            raise TypeError(f"the identity of a bool operator is True or False, not {value!r}")
+        return f"(bool {'true' if value else 'false'})"
+    if isinstance(value, bool):
+        raise TypeError(f"the identity of a {prim} operator is a number, not {value!r}")
+    if prim in ("f32", "f64"):
+        value = float(value)
+        if math.isnan(value):
+            return f"(const {prim} NAN)"
+        if math.isinf(value):
+            return f"(const {prim} {'INFINITY' if value > 0 else 'NEG_INFINITY'})"
+        lit = float_literal(abs(value))
+        return f"(neg {lit})" if math.copysign(1.0, value) < 0 else lit
+    if not isinstance(value, int):
+        raise TypeError(f"the identity of a {prim} operator is an integer, not {value!r}")
+    lit = f"(int {abs(value)} -)"
+    return f"(neg {lit})" if value < 0 else lit
+
+
+class _Translator:
+    def __init__(self, prim: str, params: Tuple[str, str], filename: str, first_line: int):
+        self.prim = prim
+        self.params = params
+        self.filename = filename
+        self.first_line = first_line
+        self.names = set(params)
+
+    def error(self, node: ast.AST, message: str) -> OperatorError:
+        line = getattr(node, "lineno", 1) + self.first_line - 1
+        return OperatorError(message, self.filename, line)
+
+    # Statements: `name = value` bindings, then `return value`; an `if`
+    # whose branch returns takes the statements after it as its `else`.
+    def block(self, stmts: List[ast.stmt], node: ast.AST) -> str:
+        lets = []
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                continue  # a docstring
+            if isinstance(stmt, ast.Assign):
+                if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+                    raise self.error(stmt, "assign to one name at a time (`t = ...`)")
+                lets.append(self.let(stmt.targets[0].id, self.expr(stmt.value), stmt))
+            elif isinstance(stmt, ast.AnnAssign):
+                if not isinstance(stmt.target, ast.Name) or stmt.value is None:
+                    raise self.error(stmt, "annotate a name with its value (`t: f32 = ...`)")
+                prim = self.type_name(stmt.annotation)
+                lets.append(self.let(stmt.target.id, f"(typed {self.expr(stmt.value)} {prim})", stmt))
+            elif isinstance(stmt, ast.AugAssign):
+                if not isinstance(stmt.target, ast.Name) or stmt.target.id not in self.names:
+                    raise self.error(stmt, "augmented assignment to a name bound before")
+                value = self.binop(stmt.op, f'(var {quoted(stmt.target.id)})', self.expr(stmt.value), stmt)
+                lets.append(self.let(stmt.target.id, value, stmt))
+            elif isinstance(stmt, ast.Return):
+                if stmt.value is None:
+                    raise self.error(stmt, "return a value")
+                if i != len(stmts) - 1:
+                    raise self.error(stmts[i + 1], "code after `return` never runs")
+                return self.wrap(lets, self.expr(stmt.value))
+            elif isinstance(stmt, ast.If):
+                if not self.returns(stmt.body):
+                    raise self.error(stmt, "each branch of an `if` statement ends in `return`")
+                then = self.block(stmt.body, stmt)
+                rest = stmt.orelse + stmts[i + 1:]
+                if not rest:
+                    raise self.error(stmt, "an `if` without `else` needs a `return` after it")
+                otherwise = self.block(rest, stmt)
+                return self.wrap(lets, f"(if {self.expr(stmt.test)} {then} {otherwise})")
+            else:
+                raise self.error(stmt, f"`{type(stmt).__name__}` statements are outside the operator subset")
+        raise self.error(node, "the function must end in `return`")
+
+    @staticmethod
+    def returns(stmts: List[ast.stmt]) -> bool:
+        last = stmts[-1]
+        return isinstance(last, ast.Return) or (
+            isinstance(last, ast.If) and _Translator.returns(last.body) and bool(last.orelse) and _Translator.returns(last.orelse)
+        )
+
+    def let(self, name: str, value: str, node: ast.AST) -> str:
+        self.names.add(name)
+        return f"(let {quoted(name)} {value})"
+
+    @staticmethod
+    def wrap(lets: List[str], value: str) -> str:
+        return f"(block {' '.join(lets + [value])})"
+
+    def type_name(self, node: ast.AST) -> str:
+        name = None
+        if isinstance(node, ast.Name):
+            name = node.id
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"):
+            name = node.attr
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value
+        if name in PRIMS:
+            return name
+        if name in NUMPY_NAMES:
+            return NUMPY_NAMES[name]
+        raise self.error(node, f"not an element type of the subset: one of {', '.join(PRIMS)} (or numpy's names)")
+
+    def binop(self, op: ast.operator, left: str, right: str, node: ast.AST) -> str:
+        if type(op) in BINOPS:
+            return f"({BINOPS[type(op)]} {left} {right})"
+        floats = self.prim in ("f32", "f64")
+        unsigned = self.prim.startswith("u")
+        if isinstance(op, ast.Div):
+            if not floats:
+                raise self.error(node, "`/` on integers is true division in Python: the subset refuses it; use `//` on unsigned integers")
+            return f"(div {left} {right})"
+        if isinstance(op, ast.FloorDiv):
+            if not unsigned:
+                raise self.error(node, "`//` floors in Python but truncates in Rust and CUDA: the subset takes it on unsigned integers only")
+            return f"(div {left} {right})"
+        if isinstance(op, ast.Mod):
+            if not unsigned:
+                raise self.error(node, "`%` takes the divisor's sign in Python but the dividend's in Rust and CUDA: the subset takes it on unsigned integers only")
+            return f"(rem {left} {right})"
+        if isinstance(op, ast.Pow):
+            raise self.error(node, "`**` is outside the subset: write `x * x`, or `math.pow(x, y)` on floats")
+        raise self.error(node, f"`{type(op).__name__}` is outside the operator subset")
+
+    def call(self, node: ast.Call) -> str:
+        if node.keywords:
+            raise self.error(node, "keyword arguments are outside the operator subset")
+        func = node.func
+        args = [self.expr(a) for a in node.args]
+        # Casts: np.float32(x), numpy.int64(x), f32(x).
+        cast_to = None
+        if isinstance(func, ast.Name) and func.id in PRIMS and func.id not in self.names:
+            cast_to = func.id
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("np", "numpy"):
+            if func.attr in NUMPY_NAMES:
+                cast_to = NUMPY_NAMES[func.attr]
+        if cast_to is not None:
+            if len(args) != 1:
+                raise self.error(node, "a cast takes one value")
+            return f"(cast {args[0]} {cast_to})"
+        table, name = None, None
+        if isinstance(func, ast.Name) and func.id in BUILTIN_METHODS:
+            table, name = BUILTIN_METHODS, func.id
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "math":
+            table, name = MATH_METHODS, func.attr
+        if table is None or name not in table:
+            raise self.error(node, f"`{ast.unparse(func)}` is not a function of the operator subset")
+        method, count = table[name]
+        if len(args) != count:
+            raise self.error(node, f"`{ast.unparse(func)}` takes {count} argument{'s' if count > 1 else ''} here")
+        return f"(call {quoted(method)} - {' '.join(args)})"
+
+    def constant(self, node: ast.AST) -> str:
+        value = node.value
+        if isinstance(value, bool):
+            return f"(bool {'true' if value else 'false'})"
+        if isinstance(value, int):
+            return f"(int {value} -)"
+        if isinstance(value, float):
+            if math.isinf(value) or math.isnan(value):
+                raise self.error(node, "write infinities and NaN as `math.inf` and `math.nan`")
+            return float_literal(value)
+        raise self.error(node, f"a {type(value).__name__} constant is outside the operator subset")
+
+    def expr(self, node: ast.AST) -> str:
+        if isinstance(node, ast.Constant):
+            return self.constant(node)
+        if isinstance(node, ast.Name):
+            if node.id not in self.names:
+                raise self.error(node, f"`{node.id}` is neither an operand nor a name bound before")
+            return f"(var {quoted(node.id)})"
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math":
+            if self.prim not in ("f32", "f64"):
+                raise self.error(node, f"`math.{node.attr}` needs a float element")
+            consts = {"inf": "INFINITY", "nan": "NAN"}
+            if node.attr not in consts:
+                raise self.error(node, f"`math.{node.attr}` is outside the operator subset")
+            return f"(const {self.prim} {consts[node.attr]})"
+        if isinstance(node, ast.BinOp):
+            return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.expr(node.operand)
+            if isinstance(node.op, ast.USub):
+                return f"(neg {operand})"
+            if isinstance(node.op, (ast.Not, ast.Invert)):
+                return f"(not {operand})"
+            return operand  # unary +
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            values = [self.expr(v) for v in node.values]
+            out = values[0]
+            for v in values[1:]:
+                out = f"({op} {out} {v})"
+            return out
+        if isinstance(node, ast.Compare):
+            parts = []
+            left = node.left
+            for op, right in zip(node.ops, node.comparators):
+                if type(op) not in COMPARISONS:
+                    raise self.error(node, f"`{type(op).__name__}` comparisons are outside the operator subset")
+                parts.append(f"({COMPARISONS[type(op)]} {self.expr(left)} {self.expr(right)})")
+                left = right
+            out = parts[0]
+            for p in parts[1:]:
+                out = f"(and {out} {p})"
+            return out
+        if isinstance(node, ast.IfExp):
+            return f"(if {self.expr(node.test)} (block {self.expr(node.body)}) (block {self.expr(node.orelse)}))"
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise self.error(node, f"`{type(node).__name__}` expressions are outside the operator subset")
+
+
+def operator_text(function: Callable, prim: str, identity, block_threads=None, items_per_thread=None) -> Tuple[str, str]:
+    """The IR text of ``function`` as an operator over ``prim`` with
+    ``identity``, and the operator's name (the function's name and a hash
+    of its text, so that two functions of one name are two programs)."""
+    identity_text = value_literal(identity, prim)
+    try:
+        source = inspect.getsource(function)
+        filename = inspect.getsourcefile(function) or "<unknown>"
+        first_line = inspect.getsourcelines(function)[1]
+    except (OSError, TypeError) as e:
+        raise OperatorError(f"the source of {function!r} is not available: {e}") from None
+    tree = ast.parse(textwrap.dedent(source))
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not defs:
+        raise OperatorError("an operator is a `def` function (not a lambda)", filename, first_line)
+    fn = defs[0]
+    args = fn.args
+    if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults or len(args.args) != 2:
+        raise OperatorError("an operator takes exactly two operands, `(x, y)` with x the earlier element", filename, first_line + fn.lineno - 1)
+    params = (args.args[0].arg, args.args[1].arg)
+    if params[0] == params[1]:
+        raise OperatorError("the two operands need two names", filename, first_line + fn.lineno - 1)
+    translator = _Translator(prim, params, filename, first_line)
+    body = translator.block(fn.body, fn)
+    shape = (
+        f"(block_threads {'auto' if block_threads is None else int(block_threads)}) "
+        f"(items_per_thread {'auto' if items_per_thread is None else int(items_per_thread)})"
+    )
+    rest = f"(prim {prim}) (params {quoted(params[0])} {quoted(params[1])}) (identity {identity_text}) (body {body}) {shape})"
+    digest = hashlib.sha256(rest.encode()).hexdigest()[:12]
+    stem = re.sub(r"[^a-z0-9_]", "_", fn.name.lower()).strip("_") or "op"
+    name = f"py_{stem}_{digest}"
+    return f"(op {quoted(name)} {rest}", name

@@ -1,0 +1,270 @@
+"""The Python package on the CPU: operators written in Python, translated to
+the operator IR, checked and evaluated by the native half, scanned by the
+CPU backend's loop; every result against NumPy or a plain-Python
+reference on fresh random inputs (the seed is printed; GPU_SCAN_PY_SEED
+replays a run)."""
+
+import doctest
+import math
+import os
+import time
+
+import numpy as np
+import pytest
+
+import gpu_scan
+from gpu_scan import OperatorError
+
+SEED = int(os.environ.get("GPU_SCAN_PY_SEED", time.time_ns() % (1 << 63)))
+print(f"test_cpu seed: {SEED} (GPU_SCAN_PY_SEED={SEED} replays it)")
+LENGTHS = [0, 1, 2, 31, 32, 33, 1000, 4097]
+INTS = ["u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64"]
+
+
+def rng(salt):
+    return np.random.default_rng([SEED, salt])
+
+
+NUMPY = {
+    "u8": np.uint8,
+    "u16": np.uint16,
+    "u32": np.uint32,
+    "u64": np.uint64,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "f32": np.float32,
+    "f64": np.float64,
+}
+
+
+def random_array(prim, n, r):
+    """Random elements of the Rust type `prim` (not NumPy's `u8`, uint64)."""
+    dtype = np.dtype(NUMPY[prim])
+    if dtype.kind in "ui":
+        info = np.iinfo(dtype)
+        return r.integers(info.min, info.max, size=n, dtype=dtype, endpoint=True)
+    return r.standard_normal(n).astype(dtype)
+
+
+def reference(combine, identity, values, exclusive=False, reverse=False, init=None):
+    """The scan's definition, in plain Python: the running partial joined
+    `running ∘ x` forward and `x ∘ running` in reverse."""
+    n = len(values)
+    out = [None] * n
+    running = init
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    for i in order:
+        x = values[i]
+        nxt = x if running is None else (combine(x, running) if reverse else combine(running, x))
+        out[i] = (identity if running is None else running) if exclusive else nxt
+        running = nxt
+    return out
+
+
+@gpu_scan.op(dtype="i32", identity=-1)
+def latest(x, y):
+    """Keeps the right one: the latest element that is not -1."""
+    return x if y == -1 else y
+
+
+@gpu_scan.op(dtype="u64", identity=0)
+def first(x, y):
+    """Keeps the left one: the first element that is not 0."""
+    return y if x == 0 else x
+
+
+def test_module_doctests():
+    failures, tests = doctest.testmod(gpu_scan)
+    assert tests > 0 and failures == 0
+
+
+def test_the_readmes_examples():
+    readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+    failures, tests = doctest.testfile(readme, module_relative=False)
+    assert tests >= 5 and failures == 0
+
+
+@pytest.mark.parametrize("prim", INTS)
+def test_integer_sums_wrap_as_numpy(prim):
+    r = rng(INTS.index(prim))
+    for n in LENGTHS:
+        a = random_array(prim, n, r)
+        got = gpu_scan.cumsum(a)
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(got, np.cumsum(a, dtype=a.dtype), err_msg=f"{prim} n={n}")
+    a = random_array(prim, 100, r)
+    before = a.copy()
+    gpu_scan.cumsum(a, exclusive=True)
+    np.testing.assert_array_equal(a, before)
+
+
+@pytest.mark.parametrize("prim", ["f32", "f64"])
+def test_float_sums_are_numpys_sequential_sums(prim):
+    # NumPy's cumsum adds in order in the array's dtype, as the scan's
+    # sequential loop does, so the bits agree.
+    r = rng(100 + len(prim))
+    for n in LENGTHS:
+        a = random_array(prim, n, r)
+        np.testing.assert_array_equal(gpu_scan.cumsum(a), np.cumsum(a, dtype=a.dtype), err_msg=f"n={n}")
+
+
+def test_kinds_and_directions_of_non_commutative_operators():
+    r = rng(7)
+    for op, values in [
+        (latest, lambda n: np.where(r.random(n) < 0.7, -1, r.integers(0, 1000, n)).astype(np.int32)),
+        (first, lambda n: np.where(r.random(n) < 0.7, 0, r.integers(1, 1 << 63, n)).astype(np.uint64)),
+    ]:
+        for n in LENGTHS:
+            a = values(n)
+            items = [int(v) for v in a]
+            for exclusive in (False, True):
+                for reverse in (False, True):
+                    for init in (None, int(a[0]) if n else 5):
+                        got = gpu_scan.scan(op, a, exclusive=exclusive, reverse=reverse, init=init)
+                        want = reference(op.function, op.identity, items, exclusive, reverse, init)
+                        assert [int(v) for v in got] == want, (op.name, n, exclusive, reverse, init)
+
+
+def test_max_and_min_of_floats():
+    @gpu_scan.op(dtype=np.float32, identity=-math.inf)
+    def running_max(x, y):
+        return max(x, y)
+
+    @gpu_scan.op(dtype="float64", identity=math.inf)
+    def running_min(x, y):
+        return x if x < y else y
+
+    r = rng(11)
+    for n in LENGTHS:
+        a = random_array("f32", n, r)
+        np.testing.assert_array_equal(gpu_scan.scan(running_max, a), np.maximum.accumulate(a) if n else a)
+        b = random_array("f64", n, r)
+        np.testing.assert_array_equal(gpu_scan.scan(running_min, b), np.minimum.accumulate(b) if n else b)
+    assert running_max.identity == -math.inf and running_min.identity == math.inf
+
+
+def test_the_element_types_arithmetic():
+    @gpu_scan.op(dtype="u8", identity=0)
+    def shifted(x, y):
+        t = x << 1
+        t += y
+        return t // 1 + (y % 7) * 0
+
+    assert shifted(200, 100) == (400 + 100) % 256
+    assert shifted(0, 3) == 3
+
+    @gpu_scan.op(dtype="f64", identity=0.0)
+    def hyp(x, y):
+        m: f64 = math.hypot(x, y)  # noqa: F821 (a type of the subset)
+        return m if not math.isnan(m) else 0.0
+
+    assert hyp(3.0, 4.0) == 5.0
+
+    @gpu_scan.op(dtype="i16", identity=0)
+    def wide(x, y):
+        return np.int16(np.int64(x) + np.int64(y))
+
+    assert wide(32767, 1) == -32768
+
+
+def test_the_text_is_the_same_as_scan_op_writes():
+    # `#[scan_op(element = u32, identity = 0, op = |a, b| a + b)] struct
+    # SumU32` (tests/common/ops.rs), whose text tests/operator_ir.rs pins
+    # to this string: the same text but for the name.
+    rust = '(op "sum_u32" (prim u32) (params "a" "b") (identity (int 0 -)) (body (block (add (var "a") (var "b")))) (block_threads auto) (items_per_thread auto))'
+
+    @gpu_scan.op(dtype="u32", identity=0)
+    def sum_u32(a, b):
+        return a + b
+
+    assert sum_u32.ir == rust.replace('"sum_u32"', f'"{sum_u32.name}"')
+    source = sum_u32.cuda_source()
+    assert f"struct {sum_u32.name}" in source
+    assert sum_u32.name.startswith("py_sum_u32_")
+
+
+def test_two_functions_of_one_name_are_two_operators():
+    def make(k):
+        @gpu_scan.op(dtype="i64", identity=0)
+        def f(x, y):
+            return x + y
+
+        @gpu_scan.op(dtype="i64", identity=1)
+        def g(x, y):
+            return x * y
+
+        return f, g
+
+    f, g = make(0)
+    assert f.name != g.name
+
+
+def source_error(source, expected):
+    """Defines `source` in a file of its own and checks the error."""
+    import importlib.util
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as file:
+        file.write("import math\nimport numpy as np\nimport gpu_scan\n" + source)
+    spec = importlib.util.spec_from_file_location("case", file.name)
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(OperatorError) as info:
+        spec.loader.exec_module(module)
+    os.unlink(file.name)
+    assert expected[0] in str(info.value), str(info.value)
+    if expected[1] is not None:
+        assert info.value.lineno == expected[1], str(info.value)
+        assert info.value.filename == file.name
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("@gpu_scan.op(dtype='f32', identity=0.0)\ndef f(x, y):\n    return x ** 2\n", ("`**`", 6)),
+        ("@gpu_scan.op(dtype='i32', identity=0)\ndef f(x, y):\n    return x // y\n", ("`//` floors", 6)),
+        ("@gpu_scan.op(dtype='i32', identity=0)\ndef f(x, y):\n    return x / y\n", ("true division", 6)),
+        ("@gpu_scan.op(dtype='f32', identity=0.0)\ndef f(x, y):\n    return x % y\n", ("`%`", 6)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    t = 0\n    for i in range(3):\n        t = t + x\n    return t\n", ("`For` statements", 7)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return z\n", ("`z` is neither", 6)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return len(x)\n", ("`len` is not a function", 6)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y, z):\n    return x\n", ("exactly two operands", 5)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    if x > y:\n        t = x\n    return y\n", ("ends in `return`", 6)),
+        # What the types refuse, found by the native half (Rust's rules).
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return x + 1.5\n", ("operator `f`", None)),
+        ("@gpu_scan.op(dtype='u8', identity=300)\ndef f(x, y):\n    return x + y\n", ("identity", None)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return -x\n", ("operator `f`", None)),
+    ],
+)
+def test_errors_name_the_line(source, expected):
+    source_error(source, expected)
+
+
+def test_bad_calls_are_typed_errors_and_change_nothing():
+    a = np.arange(10, dtype=np.int64)
+    before = a.copy()
+    with pytest.raises(TypeError, match="astype"):
+        gpu_scan.scan(latest, a)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        gpu_scan.scan(latest, np.zeros((2, 2), dtype=np.int32))
+    with pytest.raises(OverflowError):
+        gpu_scan.scan(latest, np.zeros(3, dtype=np.int32), init=1 << 40)
+    with pytest.raises(TypeError):
+        gpu_scan.op(dtype="complex64", identity=0)
+    with pytest.raises(TypeError, match="True or False"):
+        gpu_scan.op(dtype="bool", identity=0)(lambda x, y: x)
+    with pytest.raises(TypeError, match="gpu_scan.op"):
+        gpu_scan.scan(lambda x, y: x, a)
+    np.testing.assert_array_equal(a, before)
+
+
+def test_backend_says_why_not_a_gpu():
+    assert gpu_scan.backend() == "cpu"
+    assert "CPU backend only" in gpu_scan.gpu_unavailable_reason()
+
+    class OnTheGpu:
+        __cuda_array_interface__ = {"shape": (3,), "typestr": "<i4", "data": (0, False), "version": 3}
+
+    with pytest.raises(NotImplementedError, match="CPU backend only"):
+        gpu_scan.scan(latest, OnTheGpu())
