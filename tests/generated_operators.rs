@@ -2,8 +2,9 @@
 //! expressions: random well-typed bodies (`common::ir_gen`) are printed
 //! with `ExprPrinter`, compiled (host C++, NVRTC, the GPU) and evaluated
 //! on input rows with edge values; every result must equal the IR
-//! interpreter's (`common::ir_interp`, Rust's semantics) bit for bit, any
-//! NaN matching any NaN.
+//! interpreter's (`kernels_gen::eval`, Rust's semantics) bit for bit, any
+//! NaN matching any NaN. The same bodies go through the IR's text form
+//! (`kernels_gen::ir_text`) and must come back unchanged.
 //!
 //! `GEN_OPS_SEED` fixes the seed (printed by every test), `GEN_OPS_COUNT`
 //! the number of expressions.
@@ -414,6 +415,36 @@ fn report(test: &str, tally: &Tally) {
         "{test}: {} disagreements with the interpreter (first ones above)",
         tally.disagreements
     );
+}
+
+/// Generated bodies, as operators over their value's type, printed as
+/// text and parsed back: the same operator, node for node.
+#[test]
+fn generated_operators_round_trip_through_text() {
+    use gpu_scan::kernels_gen::ir::{Block, ElementType, Lit, OpDesc};
+    use gpu_scan::kernels_gen::ir_text;
+    let seed = seed("generated_operators_round_trip_through_text");
+    let (ops, _) = generate(seed, count(2_000), GenConfig::default());
+    for (k, op) in ops.iter().enumerate() {
+        let desc = OpDesc {
+            name: format!("gen_{k}"),
+            element: ElementType::Prim(op.ty),
+            identity: Expr::Lit(Lit::Int {
+                value: k as u128,
+                suffix: None,
+            }),
+            params: ["a".into(), "b".into()],
+            body: Block {
+                lets: op.body.lets.clone(),
+                value: op.body.value.clone(),
+            },
+        };
+        let params = kernels_gen::GenParams::default();
+        let text = ir_text::print(&desc, &params);
+        let back = ir_text::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(back, (desc, params), "{text}");
+    }
+    println!("{} generated operators round-trip through text", ops.len());
 }
 
 #[test]

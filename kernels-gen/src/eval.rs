@@ -448,7 +448,7 @@ impl<'e> Infer<'e> {
                 }
             }
             Expr::Const(p, c) => {
-                if PrimConst::parse(*p, const_name(*c)).is_none() {
+                if PrimConst::parse(*p, c.rust_name()).is_none() {
                     return Err(format!("no constant {p:?}::{c:?}"));
                 }
                 self.known(if *c == PrimConst::Bits { Prim::U32 } else { *p })
@@ -597,19 +597,6 @@ fn signed_min(p: Prim) -> i128 {
         -(1i128 << (p.size() * 8 - 1))
     } else {
         0
-    }
-}
-
-fn const_name(c: PrimConst) -> &'static str {
-    match c {
-        PrimConst::Max => "MAX",
-        PrimConst::Min => "MIN",
-        PrimConst::Bits => "BITS",
-        PrimConst::Infinity => "INFINITY",
-        PrimConst::NegInfinity => "NEG_INFINITY",
-        PrimConst::Nan => "NAN",
-        PrimConst::Epsilon => "EPSILON",
-        PrimConst::MinPositive => "MIN_POSITIVE",
     }
 }
 

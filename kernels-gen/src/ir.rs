@@ -381,19 +381,35 @@ pub enum PrimConst {
 }
 
 impl PrimConst {
+    /// Every constant, in declaration order.
+    pub const ALL: [PrimConst; 8] = [
+        PrimConst::Max,
+        PrimConst::Min,
+        PrimConst::Bits,
+        PrimConst::Infinity,
+        PrimConst::NegInfinity,
+        PrimConst::Nan,
+        PrimConst::Epsilon,
+        PrimConst::MinPositive,
+    ];
+
+    /// The Rust name (`"NEG_INFINITY"`).
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            PrimConst::Max => "MAX",
+            PrimConst::Min => "MIN",
+            PrimConst::Bits => "BITS",
+            PrimConst::Infinity => "INFINITY",
+            PrimConst::NegInfinity => "NEG_INFINITY",
+            PrimConst::Nan => "NAN",
+            PrimConst::Epsilon => "EPSILON",
+            PrimConst::MinPositive => "MIN_POSITIVE",
+        }
+    }
+
     /// Parses the Rust constant name, checking it exists on `prim`.
     pub fn parse(prim: Prim, name: &str) -> Option<PrimConst> {
-        let c = match name {
-            "MAX" => PrimConst::Max,
-            "MIN" => PrimConst::Min,
-            "BITS" => PrimConst::Bits,
-            "INFINITY" => PrimConst::Infinity,
-            "NEG_INFINITY" => PrimConst::NegInfinity,
-            "NAN" => PrimConst::Nan,
-            "EPSILON" => PrimConst::Epsilon,
-            "MIN_POSITIVE" => PrimConst::MinPositive,
-            _ => return None,
-        };
+        let c = PrimConst::ALL.into_iter().find(|c| c.rust_name() == name)?;
         let ok = match c {
             PrimConst::Max | PrimConst::Min => prim != Prim::Bool,
             PrimConst::Bits => prim.is_integer(),

@@ -151,19 +151,6 @@ const BINOPS: [BinOp; 18] = [
     BinOp::Ge,
 ];
 
-fn const_name(c: PrimConst) -> &'static str {
-    match c {
-        PrimConst::Max => "MAX",
-        PrimConst::Min => "MIN",
-        PrimConst::Bits => "BITS",
-        PrimConst::Infinity => "INFINITY",
-        PrimConst::NegInfinity => "NEG_INFINITY",
-        PrimConst::Nan => "NAN",
-        PrimConst::Epsilon => "EPSILON",
-        PrimConst::MinPositive => "MIN_POSITIVE",
-    }
-}
-
 fn suffix(out: &mut String, suffix: Option<Prim>) {
     out.push(' ');
     out.push_str(suffix.map_or("-", Prim::rust_name));
@@ -298,7 +285,7 @@ fn expr(out: &mut String, e: &Expr) {
             out.push(')');
         }
         Expr::Const(p, c) => {
-            let _ = write!(out, "(const {} {})", p.rust_name(), const_name(*c));
+            let _ = write!(out, "(const {} {})", p.rust_name(), c.rust_name());
         }
         Expr::If(cond, then, otherwise) => {
             out.push_str("(if ");

@@ -31,7 +31,11 @@ too), ``and or not``, ``a if c else b``, ``min``, ``max``, ``abs``, casts
 (``np.float32(x)``, ``f32(x)``), ``math.inf``, ``math.nan`` and the math
 functions ``sqrt cbrt exp exp2 log log2 log10 sin cos tanh floor ceil trunc
 fabs hypot copysign pow fma isnan isfinite isinf``. Anything else is an
-:class:`OperatorError` naming the file and line.
+:class:`OperatorError` naming the file and line. The arithmetic is Rust's
+and the library's, as on the GPU: integers wrap, integer division by zero
+gives 0, shifts take their amount modulo the width, ``min`` and ``max`` of
+floats ignore a NaN, and ``not``, ``and``, ``or`` and conditions take
+bools only (no truthiness of numbers).
 """
 
 from __future__ import annotations

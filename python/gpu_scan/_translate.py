@@ -310,7 +310,12 @@ class _Translator:
             operand = self.expr(node.operand)
             if isinstance(node.op, ast.USub):
                 return f"(neg {operand})"
-            if isinstance(node.op, (ast.Not, ast.Invert)):
+            if isinstance(node.op, ast.Not):
+                # `not` is logical in Python, where Rust's `!` on an integer
+                # is bitwise: written as `== false`, an integer operand is a
+                # type error instead of another answer.
+                return f"(eq {operand} (bool false))"
+            if isinstance(node.op, ast.Invert):
                 return f"(not {operand})"
             return operand  # unary +
         if isinstance(node, ast.BoolOp):

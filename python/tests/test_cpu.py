@@ -168,6 +168,18 @@ def test_the_element_types_arithmetic():
 
     assert wide(32767, 1) == -32768
 
+    @gpu_scan.op(dtype="bool", identity=False)
+    def either(x, y):
+        return not (not x and not y)
+
+    assert [either(a, b) for a in (False, True) for b in (False, True)] == [False, True, True, True]
+
+    @gpu_scan.op(dtype="u16", identity=0)
+    def odd(x, y):
+        return ~x & y if x // 0 == 0 else y
+
+    assert odd(0x00FF, 0x0F0F) == 0x0F00
+
 
 def test_the_text_is_the_same_as_scan_op_writes():
     # `#[scan_op(element = u32, identity = 0, op = |a, b| a + b)] struct
@@ -235,6 +247,8 @@ def source_error(source, expected):
         ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return x + 1.5\n", ("operator `f`", None)),
         ("@gpu_scan.op(dtype='u8', identity=300)\ndef f(x, y):\n    return x + y\n", ("identity", None)),
         ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return -x\n", ("operator `f`", None)),
+        # `not` is logical: on an integer it is refused, not bitwise.
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return x if not y else y\n", ("operator `f`", None)),
     ],
 )
 def test_errors_name_the_line(source, expected):

@@ -1015,20 +1015,7 @@ pub fn rust_expr(e: &Expr) -> String {
                 ),
             }
         }
-        Expr::Const(p, c) => format!(
-            "{}::{}",
-            p.rust_name(),
-            match c {
-                PrimConst::Max => "MAX",
-                PrimConst::Min => "MIN",
-                PrimConst::Bits => "BITS",
-                PrimConst::Infinity => "INFINITY",
-                PrimConst::NegInfinity => "NEG_INFINITY",
-                PrimConst::Nan => "NAN",
-                PrimConst::Epsilon => "EPSILON",
-                PrimConst::MinPositive => "MIN_POSITIVE",
-            }
-        ),
+        Expr::Const(p, c) => format!("{}::{}", p.rust_name(), c.rust_name()),
         Expr::If(c, t, f) => format!(
             "if {} {{ {} }} else {{ {} }}",
             rust_expr(c),
