@@ -347,11 +347,11 @@ struct Tally {
 /// interpreter's values.
 fn compare(ops: &[GenOp], rows: &[Vec<Value>], results: &[u64], tally: &mut Tally, what: &str) {
     let vars = ir_gen::variables();
-    let inputs: Vec<Vec<(String, Value)>> = rows
+    let inputs: Vec<Vec<(&str, Value)>> = rows
         .iter()
         .map(|row| {
             vars.iter()
-                .map(|(n, _)| n.clone())
+                .map(|(n, _)| n.as_str())
                 .zip(row.iter().copied())
                 .collect()
         })

@@ -621,9 +621,9 @@ pub struct Outcome {
 
 impl Checked<'_> {
     /// Evaluates the body with the input variables bound to `inputs`.
-    pub fn eval(&self, inputs: &[(String, Value)]) -> Outcome {
+    pub fn eval<'a>(&'a self, inputs: &[(&'a str, Value)]) -> Outcome {
         let mut ev = Eval::new(self);
-        ev.env.extend(inputs.iter().cloned());
+        ev.env.extend_from_slice(inputs);
         let value = ev.block(self.body);
         Outcome {
             value,
@@ -638,9 +638,10 @@ impl Checked<'_> {
     }
 }
 
-struct Eval<'c, 'e> {
-    checked: &'c Checked<'e>,
-    env: Vec<(String, Value)>,
+struct Eval<'a> {
+    checked: &'a Checked<'a>,
+    /// Bindings in scope, by name (the innermost last).
+    env: Vec<(&'a str, Value)>,
     unspecified: bool,
     inexact: bool,
 }
@@ -795,8 +796,8 @@ fn opposite_zeros(a: Value, b: Value) -> bool {
     }
 }
 
-impl<'c, 'e> Eval<'c, 'e> {
-    fn new(checked: &'c Checked<'e>) -> Self {
+impl<'a> Eval<'a> {
+    fn new(checked: &'a Checked<'a>) -> Self {
         Eval {
             checked,
             env: Vec::new(),
@@ -809,11 +810,11 @@ impl<'c, 'e> Eval<'c, 'e> {
         self.checked.type_of(e)
     }
 
-    fn block(&mut self, b: &Block) -> Value {
+    fn block(&mut self, b: &'a Block) -> Value {
         let saved = self.env.len();
         for (name, value) in &b.lets {
             let v = self.expr(value);
-            self.env.push((name.clone(), v));
+            self.env.push((name, v));
         }
         let v = self.expr(&b.value);
         self.env.truncate(saved);
@@ -833,7 +834,7 @@ impl<'c, 'e> Eval<'c, 'e> {
         }
     }
 
-    fn expr(&mut self, e: &Expr) -> Value {
+    fn expr(&mut self, e: &'a Expr) -> Value {
         match e {
             Expr::Lit(lit) => self.literal(lit, self.ty(e)),
             Expr::Var(v) => {
@@ -884,7 +885,7 @@ impl<'c, 'e> Eval<'c, 'e> {
         }
     }
 
-    fn matches(&mut self, p: &Pattern, s: Value) -> bool {
+    fn matches(&mut self, p: &'a Pattern, s: Value) -> bool {
         match p {
             Pattern::Wild => true,
             Pattern::Lit { lit, negative } => {
@@ -1194,6 +1195,6 @@ impl<'o> OpValues<'o> {
             self.element
         );
         self.combine
-            .eval(&[(self.params[0].clone(), x), (self.params[1].clone(), y)])
+            .eval(&[(&self.params[0], x), (&self.params[1], y)])
     }
 }
