@@ -334,5 +334,5 @@ fn the_evaluator_refuses_struct_elements() {
     let err = OpValues::new(&desc)
         .err()
         .expect("a struct element is refused");
-    assert!(err.contains("struct element"), "{err}");
+    assert!(err.to_string().contains("struct element"), "{err}");
 }

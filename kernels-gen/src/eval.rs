@@ -206,18 +206,51 @@ struct Infer<'e> {
     kind: Vec<Kind>,
     node: HashMap<*const Expr, usize>,
     scope: Vec<(String, usize)>,
-    reqs: Vec<(usize, Req)>,
-    /// Untyped or typed integer/float literals: (literal, negated, slot).
-    lits: Vec<(&'e Lit, bool, usize)>,
-    /// Range patterns and their scrutinee's slot.
-    ranges: Vec<(&'e Pattern, usize)>,
+    /// Constraints: (slot, constraint, statement).
+    reqs: Vec<(usize, Req, usize)>,
+    /// Untyped or typed integer/float literals: (literal, negated, slot,
+    /// statement).
+    lits: Vec<(&'e Lit, bool, usize, usize)>,
+    /// Range patterns, their scrutinee's slot and their statement.
+    ranges: Vec<(&'e Pattern, usize, usize)>,
+    /// The statement being checked and the next one's number
+    /// ([`CheckError::statement`]).
+    current: usize,
+    next: usize,
 }
 
 type R<T> = Result<T, String>;
 
+/// Why rustc would reject a body, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckError {
+    /// What is wrong, in rustc's terms.
+    pub message: String,
+    /// The statement it was found in: the body's `let`s and block values
+    /// numbered from 0 in the order they are written (a nested block's
+    /// after the start of the statement it is in, before what follows),
+    /// as [`crate::ir_text::parse_with_lines`] numbers them.
+    pub statement: usize,
+}
+
+impl std::fmt::Display for CheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Infers the types of `body`, the body of a function of the input
 /// variables `vars` returning `ret`; `Err` says why rustc would reject it.
 pub fn check<'e>(body: &'e Block, ret: Prim, vars: &[(String, Prim)]) -> R<Checked<'e>> {
+    check_statements(body, ret, vars).map_err(|e| e.message)
+}
+
+/// [`check`], with the statement an error was found in.
+pub fn check_statements<'e>(
+    body: &'e Block,
+    ret: Prim,
+    vars: &[(String, Prim)],
+) -> Result<Checked<'e>, CheckError> {
     let mut inf = Infer {
         parent: Vec::new(),
         kind: Vec::new(),
@@ -226,15 +259,31 @@ pub fn check<'e>(body: &'e Block, ret: Prim, vars: &[(String, Prim)]) -> R<Check
         reqs: Vec::new(),
         lits: Vec::new(),
         ranges: Vec::new(),
+        current: 0,
+        next: 0,
     };
     for (name, p) in vars {
         let s = inf.known(*p);
         inf.scope.push((name.clone(), s));
     }
-    let v = inf.block(body)?;
+    let at = |inf: &Infer<'e>, message: String| CheckError {
+        message,
+        statement: inf.current,
+    };
+    let v = inf.block(body).map_err(|m| at(&inf, m))?;
     let r = inf.known(ret);
-    inf.unify(v, r)?;
+    // The body's value against the return type: its last statement.
+    inf.unify(v, r).map_err(|m| at(&inf, m))?;
     inf.finish(body, ret)
+}
+
+/// How a type reads in an error.
+fn kind_name(k: Kind) -> String {
+    match k {
+        Kind::Known(p) => format!("`{}`", p.rust_name()),
+        Kind::Int => "an integer literal".to_string(),
+        Kind::Float => "a float literal".to_string(),
+    }
 }
 
 impl<'e> Infer<'e> {
@@ -271,7 +320,13 @@ impl<'e> Infer<'e> {
             }
             (Kind::Int, Kind::Int) => Kind::Int,
             (Kind::Float, Kind::Float) => Kind::Float,
-            (x, y) => return Err(format!("mismatched types: {x:?} and {y:?}")),
+            (x, y) => {
+                return Err(format!(
+                    "mismatched types: {} and {}",
+                    kind_name(x),
+                    kind_name(y)
+                ))
+            }
         };
         self.parent[rb] = ra;
         self.kind[ra] = merged;
@@ -289,13 +344,28 @@ impl<'e> Infer<'e> {
 
     fn block(&mut self, b: &'e Block) -> R<usize> {
         let saved = self.scope.len();
+        let outer = self.current;
         for (name, value) in &b.lets {
+            self.statement();
             let s = self.expr(value, None)?;
             self.scope.push((name.clone(), s));
         }
+        self.statement();
         let v = self.expr(&b.value, None)?;
         self.scope.truncate(saved);
+        self.current = outer;
         Ok(v)
+    }
+
+    /// Starts the next statement.
+    fn statement(&mut self) {
+        self.current = self.next;
+        self.next += 1;
+    }
+
+    /// A constraint on slot `s`, checked once every type is known.
+    fn require(&mut self, s: usize, req: Req) {
+        self.reqs.push((s, req, self.current));
     }
 
     /// The slot of a literal; `cast` is the target of an enclosing `as`
@@ -318,7 +388,7 @@ impl<'e> Infer<'e> {
                 _ => self.slot(Kind::Float),
             },
         };
-        self.lits.push((lit, negated, s));
+        self.lits.push((lit, negated, s, self.current));
         s
     }
 
@@ -333,7 +403,7 @@ impl<'e> Infer<'e> {
             Expr::Lit(lit) => self.literal(lit, false, cast),
             Expr::Var(v) => match self.scope.iter().rev().find(|(n, _)| n == v) {
                 Some((_, s)) => *s,
-                None => return Err(format!("unknown variable {v}")),
+                None => return Err(format!("`{v}` is neither an operand nor bound before")),
             },
             Expr::Unary(op, inner) => {
                 let s = match &**inner {
@@ -348,7 +418,7 @@ impl<'e> Infer<'e> {
                     UnOp::Neg => Req::Negatable,
                     UnOp::Not => Req::IntOrBool,
                 };
-                self.reqs.push((s, req));
+                self.require(s, req);
                 s
             }
             Expr::Binary(op, a, b) => {
@@ -357,17 +427,17 @@ impl<'e> Infer<'e> {
                 match op {
                     BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
                         self.unify(sa, sb)?;
-                        self.reqs.push((sa, Req::Number));
+                        self.require(sa, Req::Number);
                         sa
                     }
                     BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
                         self.unify(sa, sb)?;
-                        self.reqs.push((sa, Req::IntOrBool));
+                        self.require(sa, Req::IntOrBool);
                         sa
                     }
                     BinOp::Shl | BinOp::Shr => {
-                        self.reqs.push((sa, Req::Integer));
-                        self.reqs.push((sb, Req::Integer));
+                        self.require(sa, Req::Integer);
+                        self.require(sb, Req::Integer);
                         sa
                     }
                     BinOp::And | BinOp::Or => {
@@ -384,7 +454,7 @@ impl<'e> Infer<'e> {
             }
             Expr::Cast(inner, to) => {
                 let s = self.expr(inner, Some(*to))?;
-                self.reqs.push((s, Req::CastTo(*to)));
+                self.require(s, Req::CastTo(*to));
                 self.known(*to)
             }
             Expr::Typed(inner, p) => {
@@ -410,7 +480,7 @@ impl<'e> Infer<'e> {
                         if matches!(method.rust, "min" | "max")
                             && !matches!(self.kind[root], Kind::Known(_))
                         {
-                            self.reqs.push((r, Req::Integer));
+                            self.require(r, Req::Integer);
                         }
                         if !generic && !matches!(self.kind[root], Kind::Known(_)) {
                             return Err(format!(
@@ -425,9 +495,9 @@ impl<'e> Infer<'e> {
                     MethodReceivers::Integers => Req::Integer,
                     MethodReceivers::Floats => Req::Float,
                 };
-                self.reqs.push((r, req));
+                self.require(r, req);
                 if method.rust == "wrapping_abs" || (method.rust == "abs" && prim.is_some()) {
-                    self.reqs.push((r, Req::Signed));
+                    self.require(r, Req::Signed);
                 }
                 if args.len() != method.args.len() + 1 {
                     return Err(format!("`{}`: wrong argument count", method.rust));
@@ -449,7 +519,11 @@ impl<'e> Infer<'e> {
             }
             Expr::Const(p, c) => {
                 if PrimConst::parse(*p, c.rust_name()).is_none() {
-                    return Err(format!("no constant {p:?}::{c:?}"));
+                    return Err(format!(
+                        "`{}::{}` does not exist",
+                        p.rust_name(),
+                        c.rust_name()
+                    ));
                 }
                 self.known(if *c == PrimConst::Bits { Prim::U32 } else { *p })
             }
@@ -464,7 +538,7 @@ impl<'e> Infer<'e> {
             }
             Expr::Match(scrutinee, arms) => {
                 let s = self.expr(scrutinee, None)?;
-                self.reqs.push((s, Req::Integer));
+                self.require(s, Req::Integer);
                 if !matches!(arms.last(), Some((Pattern::Wild, _))) {
                     return Err("the last arm must be `_` (exhaustiveness is not checked)".into());
                 }
@@ -491,7 +565,7 @@ impl<'e> Infer<'e> {
                 let l = self.literal(lit, *negative, None);
                 self.unify(l, s)?;
                 if *negative {
-                    self.reqs.push((s, Req::Negatable));
+                    self.require(s, Req::Negatable);
                 }
             }
             Pattern::Range { lo, hi, .. } => {
@@ -503,7 +577,7 @@ impl<'e> Infer<'e> {
                     let b = self.expr(bound, None)?;
                     self.unify(b, s)?;
                 }
-                self.ranges.push((p, s));
+                self.ranges.push((p, s, self.current));
             }
             Pattern::Or(alts) => {
                 for alt in alts {
@@ -516,8 +590,8 @@ impl<'e> Infer<'e> {
 
     /// Defaults the remaining variables and checks what depends on the
     /// final types.
-    fn finish(mut self, body: &'e Block, ret: Prim) -> R<Checked<'e>> {
-        for (s, req) in self.reqs.clone() {
+    fn finish(mut self, body: &'e Block, ret: Prim) -> Result<Checked<'e>, CheckError> {
+        for (s, req, statement) in self.reqs.clone() {
             let p = self.resolved(s);
             let ok = match req {
                 Req::Negatable => p.is_signed_integer() || p.is_float(),
@@ -533,10 +607,28 @@ impl<'e> Infer<'e> {
                 },
             };
             if !ok {
-                return Err(format!("{req:?} does not hold for {p:?}"));
+                let t = p.rust_name();
+                let message = match req {
+                    Req::Negatable => {
+                        format!("unary `-` takes a signed integer or a float, not `{t}`")
+                    }
+                    Req::IntOrBool => {
+                        format!("`!`, `&`, `|` and `^` take integers or bools, not `{t}`")
+                    }
+                    Req::Number => format!("arithmetic takes numbers, not `{t}`"),
+                    Req::Integer => {
+                        format!("shifts, integer methods and `match` take integers, not `{t}`")
+                    }
+                    Req::Float => format!("this method takes a float, not `{t}`"),
+                    Req::Signed => {
+                        format!("`abs` and `wrapping_abs` take a signed integer, not `{t}`")
+                    }
+                    Req::CastTo(to) => format!("`{t}` cannot be cast to `{}`", to.rust_name()),
+                };
+                return Err(CheckError { message, statement });
             }
         }
-        for (lit, negated, s) in self.lits.clone() {
+        for (lit, negated, s, statement) in self.lits.clone() {
             let p = self.resolved(s);
             let ok = match *lit {
                 Lit::Int { value, .. } if p.is_integer() => {
@@ -553,9 +645,16 @@ impl<'e> Infer<'e> {
                 Lit::Bool(_) => p == Prim::Bool,
             };
             if !ok {
-                return Err(format!(
-                    "literal {lit:?} (negated: {negated}) out of range for {p:?}"
-                ));
+                let sign = if negated { "-" } else { "" };
+                let written = match *lit {
+                    Lit::Int { value, .. } => format!("{sign}{value}"),
+                    Lit::Float { value, .. } => format!("{sign}{value:?}"),
+                    Lit::Bool(b) => b.to_string(),
+                };
+                return Err(CheckError {
+                    message: format!("the literal {written} is not a `{}`", p.rust_name()),
+                    statement,
+                });
             }
         }
         let types: HashMap<usize, Prim> = self
@@ -569,7 +668,7 @@ impl<'e> Infer<'e> {
             types,
             ty: ret,
         };
-        for (p, s) in self.ranges.clone() {
+        for (p, s, statement) in self.ranges.clone() {
             let Pattern::Range { lo, hi, inclusive } = p else {
                 unreachable!()
             };
@@ -585,7 +684,10 @@ impl<'e> Infer<'e> {
                 (None, _) => true,
             };
             if !ok {
-                return Err(format!("empty range pattern {lo_v:?}..{hi_v:?}"));
+                return Err(CheckError {
+                    message: format!("empty range pattern {lo_v:?}..{hi_v:?}"),
+                    statement,
+                });
             }
         }
         Ok(checked)
@@ -1136,21 +1238,67 @@ pub struct OpValues<'o> {
     combine: Checked<'o>,
 }
 
+/// Where an operator's check failed ([`OpCheckError::place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpPlace {
+    /// Its element type (a struct, which this evaluator does not take).
+    Element,
+    /// Its operands' names.
+    Operands,
+    /// Its identity.
+    Identity,
+    /// Statement `k` of its body ([`CheckError::statement`]).
+    Statement(usize),
+}
+
+/// Why [`OpValues::new`] refused an operator, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpCheckError {
+    /// The operator's name.
+    pub operator: String,
+    /// What is wrong.
+    pub message: String,
+    /// Where.
+    pub place: OpPlace,
+}
+
+impl std::fmt::Display for OpCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.place {
+            OpPlace::Identity => write!(
+                f,
+                "operator `{}`, identity: {}",
+                self.operator, self.message
+            ),
+            _ => write!(f, "operator `{}`: {}", self.operator, self.message),
+        }
+    }
+}
+
+impl std::error::Error for OpCheckError {}
+
 impl<'o> OpValues<'o> {
-    /// Checks `op`; `Err` says what rustc would reject, or that its element
-    /// is a struct (which this evaluator does not take yet).
-    pub fn new(op: &'o OpDesc) -> Result<OpValues<'o>, String> {
+    /// Checks `op`; `Err` says what rustc would reject and where, or that
+    /// its element is a struct (which this evaluator does not take yet).
+    pub fn new(op: &'o OpDesc) -> Result<OpValues<'o>, OpCheckError> {
+        let error = |message: String, place: OpPlace| OpCheckError {
+            operator: op.name.clone(),
+            message,
+            place,
+        };
         let ElementType::Prim(element) = op.element else {
-            return Err(format!(
-                "operator `{}`: a struct element ({}) is not evaluated on the host yet; primitive elements are",
-                op.name,
-                op.element.cuda_name()
+            return Err(error(
+                format!(
+                    "a struct element ({}) is not evaluated on the host yet; primitive elements are",
+                    op.element.cuda_name()
+                ),
+                OpPlace::Element,
             ));
         };
         if op.params[0] == op.params[1] {
-            return Err(format!(
-                "operator `{}`: both operands are named `{}`",
-                op.name, op.params[0]
+            return Err(error(
+                format!("both operands are named `{}`", op.params[0]),
+                OpPlace::Operands,
             ));
         }
         let identity = Block {
@@ -1158,15 +1306,15 @@ impl<'o> OpValues<'o> {
             value: op.identity.clone(),
         };
         let identity = check(&identity, element, &[])
-            .map_err(|e| format!("operator `{}`, identity: {e}", op.name))?
+            .map_err(|m| error(m, OpPlace::Identity))?
             .eval(&[])
             .value;
         let vars = [
             (op.params[0].clone(), element),
             (op.params[1].clone(), element),
         ];
-        let combine =
-            check(&op.body, element, &vars).map_err(|e| format!("operator `{}`: {e}", op.name))?;
+        let combine = check_statements(&op.body, element, &vars)
+            .map_err(|e| error(e.message, OpPlace::Statement(e.statement)))?;
         Ok(OpValues {
             element,
             params: &op.params,

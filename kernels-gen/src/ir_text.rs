@@ -86,13 +86,42 @@ pub fn print(op: &OpDesc, params: &GenParams) -> String {
 /// The operator and parameters of a text [`print()`] wrote (or another
 /// program, in the same form).
 pub fn parse(text: &str) -> Result<(OpDesc, GenParams), ParseError> {
-    let mut p = Parser { text, at: 0 };
-    let result = p.op()?;
+    parse_with_lines(text).map(|(op, params, _)| (op, params))
+}
+
+/// [`parse`], with the line of each of the body's statements where the
+/// text gives one: `(at LINE (let NAME EXPR))` and `(at LINE EXPR)` for a
+/// block's value, as a program that translates another language writes
+/// them (the Python binding). The statements are numbered as
+/// [`crate::eval::CheckError::statement`] numbers them, so that an error
+/// the checker finds in statement `k` was written at `lines[k]`.
+///
+/// ```
+/// use kernels_gen::eval::{OpPlace, OpValues};
+/// use kernels_gen::ir_text::parse_with_lines;
+///
+/// let text = r#"(op "f" (prim u32) (params "x" "y") (identity (int 0 -))
+///     (body (block (at 3 (let "t" (add (var "x") (var "y"))))
+///                  (at 4 (neg (var "t")))))
+///     (block_threads auto) (items_per_thread auto))"#;
+/// let (op, _, lines) = parse_with_lines(text).unwrap();
+/// assert_eq!(lines, [Some(3), Some(4)]);
+/// let err = OpValues::new(&op).err().unwrap();   // `-` of a u32
+/// assert_eq!(err.place, OpPlace::Statement(1));
+/// ```
+pub fn parse_with_lines(text: &str) -> Result<(OpDesc, GenParams, Vec<Option<u32>>), ParseError> {
+    let mut p = Parser {
+        text,
+        at: 0,
+        depth: 0,
+        lines: Vec::new(),
+    };
+    let (op, params) = p.op()?;
     p.skip_space();
     if p.at != text.len() {
         return Err(p.error("the end of the text"));
     }
-    Ok(result)
+    Ok((op, params, p.lines))
 }
 
 fn quoted(name: &str) -> String {
@@ -355,7 +384,17 @@ enum Token<'a> {
 struct Parser<'a> {
     text: &'a str,
     at: usize,
+    /// Expressions, blocks and patterns open around the current one.
+    depth: usize,
+    /// The line of each statement so far (`(at LINE …)`; `None`: none
+    /// given).
+    lines: Vec<Option<u32>>,
 }
+
+/// The deepest nesting a text may have: the parser, the checker and the
+/// evaluator recurse once a level, and a text from outside the process
+/// must not exhaust the stack.
+pub const MAX_DEPTH: usize = 128;
 
 impl<'a> Parser<'a> {
     fn error(&self, expected: &str) -> ParseError {
@@ -530,6 +569,9 @@ impl<'a> Parser<'a> {
         let identity = self.expr()?;
         self.close()?;
         self.head("body")?;
+        // The body's statements are numbered from 0 (the identity's
+        // blocks are not statements of the body).
+        self.lines.clear();
         let body = self.block()?;
         self.close()?;
         self.head("block_threads")?;
@@ -563,25 +605,58 @@ impl<'a> Parser<'a> {
     }
 
     /// A block after its head: `(let NAME EXPR)…` then its value, `)`.
+    /// `(let NAME EXPR)`, after its `(`.
+    fn let_rest(&mut self, line: Option<u32>) -> Result<(String, Expr), ParseError> {
+        self.next()?; // `let`
+        self.statement(line);
+        let name = self.string("the binding's name, quoted")?;
+        let value = self.expr()?;
+        self.close()?;
+        Ok((name, value))
+    }
+
+    /// A block after its head: `(let NAME EXPR)`… then its value, `)`;
+    /// each may be wrapped in `(at LINE …)`.
     fn block_rest(&mut self) -> Result<Block, ParseError> {
         let mut lets = Vec::new();
         loop {
             let save = self.at;
             self.open()?;
-            if self.peek()?.0 == Token::Atom("let") {
-                self.next()?;
-                let name = self.string("the binding's name, quoted")?;
-                let value = self.expr()?;
-                self.close()?;
-                lets.push((name, value));
-            } else {
-                self.at = save;
-                break;
+            match self.peek()?.0 {
+                Token::Atom("let") => lets.push(self.let_rest(None)?),
+                Token::Atom("at") => {
+                    self.next()?;
+                    let line = self.number("a line number")?;
+                    let inner = self.at;
+                    self.open()?;
+                    if self.peek()?.0 == Token::Atom("let") {
+                        lets.push(self.let_rest(Some(line))?);
+                        self.close()?;
+                    } else {
+                        self.at = inner;
+                        self.statement(Some(line));
+                        let value = self.expr()?;
+                        self.close()?; // `at`
+                        self.close()?; // the block
+                        return Ok(Block { lets, value });
+                    }
+                }
+                _ => {
+                    self.at = save;
+                    break;
+                }
             }
         }
+        self.statement(None);
         let value = self.expr()?;
         self.close()?;
         Ok(Block { lets, value })
+    }
+
+    /// Starts the next statement (a `let` or a block's value, numbered as
+    /// `eval::CheckError::statement` numbers them), written at `line`.
+    fn statement(&mut self, line: Option<u32>) {
+        self.lines.push(line);
     }
 
     fn lit_rest(&mut self, kind: &str) -> Result<Lit, ParseError> {
@@ -619,6 +694,10 @@ impl<'a> Parser<'a> {
     }
 
     fn pattern(&mut self) -> Result<Pattern, ParseError> {
+        self.nested(Self::pattern_node)
+    }
+
+    fn pattern_node(&mut self) -> Result<Pattern, ParseError> {
         if self.peek()?.0 == Token::Atom("_") {
             self.next()?;
             return Ok(Pattern::Wild);
@@ -664,7 +743,25 @@ impl<'a> Parser<'a> {
         self.expr().map(Box::new)
     }
 
+    /// One level deeper for `f`, refused past [`MAX_DEPTH`].
+    fn nested<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, ParseError>,
+    ) -> Result<T, ParseError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.error(&format!("at most {MAX_DEPTH} levels of nesting")));
+        }
+        self.depth += 1;
+        let result = f(self);
+        self.depth -= 1;
+        result
+    }
+
     fn expr(&mut self) -> Result<Expr, ParseError> {
+        self.nested(Self::expr_node)
+    }
+
+    fn expr_node(&mut self) -> Result<Expr, ParseError> {
         self.open()?;
         let head_at = self.at;
         let head = self.atom("an expression's kind")?;
@@ -899,8 +996,90 @@ mod tests {
             let e = Expr::Binary(b, Box::new(var("x")), Box::new(var("y")));
             let mut out = String::new();
             expr(&mut out, &e);
-            let mut p = Parser { text: &out, at: 0 };
+            let mut p = Parser {
+                text: &out,
+                at: 0,
+                depth: 0,
+                lines: Vec::new(),
+            };
             assert_eq!(p.expr().unwrap(), e, "{out}");
+        }
+    }
+
+    /// A text nested past MAX_DEPTH is refused, not a stack overflow; one
+    /// at the limit parses.
+    #[test]
+    fn nesting_is_bounded() {
+        let nest = |levels: usize| {
+            let body = format!(
+                "{}(var \"a\"){}",
+                "(neg ".repeat(levels),
+                ")".repeat(levels)
+            );
+            format!(
+                r#"(op "s" (prim i32) (params "a" "b") (identity (int 0 -)) (body (block {body})) (block_threads auto) (items_per_thread auto))"#
+            )
+        };
+        // The body's value sits one level below the identity's and the
+        // body's own: MAX_DEPTH - 1 negations are the deepest it holds.
+        // The deepest text parses, checks and evaluates on a test thread's
+        // 2 MiB stack, in a debug build too.
+        let (op, _) = parse(&nest(MAX_DEPTH - 1)).unwrap();
+        let values = crate::eval::OpValues::new(&op).unwrap();
+        let x = crate::eval::Value::I32(5);
+        assert_eq!(values.combine(x, x).value, crate::eval::Value::I32(-5));
+        let err = parse(&nest(MAX_DEPTH)).unwrap_err();
+        assert!(err.message.contains("levels of nesting"), "{err}");
+        let err = parse(&nest(1_000_000)).unwrap_err();
+        assert!(err.message.contains("levels of nesting"), "{err}");
+    }
+
+    /// The checker's statement numbers and the parser's agree: an error
+    /// planted in each statement of bodies with nested blocks (in a
+    /// `let`'s value, in an `if`'s condition and branches, after a nested
+    /// block) is reported at that statement's line.
+    #[test]
+    fn errors_are_found_at_their_line() {
+        use crate::eval::{OpPlace, OpValues};
+        let bad = r#"(add (bool true) (int 1 -))"#;
+        let ok = r#"(var "x")"#;
+        // Each body has `{k}` where the k-th planted place goes, and the
+        // line an error there is reported at.
+        let bodies: [(&str, &[u32]); 4] = [
+            (
+                r#"(block (at 10 (let "a" {0})) (at 11 (let "b" {1})) (at 12 {2}))"#,
+                &[10, 11, 12],
+            ),
+            (
+                r#"(block (at 20 (let "a" (if (eq {0} (var "y")) (block (at 21 (let "c" {1})) (at 22 {2})) (block (at 23 {3}))))) (at 24 {4}))"#,
+                &[20, 21, 22, 23, 24],
+            ),
+            (
+                r#"(block (at 30 (if (eq (block (at 31 {0})) (var "y")) (block (at 32 {1})) (block (at 33 (let "d" {2})) (at 34 {3})))))"#,
+                &[31, 32, 33, 34],
+            ),
+            // After a nested block, the enclosing statement again.
+            (
+                r#"(block (at 40 (let "a" (add (block (at 41 {0})) {1}))) (at 42 {2}))"#,
+                &[41, 40, 42],
+            ),
+        ];
+        for (body, want) in bodies {
+            for (planted, &line) in want.iter().enumerate() {
+                let mut text = body.to_string();
+                for k in 0..want.len() {
+                    text = text.replace(&format!("{{{k}}}"), if k == planted { bad } else { ok });
+                }
+                let text = format!(
+                    r#"(op "f" (prim i32) (params "x" "y") (identity (int 0 -)) (body {text}) (block_threads auto) (items_per_thread auto))"#
+                );
+                let (op, _, lines) = parse_with_lines(&text).unwrap();
+                let err = OpValues::new(&op).err().expect("an error");
+                let OpPlace::Statement(k) = err.place else {
+                    panic!("{err:?}")
+                };
+                assert_eq!(lines[k], Some(line), "{text}: {err}");
+            }
         }
     }
 

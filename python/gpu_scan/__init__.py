@@ -85,11 +85,15 @@ class Op:
     def __init__(self, function: Callable, dtype: Any, identity: Any, block_threads: Optional[int] = None, items_per_thread: Optional[int] = None):
         self.function = function
         prim = prim_of(dtype)
-        text, _ = operator_text(function, prim, identity, block_threads, items_per_thread)
+        translation = operator_text(function, prim, identity, block_threads, items_per_thread)
         try:
-            self._native = _NativeOperator(text)
+            self._native = _NativeOperator(translation.text)
         except ValueError as e:
-            raise OperatorError(f"operator `{function.__qualname__}`: {e}") from None
+            message, place = e.args if len(e.args) == 2 else (str(e), None)
+            message = message.replace(f"operator `{translation.name}`", f"operator `{function.__qualname__}`")
+            # A statement's line, or the decorator's for the identity.
+            line = place if isinstance(place, int) else translation.first_line if place == "identity" else None
+            raise OperatorError(message, translation.filename if line is not None else None, line) from None
         functools.update_wrapper(self, function)
 
     @property

@@ -16,7 +16,7 @@ import math
 import re
 import struct
 import textwrap
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional
 
 # Element types by their Rust names, with NumPy's names for them.
 PRIMS = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f32", "f64", "bool")
@@ -156,9 +156,17 @@ class _Translator:
         self.first_line = first_line
         self.names = set(params)
 
+    def line(self, node: ast.AST) -> int:
+        """The file's line of ``node``."""
+        return getattr(node, "lineno", 1) + self.first_line - 1
+
     def error(self, node: ast.AST, message: str) -> OperatorError:
-        line = getattr(node, "lineno", 1) + self.first_line - 1
-        return OperatorError(message, self.filename, line)
+        return OperatorError(message, self.filename, self.line(node))
+
+    def at(self, node: ast.AST, text: str) -> str:
+        """``text`` as a statement written at ``node``'s line, so that the
+        native checker's errors name the line."""
+        return f"(at {self.line(node)} {text})"
 
     # Statements: `name = value` bindings, then `return value`; an `if`
     # whose branch returns takes the statements after it as its `else`.
@@ -186,7 +194,7 @@ class _Translator:
                     raise self.error(stmt, "return a value")
                 if i != len(stmts) - 1:
                     raise self.error(stmts[i + 1], "code after `return` never runs")
-                return self.wrap(lets, self.expr(stmt.value))
+                return self.wrap(lets, self.at(stmt, self.expr(stmt.value)))
             elif isinstance(stmt, ast.If):
                 if not self.returns(stmt.body):
                     raise self.error(stmt, "each branch of an `if` statement ends in `return`")
@@ -195,7 +203,7 @@ class _Translator:
                 if not rest:
                     raise self.error(stmt, "an `if` without `else` needs a `return` after it")
                 otherwise = self.block(rest, stmt)
-                return self.wrap(lets, f"(if {self.expr(stmt.test)} {then} {otherwise})")
+                return self.wrap(lets, self.at(stmt, f"(if {self.expr(stmt.test)} {then} {otherwise})"))
             else:
                 raise self.error(stmt, f"`{type(stmt).__name__}` statements are outside the operator subset")
         raise self.error(node, "the function must end in `return`")
@@ -209,7 +217,7 @@ class _Translator:
 
     def let(self, name: str, value: str, node: ast.AST) -> str:
         self.names.add(name)
-        return f"(let {quoted(name)} {value})"
+        return self.at(node, f"(let {quoted(name)} {value})")
 
     @staticmethod
     def wrap(lets: List[str], value: str) -> str:
@@ -338,16 +346,29 @@ class _Translator:
                 out = f"(and {out} {p})"
             return out
         if isinstance(node, ast.IfExp):
-            return f"(if {self.expr(node.test)} (block {self.expr(node.body)}) (block {self.expr(node.orelse)}))"
+            test = self.expr(node.test)
+            then = self.at(node.body, self.expr(node.body))
+            otherwise = self.at(node.orelse, self.expr(node.orelse))
+            return f"(if {test} (block {then}) (block {otherwise}))"
         if isinstance(node, ast.Call):
             return self.call(node)
         raise self.error(node, f"`{type(node).__name__}` expressions are outside the operator subset")
 
 
-def operator_text(function: Callable, prim: str, identity, block_threads=None, items_per_thread=None) -> Tuple[str, str]:
+class Translation(NamedTuple):
+    """A function translated: the operator's IR text and name (the
+    function's name and a hash of its text, so that two functions of one
+    name are two programs), and where the function was written."""
+
+    text: str
+    name: str
+    filename: str
+    first_line: int
+
+
+def operator_text(function: Callable, prim: str, identity, block_threads=None, items_per_thread=None) -> Translation:
     """The IR text of ``function`` as an operator over ``prim`` with
-    ``identity``, and the operator's name (the function's name and a hash
-    of its text, so that two functions of one name are two programs)."""
+    ``identity`` (:class:`Translation`)."""
     identity_text = value_literal(identity, prim)
     try:
         source = inspect.getsource(function)
@@ -376,4 +397,4 @@ def operator_text(function: Callable, prim: str, identity, block_threads=None, i
     digest = hashlib.sha256(rest.encode()).hexdigest()[:12]
     stem = re.sub(r"[^a-z0-9_]", "_", fn.name.lower()).strip("_") or "op"
     name = f"py_{stem}_{digest}"
-    return f"(op {quoted(name)} {rest}", name
+    return Translation(f"(op {quoted(name)} {rest}", name, filename, first_line)

@@ -5,7 +5,7 @@
 //! generator `#[scan_op]` uses, and the CPU backend's scan loop
 //! (`scan_core::cpu::scan_with`) over arrays of its element.
 
-use kernels_gen::eval::{OpValues, Value};
+use kernels_gen::eval::{OpPlace, OpValues, Value};
 use kernels_gen::ir::{ElementType, OpDesc, Prim};
 use kernels_gen::{ir_text, GenParams};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
@@ -16,7 +16,6 @@ use scan_core::{Direction, ScanKind};
 /// An operator over a primitive element, from its IR text.
 #[pyclass(frozen, module = "gpu_scan._native")]
 struct Operator {
-    text: String,
     desc: OpDesc,
     params: GenParams,
     element: Prim,
@@ -90,23 +89,34 @@ fn to_python<'py>(py: Python<'py>, value: Value) -> PyResult<Bound<'py, PyAny>> 
 
 #[pymethods]
 impl Operator {
-    /// Reads and checks an operator's text; `ValueError` says what is
-    /// wrong (a malformed text, a type rustc would reject, a struct
-    /// element).
+    /// Reads and checks an operator's text; `ValueError(message, where)`
+    /// says what is wrong (a malformed text, a type rustc would reject, a
+    /// struct element) and where: the line the text gives for the
+    /// statement (`(at LINE …)`), `"identity"`, or `None`.
     #[new]
-    fn new(text: &str) -> PyResult<Self> {
-        let (desc, params) =
-            ir_text::parse(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    fn new(py: Python<'_>, text: &str) -> PyResult<Self> {
+        let (desc, params, lines) = ir_text::parse_with_lines(text)
+            .map_err(|e| PyValueError::new_err((e.to_string(), py.None())))?;
         let ElementType::Prim(element) = desc.element else {
-            return Err(PyValueError::new_err(
+            return Err(PyValueError::new_err((
                 "struct elements are not supported by the Python binding yet",
-            ));
+                py.None(),
+            )));
         };
-        OpValues::new(&desc).map_err(PyValueError::new_err)?;
+        if let Err(e) = OpValues::new(&desc) {
+            let place = match e.place {
+                OpPlace::Statement(k) => match lines.get(k).copied().flatten() {
+                    Some(line) => line.into_pyobject(py)?.into_any().unbind(),
+                    None => py.None(),
+                },
+                OpPlace::Identity => "identity".into_pyobject(py)?.into_any().unbind(),
+                OpPlace::Element | OpPlace::Operands => py.None(),
+            };
+            return Err(PyValueError::new_err((e.to_string(), place)));
+        }
         kernels_gen::operator_source(&desc, &params)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(Operator {
-            text: text.to_string(),
             desc,
             params,
             element,
@@ -125,10 +135,12 @@ impl Operator {
         self.element.rust_name()
     }
 
-    /// The operator's IR text.
+    /// The operator's IR text as the generator reads it (the lines the
+    /// translation gave it left out): what `#[scan_op]` records of the
+    /// same operator written in Rust (`ScanOp::OPERATOR_IR`).
     #[getter]
-    fn ir(&self) -> &str {
-        &self.text
+    fn ir(&self) -> String {
+        ir_text::print(&self.desc, &self.params)
     }
 
     /// The identity's value.

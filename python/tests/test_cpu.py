@@ -244,11 +244,12 @@ def source_error(source, expected):
         ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y, z):\n    return x\n", ("exactly two operands", 5)),
         ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    if x > y:\n        t = x\n    return y\n", ("ends in `return`", 6)),
         # What the types refuse, found by the native half (Rust's rules).
-        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return x + 1.5\n", ("operator `f`", None)),
-        ("@gpu_scan.op(dtype='u8', identity=300)\ndef f(x, y):\n    return x + y\n", ("identity", None)),
-        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return -x\n", ("operator `f`", None)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return x + 1.5\n", ("mismatched types: `u32` and a float literal", 6)),
+        ("@gpu_scan.op(dtype='u8', identity=300)\ndef f(x, y):\n    return x + y\n", ("identity: the literal 300 is not a `u8`", 4)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    t = x + y\n    u = -t\n    return u\n", ("unary `-` takes a signed integer or a float, not `u32`", 7)),
+        ("@gpu_scan.op(dtype='i32', identity=0)\ndef f(x, y):\n    t = (x\n         if y > 0\n         else y << 1.0)\n    return t\n", ("operator `f`", 8)),
         # `not` is logical: on an integer it is refused, not bitwise.
-        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return x if not y else y\n", ("operator `f`", None)),
+        ("@gpu_scan.op(dtype='u32', identity=0)\ndef f(x, y):\n    return x if not y else y\n", ("mismatched types", 6)),
     ],
 )
 def test_errors_name_the_line(source, expected):
