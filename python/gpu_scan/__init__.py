@@ -154,26 +154,35 @@ def _host_array(data: Any, dtype: np.dtype) -> np.ndarray:
     array = np.asarray(data)
     if array.dtype != dtype:
         raise TypeError(f"the operator's elements are {dtype}, the array's {array.dtype}: convert it with .astype({dtype.name!r}) first")
-    if array.ndim != 1:
-        raise ValueError(f"a one-dimensional array expected, not one of shape {array.shape}")
-    return np.ascontiguousarray(array)
+    return array
 
 
-def scan(operator: Op, data: Any, *, exclusive: bool = False, reverse: bool = False, init: Any = None) -> np.ndarray:
-    """Scans ``data`` (a one-dimensional array of the operator's dtype).
+def scan(operator: Op, data: Any, *, axis: Optional[int] = None, exclusive: bool = False, reverse: bool = False, init: Any = None) -> np.ndarray:
+    """Scans ``data`` (an array of the operator's dtype) along ``axis``, as
+    ``numpy.cumsum`` does: ``axis=None`` scans the flattened array (and
+    returns it flat), ``axis=k`` scans every line along dimension ``k`` on
+    its own.
 
     Inclusive by default: ``out[i] = data[0] ∘ … ∘ data[i]``;
     ``exclusive=True`` gives ``out[i] = data[0] ∘ … ∘ data[i - 1]``
-    (``out[0]`` the identity). ``init`` goes in front of the scan order;
-    ``reverse=True`` scans from the end (``out[i] = data[i] ∘ … ∘
+    (``out[0]`` the identity). ``init`` goes in front of each line's scan
+    order; ``reverse=True`` scans from the end (``out[i] = data[i] ∘ … ∘
     data[n - 1]``, operands kept in their order). Returns a new array; the
     input is not changed.
     """
     if not isinstance(operator, Op):
         raise TypeError(f"an operator made by gpu_scan.op expected, not {operator!r}")
     array = _host_array(data, operator.dtype)
-    out, _ = operator._native.scan_bytes(array.tobytes(), not exclusive, reverse, init)
-    return np.frombuffer(out, dtype=operator.dtype).copy()
+    if axis is None:
+        array, axis = array.reshape(-1), 0
+    if not -array.ndim <= axis < array.ndim:
+        raise ValueError(f"axis {axis} is out of range for an array of {array.ndim} dimensions")
+    # Each line along `axis` as a row of a row-major matrix.
+    lines = np.ascontiguousarray(np.moveaxis(array, axis, -1))
+    row_length = lines.shape[-1] if lines.size else 1
+    out, _ = operator._native.scan_bytes(lines.tobytes(), not exclusive, reverse, init, row_length)
+    scanned = np.frombuffer(out, dtype=operator.dtype).reshape(lines.shape)
+    return np.ascontiguousarray(np.moveaxis(scanned, -1, axis))
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,11 +202,13 @@ def _sum(prim: str) -> Op:
     return Op(wrapping_add, prim, 0)
 
 
-def cumsum(data: Any, *, exclusive: bool = False, reverse: bool = False) -> np.ndarray:
-    """The running sum of a one-dimensional array in its own dtype (integers
-    wrap), as ``scan`` with the sum operator."""
+def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, reverse: bool = False) -> np.ndarray:
+    """The running sum along ``axis`` (``None``: of the flattened array) in
+    the array's own dtype (integers wrap), as ``scan`` with the sum
+    operator; ``numpy.cumsum(data, axis, dtype=data.dtype)`` for the
+    inclusive forward scan."""
     array = np.asarray(data)
-    return scan(_sum(prim_of(array.dtype)), array, exclusive=exclusive, reverse=reverse)
+    return scan(_sum(prim_of(array.dtype)), array, axis=axis, exclusive=exclusive, reverse=reverse)
 
 
 def backend() -> str:

@@ -171,8 +171,10 @@ impl Operator {
 
     /// Scans `data` (the little-endian bytes of elements) on the CPU:
     /// inclusive or exclusive, from `init` (`None`: nothing in front),
-    /// forward or in reverse. Returns the output's bytes and the carry-out.
-    #[pyo3(signature = (data, inclusive, reverse, init=None))]
+    /// forward or in reverse; each row of `row_length` elements on its own
+    /// (from `init` each) where given, as `ScanSpec::rows` does. Returns
+    /// the output's bytes and the carry-out (the last row's).
+    #[pyo3(signature = (data, inclusive, reverse, init=None, row_length=None))]
     fn scan_bytes<'py>(
         &self,
         py: Python<'py>,
@@ -180,6 +182,7 @@ impl Operator {
         inclusive: bool,
         reverse: bool,
         init: Option<&Bound<'py, PyAny>>,
+        row_length: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyAny>)> {
         let size = self.element.size();
         if data.len() % size != 0 {
@@ -187,6 +190,13 @@ impl Operator {
                 "{} bytes are not a whole number of {}-byte elements",
                 data.len(),
                 size
+            )));
+        }
+        let n = data.len() / size;
+        let row_length = row_length.unwrap_or(n.max(1));
+        if row_length == 0 || n % row_length != 0 {
+            return Err(PyValueError::new_err(format!(
+                "rows of {row_length} elements do not divide {n} elements"
             )));
         }
         let init = init.map(|v| self.value_of(v)).transpose()?;
@@ -212,13 +222,19 @@ impl Operator {
             Direction::Forward
         };
         let carry = py.detach(|| {
-            scan_core::cpu::scan_with(
-                op.identity(),
-                |x, y| op.combine(x, y).value,
-                kind,
-                direction,
-                &mut values,
-            )
+            values
+                .chunks_mut(row_length)
+                .map(|row| {
+                    scan_core::cpu::scan_with(
+                        op.identity(),
+                        |x, y| op.combine(x, y).value,
+                        kind,
+                        direction,
+                        row,
+                    )
+                })
+                .last()
+                .unwrap_or_else(|| init.unwrap_or(op.identity()))
         });
         let mut out = Vec::with_capacity(data.len());
         for v in values {
