@@ -157,32 +157,106 @@ def _host_array(data: Any, dtype: np.dtype) -> np.ndarray:
     return array
 
 
-def scan(operator: Op, data: Any, *, axis: Optional[int] = None, exclusive: bool = False, reverse: bool = False, init: Any = None) -> np.ndarray:
-    """Scans ``data`` (an array of the operator's dtype) along ``axis``, as
-    ``numpy.cumsum`` does: ``axis=None`` scans the flattened array (and
-    returns it flat), ``axis=k`` scans every line along dimension ``k`` on
-    its own.
+def _heads_of_keys(keys: Any, n: int) -> bytes:
+    """Head flags where a key differs from the one before, bit for bit (as
+    the Rust library compares keys: a NaN equals a NaN of the same bits,
+    -0.0 differs from +0.0)."""
+    keys = np.ascontiguousarray(np.asarray(keys))
+    if keys.ndim != 1 or keys.shape[0] != n:
+        raise ValueError(f"{keys.shape} keys for {n} elements: one key an element")
+    if keys.dtype.kind not in "uifb":
+        raise TypeError(f"keys of {keys.dtype}: integers, floats or bools")
+    bits = keys.view(f"u{keys.dtype.itemsize}")
+    heads = np.zeros(n, dtype=np.uint8)
+    heads[1:] = bits[1:] != bits[:-1]
+    return heads.tobytes()
+
+
+def scan(
+    operator: Op,
+    data: Any,
+    *,
+    axis: Optional[int] = None,
+    flags: Any = None,
+    offsets: Any = None,
+    keys: Any = None,
+    exclusive: bool = False,
+    reverse: bool = False,
+    init: Any = None,
+    totals: bool = False,
+) -> Any:
+    """Scans ``data`` (an array of the operator's dtype).
 
     Inclusive by default: ``out[i] = data[0] ∘ … ∘ data[i]``;
     ``exclusive=True`` gives ``out[i] = data[0] ∘ … ∘ data[i - 1]``
-    (``out[0]`` the identity). ``init`` goes in front of each line's scan
-    order; ``reverse=True`` scans from the end (``out[i] = data[i] ∘ … ∘
-    data[n - 1]``, operands kept in their order). Returns a new array; the
-    input is not changed.
+    (``out[0]`` the identity). ``init`` goes in front of the scan order of
+    every line or segment; ``reverse=True`` scans from the end
+    (``out[i] = data[i] ∘ … ∘ data[n - 1]``, operands kept in their
+    order). Returns a new array; the input is not changed.
+
+    Along ``axis`` as ``numpy.cumsum`` does: ``None`` scans the flattened
+    array (and returns it flat), ``k`` every line along dimension ``k`` on
+    its own. A one-dimensional array may instead be split into segments,
+    each scanned on its own: ``flags`` (an element whose flag is true
+    starts one), ``offsets`` (CSR row pointers: non-decreasing, at most
+    ``len(data)``, repeated ones empty segments) or ``keys`` (a segment
+    runs while the key stays the same, compared bit for bit); element 0
+    always starts one.
+
+    ``totals=True`` returns ``(out, totals)`` with each line's or
+    segment's total (its carry-out: what an inclusive scan ends at, with
+    ``init``): one per line along ``axis`` (shaped as ``data`` without
+    it), one per segment of ``flags`` or ``keys``, one per window
+    ``offsets[r]:offsets[r + 1]`` (``init``, or the identity, for an
+    empty one), or the whole array's.
     """
     if not isinstance(operator, Op):
         raise TypeError(f"an operator made by gpu_scan.op expected, not {operator!r}")
     array = _host_array(data, operator.dtype)
-    if axis is None:
-        array, axis = array.reshape(-1), 0
-    if not -array.ndim <= axis < array.ndim:
-        raise ValueError(f"axis {axis} is out of range for an array of {array.ndim} dimensions")
-    # Each line along `axis` as a row of a row-major matrix.
-    lines = np.ascontiguousarray(np.moveaxis(array, axis, -1))
-    row_length = lines.shape[-1] if lines.size else 1
-    out, _ = operator._native.scan_bytes(lines.tobytes(), not exclusive, reverse, init, row_length)
-    scanned = np.frombuffer(out, dtype=operator.dtype).reshape(lines.shape)
-    return np.ascontiguousarray(np.moveaxis(scanned, -1, axis))
+    given = [name for name, value in (("flags", flags), ("offsets", offsets), ("keys", keys)) if value is not None]
+    segments = {}
+    if given:
+        if len(given) > 1:
+            raise ValueError(f"one kind of segments at a time, not {' and '.join(given)}")
+        if axis is not None or array.ndim != 1:
+            raise ValueError(f"{given[0]} split a one-dimensional array, not one of shape {array.shape} along an axis")
+        n = array.shape[0]
+        if flags is not None:
+            flags = np.asarray(flags)
+            if flags.shape != (n,):
+                raise ValueError(f"{flags.shape} flags for {n} elements: one flag an element")
+            segments["heads"] = (flags != 0).astype(np.uint8).tobytes()
+        elif keys is not None:
+            segments["heads"] = _heads_of_keys(keys, n)
+        else:
+            offsets = np.asarray(offsets)
+            if offsets.ndim != 1 or (offsets.size and (offsets.dtype.kind not in "ui" or offsets.min() < 0)):
+                raise ValueError("offsets are a one-dimensional array of non-negative integers")
+            segments["offsets"] = [int(o) for o in offsets]
+        lines, shape = array, None
+    else:
+        if axis is None:
+            array, axis = array.reshape(-1), 0
+        if not -array.ndim <= axis < array.ndim:
+            raise ValueError(f"axis {axis} is out of range for an array of {array.ndim} dimensions")
+        # Each line along `axis` as a row of a row-major matrix.
+        lines = np.ascontiguousarray(np.moveaxis(array, axis, -1))
+        shape = lines.shape
+        if lines.size:
+            segments["row_length"] = lines.shape[-1]
+    out, sums = operator._native.scan_bytes(np.ascontiguousarray(lines).tobytes(), not exclusive, reverse, init, **segments)
+    scanned = np.frombuffer(out, dtype=operator.dtype).copy()
+    sums = np.frombuffer(sums, dtype=operator.dtype).copy()
+    if shape is not None:
+        scanned = np.ascontiguousarray(np.moveaxis(scanned.reshape(shape), -1, axis))
+        if "row_length" in segments:
+            sums = sums.reshape(shape[:-1])
+        elif shape[:-1] and not lines.size:
+            # Lines of no elements: each total is `init` or the identity.
+            sums = np.full(shape[:-1], operator.identity if init is None else init, dtype=operator.dtype)
+        else:
+            sums = sums.reshape(())  # the flattened array's one total
+    return (scanned, sums) if totals else scanned
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,6 +11,7 @@ use kernels_gen::{ir_text, GenParams};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes};
+use scan_core::segmented::{segment_ranges, HeadFlags, InvalidOffsets, Segments};
 use scan_core::{Direction, ScanKind};
 
 /// An operator over a primitive element, from its IR text.
@@ -171,10 +172,17 @@ impl Operator {
 
     /// Scans `data` (the little-endian bytes of elements) on the CPU:
     /// inclusive or exclusive, from `init` (`None`: nothing in front),
-    /// forward or in reverse; each row of `row_length` elements on its own
-    /// (from `init` each) where given, as `ScanSpec::rows` does. Returns
-    /// the output's bytes and the carry-out (the last row's).
-    #[pyo3(signature = (data, inclusive, reverse, init=None, row_length=None))]
+    /// forward or in reverse, each segment on its own (from `init` each,
+    /// as `scan_core::segmented` scans them). Segments are rows of
+    /// `row_length` elements (`ScanSpec::rows`), or start at the elements
+    /// whose byte of `heads` is not 0, or at `offsets` (CSR row pointers,
+    /// checked as the library checks them); element 0 always starts one;
+    /// none given, the whole is one. Returns the output's bytes and the
+    /// totals' (each segment's carry-out: a row's, a head's segment's, an
+    /// offset window's, empty windows' `init` or the identity; the whole's
+    /// where no segments are given), as `segment_ranges` lists them.
+    #[pyo3(signature = (data, inclusive, reverse, init=None, row_length=None, heads=None, offsets=None))]
+    #[allow(clippy::too_many_arguments)]
     fn scan_bytes<'py>(
         &self,
         py: Python<'py>,
@@ -183,7 +191,9 @@ impl Operator {
         reverse: bool,
         init: Option<&Bound<'py, PyAny>>,
         row_length: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyAny>)> {
+        heads: Option<Vec<u8>>,
+        offsets: Option<Vec<u64>>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let size = self.element.size();
         if data.len() % size != 0 {
             return Err(PyValueError::new_err(format!(
@@ -193,12 +203,35 @@ impl Operator {
             )));
         }
         let n = data.len() / size;
-        let row_length = row_length.unwrap_or(n.max(1));
-        if row_length == 0 || n % row_length != 0 {
-            return Err(PyValueError::new_err(format!(
-                "rows of {row_length} elements do not divide {n} elements"
-            )));
-        }
+        let segments = match (row_length, heads.as_deref(), offsets.as_deref()) {
+            (None, None, None) => None,
+            (Some(row_length), None, None) => {
+                if row_length == 0 || n % row_length != 0 {
+                    return Err(PyValueError::new_err(format!(
+                        "rows of {row_length} elements do not divide {n} elements"
+                    )));
+                }
+                Some(Segments::rows(row_length))
+            }
+            (None, Some(heads), None) => {
+                if heads.len() != n {
+                    return Err(PyValueError::new_err(format!(
+                        "{} head flags for {n} elements",
+                        heads.len()
+                    )));
+                }
+                Some(Segments::Flags(HeadFlags::Bytes(heads)))
+            }
+            (None, None, Some(offsets)) => {
+                InvalidOffsets::check(offsets, n)
+                    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                Some(Segments::offsets(offsets))
+            }
+            _ => return Err(PyValueError::new_err("one kind of segments at a time")),
+        };
+        // The runs each scanned on its own: from each head to the next.
+        let is_head = |i: usize| i == 0 || segments.as_ref().is_some_and(|s| s.is_head(i));
+        let starts: Vec<usize> = (0..n).filter(|&i| is_head(i)).collect();
         let init = init.map(|v| self.value_of(v)).transpose()?;
         let kind = match (inclusive, init) {
             (true, None) => ScanKind::Inclusive,
@@ -221,26 +254,51 @@ impl Operator {
         } else {
             Direction::Forward
         };
-        let carry = py.detach(|| {
-            values
-                .chunks_mut(row_length)
-                .map(|row| {
-                    scan_core::cpu::scan_with(
+        let empty = init.unwrap_or(op.identity());
+        let totals: Vec<Value> = py.detach(|| {
+            let ends = starts.iter().skip(1).copied().chain([n]);
+            let carries: Vec<(usize, Value)> = starts
+                .iter()
+                .zip(ends)
+                .map(|(&start, end)| {
+                    let carry = scan_core::cpu::scan_with(
                         op.identity(),
                         |x, y| op.combine(x, y).value,
                         kind,
                         direction,
-                        row,
-                    )
+                        &mut values[start..end],
+                    );
+                    (start, carry)
                 })
-                .last()
-                .unwrap_or_else(|| init.unwrap_or(op.identity()))
+                .collect();
+            match &segments {
+                None => vec![carries.first().map_or(empty, |c| c.1)],
+                Some(segments) => segment_ranges(*segments, n)
+                    .into_iter()
+                    .map(|range| {
+                        if range.is_empty() {
+                            empty
+                        } else {
+                            // A non-empty segment starts at a head and ends
+                            // at the next (segment_ranges' windows too).
+                            let k = carries.partition_point(|c| c.0 < range.start);
+                            carries[k].1
+                        }
+                    })
+                    .collect(),
+            }
         });
-        let mut out = Vec::with_capacity(data.len());
-        for v in values {
-            out.extend_from_slice(&v.to_bits().to_le_bytes()[..size]);
-        }
-        Ok((PyBytes::new(py, &out), to_python(py, carry)?))
+        let bytes = |values: &[Value]| {
+            let mut out = Vec::with_capacity(values.len() * size);
+            for v in values {
+                out.extend_from_slice(&v.to_bits().to_le_bytes()[..size]);
+            }
+            out
+        };
+        Ok((
+            PyBytes::new(py, &bytes(&values)),
+            PyBytes::new(py, &bytes(&totals)),
+        ))
     }
 
     fn __repr__(&self) -> String {

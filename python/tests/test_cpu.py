@@ -149,6 +149,97 @@ def test_along_an_axis_as_numpy():
                     np.testing.assert_array_equal(got, want, err_msg=f"axis={axis} {exclusive} {reverse} {init}")
 
 
+def fold(combine, identity, values, init=None, reverse=False):
+    """A segment's total: its elements folded in scan order from `init`
+    (in front going forward, at the end in reverse)."""
+    running = init
+    for x in reversed(values) if reverse else values:
+        running = x if running is None else (combine(x, running) if reverse else combine(running, x))
+    return identity if running is None else running
+
+
+def segmented_reference(combine, identity, values, starts, exclusive, reverse, init):
+    """Each run from a start to the next scanned on its own."""
+    out = []
+    bounds = list(starts) + [len(values)]
+    for a, b in zip(bounds, bounds[1:]):
+        out += reference(combine, identity, values[a:b], exclusive, reverse, init)
+    return out
+
+
+def test_segments_by_flags_offsets_and_keys():
+    r = rng(17)
+    for n in LENGTHS:
+        a = np.where(r.random(n) < 0.5, -1, r.integers(0, 100, n)).astype(np.int32)
+        items = [int(v) for v in a]
+        flags = r.random(n) < 0.2
+        starts = [i for i in range(n) if i == 0 or flags[i]]
+        offsets = np.sort(np.concatenate([[0], r.integers(0, n + 1, 4), [n]])).astype(np.int64)
+        offset_starts = sorted({0} | {int(o) for o in offsets if o < n}) if n else []
+        keys = np.cumsum(flags) * 3 - 7  # equal within a segment
+        for exclusive in (False, True):
+            for reverse in (False, True):
+                for init in (None, 3):
+                    args = dict(exclusive=exclusive, reverse=reverse, init=init)
+                    want = segmented_reference(latest.function, -1, items, starts, **args)
+                    got, sums = gpu_scan.scan(latest, a, flags=flags, totals=True, **args)
+                    assert [int(v) for v in got] == want, (n, args)
+                    bounds = starts + [n]
+                    assert [int(v) for v in sums] == [
+                        fold(latest.function, -1, items[x:y], init, reverse) for x, y in zip(bounds, bounds[1:])
+                    ]
+                    got = gpu_scan.scan(latest, a, keys=keys, **args)
+                    assert [int(v) for v in got] == want, (n, args, "keys")
+                    got, sums = gpu_scan.scan(latest, a, offsets=offsets, totals=True, **args)
+                    want = segmented_reference(latest.function, -1, items, offset_starts, **args)
+                    assert [int(v) for v in got] == want, (n, args, offsets)
+                    # One total a window, empty windows included.
+                    assert [int(v) for v in sums] == [
+                        fold(latest.function, -1, items[x:y], init, reverse) for x, y in zip(offsets, offsets[1:])
+                    ], (n, offsets)
+
+
+def test_keys_are_compared_bit_for_bit():
+    values = np.ones(5, dtype=np.int64)
+    keys = np.array([np.nan, np.nan, 0.0, -0.0, -0.0], dtype=np.float64)
+    # NaN and NaN of the same bits: one segment; 0.0 and -0.0: two.
+    np.testing.assert_array_equal(gpu_scan.cumsum(values), [1, 2, 3, 4, 5])
+    got = gpu_scan.scan(gpu_scan._sum("i64"), values, keys=keys)
+    np.testing.assert_array_equal(got, [1, 2, 1, 1, 2])
+
+
+def test_totals_along_axes_and_of_the_whole():
+    r = rng(19)
+    a = random_array("u32", 24, r).reshape(2, 3, 4)
+    for axis in range(3):
+        out, sums = gpu_scan.scan(gpu_scan._sum("u32"), a, axis=axis, totals=True)
+        np.testing.assert_array_equal(sums, np.sum(a, axis=axis, dtype=a.dtype))
+        np.testing.assert_array_equal(out, np.cumsum(a, axis=axis, dtype=a.dtype))
+    out, total = gpu_scan.scan(gpu_scan._sum("u32"), a, totals=True)
+    assert total.shape == () and total == np.sum(a, dtype=a.dtype)
+    empty = np.zeros((2, 0), dtype=np.uint32)
+    _, sums = gpu_scan.scan(gpu_scan._sum("u32"), empty, axis=1, init=5, totals=True)
+    np.testing.assert_array_equal(sums, [5, 5])
+    _, total = gpu_scan.scan(latest, np.zeros(0, dtype=np.int32), totals=True)
+    assert total == -1
+
+
+def test_bad_segments_are_errors_and_change_nothing():
+    a = np.arange(6, dtype=np.int32)
+    before = a.copy()
+    with pytest.raises(ValueError, match="past the sequence"):
+        gpu_scan.scan(latest, a, offsets=[0, 7])
+    with pytest.raises(ValueError):
+        gpu_scan.scan(latest, a, offsets=[0, 4, 2])
+    with pytest.raises(ValueError, match="one flag an element"):
+        gpu_scan.scan(latest, a, flags=[True, False])
+    with pytest.raises(ValueError, match="one kind of segments"):
+        gpu_scan.scan(latest, a, flags=np.ones(6), keys=np.ones(6))
+    with pytest.raises(ValueError, match="one-dimensional"):
+        gpu_scan.scan(latest, a.reshape(2, 3), flags=np.ones(6))
+    np.testing.assert_array_equal(a, before)
+
+
 def test_max_and_min_of_floats():
     @gpu_scan.op(dtype=np.float32, identity=-math.inf)
     def running_max(x, y):
