@@ -1346,3 +1346,73 @@ impl<'o> OpValues<'o> {
             .eval(&[(&self.params[0], x), (&self.params[1], y)])
     }
 }
+
+/// An operator over a struct element, lowered to its leaves
+/// ([`crate::lower::lower_op`]), each leaf's block checked as rustc would
+/// check it and evaluated on the host; values are the element's leaves in
+/// order ([`crate::lower::Lowered::leaves`]).
+pub struct StructValues<'l> {
+    lowered: &'l crate::lower::Lowered,
+    identity: Vec<Value>,
+    bodies: Vec<Checked<'l>>,
+}
+
+impl<'l> StructValues<'l> {
+    /// Checks every leaf of `lowered`'s identity and body.
+    pub fn new(lowered: &'l crate::lower::Lowered) -> Result<StructValues<'l>, String> {
+        let vars: Vec<(String, Prim)> = lowered
+            .operands
+            .iter()
+            .flat_map(|names| names.iter().zip(&lowered.leaves))
+            .map(|(name, leaf)| (name.clone(), leaf.prim))
+            .collect();
+        let mut identity = Vec::new();
+        let mut bodies = Vec::new();
+        for (k, leaf) in lowered.leaves.iter().enumerate() {
+            let value = check(&lowered.identity[k], leaf.prim, &[])
+                .map_err(|e| format!("identity, `{}`: {e}", leaf.path))?
+                .eval(&[])
+                .value;
+            identity.push(value);
+            bodies.push(
+                check(&lowered.bodies[k], leaf.prim, &vars)
+                    .map_err(|e| format!("`{}`: {e}", leaf.path))?,
+            );
+        }
+        Ok(StructValues {
+            lowered,
+            identity,
+            bodies,
+        })
+    }
+
+    /// The identity's leaves.
+    pub fn identity(&self) -> Vec<Value> {
+        self.identity.clone()
+    }
+
+    /// `x ∘ y` (`x` the earlier element), leaf by leaf.
+    pub fn combine(&self, x: &[Value], y: &[Value]) -> Vec<Value> {
+        self.combine_outcomes(x, y)
+            .into_iter()
+            .map(|o| o.value)
+            .collect()
+    }
+
+    /// [`combine`](Self::combine) with each leaf's [`Outcome`].
+    pub fn combine_outcomes(&self, x: &[Value], y: &[Value]) -> Vec<Outcome> {
+        let leaves = &self.lowered.leaves;
+        assert!(
+            x.len() == leaves.len() && y.len() == leaves.len(),
+            "operands of {} leaves",
+            leaves.len()
+        );
+        let inputs: Vec<(&str, Value)> = self.lowered.operands[0]
+            .iter()
+            .zip(x)
+            .chain(self.lowered.operands[1].iter().zip(y))
+            .map(|(name, v)| (name.as_str(), *v))
+            .collect();
+        self.bodies.iter().map(|b| b.eval(&inputs)).collect()
+    }
+}

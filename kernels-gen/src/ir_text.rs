@@ -20,8 +20,8 @@
 //! ```
 
 use crate::ir::{
-    method, BinOp, Block, ElementType, Expr, Lit, OpDesc, Pattern, Prim, PrimConst, StructName,
-    UnOp,
+    method, BinOp, Block, ElementType, Expr, FieldDesc, FieldType, Lit, OpDesc, Pattern, Prim,
+    PrimConst, StructDesc, StructName, UnOp,
 };
 use crate::{GenParams, ItemsPerThread};
 use std::fmt::{self, Write};
@@ -122,6 +122,78 @@ pub fn parse_with_lines(text: &str) -> Result<(OpDesc, GenParams, Vec<Option<u32
         return Err(p.error("the end of the text"));
     }
     Ok((op, params, p.lines))
+}
+
+/// The text of an element struct's declaration: `(struct_decl NAME
+/// (field NAME TYPE)…)`, a type being `(prim P)`, `(array P N)` or
+/// `(struct NAME)` (`#[scan_op]` records it as `ScanElement::STRUCT_IR`).
+///
+/// ```
+/// use kernels_gen::ir::{FieldDesc, FieldType, Prim, StructDesc};
+/// use kernels_gen::ir_text::{parse_struct, print_struct};
+///
+/// let affine = StructDesc {
+///     name: "Affine".into(),
+///     fields: vec![
+///         FieldDesc { name: "a".into(), ty: FieldType::Prim(Prim::F32) },
+///         FieldDesc { name: "m".into(), ty: FieldType::Array(Prim::U8, 3) },
+///     ],
+/// };
+/// let text = print_struct(&affine);
+/// assert_eq!(text, r#"(struct_decl "Affine" (field "a" (prim f32)) (field "m" (array u8 3)))"#);
+/// assert_eq!(parse_struct(&text).unwrap(), affine);
+/// ```
+pub fn print_struct(s: &StructDesc) -> String {
+    let mut out = format!("(struct_decl {}", quoted(&s.name));
+    for field in &s.fields {
+        let _ = write!(out, " (field {} ", quoted(&field.name));
+        match &field.ty {
+            FieldType::Prim(p) => {
+                let _ = write!(out, "(prim {}))", p.rust_name());
+            }
+            FieldType::Array(p, n) => {
+                let _ = write!(out, "(array {} {n}))", p.rust_name());
+            }
+            FieldType::Struct(name) => {
+                let _ = write!(out, "(struct {}))", quoted(name));
+            }
+        }
+    }
+    out.push(')');
+    out
+}
+
+/// The declaration [`print_struct`] wrote.
+pub fn parse_struct(text: &str) -> Result<StructDesc, ParseError> {
+    let mut p = Parser {
+        text,
+        at: 0,
+        depth: 0,
+        lines: Vec::new(),
+    };
+    p.head("struct_decl")?;
+    let name = p.string("the struct's name, quoted")?;
+    let mut fields = Vec::new();
+    while !p.at_close()? {
+        p.head("field")?;
+        let field = p.string("the field's name, quoted")?;
+        p.open()?;
+        let ty = match p.atom("`prim`, `array` or `struct`")? {
+            "prim" => FieldType::Prim(p.prim()?),
+            "array" => FieldType::Array(p.prim()?, p.number("the array's length")?),
+            "struct" => FieldType::Struct(p.string("the struct's name, quoted")?),
+            _ => return Err(p.error("`prim`, `array` or `struct`")),
+        };
+        p.close()?;
+        p.close()?;
+        fields.push(FieldDesc { name: field, ty });
+    }
+    p.close()?;
+    p.skip_space();
+    if p.at != text.len() {
+        return Err(p.error("the end of the text"));
+    }
+    Ok(StructDesc { name, fields })
 }
 
 fn quoted(name: &str) -> String {

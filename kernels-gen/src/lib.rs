@@ -63,6 +63,7 @@ pub mod ir;
 pub mod ir_text;
 pub mod launch_state;
 pub mod layout;
+pub mod lower;
 mod param_block;
 pub mod pressure;
 pub mod radix_sort;

@@ -66,6 +66,12 @@ pub unsafe trait ScanElement: Copy + Send + Sync + 'static {
     /// ([`ScanOp::LIVE_TEMPORARIES`]) are counted at this width. The
     /// default, two, never under-counts; `#[scan_op]` computes it.
     const SCALAR_REGISTERS: usize = 2;
+    /// The struct's declaration in the text form of
+    /// `kernels_gen::ir_text::print_struct` (`#[scan_op]` writes it; empty
+    /// for primitives): what a program that evaluates operators at run
+    /// time needs of their element. Nested structs are named by their Rust
+    /// names and described by their own `STRUCT_IR`.
+    const STRUCT_IR: &'static str = "";
 
     /// Calls `visit` with each scalar of the value in field order (array
     /// elements in index order, nested structs depth first; padding is not

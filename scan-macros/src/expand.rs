@@ -162,6 +162,7 @@ fn element_impls(
     nested: &[syn::Path],
 ) -> TokenStream {
     let name = ident.to_string();
+    let struct_ir = kernels_gen::ir_text::print_struct(desc);
     let own_cuda_type = quote!(<#ident as #private::ScanElement>::CUDA_TYPE);
     let own_decl = kernels_gen::struct_declaration_parts(desc)
         .into_iter()
@@ -238,6 +239,7 @@ fn element_impls(
                 )*
                 widest
             };
+            const STRUCT_IR: &'static str = #struct_ir;
             fn for_each_lane(&self, visit: &mut dyn ::core::ops::FnMut(#private::laws::Lane)) {
                 #(#lanes)*
             }
