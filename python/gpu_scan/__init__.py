@@ -46,7 +46,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ._native import Operator as _NativeOperator
-from ._translate import OperatorError, operator_text, prim_of
+from ._translate import OperatorError, StructSpec, element_of, operator_text, prim_of
 
 __all__ = [
     "Op",
@@ -84,10 +84,12 @@ class Op:
 
     def __init__(self, function: Callable, dtype: Any, identity: Any, block_threads: Optional[int] = None, items_per_thread: Optional[int] = None):
         self.function = function
-        prim = prim_of(dtype)
-        translation = operator_text(function, prim, identity, block_threads, items_per_thread)
+        element = element_of(dtype)
+        self._struct = element if isinstance(element, StructSpec) else None
+        translation = operator_text(function, element, identity, block_threads, items_per_thread)
+        structs = self._struct.declarations() if self._struct else []
         try:
-            self._native = _NativeOperator(translation.text)
+            self._native = _NativeOperator(translation.text, structs)
         except ValueError as e:
             message, place = e.args if len(e.args) == 2 else (str(e), None)
             message = message.replace(f"operator `{translation.name}`", f"operator `{function.__qualname__}`")
@@ -103,13 +105,25 @@ class Op:
 
     @property
     def dtype(self) -> np.dtype:
-        """The element type."""
+        """The element type (a struct's as a structured dtype laid out as C
+        lays it out)."""
+        if self._struct is not None:
+            return self._struct.numpy_dtype()
         return np.dtype(_NUMPY_DTYPES[self._native.element])
 
     @property
     def identity(self) -> Any:
-        """The identity element."""
+        """The identity element (a struct's as a NumPy record)."""
+        if self._struct is not None:
+            return np.frombuffer(self._native.identity, dtype=self.dtype)[0]
         return self._native.identity
+
+    def _element_bytes(self, value: Any) -> bytes:
+        """A struct value (a record, a tuple of its fields, a dict) as the
+        element's bytes."""
+        if isinstance(value, dict):
+            value = tuple(value[name] for name in self.dtype.names)
+        return np.array([value], dtype=self.dtype).tobytes()
 
     @property
     def ir(self) -> str:
@@ -122,10 +136,13 @@ class Op:
         return self._native.cuda_source()
 
     def __call__(self, x: Any, y: Any) -> Any:
+        if self._struct is not None:
+            out = self._native.combine(self._element_bytes(x), self._element_bytes(y))
+            return np.frombuffer(out, dtype=self.dtype)[0]
         return self._native.combine(x, y)
 
     def __repr__(self) -> str:
-        return f"<gpu_scan.Op {self.function.__qualname__} over {self._native.element}>"
+        return f"<gpu_scan.Op {self.function.__qualname__} over {self.dtype}>"
 
 
 def op(dtype: Any, identity: Any, *, block_threads: Optional[int] = None, items_per_thread: Optional[int] = None) -> Callable[[Callable], Op]:
@@ -138,7 +155,7 @@ def op(dtype: Any, identity: Any, *, block_threads: Optional[int] = None, items_
     from the element's size, as for ``#[scan_op]``).
     """
 
-    prim_of(dtype)  # an unknown element type fails here, not at the def
+    element_of(dtype)  # an unknown element type fails here, not at the def
 
     def decorate(function: Callable) -> Op:
         return Op(function, dtype, identity, block_threads, items_per_thread)
@@ -153,7 +170,11 @@ def _host_array(data: Any, dtype: np.dtype) -> np.ndarray:
         raise NotImplementedError(f"arrays on a GPU: {gpu_unavailable_reason()}; copy to a NumPy array first")
     array = np.asarray(data)
     if array.dtype != dtype:
-        raise TypeError(f"the operator's elements are {dtype}, the array's {array.dtype}: convert it with .astype({dtype.name!r}) first")
+        if dtype.names is not None and array.dtype.names == dtype.names and all(
+            array.dtype.fields[n][0] == dtype.fields[n][0] for n in dtype.names
+        ):
+            return array.astype(dtype)  # the same fields in another layout
+        raise TypeError(f"the operator's elements are {dtype}, the array's {array.dtype}: convert it with .astype(...) first")
     return array
 
 
@@ -244,6 +265,8 @@ def scan(
         shape = lines.shape
         if lines.size:
             segments["row_length"] = lines.shape[-1]
+    if init is not None and operator._struct is not None:
+        init = operator._element_bytes(init)
     out, sums = operator._native.scan_bytes(np.ascontiguousarray(lines).tobytes(), not exclusive, reverse, init, **segments)
     scanned = np.frombuffer(out, dtype=operator.dtype).copy()
     sums = np.frombuffer(sums, dtype=operator.dtype).copy()
@@ -252,8 +275,9 @@ def scan(
         if "row_length" in segments:
             sums = sums.reshape(shape[:-1])
         elif shape[:-1] and not lines.size:
-            # Lines of no elements: each total is `init` or the identity.
-            sums = np.full(shape[:-1], operator.identity if init is None else init, dtype=operator.dtype)
+            # Lines of no elements: each total is the one total of nothing,
+            # `init` or the identity.
+            sums = np.broadcast_to(sums, shape[:-1]).copy()
         else:
             sums = sums.reshape(())  # the flattened array's one total
     return (scanned, sums) if totals else scanned

@@ -111,6 +111,108 @@ def prim_of(dtype) -> str:
     raise TypeError(f"unsupported element type {dtype!r}: one of {', '.join(PRIMS)} (or NumPy's names)")
 
 
+class StructSpec:
+    """A struct element: fields in order, each a primitive, an array of a
+    primitive or a nested struct; laid out as C lays it out (NumPy's
+    ``align=True``, Rust's ``repr(C)``)."""
+
+    def __init__(self, fields: List[Tuple[str, tuple]]):
+        self.fields = fields
+        text = repr([(name, kind if kind[0] != "struct" else ("struct", kind[1].name)) for name, kind in fields])
+        self.name = "py_struct_" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def declaration(self) -> str:
+        """Its ``(struct_decl …)`` text (``kernels_gen::ir_text``)."""
+        parts = []
+        for name, kind in self.fields:
+            if kind[0] == "prim":
+                ty = f"(prim {kind[1]})"
+            elif kind[0] == "array":
+                ty = f"(array {kind[1]} {kind[2]})"
+            else:
+                ty = f"(struct {quoted(kind[1].name)})"
+            parts.append(f"(field {quoted(name)} {ty})")
+        return f"(struct_decl {quoted(self.name)} {' '.join(parts)})"
+
+    def declarations(self) -> List[str]:
+        """Its nested structs' declarations, then its own."""
+        out: List[str] = []
+        for _, kind in self.fields:
+            if kind[0] == "struct":
+                out += [d for d in kind[1].declarations() if d not in out]
+        return out + [self.declaration()]
+
+    def prims(self) -> List[str]:
+        """The primitive types of its leaves."""
+        out: List[str] = []
+        for _, kind in self.fields:
+            out += kind[1].prims() if kind[0] == "struct" else [kind[1]]
+        return out
+
+    def numpy_dtype(self):
+        import numpy as np
+
+        fields = []
+        for name, kind in self.fields:
+            if kind[0] == "prim":
+                fields.append((name, NUMPY_OF[kind[1]]))
+            elif kind[0] == "array":
+                fields.append((name, NUMPY_OF[kind[1]], (kind[2],)))
+            else:
+                fields.append((name, kind[1].numpy_dtype()))
+        return np.dtype(fields, align=True)
+
+
+NUMPY_OF = {
+    "u8": "u1",
+    "u16": "<u2",
+    "u32": "<u4",
+    "u64": "<u8",
+    "i8": "i1",
+    "i16": "<i2",
+    "i32": "<i4",
+    "i64": "<i8",
+    "f32": "<f4",
+    "f64": "<f8",
+    "bool": "?",
+}
+
+
+def element_of(dtype):
+    """An element type: a primitive's Rust name (:func:`prim_of`), or a
+    :class:`StructSpec` for a NumPy structured dtype or a dict of fields
+    (``{"a": "f32", "m": ("u32", 4), "inner": {...}}``)."""
+    import numpy as np
+
+    if isinstance(dtype, dict):
+        fields = []
+        for name, kind in dtype.items():
+            if isinstance(kind, tuple) and len(kind) == 2 and isinstance(kind[1], int):
+                fields.append((name, ("array", prim_of(kind[0]), kind[1])))
+            elif isinstance(kind, dict) or (isinstance(kind, np.dtype) and kind.names):
+                fields.append((name, ("struct", element_of(kind))))
+            else:
+                fields.append((name, ("prim", prim_of(kind))))
+        if not fields:
+            raise TypeError("a struct element needs at least one field")
+        return StructSpec(fields)
+    if isinstance(dtype, np.dtype) and dtype.names:
+        fields = {}
+        for name in dtype.names:
+            field = dtype.fields[name][0]
+            if field.subdtype is not None:
+                base, shape = field.subdtype
+                if len(shape) != 1:
+                    raise TypeError(f"field `{name}`: arrays of one dimension only, not {shape}")
+                fields[name] = (base, shape[0])
+            elif field.names:
+                fields[name] = field
+            else:
+                fields[name] = field
+        return element_of(fields)
+    return prim_of(dtype)
+
+
 def quoted(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -126,8 +228,12 @@ def float_literal(value: float) -> str:
     return f"(float 0x{f64:016x} 0x{f32:08x} -)"
 
 
-def value_literal(value, prim: str) -> str:
-    """A Python value as an expression of the element type (the identity)."""
+def value_literal(value, prim) -> str:
+    """A Python value as an expression of the element type (the identity):
+    a number, or for a struct a tuple (fields in order), a dict or a NumPy
+    record."""
+    if isinstance(prim, StructSpec):
+        return struct_literal(value, prim, True)
     if prim == "bool":
         if not isinstance(value, bool):
             raise TypeError(f"the identity of a bool operator is True or False, not {value!r}")
@@ -148,9 +254,45 @@ def value_literal(value, prim: str) -> str:
     return f"(neg {lit})" if value < 0 else lit
 
 
+def struct_literal(value, spec: "StructSpec", element: bool) -> str:
+    """A value of struct ``spec`` as a struct literal (of the element:
+    ``self``)."""
+    if hasattr(value, "item") and not isinstance(value, (int, float, bool)):
+        value = value.item()  # a NumPy record: a tuple
+    if isinstance(value, dict):
+        missing = [name for name, _ in spec.fields if name not in value]
+        if missing or len(value) != len(spec.fields):
+            raise TypeError(f"a value of the struct needs exactly the fields {[n for n, _ in spec.fields]}")
+        value = tuple(value[name] for name, _ in spec.fields)
+    if not isinstance(value, (tuple, list)) or len(value) != len(spec.fields):
+        raise TypeError(f"a value of the struct is a tuple of its {len(spec.fields)} fields, not {value!r}")
+    sets = []
+    for (name, kind), v in zip(spec.fields, value):
+        if kind[0] == "prim":
+            text = value_literal(v, kind[1])
+        elif kind[0] == "array":
+            if len(v) != kind[2]:
+                raise TypeError(f"field `{name}` holds {kind[2]} values, not {len(v)}")
+            text = "(array " + " ".join(value_literal(x, kind[1]) for x in v) + ")"
+        else:
+            text = struct_literal(v, kind[1], False)
+        sets.append(f"(set {quoted(name)} {text})")
+    return f"(struct_lit {'self' if element else quoted(spec.name)} {' '.join(sets)})"
+
+
 class _Translator:
-    def __init__(self, prim: str, params: Tuple[str, str], filename: str, first_line: int):
-        self.prim = prim
+    def __init__(self, element, params: Tuple[str, str], filename: str, first_line: int):
+        self.element = element
+        # The type that decides what `/`, `//`, `%` and `math.inf` mean: the
+        # element's, or a struct's leaves' where they all have one kind.
+        prims = element.prims() if isinstance(element, StructSpec) else [element]
+        if all(p in ("f32", "f64") for p in prims):
+            self.prim = prims[0] if len(set(prims)) == 1 else "f64"
+            self.floats = True
+        else:
+            self.prim = prims[0] if len(set(prims)) == 1 else "mixed"
+            self.floats = False
+        self.unsigned = all(p.startswith("u") for p in prims)
         self.params = params
         self.filename = filename
         self.first_line = first_line
@@ -194,7 +336,8 @@ class _Translator:
                     raise self.error(stmt, "return a value")
                 if i != len(stmts) - 1:
                     raise self.error(stmts[i + 1], "code after `return` never runs")
-                return self.wrap(lets, self.at(stmt, self.expr(stmt.value)))
+                expected = self.element if isinstance(self.element, StructSpec) else None
+                return self.wrap(lets, self.at(stmt, self.expr(stmt.value, expected)))
             elif isinstance(stmt, ast.If):
                 if not self.returns(stmt.body):
                     raise self.error(stmt, "each branch of an `if` statement ends in `return`")
@@ -240,15 +383,15 @@ class _Translator:
     def binop(self, op: ast.operator, left: str, right: str, node: ast.AST) -> str:
         if type(op) in BINOPS:
             return f"({BINOPS[type(op)]} {left} {right})"
-        floats = self.prim in ("f32", "f64")
-        unsigned = self.prim.startswith("u")
+        floats = self.floats
+        unsigned = self.unsigned
         if isinstance(op, ast.Div):
             if not floats:
-                raise self.error(node, "`/` on integers is true division in Python: the subset refuses it; use `//` on unsigned integers")
+                raise self.error(node, "`/` on integers is true division in Python: the subset takes it on float elements (every field a float) only; use `//` on unsigned integers")
             return f"(div {left} {right})"
         if isinstance(op, ast.FloorDiv):
             if not unsigned:
-                raise self.error(node, "`//` floors in Python but truncates in Rust and CUDA: the subset takes it on unsigned integers only")
+                raise self.error(node, "`//` floors in Python but truncates in Rust and CUDA: the subset takes it on unsigned integers only (every field unsigned)")
             return f"(div {left} {right})"
         if isinstance(op, ast.Mod):
             if not unsigned:
@@ -298,7 +441,31 @@ class _Translator:
             return float_literal(value)
         raise self.error(node, f"a {type(value).__name__} constant is outside the operator subset")
 
-    def expr(self, node: ast.AST) -> str:
+    def struct_value(self, node: ast.AST, spec: StructSpec, element: bool) -> str:
+        """A tuple (fields in order) or a dict (by name) as a struct."""
+        if isinstance(node, ast.Dict):
+            names = []
+            for key in node.keys:
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    raise self.error(node, "a struct's dict has its field names as keys")
+                names.append(key.value)
+            if sorted(names) != sorted(n for n, _ in spec.fields):
+                raise self.error(node, f"the struct's fields are {[n for n, _ in spec.fields]}, not {names}")
+            given = dict(zip(names, node.values))
+            values = [given[name] for name, _ in spec.fields]
+        else:
+            if len(node.elts) != len(spec.fields):
+                raise self.error(node, f"the struct has {len(spec.fields)} fields, the tuple {len(node.elts)} values")
+            values = node.elts
+        sets = []
+        for (name, kind), value in zip(spec.fields, values):
+            want = kind[1] if kind[0] == "struct" else kind if kind[0] == "array" else None
+            sets.append(f"(set {quoted(name)} {self.expr(value, want)})")
+        return f"(struct_lit {'self' if element else quoted(spec.name)} {' '.join(sets)})"
+
+    def expr(self, node: ast.AST, expected=None) -> str:
+        """``node`` as an IR expression; ``expected`` is the struct (or
+        array field) a tuple, dict or list there builds."""
         if isinstance(node, ast.Constant):
             return self.constant(node)
         if isinstance(node, ast.Name):
@@ -307,11 +474,28 @@ class _Translator:
             return f"(var {quoted(node.id)})"
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math":
             if self.prim not in ("f32", "f64"):
-                raise self.error(node, f"`math.{node.attr}` needs a float element")
+                raise self.error(node, f"`math.{node.attr}` needs a float element (every field of one float type)")
             consts = {"inf": "INFINITY", "nan": "NAN"}
             if node.attr not in consts:
                 raise self.error(node, f"`math.{node.attr}` is outside the operator subset")
             return f"(const {self.prim} {consts[node.attr]})"
+        if isinstance(node, ast.Attribute):
+            return f"(field {self.expr(node.value)} {quoted(node.attr)})"
+        if isinstance(node, ast.Subscript):
+            index = node.slice
+            if not (isinstance(index, ast.Constant) and isinstance(index.value, int) and not isinstance(index.value, bool) and index.value >= 0):
+                raise self.error(node, "an array is indexed by a non-negative integer constant")
+            return f"(index {self.expr(node.value)} {index.value})"
+        if isinstance(node, (ast.Tuple, ast.Dict)):
+            if not isinstance(expected, StructSpec):
+                raise self.error(node, "a tuple or dict builds a struct where one is returned or is a struct's field")
+            return self.struct_value(node, expected, expected is self.element)
+        if isinstance(node, ast.List):
+            if not (isinstance(expected, tuple) and expected[0] == "array"):
+                raise self.error(node, "a list builds an array field")
+            if len(node.elts) != expected[2]:
+                raise self.error(node, f"the array holds {expected[2]} values, not {len(node.elts)}")
+            return "(array " + " ".join(self.expr(e) for e in node.elts) + ")"
         if isinstance(node, ast.BinOp):
             return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
         if isinstance(node, ast.UnaryOp):
@@ -347,8 +531,8 @@ class _Translator:
             return out
         if isinstance(node, ast.IfExp):
             test = self.expr(node.test)
-            then = self.at(node.body, self.expr(node.body))
-            otherwise = self.at(node.orelse, self.expr(node.orelse))
+            then = self.at(node.body, self.expr(node.body, expected))
+            otherwise = self.at(node.orelse, self.expr(node.orelse, expected))
             return f"(if {test} (block {then}) (block {otherwise}))"
         if isinstance(node, ast.Call):
             return self.call(node)
@@ -393,7 +577,8 @@ def operator_text(function: Callable, prim: str, identity, block_threads=None, i
         f"(block_threads {'auto' if block_threads is None else int(block_threads)}) "
         f"(items_per_thread {'auto' if items_per_thread is None else int(items_per_thread)})"
     )
-    rest = f"(prim {prim}) (params {quoted(params[0])} {quoted(params[1])}) (identity {identity_text}) (body {body}) {shape})"
+    element = f"(struct {quoted(prim.name)})" if isinstance(prim, StructSpec) else f"(prim {prim})"
+    rest = f"{element} (params {quoted(params[0])} {quoted(params[1])}) (identity {identity_text}) (body {body}) {shape})"
     digest = hashlib.sha256(rest.encode()).hexdigest()[:12]
     stem = re.sub(r"[^a-z0-9_]", "_", fn.name.lower()).strip("_") or "op"
     name = f"py_{stem}_{digest}"

@@ -5,8 +5,9 @@
 //! generator `#[scan_op]` uses, and the CPU backend's scan loop
 //! (`scan_core::cpu::scan_with`) over arrays of its element.
 
-use kernels_gen::eval::{OpPlace, OpValues, Value};
-use kernels_gen::ir::{ElementType, OpDesc, Prim};
+use kernels_gen::eval::{OpPlace, OpValues, StructValues, Value};
+use kernels_gen::ir::{ElementType, OpDesc, Prim, StructDesc};
+use kernels_gen::lower::{lower_op, Leaf, Lowered, Structs};
 use kernels_gen::{ir_text, GenParams};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -14,24 +15,94 @@ use pyo3::types::{PyBool, PyBytes};
 use scan_core::segmented::{segment_ranges, HeadFlags, InvalidOffsets, Segments};
 use scan_core::{Direction, ScanKind};
 
-/// An operator over a primitive element, from its IR text.
+/// An operator's element: a primitive, or a struct lowered to its leaves.
+enum Element {
+    Prim(Prim),
+    Struct {
+        lowered: Lowered,
+        /// Its declaration and its nested structs', nested ones first.
+        declarations: Vec<StructDesc>,
+        size: usize,
+    },
+}
+
+/// An operator from its IR text (and its structs' declarations).
 #[pyclass(frozen, module = "gpu_scan._native")]
 struct Operator {
     desc: OpDesc,
     params: GenParams,
-    element: Prim,
+    element: Element,
+}
+
+/// Elements as little-endian bytes: `size` bytes each, `leaves` at their
+/// offsets (padding written as zero).
+fn decode(data: &[u8], size: usize, leaves: &[Leaf]) -> Vec<Vec<Value>> {
+    data.chunks_exact(size)
+        .map(|element| {
+            leaves
+                .iter()
+                .map(|leaf| {
+                    let mut bits = [0u8; 8];
+                    let width = leaf.prim.size();
+                    bits[..width].copy_from_slice(&element[leaf.offset..leaf.offset + width]);
+                    Value::from_bits(leaf.prim, u64::from_le_bytes(bits))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn encode(elements: &[Vec<Value>], size: usize, leaves: &[Leaf]) -> Vec<u8> {
+    let mut out = vec![0u8; elements.len() * size];
+    for (element, bytes) in elements.iter().zip(out.chunks_exact_mut(size)) {
+        for (leaf, v) in leaves.iter().zip(element) {
+            let width = leaf.prim.size();
+            bytes[leaf.offset..leaf.offset + width]
+                .copy_from_slice(&v.to_bits().to_le_bytes()[..width]);
+        }
+    }
+    out
 }
 
 impl Operator {
-    /// The checked operator, ready to evaluate (cheap: the checks run on
-    /// the body's few nodes).
-    fn values(&self) -> OpValues<'_> {
-        OpValues::new(&self.desc).expect("checked when the operator was made")
+    /// The checked operator over a primitive, ready to evaluate (cheap:
+    /// the checks run on the body's few nodes).
+    fn values(&self) -> PyResult<OpValues<'_>> {
+        match self.element {
+            Element::Prim(_) => {
+                Ok(OpValues::new(&self.desc).expect("checked when the operator was made"))
+            }
+            Element::Struct { .. } => Err(PyTypeError::new_err(
+                "this operator's element is a struct: pass bytes",
+            )),
+        }
+    }
+
+    /// The element's primitive type (an error for a struct).
+    fn prim(&self) -> PyResult<Prim> {
+        match self.element {
+            Element::Prim(p) => Ok(p),
+            Element::Struct { .. } => Err(PyTypeError::new_err(
+                "this operator's element is a struct: pass bytes",
+            )),
+        }
+    }
+
+    /// The checked operator over a struct, with its leaves and size.
+    fn struct_values(&self) -> Option<(StructValues<'_>, &[Leaf], usize)> {
+        match &self.element {
+            Element::Prim(_) => None,
+            Element::Struct { lowered, size, .. } => Some((
+                StructValues::new(lowered).expect("checked when the operator was made"),
+                &lowered.leaves,
+                *size,
+            )),
+        }
     }
 
     /// A Python value as a value of the element type.
     fn value_of(&self, value: &Bound<'_, PyAny>) -> PyResult<Value> {
-        let p = self.element;
+        let p = self.prim()?;
         if p == Prim::Bool {
             if !value.is_instance_of::<PyBool>() {
                 return Err(PyTypeError::new_err(format!(
@@ -90,33 +161,53 @@ fn to_python<'py>(py: Python<'py>, value: Value) -> PyResult<Bound<'py, PyAny>> 
 
 #[pymethods]
 impl Operator {
-    /// Reads and checks an operator's text; `ValueError(message, where)`
-    /// says what is wrong (a malformed text, a type rustc would reject, a
-    /// struct element) and where: the line the text gives for the
-    /// statement (`(at LINE …)`), `"identity"`, or `None`.
+    /// Reads and checks an operator's text, its struct element's and
+    /// nested structs' declarations in `structs` (`ir_text::print_struct`,
+    /// each under its own name); `ValueError(message, where)` says what is
+    /// wrong (a malformed text, a type rustc would reject) and where: the
+    /// line the text gives for the statement (`(at LINE …)`), `"identity"`,
+    /// or `None`.
     #[new]
-    fn new(py: Python<'_>, text: &str) -> PyResult<Self> {
-        let (desc, params, lines) = ir_text::parse_with_lines(text)
-            .map_err(|e| PyValueError::new_err((e.to_string(), py.None())))?;
-        let ElementType::Prim(element) = desc.element else {
-            return Err(PyValueError::new_err((
-                "struct elements are not supported by the Python binding yet",
-                py.None(),
-            )));
+    #[pyo3(signature = (text, structs=Vec::new()))]
+    fn new(py: Python<'_>, text: &str, structs: Vec<String>) -> PyResult<Self> {
+        let fail = |message: String| PyValueError::new_err((message, py.None()));
+        let (desc, params, lines) =
+            ir_text::parse_with_lines(text).map_err(|e| fail(e.to_string()))?;
+        let element = match &desc.element {
+            ElementType::Prim(p) => {
+                if let Err(e) = OpValues::new(&desc) {
+                    let place = match e.place {
+                        OpPlace::Statement(k) => match lines.get(k).copied().flatten() {
+                            Some(line) => line.into_pyobject(py)?.into_any().unbind(),
+                            None => py.None(),
+                        },
+                        OpPlace::Identity => "identity".into_pyobject(py)?.into_any().unbind(),
+                        OpPlace::Element | OpPlace::Operands => py.None(),
+                    };
+                    return Err(PyValueError::new_err((e.to_string(), place)));
+                }
+                Element::Prim(*p)
+            }
+            ElementType::Struct(name) => {
+                let mut by_name = Structs::default();
+                let mut declarations = Vec::new();
+                for text in &structs {
+                    let desc = ir_text::parse_struct(text).map_err(|e| fail(e.to_string()))?;
+                    by_name.insert(desc.name.clone(), desc.clone());
+                    declarations.push(desc);
+                }
+                let size = by_name.size(name).map_err(fail)?;
+                let lowered = lower_op(&desc, &by_name).map_err(fail)?;
+                StructValues::new(&lowered)
+                    .map_err(|e| fail(format!("operator `{}`: {e}", desc.name)))?;
+                Element::Struct {
+                    lowered,
+                    declarations,
+                    size,
+                }
+            }
         };
-        if let Err(e) = OpValues::new(&desc) {
-            let place = match e.place {
-                OpPlace::Statement(k) => match lines.get(k).copied().flatten() {
-                    Some(line) => line.into_pyobject(py)?.into_any().unbind(),
-                    None => py.None(),
-                },
-                OpPlace::Identity => "identity".into_pyobject(py)?.into_any().unbind(),
-                OpPlace::Element | OpPlace::Operands => py.None(),
-            };
-            return Err(PyValueError::new_err((e.to_string(), place)));
-        }
-        kernels_gen::operator_source(&desc, &params)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        kernels_gen::operator_source(&desc, &params).map_err(|e| fail(e.to_string()))?;
         Ok(Operator {
             desc,
             params,
@@ -130,10 +221,23 @@ impl Operator {
         &self.desc.name
     }
 
-    /// The element type's Rust name (`"f32"`, `"u64"`, `"bool"`, …).
+    /// The element type's Rust name (`"f32"`, `"u64"`, `"bool"`, …), or
+    /// `"struct"`.
     #[getter]
     fn element(&self) -> &'static str {
-        self.element.rust_name()
+        match self.element {
+            Element::Prim(p) => p.rust_name(),
+            Element::Struct { .. } => "struct",
+        }
+    }
+
+    /// The element's size in bytes (`repr(C)` for a struct).
+    #[getter]
+    fn element_size(&self) -> usize {
+        match &self.element {
+            Element::Prim(p) => p.size(),
+            Element::Struct { size, .. } => *size,
+        }
     }
 
     /// The operator's IR text as the generator reads it (the lines the
@@ -144,10 +248,15 @@ impl Operator {
         ir_text::print(&self.desc, &self.params)
     }
 
-    /// The identity's value.
+    /// The identity's value (a struct's as its bytes).
     #[getter]
     fn identity<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_python(py, self.values().identity())
+        match self.struct_values() {
+            None => to_python(py, self.values()?.identity()),
+            Some((values, leaves, size)) => {
+                Ok(PyBytes::new(py, &encode(&[values.identity()], size, leaves)).into_any())
+            }
+        }
     }
 
     /// `x ∘ y`, `x` the earlier element, evaluated with Rust's arithmetic
@@ -158,16 +267,40 @@ impl Operator {
         x: &Bound<'py, PyAny>,
         y: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (x, y) = (self.value_of(x)?, self.value_of(y)?);
-        to_python(py, self.values().combine(x, y).value)
+        match self.struct_values() {
+            None => {
+                let (x, y) = (self.value_of(x)?, self.value_of(y)?);
+                to_python(py, self.values()?.combine(x, y).value)
+            }
+            Some((values, leaves, size)) => {
+                let (x, y): (Vec<u8>, Vec<u8>) = (x.extract()?, y.extract()?);
+                if x.len() != size || y.len() != size {
+                    return Err(PyValueError::new_err(format!(
+                        "two elements of {size} bytes expected"
+                    )));
+                }
+                let (x, y) = (decode(&x, size, leaves), decode(&y, size, leaves));
+                let z = values.combine(&x[0], &y[0]);
+                Ok(PyBytes::new(py, &encode(&[z], size, leaves)).into_any())
+            }
+        }
     }
 
     /// The operator's part of its CUDA program, as `#[scan_op]` writes it
     /// (the policy and the kernel wrappers; `kernels_gen::program` puts the
     /// library in front).
     fn cuda_source(&self) -> PyResult<String> {
-        kernels_gen::operator_source(&self.desc, &self.params)
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+        let mut out = String::new();
+        if let Element::Struct { declarations, .. } = &self.element {
+            for desc in declarations {
+                out.push_str(&kernels_gen::struct_declaration(desc));
+            }
+        }
+        out.push_str(
+            &kernels_gen::operator_source(&self.desc, &self.params)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+        );
+        Ok(out)
     }
 
     /// Scans `data` (the little-endian bytes of elements) on the CPU:
@@ -194,7 +327,7 @@ impl Operator {
         heads: Option<Vec<u8>>,
         offsets: Option<Vec<u64>>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        let size = self.element.size();
+        let size = self.element_size();
         if data.len() % size != 0 {
             return Err(PyValueError::new_err(format!(
                 "{} bytes are not a whole number of {}-byte elements",
@@ -229,84 +362,143 @@ impl Operator {
             }
             _ => return Err(PyValueError::new_err("one kind of segments at a time")),
         };
-        // The runs each scanned on its own: from each head to the next.
-        let is_head = |i: usize| i == 0 || segments.as_ref().is_some_and(|s| s.is_head(i));
-        let starts: Vec<usize> = (0..n).filter(|&i| is_head(i)).collect();
-        let init = init.map(|v| self.value_of(v)).transpose()?;
-        let kind = match (inclusive, init) {
-            (true, None) => ScanKind::Inclusive,
-            (false, None) => ScanKind::Exclusive,
-            (true, Some(v)) => ScanKind::InclusiveWithInit(v),
-            (false, Some(v)) => ScanKind::ExclusiveWithInit(v),
-        };
-        let p = self.element;
-        let mut values: Vec<Value> = data
-            .chunks_exact(size)
-            .map(|chunk| {
-                let mut bits = [0u8; 8];
-                bits[..size].copy_from_slice(chunk);
-                Value::from_bits(p, u64::from_le_bytes(bits))
-            })
-            .collect();
-        let op = self.values();
         let direction = if reverse {
             Direction::Reverse
         } else {
             Direction::Forward
         };
-        let empty = init.unwrap_or(op.identity());
-        let totals: Vec<Value> = py.detach(|| {
-            let ends = starts.iter().skip(1).copied().chain([n]);
-            let carries: Vec<(usize, Value)> = starts
-                .iter()
-                .zip(ends)
-                .map(|(&start, end)| {
-                    let carry = scan_core::cpu::scan_with(
+        match self.struct_values() {
+            None => {
+                let p = self.prim()?;
+                let leaves = [Leaf {
+                    path: String::new(),
+                    prim: p,
+                    offset: 0,
+                }];
+                let mut values: Vec<Value> = decode(data, size, &leaves)
+                    .into_iter()
+                    .map(|v| v[0])
+                    .collect();
+                let init = init.map(|v| self.value_of(v)).transpose()?;
+                let op = self.values()?;
+                let totals = py.detach(|| {
+                    scan_segments(
+                        &mut values,
+                        segments,
                         op.identity(),
                         |x, y| op.combine(x, y).value,
-                        kind,
+                        kind_of(inclusive, init),
                         direction,
-                        &mut values[start..end],
-                    );
-                    (start, carry)
-                })
-                .collect();
-            match &segments {
-                None => vec![carries.first().map_or(empty, |c| c.1)],
-                Some(segments) => segment_ranges(*segments, n)
-                    .into_iter()
-                    .map(|range| {
-                        if range.is_empty() {
-                            empty
-                        } else {
-                            // A non-empty segment starts at a head and ends
-                            // at the next (segment_ranges' windows too).
-                            let k = carries.partition_point(|c| c.0 < range.start);
-                            carries[k].1
+                    )
+                });
+                let wrap = |v: Vec<Value>| v.into_iter().map(|x| vec![x]).collect::<Vec<_>>();
+                Ok((
+                    PyBytes::new(py, &encode(&wrap(values), size, &leaves)),
+                    PyBytes::new(py, &encode(&wrap(totals), size, &leaves)),
+                ))
+            }
+            Some((op, leaves, size)) => {
+                let mut values = decode(data, size, leaves);
+                let init = match init {
+                    Some(v) => {
+                        let bytes: Vec<u8> = v.extract()?;
+                        if bytes.len() != size {
+                            return Err(PyValueError::new_err(format!(
+                                "an initial element of {size} bytes expected"
+                            )));
                         }
-                    })
-                    .collect(),
+                        Some(decode(&bytes, size, leaves).remove(0))
+                    }
+                    None => None,
+                };
+                let totals = py.detach(|| {
+                    scan_segments(
+                        &mut values,
+                        segments,
+                        op.identity(),
+                        |x: Vec<Value>, y: Vec<Value>| op.combine(&x, &y),
+                        kind_of(inclusive, init),
+                        direction,
+                    )
+                });
+                Ok((
+                    PyBytes::new(py, &encode(&values, size, leaves)),
+                    PyBytes::new(py, &encode(&totals, size, leaves)),
+                ))
             }
-        });
-        let bytes = |values: &[Value]| {
-            let mut out = Vec::with_capacity(values.len() * size);
-            for v in values {
-                out.extend_from_slice(&v.to_bits().to_le_bytes()[..size]);
-            }
-            out
-        };
-        Ok((
-            PyBytes::new(py, &bytes(&values)),
-            PyBytes::new(py, &bytes(&totals)),
-        ))
+        }
     }
 
     fn __repr__(&self) -> String {
         format!(
             "<gpu_scan operator {} over {}>",
             self.desc.name,
-            self.element.rust_name()
+            self.element()
         )
+    }
+}
+
+/// The scan's kind from `inclusive` and `init`.
+fn kind_of<E>(inclusive: bool, init: Option<E>) -> ScanKind<E> {
+    match (inclusive, init) {
+        (true, None) => ScanKind::Inclusive,
+        (false, None) => ScanKind::Exclusive,
+        (true, Some(v)) => ScanKind::InclusiveWithInit(v),
+        (false, Some(v)) => ScanKind::ExclusiveWithInit(v),
+    }
+}
+
+/// Scans `values` in place, each segment on its own (none: the whole),
+/// and returns the totals: each segment's carry-out, as `segment_ranges`
+/// lists the segments (an empty one's the initial value or the
+/// identity), or the whole's.
+fn scan_segments<E: Clone>(
+    values: &mut [E],
+    segments: Option<Segments<'_>>,
+    identity: E,
+    combine: impl Fn(E, E) -> E,
+    kind: ScanKind<E>,
+    direction: Direction,
+) -> Vec<E> {
+    let n = values.len();
+    let init = match &kind {
+        ScanKind::InclusiveWithInit(v) | ScanKind::ExclusiveWithInit(v) => Some(v.clone()),
+        _ => None,
+    };
+    let empty = init.unwrap_or_else(|| identity.clone());
+    // The runs each scanned on its own: from each head to the next.
+    let is_head = |i: usize| i == 0 || segments.as_ref().is_some_and(|s| s.is_head(i));
+    let starts: Vec<usize> = (0..n).filter(|&i| is_head(i)).collect();
+    let ends = starts.iter().skip(1).copied().chain([n]);
+    let carries: Vec<(usize, E)> = starts
+        .iter()
+        .zip(ends)
+        .map(|(&start, end)| {
+            let carry = scan_core::cpu::scan_with(
+                identity.clone(),
+                &combine,
+                kind.clone(),
+                direction,
+                &mut values[start..end],
+            );
+            (start, carry)
+        })
+        .collect();
+    match segments {
+        None => vec![carries.first().map_or(empty, |c| c.1.clone())],
+        Some(segments) => segment_ranges(segments, n)
+            .into_iter()
+            .map(|range| {
+                if range.is_empty() {
+                    empty.clone()
+                } else {
+                    // A non-empty segment starts at a head and ends at the
+                    // next (segment_ranges' windows too).
+                    let k = carries.partition_point(|c| c.0 < range.start);
+                    carries[k].1.clone()
+                }
+            })
+            .collect(),
     }
 }
 

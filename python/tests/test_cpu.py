@@ -451,3 +451,128 @@ def test_backend_says_why_not_a_gpu():
 
     with pytest.raises(NotImplementedError, match="CPU backend only"):
         gpu_scan.scan(latest, OnTheGpu())
+
+
+@gpu_scan.op(dtype={"a": "f32", "b": "f32"}, identity=(1.0, 0.0))
+def affine(x, y):
+    """Affine maps v -> a*v + b composed, x first: not commutative."""
+    return (x.a * y.a, y.a * x.b + y.b)
+
+
+def affine_reference(x, y):
+    f = np.float32
+    return (f(x[0]) * f(y[0]), f(y[0]) * f(x[1]) + f(y[1]))
+
+
+@gpu_scan.op(dtype={"m": ("u32", 2), "span": {"first": "i16", "last": "i16"}, "joins": "u32"}, identity=([0, 1], (0, 0), 0))
+def join(x, y):
+    """Nested structs and array fields: sums and products of the array,
+    the first of x's span and the last of y's, counted joins."""
+    return {
+        "m": [x.m[0] + y.m[0], x.m[1] * y.m[1]],
+        "span": (x.span.first, y.span.last),
+        "joins": x.joins + y.joins + 1,
+    }
+
+
+def join_reference(x, y):
+    mask = (1 << 32) - 1
+    return (
+        [(x[0][0] + y[0][0]) & mask, (x[0][1] * y[0][1]) & mask],
+        (x[1][0], y[1][1]),
+        (x[2] + y[2] + 1) & mask,
+    )
+
+
+def records(op, values):
+    return np.array([tuple(v) for v in values], dtype=op.dtype)
+
+
+def test_struct_elements_every_kind_and_direction():
+    r = rng(29)
+    for n in LENGTHS:
+        a = np.zeros(n, dtype=affine.dtype)
+        a["a"] = r.uniform(-2, 2, n).astype(np.float32)
+        a["b"] = r.uniform(-2, 2, n).astype(np.float32)
+        items = [(np.float32(x), np.float32(y)) for x, y in zip(a["a"], a["b"])]
+        flags = r.random(n) < 0.1
+        starts = [i for i in range(n) if i == 0 or flags[i]]
+        for exclusive in (False, True):
+            for reverse in (False, True):
+                for init in (None, (np.float32(0.5), np.float32(-1.0))):
+                    args = dict(exclusive=exclusive, reverse=reverse, init=init)
+                    want = reference(affine_reference, (np.float32(1), np.float32(0)), items, **args)
+                    got = gpu_scan.scan(affine, a, **args)
+                    assert [tuple(v) for v in got.tolist()] == [tuple(float(f) for f in w) for w in want], (n, args)
+                    got = gpu_scan.scan(affine, a, flags=flags, **args)
+                    want = segmented_reference(affine_reference, (np.float32(1), np.float32(0)), items, starts, **args)
+                    assert [tuple(v) for v in got.tolist()] == [tuple(float(f) for f in w) for w in want], (n, args, "flags")
+
+
+def test_nested_structs_and_array_fields():
+    r = rng(31)
+    n = 300
+    values = [
+        ([int(r.integers(0, 1 << 32)), int(r.integers(0, 1 << 32))], (int(r.integers(-(1 << 15), 1 << 15)), int(r.integers(-(1 << 15), 1 << 15))), int(r.integers(0, 1 << 32)))
+        for _ in range(n)
+    ]
+    a = records(join, values)
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            got = gpu_scan.scan(join, a, exclusive=exclusive, reverse=reverse)
+            want = reference(join_reference, ([0, 1], (0, 0), 0), values, exclusive, reverse)
+            got = [(list(m), tuple(span), joins) for m, span, joins in got.tolist()]
+            assert got == [(list(m), tuple(s), j) for m, s, j in want], (exclusive, reverse)
+    def plain(record):
+        m, span, joins = record.tolist()
+        return (list(m), tuple(span), joins)
+
+    assert plain(join.identity) == ([0, 1], (0, 0), 0)
+    for x, y in zip(values, values[1:]):
+        assert plain(join(x, y)) == tuple(join_reference(x, y))
+
+
+def test_struct_arrays_of_another_layout_are_converted():
+    packed = np.dtype([("a", "<f4"), ("b", "<f4")])  # align=False: the same offsets here
+    mixed = {"flag": "u8", "v": "f64"}
+
+    @gpu_scan.op(dtype=mixed, identity=(0, 0.0))
+    def last_flagged(x, y):
+        return y if y.flag != 0 else x
+
+    assert last_flagged.dtype.itemsize == 16 and last_flagged.dtype.fields["v"][1] == 8
+    unaligned = np.array([(1, 2.0), (0, 3.0), (1, 4.0)], dtype=np.dtype([("flag", "u1"), ("v", "<f8")]))
+    assert unaligned.dtype.itemsize == 9
+    got = gpu_scan.scan(last_flagged, unaligned)
+    assert got.tolist() == [(1, 2.0), (1, 2.0), (1, 4.0)]
+    assert gpu_scan.scan(affine, np.array([(2, 1), (3, 0)], dtype=packed)).tolist() == [(2.0, 1.0), (6.0, 3.0)]
+    with pytest.raises(TypeError, match="astype"):
+        gpu_scan.scan(last_flagged, np.zeros(3, dtype=[("flag", "u1"), ("w", "<f8")]))
+
+
+def test_struct_totals_and_the_cuda():
+    a = records(affine, [(2, 1), (3, 0), (1, 5), (0.5, 2)])
+    _, sums = gpu_scan.scan(affine, a, offsets=[0, 2, 2, 4], totals=True)
+    assert sums.tolist() == [(6.0, 3.0), (1.0, 0.0), (0.5, 4.5)]
+    source = affine.cuda_source()
+    name = affine.dtype  # the struct's declaration comes first, then the policy
+    assert source.index("struct py_struct_") < source.index(f"struct {affine.name}")
+    assert name.names == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("@gpu_scan.op(dtype={'a': 'f32', 'b': 'f32'}, identity=(1.0, 0.0))\ndef f(x, y):\n    return (x.a, y.b, x.b)\n", ("2 fields, the tuple 3", 6)),
+        ("@gpu_scan.op(dtype={'a': 'u32', 'b': 'f32'}, identity=(1, 0.0))\ndef f(x, y):\n    return (x.a, x.b / y.b)\n", ("every field a float", 6)),
+        ("@gpu_scan.op(dtype={'a': 'f32', 'b': 'f32'}, identity=(1.0, 0.0))\ndef f(x, y):\n    t = (x.a, y.b)\n    return t\n", ("where one is returned", 6)),
+        ("@gpu_scan.op(dtype={'a': 'f32', 'b': 'f32'}, identity=(1.0, 0.0))\ndef f(x, y):\n    return (x.c, y.b)\n", ("no field `c`", None)),
+    ],
+)
+def test_struct_errors(source, expected):
+    source_error(source, expected)
+
+
+def test_struct_identity_of_the_wrong_shape():
+    with pytest.raises(TypeError, match="tuple of its 2 fields"):
+        gpu_scan.op(dtype={"a": "f32", "b": "f32"}, identity=(1.0,))(affine.function)

@@ -109,9 +109,10 @@ fn scan_run_in_place<Op: ScanOp>(
     scan_run_with(Op::IDENTITY, &Op::combine, inclusive, seed, reverse, data)
 }
 
-/// [`scan_run_in_place`] with the operator given as values.
+/// [`scan_run_in_place`] with the operator given as values (cloned where a
+/// value goes two places: copies for a `ScanOp`'s elements).
 #[inline]
-fn scan_run_with<E: Copy>(
+fn scan_run_with<E: Clone>(
     identity: E,
     combine: &impl Fn(E, E) -> E,
     inclusive: bool,
@@ -122,13 +123,17 @@ fn scan_run_with<E: Copy>(
     let mut running = seed;
     for k in 0..data.len() {
         let i = nth_index(reverse, data.len(), k);
-        let next = step_with(combine, reverse, running, data[i]);
-        data[i] = if inclusive {
-            next
+        let x = data[i].clone();
+        if inclusive {
+            let next = step_with(combine, reverse, running.take(), x);
+            data[i] = next.clone();
+            running = Some(next);
         } else {
-            running.unwrap_or(identity)
-        };
-        running = Some(next);
+            let before = running.take();
+            let next = step_with(combine, reverse, before.clone(), x);
+            data[i] = before.unwrap_or_else(|| identity.clone());
+            running = Some(next);
+        }
     }
     running.unwrap_or(identity)
 }
@@ -149,16 +154,21 @@ fn scan_run_with<E: Copy>(
 /// assert_eq!(maps, [(2, 1), (6, 3), (6, 8)]);
 /// assert_eq!(carry, (6, 8));
 /// ```
-pub fn scan_with<E: Copy>(
+pub fn scan_with<E: Clone>(
     identity: E,
     combine: impl Fn(E, E) -> E,
     kind: ScanKind<E>,
     direction: crate::Direction,
     data: &mut [E],
 ) -> E {
-    let inclusive = kind.is_inclusive();
+    let (inclusive, seed) = match kind {
+        ScanKind::Inclusive => (true, None),
+        ScanKind::Exclusive => (false, None),
+        ScanKind::InclusiveWithInit(init) => (true, Some(init)),
+        ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
+    };
     let reverse = direction == crate::Direction::Reverse;
-    scan_run_with(identity, &combine, inclusive, kind.init(), reverse, data)
+    scan_run_with(identity, &combine, inclusive, seed, reverse, data)
 }
 
 /// A chunk's total, `chunk[0] ∘ … ∘ chunk[last]` (the same in either
