@@ -243,6 +243,28 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Every binary operator, in declaration order.
+    pub const ALL: [BinOp; 18] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::BitAnd,
+        BinOp::BitOr,
+        BinOp::BitXor,
+        BinOp::Shl,
+        BinOp::Shr,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+    ];
+
     /// Comparisons and logical operators: printed as C++ infix operators.
     pub fn is_infix_in_cuda(self) -> bool {
         matches!(

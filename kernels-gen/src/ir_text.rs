@@ -231,27 +231,6 @@ fn binop_name(op: BinOp) -> &'static str {
     }
 }
 
-const BINOPS: [BinOp; 18] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::Rem,
-    BinOp::BitAnd,
-    BinOp::BitOr,
-    BinOp::BitXor,
-    BinOp::Shl,
-    BinOp::Shr,
-    BinOp::And,
-    BinOp::Or,
-    BinOp::Eq,
-    BinOp::Ne,
-    BinOp::Lt,
-    BinOp::Le,
-    BinOp::Gt,
-    BinOp::Ge,
-];
-
 fn suffix(out: &mut String, suffix: Option<Prim>) {
     out.push(' ');
     out.push_str(suffix.map_or("-", Prim::rust_name));
@@ -921,7 +900,7 @@ impl<'a> Parser<'a> {
                 Expr::Array(items)
             }
             "repeat" => Expr::Repeat(self.boxed()?, self.number("a count")?),
-            _ => match BINOPS.iter().find(|op| binop_name(**op) == head) {
+            _ => match BinOp::ALL.iter().find(|op| binop_name(**op) == head) {
                 Some(&op) => Expr::Binary(op, self.boxed()?, self.boxed()?),
                 None => {
                     self.at = head_at;
@@ -1064,7 +1043,7 @@ mod tests {
         let text = print(&op, &params);
         assert_eq!(parse(&text).unwrap(), (op, params), "{text}");
         // Every binary operator by its name.
-        for b in BINOPS {
+        for b in BinOp::ALL {
             let e = Expr::Binary(b, Box::new(var("x")), Box::new(var("y")));
             let mut out = String::new();
             expr(&mut out, &e);
