@@ -36,32 +36,44 @@ struct Operator {
 
 /// Elements as little-endian bytes: `size` bytes each, `leaves` at their
 /// offsets (padding written as zero).
+/// The value of `leaf` in an element's bytes.
+fn read_leaf(element: &[u8], leaf: &Leaf) -> Value {
+    let mut bits = [0u8; 8];
+    let width = leaf.prim.size();
+    bits[..width].copy_from_slice(&element[leaf.offset..leaf.offset + width]);
+    Value::from_bits(leaf.prim, u64::from_le_bytes(bits))
+}
+
+/// Writes `v` as `leaf` of an element's bytes.
+fn write_leaf(element: &mut [u8], leaf: &Leaf, v: Value) {
+    let width = leaf.prim.size();
+    element[leaf.offset..leaf.offset + width].copy_from_slice(&v.to_bits().to_le_bytes()[..width]);
+}
+
+/// Struct elements from their bytes: `size` bytes each, `leaves` at their
+/// offsets.
 fn decode(data: &[u8], size: usize, leaves: &[Leaf]) -> Vec<Vec<Value>> {
     data.chunks_exact(size)
-        .map(|element| {
-            leaves
-                .iter()
-                .map(|leaf| {
-                    let mut bits = [0u8; 8];
-                    let width = leaf.prim.size();
-                    bits[..width].copy_from_slice(&element[leaf.offset..leaf.offset + width]);
-                    Value::from_bits(leaf.prim, u64::from_le_bytes(bits))
-                })
-                .collect()
-        })
+        .map(|element| leaves.iter().map(|leaf| read_leaf(element, leaf)).collect())
         .collect()
 }
 
-fn encode(elements: &[Vec<Value>], size: usize, leaves: &[Leaf]) -> Vec<u8> {
+/// Elements as bytes, `size` each (padding zero), each written by `write`.
+fn encode<T>(elements: &[T], size: usize, write: impl Fn(&mut [u8], &T)) -> Vec<u8> {
     let mut out = vec![0u8; elements.len() * size];
     for (element, bytes) in elements.iter().zip(out.chunks_exact_mut(size)) {
-        for (leaf, v) in leaves.iter().zip(element) {
-            let width = leaf.prim.size();
-            bytes[leaf.offset..leaf.offset + width]
-                .copy_from_slice(&v.to_bits().to_le_bytes()[..width]);
-        }
+        write(bytes, element);
     }
     out
+}
+
+/// [`encode`] of struct elements.
+fn encode_leaves(elements: &[Vec<Value>], size: usize, leaves: &[Leaf]) -> Vec<u8> {
+    encode(elements, size, |bytes, element| {
+        for (leaf, v) in leaves.iter().zip(element) {
+            write_leaf(bytes, leaf, *v);
+        }
+    })
 }
 
 impl Operator {
@@ -254,7 +266,7 @@ impl Operator {
         match self.struct_values() {
             None => to_python(py, self.values()?.identity()),
             Some((values, leaves, size)) => {
-                Ok(PyBytes::new(py, &encode(&[values.identity()], size, leaves)).into_any())
+                Ok(PyBytes::new(py, &encode_leaves(&[values.identity()], size, leaves)).into_any())
             }
         }
     }
@@ -281,7 +293,7 @@ impl Operator {
                 }
                 let (x, y) = (decode(&x, size, leaves), decode(&y, size, leaves));
                 let z = values.combine(&x[0], &y[0]);
-                Ok(PyBytes::new(py, &encode(&[z], size, leaves)).into_any())
+                Ok(PyBytes::new(py, &encode_leaves(&[z], size, leaves)).into_any())
             }
         }
     }
@@ -370,14 +382,15 @@ impl Operator {
         match self.struct_values() {
             None => {
                 let p = self.prim()?;
-                let leaves = [Leaf {
+                // One leaf, the whole element: no vector an element.
+                let leaf = Leaf {
                     path: String::new(),
                     prim: p,
                     offset: 0,
-                }];
-                let mut values: Vec<Value> = decode(data, size, &leaves)
-                    .into_iter()
-                    .map(|v| v[0])
+                };
+                let mut values: Vec<Value> = data
+                    .chunks_exact(size)
+                    .map(|element| read_leaf(element, &leaf))
                     .collect();
                 let init = init.map(|v| self.value_of(v)).transpose()?;
                 let op = self.values()?;
@@ -391,10 +404,10 @@ impl Operator {
                         direction,
                     )
                 });
-                let wrap = |v: Vec<Value>| v.into_iter().map(|x| vec![x]).collect::<Vec<_>>();
+                let write = |bytes: &mut [u8], v: &Value| write_leaf(bytes, &leaf, *v);
                 Ok((
-                    PyBytes::new(py, &encode(&wrap(values), size, &leaves)),
-                    PyBytes::new(py, &encode(&wrap(totals), size, &leaves)),
+                    PyBytes::new(py, &encode(&values, size, write)),
+                    PyBytes::new(py, &encode(&totals, size, write)),
                 ))
             }
             Some((op, leaves, size)) => {
@@ -422,8 +435,8 @@ impl Operator {
                     )
                 });
                 Ok((
-                    PyBytes::new(py, &encode(&values, size, leaves)),
-                    PyBytes::new(py, &encode(&totals, size, leaves)),
+                    PyBytes::new(py, &encode_leaves(&values, size, leaves)),
+                    PyBytes::new(py, &encode_leaves(&totals, size, leaves)),
                 ))
             }
         }
