@@ -9,7 +9,6 @@
 use crate::entry::Operands;
 use crate::error::{Result, ScanError};
 use crate::gpu::GpuScanner;
-use crate::kernels::layout;
 use crate::launch;
 use crate::path::MAX_TILES;
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, ValidAsZeroBits};
@@ -57,11 +56,11 @@ where
         if n == 0 {
             return Ok(0);
         }
-        let tiles = layout::<Op>().columns_tiles(n / row_length, row_length);
+        let tiles = self.op.layout.columns_tiles(n / row_length, row_length);
         if tiles > MAX_TILES {
             return Err(ScanError::TooLong {
                 len: n,
-                max: MAX_TILES * Op::tile_items(),
+                max: MAX_TILES * self.op.tile_items(),
             });
         }
         self.workspace_allocations += self.workspace(stream).reserve_columns(stream, tiles)?;
@@ -87,7 +86,7 @@ where
         } else {
             Kernel::ColumnsExclusive
         };
-        let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
+        let seed = spec.kind.init().unwrap_or(self.identity);
         let abi = KernelAbi::plain(kernel)
             .in_direction(spec.direction)
             .expect("every plain kernel runs in both directions");
@@ -97,7 +96,11 @@ where
             None => {
                 let per_sm = kernel
                     .function
-                    .occupancy_max_active_blocks_per_multiprocessor(Op::BLOCK_THREADS, 0, None)?;
+                    .occupancy_max_active_blocks_per_multiprocessor(
+                        self.op.block_threads(),
+                        0,
+                        None,
+                    )?;
                 let blocks = per_sm as usize * crate::device::multiprocessors(&self.ctx)?;
                 self.column_residency = Some(blocks);
                 blocks
@@ -105,7 +108,7 @@ where
         };
         let rows = n / row_length;
         let strips = row_length.div_ceil(kernels_gen::COLUMNS_PER_TILE);
-        let row_lanes = layout::<Op>().column_row_lanes(row_length);
+        let row_lanes = self.op.layout.column_row_lanes(row_length);
         // Strips that fill at least half the device's resident blocks walk
         // down their columns, one block each; fewer strips split their
         // columns into tiles chained by look-back, which keeps the device
@@ -126,7 +129,7 @@ where
         );
         let config = LaunchConfig {
             grid_dim: (grid as u32, 1, 1),
-            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            block_dim: (self.op.block_threads(), 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: (const T* input, T* output, void* status, T* aggregates, T* prefixes,
@@ -137,6 +140,6 @@ where
         // one block per tile (per strip when walking), so the launch takes exactly the
         // indices the kernel expects. In place is safe: every element is read and
         // written by one thread, which reads its items first.
-        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
+        unsafe { launch::launch(stream, &kernel.function, abi, self.op.name, &args, config) }
     }
 }

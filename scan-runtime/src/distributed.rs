@@ -694,7 +694,7 @@ where
     if input != output {
         return Err(ScanError::LengthMismatch { input, output }.into());
     }
-    GpuScanner::<Op>::check_length(input)?;
+    crate::gpu::check_length(&crate::operator::OperatorProgram::of::<Op>(), input)?;
     Ok(input)
 }
 

@@ -102,12 +102,17 @@ where
         launch: impl FnOnce(&mut Self, P, Bound) -> Result<()>,
     ) -> Result<()> {
         let law_check = Self::first_call_law_check;
-        self.enter_typed(stream, operands, n, carry_out, law_check, prepare, launch)
+        let align = self.op.element_align;
+        self.enter_typed(
+            stream, operands, n, carry_out, align, law_check, prepare, launch,
+        )
     }
 
     /// [`GpuScanner::enter`] over buffers of other types than the
     /// operator's (a staged scan's), whose first-call law check is
-    /// `law_check` (given the input's address and length).
+    /// `law_check` (given the input's address and length), and whose
+    /// input, output and carry-out slot must be aligned to `align` bytes
+    /// (checked: a built operator's buffers are bytes).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn enter_typed<P, I, O>(
         &mut self,
@@ -115,6 +120,7 @@ where
         operands: Operands<'_, I, O>,
         n: usize,
         carry_out: &mut impl DeviceCarryOut<Op::Element>,
+        align: usize,
         law_check: impl FnOnce(&mut Self, &Arc<CudaStream>, u64, usize) -> Result<()>,
         prepare: impl FnOnce(&mut Self) -> Result<P>,
         launch: impl FnOnce(&mut Self, P, Bound) -> Result<()>,
@@ -132,8 +138,26 @@ where
                 (ptr, ptr, [Some(guard), None])
             }
         };
-        law_check(self, stream, src, n)?;
         let slots = carry_out.slots(&at);
+        let addresses = [
+            ("the input", src),
+            ("the output", dst),
+            ("the carry-out slot", slots.carry),
+        ];
+        if align > 1 {
+            for (what, address) in addresses {
+                if address % align as u64 != 0 {
+                    return Err(ScanError::ElementBuffer {
+                        what,
+                        bytes: 0,
+                        address,
+                        size: self.op.element_size(),
+                        align,
+                    });
+                }
+            }
+        }
+        law_check(self, stream, src, n)?;
         let bound = Bound {
             src,
             dst,

@@ -280,6 +280,28 @@ pub enum ScanError {
     /// The GPU backend was requested explicitly but is unusable.
     #[error("the GPU backend was requested but is unusable: {0}")]
     GpuUnavailable(Box<ScanError>),
+    /// An operator built at run time from its text
+    /// ([`DynOperator::from_text`](crate::DynOperator::from_text)) was
+    /// refused: a malformed text, a type rustc would reject, an element
+    /// the kernels do not take.
+    #[error("operator refused: {0}")]
+    InvalidOperator(String),
+    /// A buffer given to a built operator's scan
+    /// ([`DynScanner`](crate::DynScanner)) does not hold whole elements,
+    /// or lies at an address the element's alignment does not allow.
+    #[error("{what}: {bytes} bytes at {address:#x}: elements of {size} bytes aligned to {align} expected")]
+    ElementBuffer {
+        /// Which buffer.
+        what: &'static str,
+        /// Its length in bytes.
+        bytes: usize,
+        /// Its device address (0 where not yet known).
+        address: u64,
+        /// The element's size.
+        size: usize,
+        /// The element's alignment.
+        align: usize,
+    },
 }
 
 impl From<scan_core::LengthMismatch> for ScanError {

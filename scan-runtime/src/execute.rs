@@ -7,8 +7,9 @@
 use crate::entry::Bound;
 use crate::error::Result;
 use crate::gpu::{plan_request, GpuScanner, ReadyPipelined};
-use crate::kernels::{layout, LoadedKernel};
+use crate::kernels::LoadedKernel;
 use crate::launch::{self, Heads, TileScanArgs};
+use crate::operator::OperatorProgram;
 use crate::path::ScanPath;
 use crate::plan::{self, Path, Step};
 use crate::segments::DeviceSegments;
@@ -134,7 +135,7 @@ where
         let scan = TileScan::new(
             spec.kind,
             spec.direction,
-            Op::IDENTITY,
+            self.identity,
             b.src,
             b.dst,
             b.n,
@@ -171,7 +172,7 @@ where
                 Pass::Pipelined,
             ],
         };
-        let shared_bytes = pipelined_shared_bytes::<Op>(family);
+        let shared_bytes = pipelined_shared_bytes(&self.op, family);
         for &pass in passes {
             let Some(abi) = family.kernel(pass, inclusive, direction) else {
                 continue;
@@ -181,7 +182,7 @@ where
                 continue;
             }
             if pass == Pass::DeterministicPipelined
-                && !(layout::<Op>().deterministic_pipelined()
+                && !(self.op.layout.deterministic_pipelined()
                     && plan::deterministic_one_pass_wanted(&self.tuning))
             {
                 continue;
@@ -205,7 +206,8 @@ where
         let n = a.n as usize;
         let family = scan.family(self.tuning.segmented_strategy);
         let kernel = |pass| family.kernel(pass, scan.inclusive, scan.direction);
-        let mut request = plan_request::<Op>(
+        let mut request = plan_request(
+            &self.op,
             n,
             scan.direction,
             scan.segments.map(|(_, planned)| planned),
@@ -218,7 +220,7 @@ where
             // a deterministic staged scan takes reduce-then-scan.
             request.deterministic.tile_items = 0;
         }
-        let shared_bytes = pipelined_shared_bytes::<Op>(family);
+        let shared_bytes = pipelined_shared_bytes(&self.op, family);
         // A deterministic plain scan's one pass is the pipelined pass with
         // its deterministic lookahead.
         let pipelined = if self.tuning.deterministic && family == Family::Plain {
@@ -278,7 +280,7 @@ where
             // load, on 16-byte aligned buffers (the request said so). The
             // deterministic passes' totals and tile prefixes fit the
             // totals scratch reserved for the path (`Path::scratch`).
-            unsafe { launch::launch_loaded(stream, &kernel, abi, Op::NAME, &args, config) }?;
+            unsafe { launch::launch_loaded(stream, &kernel, abi, self.op.name, &args, config) }?;
         }
         Ok(())
     }
@@ -299,14 +301,15 @@ where
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        let blocks = |x: usize| shape(x, Op::BLOCK_THREADS);
+        let block_threads = self.op.block_threads();
+        let blocks = |x: usize| shape(x, block_threads);
         Ok(match step.pass {
             Pass::DeterministicReduce | Pass::DeterministicScan => {
                 // A block a tile, with the stage its kernel was given.
                 let kernel = self.kernel(abi)?;
                 let config = LaunchConfig {
                     shared_mem_bytes: kernel.tile_shared,
-                    ..shape(step.tiles, layout::<Op>().deterministic_threads())
+                    ..shape(step.tiles, self.op.layout.deterministic_threads())
                 };
                 (kernel, abi, config, step)
             }
@@ -330,10 +333,10 @@ where
 
 /// Dynamic shared memory of `family`'s pipelined pass for `Op` (0: it
 /// cannot take that pass).
-fn pipelined_shared_bytes<Op: ScanOp>(family: Family) -> usize {
+fn pipelined_shared_bytes(op: &OperatorProgram, family: Family) -> usize {
     match family {
-        Family::Plain => layout::<Op>().pipelined_shared_bytes,
-        Family::Segmented(..) => layout::<Op>().pipelined_segmented_shared_bytes,
+        Family::Plain => op.layout.pipelined_shared_bytes,
+        Family::Segmented(..) => op.layout.pipelined_segmented_shared_bytes,
         Family::Staged(_) => 0,
     }
 }

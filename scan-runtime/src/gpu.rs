@@ -5,11 +5,12 @@ use crate::capture::AddressStream;
 use crate::error::{Result, ScanError};
 use crate::fast_hash::FastMap;
 use crate::kernels::{
-    compile_target, kernel_without_compiling, layout, load_kernel, quick_kernel, wait_for_compiles,
+    compile_target, kernel_without_compiling, load_kernel, quick_kernel, wait_for_compiles,
     Availability, ColdKernel, LoadedKernel, PipelinedLaunch, ProgramStats,
 };
 use crate::launch::{self, PassScratch, TileScanArgs};
-use crate::path::{pipelined_tile_items, small_tile_items, ScanPath, MAX_TILES};
+use crate::operator::OperatorProgram;
+use crate::path::{ScanPath, MAX_TILES};
 use crate::plan::{self, Path, Readiness, Scratch};
 use crate::tuning::Tuning;
 use crate::workspace::{single_pass_bytes, stream_key, SinglePassArgs, Workspace};
@@ -118,7 +119,7 @@ pub struct GpuScanner<Op: ScanOp> {
     stats: ProgramStats,
     pub(crate) disk: DiskCache,
     /// Scratch, one workspace per stream (keyed by [`stream_key`]).
-    workspaces: FastMap<usize, Workspace<Op::Element>>,
+    workspaces: FastMap<usize, Workspace>,
     pub(crate) workspace_allocations: usize,
     pub(crate) tuning: Tuning,
     pub(crate) law_check: LawCheck,
@@ -131,6 +132,11 @@ pub struct GpuScanner<Op: ScanOp> {
     pub(crate) area_residency: Option<usize>,
     /// Where buffers' addresses are taken while a stream is captured.
     addresses: AddressStream,
+    /// What its kernels are compiled from.
+    pub(crate) op: OperatorProgram,
+    /// The operator's identity ([`ScanOp::IDENTITY`], or a built
+    /// operator's).
+    pub(crate) identity: Op::Element,
     _op: PhantomData<Op>,
 }
 
@@ -150,7 +156,7 @@ impl<Op: ScanOp> Drop for GpuScanner<Op> {
     /// Waits for the background compiles of `Op`'s kernels (see the type's
     /// docs, **First use**).
     fn drop(&mut self) {
-        wait_for_compiles::<Op>(&self.ctx);
+        wait_for_compiles(&self.op, &self.ctx);
     }
 }
 
@@ -165,6 +171,18 @@ where
 
     /// A scanner on `ctx` with an explicit disk cache.
     pub fn with_disk_cache(ctx: &Arc<CudaContext>, disk: &DiskCache) -> Result<Self> {
+        Self::with_operator(ctx, disk, OperatorProgram::of::<Op>(), Op::IDENTITY)
+    }
+
+    /// A scanner on `ctx` of the operator whose program is `op` and whose
+    /// identity is `identity` (`Op`'s own, or an operator built at run
+    /// time: [`crate::dynamic`]).
+    pub(crate) fn with_operator(
+        ctx: &Arc<CudaContext>,
+        disk: &DiskCache,
+        op: OperatorProgram,
+        identity: Op::Element,
+    ) -> Result<Self> {
         let (arch, _) = compile_target(ctx)?;
         Ok(GpuScanner {
             ctx: ctx.clone(),
@@ -181,6 +199,8 @@ where
             column_residency: None,
             area_residency: None,
             addresses: AddressStream::default(),
+            op,
+            identity,
             _op: PhantomData,
         })
     }
@@ -212,7 +232,7 @@ where
         if let Some(k) = self.kernels.get(&abi) {
             return Ok((k.clone(), ProgramStats::NONE));
         }
-        let (kernel, stats) = load_kernel::<Op>(&self.ctx, &self.disk, abi)?;
+        let (kernel, stats) = load_kernel(&self.op, &self.ctx, &self.disk, abi)?;
         Ok((self.keep(abi, kernel, stats), stats))
     }
 
@@ -235,7 +255,7 @@ where
             return self.kernel(abi).map(Some);
         }
         Ok(
-            match kernel_without_compiling::<Op>(&self.ctx, &self.disk, abi)? {
+            match kernel_without_compiling(&self.op, &self.ctx, &self.disk, abi)? {
                 Availability::Ready(kernel, stats) => Some(self.keep(abi, kernel, stats)),
                 Availability::Compiling => None,
                 Availability::Cold(cold) => {
@@ -267,14 +287,14 @@ where
         if !self.may_compile_in_background(stream)? {
             return self.kernel(abi);
         }
-        let cold = match kernel_without_compiling::<Op>(&self.ctx, &self.disk, abi)? {
+        let cold = match kernel_without_compiling(&self.op, &self.ctx, &self.disk, abi)? {
             Availability::Ready(kernel, stats) => return Ok(self.keep(abi, kernel, stats)),
             Availability::Compiling => None,
             Availability::Cold(cold) => Some(cold),
         };
         let quick = match self.quick.get(&abi) {
             Some(k) => Some(k.clone()),
-            None => quick_kernel::<Op>(&self.ctx, &self.disk, abi)?.map(|(kernel, stats)| {
+            None => quick_kernel(&self.op, &self.ctx, &self.disk, abi)?.map(|(kernel, stats)| {
                 self.stats = self.stats.then(stats);
                 self.quick.insert(abi, kernel.clone());
                 kernel
@@ -320,7 +340,7 @@ where
     /// share the machine with them.
     pub(crate) fn start_background_compiles(&mut self) -> Result<()> {
         for cold in std::mem::take(&mut self.cold) {
-            cold.compile_in_background::<Op>(&self.ctx, &self.disk)?;
+            cold.compile_in_background(&self.op, &self.ctx, &self.disk)?;
         }
         Ok(())
     }
@@ -355,7 +375,7 @@ where
     /// # Ok::<(), ScanError>(())
     /// ```
     pub fn wait_for_background_compiles(&self) {
-        wait_for_compiles::<Op>(&self.ctx);
+        wait_for_compiles(&self.op, &self.ctx);
     }
 
     /// How pipelined kernel `abi` launches here, compiling it if needed
@@ -394,14 +414,14 @@ where
 
     /// Elements per tile (one block's share).
     pub fn tile_items(&self) -> usize {
-        Op::tile_items()
+        self.op.tile_items()
     }
 
     /// Elements per small tile: the single pass uses these for inputs of at
     /// most [`Tuning::small_tile_limit`] elements, so that a short input
     /// spreads over more blocks.
     pub fn small_tile_items(&self) -> usize {
-        small_tile_items::<Op>()
+        self.op.small_tile_items()
     }
 
     /// Scratch bytes [`GpuScanner::reserve`] reserves for scans of `n`
@@ -413,21 +433,7 @@ where
     /// element and one byte per tile. None for a single tile.
     /// Each stream a scanner scans on has a workspace of its own.
     pub fn workspace_bytes(n: usize, path: ScanPath) -> usize {
-        let request = plan_request::<Op>(n, Direction::Forward, None, true);
-        match plan::reserved_scratch(&request, &Tuning::default().with_path(path)) {
-            Scratch::None => 0,
-            Scratch::SinglePass { tiles } => single_pass_bytes::<Op::Element>(tiles),
-            Scratch::TileTotals { tiles, flags } => {
-                tiles * (std::mem::size_of::<Op::Element>() + flags as usize)
-            }
-            Scratch::Deterministic {
-                single_pass,
-                totals,
-            } => {
-                single_pass_bytes::<Op::Element>(single_pass)
-                    + totals * (std::mem::size_of::<Op::Element>() + 1)
-            }
-        }
+        scratch_bytes(&OperatorProgram::of::<Op>(), n, path)
     }
 
     /// How many times this scanner has allocated workspace memory, on all
@@ -450,10 +456,12 @@ where
             }
             Scratch::TileTotals { tiles, flags } => {
                 self.reserve_tile_totals(tiles, flags, stream)?;
+                let element_size = self.op.element_size() as u64;
                 let workspace = self.workspace(stream);
                 PassScratch::TileTotals {
                     totals: workspace.tile_totals(),
                     flags: if flags { workspace.tile_flags() } else { 0 },
+                    element_size,
                 }
             }
             // Reserved only (GpuScanner::reserve): a path takes one of them.
@@ -469,8 +477,11 @@ where
     }
 
     /// The workspace of `stream` (created empty on first use).
-    pub(crate) fn workspace(&mut self, stream: &CudaStream) -> &mut Workspace<Op::Element> {
-        self.workspaces.entry(stream_key(stream)).or_default()
+    pub(crate) fn workspace(&mut self, stream: &CudaStream) -> &mut Workspace {
+        let element_size = self.op.element_size();
+        self.workspaces
+            .entry(stream_key(stream))
+            .or_insert_with(|| Workspace::new(element_size))
     }
 
     /// Makes sure `stream`'s reduce-then-scan scratch (one element per
@@ -505,9 +516,10 @@ where
         /// of which kernels a scan takes.
         #[doc(hidden)]
         pub fn kernel_symbols_for_tests(&self) -> Vec<String> {
-            let quick = self.quick.keys().map(|k| format!("{}~quick", k.symbol(Op::NAME)));
+            let name = self.op.name;
+            let quick = self.quick.keys().map(|k| format!("{}~quick", k.symbol(name)));
             let mut symbols: Vec<String> =
-                self.kernels.keys().map(|k| k.symbol(Op::NAME)).chain(quick).collect();
+                self.kernels.keys().map(|k| k.symbol(name)).chain(quick).collect();
             symbols.sort();
             symbols
         }
@@ -533,9 +545,11 @@ where
         tiles: usize,
         stream: &Arc<CudaStream>,
     ) -> Result<SinglePassArgs> {
-        let workspace = self.workspaces.entry(stream_key(stream)).or_default();
-        self.workspace_allocations += workspace.reserve_single_pass(stream, tiles)?;
-        Ok(workspace.single_pass_args())
+        let workspace = self.workspace(stream);
+        let allocated = workspace.reserve_single_pass(stream, tiles)?;
+        let args = workspace.single_pass_args();
+        self.workspace_allocations += allocated;
+        Ok(args)
     }
 
     /// The stream on which a scan enqueued on `stream` takes its buffers'
@@ -571,22 +585,15 @@ where
 
     /// [`ScanError::TooLong`] where `n` elements are more than the passes
     /// take.
-    pub(crate) fn check_length(n: usize) -> Result<()> {
-        let tiles = n.div_ceil(Op::tile_items());
-        if tiles > MAX_TILES {
-            return Err(ScanError::TooLong {
-                len: n,
-                max: MAX_TILES * Op::tile_items(),
-            });
-        }
-        Ok(())
+    pub(crate) fn check_length(&self, n: usize) -> Result<()> {
+        check_length(&self.op, n)
     }
 
     /// Checks the length and reserves the scratch of scans of up to `n`
     /// elements, plain or segmented ([`plan::reserved_scratch`]).
     pub(crate) fn prepare(&mut self, n: usize, stream: &Arc<CudaStream>) -> Result<()> {
-        Self::check_length(n)?;
-        let request = plan_request::<Op>(n, Direction::Forward, None, true);
+        self.check_length(n)?;
+        let request = plan_request(&self.op, n, Direction::Forward, None, true);
         let scratch = plan::reserved_scratch(&request, &self.tuning);
         self.reserve_scratch(scratch, stream).map(|_| ())
     }
@@ -624,20 +631,50 @@ where
         let args = launch::tile_pass(Pass::ScanTiles, &empty, PassScratch::None, 1);
         let config = LaunchConfig {
             grid_dim: (1, 1, 1),
-            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            block_dim: (self.op.block_threads(), 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: (const T* input, T* output, const T* tile_prefixes, T* carry_out,
         // T seed, u64 n), checked against the ABI table; n = 0, so the kernel reads
         // and writes no element (null input and output), and a null prefix array
         // selects the seed; carry holds one element.
-        unsafe { launch::launch(stream, function, abi, Op::NAME, &args, config) }
+        unsafe { launch::launch(stream, function, abi, self.op.name, &args, config) }
     }
 }
 
-/// What the planner needs to know of a scan of `n` elements of `Op`
+/// [`ScanError::TooLong`] where `n` elements of `op` are more than the
+/// passes take.
+pub(crate) fn check_length(op: &OperatorProgram, n: usize) -> Result<()> {
+    let tiles = n.div_ceil(op.tile_items());
+    if tiles > MAX_TILES {
+        return Err(ScanError::TooLong {
+            len: n,
+            max: MAX_TILES * op.tile_items(),
+        });
+    }
+    Ok(())
+}
+
+/// The scratch bytes [`GpuScanner::reserve`] reserves for scans of `n`
+/// elements of `op` on `path` ([`GpuScanner::workspace_bytes`]).
+pub(crate) fn scratch_bytes(op: &OperatorProgram, n: usize, path: ScanPath) -> usize {
+    let request = plan_request(op, n, Direction::Forward, None, true);
+    let size = op.element_size();
+    match plan::reserved_scratch(&request, &Tuning::default().with_path(path)) {
+        Scratch::None => 0,
+        Scratch::SinglePass { tiles } => single_pass_bytes(size, tiles),
+        Scratch::TileTotals { tiles, flags } => tiles * (size + flags as usize),
+        Scratch::Deterministic {
+            single_pass,
+            totals,
+        } => single_pass_bytes(size, single_pass) + totals * (size + 1),
+    }
+}
+
+/// What the planner needs to know of a scan of `n` elements of `op`
 /// ([`plan::Request`]).
-pub(crate) fn plan_request<Op: ScanOp>(
+pub(crate) fn plan_request(
+    op: &OperatorProgram,
     n: usize,
     direction: Direction,
     segments: Option<plan::Segments>,
@@ -645,20 +682,20 @@ pub(crate) fn plan_request<Op: ScanOp>(
 ) -> plan::Request {
     plan::Request {
         n,
-        element_size: std::mem::size_of::<Op::Element>(),
-        tile_items: Op::tile_items(),
-        small_tile_items: small_tile_items::<Op>(),
-        pipelined_tile_items: pipelined_tile_items::<Op>(),
+        element_size: op.element_size(),
+        tile_items: op.tile_items(),
+        small_tile_items: op.small_tile_items(),
+        pipelined_tile_items: op.pipelined_tile_items(),
         direction,
         segments,
         aligned,
-        deterministic: deterministic_shape::<Op>(),
+        deterministic: deterministic_shape(op),
     }
 }
 
-/// The shape of `Op`'s deterministic plain scans.
-pub(crate) fn deterministic_shape<Op: ScanOp>() -> plan::DeterministicShape {
-    let layout = layout::<Op>();
+/// The shape of `op`'s deterministic plain scans.
+pub(crate) fn deterministic_shape(op: &OperatorProgram) -> plan::DeterministicShape {
+    let layout = op.layout;
     plan::DeterministicShape {
         tile_items: layout.deterministic_tile_items(),
         one_pass: layout.deterministic_pipelined(),

@@ -8,13 +8,13 @@ use crate::cache::{CacheKey, DiskCache};
 use crate::device::{device_arch, driver_version, target_arch};
 use crate::error::{Result, ScanError};
 use crate::jit;
+use crate::operator::{OperatorKey, OperatorProgram};
 use crate::toolkit;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, LaunchConfig};
 use kernels_gen::abi::KernelAbi;
 use kernels_gen::layout::Layout;
 use kernels_gen::{Arch, Kernel, SegmentedKernel};
 use scan_core::ScanOp;
-use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -469,7 +469,7 @@ pub(crate) struct LoadedKernel {
     pub(crate) args_checked: AtomicBool,
 }
 
-type KernelKey = (usize, TypeId, KernelAbi, Arch, Build);
+type KernelKey = (usize, OperatorKey, KernelAbi, Arch, Build);
 
 fn loaded_kernels() -> &'static Mutex<HashMap<KernelKey, Arc<LoadedKernel>>> {
     static KERNELS: OnceLock<Mutex<HashMap<KernelKey, Arc<LoadedKernel>>>> = OnceLock::new();
@@ -497,19 +497,20 @@ fn pipelined_dynamic_shared(abi: KernelAbi, layout: &Layout) -> Option<usize> {
 /// it before, else compiled (or read from the disk cache) and loaded. A
 /// compile of it already running in the background is waited for, not
 /// repeated.
-pub(crate) fn load_kernel<Op: ScanOp>(
+pub(crate) fn load_kernel(
+    op: &OperatorProgram,
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
     abi: KernelAbi,
 ) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
     let target = compile_target(ctx)?;
-    let key = kernel_key::<Op>(ctx, abi, target.0, Build::Optimized);
+    let key = kernel_key(op, ctx, abi, target.0, Build::Optimized);
     compiles().wait(|k| *k == key);
     compiles().forget(&key);
     if let Some(k) = loaded(&key) {
         return Ok((k, ProgramStats::NONE));
     }
-    load_new_kernel::<Op>(ctx, disk, target, key, &program_source::<Op>(&[abi]))
+    load_new_kernel(op, ctx, disk, target, key, &op.source(&[abi]))
 }
 
 /// The quick build ([`Build::Quick`]) of kernel `abi` of `Op` in `ctx`:
@@ -518,7 +519,8 @@ pub(crate) fn load_kernel<Op: ScanOp>(
 /// one (then none is tried again in this process, and the caller builds
 /// the kernel optimized, whose errors it returns). Other errors (the
 /// driver's) are returned.
-pub(crate) fn quick_kernel<Op: ScanOp>(
+pub(crate) fn quick_kernel(
+    op: &OperatorProgram,
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
     abi: KernelAbi,
@@ -527,11 +529,11 @@ pub(crate) fn quick_kernel<Op: ScanOp>(
         return Ok(None);
     }
     let target = compile_target(ctx)?;
-    let key = kernel_key::<Op>(ctx, abi, target.0, Build::Quick);
+    let key = kernel_key(op, ctx, abi, target.0, Build::Quick);
     if let Some(k) = loaded(&key) {
         return Ok(Some((k, ProgramStats::NONE)));
     }
-    match load_new_kernel::<Op>(ctx, disk, target, key, &program_source::<Op>(&[abi])) {
+    match load_new_kernel(op, ctx, disk, target, key, &op.source(&[abi])) {
         Ok(loaded) => Ok(Some(loaded)),
         Err(ScanError::Compile { .. }) => {
             QUICK_BUILDS_REFUSED.store(true, Ordering::Relaxed);
@@ -562,8 +564,9 @@ pub(crate) struct ColdKernel {
 impl ColdKernel {
     /// Compiles and loads the kernel on another thread (unless its compile
     /// is running already); where no thread can be started, here.
-    pub(crate) fn compile_in_background<Op: ScanOp>(
+    pub(crate) fn compile_in_background(
         self,
+        op: &OperatorProgram,
         ctx: &Arc<CudaContext>,
         disk: &DiskCache,
     ) -> Result<()> {
@@ -572,14 +575,15 @@ impl ColdKernel {
             key,
             source,
         } = self;
-        let (job_ctx, job_disk, job_source) = (ctx.clone(), disk.clone(), source.clone());
+        let (job_op, job_ctx, job_disk, job_source) =
+            (*op, ctx.clone(), disk.clone(), source.clone());
         let started = compiles().start(key, move || {
-            load_new_kernel::<Op>(&job_ctx, &job_disk, target, key, &job_source).map(|_| ())
+            load_new_kernel(&job_op, &job_ctx, &job_disk, target, key, &job_source).map(|_| ())
         });
         if started || compiles().state(&key).is_some() || loaded(&key).is_some() {
             return Ok(());
         }
-        load_new_kernel::<Op>(ctx, disk, target, key, &source).map(|_| ())
+        load_new_kernel(op, ctx, disk, target, key, &source).map(|_| ())
     }
 }
 
@@ -588,30 +592,31 @@ impl ColdKernel {
 /// compile is running in the background, or what it takes to start one.
 /// A compile that failed in the background is done again here, so its
 /// error reaches the caller.
-pub(crate) fn kernel_without_compiling<Op: ScanOp>(
+pub(crate) fn kernel_without_compiling(
+    op: &OperatorProgram,
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
     abi: KernelAbi,
 ) -> Result<Availability> {
     let target = compile_target(ctx)?;
-    let key = kernel_key::<Op>(ctx, abi, target.0, Build::Optimized);
+    let key = kernel_key(op, ctx, abi, target.0, Build::Optimized);
     if let Some(k) = loaded(&key) {
         return Ok(Availability::Ready(k, ProgramStats::NONE));
     }
     match compiles().state(&key) {
         Some(Job::Running) => return Ok(Availability::Compiling),
         Some(Job::Failed) => {
-            let (kernel, stats) = load_kernel::<Op>(ctx, disk, abi)?;
+            let (kernel, stats) = load_kernel(op, ctx, disk, abi)?;
             return Ok(Availability::Ready(kernel, stats));
         }
         None => {}
     }
-    let source = program_source::<Op>(&[abi]);
+    let source = op.source(&[abi]);
     let on_disk = disk
         .entry_path(&cache_key(target, Build::Optimized, &source)?)
         .is_some_and(|path| path.exists());
     if on_disk {
-        let (kernel, stats) = load_new_kernel::<Op>(ctx, disk, target, key, &source)?;
+        let (kernel, stats) = load_new_kernel(op, ctx, disk, target, key, &source)?;
         return Ok(Availability::Ready(kernel, stats));
     }
     Ok(Availability::Cold(ColdKernel {
@@ -621,19 +626,20 @@ pub(crate) fn kernel_without_compiling<Op: ScanOp>(
     }))
 }
 
-/// Waits for every kernel of `Op` in `ctx` compiling in the background.
-pub(crate) fn wait_for_compiles<Op: ScanOp>(ctx: &CudaContext) {
-    let (context, op) = (ctx.cu_ctx() as usize, TypeId::of::<Op>());
+/// Waits for every kernel of `op` in `ctx` compiling in the background.
+pub(crate) fn wait_for_compiles(op: &OperatorProgram, ctx: &CudaContext) {
+    let (context, op) = (ctx.cu_ctx() as usize, op.key);
     compiles().wait(|k| k.0 == context && k.1 == op);
 }
 
-fn kernel_key<Op: ScanOp>(
+fn kernel_key(
+    op: &OperatorProgram,
     ctx: &CudaContext,
     abi: KernelAbi,
     arch: Arch,
     build: Build,
 ) -> KernelKey {
-    (ctx.cu_ctx() as usize, TypeId::of::<Op>(), abi, arch, build)
+    (ctx.cu_ctx() as usize, op.key, abi, arch, build)
 }
 
 fn loaded(key: &KernelKey) -> Option<Arc<LoadedKernel>> {
@@ -664,7 +670,8 @@ fn cache_key(target: (Arch, bool), build: Build, source: &str) -> Result<CacheKe
 
 /// Compiles (or reads from the disk cache) and loads the kernel of `key`
 /// from `source`, the program of its one kernel, and keeps it in memory.
-fn load_new_kernel<Op: ScanOp>(
+fn load_new_kernel(
+    op: &OperatorProgram,
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
     target: (Arch, bool),
@@ -679,7 +686,7 @@ fn load_new_kernel<Op: ScanOp>(
     if let Some(kernel) = loaded(&key) {
         return Ok((kernel, ProgramStats::NONE));
     }
-    build_and_load::<Op>(ctx, disk, target, key, source)
+    build_and_load(op, ctx, disk, target, key, source)
 }
 
 /// The lock of one kernel's loads ([`load_new_kernel`]); one a kernel key.
@@ -694,8 +701,9 @@ fn load_lock(key: &KernelKey) -> Arc<Mutex<()>> {
         .clone()
 }
 
-/// Compiles (or reads from the disk cache) and loads kernel `key` of `Op`.
-fn build_and_load<Op: ScanOp>(
+/// Compiles (or reads from the disk cache) and loads kernel `key` of `op`.
+fn build_and_load(
+    op: &OperatorProgram,
     ctx: &Arc<CudaContext>,
     disk: &DiskCache,
     target: (Arch, bool),
@@ -703,9 +711,9 @@ fn build_and_load<Op: ScanOp>(
     source: &str,
 ) -> Result<(Arc<LoadedKernel>, ProgramStats)> {
     let (abi, build) = (key.2, key.4);
-    let (module, stats) = build_module_as(ctx, disk, target, build, Op::NAME, source)?;
-    let function = module.load_function(&abi.symbol(Op::NAME))?;
-    let layout = layout::<Op>();
+    let (module, stats) = build_module_as(ctx, disk, target, build, op.name, source)?;
+    let function = module.load_function(&abi.symbol(op.name))?;
+    let layout = op.layout;
     let pipelined = match pipelined_dynamic_shared(abi, &layout) {
         Some(bytes) => pipelined_launch(
             ctx,
@@ -757,7 +765,7 @@ fn build_and_load<Op: ScanOp>(
 /// assert!(cuda.contains("gpu_scan_sum_single_pass_inclusive("));
 /// ```
 pub fn program_source<Op: ScanOp>(kernels: &[KernelAbi]) -> String {
-    kernels_gen::program(Op::NAME, Op::CUDA_SOURCE, &layout::<Op>(), kernels)
+    OperatorProgram::of::<Op>().source(kernels)
 }
 
 /// The layout of `Op`'s program: every size the host and the kernels share,

@@ -403,8 +403,13 @@ pub(crate) struct TileScanArgs<E> {
 pub(crate) enum PassScratch {
     /// None (one tile, seeded directly).
     None,
-    /// Reduce-then-scan's tile totals (and, segmented, tile flags).
-    TileTotals { totals: u64, flags: u64 },
+    /// Reduce-then-scan's tile totals (and, segmented, tile flags), of
+    /// elements of `element_size` bytes.
+    TileTotals {
+        totals: u64,
+        flags: u64,
+        element_size: u64,
+    },
     /// The single passes' status, values and launch state.
     SinglePass(SinglePassArgs),
 }
@@ -423,9 +428,13 @@ pub(crate) fn tile_pass<E: Copy>(
     let mut args = ArgList::new();
     let heads = a.heads.map(Heads::arg);
     let seeded = a.heads.map(|_| flag("seeded", a.seeded));
-    let (totals, tile_flags) = match s {
-        PassScratch::TileTotals { totals, flags } => (totals, flags),
-        _ => (0, 0),
+    let (totals, tile_flags, element_size) = match s {
+        PassScratch::TileTotals {
+            totals,
+            flags,
+            element_size,
+        } => (totals, flags, element_size),
+        _ => (0, 0, 0),
     };
     let (input, output) = match a.staged {
         true => (
@@ -469,7 +478,7 @@ pub(crate) fn tile_pass<E: Copy>(
             args.push(ptr(
                 "tile_prefixes",
                 ElementsOut,
-                tile_prefixes::<E>(totals, tiles),
+                tile_prefixes(totals, tiles, element_size),
             ));
             args.push(ptr("carry_out", ElementsOut, a.carry_out));
             args.push(count("num_tiles", tiles));
@@ -481,7 +490,7 @@ pub(crate) fn tile_pass<E: Copy>(
             args.push(ptr(
                 "tile_prefixes",
                 ElementsIn,
-                tile_prefixes::<E>(totals, tiles),
+                tile_prefixes(totals, tiles, element_size),
             ));
             args.push(count("n", a.n));
         }
@@ -512,11 +521,11 @@ pub(crate) fn tile_pass<E: Copy>(
 
 /// Where the deterministic scan's tile prefixes lie (`tiles + 1` of them,
 /// the carry-out last): after the `tiles` tile totals at `totals` (0 stays 0: no scratch, as in the builder test).
-fn tile_prefixes<E>(totals: u64, tiles: u64) -> u64 {
+fn tile_prefixes(totals: u64, tiles: u64, element_size: u64) -> u64 {
     if totals == 0 {
         0
     } else {
-        totals + tiles * std::mem::size_of::<E>() as u64
+        totals + tiles * element_size
     }
 }
 
@@ -767,6 +776,7 @@ mod tests {
                     | Pass::DeterministicScan => PassScratch::TileTotals {
                         totals: 3,
                         flags: 4,
+                        element_size: 4,
                     },
                     Pass::ScanTiles => PassScratch::None,
                     _ => PassScratch::SinglePass(s),

@@ -1,9 +1,7 @@
 //! Which kernels a scan of more than one tile takes ([`ScanPath`]), and
 //! the tile counts that follow from it.
 
-use crate::kernels::layout;
 use crate::policy::PLANNER_POLICY;
-use scan_core::ScanOp;
 
 /// How a scan of more than one tile runs on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,22 +41,6 @@ pub enum ScanPath {
     /// Three kernels: tile totals, a scan of the totals, a seeded rescan
     /// (chapter 1.4.4). Reads the input twice.
     ReduceThenScan,
-}
-
-/// Elements per tile of the pipelined single pass (0 where the element
-/// cannot take it).
-pub(crate) fn pipelined_tile_items<Op: ScanOp>() -> usize {
-    let layout = layout::<Op>();
-    if layout.pipelined_supported() {
-        layout.pipelined_tile_items()
-    } else {
-        0
-    }
-}
-
-/// Elements per small tile (the single pass over short inputs).
-pub(crate) fn small_tile_items<Op: ScanOp>() -> usize {
-    layout::<Op>().small_tile_items()
 }
 
 /// The concrete path for a scan of more than one tile.

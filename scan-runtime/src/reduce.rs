@@ -56,8 +56,8 @@ where
             return Err(ScanError::CarryOutLength { len: total.len() });
         }
         let n = input.len();
-        Self::check_length(n)?;
-        let path = plan::reduce(n, deterministic_shape::<Op>().tile_items);
+        self.check_length(n)?;
+        let path = plan::reduce(n, deterministic_shape(&self.op).tile_items);
         let at = self.address_stream(stream)?;
         let (src, _src_guard) = input.device_ptr(&at);
         let (slot, _slot_guard) = total.device_ptr_mut(&at);
@@ -67,7 +67,7 @@ where
         let scan = TileScan::new(
             ScanKind::Inclusive,
             Direction::Forward,
-            Op::IDENTITY,
+            self.identity,
             src,
             0,
             n,

@@ -97,7 +97,7 @@ where
         let init = spec.kind.init();
         let (inclusive, seed, seeded) = (
             spec.kind.is_inclusive(),
-            init.unwrap_or(Op::IDENTITY),
+            init.unwrap_or(self.identity),
             init.is_some(),
         );
         let reverse = spec.direction == Direction::Reverse;
@@ -191,7 +191,7 @@ where
             // lie within the n elements at input (checked for n), and totals holds
             // `written` elements (checked), fewer being written where the device counted
             // fewer segments.
-            unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }?;
+            unsafe { launch::launch(stream, &kernel.function, abi, self.op.name, &args, config) }?;
         }
         self.launch_tiles(stream, spec, Some(segments), &b.without_carry())?;
         if written == 0 {
@@ -216,7 +216,7 @@ where
         // elements, which the segments lie within; totals holds `written` elements
         // (checked), holding each non-empty segment's saved element where the scan is
         // exclusive.
-        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
+        unsafe { launch::launch(stream, &kernel.function, abi, self.op.name, &args, config) }
     }
 
     /// Reserves what a scan of up to `n` elements with a counted totals

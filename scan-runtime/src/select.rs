@@ -73,7 +73,7 @@ pub struct GpuSelect {
     /// Scratch, one per stream and status stride: the tiles' status (a
     /// count, or a count and a position or partial total) and the launch
     /// state.
-    workspaces: HashMap<(usize, usize), Workspace<u64>>,
+    workspaces: HashMap<(usize, usize), Workspace>,
     stats: ProgramStats,
     addresses: AddressStream,
     /// The device's multiprocessors, which size the three-way partition's
@@ -707,7 +707,7 @@ impl GpuSelect {
         let workspace = self
             .workspaces
             .entry((stream_key(stream), stride))
-            .or_default();
+            .or_insert_with(|| Workspace::new(8));
         workspace
             .reserve_status_strided(stream, tiles, 1, stride)
             .map_err(|e| e.reserved_by("GpuSelect::reserve"))?;

@@ -193,6 +193,7 @@ where
             operands,
             n,
             &mut carry_out,
+            1, // typed buffers: aligned by their types
             |s, stream, ptr, n| s.first_call_law_check_mapped(stream, ptr, n, load),
             |s| s.prepare(n, stream),
             |s, (), b| {
@@ -248,7 +249,7 @@ where
         let scan = TileScan::new(
             spec.kind,
             spec.direction,
-            Op::IDENTITY,
+            self.identity,
             b.src,
             b.dst,
             b.n,

@@ -92,13 +92,13 @@ where
             spec.kind,
             ScanKind::Inclusive | ScanKind::InclusiveWithInit(_)
         );
-        if Op::COMMUTATIVE && (inclusive || !in_place) {
-            let layout = crate::kernels::layout::<Op>();
+        if self.op.commutative && (inclusive || !in_place) {
+            let layout = self.op.layout;
             let resident = self.area_residency()?;
             if let Some(tiles) = AreaTiles::new(
                 rows,
                 row_length,
-                Op::BLOCK_THREADS as usize,
+                self.op.block_threads() as usize,
                 layout.column_items_per_thread as usize,
                 resident,
             ) {
@@ -121,7 +121,7 @@ where
         let kernel = self.kernel(KernelAbi::SummedArea(AreaStep::Finish))?;
         let per_sm = kernel
             .function
-            .occupancy_max_active_blocks_per_multiprocessor(Op::BLOCK_THREADS, 0, None)?;
+            .occupancy_max_active_blocks_per_multiprocessor(self.op.block_threads(), 0, None)?;
         let blocks = (per_sm.max(1) as usize) * crate::device::multiprocessors(&self.ctx)?;
         self.area_residency = Some(blocks);
         Ok(blocks)
@@ -145,7 +145,7 @@ where
                 self.launch_columns(stream, spec, row_length, column_tiles, dst, dst, n)
             }
             Plan::Tiled(tiles) => {
-                let seed = spec.kind.init().unwrap_or(Op::IDENTITY);
+                let seed = spec.kind.init().unwrap_or(self.identity);
                 let exclusive = !spec.kind.is_inclusive();
                 self.launch_area_tiles(
                     stream,
@@ -178,7 +178,7 @@ where
         n: usize,
     ) -> Result<()> {
         let rows = n / row_length;
-        let element = std::mem::size_of::<Op::Element>() as u64;
+        let element = self.op.element_size() as u64;
         let row_totals = self.workspace(stream).area();
         let column_totals = row_totals + (rows * tiles.col_tiles) as u64 * element;
         let tile_totals = column_totals + (tiles.bands * row_length) as u64 * element;
@@ -192,7 +192,7 @@ where
         };
         let per_tile = LaunchConfig {
             grid_dim: (tiles.tiles() as u32, 1, 1),
-            block_dim: (Op::BLOCK_THREADS, 1, 1),
+            block_dim: (self.op.block_threads(), 1, 1),
             shared_mem_bytes: 0,
         };
         let carry_blocks = 1
@@ -213,7 +213,7 @@ where
         // checked); the scratch holds AreaTiles::scratch_len elements
         // (prepare_2d), split here as the kernels index it (rows × col_tiles,
         // bands × cols, bands × col_tiles); one block per tile.
-        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, per_tile)? };
+        unsafe { launch::launch(stream, &kernel.function, abi, self.op.name, &args, per_tile)? };
         let abi = KernelAbi::SummedArea(AreaStep::Carries);
         let kernel = self.kernel(abi)?;
         let args = launch::area_carries(&area, seed);
@@ -222,7 +222,7 @@ where
         // same scratch, written by the launch before on this stream; block 0
         // takes the tiles' totals, the others a grid-stride loop over rows
         // and columns, each index by one thread.
-        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, carries)? };
+        unsafe { launch::launch(stream, &kernel.function, abi, self.op.name, &args, carries)? };
         let abi = KernelAbi::SummedArea(AreaStep::Finish);
         let kernel = self.kernel(abi)?;
         let args = launch::area_finish::<Op::Element>(src, dst, &area, reverse, exclusive);
@@ -233,6 +233,6 @@ where
         // scan in place is safe: each element is read and then written by
         // the same thread. An exclusive one writes into other tiles, and
         // prepare_2d plans it in tiles only out of place.
-        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, per_tile) }
+        unsafe { launch::launch(stream, &kernel.function, abi, self.op.name, &args, per_tile) }
     }
 }

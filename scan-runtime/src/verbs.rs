@@ -427,7 +427,7 @@ where
         // ABI table; the three addresses hold n elements each (lengths checked by the
         // callers); the kernel reads element i of both inputs before writing output i, so
         // output may be left.
-        unsafe { launch::launch(stream, &kernel.function, abi, Op::NAME, &args, config) }
+        unsafe { launch::launch(stream, &kernel.function, abi, self.op.name, &args, config) }
     }
 
     /// Host convenience: copies `input` (and segments given in `spec`:
@@ -462,7 +462,7 @@ where
         carry_out.check_unsegmented()?;
         if input.is_empty() {
             // Nothing to move: the carry-out is the seed.
-            let mut carry = Op::IDENTITY;
+            let mut carry = self.identity;
             scan_core::cpu::scan::<Op>(spec.carry_out(&mut carry), &[], &mut [])?;
             carry_out.put_unsegmented(carry);
             return Ok(Vec::new());

@@ -84,11 +84,13 @@ impl<T> Scratch<T> {
 /// column scan ran: [`Workspace::reserve_columns`]; one slot otherwise), and
 /// the launch state ([`LaunchState`]) that every launch takes its tiles and
 /// epoch from.
-pub(crate) struct SinglePassScratch<T> {
+pub(crate) struct SinglePassScratch {
     tiles: usize,
     status: Scratch<u8>,
-    aggregates: Scratch<T>,
-    prefixes: Scratch<T>,
+    /// Aggregate and prefix slots (of the workspace's element size).
+    value_slots: usize,
+    aggregates: Scratch<u8>,
+    prefixes: Scratch<u8>,
     launch: Scratch<u64>,
 }
 
@@ -102,30 +104,22 @@ pub(crate) struct SinglePassArgs {
     pub(crate) launch: u64,
 }
 
-/// One stream's scratch.
-pub(crate) struct Workspace<T> {
+/// One stream's scratch, for elements of one size (the operator's; the
+/// buffers are bytes, so that an operator built at run time, whose element
+/// is no Rust type, has the same scratch).
+pub(crate) struct Workspace {
+    /// Bytes of an element.
+    element_size: usize,
     /// Reduce-then-scan: one element per tile (tile totals, then prefixes).
-    tile_totals: Option<Scratch<T>>,
+    tile_totals: Option<Scratch<u8>>,
     /// Segmented reduce-then-scan: one byte per tile ("a segment starts here").
     tile_flags: Option<Scratch<u8>>,
-    single_pass: Option<SinglePassScratch<T>>,
+    single_pass: Option<SinglePassScratch>,
     /// Two-dimensional scans in tiles: their totals and carries.
-    area: Option<Scratch<T>>,
+    area: Option<Scratch<u8>>,
     /// Per-segment totals over head flags or keys: the chunks' ranks and
     /// the segments' starts.
     starts: Option<Scratch<u64>>,
-}
-
-impl<T> Default for Workspace<T> {
-    fn default() -> Self {
-        Workspace {
-            tile_totals: None,
-            tile_flags: None,
-            single_pass: None,
-            area: None,
-            starts: None,
-        }
-    }
 }
 
 /// Where each region of `sizes` bytes starts in one scratch buffer, every
@@ -186,7 +180,19 @@ pub(crate) fn refuse_during_capture(stream: &CudaStream, bytes: usize) -> Result
     }
 }
 
-impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
+impl Workspace {
+    /// An empty workspace for elements of `element_size` bytes.
+    pub(crate) fn new(element_size: usize) -> Self {
+        Workspace {
+            element_size,
+            tile_totals: None,
+            tile_flags: None,
+            single_pass: None,
+            area: None,
+            starts: None,
+        }
+    }
+
     /// Makes the reduce-then-scan scratch cover `tiles` tiles (`with_flags`:
     /// the segmented tile flags too). Returns how many buffers it allocated.
     pub(crate) fn reserve_tile_totals(
@@ -199,9 +205,10 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         if tiles <= 1 {
             return Ok(0);
         }
-        if self.tile_totals.as_ref().is_none_or(|w| w.len < tiles) {
-            refuse_during_capture(stream, tiles * std::mem::size_of::<T>())?;
-            self.tile_totals = Some(Scratch::zeroed(stream, tiles)?);
+        let bytes = tiles * self.element_size;
+        if self.tile_totals.as_ref().is_none_or(|w| w.len < bytes) {
+            refuse_during_capture(stream, bytes)?;
+            self.tile_totals = Some(Scratch::zeroed(stream, bytes)?);
             allocated += 1;
         }
         if with_flags && self.tile_flags.as_ref().is_none_or(|f| f.len < tiles) {
@@ -244,12 +251,13 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         tiles: usize,
         value_slots: usize,
     ) -> Result<usize> {
-        self.reserve_status_strided(stream, tiles, value_slots, status_stride::<T>())
+        let stride = kernels_gen::tile_status_stride(self.element_size);
+        self.reserve_status_strided(stream, tiles, value_slots, stride)
     }
 
     /// Makes the single-pass scratch hold `tiles` status entries of
     /// `stride` bytes (a kernel whose tiles publish something else than
-    /// `T`: the compaction kernels' counts and pairs; a workspace takes one
+    /// the element: the compaction kernels' counts and pairs; a workspace takes one
     /// stride all its life) and `value_slots` aggregates and prefixes.
     /// Returns how many workspaces it allocated (0 or 1).
     pub(crate) fn reserve_status_strided(
@@ -262,21 +270,21 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
         // Whole groups of entries (kernels_gen::status_chunk_offset).
         let tiles = kernels_gen::status_capacity(tiles);
         let (tiles, value_slots) = match &self.single_pass {
-            Some(s) if s.tiles >= tiles && s.aggregates.len >= value_slots => return Ok(0),
-            Some(s) => (tiles.max(s.tiles), value_slots.max(s.aggregates.len)),
+            Some(s) if s.tiles >= tiles && s.value_slots >= value_slots => return Ok(0),
+            Some(s) => (tiles.max(s.tiles), value_slots.max(s.value_slots)),
             None => (tiles, value_slots),
         };
-        let bytes = tiles * stride
-            + 2 * value_slots * std::mem::size_of::<T>()
-            + std::mem::size_of::<LaunchState>();
+        let value_bytes = value_slots * self.element_size;
+        let bytes = tiles * stride + 2 * value_bytes + std::mem::size_of::<LaunchState>();
         refuse_during_capture(stream, bytes)?;
         let launch = stream.clone_htod(&LaunchState::fresh(tiles as u64).to_words())?;
         // Fresh, zeroed status words belong to no epoch.
         self.single_pass = Some(SinglePassScratch {
             tiles,
             status: Scratch::zeroed(stream, tiles * stride)?,
-            aggregates: Scratch::zeroed(stream, value_slots)?,
-            prefixes: Scratch::zeroed(stream, value_slots)?,
+            value_slots,
+            aggregates: Scratch::zeroed(stream, value_bytes)?,
+            prefixes: Scratch::zeroed(stream, value_bytes)?,
             launch: Scratch::new(stream, launch),
         });
         Ok(1)
@@ -329,11 +337,12 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
     /// Makes the scratch of two-dimensional scans in tiles hold `len`
     /// elements. Returns how many buffers it allocated (0 or 1).
     pub(crate) fn reserve_area(&mut self, stream: &Arc<CudaStream>, len: usize) -> Result<usize> {
-        if self.area.as_ref().is_some_and(|a| a.len >= len) {
+        let bytes = len * self.element_size;
+        if self.area.as_ref().is_some_and(|a| a.len >= bytes) {
             return Ok(0);
         }
-        refuse_during_capture(stream, len * std::mem::size_of::<T>())?;
-        self.area = Some(Scratch::zeroed(stream, len)?);
+        refuse_during_capture(stream, bytes)?;
+        self.area = Some(Scratch::zeroed(stream, bytes)?);
         Ok(1)
     }
 
@@ -373,15 +382,13 @@ impl<T: DeviceRepr + ValidAsZeroBits> Workspace<T> {
     }
 }
 
-/// Bytes between tiles' status entries for elements `T`.
-fn status_stride<T>() -> usize {
-    kernels_gen::tile_status_stride(std::mem::size_of::<T>())
-}
-
-/// Bytes of single-pass scratch for `tiles` tiles of elements `T` (status
-/// entries, one aggregate and one prefix slot, the launch state).
-pub(crate) fn single_pass_bytes<T>(tiles: usize) -> usize {
-    tiles * status_stride::<T>() + 2 * std::mem::size_of::<T>() + std::mem::size_of::<LaunchState>()
+/// Bytes of single-pass scratch for `tiles` tiles of elements of
+/// `element_size` bytes (status entries, one aggregate and one prefix slot,
+/// the launch state).
+pub(crate) fn single_pass_bytes(element_size: usize, tiles: usize) -> usize {
+    tiles * kernels_gen::tile_status_stride(element_size)
+        + 2 * element_size
+        + std::mem::size_of::<LaunchState>()
 }
 
 #[cfg(test)]

@@ -1,0 +1,175 @@
+//! Operators built at run time from their text (`DynOperator::from_text`,
+//! what the Python package hands the runtime), without a GPU: an operator
+//! over a primitive builds the very program its `#[scan_op]` twin compiles
+//! (so its kernels are the ledger's, already compiled and assembled by
+//! `nvrtc_compile`), one over a struct the same layout and identity with
+//! its own declarations, which NVRTC compiles here; the same text built
+//! twice is one operator (its kernels found in memory); and the refusals.
+#![cfg(feature = "gpu")]
+
+mod common;
+use common::ops::*;
+use gpu_scan::kernels_gen::abi::KernelAbi;
+use gpu_scan::kernels_gen::{self, Arch, Kernel};
+use gpu_scan::ops::{Max, Min, Product, Sum};
+use gpu_scan::prelude::*;
+use gpu_scan::scan_runtime::{jit, layout, program_source, DynOperator};
+
+/// The bytes of `x`, an element without padding.
+fn bytes_of<T: Copy>(x: &T) -> Vec<u8> {
+    // SAFETY: `T` is a plain element without padding (checked by callers
+    // through the size of its leaves), so every byte is initialized.
+    unsafe { std::slice::from_raw_parts(x as *const T as *const u8, std::mem::size_of::<T>()) }
+        .to_vec()
+}
+
+/// `Op` built from its text: the same layout, CUDA and whole program, and
+/// the same identity, byte for byte.
+fn same_program<Op: ScanOp>() {
+    let built = DynOperator::from_text(Op::OPERATOR_IR, &[])
+        .unwrap_or_else(|e| panic!("{}: {e}", Op::NAME));
+    assert_eq!(built.name(), Op::NAME);
+    assert_eq!(built.element_size(), std::mem::size_of::<Op::Element>());
+    assert_eq!(built.element_align(), std::mem::align_of::<Op::Element>());
+    assert_eq!(built.layout_for_tests(), layout::<Op>(), "{}", Op::NAME);
+    assert_eq!(built.cuda_source(), Op::CUDA_SOURCE, "{}", Op::NAME);
+    let all: Vec<KernelAbi> = KernelAbi::all().collect();
+    assert!(
+        built.program_source_for_tests(&all) == program_source::<Op>(&all),
+        "{}: the built program differs from #[scan_op]'s",
+        Op::NAME
+    );
+    assert_eq!(
+        built.identity().bytes(),
+        bytes_of(&Op::IDENTITY),
+        "{}",
+        Op::NAME
+    );
+}
+
+#[test]
+fn operators_over_primitives_build_their_macro_twins_program() {
+    same_program::<Sum<u32>>();
+    same_program::<Sum<i64>>();
+    same_program::<Sum<f32>>();
+    same_program::<Sum<f64>>();
+    same_program::<Product<u64>>();
+    same_program::<Max<f32>>();
+    same_program::<Min<i8>>();
+    same_program::<SumU32>();
+    same_program::<MaxF32>();
+    same_program::<MinI64>();
+    same_program::<SumU8>();
+}
+
+/// `Op` (over a struct whose nested structs are `nested`, by name and
+/// text) built from its text: the macro's layout (sizes, tile shape,
+/// registers), its identity leaf by leaf, and a program NVRTC compiles.
+fn same_layout<Op: ScanOp>(nested: &[&str]) -> DynOperator {
+    let mut structs = vec![<Op::Element as ScanElement>::STRUCT_IR];
+    structs.extend_from_slice(nested);
+    let built = DynOperator::from_text(Op::OPERATOR_IR, &structs)
+        .unwrap_or_else(|e| panic!("{}: {e}", Op::NAME));
+    assert_eq!(built.element_size(), std::mem::size_of::<Op::Element>());
+    assert_eq!(built.element_align(), std::mem::align_of::<Op::Element>());
+    assert_eq!(built.layout_for_tests(), layout::<Op>(), "{}", Op::NAME);
+    built
+}
+
+#[test]
+fn operators_over_structs_have_their_macro_twins_layout_and_identity() {
+    let affine = same_layout::<Affine>(&[]);
+    assert_eq!(
+        affine.identity().bytes(),
+        bytes_of(&Affine { a: 1.0, b: 0.0 })
+    );
+    let affine_u32 = same_layout::<AffineU32>(&[]);
+    assert_eq!(
+        affine_u32.identity().bytes(),
+        bytes_of(&AffineU32 { a: 1, b: 0 })
+    );
+    let mat2 = same_layout::<Mat2>(&[]);
+    assert_eq!(
+        mat2.identity().bytes(),
+        bytes_of(&Mat2 {
+            m: [1.0, 0.0, 0.0, 1.0]
+        })
+    );
+    // Padding (u32, then an f64 at 8; 24 bytes): the leaves at their
+    // offsets, the padding zero.
+    let stats = same_layout::<Stats>(&[]);
+    let id = stats.identity();
+    let b = id.bytes();
+    assert_eq!(b.len(), 24);
+    assert_eq!(&b[0..4], &0u32.to_le_bytes());
+    assert_eq!(&b[4..8], &[0; 4]);
+    assert_eq!(&b[8..16], &0f64.to_le_bytes());
+    assert_eq!(&b[16..20], &f32::NEG_INFINITY.to_le_bytes());
+    assert_eq!(&b[20..24], &[0; 4]);
+    same_layout::<Latest>(&[]);
+}
+
+#[test]
+fn a_built_struct_operator_compiles() {
+    if !jit::nvrtc_present() {
+        println!("built_operators: NVRTC not found, compile skipped");
+        return;
+    }
+    let built = same_layout::<Stats>(&[]);
+    let abi = KernelAbi::plain(Kernel::SinglePassInclusive);
+    let source = built.program_source_for_tests(&[abi]);
+    let options = kernels_gen::nvrtc_options(Arch::SM_90);
+    match jit::compile_uncached("built", &source, &options) {
+        Ok(jit::Image::Ptx(ptx)) => {
+            let symbol = abi.symbol(built.name());
+            assert!(
+                ptx.contains(&format!(".entry {symbol}(")),
+                "{symbol} missing"
+            );
+        }
+        Ok(jit::Image::Cubin(_)) => panic!("PTX asked for"),
+        Err(e) => panic!("the built operator's program does not compile: {e}"),
+    }
+}
+
+#[test]
+fn the_same_text_is_one_operator() {
+    let a = DynOperator::from_text(<Affine as ScanOp>::OPERATOR_IR, &[Affine::STRUCT_IR]).unwrap();
+    let b = DynOperator::from_text(<Affine as ScanOp>::OPERATOR_IR, &[Affine::STRUCT_IR]).unwrap();
+    // One registered program: the same source, not a copy.
+    assert!(std::ptr::eq(a.cuda_source(), b.cuda_source()));
+    let c = DynOperator::from_text(<AffineU32 as ScanOp>::OPERATOR_IR, &[AffineU32::STRUCT_IR])
+        .unwrap();
+    assert!(!std::ptr::eq(a.cuda_source(), c.cuda_source()));
+}
+
+#[test]
+fn refusals_say_what_is_wrong() {
+    let refused = |text: &str, structs: &[&str]| match DynOperator::from_text(text, structs) {
+        Err(ScanError::InvalidOperator(message)) => message,
+        Err(e) => panic!("another error: {e}"),
+        Ok(_) => panic!("accepted: {text}"),
+    };
+    refused("(operator", &[]);
+    // The struct element without its declaration.
+    let m = refused(<Affine as ScanOp>::OPERATOR_IR, &[]);
+    assert!(m.contains("Affine"), "{m}");
+    // A body of another type than the element (a bool for a u32).
+    let text = <SumU32 as ScanOp>::OPERATOR_IR.replace("(add (var", "(lt (var");
+    assert_ne!(text, <SumU32 as ScanOp>::OPERATOR_IR);
+    refused(&text, &[]);
+    // An element of the wrong size for an initial value.
+    let op = DynOperator::from_text(<SumU32 as ScanOp>::OPERATOR_IR, &[]).unwrap();
+    assert!(matches!(
+        op.element(&[0; 8]),
+        Err(ScanError::ElementBuffer {
+            size: 4,
+            bytes: 8,
+            ..
+        })
+    ));
+    assert_eq!(
+        op.element(&7u32.to_le_bytes()).unwrap().bytes(),
+        7u32.to_le_bytes()
+    );
+}
