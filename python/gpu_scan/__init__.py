@@ -16,9 +16,15 @@ array([ 3,  4,  8,  9, 14], dtype=int32)
 >>> gpu_scan.scan(add, np.array([3, 1, 4], dtype=np.int32), exclusive=True, init=10)
 array([10, 13, 14], dtype=int32)
 
-This build scans NumPy arrays with the CPU backend; :func:`backend` and
-:func:`gpu_unavailable_reason` say so. Elements are primitives (``u8`` to
-``u64``, ``i8`` to ``i64``, ``f32``, ``f64``, ``bool``).
+NumPy arrays are scanned by the CPU backend. Arrays on a GPU (PyTorch
+tensors, CuPy arrays: anything with ``__cuda_array_interface__``) are
+scanned there, by the kernels ``#[scan_op]`` generates for the same
+operator, on the framework's current stream, into a new array of the same
+framework; :func:`backend` says whether a GPU is usable and
+:func:`gpu_unavailable_reason` why not. Elements are primitives (``u8`` to
+``u64``, ``i8`` to ``i64``, ``f32``, ``f64``, ``bool``) or structs of them
+(a dict of fields; on a GPU an array of ``uint8`` whose last dimension is
+the element's bytes, C layout).
 
 The subset (``OPERATOR_SUBSET``): ``def f(x, y):`` with a body of
 ``name = value`` bindings (``name: f32 = value`` to state a type;
@@ -46,6 +52,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ._native import Operator as _NativeOperator
+from ._native import gpu_unavailable_reason as _gpu_unavailable_reason
 from ._translate import OperatorError, StructSpec, element_of, operator_text, prim_of
 
 __all__ = [
@@ -135,6 +142,14 @@ class Op:
         it for the same operator in Rust."""
         return self._native.cuda_source()
 
+    def wait_for_background_compiles(self) -> None:
+        """Waits until the fastest kernels of this operator's GPU scans are
+        loaded: its first scans run on kernels that compile quickly while
+        those compile in the background. Call it before capturing its scans
+        in a CUDA graph (whose warm-up scans must run on the capturing
+        stream, which then has its scratch) or before timing them."""
+        self._native.wait_for_background_compiles()
+
     def __call__(self, x: Any, y: Any) -> Any:
         if self._struct is not None:
             out = self._native.combine(self._element_bytes(x), self._element_bytes(y))
@@ -164,10 +179,11 @@ def op(dtype: Any, identity: Any, *, block_threads: Optional[int] = None, items_
 
 
 def _host_array(data: Any, dtype: np.dtype) -> np.ndarray:
-    if hasattr(data, "__cuda_array_interface__") or (
-        hasattr(data, "__dlpack_device__") and data.__dlpack_device__()[0] != 1  # 1: kDLCPU
-    ):
-        raise NotImplementedError(f"arrays on a GPU: {gpu_unavailable_reason()}; copy to a NumPy array first")
+    if hasattr(data, "__dlpack_device__") and data.__dlpack_device__()[0] != 1:  # 1: kDLCPU
+        raise NotImplementedError(
+            "arrays on a GPU without __cuda_array_interface__ (DLPack only) are not taken yet; "
+            "pass a PyTorch tensor or a CuPy array, or copy to a NumPy array first"
+        )
     array = np.asarray(data)
     if array.dtype != dtype:
         if dtype.names is not None and array.dtype.names == dtype.names and all(
@@ -233,6 +249,13 @@ def scan(
     """
     if not isinstance(operator, Op):
         raise TypeError(f"an operator made by gpu_scan.op expected, not {operator!r}")
+    if _on_gpu(data):
+        from . import _gpu
+
+        return _gpu.scan(
+            operator, data, axis=axis, flags=flags, offsets=offsets, keys=keys,
+            exclusive=exclusive, reverse=reverse, init=init, totals=totals,
+        )
     array = _host_array(data, operator.dtype)
     given = [name for name, value in (("flags", flags), ("offsets", offsets), ("keys", keys)) if value is not None]
     segments = {}
@@ -305,15 +328,31 @@ def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, re
     the array's own dtype (integers wrap), as ``scan`` with the sum
     operator; ``numpy.cumsum(data, axis, dtype=data.dtype)`` for the
     inclusive forward scan."""
+    if _on_gpu(data):
+        from . import _gpu
+
+        return scan(_sum(_gpu.prim_of_device(data)), data, axis=axis, exclusive=exclusive, reverse=reverse)
     array = np.asarray(data)
     return scan(_sum(prim_of(array.dtype)), array, axis=axis, exclusive=exclusive, reverse=reverse)
 
 
+def _on_gpu(data: Any) -> bool:
+    return hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray)
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_reason() -> Optional[str]:
+    return _gpu_unavailable_reason()
+
+
 def backend() -> str:
-    """Where scans run: ``"cpu"`` in this build."""
-    return "cpu"
+    """Where scans of arrays on a GPU run: ``"gpu"`` where a device, its
+    driver and NVRTC are usable, else ``"cpu"`` (NumPy arrays are always
+    scanned by the CPU backend)."""
+    return "gpu" if _gpu_reason() is None else "cpu"
 
 
-def gpu_unavailable_reason() -> str:
-    """Why scans do not run on a GPU."""
-    return "this build of the Python package has the CPU backend only (the GPU backend is not bound yet)"
+def gpu_unavailable_reason() -> Optional[str]:
+    """Why scans cannot run on a GPU here (no driver, no NVRTC, no
+    device), or ``None`` where they can."""
+    return _gpu_reason()

@@ -3,7 +3,7 @@ from typing import Any, Optional, Tuple
 class Operator:
     """An operator over a primitive element, from its IR text."""
 
-    def __init__(self, text: str) -> None: ...
+    def __init__(self, text: str, structs: list[str] = ...) -> None: ...
     @property
     def name(self) -> str: ...
     @property
@@ -17,3 +17,27 @@ class Operator:
     def scan_bytes(
         self, data: bytes, inclusive: bool, reverse: bool, init: Optional[Any] = ..., row_length: Optional[int] = ...
     ) -> Tuple[bytes, Any]: ...
+    @property
+    def element_size(self) -> int: ...
+    def gpu_scan(
+        self,
+        device: int,
+        stream: int,
+        input: int,
+        output: int,
+        n: int,
+        inclusive: bool,
+        reverse: bool,
+        init: Optional[bytes] = ...,
+        row_length: Optional[int] = ...,
+        columns: Optional[int] = ...,
+        heads: Optional[int] = ...,
+        offsets: Optional[Tuple[int, int, int]] = ...,
+        keys: Optional[Tuple[int, int]] = ...,
+        totals: Optional[Tuple[int, int]] = ...,
+        count: Optional[int] = ...,
+    ) -> None: ...
+
+    def wait_for_background_compiles(self) -> None: ...
+
+def gpu_unavailable_reason() -> Optional[str]: ...

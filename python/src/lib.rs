@@ -15,6 +15,8 @@ use pyo3::types::{PyBool, PyBytes};
 use scan_core::segmented::{segment_ranges, HeadFlags, InvalidOffsets, Segments};
 use scan_core::{Direction, ScanKind};
 
+mod gpu;
+
 /// An operator's element: a primitive, or a struct lowered to its leaves.
 enum Element {
     Prim(Prim),
@@ -32,6 +34,11 @@ struct Operator {
     desc: OpDesc,
     params: GenParams,
     element: Element,
+    /// The texts it was read from (the GPU path builds them).
+    text: String,
+    structs: Vec<String>,
+    /// Its scanners on the GPU, made on first use.
+    gpu: gpu::Scanners,
 }
 
 /// Elements as little-endian bytes: `size` bytes each, `leaves` at their
@@ -224,6 +231,9 @@ impl Operator {
             desc,
             params,
             element,
+            text: text.to_string(),
+            structs,
+            gpu: gpu::Scanners::default(),
         })
     }
 
@@ -442,6 +452,75 @@ impl Operator {
         }
     }
 
+    /// Scans the `n` elements at device address `input` into `output`
+    /// (the same address in place) on device `device`, enqueued on the
+    /// `CUstream` handle `stream`: inclusive or exclusive, from `init` (an
+    /// element's bytes), forward or in reverse; over rows of `row_length`
+    /// elements, down the columns of a row-major matrix of rows of
+    /// `columns` elements, or over segments by byte `heads`, `offsets`
+    /// (address, count, width 4 or 8) or `keys` (address, width); the
+    /// totals (address, slots) each segment's, or the one carry-out, or
+    /// with `count` (the address of a `u64`) counted on the device. The
+    /// arrays are the caller's, valid on that stream.
+    #[pyo3(signature = (device, stream, input, output, n, inclusive, reverse, init=None, row_length=None, columns=None, heads=None, offsets=None, keys=None, totals=None, count=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn gpu_scan(
+        &self,
+        py: Python<'_>,
+        device: usize,
+        stream: usize,
+        input: u64,
+        output: u64,
+        n: usize,
+        inclusive: bool,
+        reverse: bool,
+        init: Option<Vec<u8>>,
+        row_length: Option<usize>,
+        columns: Option<usize>,
+        heads: Option<u64>,
+        offsets: Option<(u64, usize, usize)>,
+        keys: Option<(u64, usize)>,
+        totals: Option<(u64, usize)>,
+        count: Option<u64>,
+    ) -> PyResult<()> {
+        let shape = match (row_length, columns, heads, offsets, keys) {
+            (None, None, None, None, None) => gpu::Shape::Flat,
+            (Some(r), None, None, None, None) => gpu::Shape::Rows(r),
+            (None, Some(c), None, None, None) => gpu::Shape::Columns(c),
+            (None, None, Some(h), None, None) => gpu::Shape::Heads(h),
+            (None, None, None, Some((a, len, w)), None) => gpu::Shape::Offsets(a, len, w),
+            (None, None, None, None, Some((a, w))) => gpu::Shape::Keys(a, w),
+            _ => return Err(PyValueError::new_err("one shape of scan at a time")),
+        };
+        let totals = match (totals, count) {
+            (None, None) => gpu::Totals::None,
+            (Some((a, len)), None) => gpu::Totals::Slots(a, len),
+            (Some((a, len)), Some(c)) => gpu::Totals::Counted(a, len, c),
+            (None, Some(_)) => return Err(PyValueError::new_err("a count without totals")),
+        };
+        let request = gpu::Request {
+            device,
+            stream,
+            input,
+            output,
+            n,
+            inclusive,
+            reverse,
+            init,
+            shape,
+            totals,
+        };
+        py.detach(|| self.gpu.scan(&self.text, &self.structs, request))
+    }
+
+    /// Waits until the optimized kernels this operator's GPU scans started
+    /// compiling in the background are loaded (its first scans run on
+    /// quick builds meanwhile): call it before capturing its scans in a
+    /// CUDA graph, or before timing them.
+    fn wait_for_background_compiles(&self, py: Python<'_>) {
+        py.detach(|| self.gpu.wait_for_background_compiles())
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<gpu_scan operator {} over {}>",
@@ -515,9 +594,17 @@ fn scan_segments<E: Clone>(
     }
 }
 
+/// Why scans cannot run on a GPU here (no driver, no NVRTC, no device),
+/// or `None` where they can.
+#[pyfunction]
+fn gpu_unavailable_reason() -> Option<String> {
+    gpu::unavailable_reason()
+}
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Operator>()?;
+    m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     Ok(())
 }

@@ -1,0 +1,223 @@
+"""Scans of arrays on a GPU: PyTorch tensors and CuPy arrays (read through
+``__cuda_array_interface__``), by the native half's ``gpu_scan`` on the
+framework's current stream, into new arrays of the same framework.
+
+A primitive operator takes an array of its dtype; a struct operator an
+array of ``uint8`` whose last dimension is the element's size (its bytes,
+C layout: ``Op.dtype`` says where each field lies). Arrays must be
+C-contiguous (``.contiguous()``, ``cupy.ascontiguousarray``)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+_TYPESTR = {
+    "u8": "|u1", "u16": "<u2", "u32": "<u4", "u64": "<u8",
+    "i8": "|i1", "i16": "<i2", "i32": "<i4", "i64": "<i8",
+    "f32": "<f4", "f64": "<f8", "bool": "|b1",
+}
+_PRIM_OF_TYPESTR = {v: k for k, v in _TYPESTR.items()}
+_PRIM_OF_TYPESTR["<b1"] = "bool"
+
+
+class _Framework:
+    """How to allocate and move arrays of the input's framework."""
+
+    def __init__(self, data: Any):
+        module = type(data).__module__.split(".")[0]
+        if module == "torch":
+            import torch
+
+            self.name, self.xp, self.device = "torch", torch, data.device.index or 0
+        elif module == "cupy":
+            import cupy
+
+            self.name, self.xp, self.device = "cupy", cupy, data.device.id
+        else:
+            raise TypeError(
+                f"arrays on a GPU from {module!r}: PyTorch tensors and CuPy arrays are scanned there; "
+                "copy others to one of them or to NumPy"
+            )
+
+    def stream(self) -> int:
+        """The framework's current stream on the array's device."""
+        if self.name == "torch":
+            return self.xp.cuda.current_stream(self.device).cuda_stream
+        with self.xp.cuda.Device(self.device):
+            return self.xp.cuda.get_current_stream().ptr
+
+    def empty(self, shape: Tuple[int, ...], like: Any) -> Any:
+        if self.name == "torch":
+            return self.xp.empty(shape, dtype=like.dtype, device=like.device)
+        with self.xp.cuda.Device(self.device):
+            return self.xp.empty(shape, dtype=like.dtype)
+
+    def empty_u64(self) -> Any:
+        if self.name == "torch":
+            return self.xp.zeros(1, dtype=self.xp.int64, device=f"cuda:{self.device}")
+        with self.xp.cuda.Device(self.device):
+            return self.xp.zeros(1, dtype=self.xp.uint64)
+
+    def on_device(self, values: Any, like: Any) -> Any:
+        """``values`` (host or device) as a C-contiguous array of the
+        framework on the input's device."""
+        if self.name == "torch":
+            t = values if isinstance(values, self.xp.Tensor) else self.xp.as_tensor(np.asarray(values))
+            return t.to(like.device).contiguous()
+        with self.xp.cuda.Device(self.device):
+            return self.xp.ascontiguousarray(self.xp.asarray(values))
+
+    def moveaxis(self, data: Any, source: int, destination: int) -> Any:
+        if self.name == "torch":
+            return self.xp.movedim(data, source, destination).contiguous()
+        return self.xp.ascontiguousarray(self.xp.moveaxis(data, source, destination))
+
+    def nonzero_bytes(self, flags: Any) -> Any:
+        """Byte flags (0 or 1) of ``flags != 0``."""
+        return (flags != 0).contiguous() if self.name == "torch" else self.xp.ascontiguousarray(flags != 0)
+
+
+def _interface(data: Any, what: str) -> dict:
+    cai = data.__cuda_array_interface__
+    shape, strides = tuple(cai["shape"]), cai.get("strides")
+    if strides is not None:
+        itemsize = int(cai["typestr"][2:])
+        expected, step = [], itemsize
+        for extent in reversed(shape):
+            expected.append(step)
+            step *= extent
+        if tuple(reversed(expected)) != tuple(strides) and int(np.prod(shape)) > 1:
+            raise ValueError(f"{what} is not C-contiguous: make it so first (.contiguous(), cupy.ascontiguousarray)")
+    return cai
+
+
+def _address(data: Any, what: str) -> int:
+    return int(_interface(data, what)["data"][0])
+
+
+def prim_of_device(data: Any) -> str:
+    """The element type of a device array (for ``cumsum``)."""
+    typestr = data.__cuda_array_interface__["typestr"]
+    if typestr not in _PRIM_OF_TYPESTR:
+        raise TypeError(f"device arrays of {typestr}: integers, floats or bools")
+    return _PRIM_OF_TYPESTR[typestr]
+
+
+def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse, init, totals):
+    fw = _Framework(data)
+    cai = _interface(data, "the array")
+    shape = tuple(cai["shape"])
+    size = operator._native.element_size
+    if operator._struct is not None:
+        # Elements as bytes: the last dimension is one element.
+        if cai["typestr"] != "|u1" or not shape or shape[-1] != size:
+            raise TypeError(
+                f"a struct operator scans uint8 arrays whose last dimension is its {size} bytes, "
+                f"not {cai['typestr']} of shape {shape}"
+            )
+        shape = shape[:-1]
+        tail: Tuple[int, ...] = (size,)
+    else:
+        expected = _TYPESTR[operator._native.element]
+        if cai["typestr"] != expected and not (expected == "|b1" and cai["typestr"] == "<b1"):
+            raise TypeError(
+                f"the operator's elements are {operator.dtype}, the array's {cai['typestr']}: convert it first"
+            )
+        tail = ()
+    init_bytes: Optional[bytes] = None
+    if init is not None:
+        init_bytes = operator._element_bytes(init) if operator._struct is not None else np.array([init], dtype=operator.dtype).tobytes()
+    stream = fw.stream()
+    n = int(np.prod(shape)) if shape else 1
+    given = [name for name, value in (("flags", flags), ("offsets", offsets), ("keys", keys)) if value is not None]
+    native = operator._native
+    common = dict(inclusive=not exclusive, reverse=reverse, init=init_bytes)
+    if given:
+        if len(given) > 1:
+            raise ValueError(f"one kind of segments at a time, not {' and '.join(given)}")
+        if axis is not None or len(shape) != 1:
+            raise ValueError(f"{given[0]} split a one-dimensional array, not one of shape {shape} along an axis")
+        out = fw.empty(shape + tail, data)
+        kw = {}
+        if flags is not None:
+            f = fw.on_device(flags, data)
+            if tuple(f.shape) != shape:
+                raise ValueError(f"{tuple(f.shape)} flags for {n} elements: one flag an element")
+            f = fw.nonzero_bytes(f)
+            kw["heads"] = _address(f, "flags")
+            keep = f
+        elif keys is not None:
+            k = fw.on_device(keys, data)
+            if tuple(k.shape) != shape:
+                raise ValueError(f"{tuple(k.shape)} keys for {n} elements: one key an element")
+            kcai = _interface(k, "keys")
+            kw["keys"] = (int(kcai["data"][0]), int(kcai["typestr"][2:]))
+            keep = k
+        else:
+            o = fw.on_device(offsets, data)
+            ocai = _interface(o, "offsets")
+            if len(o.shape) != 1 or ocai["typestr"][1] not in "ui" or ocai["typestr"][2:] not in ("4", "8"):
+                raise ValueError("offsets are a one-dimensional array of 32- or 64-bit integers")
+            kw["offsets"] = (int(ocai["data"][0]), int(o.shape[0]), int(ocai["typestr"][2:]))
+            keep = o
+        sums, count = None, None
+        if totals:
+            slots = n if offsets is None else max(int(o.shape[0]) - 1, 0)
+            sums = fw.empty((max(slots, 1),) + tail, data)
+            kw["totals"] = (_address(sums, "totals"), slots if offsets is not None else n)
+            if offsets is None:
+                count = fw.empty_u64()
+                kw["count"] = _address(count, "count")
+        native.gpu_scan(fw.device, stream, _address(data, "the array"), _address(out, "the output"), n, **common, **kw)
+        del keep
+        if not totals:
+            return out
+        if count is not None:
+            runs = int(count[0].item()) if fw.name == "torch" else int(count[0].get())
+            sums = sums[:runs]
+        else:
+            sums = sums[:slots]
+        return out, sums
+    # Along an axis: None the flattened array, the last one rows, the first
+    # of a matrix its columns, others the last after a move.
+    if axis is None:
+        lines_shape, row, moved = (n,), None, None
+        source = data
+    else:
+        ndim = len(shape)
+        if not -ndim <= axis < ndim:
+            raise ValueError(f"axis {axis} is out of range for an array of {ndim} dimensions")
+        axis %= ndim
+        if axis == ndim - 1:
+            source, moved = data, None
+        elif ndim == 2 and axis == 0 and not totals:
+            out = fw.empty(shape + tail, data)
+            if n:
+                native.gpu_scan(fw.device, stream, _address(data, "the array"), _address(out, "the output"), n, columns=shape[1], **common)
+            return out
+        else:
+            source, moved = fw.moveaxis(data, axis, ndim - 1), axis
+        lines_shape = tuple(source.shape)[: len(shape)]
+        row = lines_shape[-1]
+    out = fw.empty(lines_shape + tail, data)
+    lines = int(np.prod(lines_shape[:-1])) if row is not None else 1
+    sums = fw.empty((lines,) + tail, data) if totals else None
+    if n:
+        kw = {"row_length": row} if row is not None else {}
+        if totals:
+            kw["totals"] = (_address(sums, "totals"), lines)
+        native.gpu_scan(fw.device, stream, _address(source, "the array"), _address(out, "the output"), n, **common, **kw)
+    elif totals and lines:
+        # Totals of nothing: the initial value, or the identity.
+        empty = init_bytes if init_bytes is not None else np.array([operator.identity], dtype=operator.dtype).tobytes()
+        host = np.frombuffer(empty * lines, dtype=np.uint8 if tail else operator.dtype).reshape((lines,) + tail)
+        sums = fw.on_device(host, data)
+    if moved is not None:
+        out = fw.moveaxis(out, len(shape) - 1, moved)
+    if not totals:
+        return out
+    if axis is None:
+        return out, sums.reshape(tail)
+    return out, sums.reshape(lines_shape[:-1] + tail)

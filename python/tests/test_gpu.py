@@ -1,0 +1,195 @@
+"""The GPU path on PyTorch tensors (and CuPy arrays where installed):
+every result against the CPU backend's scan of the same data (integers bit
+for bit; floats within a relative 1e-4, the reassociation of up to 2^20
+f32 terms of [0, 1), or bit for bit where the operator's results are
+exact), on fresh random data (the seed is printed), outputs checked for
+what they must hold only. Skipped without a usable GPU and PyTorch; with
+``GPU_REQUIRED=1`` (the device runs) their absence fails instead."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+import gpu_scan
+
+REQUIRED = os.environ.get("GPU_REQUIRED") == "1"
+try:
+    import torch
+
+    HAVE = torch.cuda.is_available() and gpu_scan.backend() == "gpu"
+    WHY = gpu_scan.gpu_unavailable_reason() or "torch sees no GPU"
+except ImportError:  # pragma: no cover - CI has no PyTorch
+    torch, HAVE, WHY = None, False, "no PyTorch"
+
+if REQUIRED:
+    assert HAVE, f"GPU_REQUIRED=1 but {WHY}"
+pytestmark = pytest.mark.skipif(not HAVE, reason=WHY)
+
+SEED = int(os.environ.get("GPU_SCAN_SEED", time.time_ns() % (1 << 32)))
+print(f"test_gpu: seed {SEED} (GPU_SCAN_SEED)")
+LENGTHS = [0, 1, 31, 32, 33, 1023, 1025, 12_345, (1 << 20) + 3]
+
+
+@gpu_scan.op(dtype={"a": "f32", "b": "f32"}, identity=(1.0, 0.0))
+def affine(x, y):
+    """Affine maps composed, x first: not commutative."""
+    return (x.a * y.a, y.a * x.b + y.b)
+
+
+@gpu_scan.op(dtype={"a": "u32", "b": "u32"}, identity=(1, 0))
+def affine_u32(x, y):
+    """Affine maps over wrapping u32: exact and not commutative."""
+    return (x.a * y.a, y.a * x.b + y.b)
+
+
+@gpu_scan.op(dtype="i64", identity=0)
+def add_i64(x, y):
+    return x + y
+
+
+def rng(salt):
+    return np.random.default_rng(SEED + salt)
+
+
+def cuda(a):
+    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+
+def as_bytes(records):
+    """Struct elements as the GPU path takes them: uint8, last dim bytes."""
+    return cuda(np.ascontiguousarray(records).view(np.uint8).reshape(len(records), -1))
+
+
+def records(op, t):
+    return t.cpu().numpy().reshape(-1).view(op.dtype)
+
+
+def random_affine(op, n, g):
+    out = np.zeros(n, dtype=op.dtype)
+    if op is affine:
+        out["a"] = g.uniform(0.5, 0.95, n)
+        out["b"] = g.uniform(0, 1, n)
+    else:
+        out["a"] = g.integers(0, 1 << 32, n, dtype=np.uint64)
+        out["b"] = g.integers(0, 1 << 32, n, dtype=np.uint64)
+    return out
+
+
+def close(op, got, want):
+    if op is affine:
+        for f in ("a", "b"):
+            np.testing.assert_allclose(got[f], want[f], rtol=1e-4, atol=1e-30)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_cumsum_matches_numpy(n):
+    g = rng(n)
+    x = g.integers(-1000, 1000, n).astype(np.int64)
+    t = cuda(x)
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            got = gpu_scan.cumsum(t, exclusive=exclusive, reverse=reverse)
+            assert isinstance(got, torch.Tensor) and got.device == t.device
+            want = gpu_scan.cumsum(x, exclusive=exclusive, reverse=reverse)
+            np.testing.assert_array_equal(got.cpu().numpy(), want)
+    f = g.random(n, dtype=np.float32)
+    np.testing.assert_allclose(gpu_scan.cumsum(cuda(f)).cpu().numpy(), np.cumsum(f, dtype=np.float64), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", [affine, affine_u32], ids=["affine_f32", "affine_u32"])
+@pytest.mark.parametrize("n", LENGTHS)
+def test_struct_operators_match_the_cpu(op, n):
+    g = rng(7 * n + (op is affine))
+    x = random_affine(op, n, g)
+    init = random_affine(op, 1, g)[0]
+    t = as_bytes(x) if n else torch.zeros((0, 8), dtype=torch.uint8, device="cuda")
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            for i in (None, init):
+                got, total = gpu_scan.scan(op, t, exclusive=exclusive, reverse=reverse, init=i, totals=True)
+                want, want_total = gpu_scan.scan(op, x, exclusive=exclusive, reverse=reverse, init=i, totals=True)
+                close(op, records(op, got), want)
+                close(op, records(op, total), np.atleast_1d(want_total))
+
+
+def test_axes_rows_columns_and_moves():
+    g = rng(3)
+    x = g.integers(0, 1 << 62, (37, 129, 5), dtype=np.int64)
+    t = cuda(x)
+    for axis in (None, 0, 1, 2, -1):
+        got, sums = gpu_scan.scan(add_i64, t, axis=axis, totals=True)
+        want, want_sums = gpu_scan.scan(add_i64, x, axis=axis, totals=True)
+        np.testing.assert_array_equal(got.cpu().numpy(), want)
+        np.testing.assert_array_equal(sums.cpu().numpy(), want_sums)
+    m = x[:, :, 0].copy()
+    got = gpu_scan.scan(add_i64, cuda(m), axis=0, exclusive=True, reverse=True, init=5)
+    np.testing.assert_array_equal(got.cpu().numpy(), gpu_scan.scan(add_i64, m, axis=0, exclusive=True, reverse=True, init=5))
+
+
+@pytest.mark.parametrize("n", [1, 33, 4097, 300_001])
+def test_segments_by_flags_offsets_and_keys(n):
+    g = rng(11 * n)
+    x = random_affine(affine_u32, n, g)
+    t = as_bytes(x)
+    flags = g.random(n) < 0.01
+    offsets = np.concatenate([[0], np.sort(g.integers(0, n + 1, 40)), [n]]).astype(np.int64)
+    keys = np.cumsum(flags).astype(np.int32)
+    for kind, value, device_value in (
+        ("flags", flags, cuda(flags)),
+        ("offsets", offsets, cuda(offsets)),
+        ("keys", keys, cuda(keys)),
+        ("flags", flags, flags),  # host segments go to the device
+    ):
+        for reverse in (False, True):
+            got, sums = gpu_scan.scan(affine_u32, t, reverse=reverse, exclusive=True, totals=True, **{kind: device_value})
+            want, want_sums = gpu_scan.scan(affine_u32, x, reverse=reverse, exclusive=True, totals=True, **{kind: value})
+            close(affine_u32, records(affine_u32, got), want)
+            close(affine_u32, records(affine_u32, sums), want_sums)
+
+
+def test_on_the_current_stream_and_under_graph_capture():
+    g = rng(5)
+    n = 1 << 20
+    x = g.integers(0, 1000, n).astype(np.int64)
+    t = cuda(x)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        got = gpu_scan.cumsum(t)
+    s.synchronize()
+    np.testing.assert_array_equal(got.cpu().numpy(), np.cumsum(x))
+    # A graph: warmed up on the capturing stream (which then holds the
+    # scan's scratch), captured, replayed on new data.
+    static_in = t.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        gpu_scan.cumsum(static_in)
+    gpu_scan._sum("i64").wait_for_background_compiles()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        static_out = gpu_scan.cumsum(static_in)
+    for k in range(3):
+        fresh = g.integers(0, 1000, n).astype(np.int64)
+        static_in.copy_(cuda(fresh))
+        static_out.fill_(-1)
+        graph.replay()
+        torch.cuda.synchronize()
+        np.testing.assert_array_equal(static_out.cpu().numpy(), np.cumsum(fresh), err_msg=f"replay {k}")
+
+
+def test_refusals_leave_the_output_alone():
+    t = torch.arange(10, device="cuda", dtype=torch.int32)
+    with pytest.raises(TypeError, match="int64"):
+        gpu_scan.scan(add_i64, t)
+    with pytest.raises(ValueError, match="contiguous"):
+        gpu_scan.scan(add_i64, torch.arange(20, device="cuda")[::2])
+    with pytest.raises(TypeError, match="uint8"):
+        gpu_scan.scan(affine, torch.zeros((4, 4), device="cuda", dtype=torch.uint8))
+    bad = torch.tensor([0, 5, 3, 10], device="cuda")
+    with pytest.raises(ValueError, match="offset"):
+        gpu_scan.scan(add_i64, torch.arange(10, device="cuda"), offsets=bad)
