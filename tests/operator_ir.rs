@@ -21,7 +21,7 @@ use differential_ops::*;
 use gpu_scan::kernels_gen::eval::{OpValues, StructValues, Value};
 use gpu_scan::kernels_gen::ir::{ElementType, Prim};
 use gpu_scan::kernels_gen::lower::{lower_op, Leaf, Structs};
-use gpu_scan::kernels_gen::{self, ir_text, ItemsPerThread, Part};
+use gpu_scan::kernels_gen::{self, ir_text, Part};
 use gpu_scan::ops::{And, BitAnd, BitOr, BitXor, Max, Min, Or, Product, Sum};
 use gpu_scan::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -62,13 +62,10 @@ fn check<Op: ScanOp>(named: &[(&str, &str)]) {
     // The tile shape and the live temporaries from the text and the
     // element's size.
     let size = std::mem::size_of::<Op::Element>();
-    let items = match params.items_per_thread {
-        ItemsPerThread::Fixed(n) => n,
-        ItemsPerThread::Auto => kernels_gen::auto_items_per_thread(size),
-    };
-    let threads = params
-        .block_threads
-        .unwrap_or_else(|| kernels_gen::auto_block_threads(size, items));
+    let (threads, items) = (
+        params.block_threads_for(size),
+        params.items_per_thread_for(size),
+    );
     assert_eq!(
         (threads, items),
         (Op::BLOCK_THREADS, Op::ITEMS_PER_THREAD),

@@ -40,7 +40,7 @@ use kernels_gen::eval::{OpValues, StructValues, Value};
 use kernels_gen::ir::ElementType;
 use kernels_gen::layout::Layout;
 use kernels_gen::lower::{lower_op, Leaf, Structs};
-use kernels_gen::{ir_text, ItemsPerThread, MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE};
+use kernels_gen::{ir_text, MAX_ELEMENT_REGISTERS, MAX_ELEMENT_SIZE};
 use scan_core::{IntoScanSpec, ScanElement, ScanOp, ScanSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -181,13 +181,10 @@ impl DynOperator {
         source.push_str(
             &kernels_gen::operator_source(&desc, &params).map_err(|e| refuse(e.to_string()))?,
         );
-        let items = match params.items_per_thread {
-            ItemsPerThread::Fixed(n) => n,
-            ItemsPerThread::Auto => kernels_gen::auto_items_per_thread(size),
-        };
-        let threads = params
-            .block_threads
-            .unwrap_or_else(|| kernels_gen::auto_block_threads(size, items));
+        let (threads, items) = (
+            params.block_threads_for(size),
+            params.items_per_thread_for(size),
+        );
         let live = kernels_gen::pressure::peak_live_lets(&desc.body) as u32;
         let layout = Layout::new(size, registers, threads, items)
             .with_operator_registers(live * scalar_registers as u32);
@@ -323,33 +320,29 @@ pub struct ElementsMut<'a, D: ?Sized> {
     size: usize,
 }
 
-impl<D: DevicePtr<u8> + ?Sized> DeviceSlice<BuiltElement> for Elements<'_, D> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn num_bytes(&self) -> usize {
-        self.len * self.size
-    }
-    fn stream(&self) -> &Arc<CudaStream> {
-        self.buffer.stream()
-    }
+/// `DeviceSlice` of built elements for a view of bytes: `len` elements of
+/// `size` bytes, on the bytes' stream.
+macro_rules! element_slice {
+    ($view:ident, $bound:ident) => {
+        impl<D: $bound<u8> + ?Sized> DeviceSlice<BuiltElement> for $view<'_, D> {
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn num_bytes(&self) -> usize {
+                self.len * self.size
+            }
+            fn stream(&self) -> &Arc<CudaStream> {
+                self.buffer.stream()
+            }
+        }
+    };
 }
+element_slice!(Elements, DevicePtr);
+element_slice!(ElementsMut, DevicePtrMut);
 
 impl<D: DevicePtr<u8> + ?Sized> DevicePtr<BuiltElement> for Elements<'_, D> {
     fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
         self.buffer.device_ptr(stream)
-    }
-}
-
-impl<D: DevicePtrMut<u8> + ?Sized> DeviceSlice<BuiltElement> for ElementsMut<'_, D> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn num_bytes(&self) -> usize {
-        self.len * self.size
-    }
-    fn stream(&self) -> &Arc<CudaStream> {
-        self.buffer.stream()
     }
 }
 
