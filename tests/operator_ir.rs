@@ -257,6 +257,10 @@ where
         panic!("{}: a primitive element expected", Op::NAME)
     };
     let values = OpValues::new(&desc).unwrap_or_else(|e| panic!("{e}"));
+    // The compiled evaluator (the CPU path of built operators) gives the
+    // interpreter's values, bit for bit.
+    let compiled = values.compiled();
+    assert_eq!(compiled.identity().to_bits(), values.identity().to_bits());
     let identity = Value::from_bits(p, bits_of(Op::IDENTITY));
     assert!(
         values.identity().same(identity),
@@ -269,6 +273,13 @@ where
         let want = Op::combine(element_of(x), element_of(y));
         let want = Value::from_bits(p, bits_of(want));
         let got = values.combine(x, y);
+        let fast = compiled.combine(x, y);
+        assert!(
+            fast.prim() == got.value.prim() && fast.to_bits() == got.value.to_bits(),
+            "{}: {x:?} ∘ {y:?}: compiled {fast:?}, interpreted {:?}",
+            Op::NAME,
+            got.value
+        );
         let same = got.value.same(want)
             || (got.unspecified
                 && got.value.to_bits() & !(1 << (8 * p.size() - 1))
@@ -393,6 +404,7 @@ fn check_struct_values<Op: ScanOp>(rng: &mut impl Rng, pairs: usize, nested: &[(
     );
     let lowered = lower_op(&desc, &structs).unwrap_or_else(|e| panic!("{e}"));
     let values = StructValues::new(&lowered).unwrap_or_else(|e| panic!("{}: {e}", Op::NAME));
+    let compiled = values.compiled();
     let leaves = &lowered.leaves;
     // The leaves are the element's lanes, in for_each_lane's order.
     let mut lanes = 0;
@@ -412,6 +424,16 @@ fn check_struct_values<Op: ScanOp>(rng: &mut impl Rng, pairs: usize, nested: &[(
         let want = Op::combine(element_of_leaves(&x, leaves), element_of_leaves(&y, leaves));
         let want = leaves_of(&want, leaves);
         let got = values.combine_outcomes(&x, &y);
+        let fast = compiled.combine(&x, &y);
+        for (k, (f, g)) in fast.iter().zip(&got).enumerate() {
+            assert!(
+                f.prim() == g.value.prim() && f.to_bits() == g.value.to_bits(),
+                "{}: leaf {} of {x:?} ∘ {y:?}: compiled {f:?}, interpreted {:?}",
+                Op::NAME,
+                leaves[k].path,
+                g.value
+            );
+        }
         for ((leaf, got), want) in leaves.iter().zip(&got).zip(&want) {
             let sign = !(1u64 << (8 * leaf.prim.size() - 1));
             let same = got.value.same(*want)

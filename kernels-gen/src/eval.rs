@@ -124,7 +124,7 @@ impl Value {
     }
 
     /// An integer's value, exactly.
-    fn as_i128(self) -> i128 {
+    pub(crate) fn as_i128(self) -> i128 {
         match self {
             Value::U8(x) => x as i128,
             Value::U16(x) => x as i128,
@@ -193,7 +193,7 @@ enum Req {
 
 /// A body whose types rustc would accept, with every node's type.
 pub struct Checked<'e> {
-    body: &'e Block,
+    pub(crate) body: &'e Block,
     /// Each node's type, by the node's address (an address, not a
     /// pointer, so that a checked body can be shared between threads).
     types: HashMap<usize, Prim>,
@@ -826,6 +826,16 @@ macro_rules! float_bin {
     };
 }
 
+/// `-v` of an integer (wrapping).
+pub(crate) fn int_neg(v: Value) -> Value {
+    int_un!(v, |x| x.wrapping_neg())
+}
+
+/// `!v` of an integer.
+pub(crate) fn int_not(v: Value) -> Value {
+    int_un!(v, |x| !x)
+}
+
 /// `v as to`, with Rust's rules (float to integer saturates, NaN gives 0).
 pub fn cast(v: Value, to: Prim) -> Value {
     macro_rules! to {
@@ -1020,12 +1030,20 @@ impl<'a> Eval<'a> {
         if TRANSCENDENTAL.contains(&method) {
             self.inexact = true;
         }
+        call_method(method, v, &mut self.unspecified)
+    }
+}
+
+/// `v[0].method(v[1..])` with Rust's semantics; sets `unspecified` where
+/// Rust leaves a sign unspecified ([`Outcome::unspecified`]).
+pub(crate) fn call_method(method: &str, v: &[Value], unspecified: &mut bool) -> Value {
+    {
         let a = v[0];
         let is_float = a.prim().is_float();
         match method {
             "min" | "max" if is_float => {
                 if opposite_zeros(a, v[1]) {
-                    self.unspecified = true;
+                    *unspecified = true;
                 }
                 if method == "min" {
                     float_bin!(a, v[1], |x, y| x.min(y))
@@ -1099,7 +1117,7 @@ impl<'a> Eval<'a> {
             "hypot" => float_bin!(a, v[1], |x, y| x.hypot(y)),
             "copysign" => {
                 if v[1].is_nan() {
-                    self.unspecified = true;
+                    *unspecified = true;
                 }
                 float_bin!(a, v[1], |x, y| x.copysign(y))
             }
@@ -1333,6 +1351,16 @@ impl<'o> OpValues<'o> {
         self.identity
     }
 
+    /// The operands' names.
+    pub(crate) fn params(&self) -> [&str; 2] {
+        [&self.params[0], &self.params[1]]
+    }
+
+    /// The checked body.
+    pub(crate) fn checked(&self) -> &Checked<'_> {
+        &self.combine
+    }
+
     /// `x ∘ y` (`x` the earlier element), with whether Rust leaves some of
     /// its bits unspecified ([`Outcome`]). Both are values of the element
     /// type.
@@ -1389,6 +1417,21 @@ impl<'l> StructValues<'l> {
     /// The identity's leaves.
     pub fn identity(&self) -> Vec<Value> {
         self.identity.clone()
+    }
+
+    /// The operands' leaf variables, the first's then the second's.
+    pub(crate) fn operand_names(&self) -> Vec<&str> {
+        self.lowered
+            .operands
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Each leaf's checked body.
+    pub(crate) fn checked_bodies(&self) -> &[Checked<'_>] {
+        &self.bodies
     }
 
     /// `x ∘ y` (`x` the earlier element), leaf by leaf.

@@ -56,6 +56,7 @@
 
 pub mod abi;
 pub mod eval;
+pub mod eval_compiled;
 pub mod expr;
 pub mod fold;
 pub mod infer;

@@ -403,13 +403,13 @@ impl Operator {
                     .map(|element| read_leaf(element, &leaf))
                     .collect();
                 let init = init.map(|v| self.value_of(v)).transpose()?;
-                let op = self.values()?;
+                let op = self.values()?.compiled();
                 let totals = py.detach(|| {
                     scan_segments(
                         &mut values,
                         segments,
                         op.identity(),
-                        |x, y| op.combine(x, y).value,
+                        |x, y| op.combine(x, y),
                         kind_of(inclusive, init),
                         direction,
                     )
@@ -434,6 +434,7 @@ impl Operator {
                     }
                     None => None,
                 };
+                let op = op.compiled();
                 let totals = py.detach(|| {
                     scan_segments(
                         &mut values,
