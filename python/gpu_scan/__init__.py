@@ -63,6 +63,7 @@ __all__ = [
     "gpu_unavailable_reason",
     "op",
     "scan",
+    "summed_area",
 ]
 
 OPERATOR_SUBSET = __doc__[__doc__.index("The subset") :]
@@ -304,6 +305,36 @@ def scan(
         else:
             sums = sums.reshape(())  # the flattened array's one total
     return (scanned, sums) if totals else scanned
+
+
+def summed_area(operator: Op, data: Any, *, exclusive: bool = False, reverse: bool = False, init: Any = None) -> Any:
+    """The two-dimensional scan of a matrix (a summed-area table, an
+    integral image): inclusive, ``out[r, c]`` combines the rectangle of
+    rows ``0..=r`` and columns ``0..=c``; exclusive, rows ``0..r`` and
+    columns ``0..c`` (the identity where that is empty); ``reverse=True``
+    runs the rectangle from ``(r, c)`` to the last row and column. The
+    rectangle's elements are combined row by row, each from its first
+    column to its last, so the operator need not be commutative; ``init``
+    comes first in scan order, once. It is the scan along the rows (same
+    kind and direction) followed by the scan down the columns with
+    ``init``, which is how it runs, on the CPU or the GPU as :func:`scan`
+    does. ``data`` is two-dimensional (on a GPU, a struct operator's
+    ``uint8`` array has the element's bytes as a third dimension).
+
+    >>> import numpy as np, gpu_scan
+    >>> x = np.arange(1, 10, dtype=np.int32).reshape(3, 3)
+    >>> gpu_scan.summed_area(gpu_scan._sum("i32"), x)
+    array([[ 1,  3,  6],
+           [ 5, 12, 21],
+           [12, 27, 45]], dtype=int32)
+    """
+    if not isinstance(operator, Op):
+        raise TypeError(f"an operator made by gpu_scan.op expected, not {operator!r}")
+    matrix_dims = len(data.shape) - (1 if _on_gpu(data) and operator._struct is not None else 0) if hasattr(data, "shape") else np.ndim(data)
+    if matrix_dims != 2:
+        raise ValueError(f"a summed-area table of a matrix (two dimensions), not of shape {tuple(getattr(data, 'shape', np.shape(data)))}")
+    rows = scan(operator, data, axis=1, exclusive=exclusive, reverse=reverse)
+    return scan(operator, rows, axis=0, exclusive=exclusive, reverse=reverse, init=init)
 
 
 @functools.lru_cache(maxsize=None)

@@ -579,3 +579,48 @@ def test_struct_errors(source, expected):
 def test_struct_identity_of_the_wrong_shape():
     with pytest.raises(TypeError, match="tuple of its 2 fields"):
         gpu_scan.op(dtype={"a": "f32", "b": "f32"}, identity=(1.0,))(affine.function)
+
+
+@gpu_scan.op(dtype={"a": "u32", "b": "u32"}, identity=(1, 0))
+def affine_u32(x, y):
+    """Affine maps over wrapping u32: exact and not commutative."""
+    return (x.a * y.a, y.a * x.b + y.b)
+
+
+def _rectangle(op, x, r, c, exclusive, reverse, init):
+    """The combination of the rectangle out[r, c] covers, by definition:
+    its elements row by row, each row in column order."""
+    rows, cols = x.shape
+    if reverse:
+        rr = range(r + 1 if exclusive else r, rows)
+        cc = range(c + 1 if exclusive else c, cols)
+    else:
+        rr = range(0, r if exclusive else r + 1)
+        cc = range(0, c if exclusive else c + 1)
+    acc = op.identity if init is None or reverse else init
+    for i in rr:
+        for j in cc:
+            acc = op(acc, x[i, j])
+    if init is not None and reverse:
+        acc = op(acc, init)
+    return acc
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 4), (5, 1), (1, 6), (7, 9)])
+def test_summed_area_is_the_rectangle(shape):
+    g = np.random.default_rng(sum(shape))
+    x = np.zeros(shape, dtype=affine_u32.dtype)
+    x["a"] = g.integers(0, 1 << 32, shape, dtype=np.uint64)
+    x["b"] = g.integers(0, 1 << 32, shape, dtype=np.uint64)
+    init = (3, 5)
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            for i in (None, init):
+                got = gpu_scan.summed_area(affine_u32, x, exclusive=exclusive, reverse=reverse, init=i)
+                assert got.shape == shape
+                for r in range(shape[0]):
+                    for c in range(shape[1]):
+                        want = _rectangle(affine_u32, x, r, c, exclusive, reverse, None if i is None else np.array([i], dtype=affine_u32.dtype)[0])
+                        assert tuple(got[r, c]) == tuple(want), (exclusive, reverse, i, r, c)
+    with pytest.raises(ValueError, match="two dimensions"):
+        gpu_scan.summed_area(affine_u32, x.reshape(-1))

@@ -193,3 +193,17 @@ def test_refusals_leave_the_output_alone():
     bad = torch.tensor([0, 5, 3, 10], device="cuda")
     with pytest.raises(ValueError, match="offset"):
         gpu_scan.scan(add_i64, torch.arange(10, device="cuda"), offsets=bad)
+
+
+def test_summed_area_matches_the_cpu():
+    g = rng(13)
+    x = g.integers(-1000, 1000, (300, 257)).astype(np.int64)
+    m = random_affine(affine_u32, 37 * 41, g).reshape(37, 41)
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            got = gpu_scan.summed_area(add_i64, cuda(x), exclusive=exclusive, reverse=reverse, init=7)
+            np.testing.assert_array_equal(got.cpu().numpy(), gpu_scan.summed_area(add_i64, x, exclusive=exclusive, reverse=reverse, init=7))
+            t = cuda(np.ascontiguousarray(m).view(np.uint8).reshape(37, 41, 8))
+            got = gpu_scan.summed_area(affine_u32, t, exclusive=exclusive, reverse=reverse)
+            want = gpu_scan.summed_area(affine_u32, m, exclusive=exclusive, reverse=reverse)
+            close(affine_u32, got.cpu().numpy().reshape(-1).view(affine_u32.dtype), want.reshape(-1))
