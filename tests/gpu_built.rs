@@ -6,7 +6,8 @@
 //! 24-byte struct (`Stats`); every kind, forward and in reverse; lengths 0,
 //! 1, 31, 32, 33, a tile ± 1, many tiles ± 1 and past 10^6; flat with a
 //! carry-out, by byte flags with the last segment's carry-out, by offsets
-//! and rows with per-segment totals, by keys; in place; from a device
+//! and rows with per-segment totals, by keys; as a matrix down its columns
+//! and in two dimensions; in place; from a device
 //! address another library owns (`RawElements`). Outputs are poisoned
 //! before each scan and checked for guard bands after it; streams come
 //! from `ctx.new_stream()` with cudarc's default event tracking and a
@@ -229,6 +230,42 @@ fn scans<Op: Case>(stream: &Arc<CudaStream>, seed: u64) -> usize {
                 check::<Op>(&format!("{what}, totals"), &got, &want_totals);
             }
             checked += 5;
+        }
+        // A matrix of rows of `row_length`: down its columns, and in two
+        // dimensions.
+        if n > 0 {
+            for (name, spec) in every_named_spec(init, &[Direction::Forward, Direction::Reverse]) {
+                for two_d in [false, true] {
+                    let what = format!(
+                        "{} n={n} {name} {} of rows of {row_length} (seed {seed})",
+                        Op::NAME,
+                        if two_d { "summed area" } else { "columns" }
+                    );
+                    let mut want = vec![Op::IDENTITY; n];
+                    if two_d {
+                        gpu_scan::summed_area::scan::<Op>(spec, row_length, &host, &mut want)
+                    } else {
+                        gpu_scan::columns::scan::<Op>(spec, row_length, &host, &mut want)
+                    }
+                    .unwrap();
+                    let mut out = poisoned_bytes(stream, n * size);
+                    {
+                        let inp = scanner.elements(&input).unwrap();
+                        let mut o = out.slice_mut(..n * size);
+                        let mut o = scanner.elements_mut(&mut o).unwrap();
+                        let bspec = built_spec(&op, spec);
+                        let done = if two_d {
+                            scanner.scan(stream, bspec.summed_area(row_length), &inp, &mut o)
+                        } else {
+                            scanner.scan(stream, bspec.columns(row_length), &inp, &mut o)
+                        };
+                        done.unwrap_or_else(|e| panic!("{what}: {e}"));
+                    }
+                    let got = from_bytes::<Op::Element>(&read_back(stream, &out, n * size, &what));
+                    check::<Op>(&what, &got, &want);
+                    checked += 1;
+                }
+            }
         }
         // In place, and at an address another library owns.
         let spec = ScanSpec::from(ScanKind::Exclusive).with_direction(Direction::Reverse);
