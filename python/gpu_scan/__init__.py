@@ -368,6 +368,8 @@ def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, re
 
 
 def _on_gpu(data: Any) -> bool:
+    if type(data).__module__.startswith("torch"):
+        return bool(getattr(data, "is_cuda", False))  # without building its __cuda_array_interface__
     return hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray)
 
 

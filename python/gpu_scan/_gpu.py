@@ -9,6 +9,7 @@ C-contiguous (``.contiguous()``, ``cupy.ascontiguousarray``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -44,6 +45,9 @@ class _Framework:
     def stream(self) -> int:
         """The framework's current stream on the array's device."""
         if self.name == "torch":
+            raw = getattr(self.xp._C, "_cuda_getCurrentRawStream", None)  # what Triton asks
+            if raw is not None:
+                return raw(self.device)
             return self.xp.cuda.current_stream(self.device).cuda_stream
         with self.xp.cuda.Device(self.device):
             return self.xp.cuda.get_current_stream().ptr
@@ -79,7 +83,35 @@ class _Framework:
         return (flags != 0).contiguous() if self.name == "torch" else self.xp.ascontiguousarray(flags != 0)
 
 
+_TORCH_TYPESTR: dict = {}
+
+
+def _torch_typestr(dtype: Any) -> str:
+    if not _TORCH_TYPESTR:
+        import torch
+
+        _TORCH_TYPESTR.update({
+            torch.uint8: "|u1", torch.int8: "|i1", torch.int16: "<i2", torch.int32: "<i4",
+            torch.int64: "<i8", torch.float32: "<f4", torch.float64: "<f8", torch.bool: "|b1",
+        })
+        for name, typestr in (("uint16", "<u2"), ("uint32", "<u4"), ("uint64", "<u8")):
+            if hasattr(torch, name):
+                _TORCH_TYPESTR[getattr(torch, name)] = typestr
+    return _TORCH_TYPESTR.get(dtype, str(dtype))
+
+
+def is_torch(data: Any) -> bool:
+    return type(data).__module__.startswith("torch")
+
+
 def _interface(data: Any, what: str) -> dict:
+    """The array's shape, typestr and address: a PyTorch tensor's from its
+    own attributes (its ``__cuda_array_interface__`` is built in Python, a
+    few microseconds a read), any other's from that interface."""
+    if is_torch(data):
+        if not data.is_contiguous():
+            raise ValueError(f"{what} is not C-contiguous: make it so first (.contiguous(), cupy.ascontiguousarray)")
+        return {"shape": tuple(data.shape), "typestr": _torch_typestr(data.dtype), "data": (data.data_ptr(), False)}
     cai = data.__cuda_array_interface__
     shape, strides = tuple(cai["shape"]), cai.get("strides")
     if strides is not None:
@@ -99,7 +131,7 @@ def _address(data: Any, what: str) -> int:
 
 def prim_of_device(data: Any) -> str:
     """The element type of a device array (for ``cumsum``)."""
-    typestr = data.__cuda_array_interface__["typestr"]
+    typestr = _interface(data, "the array")["typestr"]
     if typestr not in _PRIM_OF_TYPESTR:
         raise TypeError(f"device arrays of {typestr}: integers, floats or bools")
     return _PRIM_OF_TYPESTR[typestr]
@@ -130,7 +162,7 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
     if init is not None:
         init_bytes = operator._element_bytes(init) if operator._struct is not None else np.array([init], dtype=operator.dtype).tobytes()
     stream = fw.stream()
-    n = int(np.prod(shape)) if shape else 1
+    n = math.prod(shape)
     given = [name for name, value in (("flags", flags), ("offsets", offsets), ("keys", keys)) if value is not None]
     native = operator._native
     common = dict(inclusive=not exclusive, reverse=reverse, init=init_bytes)
@@ -153,6 +185,8 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
             if tuple(k.shape) != shape:
                 raise ValueError(f"{tuple(k.shape)} keys for {n} elements: one key an element")
             kcai = _interface(k, "keys")
+            if kcai["typestr"] not in _PRIM_OF_TYPESTR:
+                raise TypeError(f"keys of {kcai['typestr']}: integers, floats or bools")
             kw["keys"] = (int(kcai["data"][0]), int(kcai["typestr"][2:]))
             keep = k
         else:
@@ -202,7 +236,7 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
         lines_shape = tuple(source.shape)[: len(shape)]
         row = lines_shape[-1]
     out = fw.empty(lines_shape + tail, data)
-    lines = int(np.prod(lines_shape[:-1])) if row is not None else 1
+    lines = math.prod(lines_shape[:-1]) if row is not None else 1
     sums = fw.empty((lines,) + tail, data) if totals else None
     if n:
         kw = {"row_length": row} if row is not None else {}

@@ -207,3 +207,20 @@ def test_summed_area_matches_the_cpu():
             got = gpu_scan.summed_area(affine_u32, t, exclusive=exclusive, reverse=reverse)
             want = gpu_scan.summed_area(affine_u32, m, exclusive=exclusive, reverse=reverse)
             close(affine_u32, got.cpu().numpy().reshape(-1).view(affine_u32.dtype), want.reshape(-1))
+
+
+def test_tensors_read_as_their_cuda_array_interface():
+    """The fast reading of a tensor (its attributes) gives what its
+    ``__cuda_array_interface__`` gives."""
+    from gpu_scan import _gpu
+
+    base = torch.arange(4096, device="cuda", dtype=torch.int64)
+    for t in (base, base[5:], base.view(64, 64), base.view(64, 64)[3:], base.float(), base > 7, base.to(torch.uint8), base[:0]):
+        fast = _gpu._interface(t, "t")
+        cai = t.__cuda_array_interface__
+        assert fast["shape"] == tuple(cai["shape"])
+        assert fast["typestr"] == cai["typestr"]
+        if t.numel():
+            assert fast["data"][0] == cai["data"][0]
+    with pytest.raises(ValueError, match="contiguous"):
+        _gpu._interface(base.view(64, 64).t(), "t")
