@@ -250,6 +250,11 @@ def scan(
     """
     if not isinstance(operator, Op):
         raise TypeError(f"an operator made by gpu_scan.op expected, not {operator!r}")
+    if isinstance(data, tuple) and operator._struct is not None:
+        return _scan_fields(
+            operator, data, axis=axis, flags=flags, offsets=offsets, keys=keys,
+            exclusive=exclusive, reverse=reverse, init=init, totals=totals,
+        )
     if _on_gpu(data):
         from . import _gpu
 
@@ -305,6 +310,58 @@ def scan(
         else:
             sums = sums.reshape(())  # the flattened array's one total
     return (scanned, sums) if totals else scanned
+
+
+def _field_dtypes(operator: Op) -> list:
+    """The struct's fields as (name, offset, NumPy dtype), refusing fields
+    that are arrays or structs (a tuple of arrays holds one array a
+    primitive field)."""
+    dtype = operator.dtype
+    out = []
+    for name in dtype.names:
+        field, offset = dtype.fields[name][:2]
+        if field.names is not None or field.subdtype is not None:
+            raise TypeError(f"a tuple of arrays gives a struct of primitive fields; field {name!r} is {field}: pass a structured array")
+        out.append((name, offset, field))
+    return out
+
+
+def _scan_fields(operator: Op, fields: tuple, **kw: Any) -> Any:
+    """:func:`scan` of a struct operator over a tuple of arrays, one a
+    field (as ``torch``'s ``associative_scan`` takes them): the arrays are
+    packed into elements, scanned, and the result unpacked into a tuple of
+    arrays of the same framework (the totals too)."""
+    layout = _field_dtypes(operator)
+    if len(fields) != len(layout):
+        raise ValueError(f"{len(fields)} arrays for a struct of {len(layout)} fields ({', '.join(n for n, _, _ in layout)})")
+    if _on_gpu(fields[0]):
+        from . import _gpu
+
+        pack, unpack = _gpu.pack_fields, _gpu.unpack_fields
+    else:
+        pack, unpack = _pack_host_fields, _unpack_host_fields
+    result = scan(operator, pack(operator, layout, fields), **kw)
+    if kw.get("totals"):
+        out, sums = result
+        return unpack(operator, layout, out), unpack(operator, layout, sums)
+    return unpack(operator, layout, result)
+
+
+def _pack_host_fields(operator: Op, layout: list, fields: tuple) -> np.ndarray:
+    arrays = [np.asarray(f) for f in fields]
+    shape = arrays[0].shape
+    packed = np.zeros(shape, dtype=operator.dtype)
+    for (name, _, dtype), array in zip(layout, arrays):
+        if array.shape != shape:
+            raise ValueError(f"field {name!r} has shape {array.shape}, the first field {shape}")
+        if array.dtype != dtype:
+            raise TypeError(f"field {name!r} is {dtype}, the array {array.dtype}: convert it first")
+        packed[name] = array
+    return packed
+
+
+def _unpack_host_fields(operator: Op, layout: list, packed: np.ndarray) -> tuple:
+    return tuple(np.ascontiguousarray(packed[name]) for name, _, _ in layout)
 
 
 def summed_area(operator: Op, data: Any, *, exclusive: bool = False, reverse: bool = False, init: Any = None) -> Any:

@@ -129,6 +129,47 @@ def _address(data: Any, what: str) -> int:
     return int(_interface(data, what)["data"][0])
 
 
+def _framework_dtype(fw: "_Framework", dtype: np.dtype) -> Any:
+    if fw.name == "torch":
+        return fw.xp.from_numpy(np.empty(0, dtype=dtype)).dtype
+    return dtype
+
+
+def pack_fields(operator, layout: list, fields: tuple) -> Any:
+    """Device arrays, one a primitive field, packed into the ``uint8``
+    elements the GPU path scans (the struct's C layout, padding zero)."""
+    fw = _Framework(fields[0])
+    shape = tuple(fields[0].shape)
+    size = operator.dtype.itemsize
+    if fw.name == "torch":
+        packed = fw.xp.zeros(shape + (size,), dtype=fw.xp.uint8, device=fields[0].device)
+    else:
+        with fw.xp.cuda.Device(fw.device):
+            packed = fw.xp.zeros(shape + (size,), dtype=fw.xp.uint8)
+    for (name, offset, dtype), field in zip(layout, fields):
+        if tuple(field.shape) != shape:
+            raise ValueError(f"field {name!r} has shape {tuple(field.shape)}, the first field {shape}")
+        if _interface(field, f"field {name!r}")["typestr"] != dtype.str.replace("=", "<"):
+            raise TypeError(f"field {name!r} is {dtype}, the array {field.dtype}: convert it first")
+        width = dtype.itemsize
+        flat = field.reshape(-1)
+        raw = flat.view(fw.xp.uint8) if fw.name == "torch" else flat.view(np.uint8)
+        packed[..., offset : offset + width] = raw.reshape(shape + (width,))
+    return packed
+
+
+def unpack_fields(operator, layout: list, packed: Any) -> tuple:
+    """The fields of ``uint8`` elements, each as an array of its type."""
+    fw = _Framework(packed)
+    shape = tuple(packed.shape)[:-1]
+    out = []
+    for _, offset, dtype in layout:
+        part = packed[..., offset : offset + dtype.itemsize]
+        part = part.contiguous() if fw.name == "torch" else fw.xp.ascontiguousarray(part)
+        out.append(part.view(_framework_dtype(fw, dtype)).reshape(shape))
+    return tuple(out)
+
+
 def prim_of_device(data: Any) -> str:
     """The element type of a device array (for ``cumsum``)."""
     typestr = _interface(data, "the array")["typestr"]

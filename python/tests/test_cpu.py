@@ -624,3 +624,26 @@ def test_summed_area_is_the_rectangle(shape):
                         assert tuple(got[r, c]) == tuple(want), (exclusive, reverse, i, r, c)
     with pytest.raises(ValueError, match="two dimensions"):
         gpu_scan.summed_area(affine_u32, x.reshape(-1))
+
+
+def test_a_tuple_of_arrays_is_a_struct_of_fields():
+    g = np.random.default_rng(3)
+    n = 1000
+    a = g.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    b = g.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    packed = np.zeros(n, dtype=affine_u32.dtype)
+    packed["a"], packed["b"] = a, b
+    for kw in ({}, {"exclusive": True, "reverse": True, "init": (3, 4)}, {"offsets": [0, 10, 10, 600, n]}):
+        got_a, got_b = gpu_scan.scan(affine_u32, (a, b), **kw)
+        want = gpu_scan.scan(affine_u32, packed, **kw)
+        np.testing.assert_array_equal(got_a, want["a"])
+        np.testing.assert_array_equal(got_b, want["b"])
+    (out_a, out_b), (sum_a, sum_b) = gpu_scan.scan(affine_u32, (a, b), flags=a % 7 == 0, totals=True)
+    want, want_sums = gpu_scan.scan(affine_u32, packed, flags=a % 7 == 0, totals=True)
+    np.testing.assert_array_equal(out_b, want["b"])
+    np.testing.assert_array_equal(sum_a, want_sums["a"])
+    np.testing.assert_array_equal(sum_b, want_sums["b"])
+    with pytest.raises(ValueError, match="2 fields"):
+        gpu_scan.scan(affine_u32, (a,))
+    with pytest.raises(TypeError, match="convert"):
+        gpu_scan.scan(affine_u32, (a, b.astype(np.int64)))

@@ -224,3 +224,16 @@ def test_tensors_read_as_their_cuda_array_interface():
             assert fast["data"][0] == cai["data"][0]
     with pytest.raises(ValueError, match="contiguous"):
         _gpu._interface(base.view(64, 64).t(), "t")
+
+
+def test_a_tuple_of_tensors_is_a_struct_of_fields():
+    g = rng(17)
+    n = 100_003
+    x = random_affine(affine, n, g)
+    a, b = cuda(x["a"]), cuda(x["b"])
+    for kw in ({}, {"exclusive": True, "reverse": True, "init": (0.5, 0.25)}):
+        got_a, got_b = gpu_scan.scan(affine, (a, b), **kw)
+        assert got_a.dtype == torch.float32 and got_a.shape == (n,)
+        want = gpu_scan.scan(affine, x, **kw)
+        np.testing.assert_allclose(got_a.cpu().numpy(), want["a"], rtol=1e-4, atol=1e-30)
+        np.testing.assert_allclose(got_b.cpu().numpy(), want["b"], rtol=1e-4, atol=1e-30)
