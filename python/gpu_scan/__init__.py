@@ -17,8 +17,7 @@ array([ 3,  4,  8,  9, 14], dtype=int32)
 array([10, 13, 14], dtype=int32)
 
 NumPy arrays are scanned by the CPU backend. Arrays on a GPU (PyTorch
-tensors, CuPy arrays: anything with ``__cuda_array_interface__``) are
-scanned there, by the kernels ``#[scan_op]`` generates for the same
+tensors, CuPy arrays, JAX arrays) are scanned there, by the kernels ``#[scan_op]`` generates for the same
 operator, on the framework's current stream, into a new array of the same
 framework; :func:`backend` says whether a GPU is usable and
 :func:`gpu_unavailable_reason` why not. Elements are primitives (``u8`` to
@@ -425,8 +424,11 @@ def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, re
 
 
 def _on_gpu(data: Any) -> bool:
-    if type(data).__module__.startswith("torch"):
+    module = type(data).__module__
+    if module.startswith("torch"):
         return bool(getattr(data, "is_cuda", False))  # without building its __cuda_array_interface__
+    if module.startswith(("jax", "jaxlib")) and hasattr(data, "devices"):
+        return any(d.platform == "gpu" for d in data.devices())
     return hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray)
 
 

@@ -38,9 +38,17 @@ class _Framework:
             self.name, self.xp, self.device = "cupy", cupy, data.device.id
         else:
             raise TypeError(
-                f"arrays on a GPU from {module!r}: PyTorch tensors and CuPy arrays are scanned there; "
+                f"arrays on a GPU from {module!r}: PyTorch tensors, CuPy arrays and JAX arrays are scanned there; "
                 "copy others to one of them or to NumPy"
             )
+
+    def finish(self, array: Any) -> Any:
+        """An array the scan wrote, as the caller's framework holds it."""
+        return array
+
+    def item_u64(self, count: Any) -> int:
+        """The value of a one-element device array (waits for it)."""
+        return int(count[0].item()) if self.name == "torch" else int(count[0].get())
 
     def stream(self) -> int:
         """The framework's current stream on the array's device."""
@@ -104,6 +112,70 @@ def is_torch(data: Any) -> bool:
     return type(data).__module__.startswith("torch")
 
 
+class _Jax:
+    """JAX arrays: read through their array interface once computed
+    (``block_until_ready``), scanned on the package's own stream into
+    memory of the package's (``DeviceBuffer``), which JAX then owns through
+    DLPack (``jax.dlpack.from_dlpack``) without a copy."""
+
+    name = "jax"
+
+    def __init__(self, data: Any):
+        import jax
+
+        from ._native import DeviceBuffer
+
+        self.jax, self.buffer = jax, DeviceBuffer
+        devices = list(data.devices())
+        if len(devices) != 1 or devices[0].platform != "gpu":
+            raise ValueError(f"a JAX array on one GPU, not on {devices}")
+        local = getattr(devices[0], "local_hardware_id", None)
+        self.device = local if local is not None else devices[0].id
+        data.block_until_ready()
+
+    def stream(self) -> int:
+        from ._native import own_stream
+
+        return own_stream(self.device)
+
+    def _ready(self, array: Any) -> Any:
+        if isinstance(array, self.jax.Array):
+            array.block_until_ready()
+        return array
+
+    def empty(self, shape: Tuple[int, ...], like: Any) -> Any:
+        return self.buffer(self.device, list(shape), _interface(like, "the array")["typestr"])
+
+    def empty_u64(self) -> Any:
+        return self.buffer(self.device, [1], "<u8")
+
+    def on_device(self, values: Any, like: Any) -> Any:
+        if isinstance(values, self.jax.Array):
+            return self._ready(self.jax.device_put(values, next(iter(like.devices()))))
+        host = np.ascontiguousarray(np.asarray(values))
+        typestr = host.dtype.str if host.dtype != np.bool_ else "|b1"
+        return self.buffer(self.device, list(host.shape), typestr, host.tobytes())
+
+    def moveaxis(self, data: Any, source: int, destination: int) -> Any:
+        return self._ready(self.jax.numpy.moveaxis(self.finish(data), source, destination))
+
+    def nonzero_bytes(self, flags: Any) -> Any:
+        return self._ready(self.finish(flags) != 0)
+
+    def finish(self, array: Any) -> Any:
+        if isinstance(array, self.buffer):
+            return self.jax.dlpack.from_dlpack(array)
+        return array
+
+    def item_u64(self, count: Any) -> int:
+        return int(np.frombuffer(count.to_bytes(), dtype=np.uint64)[0])
+
+
+def _framework(data: Any) -> Any:
+    module = type(data).__module__.split(".")[0]
+    return _Jax(data) if module in ("jax", "jaxlib") else _Framework(data)
+
+
 def _interface(data: Any, what: str) -> dict:
     """The array's shape, typestr and address: a PyTorch tensor's from its
     own attributes (its ``__cuda_array_interface__`` is built in Python, a
@@ -138,7 +210,9 @@ def _framework_dtype(fw: "_Framework", dtype: np.dtype) -> Any:
 def pack_fields(operator, layout: list, fields: tuple) -> Any:
     """Device arrays, one a primitive field, packed into the ``uint8``
     elements the GPU path scans (the struct's C layout, padding zero)."""
-    fw = _Framework(fields[0])
+    fw = _framework(fields[0])
+    if fw.name == "jax":
+        raise TypeError("a tuple of JAX arrays: pass the elements' bytes as one uint8 array")
     shape = tuple(fields[0].shape)
     size = operator.dtype.itemsize
     if fw.name == "torch":
@@ -179,7 +253,7 @@ def prim_of_device(data: Any) -> str:
 
 
 def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse, init, totals):
-    fw = _Framework(data)
+    fw = _framework(data)
     cai = _interface(data, "the array")
     shape = tuple(cai["shape"])
     size = operator._native.element_size
@@ -247,13 +321,13 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
                 kw["count"] = _address(count, "count")
         native.gpu_scan(fw.device, stream, _address(data, "the array"), _address(out, "the output"), n, **common, **kw)
         del keep
+        out = fw.finish(out)
         if not totals:
             return out
         if count is not None:
-            runs = int(count[0].item()) if fw.name == "torch" else int(count[0].get())
-            sums = sums[:runs]
+            sums = fw.finish(sums)[: fw.item_u64(count)]
         else:
-            sums = sums[:slots]
+            sums = fw.finish(sums)[:slots]
         return out, sums
     # Along an axis: None the flattened array, the last one rows, the first
     # of a matrix its columns, others the last after a move.
@@ -271,7 +345,7 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
             out = fw.empty(shape + tail, data)
             if n:
                 native.gpu_scan(fw.device, stream, _address(data, "the array"), _address(out, "the output"), n, columns=shape[1], **common)
-            return out
+            return fw.finish(out)
         else:
             source, moved = fw.moveaxis(data, axis, ndim - 1), axis
         lines_shape = tuple(source.shape)[: len(shape)]
@@ -289,10 +363,12 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
         empty = init_bytes if init_bytes is not None else np.array([operator.identity], dtype=operator.dtype).tobytes()
         host = np.frombuffer(empty * lines, dtype=np.uint8 if tail else operator.dtype).reshape((lines,) + tail)
         sums = fw.on_device(host, data)
+    out = fw.finish(out)
     if moved is not None:
         out = fw.moveaxis(out, len(shape) - 1, moved)
     if not totals:
         return out
+    sums = fw.finish(sums)
     if axis is None:
         return out, sums.reshape(tail)
     return out, sums.reshape(lines_shape[:-1] + tail)

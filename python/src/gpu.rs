@@ -35,6 +35,23 @@ fn context(device: usize) -> Result<Arc<CudaContext>, ScanError> {
     Ok(ctx)
 }
 
+/// The package's own stream of `device` (for frameworks that expose none:
+/// JAX), made on first use and kept for the process.
+pub fn own_stream(device: usize) -> Result<Arc<CudaStream>, ScanError> {
+    static STREAMS: OnceLock<Mutex<HashMap<usize, Arc<CudaStream>>>> = OnceLock::new();
+    let ctx = context(device)?;
+    let mut streams = STREAMS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = streams.get(&device) {
+        return Ok(s.clone());
+    }
+    let stream = ctx.new_stream()?;
+    streams.insert(device, stream.clone());
+    Ok(stream)
+}
+
 /// Why scans cannot run on device 0 here, or `None` where they can.
 pub fn unavailable_reason() -> Option<String> {
     context(0).err().map(|e| e.to_string())

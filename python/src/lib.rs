@@ -15,6 +15,7 @@ use pyo3::types::{PyBool, PyBytes};
 use scan_core::segmented::{segment_ranges, HeadFlags, InvalidOffsets, Segments};
 use scan_core::{Direction, ScanKind};
 
+mod dlpack;
 mod gpu;
 
 /// An operator's element: a primitive, or a struct lowered to its leaves.
@@ -602,10 +603,21 @@ fn gpu_unavailable_reason() -> Option<String> {
     gpu::unavailable_reason()
 }
 
+/// The `CUstream` handle of the package's own stream of `device` (for
+/// frameworks that expose no stream: JAX).
+#[pyfunction]
+fn own_stream(device: usize) -> PyResult<usize> {
+    gpu::own_stream(device)
+        .map(|s| s.cu_stream() as usize)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+}
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Operator>()?;
+    m.add_class::<dlpack::DeviceBuffer>()?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
+    m.add_function(wrap_pyfunction!(own_stream, m)?)?;
     Ok(())
 }

@@ -452,7 +452,7 @@ def test_backend_says_why_not_a_gpu():
         __cuda_array_interface__ = {"shape": (3,), "typestr": "<i4", "data": (0, False), "version": 3}
 
     # An array of a framework the GPU path does not know is refused by name.
-    with pytest.raises(TypeError, match="PyTorch tensors and CuPy arrays"):
+    with pytest.raises(TypeError, match="PyTorch tensors, CuPy arrays and JAX arrays"):
         gpu_scan.scan(latest, OnTheGpu())
 
 

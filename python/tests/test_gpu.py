@@ -9,6 +9,10 @@ what they must hold only. Skipped without a usable GPU and PyTorch; with
 import os
 import time
 
+# JAX takes most of the GPU's memory at its start unless told not to;
+# PyTorch shares this process.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 import numpy as np
 import pytest
 
@@ -237,3 +241,45 @@ def test_a_tuple_of_tensors_is_a_struct_of_fields():
         want = gpu_scan.scan(affine, x, **kw)
         np.testing.assert_allclose(got_a.cpu().numpy(), want["a"], rtol=1e-4, atol=1e-30)
         np.testing.assert_allclose(got_b.cpu().numpy(), want["b"], rtol=1e-4, atol=1e-30)
+
+
+def test_jax_arrays_scan_into_jax_arrays():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX sees no GPU")
+    g = rng(19)
+    n = 300_007
+    x = g.integers(-1000, 1000, n).astype(np.int32)
+    j = jnp.asarray(x)
+    got = gpu_scan.cumsum(j)
+    assert isinstance(got, jax.Array)
+    np.testing.assert_array_equal(np.asarray(got), np.cumsum(x, dtype=np.int32))
+    flags = g.random(n) < 0.01
+    got, sums = gpu_scan.scan(gpu_scan._sum("i32"), j, flags=jnp.asarray(flags), exclusive=True, reverse=True, totals=True)
+    want, want_sums = gpu_scan.scan(gpu_scan._sum("i32"), x, flags=flags, exclusive=True, reverse=True, totals=True)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    np.testing.assert_array_equal(np.asarray(sums), want_sums)
+    m = x[: 300 * 1000].reshape(300, 1000)
+    for axis in (0, 1, None):
+        got, sums = gpu_scan.scan(gpu_scan._sum("i32"), jnp.asarray(m), axis=axis, totals=True)
+        want, want_sums = gpu_scan.scan(gpu_scan._sum("i32"), m, axis=axis, totals=True)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        np.testing.assert_array_equal(np.asarray(sums), want_sums)
+    maps = random_affine(affine, 4097, g)
+    got = gpu_scan.scan(affine, jnp.asarray(np.ascontiguousarray(maps).view(np.uint8).reshape(4097, 8)))
+    close(affine, np.asarray(got).reshape(-1).view(affine.dtype), gpu_scan.scan(affine, maps))
+
+
+def test_package_memory_goes_to_torch_through_dlpack():
+    from gpu_scan._native import DeviceBuffer
+
+    data = np.arange(1000, dtype=np.float32)
+    buffer = DeviceBuffer(torch.cuda.current_device(), [1000], "<f4", data.tobytes())
+    t = torch.from_dlpack(buffer)
+    assert t.device.type == "cuda" and t.dtype == torch.float32
+    np.testing.assert_array_equal(t.cpu().numpy(), data)
+    with pytest.raises(BufferError):
+        buffer.__dlpack__()  # given away once
+    del t
+    torch.cuda.synchronize()

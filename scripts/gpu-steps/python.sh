@@ -9,7 +9,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"   # scripts/gpu-steps/ in the repository
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site GPU_REQUIRED=1 PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site GPU_REQUIRED=1 PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc.so.13'; then
   lib="$(find / -xdev -name 'libnvrtc.so.13' -not -path '*/proc/*' 2>/dev/null | head -n 1)"
   [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
