@@ -52,6 +52,7 @@ import numpy as np
 
 from ._native import Operator as _NativeOperator
 from ._native import gpu_unavailable_reason as _gpu_unavailable_reason
+from ._native import sort_bytes as _sort_bytes
 from ._translate import OperatorError, StructSpec, element_of, operator_text, prim_of
 
 __all__ = [
@@ -62,6 +63,8 @@ __all__ = [
     "gpu_unavailable_reason",
     "op",
     "scan",
+    "sort",
+    "argsort",
     "summed_area",
 ]
 
@@ -421,6 +424,41 @@ def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, re
         return scan(_sum(_gpu.prim_of_device(data)), data, axis=axis, exclusive=exclusive, reverse=reverse)
     array = np.asarray(data)
     return scan(_sum(prim_of(array.dtype)), array, axis=axis, exclusive=exclusive, reverse=reverse)
+
+
+def sort(keys: Any, *, descending: bool = False) -> Any:
+    """The keys sorted (a new array of the input's framework): the
+    library's radix sort of integers of 8 to 64 bits and floats, on the GPU
+    for arrays there, on the CPU for NumPy's. Floats are ordered by their
+    bits' total order: ``-nan < -inf < … < -0.0 < +0.0 < … < inf < nan``
+    (NumPy puts every NaN last and keeps ``-0.0`` and ``+0.0`` in input
+    order)."""
+    return _sort(keys, descending, indices=False)
+
+
+def argsort(keys: Any, *, descending: bool = False) -> Any:
+    """The stable permutation (``int64``) that sorts ``keys`` as
+    :func:`sort` does: ``keys[argsort(keys)]`` is ``sort(keys)``, equal
+    keys in input order (NumPy's ``argsort(kind="stable")`` for integers
+    and floats without NaNs or signed zeros)."""
+    return _sort(keys, descending, indices=True)
+
+
+def _sort(keys: Any, descending: bool, indices: bool) -> Any:
+    if _on_gpu(keys):
+        from . import _gpu
+
+        return _gpu.sort(keys, descending, indices)
+    array = np.ascontiguousarray(np.asarray(keys))
+    if array.ndim != 1:
+        raise ValueError(f"keys of shape {array.shape}: one dimension")
+    if array.dtype.kind not in "uif":
+        raise TypeError(f"keys of {array.dtype}: integers of 8 to 64 bits, f32 or f64")
+    typestr = array.dtype.str.replace("=", "<")
+    out = _sort_bytes(array.tobytes(), typestr, descending, indices)
+    if indices:
+        return np.frombuffer(out, dtype=np.uint64).astype(np.int64)
+    return np.frombuffer(out, dtype=array.dtype).copy()
 
 
 def _on_gpu(data: Any) -> bool:

@@ -372,3 +372,33 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
     if axis is None:
         return out, sums.reshape(tail)
     return out, sums.reshape(lines_shape[:-1] + tail)
+
+
+def sort(keys: Any, descending: bool, indices: bool) -> Any:
+    """:func:`gpu_scan.sort` and :func:`gpu_scan.argsort` of a device array."""
+    from ._native import gpu_sort
+
+    fw = _framework(keys)
+    cai = _interface(keys, "the keys")
+    shape = tuple(cai["shape"])
+    if len(shape) != 1:
+        raise ValueError(f"keys of shape {shape}: one dimension")
+    n = shape[0]
+    stream = fw.stream()
+    if indices:
+        if fw.name == "torch":
+            order = fw.xp.empty(n, dtype=fw.xp.int64, device=keys.device)
+        elif fw.name == "cupy":
+            with fw.xp.cuda.Device(fw.device):
+                order = fw.xp.empty(n, dtype=fw.xp.int64)
+        else:
+            order = fw.buffer(fw.device, [n], "<i8")
+        if n:
+            gpu_sort(fw.device, stream, int(cai["data"][0]), n, cai["typestr"], descending, _address(order, "the indices"))
+        return fw.finish(order)
+    if fw.name == "jax":
+        return keys[sort(keys, descending, True)]  # JAX's arrays are not written in place: gather
+    out = keys.clone() if fw.name == "torch" else fw.xp.array(keys, copy=True)
+    if n:
+        gpu_sort(fw.device, stream, _address(out, "the output"), n, cai["typestr"], descending)
+    return out

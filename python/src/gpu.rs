@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// The contexts of the devices used so far: CUDA's primary context of
 /// each (the one PyTorch and CuPy use), cudarc's event tracking off: the
 /// buffers are the caller's, ordered by the caller's streams.
-fn context(device: usize) -> Result<Arc<CudaContext>, ScanError> {
+pub fn context(device: usize) -> Result<Arc<CudaContext>, ScanError> {
     static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
     let mut contexts = CONTEXTS
         .get_or_init(Default::default)
@@ -59,18 +59,18 @@ pub fn unavailable_reason() -> Option<String> {
 
 /// A device buffer of another library, seen as a cudarc buffer for the
 /// length of a call and never freed by it.
-struct Borrowed<T>(Option<CudaSlice<T>>);
+pub struct Borrowed<T>(Option<CudaSlice<T>>);
 
 impl<T> Borrowed<T> {
     /// # Safety
     /// `address` holds `len` elements of `T` in `stream`'s context, valid
     /// while the work enqueued with it runs.
-    unsafe fn new(stream: &Arc<CudaStream>, address: u64, len: usize) -> Self {
+    pub unsafe fn new(stream: &Arc<CudaStream>, address: u64, len: usize) -> Self {
         // SAFETY: the caller's contract; leaked on drop, never freed.
         Borrowed(Some(unsafe { stream.upgrade_device_ptr(address, len) }))
     }
 
-    fn slice(&mut self) -> &mut CudaSlice<T> {
+    pub fn slice(&mut self) -> &mut CudaSlice<T> {
         self.0.as_mut().expect("held until dropped")
     }
 }

@@ -17,6 +17,7 @@ use scan_core::{Direction, ScanKind};
 
 mod dlpack;
 mod gpu;
+mod sort;
 
 /// An operator's element: a primitive, or a struct lowered to its leaves.
 enum Element {
@@ -619,5 +620,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::DeviceBuffer>()?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(own_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(sort::sort_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(sort::gpu_sort, m)?)?;
     Ok(())
 }

@@ -647,3 +647,34 @@ def test_a_tuple_of_arrays_is_a_struct_of_fields():
         gpu_scan.scan(affine_u32, (a,))
     with pytest.raises(TypeError, match="convert"):
         gpu_scan.scan(affine_u32, (a, b.astype(np.int64)))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint32, np.int64, np.float32, np.float64])
+def test_sort_and_argsort_match_numpy(dtype):
+    g = np.random.default_rng(np.dtype(dtype).itemsize)
+    n = 10_007
+    if np.dtype(dtype).kind == "f":
+        keys = (g.standard_normal(n) * 1e3).astype(dtype)
+        keys[keys == 0] = 1  # no signed zeros: NumPy keeps them in input order
+    else:
+        info = np.iinfo(dtype)
+        keys = g.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        keys[::7] = keys[3]  # ties: the argsort is stable
+    np.testing.assert_array_equal(gpu_scan.sort(keys), np.sort(keys, kind="stable"))
+    np.testing.assert_array_equal(gpu_scan.argsort(keys), np.argsort(keys, kind="stable"))
+    order = gpu_scan.argsort(keys, descending=True)
+    np.testing.assert_array_equal(keys[order], np.sort(keys)[::-1])
+    # Stable when descending too: equal keys keep their input order.
+    for k in np.unique(keys[order])[:5]:
+        assert np.all(np.diff(order[keys[order] == k]) > 0)
+    np.testing.assert_array_equal(gpu_scan.sort(keys, descending=True), np.sort(keys)[::-1])
+
+
+def test_sort_orders_floats_by_their_bits():
+    keys = np.array([1.0, -0.0, np.nan, 0.0, -np.inf, -np.nan, 2.0], dtype=np.float32)
+    got = gpu_scan.sort(keys)
+    want_bits = [(-np.nan), -np.inf, -0.0, 0.0, 1.0, 2.0, np.nan]
+    assert [np.signbit(v) for v in got] == [np.signbit(np.float32(v)) for v in want_bits]
+    assert np.isnan(got[0]) and np.isnan(got[-1]) and got[1] == -np.inf and got[4:6].tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="keys of"):
+        gpu_scan.sort(np.array([True, False]))

@@ -283,3 +283,26 @@ def test_package_memory_goes_to_torch_through_dlpack():
         buffer.__dlpack__()  # given away once
     del t
     torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.uint64, np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 33, 4097, 1_000_003])
+def test_sort_and_argsort_match_the_cpu(dtype, n):
+    g = rng(23 * n + np.dtype(dtype).itemsize)
+    if np.dtype(dtype).kind == "f":
+        keys = (g.standard_normal(n) * 1e3).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        keys = g.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        keys[::5] = keys[:1] if n else keys[::5]
+    t = torch.from_numpy(keys.astype(np.int64) if dtype == np.uint64 else keys).cuda()
+    if dtype == np.uint64:
+        pytest.skip("PyTorch has no uint64 tensors in every build")
+    for descending in (False, True):
+        got = gpu_scan.sort(t, descending=descending)
+        assert got.dtype == t.dtype and got.shape == t.shape
+        np.testing.assert_array_equal(got.cpu().numpy(), gpu_scan.sort(keys, descending=descending))
+        order = gpu_scan.argsort(t, descending=descending)
+        assert order.dtype == torch.int64
+        np.testing.assert_array_equal(order.cpu().numpy(), gpu_scan.argsort(keys, descending=descending))
+    np.testing.assert_array_equal(t.cpu().numpy(), keys)  # the input is left alone

@@ -1,0 +1,150 @@
+//! Sorting for the package: the library's radix sort of primitive keys,
+//! on the CPU (`scan_core::sort`) for host bytes and on the GPU
+//! (`GpuSort`) for another library's device arrays; keys alone, or the
+//! permutation that sorts them (an argsort, stable).
+
+use crate::gpu::{self, Borrowed};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use scan_core::sort::{SortSpec, SortOrder};
+use scan_runtime::{GpuSort, ScanError};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+fn spec(descending: bool) -> SortSpec {
+    let mut spec = SortSpec::ascending();
+    if descending {
+        spec.order = SortOrder::Descending;
+    }
+    spec
+}
+
+/// Calls `$body` with `$k` the key type of `$typestr` (an array-interface
+/// type string), or returns a `TypeError`.
+macro_rules! with_key {
+    ($typestr:expr, $k:ident => $body:expr) => {
+        match $typestr {
+            "|u1" => { type $k = u8; $body }
+            "<u2" => { type $k = u16; $body }
+            "<u4" => { type $k = u32; $body }
+            "<u8" => { type $k = u64; $body }
+            "|i1" => { type $k = i8; $body }
+            "<i2" => { type $k = i16; $body }
+            "<i4" => { type $k = i32; $body }
+            "<i8" => { type $k = i64; $body }
+            "<f4" => { type $k = f32; $body }
+            "<f8" => { type $k = f64; $body }
+            other => Err(PyTypeError::new_err(format!(
+                "keys of {other}: integers of 8 to 64 bits, f32 or f64"
+            ))),
+        }
+    };
+}
+
+/// Keys from their little-endian bytes.
+fn keys_of<K: Copy>(data: &[u8]) -> PyResult<Vec<K>> {
+    let size = std::mem::size_of::<K>();
+    if data.len() % size != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes are not whole keys of {size}",
+            data.len()
+        )));
+    }
+    Ok(data
+        .chunks_exact(size)
+        // SAFETY: `size` bytes of a plain key type, read unaligned.
+        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<K>()) })
+        .collect())
+}
+
+fn bytes_of<K: Copy>(keys: &[K]) -> Vec<u8> {
+    // SAFETY: plain key types without padding.
+    unsafe { std::slice::from_raw_parts(keys.as_ptr().cast::<u8>(), std::mem::size_of_val(keys)) }
+        .to_vec()
+}
+
+/// Sorts the keys in `data` (bytes of `typestr` keys) on the CPU, or with
+/// `indices` returns the permutation that sorts them (`u64`s).
+#[pyfunction]
+#[pyo3(signature = (data, typestr, descending=false, indices=false))]
+pub fn sort_bytes<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    typestr: &str,
+    descending: bool,
+    indices: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let fail = |e: scan_core::sort::SortError| PyValueError::new_err(e.to_string());
+    let out: Vec<u8> = with_key!(typestr, K => {
+        let mut keys = keys_of::<K>(data)?;
+        py.detach(|| {
+            if indices {
+                let order = scan_core::sort::argsort(&keys, spec(descending)).map_err(fail)?;
+                let order: Vec<u64> = order.into_iter().map(|i| i as u64).collect();
+                Ok(bytes_of(&order))
+            } else {
+                scan_core::sort::sort_keys(&mut keys, spec(descending)).map_err(fail)?;
+                Ok(bytes_of(&keys))
+            }
+        })
+    })?;
+    Ok(PyBytes::new(py, &out))
+}
+
+fn sorters() -> &'static Mutex<HashMap<usize, GpuSort>> {
+    static SORTERS: OnceLock<Mutex<HashMap<usize, GpuSort>>> = OnceLock::new();
+    SORTERS.get_or_init(Default::default)
+}
+
+/// Sorts the `n` keys of `typestr` at device address `keys` in place on
+/// `device`, enqueued on the `CUstream` handle `stream`; with `indices`
+/// (the address of `n` `u64`s) writes there the permutation that sorts
+/// them instead and leaves the keys alone. The arrays are the caller's,
+/// valid on that stream.
+#[pyfunction]
+#[pyo3(signature = (device, stream, keys, n, typestr, descending=false, indices=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn gpu_sort(
+    py: Python<'_>,
+    device: usize,
+    stream: usize,
+    keys: u64,
+    n: usize,
+    typestr: &str,
+    descending: bool,
+    indices: Option<u64>,
+) -> PyResult<()> {
+    let run = |stream: &std::sync::Arc<scan_runtime::cudarc::driver::CudaStream>,
+               sorter: &mut GpuSort|
+     -> PyResult<Result<(), ScanError>> {
+        with_key!(typestr, K => {
+            // SAFETY: the caller's keys (and indices), `n` of them on this
+            // device, valid on `stream` for the sort.
+            let mut keys = unsafe { Borrowed::<K>::new(stream, keys, n) };
+            Ok(match indices {
+                Some(address) => {
+                    let mut order = unsafe { Borrowed::<u64>::new(stream, address, n) };
+                    sorter.argsort(stream, keys.slice(), order.slice(), &spec(descending))
+                }
+                None => sorter.sort_keys(stream, keys.slice(), &spec(descending)),
+            })
+        })
+    };
+    py.detach(|| {
+        let ctx = gpu::context(device).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        // SAFETY: the caller's stream of this device, alive for the call.
+        let stream = unsafe { ctx.wrap_borrowed_stream(stream as _) };
+        let mut sorters = sorters().lock().unwrap_or_else(|p| p.into_inner());
+        let sorter = match sorters.entry(device) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                GpuSort::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+            ),
+        };
+        run(&stream, sorter)?.map_err(|e| match e {
+            ScanError::Driver(_) | ScanError::Compile { .. } => PyRuntimeError::new_err(e.to_string()),
+            e => PyValueError::new_err(e.to_string()),
+        })
+    })
+}
