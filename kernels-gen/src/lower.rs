@@ -521,3 +521,86 @@ impl Lowerer<'_> {
         }
     }
 }
+
+/// The statement of `op` (over a struct described in `structs`) that
+/// lowering or checking refuses, numbered as [`crate::eval::CheckError::statement`]
+/// and [`crate::ir_text::parse_with_lines`] number them; `None` where the
+/// whole operator is accepted. A struct operator is checked leaf by leaf
+/// after lowering, where its statements are no longer apart: this checks
+/// the body cut after each top-level statement (its value replaced by the
+/// first operand, an element), so an error is placed at the first
+/// statement whose prefix fails, a nested statement at its top-level one,
+/// and one in the final value at that value; `None` too where the body
+/// of the first operand alone is refused (the identity or the structs are
+/// at fault, not a statement).
+pub fn refused_statement(op: &OpDesc, structs: &Structs) -> Option<usize> {
+    let accepted = |body: &Block| {
+        let cut = OpDesc {
+            body: body.clone(),
+            ..op.clone()
+        };
+        lower_op(&cut, structs).is_ok_and(|l| crate::eval::StructValues::new(&l).is_ok())
+    };
+    let operand = Block {
+        lets: Vec::new(),
+        value: Expr::Var(op.params[0].clone()),
+    };
+    if accepted(&op.body) || !accepted(&operand) {
+        return None;
+    }
+    let mut number = 0;
+    for k in 0..op.body.lets.len() {
+        let prefix = Block {
+            lets: op.body.lets[..=k].to_vec(),
+            value: Expr::Var(op.params[0].clone()),
+        };
+        if !accepted(&prefix) {
+            return Some(number);
+        }
+        number += 1 + nested_statements(&op.body.lets[k].1);
+    }
+    Some(number)
+}
+
+/// The statements of the blocks inside `e` (each block's `let`s and its
+/// value), as the checker numbers them.
+fn nested_statements(e: &Expr) -> usize {
+    let block = |b: &Block| {
+        b.lets.len()
+            + 1
+            + b.lets
+                .iter()
+                .map(|(_, v)| nested_statements(v))
+                .sum::<usize>()
+            + nested_statements(&b.value)
+    };
+    match e {
+        Expr::Lit(_) | Expr::Var(_) | Expr::Const(..) => 0,
+        Expr::Field(a, _)
+        | Expr::Index(a, _)
+        | Expr::Unary(_, a)
+        | Expr::Cast(a, _)
+        | Expr::Typed(a, _)
+        | Expr::Repeat(a, _) => nested_statements(a),
+        Expr::Binary(_, a, b) | Expr::TypedLike(a, b) => {
+            nested_statements(a) + nested_statements(b)
+        }
+        Expr::Call { args, .. } | Expr::Array(args) => args.iter().map(nested_statements).sum(),
+        Expr::If(c, t, f) => nested_statements(c) + block(t) + block(f),
+        Expr::Match(s, arms) => {
+            nested_statements(s)
+                + arms
+                    .iter()
+                    .map(|(_, v)| nested_statements(v))
+                    .sum::<usize>()
+        }
+        Expr::Block(b) => block(b),
+        Expr::Struct { fields, base, .. } => {
+            fields
+                .iter()
+                .map(|(_, v)| nested_statements(v))
+                .sum::<usize>()
+                + base.as_deref().map_or(0, nested_statements)
+        }
+    }
+}

@@ -218,9 +218,30 @@ impl Operator {
                     declarations.push(desc);
                 }
                 let size = by_name.size(name).map_err(fail)?;
-                let lowered = lower_op(&desc, &by_name).map_err(fail)?;
-                StructValues::new(&lowered)
-                    .map_err(|e| fail(format!("operator `{}`: {e}", desc.name)))?;
+                // A refusal of the lowered operator, at the statement (and
+                // so the Python line) that causes it.
+                let refuse = |message: String| -> PyResult<PyErr> {
+                    let line = kernels_gen::lower::refused_statement(&desc, &by_name)
+                        .and_then(|k| lines.get(k).copied().flatten());
+                    Ok(match line {
+                        Some(line) => PyValueError::new_err((
+                            message,
+                            line.into_pyobject(py)?.into_any().unbind(),
+                        )),
+                        None if message.contains("identity") => PyValueError::new_err((
+                            message,
+                            "identity".into_pyobject(py)?.into_any().unbind(),
+                        )),
+                        None => fail(message),
+                    })
+                };
+                let lowered = match lower_op(&desc, &by_name) {
+                    Ok(l) => l,
+                    Err(e) => return Err(refuse(e)?),
+                };
+                if let Err(e) = StructValues::new(&lowered) {
+                    return Err(refuse(format!("operator `{}`: {e}", desc.name))?);
+                }
                 Element::Struct {
                     lowered,
                     declarations,

@@ -7,7 +7,7 @@ use crate::gpu::{self, Borrowed};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use scan_core::sort::{SortSpec, SortOrder};
+use scan_core::sort::{SortOrder, SortSpec};
 use scan_runtime::{GpuSort, ScanError};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -25,16 +25,46 @@ fn spec(descending: bool) -> SortSpec {
 macro_rules! with_key {
     ($typestr:expr, $k:ident => $body:expr) => {
         match $typestr {
-            "|u1" => { type $k = u8; $body }
-            "<u2" => { type $k = u16; $body }
-            "<u4" => { type $k = u32; $body }
-            "<u8" => { type $k = u64; $body }
-            "|i1" => { type $k = i8; $body }
-            "<i2" => { type $k = i16; $body }
-            "<i4" => { type $k = i32; $body }
-            "<i8" => { type $k = i64; $body }
-            "<f4" => { type $k = f32; $body }
-            "<f8" => { type $k = f64; $body }
+            "|u1" => {
+                type $k = u8;
+                $body
+            }
+            "<u2" => {
+                type $k = u16;
+                $body
+            }
+            "<u4" => {
+                type $k = u32;
+                $body
+            }
+            "<u8" => {
+                type $k = u64;
+                $body
+            }
+            "|i1" => {
+                type $k = i8;
+                $body
+            }
+            "<i2" => {
+                type $k = i16;
+                $body
+            }
+            "<i4" => {
+                type $k = i32;
+                $body
+            }
+            "<i8" => {
+                type $k = i64;
+                $body
+            }
+            "<f4" => {
+                type $k = f32;
+                $body
+            }
+            "<f8" => {
+                type $k = f64;
+                $body
+            }
             other => Err(PyTypeError::new_err(format!(
                 "keys of {other}: integers of 8 to 64 bits, f32 or f64"
             ))),
@@ -138,12 +168,14 @@ pub fn gpu_sort(
         let mut sorters = sorters().lock().unwrap_or_else(|p| p.into_inner());
         let sorter = match sorters.entry(device) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                GpuSort::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-            ),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(GpuSort::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
+            }
         };
         run(&stream, sorter)?.map_err(|e| match e {
-            ScanError::Driver(_) | ScanError::Compile { .. } => PyRuntimeError::new_err(e.to_string()),
+            ScanError::Driver(_) | ScanError::Compile { .. } => {
+                PyRuntimeError::new_err(e.to_string())
+            }
             e => PyValueError::new_err(e.to_string()),
         })
     })

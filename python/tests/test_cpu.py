@@ -678,3 +678,32 @@ def test_sort_orders_floats_by_their_bits():
     assert np.isnan(got[0]) and np.isnan(got[-1]) and got[1] == -np.inf and got[4:6].tolist() == [1.0, 2.0]
     with pytest.raises(TypeError, match="keys of"):
         gpu_scan.sort(np.array([True, False]))
+
+
+def test_a_struct_operators_type_error_names_its_line():
+    with pytest.raises(gpu_scan.OperatorError) as e:
+
+        @gpu_scan.op(dtype={"a": "u32", "b": "f32"}, identity=(0, 0.0))
+        def bad(x, y):
+            s = x.b + y.b
+            t = x.a + 1.5  # a u32 and a float
+            return (t, s)
+
+    assert e.value.lineno == line_of("t = x.a + 1.5") and "mismatched types" in str(e.value), str(e.value)
+    with pytest.raises(gpu_scan.OperatorError) as e:
+
+        @gpu_scan.op(dtype={"a": "u32", "b": "f32"}, identity=(0, 0.0))
+        def bad_return(x, y):
+            s = x.b + y.b
+            return (x.a + 0.5, s)
+
+    assert e.value.lineno == line_of("return (x.a + 0.5, s)"), str(e.value)
+
+
+def line_of(code):
+    """The line of `code` in the test above."""
+    import inspect
+
+    source, start = inspect.getsourcelines(test_a_struct_operators_type_error_names_its_line)
+    return start + next(i for i, l in enumerate(source) if code in l)
+
