@@ -7,12 +7,11 @@
 //!
 //! ```no_run
 //! use gpu_scan::scan_runtime::{open_device, DynOperator, DynScanner, ScanError};
-//! use gpu_scan::ScanSpec;
+//! use gpu_scan::{ops::Sum, ScanOp, ScanSpec};
 //!
-//! // x ∘ y = x + y over f32, written as #[scan_op] records it.
-//! let text = "(operator \"sum\" (element f32) (identity (lit f32 0x00000000)) \
-//!             (params \"x\" \"y\") (body (binary add (var \"x\") (var \"y\"))))";
-//! let op = DynOperator::from_text(text, &[])?;
+//! // The text of x ∘ y = x + y over f32, as #[scan_op] records it (the
+//! // Python package writes such texts from functions).
+//! let op = DynOperator::from_text(<Sum<f32> as ScanOp>::OPERATOR_IR, &[])?;
 //! let ctx = open_device(0)?;
 //! let stream = ctx.new_stream()?;
 //! let bytes: Vec<u8> = [1f32, 2.0, 3.0].iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -129,6 +128,29 @@ impl DynOperator {
     /// declarations of its struct element and the structs that one nests,
     /// `ir_text::print_struct`, any order), checks them, and writes the
     /// operator's CUDA. [`ScanError::InvalidOperator`] says what is wrong.
+    /// No GPU is needed.
+    ///
+    /// ```
+    /// use gpu_scan::scan_runtime::{DynOperator, ScanError};
+    /// use gpu_scan::prelude::*;
+    ///
+    /// #[scan_op(identity = Affine { a: 1.0, b: 0.0 }, op = |x, y| Affine { a: x.a * y.a, b: y.a * x.b + y.b })]
+    /// #[repr(C)]
+    /// #[derive(Clone, Copy)]
+    /// struct Affine {
+    ///     a: f32,
+    ///     b: f32,
+    /// }
+    ///
+    /// let op = DynOperator::from_text(<Affine as ScanOp>::OPERATOR_IR, &[Affine::STRUCT_IR])?;
+    /// assert_eq!((op.element_size(), op.element_align()), (8, 4));
+    /// assert_eq!(op.identity().bytes(), [1f32.to_le_bytes(), 0f32.to_le_bytes()].concat());
+    /// assert!(matches!(
+    ///     DynOperator::from_text("(op", &[]),
+    ///     Err(ScanError::InvalidOperator(_))
+    /// ));
+    /// # Ok::<(), ScanError>(())
+    /// ```
     pub fn from_text(text: &str, structs: &[&str]) -> Result<Self> {
         let refuse = |m: String| ScanError::InvalidOperator(m);
         let (desc, params) = ir_text::parse(text).map_err(|e| refuse(e.to_string()))?;
