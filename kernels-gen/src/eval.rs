@@ -826,6 +826,20 @@ macro_rules! float_bin {
     };
 }
 
+/// The value of literal `lit` of type `ty`.
+pub(crate) fn literal(lit: &Lit, ty: Prim) -> Value {
+    match *lit {
+        Lit::Bool(b) => Value::Bool(b),
+        Lit::Int { value, .. } => Value::from_bits(ty, value as u64),
+        Lit::Float {
+            value, value_f32, ..
+        } => match ty {
+            Prim::F32 => Value::F32(value_f32),
+            _ => Value::F64(value),
+        },
+    }
+}
+
 /// `-v` of an integer (wrapping).
 pub(crate) fn int_neg(v: Value) -> Value {
     int_un!(v, |x| x.wrapping_neg())
@@ -933,22 +947,9 @@ impl<'a> Eval<'a> {
         v
     }
 
-    fn literal(&self, lit: &Lit, ty: Prim) -> Value {
-        match *lit {
-            Lit::Bool(b) => Value::Bool(b),
-            Lit::Int { value, .. } => Value::from_bits(ty, value as u64),
-            Lit::Float {
-                value, value_f32, ..
-            } => match ty {
-                Prim::F32 => Value::F32(value_f32),
-                _ => Value::F64(value),
-            },
-        }
-    }
-
     fn expr(&mut self, e: &'a Expr) -> Value {
         match e {
-            Expr::Lit(lit) => self.literal(lit, self.ty(e)),
+            Expr::Lit(lit) => literal(lit, self.ty(e)),
             Expr::Var(v) => {
                 self.env
                     .iter()
@@ -1001,7 +1002,7 @@ impl<'a> Eval<'a> {
         match p {
             Pattern::Wild => true,
             Pattern::Lit { lit, negative } => {
-                let v = self.literal(lit, s.prim());
+                let v = literal(lit, s.prim());
                 let v = if *negative {
                     int_un!(v, |x| x.wrapping_neg())
                 } else {

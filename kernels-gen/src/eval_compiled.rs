@@ -7,8 +7,10 @@
 //! unspecified and inexact flags: the CPU path of operators built at run
 //! time (the Python package's scans) runs it.
 
-use crate::eval::{binary, call_method, cast, constant, Checked, OpValues, StructValues, Value};
-use crate::ir::{Block, Expr, Lit, Pattern, Prim, UnOp};
+use crate::eval::{
+    binary, call_method, cast, constant, literal, Checked, OpValues, StructValues, Value,
+};
+use crate::ir::{Block, Expr, Pattern, UnOp};
 
 /// One node: reads the slots, returns its value.
 type Node = Box<dyn Fn(&mut [Value]) -> Value + Send + Sync>;
@@ -57,19 +59,6 @@ struct Compiler<'c, 'e> {
     /// Names in scope and their slots, the innermost last.
     scope: Vec<(String, usize)>,
     slots: usize,
-}
-
-fn literal(lit: &Lit, ty: Prim) -> Value {
-    match *lit {
-        Lit::Bool(b) => Value::Bool(b),
-        Lit::Int { value, .. } => Value::from_bits(ty, value as u64),
-        Lit::Float {
-            value, value_f32, ..
-        } => match ty {
-            Prim::F32 => Value::F32(value_f32),
-            _ => Value::F64(value),
-        },
-    }
 }
 
 impl Compiler<'_, '_> {
