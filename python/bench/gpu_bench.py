@@ -11,7 +11,11 @@ import sys
 import time
 
 import numpy as np
-import torch
+
+# JAX (a comparator) takes most of the GPU's memory at its start unless
+# told not to; PyTorch shares this process.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+import torch  # noqa: E402
 
 t0 = time.perf_counter()
 import gpu_scan  # noqa: E402
@@ -75,6 +79,46 @@ def first_call():
     gpu_scan.scan(first_sum, x)
     torch.cuda.synchronize()
     print(f"first call of a new operator: {1e3 * (time.perf_counter() - start):.1f} ms (import {1e3 * (start - t0):.0f} ms before)")
+
+
+def wall_ms(fn, reps=REPS):
+    """Median wall-clock milliseconds of ``fn`` (which waits for its own
+    result): for JAX, whose stream CUDA events on PyTorch's do not see."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(1e3 * (time.perf_counter() - start))
+    return float(np.median(times))
+
+
+def other_comparators(log2, a, b, prefix, t_ours, t_copy):
+    """Rows for Triton's and JAX's affine scans of ``a``, ``b`` (checked
+    against ``prefix``, the recurrence's first values, first)."""
+    import comparators
+
+    rows = []
+    k = prefix.shape[0]
+    if comparators.triton_scan is not None:
+        try:
+            _, tb = comparators.triton_scan(a, b)
+            np.testing.assert_allclose(tb[:k].double().cpu().numpy(), prefix, rtol=1e-3, atol=1e-6)
+            rows.append((f"affine 2xf32 2^{log2}", t_ours, "Triton tl.associative_scan", timed(lambda: comparators.triton_scan(a, b)), t_copy))
+        except Exception as e:  # noqa: BLE001
+            print(f"Triton at 2^{log2}: {type(e).__name__}: {str(e)[:200]}")
+    if comparators.jax_scan is not None:
+        try:
+            import jax
+
+            ja, jb = jax.dlpack.from_dlpack(a), jax.dlpack.from_dlpack(b)
+            _, out_b = comparators.jax_scan(ja, jb)
+            np.testing.assert_allclose(np.asarray(out_b[:k], dtype=np.float64), prefix, rtol=1e-3, atol=1e-6)
+            rows.append((f"affine 2xf32 2^{log2}", t_ours, "jax.lax.associative_scan (wall)", wall_ms(lambda: comparators.jax_scan(ja, jb)), t_copy))
+        except Exception as e:  # noqa: BLE001
+            print(f"JAX at 2^{log2}: {type(e).__name__}: {str(e)[:200]}")
+    return rows
 
 
 def main():
@@ -143,6 +187,7 @@ def main():
             except Exception as e:  # noqa: BLE001
                 print(f"torch associative_scan at 2^{log2}: {type(e).__name__}: {str(e)[:200]}")
         rows.append((f"affine 2xf32 2^{log2}", t_ours, ref_label, t_ref, t_copy))
+        rows.extend(other_comparators(log2, a, b, acc, t_ours, t_copy))
         del a, b, packed, out, got
     n = 1 << 26
     x = torch.rand((n, 6), device="cuda") * 0.5

@@ -19,6 +19,6 @@ if [ "${PYTHON_BENCH:-0}" = 1 ]; then
   cache="$(mktemp -d)"
   GPU_SCAN_CACHE_DIR="$cache" GPU_BENCH_FIRST=1 python3 "$root/python/bench/gpu_bench.py"
   GPU_SCAN_CACHE_DIR="$cache" GPU_BENCH_FIRST=1 python3 "$root/python/bench/gpu_bench.py"
-  exec python3 "$root/python/bench/gpu_bench.py"
+  cd "$root/python/bench" && exec python3 gpu_bench.py
 fi
 exec python3 -m pytest -q -p no:cacheprovider -rs "$root/python/tests"
