@@ -92,14 +92,23 @@ class Op:
     type's arithmetic.
     """
 
-    def __init__(self, function: Callable, dtype: Any, identity: Any, block_threads: Optional[int] = None, items_per_thread: Optional[int] = None):
+    def __init__(
+        self,
+        function: Callable,
+        dtype: Any,
+        identity: Any,
+        block_threads: Optional[int] = None,
+        items_per_thread: Optional[int] = None,
+        commutative: bool = False,
+    ):
         self.function = function
+        self.commutative = commutative
         element = element_of(dtype)
         self._struct = element if isinstance(element, StructSpec) else None
         translation = operator_text(function, element, identity, block_threads, items_per_thread)
         structs = self._struct.declarations() if self._struct else []
         try:
-            self._native = _NativeOperator(translation.text, structs)
+            self._native = _NativeOperator(translation.text, structs, commutative)
         except ValueError as e:
             message, place = e.args if len(e.args) == 2 else (str(e), None)
             message = message.replace(f"operator `{translation.name}`", f"operator `{function.__qualname__}`")
@@ -107,6 +116,35 @@ class Op:
             line = place if isinstance(place, int) else translation.first_line if place == "identity" else None
             raise OperatorError(message, translation.filename if line is not None else None, line) from None
         functools.update_wrapper(self, function)
+        if commutative:
+            self._check_commutative(translation)
+
+    def _check_commutative(self, translation) -> None:
+        """Refuses ``commutative=True`` where ``f(x, y)`` and ``f(y, x)``
+        differ on one of 256 pairs of random values (the laws the GPU then
+        relies on, as ``#[scan_op(commutative = true)]``'s are checked)."""
+        g = np.random.default_rng(0x5EED)
+        samples = np.zeros(512, dtype=self.dtype)
+        raw = g.integers(0, 256, samples.nbytes, dtype=np.uint8)
+        for name in self.dtype.names or [None]:
+            field = samples[name] if name is not None else samples
+            kind = field.dtype.base.kind
+            if kind == "f":
+                field[...] = g.standard_normal(field.shape) * 100
+            elif kind == "b":
+                field[...] = g.random(field.shape) < 0.5
+            else:
+                field[...] = raw[: field.nbytes].view(field.dtype.base).reshape(field.shape)
+        for x, y in zip(samples[:256], samples[256:]):
+            xy, yx = self(x, y), self(y, x)
+            same = np.array([xy], dtype=self.dtype).tobytes() == np.array([yx], dtype=self.dtype).tobytes()
+            if not same:
+                raise OperatorError(
+                    f"operator `{self.function.__qualname__}` is declared commutative, but f(x, y) = {xy!r} "
+                    f"and f(y, x) = {yx!r} for x = {x!r}, y = {y!r}",
+                    translation.filename,
+                    translation.first_line,
+                )
 
     @property
     def name(self) -> str:
@@ -163,20 +201,29 @@ class Op:
         return f"<gpu_scan.Op {self.function.__qualname__} over {self.dtype}>"
 
 
-def op(dtype: Any, identity: Any, *, block_threads: Optional[int] = None, items_per_thread: Optional[int] = None) -> Callable[[Callable], Op]:
+def op(
+    dtype: Any,
+    identity: Any,
+    *,
+    block_threads: Optional[int] = None,
+    items_per_thread: Optional[int] = None,
+    commutative: bool = False,
+) -> Callable[[Callable], Op]:
     """Decorates a function of two elements as an associative operator.
 
     ``dtype`` names the element type (``"f32"``, ``"int64"``,
     ``numpy.uint32``); ``identity`` is a value with
     ``f(identity, v) == f(v, identity) == v``. ``block_threads`` and
     ``items_per_thread`` fix the GPU program's tile shape (default: chosen
-    from the element's size, as for ``#[scan_op]``).
+    from the element's size, as for ``#[scan_op]``). ``commutative=True``
+    says ``f(x, y) == f(y, x)`` (checked on random values): a
+    two-dimensional scan on the GPU then reads the matrix in tiles.
     """
 
     element_of(dtype)  # an unknown element type fails here, not at the def
 
     def decorate(function: Callable) -> Op:
-        return Op(function, dtype, identity, block_threads, items_per_thread)
+        return Op(function, dtype, identity, block_threads, items_per_thread, commutative)
 
     return decorate
 
@@ -185,7 +232,7 @@ def _host_array(data: Any, dtype: np.dtype) -> np.ndarray:
     if hasattr(data, "__dlpack_device__") and data.__dlpack_device__()[0] != 1:  # 1: kDLCPU
         raise NotImplementedError(
             "arrays on a GPU without __cuda_array_interface__ (DLPack only) are not taken yet; "
-            "pass a PyTorch tensor or a CuPy array, or copy to a NumPy array first"
+            "pass a PyTorch tensor, a CuPy or a JAX array, or copy to a NumPy array first"
         )
     array = np.asarray(data)
     if array.dtype != dtype:
@@ -392,6 +439,10 @@ def summed_area(operator: Op, data: Any, *, exclusive: bool = False, reverse: bo
     matrix_dims = len(data.shape) - (1 if _on_gpu(data) and operator._struct is not None else 0) if hasattr(data, "shape") else np.ndim(data)
     if matrix_dims != 2:
         raise ValueError(f"a summed-area table of a matrix (two dimensions), not of shape {tuple(getattr(data, 'shape', np.shape(data)))}")
+    if operator.commutative and _on_gpu(data):
+        from . import _gpu
+
+        return _gpu.summed_area(operator, data, exclusive=exclusive, reverse=reverse, init=init)
     rows = scan(operator, data, axis=1, exclusive=exclusive, reverse=reverse)
     return scan(operator, rows, axis=0, exclusive=exclusive, reverse=reverse, init=init)
 
@@ -405,12 +456,12 @@ def _sum(prim: str) -> Op:
         def add(x, y):
             return x + y
 
-        return Op(add, prim, 0.0)
+        return Op(add, prim, 0.0, commutative=True)
 
     def wrapping_add(x, y):
         return x + y
 
-    return Op(wrapping_add, prim, 0)
+    return Op(wrapping_add, prim, 0, commutative=True)
 
 
 def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, reverse: bool = False) -> np.ndarray:

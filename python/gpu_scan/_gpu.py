@@ -402,3 +402,22 @@ def sort(keys: Any, descending: bool, indices: bool) -> Any:
     if n:
         gpu_sort(fw.device, stream, _address(out, "the output"), n, cai["typestr"], descending)
     return out
+
+
+def summed_area(operator, data: Any, *, exclusive: bool, reverse: bool, init: Any) -> Any:
+    """The two-dimensional scan of a matrix by a commutative operator in one
+    call (the runtime reads it in tiles)."""
+    fw = _framework(data)
+    cai = _interface(data, "the matrix")
+    shape = tuple(cai["shape"])
+    rows, cols = shape[:2]
+    out = fw.empty(shape, data)
+    init_bytes = None
+    if init is not None:
+        init_bytes = operator._element_bytes(init) if operator._struct is not None else np.array([init], dtype=operator.dtype).tobytes()
+    if rows * cols:
+        operator._native.gpu_scan(
+            fw.device, fw.stream(), _address(data, "the matrix"), _address(out, "the output"), rows * cols,
+            not exclusive, reverse, init=init_bytes, summed_area=cols,
+        )
+    return fw.finish(out)

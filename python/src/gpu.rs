@@ -94,6 +94,8 @@ pub enum Shape {
     Columns(usize),
     /// Byte flags at this address.
     Heads(u64),
+    /// A row-major matrix of rows this long, scanned in two dimensions.
+    SummedArea(usize),
     /// Offsets: address, count, width in bytes (4 or 8).
     Offsets(u64, usize, usize),
     /// Keys: address, width in bytes (1, 2, 4, 8), compared bit for bit.
@@ -138,12 +140,20 @@ pub struct Scanners {
 
 impl Scanners {
     /// Runs `r` for the operator of `text` and `structs`.
-    pub fn scan(&self, text: &str, structs: &[String], r: Request) -> PyResult<()> {
+    pub fn scan(
+        &self,
+        text: &str,
+        structs: &[String],
+        commutative: bool,
+        r: Request,
+    ) -> PyResult<()> {
         let op = self
             .built
             .get_or_init(|| {
                 let structs: Vec<&str> = structs.iter().map(String::as_str).collect();
-                DynOperator::from_text(text, &structs).map_err(|e| e.to_string())
+                DynOperator::from_text(text, &structs)
+                    .map(|op| op.commutative(commutative))
+                    .map_err(|e| e.to_string())
             })
             .as_ref()
             .map_err(|e| PyValueError::new_err(e.clone()))?;
@@ -223,7 +233,7 @@ fn run(
     let mut offsets64 = None;
     let mut keys = KeyBuffers::default();
     let segments: Option<DeviceSegments<'_>> = match r.shape {
-        Shape::Flat | Shape::Columns(_) => None,
+        Shape::Flat | Shape::Columns(_) | Shape::SummedArea(_) => None,
         Shape::Rows(row_length) => Some(DeviceSegments::rows(row_length)),
         Shape::Heads(address) => {
             let h = heads.insert(unsafe { Borrowed::<u8>::new(&stream, address, r.n) });
@@ -257,7 +267,8 @@ fn run(
     }
     match (r.shape, segments, slot.as_mut(), count.as_mut()) {
         (Shape::Columns(row_length), _, None, _) => go!(spec.columns(row_length)),
-        (Shape::Columns(_), _, Some(_), _) => Err(ScanError::MatrixCarryOut),
+        (Shape::SummedArea(row_length), _, None, _) => go!(spec.summed_area(row_length)),
+        (Shape::Columns(_) | Shape::SummedArea(_), _, Some(_), _) => Err(ScanError::MatrixCarryOut),
         (_, None, None, _) => go!(spec),
         (_, None, Some(slot), _) => go!(spec.carry_out(slot)),
         (_, Some(s), None, _) => go!(spec.segments(s)),

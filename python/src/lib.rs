@@ -39,6 +39,8 @@ struct Operator {
     /// The texts it was read from (the GPU path builds them).
     text: String,
     structs: Vec<String>,
+    /// Declared commutative (checked by the Python half on samples).
+    commutative: bool,
     /// Its scanners on the GPU, made on first use.
     gpu: gpu::Scanners,
 }
@@ -189,8 +191,8 @@ impl Operator {
     /// line the text gives for the statement (`(at LINE …)`), `"identity"`,
     /// or `None`.
     #[new]
-    #[pyo3(signature = (text, structs=Vec::new()))]
-    fn new(py: Python<'_>, text: &str, structs: Vec<String>) -> PyResult<Self> {
+    #[pyo3(signature = (text, structs=Vec::new(), commutative=false))]
+    fn new(py: Python<'_>, text: &str, structs: Vec<String>, commutative: bool) -> PyResult<Self> {
         let fail = |message: String| PyValueError::new_err((message, py.None()));
         let (desc, params, lines) =
             ir_text::parse_with_lines(text).map_err(|e| fail(e.to_string()))?;
@@ -256,6 +258,7 @@ impl Operator {
             element,
             text: text.to_string(),
             structs,
+            commutative,
             gpu: gpu::Scanners::default(),
         })
     }
@@ -482,11 +485,12 @@ impl Operator {
     /// element's bytes), forward or in reverse; over rows of `row_length`
     /// elements, down the columns of a row-major matrix of rows of
     /// `columns` elements, or over segments by byte `heads`, `offsets`
-    /// (address, count, width 4 or 8) or `keys` (address, width); the
+    /// (address, count, width 4 or 8) or `keys` (address, width), or in two
+    /// dimensions over rows of `summed_area` elements; the
     /// totals (address, slots) each segment's, or the one carry-out, or
     /// with `count` (the address of a `u64`) counted on the device. The
     /// arrays are the caller's, valid on that stream.
-    #[pyo3(signature = (device, stream, input, output, n, inclusive, reverse, init=None, row_length=None, columns=None, heads=None, offsets=None, keys=None, totals=None, count=None))]
+    #[pyo3(signature = (device, stream, input, output, n, inclusive, reverse, init=None, row_length=None, columns=None, heads=None, offsets=None, keys=None, totals=None, count=None, summed_area=None))]
     #[allow(clippy::too_many_arguments)]
     fn gpu_scan(
         &self,
@@ -506,9 +510,16 @@ impl Operator {
         keys: Option<(u64, usize)>,
         totals: Option<(u64, usize)>,
         count: Option<u64>,
+        summed_area: Option<usize>,
     ) -> PyResult<()> {
         let shape = match (row_length, columns, heads, offsets, keys) {
-            (None, None, None, None, None) => gpu::Shape::Flat,
+            (None, None, None, None, None) => match summed_area {
+                Some(r) => gpu::Shape::SummedArea(r),
+                None => gpu::Shape::Flat,
+            },
+            _ if summed_area.is_some() => {
+                return Err(PyValueError::new_err("one shape of scan at a time"))
+            }
             (Some(r), None, None, None, None) => gpu::Shape::Rows(r),
             (None, Some(c), None, None, None) => gpu::Shape::Columns(c),
             (None, None, Some(h), None, None) => gpu::Shape::Heads(h),
@@ -534,7 +545,10 @@ impl Operator {
             shape,
             totals,
         };
-        py.detach(|| self.gpu.scan(&self.text, &self.structs, request))
+        py.detach(|| {
+            self.gpu
+                .scan(&self.text, &self.structs, self.commutative, request)
+        })
     }
 
     /// Waits until the optimized kernels this operator's GPU scans started

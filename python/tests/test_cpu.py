@@ -707,3 +707,22 @@ def line_of(code):
     source, start = inspect.getsourcelines(test_a_struct_operators_type_error_names_its_line)
     return start + next(i for i, l in enumerate(source) if code in l)
 
+
+
+def test_commutative_is_checked():
+    @gpu_scan.op(dtype="i32", identity=0, commutative=True)
+    def add(x, y):
+        return x + y
+
+    assert add.commutative
+    with pytest.raises(gpu_scan.OperatorError, match="declared commutative"):
+
+        @gpu_scan.op(dtype={"a": "f32", "b": "f32"}, identity=(1.0, 0.0), commutative=True)
+        def not_commutative(x, y):
+            return (x.a * y.a, y.a * x.b + y.b)
+
+    with pytest.raises(gpu_scan.OperatorError, match="declared commutative"):
+
+        @gpu_scan.op(dtype="u8", identity=0, commutative=True)
+        def right(x, y):
+            return y

@@ -306,3 +306,15 @@ def test_sort_and_argsort_match_the_cpu(dtype, n):
         assert order.dtype == torch.int64
         np.testing.assert_array_equal(order.cpu().numpy(), gpu_scan.argsort(keys, descending=descending))
     np.testing.assert_array_equal(t.cpu().numpy(), keys)  # the input is left alone
+
+
+def test_summed_area_of_a_commutative_operator_in_tiles():
+    g = rng(29)
+    x = g.integers(-1000, 1000, (1000, 777)).astype(np.int64)
+    add = gpu_scan._sum("i64")  # declared commutative: the runtime's tiles
+    assert add.commutative
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            got = gpu_scan.summed_area(add, cuda(x), exclusive=exclusive, reverse=reverse, init=3)
+            want = gpu_scan.summed_area(add, x, exclusive=exclusive, reverse=reverse, init=3)
+            np.testing.assert_array_equal(got.cpu().numpy(), want)

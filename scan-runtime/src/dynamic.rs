@@ -232,6 +232,22 @@ impl DynOperator {
         })
     }
 
+    /// This operator declared commutative (`combine(x, y) == combine(y, x)`
+    /// for every two values scanned, as `#[scan_op(commutative = true)]`
+    /// says it, which the caller has checked): two-dimensional scans may
+    /// then combine a rectangle's elements in any order and read the matrix
+    /// in tiles ([`scan_core::ScanOp::COMMUTATIVE`]). Its kernels are the
+    /// same.
+    pub fn commutative(mut self, commutative: bool) -> Self {
+        self.program.commutative = commutative;
+        self
+    }
+
+    /// Whether it is declared commutative.
+    pub fn is_commutative(&self) -> bool {
+        self.program.commutative
+    }
+
     /// The operator's name: the prefix of its CUDA symbols.
     pub fn name(&self) -> &str {
         self.program.name
