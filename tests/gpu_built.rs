@@ -373,6 +373,49 @@ fn built_operators_scan_as_their_twins() {
     println!("gpu_built: {checked} scans checked");
 }
 
+/// A commutative built sum's two-dimensional scans, which read the matrix
+/// in tiles, against the CPU's.
+#[test]
+fn a_commutative_built_operator_scans_matrices_in_tiles() {
+    let Some(ctx) = open_gpu("gpu_built") else {
+        return;
+    };
+    let _shared = gpu_shared();
+    let stream = ctx.new_stream().unwrap();
+    let seed = from_env_or_clock("GPU_BUILT_SEED") ^ 0x2d;
+    println!("gpu_built: seed {seed} (GPU_BUILT_SEED)");
+    let op = built::<SumU32>().commutative(true);
+    assert!(op.is_commutative());
+    let mut scanner = DynScanner::new(&ctx, &op).unwrap();
+    let mut rng = Rng64::seed_from_u64(seed);
+    for (rows, row_length) in [(1, 1), (3, 1000), (1000, 3), (777, 1025), (2048, 2049)] {
+        let n = rows * row_length;
+        let host: Vec<u32> = (0..n).map(|_| SumU32::random(&mut rng)).collect();
+        let input = stream.clone_htod(&bytes_of(&host)).unwrap();
+        for (name, spec) in every_named_spec(7u32, &[Direction::Forward, Direction::Reverse]) {
+            let what = format!("{rows} x {row_length} {name} (seed {seed})");
+            let mut want = vec![0u32; n];
+            gpu_scan::summed_area::scan::<SumU32>(spec, row_length, &host, &mut want).unwrap();
+            let mut out = poisoned_bytes(&stream, n * 4);
+            {
+                let inp = scanner.elements(&input).unwrap();
+                let mut o = out.slice_mut(..n * 4);
+                let mut o = scanner.elements_mut(&mut o).unwrap();
+                scanner
+                    .scan(
+                        &stream,
+                        built_spec(&op, spec).summed_area(row_length),
+                        &inp,
+                        &mut o,
+                    )
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+            let got = from_bytes::<u32>(&read_back(&stream, &out, n * 4, &what));
+            assert_eq!(got, want, "{what}");
+        }
+    }
+}
+
 #[test]
 fn built_operators_refuse_bad_buffers() {
     let Some(ctx) = open_gpu("gpu_built") else {
