@@ -12,6 +12,7 @@ use kernels_gen::{ir_text, GenParams};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes};
+use rayon::prelude::*;
 use scan_core::segmented::{segment_ranges, HeadFlags, InvalidOffsets, Segments};
 use scan_core::{Direction, ScanKind};
 
@@ -582,11 +583,11 @@ fn kind_of<E>(inclusive: bool, init: Option<E>) -> ScanKind<E> {
 /// and returns the totals: each segment's carry-out, as `segment_ranges`
 /// lists the segments (an empty one's the initial value or the
 /// identity), or the whole's.
-fn scan_segments<E: Clone>(
+fn scan_segments<E: Clone + Send + Sync>(
     values: &mut [E],
     segments: Option<Segments<'_>>,
     identity: E,
-    combine: impl Fn(E, E) -> E,
+    combine: impl Fn(E, E) -> E + Sync,
     kind: ScanKind<E>,
     direction: Direction,
 ) -> Vec<E> {
@@ -596,40 +597,53 @@ fn scan_segments<E: Clone>(
         _ => None,
     };
     let empty = init.unwrap_or_else(|| identity.clone());
-    // The runs each scanned on its own: from each head to the next.
-    let is_head = |i: usize| i == 0 || segments.as_ref().is_some_and(|s| s.is_head(i));
+    let Some(segments) = segments else {
+        // One run (its carry-out `init` or the identity when it is empty):
+        // the parallel scan, which combines each element twice (chunk
+        // totals, then a seeded rescan), where enough cores pay for that;
+        // on two cores it was no faster than the loop.
+        return vec![if rayon::current_num_threads() >= 4 {
+            scan_core::cpu::par_scan_with(identity, &combine, kind, direction, values)
+        } else {
+            scan_core::cpu::scan_with(identity, &combine, kind, direction, values)
+        }];
+    };
+    // The runs each scanned on its own, in parallel: from each head to the
+    // next.
+    let is_head = |i: usize| i == 0 || segments.is_head(i);
     let starts: Vec<usize> = (0..n).filter(|&i| is_head(i)).collect();
-    let ends = starts.iter().skip(1).copied().chain([n]);
-    let carries: Vec<(usize, E)> = starts
-        .iter()
-        .zip(ends)
-        .map(|(&start, end)| {
-            let carry = scan_core::cpu::scan_with(
-                identity.clone(),
-                &combine,
-                kind.clone(),
-                direction,
-                &mut values[start..end],
-            );
+    let mut runs: Vec<(usize, &mut [E])> = Vec::with_capacity(starts.len());
+    let mut rest = &mut values[..];
+    let mut at = 0;
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(n);
+        let (run, tail) = std::mem::take(&mut rest).split_at_mut(end - at);
+        debug_assert_eq!(at, start);
+        runs.push((start, run));
+        rest = tail;
+        at = end;
+    }
+    let carries: Vec<(usize, E)> = runs
+        .into_par_iter()
+        .map(|(start, run)| {
+            let carry =
+                scan_core::cpu::scan_with(identity.clone(), &combine, kind.clone(), direction, run);
             (start, carry)
         })
         .collect();
-    match segments {
-        None => vec![carries.first().map_or(empty, |c| c.1.clone())],
-        Some(segments) => segment_ranges(segments, n)
-            .into_iter()
-            .map(|range| {
-                if range.is_empty() {
-                    empty.clone()
-                } else {
-                    // A non-empty segment starts at a head and ends at the
-                    // next (segment_ranges' windows too).
-                    let k = carries.partition_point(|c| c.0 < range.start);
-                    carries[k].1.clone()
-                }
-            })
-            .collect(),
-    }
+    segment_ranges(segments, n)
+        .into_iter()
+        .map(|range| {
+            if range.is_empty() {
+                empty.clone()
+            } else {
+                // A non-empty segment starts at a head and ends at the next
+                // (segment_ranges' windows too).
+                let k = carries.partition_point(|c| c.0 < range.start);
+                carries[k].1.clone()
+            }
+        })
+        .collect()
 }
 
 /// Why scans cannot run on a GPU here (no driver, no NVRTC, no device),

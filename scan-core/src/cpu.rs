@@ -359,20 +359,78 @@ pub fn par_scan_in_place<Op: ScanOp>(
 ) {
     let spec = spec.into_spec();
     let (inclusive, seed, reverse) = plan(&spec);
+    let carry = par_scan_run_with(Op::IDENTITY, &Op::combine, inclusive, seed, reverse, data);
+    spec.carry_out.put(carry);
+}
+
+/// [`scan_with`] on all cores (chunk totals, their scan, a seeded rescan
+/// of each chunk, as [`par_scan_in_place`]): the same results whenever the
+/// operator is associative (integers bit for bit). Returns the carry-out.
+///
+/// ```
+/// use scan_core::{cpu, Direction, ScanKind};
+///
+/// let mut data: Vec<u64> = (1..=100_000).collect();
+/// let carry = cpu::par_scan_with(0, |x, y| x + y, ScanKind::Inclusive, Direction::Forward, &mut data);
+/// assert_eq!((data[99_999], carry), (5_000_050_000, 5_000_050_000));
+/// ```
+pub fn par_scan_with<E: Clone + Send + Sync>(
+    identity: E,
+    combine: impl Fn(E, E) -> E + Sync,
+    kind: ScanKind<E>,
+    direction: crate::Direction,
+    data: &mut [E],
+) -> E {
+    let (inclusive, seed) = match kind {
+        ScanKind::Inclusive => (true, None),
+        ScanKind::Exclusive => (false, None),
+        ScanKind::InclusiveWithInit(init) => (true, Some(init)),
+        ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
+    };
+    let reverse = direction == crate::Direction::Reverse;
+    par_scan_run_with(identity, &combine, inclusive, seed, reverse, data)
+}
+
+/// The parallel in-place scan of [`par_scan_in_place`] and
+/// [`par_scan_with`], the operator given as values.
+fn par_scan_run_with<E: Clone + Send + Sync>(
+    identity: E,
+    combine: &(impl Fn(E, E) -> E + Sync),
+    inclusive: bool,
+    seed: Option<E>,
+    reverse: bool,
+    data: &mut [E],
+) -> E {
     let len = chunk_len(data.len());
     if data.len() <= len {
-        let carry = scan_run_in_place::<Op>(inclusive, seed, reverse, data);
-        spec.carry_out.put(carry);
-        return;
+        return scan_run_with(identity, combine, inclusive, seed, reverse, data);
     }
-    let totals: Vec<_> = data.par_chunks(len).map(reduce::<Op>).collect();
-    let (prefixes, carry) = chunk_prefixes::<Op>(seed, reverse, &totals);
+    // Each chunk's total (the same in either direction).
+    let totals: Vec<Option<E>> = data
+        .par_chunks(len)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .cloned()
+                .fold(None, |acc, x| Some(step_with(combine, false, acc, x)))
+        })
+        .collect();
+    // What goes in front of each chunk in scan order.
+    let mut prefixes = vec![None; totals.len()];
+    let mut running = seed;
+    for k in 0..totals.len() {
+        let c = nth_index(reverse, totals.len(), k);
+        prefixes[c] = running.clone();
+        if let Some(t) = &totals[c] {
+            running = Some(step_with(combine, reverse, running, t.clone()));
+        }
+    }
     data.par_chunks_mut(len)
         .zip(prefixes)
         .for_each(|(chunk, prefix)| {
-            scan_run_in_place::<Op>(inclusive, prefix, reverse, chunk);
+            scan_run_with(identity.clone(), combine, inclusive, prefix, reverse, chunk);
         });
-    spec.carry_out.put(carry);
+    running.unwrap_or(identity)
 }
 
 macro_rules! forms {
