@@ -50,14 +50,8 @@ fn step_with<E>(combine: &impl Fn(E, E) -> E, reverse: bool, running: Option<E>,
 /// What a spec asks for: inclusive or not, the seed (`None`: nothing in
 /// front), and whether it runs in reverse.
 pub(crate) fn plan<E: Copy, C>(spec: &ScanSpec<E, C>) -> (bool, Option<E>, bool) {
-    let reverse = spec.is_reverse();
-    let (inclusive, seed) = match spec.kind {
-        ScanKind::Inclusive => (true, None),
-        ScanKind::Exclusive => (false, None),
-        ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
-        ScanKind::InclusiveWithInit(init) => (true, Some(init)),
-    };
-    (inclusive, seed, reverse)
+    let (inclusive, seed) = kind_parts(spec.kind);
+    (inclusive, seed, spec.is_reverse())
 }
 
 /// The carry-out of a scan whose running partial ended at `running`
@@ -161,14 +155,19 @@ pub fn scan_with<E: Clone>(
     direction: crate::Direction,
     data: &mut [E],
 ) -> E {
-    let (inclusive, seed) = match kind {
+    let (inclusive, seed) = kind_parts(kind);
+    let reverse = direction == crate::Direction::Reverse;
+    scan_run_with(identity, &combine, inclusive, seed, reverse, data)
+}
+
+/// Whether `kind` is inclusive, and its seed (`None`: nothing in front).
+fn kind_parts<E>(kind: ScanKind<E>) -> (bool, Option<E>) {
+    match kind {
         ScanKind::Inclusive => (true, None),
         ScanKind::Exclusive => (false, None),
         ScanKind::InclusiveWithInit(init) => (true, Some(init)),
         ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
-    };
-    let reverse = direction == crate::Direction::Reverse;
-    scan_run_with(identity, &combine, inclusive, seed, reverse, data)
+    }
 }
 
 /// A chunk's total, `chunk[0] ∘ … ∘ chunk[last]` (the same in either
@@ -381,12 +380,7 @@ pub fn par_scan_with<E: Clone + Send + Sync>(
     direction: crate::Direction,
     data: &mut [E],
 ) -> E {
-    let (inclusive, seed) = match kind {
-        ScanKind::Inclusive => (true, None),
-        ScanKind::Exclusive => (false, None),
-        ScanKind::InclusiveWithInit(init) => (true, Some(init)),
-        ScanKind::ExclusiveWithInit(init) => (false, Some(init)),
-    };
+    let (inclusive, seed) = kind_parts(kind);
     let reverse = direction == crate::Direction::Reverse;
     par_scan_run_with(identity, &combine, inclusive, seed, reverse, data)
 }
