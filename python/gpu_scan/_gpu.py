@@ -255,7 +255,7 @@ def prim_of_device(data: Any) -> str:
 def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse, init, totals):
     fw = _framework(data)
     cai = _interface(data, "the array")
-    shape = tuple(cai["shape"])
+    shape, address = tuple(cai["shape"]), int(cai["data"][0])
     size = operator._native.element_size
     if operator._struct is not None:
         # Elements as bytes: the last dimension is one element.
@@ -319,7 +319,7 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
             if offsets is None:
                 count = fw.empty_u64()
                 kw["count"] = _address(count, "count")
-        native.gpu_scan(fw.device, stream, _address(data, "the array"), _address(out, "the output"), n, **common, **kw)
+        native.gpu_scan(fw.device, stream, address, _address(out, "the output"), n, **common, **kw)
         del keep
         out = fw.finish(out)
         if not totals:
@@ -344,7 +344,7 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
         elif ndim == 2 and axis == 0 and not totals:
             out = fw.empty(shape + tail, data)
             if n:
-                native.gpu_scan(fw.device, stream, _address(data, "the array"), _address(out, "the output"), n, columns=shape[1], **common)
+                native.gpu_scan(fw.device, stream, address, _address(out, "the output"), n, columns=shape[1], **common)
             return fw.finish(out)
         else:
             source, moved = fw.moveaxis(data, axis, ndim - 1), axis

@@ -32,8 +32,9 @@ pub(crate) struct OperatorProgram {
     pub(crate) layout: Layout,
     /// Whether the operator is commutative ([`ScanOp::COMMUTATIVE`]).
     pub(crate) commutative: bool,
-    /// The alignment the element's buffers need (a built operator's
-    /// buffers are bytes, so the scan's prologue checks it).
+    /// The alignment the scan's prologue checks its buffers' addresses
+    /// against: a built operator's element's (its buffers are bytes); 1 for
+    /// a type's, whose buffers are aligned by their type.
     pub(crate) element_align: usize,
 }
 
@@ -46,7 +47,7 @@ impl OperatorProgram {
             cuda_source: Op::CUDA_SOURCE,
             layout: crate::kernels::layout::<Op>(),
             commutative: Op::COMMUTATIVE,
-            element_align: std::mem::align_of::<Op::Element>(),
+            element_align: 1,
         }
     }
 
