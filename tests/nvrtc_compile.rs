@@ -19,7 +19,7 @@
 #![cfg(feature = "gpu")] // the GPU backend, its runtime and cudarc
 
 mod common;
-use common::ledger::{self, compile_and_assemble};
+use common::ledger::{self, compile_and_assemble, compile_and_assemble_with, Spills};
 use common::nvrtc::{parse_ptxas, tools_available, Coverage, KernelReport};
 use common::ops::*;
 use gpu_scan::kernels_gen::abi::{AreaStep, KernelAbi, TotalsStep, TOTALS_SOURCES};
@@ -70,12 +70,18 @@ fn compile<Op: ScanOp>(arch: Arch, variant: Variant) -> (Vec<KernelReport>, Vec<
     let label = format!("{}:{name}:{}", Op::NAME, arch.sm_name());
     let source = gpu_scan::scan_runtime::program_source::<Op>(&kernels);
     let symbols: Vec<String> = kernels.iter().map(|k| k.symbol(Op::NAME)).collect();
-    compile_and_assemble(
+    let spills = if matches!(variant, Variant::QuickPlain | Variant::QuickSegmented) {
+        Spills::Allowed
+    } else {
+        Spills::Refused
+    };
+    compile_and_assemble_with(
         &label,
         &source,
         options,
         &symbols,
         arch,
+        spills,
         &mut reports,
         &mut failures,
     );
