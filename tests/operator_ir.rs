@@ -473,3 +473,179 @@ fn the_evaluator_of_struct_operators_agrees_with_the_operator() {
     // `Pairs` is left out: its two nested structs are both named `Pair`
     // (in two modules), which a description by name cannot tell apart.
 }
+
+// Load and store stages as text (`ScanMap::STAGE_IR` and the others):
+// what a stage built at run time is read from.
+
+/// Checks a stage read back from its text: it prints back to itself, and
+/// the CUDA the generator writes from it (after `decls`, its types'
+/// declarations, with the policy named `name` and the structs it names by
+/// path resolved from `named`) is the macro's `cuda`.
+fn check_stage(name: &str, cuda: &str, text: &str, decls: &str, named: &[(&str, &str)]) {
+    assert!(!text.is_empty(), "{name}: the macro wrote no text");
+    let stage = ir_text::parse_stage(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(ir_text::print_stage(&stage), text, "{name}");
+    let mut source = String::from(decls);
+    for part in kernels_gen::stage::stage_source_parts(&stage) {
+        match part {
+            Part::Text(t) => source.push_str(&t),
+            Part::Element => source.push_str(name),
+            Part::Named(path) => match named.iter().find(|(p, _)| *p == path) {
+                Some((_, cuda)) => source.push_str(cuda),
+                None => panic!("{name}: struct `{path}` not given to the test"),
+            },
+            Part::Field(_) => unreachable!("a stage names no fields' types"),
+        }
+    }
+    assert_eq!(
+        source, cuda,
+        "{name}: the CUDA from the text differs from the macro's"
+    );
+}
+
+#[test]
+fn stages_generate_from_their_text() {
+    use gpu_scan::stages::{ScanEquality, ScanMap, ScanPredicate};
+    // The structs the stages name by path.
+    let named = [
+        ("Affine", <Affine as ScanElement>::CUDA_TYPE),
+        ("AffineU32", <AffineU32 as ScanElement>::CUDA_TYPE),
+        ("Latest", <Latest as ScanElement>::CUDA_TYPE),
+        ("Stats", <Stats as ScanElement>::CUDA_TYPE),
+    ];
+    macro_rules! maps {
+        ($($stage:ty),*) => {$(
+            check_stage(
+                <$stage as ScanMap>::NAME,
+                <$stage as ScanMap>::CUDA_SOURCE,
+                <$stage as ScanMap>::STAGE_IR,
+                &[
+                    <<$stage as ScanMap>::Input as ScanElement>::CUDA_DECL,
+                    <<$stage as ScanMap>::Output as ScanElement>::CUDA_DECL,
+                ]
+                .concat(),
+                &named,
+            );
+        )*};
+    }
+    macro_rules! judges {
+        ($trait_:ident: $($stage:ty),*) => {$(
+            check_stage(
+                <$stage as $trait_>::NAME,
+                <$stage as $trait_>::CUDA_SOURCE,
+                <$stage as $trait_>::STAGE_IR,
+                <<$stage as $trait_>::Element as ScanElement>::CUDA_DECL,
+                &named,
+            );
+        )*};
+    }
+    maps!(
+        Triple,
+        WrapU8,
+        Double,
+        Shift,
+        AtTwo,
+        ToAffineU32,
+        AffineOffset,
+        TagEveryThird,
+        LatestValue
+    );
+    judges!(ScanPredicate: Third, ThirdU8, OneMore, Growing, EvenCount, Lifting, LargeSum, Positive);
+    judges!(ScanEquality: SameU32, SameF32, SameSlope);
+}
+
+/// The host evaluator of a primitive stage's text against the stage's own
+/// function, on random and edge values, bit for bit.
+#[test]
+fn the_evaluator_of_a_stage_agrees_with_the_stage() {
+    use gpu_scan::kernels_gen::eval::StageValues;
+    use gpu_scan::stages::{ScanEquality, ScanMap, ScanPredicate};
+    let seed = common::seed::from_env_or_clock("OPERATOR_IR_SEED");
+    println!("operator_ir seed: {seed} (OPERATOR_IR_SEED={seed} replays it)");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    const VALUES: usize = 5_000;
+    fn prim_of(text: &str) -> (gpu_scan::kernels_gen::stage::StageDesc, Prim) {
+        let stage = ir_text::parse_stage(text).unwrap();
+        let ElementType::Prim(p) = stage.input else {
+            panic!("{}: a primitive input", stage.name)
+        };
+        (stage, p)
+    }
+    macro_rules! maps {
+        ($($stage:ty),*) => {$({
+            let (desc, p) = prim_of(<$stage as ScanMap>::STAGE_IR);
+            let values = StageValues::new(&desc).unwrap();
+            let compiled = values.compiled();
+            for _ in 0..VALUES {
+                let x = random_value(p, &mut rng);
+                let want = bits_of(<$stage as ScanMap>::apply(element_of(x)));
+                assert_eq!(values.apply(&[x]).value.to_bits(), want, "{} of {x:?}", desc.name);
+                assert_eq!(compiled.apply(&[x]).to_bits(), want, "{} of {x:?}", desc.name);
+            }
+        })*};
+    }
+    macro_rules! predicates {
+        ($($stage:ty),*) => {$({
+            let (desc, p) = prim_of(<$stage as ScanPredicate>::STAGE_IR);
+            let values = StageValues::new(&desc).unwrap();
+            let compiled = values.compiled();
+            for _ in 0..VALUES {
+                let x = random_value(p, &mut rng);
+                let want = Value::Bool(<$stage as ScanPredicate>::keep(element_of(x)));
+                assert_eq!(values.apply(&[x]).value, want, "{} of {x:?}", desc.name);
+                assert_eq!(compiled.apply(&[x]), want, "{} of {x:?}", desc.name);
+            }
+        })*};
+    }
+    macro_rules! equalities {
+        ($($stage:ty),*) => {$({
+            let (desc, p) = prim_of(<$stage as ScanEquality>::STAGE_IR);
+            let values = StageValues::new(&desc).unwrap();
+            let compiled = values.compiled();
+            for _ in 0..VALUES {
+                let (x, y) = (random_value(p, &mut rng), random_value(p, &mut rng));
+                // Half the pairs equal, so that both answers are tried.
+                let y = if rng.random_bool(0.5) { x } else { y };
+                let want = Value::Bool(<$stage as ScanEquality>::equal(element_of(x), element_of(y)));
+                assert_eq!(values.apply(&[x, y]).value, want, "{} of {x:?}, {y:?}", desc.name);
+                assert_eq!(compiled.apply(&[x, y]), want, "{} of {x:?}, {y:?}", desc.name);
+            }
+        })*};
+    }
+    maps!(Triple, WrapU8, Double);
+    predicates!(Third, ThirdU8, OneMore, Positive);
+    equalities!(SameU32, SameF32);
+}
+
+/// What the stage evaluator refuses, with a reason: a struct, a predicate
+/// that does not give `bool`, parameters of one name, a body rustc would
+/// reject (at its statement).
+#[test]
+fn the_stage_evaluator_refuses_what_rustc_would() {
+    use gpu_scan::kernels_gen::eval::StageValues;
+    use gpu_scan::stages::ScanPredicate;
+    let refused = |text: &str| {
+        let stage = ir_text::parse_stage(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        StageValues::new(&stage).err().expect(text)
+    };
+    let err = refused(<Growing as ScanPredicate>::STAGE_IR);
+    assert!(err.message.contains("struct"), "{err}");
+    let err = refused(
+        r#"(stage "p" predicate (params "x") (input (prim u32)) (output (prim u32)) (body (block (var "x"))))"#,
+    );
+    assert!(err.message.contains("bool"), "{err}");
+    let err = refused(
+        r#"(stage "e" equality (params "a" "a") (input (prim u32)) (output (prim bool)) (body (block (bool true))))"#,
+    );
+    assert!(err.message.contains("both parameters"), "{err}");
+    let err = refused(
+        r#"(stage "p" predicate (params "x") (input (prim u32)) (output (prim bool))
+            (body (block (let "t" (add (var "x") (int 1 -))) (lt (var "t") (float 0x3ff0000000000000 0x3f800000 -)))))"#,
+    );
+    assert_eq!(err.statement, Some(1), "{err}");
+    // An equality's text with one parameter is not a stage's text at all.
+    assert!(ir_text::parse_stage(
+        r#"(stage "e" equality (params "a") (input (prim u32)) (output (prim bool)) (body (block (bool true))))"#
+    )
+    .is_err());
+}

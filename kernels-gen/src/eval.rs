@@ -25,6 +25,7 @@ use crate::ir::{
     ArgKind, BinOp, Block, ElementType, Expr, Lit, MethodReceivers, OpDesc, Pattern, Prim,
     PrimConst, UnOp,
 };
+use crate::stage::{StageDesc, StageKind};
 use std::collections::HashMap;
 
 /// A value of one primitive type.
@@ -1373,6 +1374,146 @@ impl<'o> OpValues<'o> {
         );
         self.combine
             .eval(&[(&self.params[0], x), (&self.params[1], y)])
+    }
+}
+
+/// A load or store stage over primitives (`kernels_gen::stage`: a map, a
+/// predicate or an equality), checked as rustc would check its function
+/// and evaluated on the host: what the CPU backend runs for a stage built
+/// at run time.
+///
+/// ```
+/// use kernels_gen::eval::{StageValues, Value};
+/// use kernels_gen::ir_text::parse_stage;
+///
+/// let text = r#"(stage "small" predicate (params "x") (input (prim f32)) (output (prim bool))
+///     (body (block (lt (var "x") (float 0x3ff0000000000000 0x3f800000 -)))))"#;
+/// let stage = parse_stage(text).unwrap();
+/// let stage = StageValues::new(&stage).unwrap();
+/// assert_eq!(stage.apply(&[Value::F32(0.5)]).value, Value::Bool(true));
+/// assert_eq!(stage.apply(&[Value::F32(2.0)]).value, Value::Bool(false));
+/// ```
+pub struct StageValues<'s> {
+    input: Prim,
+    output: Prim,
+    params: &'s [String],
+    body: Checked<'s>,
+}
+
+/// Why [`StageValues::new`] refused a stage, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StageCheckError {
+    /// The stage's name.
+    pub stage: String,
+    /// What is wrong.
+    pub message: String,
+    /// The statement of its body it was found in, if in its body
+    /// ([`CheckError::statement`]).
+    pub statement: Option<usize>,
+}
+
+impl std::fmt::Display for StageCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stage `{}`: {}", self.stage, self.message)
+    }
+}
+
+impl std::error::Error for StageCheckError {}
+
+impl<'s> StageValues<'s> {
+    /// Checks `stage`: its types primitive (a predicate's and an
+    /// equality's result `bool`), its parameters as many as its kind
+    /// takes and named apart, its body one rustc would accept.
+    pub fn new(stage: &'s StageDesc) -> Result<StageValues<'s>, StageCheckError> {
+        let error = |message: String, statement: Option<usize>| StageCheckError {
+            stage: stage.name.clone(),
+            message,
+            statement,
+        };
+        let prim = |ty: &ElementType| match ty {
+            ElementType::Prim(p) => Ok(*p),
+            ElementType::Struct(s) => Err(error(
+                format!("a struct ({s}) is not evaluated on the host yet; primitive elements are"),
+                None,
+            )),
+        };
+        let (input, output) = (prim(&stage.input)?, prim(&stage.output)?);
+        let arity = match stage.kind {
+            StageKind::Map | StageKind::Predicate => 1,
+            StageKind::Equality => 2,
+        };
+        if stage.params.len() != arity {
+            return Err(error(
+                format!(
+                    "{} parameters where this stage takes {arity}",
+                    stage.params.len()
+                ),
+                None,
+            ));
+        }
+        if arity == 2 && stage.params[0] == stage.params[1] {
+            return Err(error(
+                format!("both parameters are named `{}`", stage.params[0]),
+                None,
+            ));
+        }
+        if stage.kind != StageKind::Map && output != Prim::Bool {
+            return Err(error(
+                format!(
+                    "a {:?} gives `bool`, not `{}`",
+                    stage.kind,
+                    output.rust_name()
+                ),
+                None,
+            ));
+        }
+        let vars: Vec<(String, Prim)> = stage.params.iter().map(|p| (p.clone(), input)).collect();
+        let body = check_statements(&stage.body, output, &vars)
+            .map_err(|e| error(e.message, Some(e.statement)))?;
+        Ok(StageValues {
+            input,
+            output,
+            params: &stage.params,
+            body,
+        })
+    }
+
+    /// The parameters' type.
+    pub fn input(&self) -> Prim {
+        self.input
+    }
+
+    /// The result's type.
+    pub fn output(&self) -> Prim {
+        self.output
+    }
+
+    /// The parameters' names.
+    pub(crate) fn params(&self) -> &[String] {
+        self.params
+    }
+
+    /// The checked body.
+    pub(crate) fn checked(&self) -> &Checked<'_> {
+        &self.body
+    }
+
+    /// The function of `args` (one value, two for an equality, of the
+    /// input type).
+    pub fn apply(&self, args: &[Value]) -> Outcome {
+        assert!(
+            args.len() == self.params.len() && args.iter().all(|a| a.prim() == self.input),
+            "{} argument(s) of type {:?}: {args:?}",
+            self.params.len(),
+            self.input
+        );
+        let inputs: Vec<(&str, Value)> = self
+            .params
+            .iter()
+            .map(String::as_str)
+            .zip(args.iter().copied())
+            .collect();
+        self.body.eval(&inputs)
     }
 }
 

@@ -8,7 +8,8 @@
 //! time (the Python package's scans) runs it.
 
 use crate::eval::{
-    binary, call_method, cast, constant, literal, Checked, OpValues, StructValues, Value,
+    binary, call_method, cast, constant, literal, Checked, OpValues, StageValues, StructValues,
+    Value,
 };
 use crate::ir::{Block, Expr, Pattern, UnOp};
 
@@ -247,6 +248,36 @@ impl OpValues<'_> {
         CompiledOp {
             identity: self.identity(),
             body: CompiledBody::new(self.checked(), &[x, y]),
+        }
+    }
+}
+
+/// A stage over primitives, compiled ([`StageValues::compiled`]).
+pub struct CompiledStage {
+    body: CompiledBody,
+}
+
+impl CompiledStage {
+    /// The function of `args`, as [`StageValues::apply`] gives its value.
+    pub fn apply(&self, args: &[Value]) -> Value {
+        let mut slots = [Value::Bool(false); 16];
+        if self.body.slots <= slots.len() {
+            slots[..args.len()].copy_from_slice(args);
+            self.body.eval(&mut slots)
+        } else {
+            let mut slots = vec![Value::Bool(false); self.body.slots];
+            slots[..args.len()].copy_from_slice(args);
+            self.body.eval(&mut slots)
+        }
+    }
+}
+
+impl StageValues<'_> {
+    /// This stage compiled for fast evaluation ([`CompiledStage`]).
+    pub fn compiled(&self) -> CompiledStage {
+        let params: Vec<&str> = self.params().iter().map(String::as_str).collect();
+        CompiledStage {
+            body: CompiledBody::new(self.checked(), &params),
         }
     }
 }

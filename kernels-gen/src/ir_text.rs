@@ -23,6 +23,7 @@ use crate::ir::{
     method, BinOp, Block, ElementType, Expr, FieldDesc, FieldType, Lit, OpDesc, Pattern, Prim,
     PrimConst, StructDesc, StructName, UnOp,
 };
+use crate::stage::{StageDesc, StageKind};
 use crate::{GenParams, ItemsPerThread};
 use std::fmt::{self, Write};
 
@@ -48,14 +49,7 @@ impl std::error::Error for ParseError {}
 pub fn print(op: &OpDesc, params: &GenParams) -> String {
     let mut out = String::new();
     let _ = write!(out, "(op {} ", quoted(&op.name));
-    match &op.element {
-        ElementType::Prim(p) => {
-            let _ = write!(out, "(prim {})", p.rust_name());
-        }
-        ElementType::Struct(s) => {
-            let _ = write!(out, "(struct {})", quoted(s));
-        }
-    }
+    element_type(&mut out, &op.element);
     let _ = write!(
         out,
         " (params {} {}) (identity ",
@@ -194,6 +188,112 @@ pub fn parse_struct(text: &str) -> Result<StructDesc, ParseError> {
         return Err(p.error("the end of the text"));
     }
     Ok(StructDesc { name, fields })
+}
+
+/// The text of a load or store stage (`#[scan_map]`, `#[scan_predicate]`,
+/// `#[scan_equality]` record it as their `STAGE_IR`): `(stage NAME KIND
+/// (params NAME…) (input TYPE) (output TYPE) (body BLOCK))`, KIND one of
+/// `map`, `predicate`, `equality` and a type `(prim P)` or `(struct NAME)`.
+///
+/// ```
+/// use kernels_gen::ir_text::{parse_stage, print_stage};
+/// use kernels_gen::stage::StageKind;
+///
+/// let text = r#"(stage "even" predicate (params "x") (input (prim u32)) (output (prim bool))
+///     (body (block (eq (rem (var "x") (int 2 -)) (int 0 -)))))"#;
+/// let stage = parse_stage(text).unwrap();
+/// assert_eq!((stage.name.as_str(), stage.kind), ("even", StageKind::Predicate));
+/// assert_eq!(parse_stage(&print_stage(&stage)).unwrap(), stage);
+/// ```
+pub fn print_stage(stage: &StageDesc) -> String {
+    let kind = match stage.kind {
+        StageKind::Map => "map",
+        StageKind::Predicate => "predicate",
+        StageKind::Equality => "equality",
+    };
+    let mut out = format!("(stage {} {kind} (params", quoted(&stage.name));
+    for p in &stage.params {
+        out.push(' ');
+        out.push_str(&quoted(p));
+    }
+    out.push(')');
+    for (head, ty) in [("input", &stage.input), ("output", &stage.output)] {
+        let _ = write!(out, " ({head} ");
+        element_type(&mut out, ty);
+        out.push(')');
+    }
+    out.push_str(" (body ");
+    block(&mut out, &stage.body);
+    out.push_str("))");
+    out
+}
+
+/// The stage [`print_stage`] wrote (or another program, in the same form).
+pub fn parse_stage(text: &str) -> Result<StageDesc, ParseError> {
+    parse_stage_with_lines(text).map(|(stage, _)| stage)
+}
+
+/// [`parse_stage`], with the line of each of the body's statements where
+/// the text gives one (as [`parse_with_lines`] reads an operator's).
+pub fn parse_stage_with_lines(text: &str) -> Result<(StageDesc, Vec<Option<u32>>), ParseError> {
+    let mut p = Parser {
+        text,
+        at: 0,
+        depth: 0,
+        lines: Vec::new(),
+    };
+    p.head("stage")?;
+    let name = p.string("the stage's name, quoted")?;
+    let kind = match p.atom("`map`, `predicate` or `equality`")? {
+        "map" => StageKind::Map,
+        "predicate" => StageKind::Predicate,
+        "equality" => StageKind::Equality,
+        _ => return Err(p.error("`map`, `predicate` or `equality`")),
+    };
+    p.head("params")?;
+    let mut params = Vec::new();
+    while !p.at_close()? {
+        params.push(p.string("a parameter's name, quoted")?);
+    }
+    p.close()?;
+    let arity = if kind == StageKind::Equality { 2 } else { 1 };
+    if params.len() != arity {
+        return Err(p.error(&format!("{arity} parameter(s) for this kind of stage")));
+    }
+    p.head("input")?;
+    let input = p.element_type()?;
+    p.close()?;
+    p.head("output")?;
+    let output = p.element_type()?;
+    p.close()?;
+    p.head("body")?;
+    let body = p.block()?;
+    p.close()?;
+    p.close()?;
+    p.skip_space();
+    if p.at != text.len() {
+        return Err(p.error("the end of the text"));
+    }
+    let stage = StageDesc {
+        name,
+        kind,
+        params,
+        input,
+        output,
+        body,
+    };
+    Ok((stage, p.lines))
+}
+
+fn element_type(out: &mut String, ty: &ElementType) {
+    match ty {
+        ElementType::Prim(p) => {
+            let _ = write!(out, "(prim {})", p.rust_name());
+        }
+        ElementType::Struct(s) => {
+            let _ = write!(out, "(struct {})", quoted(s));
+        }
+    }
 }
 
 fn quoted(name: &str) -> String {
@@ -600,9 +700,8 @@ impl<'a> Parser<'a> {
         self.number("a count or `auto`").map(Some)
     }
 
-    fn op(&mut self) -> Result<(OpDesc, GenParams), ParseError> {
-        self.head("op")?;
-        let name = self.string("the operator's name, quoted")?;
+    /// `(prim P)` or `(struct NAME)`.
+    fn element_type(&mut self) -> Result<ElementType, ParseError> {
         self.open()?;
         let element = match self.atom("`prim` or `struct`")? {
             "prim" => ElementType::Prim(self.prim()?),
@@ -610,6 +709,13 @@ impl<'a> Parser<'a> {
             _ => return Err(self.error("`prim` or `struct`")),
         };
         self.close()?;
+        Ok(element)
+    }
+
+    fn op(&mut self) -> Result<(OpDesc, GenParams), ParseError> {
+        self.head("op")?;
+        let name = self.string("the operator's name, quoted")?;
+        let element = self.element_type()?;
         self.head("params")?;
         let params = [
             self.string("the first operand's name, quoted")?,

@@ -35,6 +35,9 @@ pub trait ScanMap: 'static {
     /// The stage's part of a CUDA program: its types' declarations and its
     /// policy struct (`kernels_gen::stage`).
     const CUDA_SOURCE: &'static str;
+    /// The stage as text (`kernels_gen::ir_text::print_stage`): what a
+    /// stage built at run time is read from.
+    const STAGE_IR: &'static str;
 
     /// The function, as written (with the CUDA side's integer semantics).
     fn apply(x: Self::Input) -> Self::Output;
@@ -49,6 +52,9 @@ pub trait ScanPredicate: 'static {
     const NAME: &'static str;
     /// The stage's part of a CUDA program (`kernels_gen::stage`).
     const CUDA_SOURCE: &'static str;
+    /// The stage as text (`kernels_gen::ir_text::print_stage`): what a
+    /// stage built at run time is read from.
+    const STAGE_IR: &'static str;
 
     /// Whether `x` is kept.
     fn keep(x: Self::Element) -> bool;
@@ -67,6 +73,9 @@ pub trait ScanEquality: 'static {
     const NAME: &'static str;
     /// The stage's part of a CUDA program (`kernels_gen::stage`).
     const CUDA_SOURCE: &'static str;
+    /// The stage as text (`kernels_gen::ir_text::print_stage`): what a
+    /// stage built at run time is read from.
+    const STAGE_IR: &'static str;
 
     /// Whether `a` and `b`, in this order, are in one run.
     fn equal(a: Self::Element, b: Self::Element) -> bool;

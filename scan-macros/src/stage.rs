@@ -267,6 +267,7 @@ fn implementation(
             quote!(equal),
         ),
     };
+    let stage_ir = kernels_gen::ir_text::print_stage(desc);
     let policy = quote!(<#ident as #trait_>::NAME);
     let source = source_tokens(
         kernels_gen::stage::stage_source_parts(desc),
@@ -312,6 +313,7 @@ fn implementation(
                 <#out_ty as #private::ScanElement>::CUDA_DECL,
                 #(#source),*
             );
+            const STAGE_IR: &'static str = #stage_ir;
             #[inline]
             #[allow(unused_parens, unused_braces, clippy::all)]
             fn #function(#(#idents: #in_ty),*) -> #out_ty {
@@ -361,6 +363,7 @@ fn stub(
                 type Output = #out_ty;
                 const NAME: &'static str = #name;
                 const CUDA_SOURCE: &'static str = "";
+                const STAGE_IR: &'static str = "";
                 fn apply(_: #in_ty) -> #out_ty {
                     ::core::unreachable!(#message)
                 }
@@ -371,6 +374,7 @@ fn stub(
                 type Element = #in_ty;
                 const NAME: &'static str = #name;
                 const CUDA_SOURCE: &'static str = "";
+                const STAGE_IR: &'static str = "";
                 fn keep(_: #in_ty) -> bool {
                     ::core::unreachable!(#message)
                 }
@@ -381,6 +385,7 @@ fn stub(
                 type Element = #in_ty;
                 const NAME: &'static str = #name;
                 const CUDA_SOURCE: &'static str = "";
+                const STAGE_IR: &'static str = "";
                 fn equal(_: #in_ty, _: #in_ty) -> bool {
                     ::core::unreachable!(#message)
                 }
