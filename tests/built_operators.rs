@@ -173,3 +173,76 @@ fn refusals_say_what_is_wrong() {
         7u32.to_le_bytes()
     );
 }
+
+/// A predicate or an equality built from its `#[scan_predicate]` or
+/// `#[scan_equality]` twin's text writes the twin's policy byte for byte
+/// but for its name (the policy's name and a hash of the text), so the
+/// select programs it compiles are the twin's, which `nvrtc_compile`
+/// compiles and assembles; its host function agrees with the twin's.
+#[test]
+fn built_stages_write_their_twins_policies() {
+    use gpu_scan::scan_runtime::DynStage;
+    use gpu_scan::stages::{ScanEquality, ScanPredicate};
+    fn same(built: &DynStage, name: &str, cuda: &str) {
+        assert_ne!(built.name(), name);
+        assert_eq!(
+            built.cuda_source().replace(built.name(), name),
+            cuda,
+            "{name}"
+        );
+        // The same text built again is the same stage (its kernels found
+        // in memory).
+        assert_eq!(built.name(), built.clone().name());
+    }
+    let third = DynStage::from_text(<Third as ScanPredicate>::STAGE_IR).unwrap();
+    same(&third, Third::NAME, Third::CUDA_SOURCE);
+    for x in [0u32, 1, 2, 3, 9, 10, u32::MAX] {
+        assert_eq!(third.keeps(&x.to_le_bytes()), Third::keep(x), "{x}");
+    }
+    let positive = DynStage::from_text(<Positive as ScanPredicate>::STAGE_IR).unwrap();
+    same(&positive, Positive::NAME, Positive::CUDA_SOURCE);
+    for x in [i64::MIN, -1, 0, 1, i64::MAX] {
+        assert_eq!(positive.keeps(&x.to_le_bytes()), Positive::keep(x), "{x}");
+    }
+    let same_f32 = DynStage::from_text(<SameF32 as ScanEquality>::STAGE_IR).unwrap();
+    same(&same_f32, SameF32::NAME, SameF32::CUDA_SOURCE);
+    for (a, b) in [
+        (0.0f32, -0.0f32),
+        (f32::NAN, f32::NAN),
+        (1.0, 1.0),
+        (1.0, 2.0),
+    ] {
+        assert_eq!(
+            same_f32.equal(&a.to_le_bytes(), &b.to_le_bytes()),
+            SameF32::equal(a, b),
+            "{a} {b}"
+        );
+    }
+    assert_eq!(
+        DynStage::from_text(<SameF32 as ScanEquality>::STAGE_IR)
+            .unwrap()
+            .name(),
+        same_f32.name()
+    );
+}
+
+/// What a built stage refuses, before any GPU is involved.
+#[test]
+fn built_stages_refuse_maps_structs_and_bad_texts() {
+    use gpu_scan::scan_runtime::{DynStage, ScanError};
+    use gpu_scan::stages::{ScanMap, ScanPredicate};
+    for (text, says) in [
+        (<Triple as ScanMap>::STAGE_IR, "a map"),
+        (<Growing as ScanPredicate>::STAGE_IR, "struct"),
+        ("(stage \"p\" predicate", "expected"),
+        (
+            r#"(stage "p" predicate (params "x") (input (prim u32)) (output (prim bool)) (body (block (var "x"))))"#,
+            "mismatched types",
+        ),
+    ] {
+        match DynStage::from_text(text) {
+            Err(ScanError::InvalidOperator(m)) => assert!(m.contains(says), "{text}: {m}"),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+}

@@ -323,7 +323,7 @@ fn write_leaf(element: &mut [u8], leaf: &Leaf, v: Value) {
 /// operator named `name` whose CUDA part is `source`: the same for the same
 /// operator built again (its kernels are found in memory), another for any
 /// other. Kept for the process's life, as its loaded kernels are.
-fn registered(name: &str, source: String) -> (OperatorKey, &'static str, &'static str) {
+pub(crate) fn registered(name: &str, source: String) -> (OperatorKey, &'static str, &'static str) {
     type Registry = HashMap<(String, String), (u64, &'static str, &'static str)>;
     static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
     let mut registry = REGISTRY
@@ -344,18 +344,18 @@ fn registered(name: &str, source: String) -> (OperatorKey, &'static str, &'stati
 /// Elements of a built operator in a device buffer of bytes, for reading
 /// ([`DynScanner::elements`]).
 pub struct Elements<'a, D: ?Sized> {
-    buffer: &'a D,
-    len: usize,
-    size: usize,
+    pub(crate) buffer: &'a D,
+    pub(crate) len: usize,
+    pub(crate) size: usize,
 }
 
 /// Elements of a built operator in a device buffer of bytes, for writing
 /// ([`DynScanner::elements_mut`]): outputs, in-place data, carry-out and
 /// totals slots.
 pub struct ElementsMut<'a, D: ?Sized> {
-    buffer: &'a mut D,
-    len: usize,
-    size: usize,
+    pub(crate) buffer: &'a mut D,
+    pub(crate) len: usize,
+    pub(crate) size: usize,
 }
 
 /// `DeviceSlice` of built elements for a view of bytes: `len` elements of
@@ -390,6 +390,56 @@ impl<D: DevicePtrMut<u8> + ?Sized> DevicePtrMut<BuiltElement> for ElementsMut<'_
     }
 }
 
+/// What built at run time has elements of a size and alignment known as
+/// values: [`DynOperator`] and [`DynStage`](crate::DynStage). Sealed: the
+/// sizes size the kernels' reads and writes.
+pub trait BuiltLayout: sealed::Sealed {
+    /// The element's size in bytes.
+    fn element_size(&self) -> usize;
+    /// The alignment its buffers' addresses need.
+    fn element_align(&self) -> usize;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::DynOperator {}
+    impl Sealed for crate::DynStage {}
+}
+
+impl BuiltLayout for DynOperator {
+    fn element_size(&self) -> usize {
+        DynOperator::element_size(self)
+    }
+    fn element_align(&self) -> usize {
+        self.align
+    }
+}
+
+impl BuiltLayout for crate::DynStage {
+    fn element_size(&self) -> usize {
+        crate::DynStage::element_size(self)
+    }
+    fn element_align(&self) -> usize {
+        crate::DynStage::element_align(self)
+    }
+}
+
+/// The number of elements of `of` in `bytes` bytes, and their size;
+/// [`ScanError::ElementBuffer`] where they are not whole elements.
+pub(crate) fn whole_elements(of: &impl BuiltLayout, bytes: usize) -> Result<(usize, usize)> {
+    let size = of.element_size();
+    if bytes % size != 0 {
+        return Err(ScanError::ElementBuffer {
+            what: "a device buffer",
+            bytes,
+            address: 0,
+            size,
+            align: of.element_align(),
+        });
+    }
+    Ok((bytes / size, size))
+}
+
 /// Elements of a built operator at a device address another library owns
 /// (a PyTorch tensor's, a CuPy array's): no cudarc buffer, no events; the
 /// caller orders their uses on its streams.
@@ -401,21 +451,22 @@ pub struct RawElements {
 }
 
 impl RawElements {
-    /// The `bytes` bytes at `address`, elements of `op`, used on `stream`.
-    /// [`ScanError::ElementBuffer`] where they are not whole elements at an
-    /// aligned address.
+    /// The `bytes` bytes at `address`, elements of `of` (a
+    /// [`DynOperator`], or a [`DynStage`](crate::DynStage)), used on
+    /// `stream`. [`ScanError::ElementBuffer`] where they are not whole
+    /// elements at an aligned address.
     ///
     /// # Safety
     /// `address` is device memory of `stream`'s context, valid for reads
     /// and writes of `bytes` bytes for as long as the scans enqueued with
     /// it run; nothing else writes it meanwhile unless ordered by streams.
     pub unsafe fn new(
-        op: &DynOperator,
+        of: &impl BuiltLayout,
         address: u64,
         bytes: usize,
         stream: &Arc<CudaStream>,
     ) -> Result<Self> {
-        let (size, align) = (op.element_size(), op.align);
+        let (size, align) = (of.element_size(), of.element_align());
         if bytes % size != 0 || address % align as u64 != 0 {
             return Err(ScanError::ElementBuffer {
                 what: "a device buffer",
@@ -517,17 +568,7 @@ impl DynScanner {
     }
 
     fn whole(&self, bytes: usize) -> Result<(usize, usize)> {
-        let size = self.op.element_size();
-        if bytes % size != 0 {
-            return Err(ScanError::ElementBuffer {
-                what: "a device buffer",
-                bytes,
-                address: 0,
-                size,
-                align: self.op.align,
-            });
-        }
-        Ok((bytes / size, size))
+        whole_elements(&self.op, bytes)
     }
 
     /// [`GpuScanner::scan`]: any scan out of place.

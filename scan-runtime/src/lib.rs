@@ -31,6 +31,7 @@ macro_rules! internal {
 
 mod backend;
 mod background;
+mod built_stage;
 pub mod cache;
 mod capture;
 mod carry;
@@ -80,12 +81,15 @@ mod verbs;
 mod workspace;
 
 pub use backend::{BackendKind, Scanner};
+pub use built_stage::DynStage;
 pub use cache::{CacheEnvError, DiskCache};
 pub use carry::{CarrySlots, DeviceCarryOut};
 pub use cudarc;
 pub use device::{device_arch, driver_present, open_device, target_arch, TARGET_ARCH_ENV};
 pub use device_api::DeviceApi;
-pub use dynamic::{BuiltElement, DynOperator, DynScanner, Elements, ElementsMut, RawElements};
+pub use dynamic::{
+    BuiltElement, BuiltLayout, DynOperator, DynScanner, Elements, ElementsMut, RawElements,
+};
 pub use error::{Result, ScanError};
 pub use flag_builder::{FlagWord, HeadFlagBuilder};
 pub use gpu::GpuScanner;

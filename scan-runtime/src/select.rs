@@ -7,9 +7,12 @@
 //! functions of the same names ([`scan_core::select`]) compute the same
 //! outputs and are their oracle.
 
+use crate::built_stage::DynStage;
 use crate::capture::AddressStream;
+use crate::dynamic::BuiltElement;
 use crate::error::{Result, ScanError};
 use crate::kernels::{build_module, compile_target, ProgramStats};
+use crate::operator::OperatorKey;
 use crate::workspace::{stream_key, Workspace};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
@@ -18,6 +21,7 @@ use cudarc::driver::{
 use kernels_gen::select::{
     select_program, SelectKernel, SelectShape, SelectSource, REVERSE_TAIL_BLOCK_THREADS,
 };
+use kernels_gen::stage::StageKind;
 use kernels_gen::Arch;
 use scan_core::select::{Rejected, SelectLengthError};
 use scan_core::stages::{ScanEquality, ScanPredicate};
@@ -67,7 +71,7 @@ pub struct GpuSelect {
     target: (Arch, bool),
     disk: crate::cache::DiskCache,
     /// Loaded kernels, by the stage's (or element's) type, kernel and shape.
-    kernels: HashMap<(TypeId, SelectKernel, SelectShape), (Arc<CudaModule>, CudaFunction)>,
+    kernels: HashMap<(OperatorKey, SelectKernel, SelectShape), (Arc<CudaModule>, CudaFunction)>,
     /// The tile shape, when not each element size's default.
     shape: Option<SelectShape>,
     /// Scratch, one per stream and status stride: the tiles' status (a
@@ -85,10 +89,13 @@ pub struct GpuSelect {
 /// program source, over elements of which size.
 struct Launch<'a> {
     kernel: SelectKernel,
-    key: TypeId,
+    key: OperatorKey,
     name: &'static str,
     source: SelectSource<'a>,
     element_size: usize,
+    /// The alignment the buffers' addresses need: a built stage's
+    /// element's (its buffers are bytes); 1 for a type's.
+    align: usize,
 }
 
 impl GpuSelect {
@@ -350,7 +357,7 @@ impl GpuSelect {
         }
         let launch = |kernel| Launch {
             kernel,
-            key: TypeId::of::<(First, Second)>(),
+            key: OperatorKey::Type(TypeId::of::<(First, Second)>()),
             name: First::NAME,
             source: SelectSource::TwoStages {
                 first: First::NAME,
@@ -359,6 +366,7 @@ impl GpuSelect {
                 second_source: Second::CUDA_SOURCE,
             },
             element_size: size,
+            align: 1,
         };
         let count_function =
             self.function(&launch(SelectKernel::PartitionThreeCount), count_shape)?;
@@ -517,7 +525,7 @@ impl GpuSelect {
         let op_part = crate::kernels::layout::<Op>().cuda_declaration(Op::NAME) + Op::CUDA_SOURCE;
         let launch = Launch {
             kernel,
-            key: TypeId::of::<(E, Op)>(),
+            key: OperatorKey::Type(TypeId::of::<(E, Op)>()),
             name: E::NAME,
             source: SelectSource::Keyed {
                 name: E::NAME,
@@ -527,6 +535,7 @@ impl GpuSelect {
                 value_size,
             },
             element_size: key_size,
+            align: 1,
         };
         let function = self.function(&launch, shape)?;
         let scratch = self.reserve_status(stream, kernel, value_size, tiles)?;
@@ -567,13 +576,14 @@ impl GpuSelect {
     fn by_equality<E: ScanEquality>(kernel: SelectKernel) -> Launch<'static> {
         Launch {
             kernel,
-            key: TypeId::of::<E>(),
+            key: OperatorKey::Type(TypeId::of::<E>()),
             name: E::NAME,
             source: SelectSource::Stage {
                 name: E::NAME,
                 source: E::CUDA_SOURCE,
             },
             element_size: std::mem::size_of::<E::Element>(),
+            align: 1,
         }
     }
 
@@ -581,13 +591,14 @@ impl GpuSelect {
     fn by_element<T: ScanElement>(kernel: SelectKernel) -> Launch<'static> {
         Launch {
             kernel,
-            key: TypeId::of::<T>(),
+            key: OperatorKey::Type(TypeId::of::<T>()),
             name: T::CUDA_TYPE,
             source: SelectSource::Element {
                 cuda_type: T::CUDA_TYPE,
                 declarations: T::CUDA_DECL,
             },
             element_size: std::mem::size_of::<T>(),
+            align: 1,
         }
     }
 
@@ -595,13 +606,14 @@ impl GpuSelect {
     fn by_stage<P: ScanPredicate>(kernel: SelectKernel) -> Launch<'static> {
         Launch {
             kernel,
-            key: TypeId::of::<P>(),
+            key: OperatorKey::Type(TypeId::of::<P>()),
             name: P::NAME,
             source: SelectSource::Stage {
                 name: P::NAME,
                 source: P::CUDA_SOURCE,
             },
             element_size: std::mem::size_of::<P::Element>(),
+            align: 1,
         }
     }
 
@@ -638,8 +650,23 @@ impl GpuSelect {
             None => None,
         };
         let scratch = self.reserve_status(stream, launch.kernel, 0, tiles)?;
+        let output_bytes = output.num_bytes();
         let (src, _src_guard) = input.device_ptr(&at);
         let (dst, _dst_guard) = output.device_ptr_mut(&at);
+        for (what, address, bytes) in [
+            ("the input", src, input.num_bytes()),
+            ("the output", dst, output_bytes),
+        ] {
+            if address % launch.align as u64 != 0 {
+                return Err(ScanError::ElementBuffer {
+                    what,
+                    bytes,
+                    address,
+                    size: launch.element_size,
+                    align: launch.align,
+                });
+            }
+        }
         let (slot, _slot_guard) = count.device_ptr_mut(&at);
         let flags = flags.map(|f| f.device_ptr(&at));
         let lengths = lengths.map(|l| l.device_ptr_mut(&at));
@@ -729,6 +756,162 @@ impl GpuSelect {
         self.kernels.insert(key, (module, function.clone()));
         Ok(function)
     }
+}
+
+/// Compactions by a predicate or an equality built at run time
+/// ([`DynStage`]), over buffers of bytes seen as its elements
+/// ([`RawElements`](crate::RawElements)): the same kernels as the typed
+/// functions', from the stage's CUDA. A buffer of another element size, an
+/// address the element's alignment does not allow, or a stage of the other
+/// kind is refused before anything is enqueued.
+impl GpuSelect {
+    /// [`GpuSelect::select_if`] by a built predicate.
+    pub fn select_if_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        predicate: &DynStage,
+        input: &impl DevicePtr<BuiltElement>,
+        output: &mut impl DevicePtrMut<BuiltElement>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Self::by_built(predicate, SelectKernel::If, StageKind::Predicate)?;
+        check_built(
+            predicate,
+            [input.num_bytes(), output.num_bytes()],
+            input.len(),
+        )?;
+        self.compact(stream, launch, input, None, output, None, count, None)
+    }
+
+    /// [`GpuSelect::partition_if`] by a built predicate.
+    pub fn partition_if_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        predicate: &DynStage,
+        input: &impl DevicePtr<BuiltElement>,
+        output: &mut impl DevicePtrMut<BuiltElement>,
+        rejected: Rejected,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Self::by_built(predicate, SelectKernel::PartitionIf, StageKind::Predicate)?;
+        check_built(
+            predicate,
+            [input.num_bytes(), output.num_bytes()],
+            input.len(),
+        )?;
+        let reverse_tail = match rejected {
+            Rejected::Reversed => None,
+            Rejected::InOrder => Some(Launch {
+                kernel: SelectKernel::ReverseTail,
+                source: SelectSource::Element {
+                    cuda_type: predicate.element().cuda_name(),
+                    declarations: "",
+                },
+                ..Self::by_built(predicate, SelectKernel::ReverseTail, StageKind::Predicate)?
+            }),
+        };
+        self.compact(
+            stream,
+            launch,
+            input,
+            None,
+            output,
+            None,
+            count,
+            reverse_tail,
+        )
+    }
+
+    /// [`GpuSelect::unique`] by a built equality.
+    pub fn unique_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        equality: &DynStage,
+        input: &impl DevicePtr<BuiltElement>,
+        output: &mut impl DevicePtrMut<BuiltElement>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Self::by_built(equality, SelectKernel::Unique, StageKind::Equality)?;
+        check_built(
+            equality,
+            [input.num_bytes(), output.num_bytes()],
+            input.len(),
+        )?;
+        self.compact(stream, launch, input, None, output, None, count, None)
+    }
+
+    /// [`GpuSelect::run_length_encode`] by a built equality.
+    pub fn run_length_encode_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        equality: &DynStage,
+        input: &impl DevicePtr<BuiltElement>,
+        values: &mut impl DevicePtrMut<BuiltElement>,
+        lengths: &mut impl DevicePtrMut<u64>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let launch = Self::by_built(equality, SelectKernel::RunLengthEncode, StageKind::Equality)?;
+        check_built(
+            equality,
+            [input.num_bytes(), values.num_bytes()],
+            input.len(),
+        )?;
+        self.compact(
+            stream,
+            launch,
+            input,
+            None,
+            values,
+            Some(lengths),
+            count,
+            None,
+        )
+    }
+
+    /// The launch of `kernel` for built stage `stage`, which must be a
+    /// `kind`.
+    fn by_built(
+        stage: &DynStage,
+        kernel: SelectKernel,
+        kind: StageKind,
+    ) -> Result<Launch<'static>> {
+        if stage.kind() != kind {
+            return Err(ScanError::InvalidOperator(format!(
+                "stage `{}` is a {:?}; {kernel:?} takes a {kind:?}",
+                stage.name(),
+                stage.kind()
+            )));
+        }
+        Ok(Launch {
+            kernel,
+            key: stage.key(),
+            name: stage.name(),
+            source: SelectSource::Stage {
+                name: stage.name(),
+                source: stage.cuda_source(),
+            },
+            element_size: stage.element_size(),
+            align: stage.element_align(),
+        })
+    }
+}
+
+/// Buffers of `bytes` each holding `n` elements of `stage`'s size, or the
+/// error that says which does not (a view made for another element).
+fn check_built(stage: &DynStage, bytes: [usize; 2], n: usize) -> Result<()> {
+    let size = stage.element_size();
+    for (what, bytes) in ["the input", "the output"].into_iter().zip(bytes) {
+        if bytes != n * size {
+            return Err(ScanError::ElementBuffer {
+                what,
+                bytes,
+                address: 0,
+                size,
+                align: stage.element_align(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Outputs as long as the input's `n` elements and a count slot of

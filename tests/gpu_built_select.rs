@@ -1,0 +1,364 @@
+//! Compactions by stages built at run time (`DynStage::from_text`, the
+//! Python package's GPU path for predicates and equalities written in
+//! Python): select, partition in both orders, unique and run-length
+//! encoding on the GPU by a stage read from its `#[scan_predicate]` or
+//! `#[scan_equality]` twin's text, against the CPU backend's functions of
+//! the twin, bit for bit: `u32` and `u8` predicates (one kept in three),
+//! an `i64` predicate over signed values, `u32` runs and `f32` runs with
+//! NaNs and signed zeros. Lengths at every boundary of the kernels' tiles;
+//! adversarial inputs (nothing kept, everything kept, one run, runs of
+//! one). Outputs and count slots are poisoned before each run and checked
+//! after it, guard bands included. Streams come from `ctx.new_stream()`
+//! with cudarc's default event tracking and a second stream alive. The
+//! refusals (a stage of the other kind, a buffer of part of an element, a
+//! misaligned one) leave every buffer untouched. Without a GPU it prints
+//! one line and passes.
+#![cfg(feature = "gpu")]
+
+mod common;
+use common::gpu::{gpu_shared, open_gpu, Rng64};
+use common::ops::{Positive, SameF32, SameU32, Third, ThirdU8};
+use gpu_scan::kernels_gen::select::SelectKernel;
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
+use gpu_scan::scan_runtime::{DynStage, GpuSelect, ScanError};
+use gpu_scan::select::{self as cpu, Rejected};
+use gpu_scan::stages::{ScanEquality, ScanPredicate};
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+
+/// Guard bytes after every output and slot.
+const GUARD: usize = 64;
+const POISON: u8 = 0xA5;
+
+fn bytes_of<T: Copy>(xs: &[T]) -> Vec<u8> {
+    // SAFETY: the elements' bytes (primitives: no padding).
+    unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<u8>(), std::mem::size_of_val(xs)) }
+        .to_vec()
+}
+
+fn from_bytes<T: Copy>(bytes: &[u8]) -> Vec<T> {
+    bytes
+        .chunks_exact(std::mem::size_of::<T>())
+        // SAFETY: bytes of a primitive `T` (any bits are a value).
+        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
+        .collect()
+}
+
+/// A device buffer of `bytes` bytes and its guard band, poisoned.
+fn poisoned(stream: &Arc<CudaStream>, bytes: usize) -> CudaSlice<u8> {
+    stream.clone_htod(&vec![POISON; bytes + GUARD]).unwrap()
+}
+
+/// The buffer's first `bytes` bytes, after checking its guard band.
+fn read_back(stream: &Arc<CudaStream>, buf: &CudaSlice<u8>, bytes: usize, what: &str) -> Vec<u8> {
+    let host = stream.clone_dtoh(buf).unwrap();
+    assert!(
+        host[bytes..].iter().all(|&b| b == POISON),
+        "{what}: the guard band was written"
+    );
+    host[..bytes].to_vec()
+}
+
+/// Lengths around one tile and around many, for the kernels these tests
+/// run over elements of `size` bytes.
+fn lengths(select: &GpuSelect, size: usize) -> Vec<usize> {
+    let mut v = vec![0, 1, 31, 32, 33, 255, 257, 100_003, (1 << 20) + 3];
+    for kernel in [
+        SelectKernel::If,
+        SelectKernel::PartitionIf,
+        SelectKernel::Unique,
+        SelectKernel::RunLengthEncode,
+    ] {
+        let tile = select.shape_for(kernel, size).unwrap().tile_items();
+        v.extend([tile - 1, tile, tile + 1, 7 * tile + 5, 40 * tile + 1]);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The count a compaction wrote.
+fn count_of(stream: &Arc<CudaStream>, count: &CudaSlice<u64>) -> usize {
+    stream.clone_dtoh(count).unwrap()[0] as usize
+}
+
+/// Select and partition (both orders) by predicate `P`'s built twin, on
+/// `inputs`, against the CPU's functions of `P`.
+fn predicate_cases<P: ScanPredicate>(
+    stream: &Arc<CudaStream>,
+    select: &mut GpuSelect,
+    inputs: &[(String, Vec<P::Element>)],
+) -> usize
+where
+    P::Element: Copy + PartialEq + std::fmt::Debug + Default,
+{
+    let stage = DynStage::from_text(P::STAGE_IR).unwrap();
+    let size = std::mem::size_of::<P::Element>();
+    let mut checked = 0;
+    for (what, host) in inputs {
+        let n = host.len();
+        let input = stream.clone_htod(&bytes_of(host)).unwrap();
+        // Select: the kept elements to the front, the rest untouched.
+        let mut want = vec![P::Element::default(); n];
+        let kept = cpu::select_if::<P>(host, &mut want).unwrap();
+        let mut out = poisoned(stream, n * size);
+        let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
+        {
+            let inp = stage.elements(&input).unwrap();
+            let mut o = out.slice_mut(..n * size);
+            let mut o = stage.elements_mut(&mut o).unwrap();
+            select
+                .select_if_built(stream, &stage, &inp, &mut o, &mut count)
+                .unwrap_or_else(|e| panic!("select {what}: {e}"));
+        }
+        assert_eq!(count_of(stream, &count), kept, "select {what}: count");
+        let got = read_back(stream, &out, n * size, what);
+        assert_eq!(
+            from_bytes::<P::Element>(&got[..kept * size]),
+            want[..kept],
+            "select {what}"
+        );
+        assert!(
+            got[kept * size..].iter().all(|&b| b == POISON),
+            "select {what}: written past the count"
+        );
+        for rejected in [Rejected::Reversed, Rejected::InOrder] {
+            let mut want = vec![P::Element::default(); n];
+            let kept = cpu::partition_if::<P>(host, &mut want, rejected).unwrap();
+            let mut out = poisoned(stream, n * size);
+            let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
+            {
+                let inp = stage.elements(&input).unwrap();
+                let mut o = out.slice_mut(..n * size);
+                let mut o = stage.elements_mut(&mut o).unwrap();
+                select
+                    .partition_if_built(stream, &stage, &inp, &mut o, rejected, &mut count)
+                    .unwrap_or_else(|e| panic!("partition {rejected:?} {what}: {e}"));
+            }
+            assert_eq!(count_of(stream, &count), kept, "partition {what}: count");
+            let got = read_back(stream, &out, n * size, what);
+            assert_eq!(
+                from_bytes::<P::Element>(&got),
+                want,
+                "partition {rejected:?} {what}"
+            );
+        }
+        checked += 3;
+    }
+    checked
+}
+
+/// Unique and run-length encoding by equality `E`'s built twin, on
+/// `inputs`, against the CPU's functions of `E` (elements compared by
+/// their bits: NaNs included).
+fn equality_cases<E: ScanEquality>(
+    stream: &Arc<CudaStream>,
+    select: &mut GpuSelect,
+    inputs: &[(String, Vec<E::Element>)],
+) -> usize
+where
+    E::Element: Copy + std::fmt::Debug + Default,
+{
+    let stage = DynStage::from_text(E::STAGE_IR).unwrap();
+    let size = std::mem::size_of::<E::Element>();
+    let mut checked = 0;
+    for (what, host) in inputs {
+        let n = host.len();
+        let input = stream.clone_htod(&bytes_of(host)).unwrap();
+        let mut want = vec![E::Element::default(); n];
+        let runs = cpu::unique::<E>(host, &mut want).unwrap();
+        let mut out = poisoned(stream, n * size);
+        let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
+        {
+            let inp = stage.elements(&input).unwrap();
+            let mut o = out.slice_mut(..n * size);
+            let mut o = stage.elements_mut(&mut o).unwrap();
+            select
+                .unique_built(stream, &stage, &inp, &mut o, &mut count)
+                .unwrap_or_else(|e| panic!("unique {what}: {e}"));
+        }
+        assert_eq!(count_of(stream, &count), runs, "unique {what}: count");
+        let got = read_back(stream, &out, n * size, what);
+        assert_eq!(
+            &got[..runs * size],
+            &bytes_of(&want)[..runs * size],
+            "unique {what}"
+        );
+        assert!(
+            got[runs * size..].iter().all(|&b| b == POISON),
+            "unique {what}: past the count"
+        );
+
+        let (mut values, mut lens) = (vec![E::Element::default(); n], vec![0u64; n]);
+        let runs = cpu::run_length_encode::<E>(host, &mut values, &mut lens).unwrap();
+        let mut out = poisoned(stream, n * size);
+        let mut lengths = stream.clone_htod(&vec![u64::MAX; n]).unwrap();
+        let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
+        {
+            let inp = stage.elements(&input).unwrap();
+            let mut o = out.slice_mut(..n * size);
+            let mut o = stage.elements_mut(&mut o).unwrap();
+            select
+                .run_length_encode_built(stream, &stage, &inp, &mut o, &mut lengths, &mut count)
+                .unwrap_or_else(|e| panic!("run-length encoding {what}: {e}"));
+        }
+        assert_eq!(count_of(stream, &count), runs, "encoding {what}: count");
+        let got = read_back(stream, &out, n * size, what);
+        assert_eq!(
+            &got[..runs * size],
+            &bytes_of(&values)[..runs * size],
+            "encoding {what}: values"
+        );
+        let got_lengths = stream.clone_dtoh(&lengths).unwrap();
+        assert_eq!(
+            got_lengths[..runs],
+            lens[..runs],
+            "encoding {what}: lengths"
+        );
+        assert!(
+            got_lengths[runs..].iter().all(|&l| l == u64::MAX),
+            "encoding {what}: lengths past the count"
+        );
+        checked += 2;
+    }
+    checked
+}
+
+/// An adversarial input: its name and its element at each index.
+type Special<'a, T> = (&'a str, Box<dyn Fn(usize) -> T>);
+
+/// Random inputs of every length, and the adversarial ones at the largest.
+fn inputs<T>(
+    lengths: &[usize],
+    seed: u64,
+    mut random: impl FnMut(&mut Rng64) -> T,
+    special: &[Special<'_, T>],
+) -> Vec<(String, Vec<T>)> {
+    let mut rng = Rng64::seed_from_u64(seed);
+    let mut out: Vec<(String, Vec<T>)> = lengths
+        .iter()
+        .map(|&n| {
+            let v: Vec<T> = (0..n).map(|_| random(&mut rng)).collect();
+            (format!("n = {n} (seed {seed})"), v)
+        })
+        .collect();
+    let n = *lengths.last().unwrap();
+    for (name, f) in special {
+        out.push((format!("{name}, n = {n}"), (0..n).map(f).collect()));
+    }
+    out
+}
+
+#[test]
+fn built_stages_compact_as_their_twins() {
+    let Some(ctx) = open_gpu("gpu_built_select") else {
+        return;
+    };
+    let _shared = gpu_shared();
+    let stream = ctx.new_stream().unwrap();
+    let _other = ctx.new_stream().unwrap(); // a second stream alive
+    let seed = common::seed::from_env_or_clock("GPU_BUILT_SELECT_SEED");
+    println!("gpu_built_select: seed {seed} (GPU_BUILT_SELECT_SEED)");
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    let mut checked = 0;
+
+    let words = lengths(&select, 4);
+    let cases = inputs(
+        &words,
+        seed,
+        |r| r.random::<u32>(),
+        &[
+            ("nothing kept", Box::new(|i| 3 * i as u32 + 1)),
+            ("everything kept", Box::new(|i| 3 * i as u32)),
+        ],
+    );
+    checked += predicate_cases::<Third>(&stream, &mut select, &cases);
+    let bytes = inputs(&lengths(&select, 1), seed ^ 1, |r| r.random::<u8>(), &[]);
+    checked += predicate_cases::<ThirdU8>(&stream, &mut select, &bytes);
+    let signed = inputs(&lengths(&select, 8), seed ^ 2, |r| r.random::<i64>(), &[]);
+    checked += predicate_cases::<Positive>(&stream, &mut select, &signed);
+
+    // Runs: short random runs over few values, one run, runs of one.
+    let runs = inputs(
+        &words,
+        seed ^ 3,
+        |r| r.random_range(0..3u32),
+        &[
+            ("one run", Box::new(|_| 7u32)),
+            ("runs of one", Box::new(|i| i as u32)),
+        ],
+    );
+    checked += equality_cases::<SameU32>(&stream, &mut select, &runs);
+    let specials = [0.0f32, -0.0, f32::NAN, 1.0, f32::INFINITY];
+    let floats = inputs(
+        &words,
+        seed ^ 4,
+        |r| specials[r.random_range(0..specials.len())],
+        &[],
+    );
+    checked += equality_cases::<SameF32>(&stream, &mut select, &floats);
+    println!("gpu_built_select: {checked} compactions checked");
+}
+
+#[test]
+fn built_stages_refuse_bad_buffers_and_kinds() {
+    let Some(ctx) = open_gpu("gpu_built_select") else {
+        return;
+    };
+    let _shared = gpu_shared();
+    let stream = ctx.new_stream().unwrap();
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    let third = DynStage::from_text(<Third as ScanPredicate>::STAGE_IR).unwrap();
+    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR).unwrap();
+    let n = 1000;
+    let input = stream
+        .clone_htod(&bytes_of(&(0..n as u32).collect::<Vec<_>>()))
+        .unwrap();
+    let mut out = poisoned(&stream, 4 * n);
+    let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
+    let untouched = |out: &CudaSlice<u8>, count: &CudaSlice<u64>, what: &str| {
+        assert!(
+            stream.clone_dtoh(out).unwrap().iter().all(|&b| b == POISON),
+            "{what}: the output was written"
+        );
+        assert_eq!(
+            stream.clone_dtoh(count).unwrap(),
+            [u64::MAX],
+            "{what}: the count"
+        );
+    };
+    // An equality where a predicate is asked for, and the reverse.
+    {
+        let inp = same.elements(&input).unwrap();
+        let mut o = out.slice_mut(..4 * n);
+        let mut o = same.elements_mut(&mut o).unwrap();
+        let e = select
+            .select_if_built(&stream, &same, &inp, &mut o, &mut count)
+            .unwrap_err();
+        assert!(matches!(e, ScanError::InvalidOperator(_)), "{e}");
+        let inp = third.elements(&input).unwrap();
+        let e = select
+            .unique_built(&stream, &third, &inp, &mut o, &mut count)
+            .unwrap_err();
+        assert!(matches!(e, ScanError::InvalidOperator(_)), "{e}");
+    }
+    untouched(&out, &count, "a stage of the other kind");
+    // Part of an element.
+    let part = input.slice(..4 * n - 1);
+    assert!(matches!(
+        third.elements(&part),
+        Err(ScanError::ElementBuffer { .. })
+    ));
+    // A misaligned input: one byte in.
+    {
+        let shifted = input.slice(1..4 * (n - 1) + 1);
+        let inp = third.elements(&shifted).unwrap();
+        let mut o = out.slice_mut(..4 * (n - 1));
+        let mut o = third.elements_mut(&mut o).unwrap();
+        let e = select
+            .select_if_built(&stream, &third, &inp, &mut o, &mut count)
+            .unwrap_err();
+        assert!(matches!(e, ScanError::ElementBuffer { .. }), "{e}");
+    }
+    untouched(&out, &count, "a misaligned input");
+}
