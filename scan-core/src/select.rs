@@ -92,11 +92,21 @@ pub fn select_if<P: ScanPredicate>(
     input: &[P::Element],
     output: &mut [P::Element],
 ) -> Result<usize, SelectLengthError> {
+    select_if_with(input, output, P::keep)
+}
+
+/// [`select_if`] by a predicate given as a function (one built at run
+/// time: the Python package's).
+pub fn select_if_with<T: Copy + Send + Sync>(
+    input: &[T],
+    output: &mut [T],
+    keep: impl Fn(T) -> bool + Sync,
+) -> Result<usize, SelectLengthError> {
     check(input.len(), output.len())?;
     let [kept, _] = scatter(
         input,
         output,
-        |_, x| usize::from(!P::keep(x)),
+        |_, x| usize::from(!keep(x)),
         [true, false],
         false,
     );
@@ -136,12 +146,22 @@ pub fn partition_if<P: ScanPredicate>(
     output: &mut [P::Element],
     rejected: Rejected,
 ) -> Result<usize, SelectLengthError> {
+    partition_if_with(input, output, rejected, P::keep)
+}
+
+/// [`partition_if`] by a predicate given as a function.
+pub fn partition_if_with<T: Copy + Send + Sync>(
+    input: &[T],
+    output: &mut [T],
+    rejected: Rejected,
+    keep: impl Fn(T) -> bool + Sync,
+) -> Result<usize, SelectLengthError> {
     check(input.len(), output.len())?;
     let reversed = rejected == Rejected::Reversed;
     let [kept, _] = scatter(
         input,
         output,
-        |_, x| usize::from(!P::keep(x)),
+        |_, x| usize::from(!keep(x)),
         [true, true],
         reversed,
     );
@@ -263,10 +283,13 @@ pub(crate) fn scatter<T: Copy + Send + Sync, const K: usize>(
 
 /// The indices where a run of neighbours `E` finds equal starts (0 first,
 /// where the input is not empty), in order.
-fn run_heads<E: ScanEquality>(input: &[E::Element]) -> Vec<usize> {
+fn run_heads<T: Copy + Send + Sync>(
+    input: &[T],
+    equal: impl Fn(T, T) -> bool + Sync,
+) -> Vec<usize> {
     (0..input.len())
         .into_par_iter()
-        .filter(|&i| i == 0 || !E::equal(input[i - 1], input[i]))
+        .filter(|&i| i == 0 || !equal(input[i - 1], input[i]))
         .collect()
 }
 
@@ -289,11 +312,20 @@ pub fn unique<E: ScanEquality>(
     input: &[E::Element],
     output: &mut [E::Element],
 ) -> Result<usize, SelectLengthError> {
+    unique_with(input, output, E::equal)
+}
+
+/// [`unique`] by an equality given as a function.
+pub fn unique_with<T: Copy + Send + Sync>(
+    input: &[T],
+    output: &mut [T],
+    equal: impl Fn(T, T) -> bool + Sync,
+) -> Result<usize, SelectLengthError> {
     check(input.len(), output.len())?;
     let [kept, _] = scatter(
         input,
         output,
-        |i, x| usize::from(i > 0 && E::equal(input[i - 1], x)),
+        |i, x| usize::from(i > 0 && equal(input[i - 1], x)),
         [true, false],
         false,
     );
@@ -322,9 +354,19 @@ pub fn run_length_encode<E: ScanEquality>(
     values: &mut [E::Element],
     lengths: &mut [u64],
 ) -> Result<usize, SelectLengthError> {
+    run_length_encode_with(input, values, lengths, E::equal)
+}
+
+/// [`run_length_encode`] by an equality given as a function.
+pub fn run_length_encode_with<T: Copy + Send + Sync>(
+    input: &[T],
+    values: &mut [T],
+    lengths: &mut [u64],
+    equal: impl Fn(T, T) -> bool + Sync,
+) -> Result<usize, SelectLengthError> {
     check(input.len(), values.len())?;
     check(input.len(), lengths.len())?;
-    let heads = run_heads::<E>(input);
+    let heads = run_heads(input, equal);
     let runs = heads.len();
     values[..runs]
         .par_iter_mut()
@@ -362,7 +404,7 @@ pub fn non_trivial_runs<E: ScanEquality>(
 ) -> Result<usize, SelectLengthError> {
     check(input.len(), offsets.len())?;
     check(input.len(), lengths.len())?;
-    let heads = run_heads::<E>(input);
+    let heads = run_heads(input, E::equal);
     let runs: Vec<(u64, u64)> = heads
         .par_iter()
         .enumerate()
@@ -412,7 +454,7 @@ pub fn reduce_by_key<E: ScanEquality, Op: ScanOp>(
     }
     check(keys.len(), keys_out.len())?;
     check(keys.len(), values_out.len())?;
-    let heads = run_heads::<E>(keys);
+    let heads = run_heads(keys, E::equal);
     let runs = heads.len();
     keys_out[..runs]
         .par_iter_mut()
