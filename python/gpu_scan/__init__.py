@@ -58,14 +58,21 @@ from ._translate import OperatorError, StructSpec, element_of, operator_text, pr
 __all__ = [
     "Op",
     "OperatorError",
+    "Stage",
     "backend",
     "cumsum",
+    "equality",
     "gpu_unavailable_reason",
     "op",
+    "partition",
+    "predicate",
+    "run_length_encode",
     "scan",
+    "select",
     "sort",
     "argsort",
     "summed_area",
+    "unique",
 ]
 
 OPERATOR_SUBSET = __doc__[__doc__.index("The subset") :]
@@ -537,3 +544,6 @@ def gpu_unavailable_reason() -> Optional[str]:
     """Why scans cannot run on a GPU here (no driver, no NVRTC, no
     device), or ``None`` where they can."""
     return _gpu_reason()
+
+
+from ._compact import Stage, equality, partition, predicate, run_length_encode, select, unique  # noqa: E402

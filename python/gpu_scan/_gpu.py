@@ -386,13 +386,7 @@ def sort(keys: Any, descending: bool, indices: bool) -> Any:
     n = shape[0]
     stream = fw.stream()
     if indices:
-        if fw.name == "torch":
-            order = fw.xp.empty(n, dtype=fw.xp.int64, device=keys.device)
-        elif fw.name == "cupy":
-            with fw.xp.cuda.Device(fw.device):
-                order = fw.xp.empty(n, dtype=fw.xp.int64)
-        else:
-            order = fw.buffer(fw.device, [n], "<i8")
+        order = _int64s(fw, n, keys)
         if n:
             gpu_sort(fw.device, stream, int(cai["data"][0]), n, cai["typestr"], descending, _address(order, "the indices"))
         return fw.finish(order)
@@ -402,6 +396,56 @@ def sort(keys: Any, descending: bool, indices: bool) -> Any:
     if n:
         gpu_sort(fw.device, stream, _address(out, "the output"), n, cai["typestr"], descending)
     return out
+
+
+def _int64s(fw: Any, n: int, like: Any) -> Any:
+    """An uninitialized ``int64`` array of ``n`` on ``like``'s device."""
+    if fw.name == "torch":
+        return fw.xp.empty(n, dtype=fw.xp.int64, device=like.device)
+    if fw.name == "cupy":
+        with fw.xp.cuda.Device(fw.device):
+            return fw.xp.empty(n, dtype=fw.xp.int64)
+    return fw.buffer(fw.device, [n], "<i8")
+
+
+def prim_of_array(data: Any) -> str:
+    """The element type of a device array, by its Rust name."""
+    typestr = _interface(data, "the array")["typestr"]
+    if typestr not in _PRIM_OF_TYPESTR:
+        raise TypeError(f"an array of {typestr}: integers of 8 to 64 bits, f32, f64 or bool")
+    return _PRIM_OF_TYPESTR[typestr]
+
+
+def compact(stage, data: Any, kind: str, in_order: bool = True) -> Any:
+    """A compaction (``kind``: ``select``, ``partition``, ``unique`` or
+    ``run_length_encode``) of a one-dimensional device array by ``stage``
+    on the framework's current stream, into new arrays of the framework,
+    and the count (read back: the call waits for it)."""
+    fw = _framework(data)
+    cai = _interface(data, "the array")
+    shape = tuple(cai["shape"])
+    if len(shape) != 1:
+        raise ValueError(f"an array of shape {shape}: compactions take one dimension")
+    prim = _PRIM_OF_TYPESTR.get(cai["typestr"])
+    if prim != stage.prim:
+        raise TypeError(f"the {stage.kind}'s elements are {stage.prim}, the array's {cai['typestr']}: convert it first")
+    n = shape[0]
+    out = fw.empty(shape, data)
+    count = fw.empty_u64()
+    lengths = _int64s(fw, n, data) if kind == "run_length_encode" else None
+    if n:
+        stage._native.gpu_compact(
+            fw.device, fw.stream(), kind, int(cai["data"][0]), n, _address(out, "the output"),
+            _address(count, "the count"),
+            lengths=None if lengths is None else _address(lengths, "the lengths"), in_order=in_order,
+        )
+        kept = fw.item_u64(count)
+    else:
+        kept = 0
+    out = fw.finish(out)
+    if lengths is not None:
+        return (out, fw.finish(lengths)), kept
+    return out, kept
 
 
 def summed_area(operator, data: Any, *, exclusive: bool, reverse: bool, init: Any) -> Any:

@@ -583,3 +583,56 @@ def operator_text(function: Callable, prim: str, identity, block_threads=None, i
     stem = re.sub(r"[^a-z0-9_]", "_", fn.name.lower()).strip("_") or "op"
     name = f"py_{stem}_{digest}"
     return Translation(f"(op {quoted(name)} {rest}", name, filename, first_line)
+
+
+def _function_def(function: Callable):
+    """``function``'s definition, file and first line."""
+    try:
+        source = inspect.getsource(function)
+        filename = inspect.getsourcefile(function) or "<unknown>"
+        first_line = inspect.getsourcelines(function)[1]
+    except (OSError, TypeError) as e:
+        raise OperatorError(f"the source of {function!r} is not available: {e}") from None
+    tree = ast.parse(textwrap.dedent(source))
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not defs:
+        raise OperatorError("a stage is a `def` function (not a lambda)", filename, first_line)
+    return defs[0], filename, first_line
+
+
+def stage_text(function: Callable, prim: str, kind: str) -> Translation:
+    """The IR text of ``function`` as a stage (``kernels_gen::ir_text::
+    print_stage``) of ``kind``: a ``"predicate"`` of one element of
+    ``prim`` or an ``"equality"`` of two, giving a ``bool``
+    (:class:`Translation`)."""
+    if isinstance(prim, StructSpec):
+        raise OperatorError("predicates and equalities over structs are not built at run time yet: primitive elements are")
+    fn, filename, first_line = _function_def(function)
+    args = fn.args
+    arity = 2 if kind == "equality" else 1
+    if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults or len(args.args) != arity:
+        what = "two elements, `(a, b)` with a the earlier" if arity == 2 else "one element"
+        raise OperatorError(f"a {kind} takes {what}", filename, first_line + fn.lineno - 1)
+    params = tuple(a.arg for a in args.args)
+    if len(set(params)) != len(params):
+        raise OperatorError("the two elements need two names", filename, first_line + fn.lineno - 1)
+    translator = _Translator(prim, params, filename, first_line)
+    body = translator.block(fn.body, fn)
+    rest = (
+        f"{kind} (params {' '.join(quoted(p) for p in params)}) (input (prim {prim})) (output (prim bool)) "
+        f"(body {body}))"
+    )
+    digest = hashlib.sha256(rest.encode()).hexdigest()[:12]
+    stem = re.sub(r"[^a-z0-9_]", "_", fn.name.lower()).strip("_") or kind
+    name = f"py_{stem}_{digest}"
+    return Translation(f"(stage {quoted(name)} {rest}", name, filename, first_line)
+
+
+def equal_text(prim: str) -> str:
+    """The IR text of the equality ``a == b`` over ``prim`` (unique's and
+    run-length encoding's default: a NaN equals nothing, ``-0.0`` equals
+    ``0.0``, as ``==`` says)."""
+    return (
+        f'(stage "equal_{prim}" equality (params "a" "b") (input (prim {prim})) (output (prim bool)) '
+        f'(body (block (eq (var "a") (var "b")))))'
+    )

@@ -18,6 +18,7 @@ use scan_core::{Direction, ScanKind};
 
 mod dlpack;
 mod gpu;
+mod select;
 mod sort;
 
 /// An operator's element: a primitive, or a struct lowered to its leaves.
@@ -126,7 +127,13 @@ impl Operator {
 
     /// A Python value as a value of the element type.
     fn value_of(&self, value: &Bound<'_, PyAny>) -> PyResult<Value> {
-        let p = self.prim()?;
+        value_of(value, self.prim()?)
+    }
+}
+
+/// A Python value as a value of `p` (range-checked for integers).
+fn value_of(value: &Bound<'_, PyAny>, p: Prim) -> PyResult<Value> {
+    {
         if p == Prim::Bool {
             if !value.is_instance_of::<PyBool>() {
                 return Err(PyTypeError::new_err(format!(
@@ -667,6 +674,7 @@ fn own_stream(device: usize) -> PyResult<usize> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Operator>()?;
     m.add_class::<dlpack::DeviceBuffer>()?;
+    m.add_class::<select::Stage>()?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(own_stream, m)?)?;
     m.add_function(wrap_pyfunction!(sort::sort_bytes, m)?)?;

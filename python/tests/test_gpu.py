@@ -318,3 +318,77 @@ def test_summed_area_of_a_commutative_operator_in_tiles():
             got = gpu_scan.summed_area(add, cuda(x), exclusive=exclusive, reverse=reverse, init=3)
             want = gpu_scan.summed_area(add, x, exclusive=exclusive, reverse=reverse, init=3)
             np.testing.assert_array_equal(got.cpu().numpy(), want)
+
+
+@gpu_scan.predicate("i32")
+def positive_i32(x):
+    return x > 0
+
+
+@gpu_scan.predicate("f32")
+def inside_unit(x):
+    return -1.0 < x and x < 1.0
+
+
+@gpu_scan.equality("f32")
+def same_sign_f32(a, b):
+    return (a < 0.0) == (b < 0.0)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_compactions_match_the_cpu(n):
+    """Select, partition (both orders), unique and run-length encoding by
+    predicates and equalities written in Python, on torch tensors, against
+    the CPU's on the same data, bit for bit; the input is left alone."""
+    g = rng(29 * n + 1)
+    ints = g.integers(-1000, 1000, n).astype(np.int32)
+    floats = (g.standard_normal(n) * 1.5).astype(np.float32)
+    floats[g.random(n) < 0.05] = np.nan
+    floats[g.random(n) < 0.05] = -0.0
+    runs = g.integers(0, 3, n).astype(np.int64)
+    for data, stage in ((ints, positive_i32), (floats, inside_unit)):
+        t = cuda(data)
+        got = gpu_scan.select(t, stage)
+        assert got.dtype == t.dtype and got.device == t.device
+        np.testing.assert_array_equal(got.cpu().numpy(), gpu_scan.select(data, stage), err_msg=f"select n={n}")
+        for rejected in ("in_order", "reversed"):
+            got, count = gpu_scan.partition(t, stage, rejected=rejected)
+            want, want_count = gpu_scan.partition(data, stage, rejected=rejected)
+            assert count == want_count
+            np.testing.assert_array_equal(got.cpu().numpy(), want, err_msg=f"partition {rejected} n={n}")
+        np.testing.assert_array_equal(t.cpu().numpy(), data)
+    for data, equal in ((runs, None), (floats, None), (floats, same_sign_f32)):
+        t = cuda(data)
+        np.testing.assert_array_equal(gpu_scan.unique(t, equal).cpu().numpy(), gpu_scan.unique(data, equal))
+        values, lengths = gpu_scan.run_length_encode(t, equal)
+        want_values, want_lengths = gpu_scan.run_length_encode(data, equal)
+        assert lengths.dtype == torch.int64
+        np.testing.assert_array_equal(values.cpu().numpy(), want_values, err_msg=f"values n={n}")
+        np.testing.assert_array_equal(lengths.cpu().numpy(), want_lengths, err_msg=f"lengths n={n}")
+
+
+def test_compactions_on_cupy_and_jax_arrays():
+    g = rng(31)
+    data = g.integers(-50, 50, 100_003).astype(np.int32)
+    want = gpu_scan.select(data, positive_i32)
+    cupy = pytest.importorskip("cupy")
+    got = gpu_scan.select(cupy.asarray(data), positive_i32)
+    assert isinstance(got, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX sees no GPU")
+    got = gpu_scan.select(jax.numpy.asarray(data), positive_i32)
+    assert isinstance(got, jax.Array)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    values, lengths = gpu_scan.run_length_encode(jax.numpy.asarray(np.sort(data)))
+    want_values, want_lengths = gpu_scan.run_length_encode(np.sort(data))
+    np.testing.assert_array_equal(np.asarray(values), want_values)
+    np.testing.assert_array_equal(np.asarray(lengths), want_lengths)
+
+
+def test_compactions_refuse_other_dtypes_and_leave_arrays_alone():
+    t = cuda(np.arange(100, dtype=np.int64))
+    with pytest.raises(TypeError, match="i32"):
+        gpu_scan.select(t, positive_i32)
+    np.testing.assert_array_equal(t.cpu().numpy(), np.arange(100))

@@ -1,0 +1,211 @@
+"""Compaction: select and partition by a predicate, unique and run-length
+encoding by an equality, each written in Python in the operator subset and
+run by the library's compactions (``GpuSelect`` on a GPU, its CPU
+functions for NumPy arrays), one pass over the input.
+
+>>> import numpy as np, gpu_scan
+>>> @gpu_scan.predicate("i32")
+... def positive(x):
+...     return x > 0
+>>> gpu_scan.select(np.array([3, -1, 4, -1, 5], dtype=np.int32), positive)
+array([3, 4, 5], dtype=int32)
+>>> gpu_scan.partition(np.array([3, -1, 4, -2, 5], dtype=np.int32), positive)
+(array([ 3,  4,  5, -1, -2], dtype=int32), 3)
+>>> gpu_scan.unique(np.array([1, 1, 2, 2, 2, 1, 3], dtype=np.uint8))
+array([1, 2, 1, 3], dtype=uint8)
+>>> values, lengths = gpu_scan.run_length_encode(np.array([7, 7, 7, 2, 9, 9], dtype=np.int64))
+>>> values, lengths
+(array([7, 2, 9]), array([3, 1, 2]))
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from ._native import Stage as _NativeStage
+from ._translate import OperatorError, StructSpec, element_of, equal_text, prim_of, stage_text
+
+
+class Stage:
+    """A predicate (one element to ``bool``) or an equality (two
+    neighbouring elements to ``bool``) written in Python, made by
+    :func:`predicate` or :func:`equality`. Calling it evaluates it with the
+    element type's arithmetic, as the compactions do."""
+
+    def __init__(self, function: Optional[Callable], dtype: Any, kind: str, text: Optional[str] = None):
+        element = element_of(dtype)
+        if isinstance(element, StructSpec):
+            raise OperatorError("predicates and equalities over structs are not built at run time yet: primitive elements are")
+        self.function = function
+        self.kind = kind
+        self.prim = element
+        if text is None:
+            translation = stage_text(function, element, kind)
+            text, name, filename = translation.text, translation.name, translation.filename
+        else:
+            name, filename = None, None
+        try:
+            self._native = _NativeStage(text)
+        except ValueError as e:
+            message, line = e.args if len(e.args) == 2 else (str(e), None)
+            if function is not None and name is not None:
+                message = message.replace(f"stage `{name}`", f"{kind} `{function.__qualname__}`")
+            raise OperatorError(message, filename if line is not None else None, line) from None
+        if function is not None:
+            functools.update_wrapper(self, function)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(_numpy_dtype(self.prim))
+
+    @property
+    def ir(self) -> str:
+        """The stage's IR text, the generator's input."""
+        return self._native.ir
+
+    def cuda_source(self) -> str:
+        """The stage's CUDA policy, as ``#[scan_predicate]`` or
+        ``#[scan_equality]`` writes it for the same function in Rust."""
+        return self._native.cuda_source()
+
+    def __call__(self, *args: Any) -> bool:
+        return self._native(*args)
+
+    def __repr__(self) -> str:
+        what = self.function.__qualname__ if self.function is not None else "=="
+        return f"<gpu_scan.Stage {self.kind} {what} over {self.dtype}>"
+
+
+def _numpy_dtype(prim: str) -> Any:
+    from . import _NUMPY_DTYPES
+
+    return _NUMPY_DTYPES[prim]
+
+
+def predicate(dtype: Any) -> Callable[[Callable], Stage]:
+    """Decorates a function of one element returning a ``bool`` as a
+    predicate for :func:`select` and :func:`partition` (the operator
+    subset; ``dtype`` a primitive element type, ``"f32"``, ``numpy.int64``)."""
+    element_of(dtype)
+
+    def decorate(function: Callable) -> Stage:
+        return Stage(function, dtype, "predicate")
+
+    return decorate
+
+
+def equality(dtype: Any) -> Callable[[Callable], Stage]:
+    """Decorates a function of two neighbouring elements returning a
+    ``bool`` (whether they belong to one run: an equivalence, as ``==`` is
+    on integers) for :func:`unique` and :func:`run_length_encode`."""
+    element_of(dtype)
+
+    def decorate(function: Callable) -> Stage:
+        return Stage(function, dtype, "equality")
+
+    return decorate
+
+
+@functools.lru_cache(maxsize=None)
+def _equal(prim: str) -> Stage:
+    return Stage(None, prim, "equality", text=equal_text(prim))
+
+
+def _stage(stage: Stage, kind: str, data: Any) -> None:
+    if not isinstance(stage, Stage) or stage.kind != kind:
+        raise TypeError(f"a {kind} expected (made by gpu_scan.{kind}), not {stage!r}")
+
+
+def _host(stage: Stage, data: Any) -> np.ndarray:
+    from . import _host_array
+
+    array = np.ascontiguousarray(_host_array(data, stage.dtype))
+    if array.ndim != 1:
+        raise ValueError(f"an array of shape {array.shape}: compactions take one dimension")
+    return array
+
+
+def _gpu(data: Any) -> bool:
+    from . import _on_gpu
+
+    return _on_gpu(data)
+
+
+def select(data: Any, predicate: Stage) -> Any:
+    """The elements of ``data`` (one dimension) that ``predicate`` keeps,
+    in order, as a new array of ``data``'s framework (CUB's
+    ``DeviceSelect::If``; ``data[mask]`` without the mask)."""
+    _stage(predicate, "predicate", data)
+    if _gpu(data):
+        from . import _gpu as gpu
+
+        out, count = gpu.compact(predicate, data, "select")
+        return out[:count]
+    array = _host(predicate, data)
+    out, count = predicate._native.select_bytes(array.tobytes())
+    return np.frombuffer(out, dtype=array.dtype).copy()
+
+
+def partition(data: Any, predicate: Stage, *, rejected: str = "in_order") -> Tuple[Any, int]:
+    """The elements ``predicate`` keeps, in order, then the others, and the
+    number kept (CUB's ``DevicePartition::If``). ``rejected="in_order"``
+    keeps the others in input order; ``"reversed"`` writes them in reverse,
+    as CUB does, one pass fewer on a GPU."""
+    _stage(predicate, "predicate", data)
+    if rejected not in ("in_order", "reversed"):
+        raise ValueError(f"rejected={rejected!r}: 'in_order' or 'reversed'")
+    in_order = rejected == "in_order"
+    if _gpu(data):
+        from . import _gpu as gpu
+
+        return gpu.compact(predicate, data, "partition", in_order=in_order)
+    array = _host(predicate, data)
+    out, count = predicate._native.partition_bytes(array.tobytes(), in_order)
+    return np.frombuffer(out, dtype=array.dtype).copy(), count
+
+
+def _equality_for(data: Any, equal: Optional[Stage]) -> Stage:
+    if equal is not None:
+        _stage(equal, "equality", data)
+        return equal
+    if _gpu(data):
+        from ._gpu import prim_of_array
+
+        return _equal(prim_of_array(data))
+    return _equal(prim_of(np.asarray(data).dtype))
+
+
+def unique(data: Any, equal: Optional[Stage] = None) -> Any:
+    """The first element of each run of neighbours ``equal`` calls equal
+    (default ``==``: each NaN a run of its own), in order: consecutive
+    duplicates removed (CUB's ``DeviceSelect::Unique``,
+    ``torch.unique_consecutive``)."""
+    stage = _equality_for(data, equal)
+    if _gpu(data):
+        from . import _gpu as gpu
+
+        out, count = gpu.compact(stage, data, "unique")
+        return out[:count]
+    array = _host(stage, data)
+    return np.frombuffer(stage._native.unique_bytes(array.tobytes()), dtype=array.dtype).copy()
+
+
+def run_length_encode(data: Any, equal: Optional[Stage] = None) -> Tuple[Any, Any]:
+    """Each run of neighbours ``equal`` calls equal (default ``==``): its
+    first element and its length (``int64``), in order (CUB's
+    ``DeviceRunLengthEncode::Encode``)."""
+    stage = _equality_for(data, equal)
+    if _gpu(data):
+        from . import _gpu as gpu
+
+        (values, lengths), count = gpu.compact(stage, data, "run_length_encode")
+        return values[:count], lengths[:count]
+    array = _host(stage, data)
+    values, lengths = stage._native.run_length_encode_bytes(array.tobytes())
+    return (
+        np.frombuffer(values, dtype=array.dtype).copy(),
+        np.frombuffer(lengths, dtype=np.uint64).astype(np.int64),
+    )
