@@ -20,7 +20,7 @@ use common::gpu::{gpu_shared, open_gpu, Rng64};
 use common::ops::{Positive, SameF32, SameU32, Third, ThirdU8};
 use gpu_scan::kernels_gen::select::SelectKernel;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
-use gpu_scan::scan_runtime::{DynStage, GpuSelect, ScanError};
+use gpu_scan::scan_runtime::{BuiltLayout, DynStage, GpuSelect, ScanError};
 use gpu_scan::select::{self as cpu, Rejected};
 use gpu_scan::stages::{ScanEquality, ScanPredicate};
 use rand::{Rng, SeedableRng};
@@ -361,4 +361,95 @@ fn built_stages_refuse_bad_buffers_and_kinds() {
         assert!(matches!(e, ScanError::ElementBuffer { .. }), "{e}");
     }
     untouched(&out, &count, "a misaligned input");
+}
+
+/// Reduce-by-key by a built equality over `u32` keys and built operators
+/// over the values (a sum, and non-commutative affine maps over wrapping
+/// `u32`), against the CPU's of the twins, bit for bit, at every boundary
+/// length; one run, runs of one.
+#[test]
+fn built_reduce_by_key_matches_its_twins() {
+    use common::gpu::Case;
+    use common::ops::{AffineU32, SumU32};
+    use gpu_scan::scan_runtime::DynOperator;
+    use gpu_scan::{ScanElement, ScanOp};
+    let Some(ctx) = open_gpu("gpu_built_select") else {
+        return;
+    };
+    let _shared = gpu_shared();
+    let stream = ctx.new_stream().unwrap();
+    let _other = ctx.new_stream().unwrap();
+    let seed = common::seed::from_env_or_clock("GPU_BUILT_SELECT_SEED") ^ 0x5b;
+    println!("gpu_built_select: seed {seed} (GPU_BUILT_SELECT_SEED)");
+    let mut select = GpuSelect::new(&ctx).unwrap();
+    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR).unwrap();
+    fn case<Op: ScanOp + Case>(
+        stream: &Arc<CudaStream>,
+        select: &mut GpuSelect,
+        same: &DynStage,
+        seed: u64,
+    ) {
+        let structs: Vec<&str> = [<Op::Element as ScanElement>::STRUCT_IR]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect();
+        let op = DynOperator::from_text(Op::OPERATOR_IR, &structs).unwrap();
+        let size = std::mem::size_of::<Op::Element>();
+        let tile = select
+            .shape_for(SelectKernel::ReduceByKey, 4 + size)
+            .unwrap()
+            .tile_items();
+        let mut rng = Rng64::seed_from_u64(seed);
+        let mut lengths = vec![0, 1, 31, 33, tile - 1, tile + 1, 40 * tile + 3];
+        lengths.push((1 << 20) + 3);
+        for (i, &n) in lengths.iter().enumerate() {
+            let keys: Vec<u32> = match i % 3 {
+                _ if n == (1 << 20) + 3 => (0..n as u32).map(|k| k / 1000).collect(),
+                0 => (0..n).map(|_| rng.random_range(0..3)).collect(),
+                1 => vec![5; n],
+                _ => (0..n as u32).collect(),
+            };
+            let values: Vec<Op::Element> = (0..n).map(|_| Op::random(&mut rng)).collect();
+            let what = format!("{} n = {n} (seed {seed})", Op::NAME);
+            let (mut want_keys, mut want_values) = (vec![0u32; n], values.clone());
+            let runs =
+                cpu::reduce_by_key::<SameU32, Op>(&keys, &values, &mut want_keys, &mut want_values)
+                    .unwrap();
+            let k = stream.clone_htod(&bytes_of(&keys)).unwrap();
+            let v = stream.clone_htod(&bytes_of(&values)).unwrap();
+            let mut keys_out = poisoned(stream, 4 * n);
+            let mut values_out = poisoned(stream, size * n);
+            let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
+            {
+                let ki = same.elements(&k).unwrap();
+                let vi = op.elements(&v).unwrap();
+                let mut ko = keys_out.slice_mut(..4 * n);
+                let mut ko = same.elements_mut(&mut ko).unwrap();
+                let mut vo = values_out.slice_mut(..size * n);
+                let mut vo = op.elements_mut(&mut vo).unwrap();
+                select
+                    .reduce_by_key_built(stream, same, &op, &ki, &vi, &mut ko, &mut vo, &mut count)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+            assert_eq!(count_of(stream, &count), runs, "{what}: count");
+            let got_keys = read_back(stream, &keys_out, 4 * n, &what);
+            assert_eq!(
+                from_bytes::<u32>(&got_keys[..4 * runs]),
+                want_keys[..runs],
+                "{what}: keys"
+            );
+            let got_values = read_back(stream, &values_out, size * n, &what);
+            assert_eq!(
+                &got_values[..size * runs],
+                &bytes_of(&want_values)[..size * runs],
+                "{what}: values"
+            );
+            assert!(
+                got_values[size * runs..].iter().all(|&b| b == POISON),
+                "{what}: values past the count"
+            );
+        }
+    }
+    case::<SumU32>(&stream, &mut select, &same, seed);
+    case::<AffineU32>(&stream, &mut select, &same, seed ^ 1);
 }

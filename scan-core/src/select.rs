@@ -446,6 +446,18 @@ pub fn reduce_by_key<E: ScanEquality, Op: ScanOp>(
     keys_out: &mut [E::Element],
     values_out: &mut [Op::Element],
 ) -> Result<usize, SelectLengthError> {
+    reduce_by_key_with(keys, values, keys_out, values_out, E::equal, Op::combine)
+}
+
+/// [`reduce_by_key`] by an equality and an operator given as functions.
+pub fn reduce_by_key_with<K: Copy + Send + Sync, V: Copy + Send + Sync>(
+    keys: &[K],
+    values: &[V],
+    keys_out: &mut [K],
+    values_out: &mut [V],
+    equal: impl Fn(K, K) -> bool + Sync,
+    combine: impl Fn(V, V) -> V + Sync,
+) -> Result<usize, SelectLengthError> {
     if keys.len() != values.len() {
         return Err(SelectLengthError::Values {
             keys: keys.len(),
@@ -454,7 +466,7 @@ pub fn reduce_by_key<E: ScanEquality, Op: ScanOp>(
     }
     check(keys.len(), keys_out.len())?;
     check(keys.len(), values_out.len())?;
-    let heads = run_heads(keys, E::equal);
+    let heads = run_heads(keys, equal);
     let runs = heads.len();
     keys_out[..runs]
         .par_iter_mut()
@@ -465,7 +477,7 @@ pub fn reduce_by_key<E: ScanEquality, Op: ScanOp>(
             *key = keys[heads[r]];
             *total = values[heads[r] + 1..end]
                 .iter()
-                .fold(values[heads[r]], |acc, &v| Op::combine(acc, v));
+                .fold(values[heads[r]], |acc, &v| combine(acc, v));
         });
     Ok(runs)
 }

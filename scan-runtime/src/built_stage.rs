@@ -5,10 +5,9 @@
 //! written by the generator the macros use, for the compactions of
 //! [`GpuSelect`](crate::GpuSelect) (`select_if_built` and the others).
 
-use crate::dynamic::{registered, whole_elements, Elements, ElementsMut};
+use crate::dynamic::registered;
 use crate::error::{Result, ScanError};
 use crate::operator::OperatorKey;
-use cudarc::driver::{DevicePtr, DevicePtrMut};
 use kernels_gen::eval::{StageValues, Value};
 use kernels_gen::eval_compiled::CompiledStage;
 use kernels_gen::ir::{ElementType, Prim};
@@ -19,7 +18,8 @@ use kernels_gen::stage::{stage_source_parts, StageDesc, StageKind};
 /// at run time: the [`ScanPredicate`](scan_core::stages::ScanPredicate) or
 /// [`ScanEquality`](scan_core::stages::ScanEquality) of a compaction whose
 /// function is a value. Its element's buffers are bytes
-/// ([`DynStage::elements`], [`RawElements`](crate::RawElements)).
+/// ([`BuiltLayout::elements`](crate::BuiltLayout::elements),
+/// [`RawElements`](crate::RawElements)).
 ///
 /// ```
 /// use gpu_scan::prelude::*;
@@ -129,25 +129,6 @@ impl DynStage {
     pub fn equal(&self, a: &[u8], b: &[u8]) -> bool {
         assert_eq!(self.kind, StageKind::Equality, "an equality's function");
         self.host.apply(&[self.value(a), self.value(b)]) == Value::Bool(true)
-    }
-
-    /// The elements in `buffer` (bytes) for reading;
-    /// [`ScanError::ElementBuffer`] where it does not hold whole elements.
-    pub fn elements<'a, D: DevicePtr<u8> + ?Sized>(
-        &self,
-        buffer: &'a D,
-    ) -> Result<Elements<'a, D>> {
-        let (len, size) = whole_elements(self, buffer.len())?;
-        Ok(Elements { buffer, len, size })
-    }
-
-    /// The elements in `buffer` (bytes) for writing.
-    pub fn elements_mut<'a, D: DevicePtrMut<u8> + ?Sized>(
-        &self,
-        buffer: &'a mut D,
-    ) -> Result<ElementsMut<'a, D>> {
-        let (len, size) = whole_elements(self, buffer.len())?;
-        Ok(ElementsMut { buffer, len, size })
     }
 
     /// The host's compiled function (values of [`DynStage::element`]).

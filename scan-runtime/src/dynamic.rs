@@ -253,6 +253,11 @@ impl DynOperator {
         self.program.name
     }
 
+    /// Its program, as the kernels are compiled from it.
+    pub(crate) fn program(&self) -> &OperatorProgram {
+        &self.program
+    }
+
     /// The element's size in bytes.
     pub fn element_size(&self) -> usize {
         self.program.element_size()
@@ -344,18 +349,18 @@ pub(crate) fn registered(name: &str, source: String) -> (OperatorKey, &'static s
 /// Elements of a built operator in a device buffer of bytes, for reading
 /// ([`DynScanner::elements`]).
 pub struct Elements<'a, D: ?Sized> {
-    pub(crate) buffer: &'a D,
-    pub(crate) len: usize,
-    pub(crate) size: usize,
+    buffer: &'a D,
+    len: usize,
+    size: usize,
 }
 
 /// Elements of a built operator in a device buffer of bytes, for writing
 /// ([`DynScanner::elements_mut`]): outputs, in-place data, carry-out and
 /// totals slots.
 pub struct ElementsMut<'a, D: ?Sized> {
-    pub(crate) buffer: &'a mut D,
-    pub(crate) len: usize,
-    pub(crate) size: usize,
+    buffer: &'a mut D,
+    len: usize,
+    size: usize,
 }
 
 /// `DeviceSlice` of built elements for a view of bytes: `len` elements of
@@ -393,11 +398,29 @@ impl<D: DevicePtrMut<u8> + ?Sized> DevicePtrMut<BuiltElement> for ElementsMut<'_
 /// What built at run time has elements of a size and alignment known as
 /// values: [`DynOperator`] and [`DynStage`](crate::DynStage). Sealed: the
 /// sizes size the kernels' reads and writes.
-pub trait BuiltLayout: sealed::Sealed {
+pub trait BuiltLayout: sealed::Sealed + Sized {
     /// The element's size in bytes.
     fn element_size(&self) -> usize;
     /// The alignment its buffers' addresses need.
     fn element_align(&self) -> usize;
+
+    /// The elements in `buffer` (bytes) for reading;
+    /// [`ScanError::ElementBuffer`] where it does not hold whole elements
+    /// (an address the alignment does not allow is refused where it is
+    /// used).
+    fn elements<'a, D: DevicePtr<u8> + ?Sized>(&self, buffer: &'a D) -> Result<Elements<'a, D>> {
+        let (len, size) = whole_elements(self, buffer.len())?;
+        Ok(Elements { buffer, len, size })
+    }
+
+    /// The elements in `buffer` (bytes) for writing.
+    fn elements_mut<'a, D: DevicePtrMut<u8> + ?Sized>(
+        &self,
+        buffer: &'a mut D,
+    ) -> Result<ElementsMut<'a, D>> {
+        let (len, size) = whole_elements(self, buffer.len())?;
+        Ok(ElementsMut { buffer, len, size })
+    }
 }
 
 mod sealed {
@@ -426,7 +449,7 @@ impl BuiltLayout for crate::DynStage {
 
 /// The number of elements of `of` in `bytes` bytes, and their size;
 /// [`ScanError::ElementBuffer`] where they are not whole elements.
-pub(crate) fn whole_elements(of: &impl BuiltLayout, bytes: usize) -> Result<(usize, usize)> {
+fn whole_elements(of: &impl BuiltLayout, bytes: usize) -> Result<(usize, usize)> {
     let size = of.element_size();
     if bytes % size != 0 {
         return Err(ScanError::ElementBuffer {
@@ -554,8 +577,7 @@ impl DynScanner {
         &self,
         buffer: &'a D,
     ) -> Result<Elements<'a, D>> {
-        let (len, size) = self.whole(buffer.len())?;
-        Ok(Elements { buffer, len, size })
+        self.op.elements(buffer)
     }
 
     /// The elements in `buffer` (bytes) for writing.
@@ -563,12 +585,7 @@ impl DynScanner {
         &self,
         buffer: &'a mut D,
     ) -> Result<ElementsMut<'a, D>> {
-        let (len, size) = self.whole(buffer.len())?;
-        Ok(ElementsMut { buffer, len, size })
-    }
-
-    fn whole(&self, bytes: usize) -> Result<(usize, usize)> {
-        whole_elements(&self.op, bytes)
+        self.op.elements_mut(buffer)
     }
 
     /// [`GpuScanner::scan`]: any scan out of place.

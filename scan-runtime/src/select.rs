@@ -9,7 +9,7 @@
 
 use crate::built_stage::DynStage;
 use crate::capture::AddressStream;
-use crate::dynamic::BuiltElement;
+use crate::dynamic::{registered, BuiltElement, DynOperator};
 use crate::error::{Result, ScanError};
 use crate::kernels::{build_module, compile_target, ProgramStats};
 use crate::operator::OperatorKey;
@@ -83,6 +83,20 @@ pub struct GpuSelect {
     /// The device's multiprocessors, which size the three-way partition's
     /// count pass.
     multiprocessors: usize,
+}
+
+/// What reduce-by-key compiles: the keys' equality and the values'
+/// operator, their memory-cache key, and their elements' sizes and
+/// alignments (keys, values).
+struct Keyed {
+    key: OperatorKey,
+    equality: &'static str,
+    equality_source: &'static str,
+    op: &'static str,
+    op_part: String,
+    key_size: usize,
+    value_size: usize,
+    aligns: [usize; 2],
 }
 
 /// What one compaction launches: its kernel, for which type, from which
@@ -505,6 +519,32 @@ impl GpuSelect {
         values_out: &mut impl DevicePtrMut<Op::Element>,
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
+        let keyed = Keyed {
+            key: OperatorKey::Type(TypeId::of::<(E, Op)>()),
+            equality: E::NAME,
+            equality_source: E::CUDA_SOURCE,
+            op: Op::NAME,
+            op_part: crate::kernels::layout::<Op>().cuda_declaration(Op::NAME) + Op::CUDA_SOURCE,
+            key_size: std::mem::size_of::<E::Element>(),
+            value_size: std::mem::size_of::<Op::Element>(),
+            aligns: [1, 1],
+        };
+        self.reduce_runs(stream, keyed, keys, values, keys_out, values_out, count)
+    }
+
+    /// Reduce-by-key's one pass, for the keys' equality and the values'
+    /// operator `keyed`.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_runs<K, V>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        keyed: Keyed,
+        keys: &impl DevicePtr<K>,
+        values: &impl DevicePtr<V>,
+        keys_out: &mut impl DevicePtrMut<K>,
+        values_out: &mut impl DevicePtrMut<V>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
         let n = keys.len();
         if values.len() != n {
             return Err(SelectLengthError::Values {
@@ -515,34 +555,67 @@ impl GpuSelect {
         }
         check_count_slots(n, [keys_out.len(), values_out.len()], count.len(), 1)?;
         let kernel = SelectKernel::ReduceByKey;
-        let key_size = std::mem::size_of::<E::Element>();
-        let value_size = std::mem::size_of::<Op::Element>();
+        let (key_size, value_size) = (keyed.key_size, keyed.value_size);
         let (shape, tiles) = self.tiles_for(kernel, key_size + value_size, n)?;
         let at = self.addresses.for_stream(stream)?;
         if n == 0 {
             return zero_count(stream, &at, count);
         }
-        let op_part = crate::kernels::layout::<Op>().cuda_declaration(Op::NAME) + Op::CUDA_SOURCE;
         let launch = Launch {
             kernel,
-            key: OperatorKey::Type(TypeId::of::<(E, Op)>()),
-            name: E::NAME,
+            key: keyed.key,
+            name: keyed.equality,
             source: SelectSource::Keyed {
-                name: E::NAME,
-                source: E::CUDA_SOURCE,
-                op: Op::NAME,
-                op_part: &op_part,
+                name: keyed.equality,
+                source: keyed.equality_source,
+                op: keyed.op,
+                op_part: &keyed.op_part,
                 value_size,
             },
             element_size: key_size,
-            align: 1,
+            align: keyed.aligns[0],
         };
         let function = self.function(&launch, shape)?;
         let scratch = self.reserve_status(stream, kernel, value_size, tiles)?;
+        let (keys_bytes, values_bytes) = (keys_out.num_bytes(), values_out.num_bytes());
         let (src, _src_guard) = keys.device_ptr(&at);
         let (vals, _vals_guard) = values.device_ptr(&at);
         let (keys_dst, _keys_guard) = keys_out.device_ptr_mut(&at);
         let (vals_dst, _vals_dst_guard) = values_out.device_ptr_mut(&at);
+        for (what, address, bytes, size, align) in [
+            ("the keys", src, keys.num_bytes(), key_size, keyed.aligns[0]),
+            (
+                "the values",
+                vals,
+                values.num_bytes(),
+                value_size,
+                keyed.aligns[1],
+            ),
+            (
+                "the keys' output",
+                keys_dst,
+                keys_bytes,
+                key_size,
+                keyed.aligns[0],
+            ),
+            (
+                "the values' output",
+                vals_dst,
+                values_bytes,
+                value_size,
+                keyed.aligns[1],
+            ),
+        ] {
+            if address % align as u64 != 0 {
+                return Err(ScanError::ElementBuffer {
+                    what,
+                    bytes,
+                    address,
+                    size,
+                    align,
+                });
+            }
+        }
         let (slot, _slot_guard) = count.device_ptr_mut(&at);
         let n64 = n as u64;
         let mut builder = stream.launch_builder(&function);
@@ -866,6 +939,61 @@ impl GpuSelect {
             count,
             None,
         )
+    }
+
+    /// [`GpuSelect::reduce_by_key`] by a built equality over the keys and
+    /// a built operator over the values.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce_by_key_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        equality: &DynStage,
+        op: &DynOperator,
+        keys: &impl DevicePtr<BuiltElement>,
+        values: &impl DevicePtr<BuiltElement>,
+        keys_out: &mut impl DevicePtrMut<BuiltElement>,
+        values_out: &mut impl DevicePtrMut<BuiltElement>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        Self::by_built(equality, SelectKernel::ReduceByKey, StageKind::Equality)?;
+        check_built(
+            equality,
+            [keys.num_bytes(), keys_out.num_bytes()],
+            keys.len(),
+        )?;
+        let value_size = op.element_size();
+        for (what, bytes) in [
+            ("the values", values.num_bytes()),
+            ("the values' output", values_out.num_bytes()),
+        ] {
+            if bytes != values.len() * value_size {
+                return Err(ScanError::ElementBuffer {
+                    what,
+                    bytes,
+                    address: 0,
+                    size: value_size,
+                    align: op.element_align(),
+                });
+            }
+        }
+        let program = op.program();
+        // The pair's kernels, registered under its names and sources.
+        let op_part = program.layout.cuda_declaration(program.name) + program.cuda_source;
+        let (key, _, _) = registered(
+            &format!("{}+{}", equality.name(), program.name),
+            format!("{}{op_part}", equality.cuda_source()),
+        );
+        let keyed = Keyed {
+            key,
+            equality: equality.name(),
+            equality_source: equality.cuda_source(),
+            op: program.name,
+            op_part,
+            key_size: equality.element_size(),
+            value_size,
+            aligns: [equality.element_align(), op.element_align()],
+        };
+        self.reduce_runs(stream, keyed, keys, values, keys_out, values_out, count)
     }
 
     /// The launch of `kernel` for built stage `stage`, which must be a
