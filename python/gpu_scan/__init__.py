@@ -66,6 +66,7 @@ __all__ = [
     "op",
     "partition",
     "predicate",
+    "reduce_by_key",
     "run_length_encode",
     "scan",
     "select",
@@ -546,4 +547,13 @@ def gpu_unavailable_reason() -> Optional[str]:
     return _gpu_reason()
 
 
-from ._compact import Stage, equality, partition, predicate, run_length_encode, select, unique  # noqa: E402
+from ._compact import (  # noqa: E402
+    Stage,
+    equality,
+    partition,
+    predicate,
+    reduce_by_key,
+    run_length_encode,
+    select,
+    unique,
+)

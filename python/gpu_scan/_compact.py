@@ -16,6 +16,11 @@ array([1, 2, 1, 3], dtype=uint8)
 >>> values, lengths = gpu_scan.run_length_encode(np.array([7, 7, 7, 2, 9, 9], dtype=np.int64))
 >>> values, lengths
 (array([7, 2, 9]), array([3, 1, 2]))
+>>> @gpu_scan.op(dtype="f64", identity=0.0)
+... def add(x, y):
+...     return x + y
+>>> gpu_scan.reduce_by_key(np.array([4, 4, 1, 4], dtype=np.int32), np.array([1.0, 2.0, 3.0, 4.0]), add)
+(array([4, 1, 4], dtype=int32), array([3., 3., 4.]))
 """
 
 from __future__ import annotations
@@ -209,3 +214,30 @@ def run_length_encode(data: Any, equal: Optional[Stage] = None) -> Tuple[Any, An
         np.frombuffer(values, dtype=array.dtype).copy(),
         np.frombuffer(lengths, dtype=np.uint64).astype(np.int64),
     )
+
+
+def reduce_by_key(keys: Any, values: Any, operator: Any, equal: Optional[Stage] = None) -> Tuple[Any, Any]:
+    """For each run of neighbouring ``keys`` that ``equal`` calls equal
+    (default ``==``), its first key and the combination by ``operator`` (a
+    :func:`gpu_scan.op`, commutative or not) of its values, in order
+    (CUB's ``DeviceReduce::ReduceByKey``, one pass on a GPU). ``values``
+    are one an element, as :func:`gpu_scan.scan` takes them (a struct
+    operator's as ``uint8`` bytes on a GPU). Floats are combined left to
+    right on the CPU; a GPU groups them otherwise (never reorders them)."""
+    stage = _equality_for(keys, equal)
+    if _gpu(keys) or _gpu(values):
+        if not (_gpu(keys) and _gpu(values)):
+            raise TypeError("keys and values on one device: both on a GPU, or both NumPy arrays")
+        from . import _gpu as gpu
+
+        return gpu.reduce_by_key(stage, operator, keys, values)
+    from . import scan
+
+    array = _host(stage, keys)
+    firsts, lengths = run_length_encode(array, stage)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.uint64)
+    np.cumsum(lengths, out=offsets[1:])
+    if len(values) != len(array):
+        raise ValueError(f"{len(values)} values for {len(array)} keys: one value a key")
+    _, totals = scan(operator, values, offsets=offsets, totals=True)
+    return firsts, totals

@@ -252,10 +252,10 @@ def prim_of_device(data: Any) -> str:
     return _PRIM_OF_TYPESTR[typestr]
 
 
-def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse, init, totals):
-    fw = _framework(data)
-    cai = _interface(data, "the array")
-    shape, address = tuple(cai["shape"]), int(cai["data"][0])
+def _elements(operator, cai: dict) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+    """The shape of the operator's elements in an array, and what follows
+    it (a struct's bytes: the last dimension)."""
+    shape = tuple(cai["shape"])
     size = operator._native.element_size
     if operator._struct is not None:
         # Elements as bytes: the last dimension is one element.
@@ -264,15 +264,20 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
                 f"a struct operator scans uint8 arrays whose last dimension is its {size} bytes, "
                 f"not {cai['typestr']} of shape {shape}"
             )
-        shape = shape[:-1]
-        tail: Tuple[int, ...] = (size,)
-    else:
-        expected = _TYPESTR[operator._native.element]
-        if cai["typestr"] != expected and not (expected == "|b1" and cai["typestr"] == "<b1"):
-            raise TypeError(
-                f"the operator's elements are {operator.dtype}, the array's {cai['typestr']}: convert it first"
-            )
-        tail = ()
+        return shape[:-1], (size,)
+    expected = _TYPESTR[operator._native.element]
+    if cai["typestr"] != expected and not (expected == "|b1" and cai["typestr"] == "<b1"):
+        raise TypeError(
+            f"the operator's elements are {operator.dtype}, the array's {cai['typestr']}: convert it first"
+        )
+    return shape, ()
+
+
+def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse, init, totals):
+    fw = _framework(data)
+    cai = _interface(data, "the array")
+    address = int(cai["data"][0])
+    shape, tail = _elements(operator, cai)
     init_bytes: Optional[bytes] = None
     if init is not None:
         init_bytes = operator._element_bytes(init) if operator._struct is not None else np.array([init], dtype=operator.dtype).tobytes()
@@ -446,6 +451,34 @@ def compact(stage, data: Any, kind: str, in_order: bool = True) -> Any:
     if lengths is not None:
         return (out, fw.finish(lengths)), kept
     return out, kept
+
+
+def reduce_by_key(stage, operator, keys: Any, values: Any) -> Tuple[Any, Any]:
+    """:func:`gpu_scan.reduce_by_key` of device arrays, in one pass."""
+    from ._native import gpu_reduce_by_key
+
+    fw = _framework(keys)
+    kc = _interface(keys, "the keys")
+    vc = _interface(values, "the values")
+    n = tuple(kc["shape"])[0] if len(kc["shape"]) == 1 else None
+    if n is None:
+        raise ValueError(f"keys of shape {tuple(kc['shape'])}: one dimension")
+    if _PRIM_OF_TYPESTR.get(kc["typestr"]) != stage.prim:
+        raise TypeError(f"the equality's elements are {stage.prim}, the keys' {kc['typestr']}: convert them first")
+    shape, tail = _elements(operator, vc)
+    if shape != (n,):
+        raise ValueError(f"{shape} values for {n} keys: one value a key")
+    keys_out = fw.empty((n,), keys)
+    values_out = fw.empty((n,) + tail, values)
+    count = fw.empty_u64()
+    runs = 0
+    if n:
+        gpu_reduce_by_key(
+            stage._native, operator._native, fw.device, fw.stream(), int(kc["data"][0]), int(vc["data"][0]), n,
+            _address(keys_out, "the keys' output"), _address(values_out, "the values' output"), _address(count, "the count"),
+        )
+        runs = fw.item_u64(count)
+    return fw.finish(keys_out)[:runs], fw.finish(values_out)[:runs]
 
 
 def summed_area(operator, data: Any, *, exclusive: bool, reverse: bool, init: Any) -> Any:

@@ -88,3 +88,16 @@ class Stage:
         lengths: Optional[int] = ...,
         in_order: bool = ...,
     ) -> None: ...
+
+def gpu_reduce_by_key(
+    equality: Stage,
+    op: Operator,
+    device: int,
+    stream: int,
+    keys: int,
+    values: int,
+    n: int,
+    keys_out: int,
+    values_out: int,
+    count: int,
+) -> None: ...

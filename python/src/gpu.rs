@@ -147,16 +147,7 @@ impl Scanners {
         commutative: bool,
         r: Request,
     ) -> PyResult<()> {
-        let op = self
-            .built
-            .get_or_init(|| {
-                let structs: Vec<&str> = structs.iter().map(String::as_str).collect();
-                DynOperator::from_text(text, &structs)
-                    .map(|op| op.commutative(commutative))
-                    .map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| PyValueError::new_err(e.clone()))?;
+        let op = self.operator(text, structs, commutative)?;
         let ctx = context(r.device).map_err(runtime_error)?;
         let mut scanners = self.by_device.lock().unwrap_or_else(|p| p.into_inner());
         let scanner = match scanners.entry(r.device) {
@@ -173,6 +164,24 @@ impl Scanners {
 }
 
 impl Scanners {
+    /// The operator of `text` and `structs`, built on first use.
+    pub fn operator(
+        &self,
+        text: &str,
+        structs: &[String],
+        commutative: bool,
+    ) -> PyResult<&DynOperator> {
+        self.built
+            .get_or_init(|| {
+                let structs: Vec<&str> = structs.iter().map(String::as_str).collect();
+                DynOperator::from_text(text, &structs)
+                    .map(|op| op.commutative(commutative))
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| PyValueError::new_err(e.clone()))
+    }
+
     /// Waits for the background compiles of this operator's kernels on
     /// every device it has scanned on (`GpuScanner::wait_for_background_compiles`).
     pub fn wait_for_background_compiles(&self) {

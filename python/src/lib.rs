@@ -90,6 +90,12 @@ fn encode_leaves(elements: &[Vec<Value>], size: usize, leaves: &[Leaf]) -> Vec<u
 }
 
 impl Operator {
+    /// The operator built for the GPU (`DynOperator`), on first use.
+    fn dyn_operator(&self) -> PyResult<&scan_runtime::DynOperator> {
+        self.gpu
+            .operator(&self.text, &self.structs, self.commutative)
+    }
+
     /// The checked operator over a primitive, ready to evaluate (cheap:
     /// the checks run on the body's few nodes).
     fn values(&self) -> PyResult<OpValues<'_>> {
@@ -675,6 +681,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Operator>()?;
     m.add_class::<dlpack::DeviceBuffer>()?;
     m.add_class::<select::Stage>()?;
+    m.add_function(wrap_pyfunction!(select::gpu_reduce_by_key, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(own_stream, m)?)?;
     m.add_function(wrap_pyfunction!(sort::sort_bytes, m)?)?;

@@ -222,24 +222,7 @@ impl Stage {
                 ))),
             }
         };
-        py.detach(|| {
-            let ctx = gpu::context(device).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-            // SAFETY: the caller's stream of this device, alive for the call.
-            let stream = unsafe { ctx.wrap_borrowed_stream(stream as _) };
-            let mut selects = selects().lock().unwrap_or_else(|p| p.into_inner());
-            let select = match selects.entry(device) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                    GpuSelect::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-                ),
-            };
-            run(&stream, select).map_err(|e| match e {
-                ScanError::Driver(_) | ScanError::Compile { .. } => {
-                    PyRuntimeError::new_err(e.to_string())
-                }
-                e => PyValueError::new_err(e.to_string()),
-            })
-        })
+        on_device(py, device, stream, run)
     }
 }
 
@@ -318,6 +301,79 @@ impl Stage {
             .flat_map(|e| e.to_le_bytes().into_iter().take(size))
             .collect()
     }
+}
+
+/// Reduce-by-key on the GPU: for each run of the `n` keys at `keys` that
+/// `equality` calls equal, its first key to `keys_out` and the combination
+/// by `op` of its values (the `n` at `values`) to `values_out`, and the
+/// number of runs to the `u64` at `count`, enqueued on the `CUstream`
+/// handle `stream` of `device`. The arrays are the caller's, valid on that
+/// stream.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn gpu_reduce_by_key(
+    py: Python<'_>,
+    equality: &Stage,
+    op: &crate::Operator,
+    device: usize,
+    stream: usize,
+    keys: u64,
+    values: u64,
+    n: usize,
+    keys_out: u64,
+    values_out: u64,
+    count: u64,
+) -> PyResult<()> {
+    let stage = &equality.stage;
+    let op = op.dyn_operator()?;
+    let run = |stream: &Arc<CudaStream>, select: &mut GpuSelect| -> Result<(), ScanError> {
+        let (key_bytes, value_bytes) = (n * stage.element_size(), n * op.element_size());
+        // SAFETY (the raw buffers): the caller's arrays on this device, `n`
+        // keys and values each and one u64, valid on `stream` for the call.
+        let keys = unsafe { RawElements::new(stage, keys, key_bytes, stream) }?;
+        let values = unsafe { RawElements::new(op, values, value_bytes, stream) }?;
+        let mut keys_out = unsafe { RawElements::new(stage, keys_out, key_bytes, stream) }?;
+        let mut values_out = unsafe { RawElements::new(op, values_out, value_bytes, stream) }?;
+        let mut count = unsafe { Borrowed::<u64>::new(stream, count, 1) };
+        select.reduce_by_key_built(
+            stream,
+            stage,
+            op,
+            &keys,
+            &values,
+            &mut keys_out,
+            &mut values_out,
+            count.slice(),
+        )
+    };
+    on_device(py, device, stream, run)
+}
+
+/// Runs `run` with the device's `GpuSelect` on the caller's stream.
+fn on_device(
+    py: Python<'_>,
+    device: usize,
+    stream: usize,
+    run: impl FnOnce(&Arc<CudaStream>, &mut GpuSelect) -> Result<(), ScanError> + Send,
+) -> PyResult<()> {
+    py.detach(|| {
+        let ctx = gpu::context(device).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        // SAFETY: the caller's stream of this device, alive for the call.
+        let stream = unsafe { ctx.wrap_borrowed_stream(stream as _) };
+        let mut selects = selects().lock().unwrap_or_else(|p| p.into_inner());
+        let select = match selects.entry(device) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(GpuSelect::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
+            }
+        };
+        run(&stream, select).map_err(|e| match e {
+            ScanError::Driver(_) | ScanError::Compile { .. } => {
+                PyRuntimeError::new_err(e.to_string())
+            }
+            e => PyValueError::new_err(e.to_string()),
+        })
+    })
 }
 
 fn length_error(e: select::SelectLengthError) -> PyErr {

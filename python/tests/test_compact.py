@@ -188,3 +188,45 @@ def test_wrong_stages_and_arrays_are_refused():
         gpu_scan.select(a.reshape(2, 5), positive)
     with pytest.raises(ValueError, match="rejected"):
         gpu_scan.partition(a, positive, rejected="sideways")
+
+
+@gpu_scan.op(dtype={"a": "u32", "b": "u32"}, identity=(1, 0))
+def affine_u32(x, y):
+    """Affine maps over wrapping u32, x first: exact and not commutative."""
+    return (x.a * y.a, y.a * x.b + y.b)
+
+
+@gpu_scan.op(dtype="i64", identity=0)
+def add_i64(x, y):
+    return x + y
+
+
+def test_reduce_by_key_combines_each_runs_values_in_order():
+    r = rng(77)
+    for n in LENGTHS:
+        keys = r.integers(0, 3, n).astype(np.int32)
+        heads, lengths = runs_reference(keys.tolist(), lambda a, b: a == b)
+        values = r.integers(-(1 << 40), 1 << 40, n).astype(np.int64)
+        got_keys, sums = gpu_scan.reduce_by_key(keys, values, add_i64)
+        np.testing.assert_array_equal(got_keys, keys[heads], err_msg=f"n={n} seed={SEED}")
+        want = np.add.reduceat(values, heads) if n else np.zeros(0, dtype=np.int64)
+        np.testing.assert_array_equal(sums, want, err_msg=f"n={n} seed={SEED}")
+        maps = np.zeros(n, dtype=affine_u32.dtype)
+        maps["a"] = r.integers(0, 1 << 32, n, dtype=np.uint64)
+        maps["b"] = r.integers(0, 1 << 32, n, dtype=np.uint64)
+        _, composed = gpu_scan.reduce_by_key(keys, maps, affine_u32)
+        for h, length, got in zip(heads, lengths, composed):
+            acc = maps[h]
+            for m in maps[h + 1 : h + length]:
+                acc = affine_u32(acc, m)
+            assert got.tolist() == acc.tolist(), f"run at {h}, n={n} seed={SEED}"
+
+
+def test_reduce_by_key_by_a_custom_equality_and_its_refusals():
+    keys = np.array([1.0, 2.0, -1.0, -3.0, 0.5], dtype=np.float32)
+    values = np.arange(5, dtype=np.int64)
+    got_keys, sums = gpu_scan.reduce_by_key(keys, values, add_i64, same_sign)
+    np.testing.assert_array_equal(got_keys, [1.0, -1.0, 0.5])
+    np.testing.assert_array_equal(sums, [1, 5, 4])
+    with pytest.raises(ValueError, match="values"):
+        gpu_scan.reduce_by_key(keys, values[:4], add_i64, same_sign)

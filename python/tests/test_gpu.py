@@ -392,3 +392,26 @@ def test_compactions_refuse_other_dtypes_and_leave_arrays_alone():
     with pytest.raises(TypeError, match="i32"):
         gpu_scan.select(t, positive_i32)
     np.testing.assert_array_equal(t.cpu().numpy(), np.arange(100))
+
+
+@gpu_scan.op(dtype="i64", identity=0)
+def add_keyed(x, y):
+    return x + y
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_reduce_by_key_matches_the_cpu(n):
+    """Reduce-by-key in one pass on torch tensors against the CPU's two
+    (run-length encoding, then a segmented scan): integer sums and
+    non-commutative affine maps over wrapping u32, bit for bit."""
+    g = rng(37 * n + 3)
+    keys = g.integers(0, 3, n).astype(np.int32)
+    values = g.integers(-1000, 1000, n).astype(np.int64)
+    got_keys, got = gpu_scan.reduce_by_key(cuda(keys), cuda(values), add_keyed)
+    want_keys, want = gpu_scan.reduce_by_key(keys, values, add_keyed)
+    np.testing.assert_array_equal(got_keys.cpu().numpy(), want_keys, err_msg=f"n={n}")
+    np.testing.assert_array_equal(got.cpu().numpy(), want, err_msg=f"n={n}")
+    maps = random_affine(affine_u32, n, g)
+    got_keys, got = gpu_scan.reduce_by_key(cuda(keys), as_bytes(maps), affine_u32)
+    _, want = gpu_scan.reduce_by_key(keys, maps, affine_u32)
+    np.testing.assert_array_equal(records(affine_u32, got), want, err_msg=f"maps n={n}")
