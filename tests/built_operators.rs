@@ -246,3 +246,70 @@ fn built_stages_refuse_maps_structs_and_bad_texts() {
         }
     }
 }
+
+/// The programs the built compactions compile: a Python-style predicate's
+/// select pass, and reduce-by-key of a built equality with a built struct
+/// operator (its layout's declaration and CUDA as the typed reduce-by-key
+/// puts an operator's), compile with NVRTC.
+#[test]
+fn built_compaction_programs_compile() {
+    use gpu_scan::kernels_gen::select::{select_program, SelectKernel, SelectShape, SelectSource};
+    use gpu_scan::scan_runtime::DynStage;
+    use gpu_scan::stages::ScanEquality;
+    if !jit::nvrtc_present() {
+        println!("built_operators: NVRTC not found, compile skipped");
+        return;
+    }
+    let arch = Arch::SM_90;
+    let options = kernels_gen::nvrtc_options(arch);
+    let unit = DynStage::from_text(
+        r#"(stage "py_unit_0123" predicate (params "x") (input (prim f32)) (output (prim bool))
+            (body (block (at 3 (and (lt (neg (float 0x3ff0000000000000 0x3f800000 -)) (var "x"))
+                                    (lt (var "x") (float 0x3ff0000000000000 0x3f800000 -)))))))"#,
+    )
+    .unwrap();
+    assert!(unit.keeps(&0.5f32.to_le_bytes()) && !unit.keeps(&f32::NAN.to_le_bytes()));
+    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR).unwrap();
+    let op = DynOperator::from_text(<AffineU32 as ScanOp>::OPERATOR_IR, &[AffineU32::STRUCT_IR])
+        .unwrap();
+    let op_part = op.layout_for_tests().cuda_declaration(op.name()) + op.cuda_source();
+    let programs = [
+        (
+            SelectKernel::If,
+            SelectSource::Stage {
+                name: unit.name(),
+                source: unit.cuda_source(),
+            },
+            4,
+        ),
+        (
+            SelectKernel::ReduceByKey,
+            SelectSource::Keyed {
+                name: same.name(),
+                source: same.cuda_source(),
+                op: op.name(),
+                op_part: &op_part,
+                value_size: op.element_size(),
+            },
+            4,
+        ),
+    ];
+    for (kernel, source, size) in programs {
+        // Reduce-by-key's tiles are shaped by a key and a value together.
+        let tile_bytes =
+            size + usize::from(kernel == SelectKernel::ReduceByKey) * op.element_size();
+        let shape = SelectShape::default_for(kernel, tile_bytes, arch);
+        let program = select_program(kernel, &source, size, shape);
+        match jit::compile_uncached("built_select", &program, &options) {
+            Ok(jit::Image::Ptx(ptx)) => {
+                let symbol = kernel.symbol(&source.symbol_name());
+                assert!(
+                    ptx.contains(&format!(".entry {symbol}(")),
+                    "{symbol} missing"
+                );
+            }
+            Ok(jit::Image::Cubin(_)) => panic!("PTX asked for"),
+            Err(e) => panic!("{kernel:?} of built stages does not compile: {e}"),
+        }
+    }
+}
