@@ -194,17 +194,17 @@ fn built_stages_write_their_twins_policies() {
         // in memory).
         assert_eq!(built.name(), built.clone().name());
     }
-    let third = DynStage::from_text(<Third as ScanPredicate>::STAGE_IR).unwrap();
+    let third = DynStage::from_text(<Third as ScanPredicate>::STAGE_IR, &[]).unwrap();
     same(&third, Third::NAME, Third::CUDA_SOURCE);
     for x in [0u32, 1, 2, 3, 9, 10, u32::MAX] {
         assert_eq!(third.keeps(&x.to_le_bytes()), Third::keep(x), "{x}");
     }
-    let positive = DynStage::from_text(<Positive as ScanPredicate>::STAGE_IR).unwrap();
+    let positive = DynStage::from_text(<Positive as ScanPredicate>::STAGE_IR, &[]).unwrap();
     same(&positive, Positive::NAME, Positive::CUDA_SOURCE);
     for x in [i64::MIN, -1, 0, 1, i64::MAX] {
         assert_eq!(positive.keeps(&x.to_le_bytes()), Positive::keep(x), "{x}");
     }
-    let same_f32 = DynStage::from_text(<SameF32 as ScanEquality>::STAGE_IR).unwrap();
+    let same_f32 = DynStage::from_text(<SameF32 as ScanEquality>::STAGE_IR, &[]).unwrap();
     same(&same_f32, SameF32::NAME, SameF32::CUDA_SOURCE);
     for (a, b) in [
         (0.0f32, -0.0f32),
@@ -219,7 +219,7 @@ fn built_stages_write_their_twins_policies() {
         );
     }
     assert_eq!(
-        DynStage::from_text(<SameF32 as ScanEquality>::STAGE_IR)
+        DynStage::from_text(<SameF32 as ScanEquality>::STAGE_IR, &[])
             .unwrap()
             .name(),
         same_f32.name()
@@ -233,14 +233,14 @@ fn built_stages_refuse_maps_structs_and_bad_texts() {
     use gpu_scan::stages::{ScanMap, ScanPredicate};
     for (text, says) in [
         (<Triple as ScanMap>::STAGE_IR, "a map"),
-        (<Growing as ScanPredicate>::STAGE_IR, "struct"),
+        (<Growing as ScanPredicate>::STAGE_IR, "Affine"), // its struct not given
         ("(stage \"p\" predicate", "expected"),
         (
             r#"(stage "p" predicate (params "x") (input (prim u32)) (output (prim bool)) (body (block (var "x"))))"#,
             "mismatched types",
         ),
     ] {
-        match DynStage::from_text(text) {
+        match DynStage::from_text(text, &[]) {
             Err(ScanError::InvalidOperator(m)) => assert!(m.contains(says), "{text}: {m}"),
             other => panic!("{text}: {other:?}"),
         }
@@ -266,10 +266,11 @@ fn built_compaction_programs_compile() {
         r#"(stage "py_unit_0123" predicate (params "x") (input (prim f32)) (output (prim bool))
             (body (block (at 3 (and (lt (neg (float 0x3ff0000000000000 0x3f800000 -)) (var "x"))
                                     (lt (var "x") (float 0x3ff0000000000000 0x3f800000 -)))))))"#,
+        &[],
     )
     .unwrap();
     assert!(unit.keeps(&0.5f32.to_le_bytes()) && !unit.keeps(&f32::NAN.to_le_bytes()));
-    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR).unwrap();
+    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR, &[]).unwrap();
     let op = DynOperator::from_text(<AffineU32 as ScanOp>::OPERATOR_IR, &[AffineU32::STRUCT_IR])
         .unwrap();
     let op_part = op.layout_for_tests().cuda_declaration(op.name()) + op.cuda_source();
@@ -310,6 +311,91 @@ fn built_compaction_programs_compile() {
             }
             Ok(jit::Image::Cubin(_)) => panic!("PTX asked for"),
             Err(e) => panic!("{kernel:?} of built stages does not compile: {e}"),
+        }
+    }
+}
+
+/// Predicates and equalities over structs built from their twins' texts
+/// and the structs' declarations: their host functions agree with the
+/// twins' on random elements (the bytes of the `repr(C)` structs), and the
+/// select programs they compile (select, the partition with its reverse
+/// tail, unique) compile with NVRTC.
+#[test]
+fn built_stages_over_structs_judge_as_their_twins() {
+    use common::gpu::{Case, Rng64};
+    use gpu_scan::kernels_gen::select::{select_program, SelectKernel, SelectShape, SelectSource};
+    use gpu_scan::scan_runtime::DynStage;
+    use gpu_scan::stages::{ScanEquality, ScanPredicate};
+    use rand::{Rng, SeedableRng};
+    let seed = common::seed::from_env_or_clock("BUILT_SEED");
+    println!("built_operators: seed {seed} (BUILT_SEED)");
+    let mut rng = Rng64::seed_from_u64(seed);
+    let growing =
+        DynStage::from_text(<Growing as ScanPredicate>::STAGE_IR, &[Affine::STRUCT_IR]).unwrap();
+    let even =
+        DynStage::from_text(<EvenCount as ScanPredicate>::STAGE_IR, &[Stats::STRUCT_IR]).unwrap();
+    let slope =
+        DynStage::from_text(<SameSlope as ScanEquality>::STAGE_IR, &[Affine::STRUCT_IR]).unwrap();
+    assert_eq!((growing.element_size(), growing.element_align()), (8, 4));
+    assert_eq!(even.element_size(), std::mem::size_of::<Stats>());
+    let affine = |rng: &mut Rng64| Affine {
+        a: rng.random_range(0.0..1.0),
+        b: rng.random_range(0.0..1.0),
+    };
+    for _ in 0..2000 {
+        let (x, y) = (affine(&mut rng), affine(&mut rng));
+        // Equal slopes half the time.
+        let y = if rng.random_bool(0.5) {
+            Affine { a: x.a, ..y }
+        } else {
+            y
+        };
+        assert_eq!(growing.keeps(&bytes_of(&x)), Growing::keep(x), "{x:?}");
+        assert_eq!(
+            slope.equal(&bytes_of(&x), &bytes_of(&y)),
+            SameSlope::equal(x, y),
+            "{x:?} {y:?}"
+        );
+        // Stats has padding: its bytes written field by field, padding 0.
+        let s = Stats::random(&mut rng);
+        let mut b = [0u8; std::mem::size_of::<Stats>()];
+        b[0..4].copy_from_slice(&s.count.to_le_bytes());
+        b[8..16].copy_from_slice(&s.sum.to_le_bytes());
+        b[16..20].copy_from_slice(&s.max.to_le_bytes());
+        assert_eq!(even.keeps(&b), EvenCount::keep(s), "{s:?}");
+    }
+    assert_eq!(
+        even.leaves().iter().map(|l| l.offset).collect::<Vec<_>>(),
+        [0, 8, 16]
+    );
+    if !jit::nvrtc_present() {
+        println!("built_operators: NVRTC not found, compile skipped");
+        return;
+    }
+    let arch = Arch::SM_90;
+    let options = kernels_gen::nvrtc_options(arch);
+    let programs = [
+        (SelectKernel::If, &growing),
+        (SelectKernel::PartitionIf, &even),
+        (SelectKernel::Unique, &slope),
+    ];
+    for (kernel, stage) in programs {
+        let source = SelectSource::Stage {
+            name: stage.name(),
+            source: stage.cuda_source(),
+        };
+        let shape = SelectShape::default_for(kernel, stage.element_size(), arch);
+        let program = select_program(kernel, &source, stage.element_size(), shape);
+        match jit::compile_uncached("built_struct_select", &program, &options) {
+            Ok(jit::Image::Ptx(ptx)) => {
+                let symbol = kernel.symbol(&source.symbol_name());
+                assert!(
+                    ptx.contains(&format!(".entry {symbol}(")),
+                    "{symbol} missing"
+                );
+            }
+            Ok(jit::Image::Cubin(_)) => panic!("PTX asked for"),
+            Err(e) => panic!("{kernel:?} of {} does not compile: {e}", stage.name()),
         }
     }
 }

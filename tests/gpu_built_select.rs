@@ -2,10 +2,12 @@
 //! Python package's GPU path for predicates and equalities written in
 //! Python): select, partition in both orders, unique and run-length
 //! encoding on the GPU by a stage read from its `#[scan_predicate]` or
-//! `#[scan_equality]` twin's text, against the CPU backend's functions of
-//! the twin, bit for bit: `u32` and `u8` predicates (one kept in three),
-//! an `i64` predicate over signed values, `u32` runs and `f32` runs with
-//! NaNs and signed zeros. Lengths at every boundary of the kernels' tiles;
+//! `#[scan_equality]` twin's text (and its struct's), against the CPU
+//! backend's functions of the twin, bit for bit: `u32` and `u8` predicates
+//! (one kept in three), an `i64` predicate over signed values, predicates
+//! over 8-byte affine maps and 24-byte padded statistics, `u32` runs, `f32`
+//! runs with NaNs and signed zeros, runs of equal slopes; reduce-by-key of
+//! built operators. Lengths at every boundary of the kernels' tiles;
 //! adversarial inputs (nothing kept, everything kept, one run, runs of
 //! one). Outputs and count slots are poisoned before each run and checked
 //! after it, guard bands included. Streams come from `ctx.new_stream()`
@@ -16,8 +18,11 @@
 #![cfg(feature = "gpu")]
 
 mod common;
+use common::gpu::Case;
 use common::gpu::{gpu_shared, open_gpu, Rng64};
-use common::ops::{Positive, SameF32, SameU32, Third, ThirdU8};
+use common::ops::{
+    Affine, EvenCount, Growing, Positive, SameF32, SameSlope, SameU32, Stats, Third, ThirdU8,
+};
 use gpu_scan::kernels_gen::select::SelectKernel;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
 use gpu_scan::scan_runtime::{BuiltLayout, DynStage, GpuSelect, ScanError};
@@ -77,6 +82,14 @@ fn lengths(select: &GpuSelect, size: usize) -> Vec<usize> {
     v
 }
 
+/// The declarations of `T`'s struct, if it is one (`STRUCT_IR`).
+fn structs_of<T: gpu_scan::ScanElement>() -> Vec<&'static str> {
+    [T::STRUCT_IR]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// The count a compaction wrote.
 fn count_of(stream: &Arc<CudaStream>, count: &CudaSlice<u64>) -> usize {
     stream.clone_dtoh(count).unwrap()[0] as usize
@@ -90,16 +103,16 @@ fn predicate_cases<P: ScanPredicate>(
     inputs: &[(String, Vec<P::Element>)],
 ) -> usize
 where
-    P::Element: Copy + PartialEq + std::fmt::Debug + Default,
+    P::Element: Copy + PartialEq + std::fmt::Debug,
 {
-    let stage = DynStage::from_text(P::STAGE_IR).unwrap();
+    let stage = DynStage::from_text(P::STAGE_IR, &structs_of::<P::Element>()).unwrap();
     let size = std::mem::size_of::<P::Element>();
     let mut checked = 0;
     for (what, host) in inputs {
         let n = host.len();
         let input = stream.clone_htod(&bytes_of(host)).unwrap();
         // Select: the kept elements to the front, the rest untouched.
-        let mut want = vec![P::Element::default(); n];
+        let mut want = host.clone();
         let kept = cpu::select_if::<P>(host, &mut want).unwrap();
         let mut out = poisoned(stream, n * size);
         let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
@@ -123,7 +136,7 @@ where
             "select {what}: written past the count"
         );
         for rejected in [Rejected::Reversed, Rejected::InOrder] {
-            let mut want = vec![P::Element::default(); n];
+            let mut want = host.clone();
             let kept = cpu::partition_if::<P>(host, &mut want, rejected).unwrap();
             let mut out = poisoned(stream, n * size);
             let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
@@ -157,15 +170,15 @@ fn equality_cases<E: ScanEquality>(
     inputs: &[(String, Vec<E::Element>)],
 ) -> usize
 where
-    E::Element: Copy + std::fmt::Debug + Default,
+    E::Element: Copy + std::fmt::Debug,
 {
-    let stage = DynStage::from_text(E::STAGE_IR).unwrap();
+    let stage = DynStage::from_text(E::STAGE_IR, &structs_of::<E::Element>()).unwrap();
     let size = std::mem::size_of::<E::Element>();
     let mut checked = 0;
     for (what, host) in inputs {
         let n = host.len();
         let input = stream.clone_htod(&bytes_of(host)).unwrap();
-        let mut want = vec![E::Element::default(); n];
+        let mut want = host.clone();
         let runs = cpu::unique::<E>(host, &mut want).unwrap();
         let mut out = poisoned(stream, n * size);
         let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
@@ -189,7 +202,7 @@ where
             "unique {what}: past the count"
         );
 
-        let (mut values, mut lens) = (vec![E::Element::default(); n], vec![0u64; n]);
+        let (mut values, mut lens) = (host.clone(), vec![0u64; n]);
         let runs = cpu::run_length_encode::<E>(host, &mut values, &mut lens).unwrap();
         let mut out = poisoned(stream, n * size);
         let mut lengths = stream.clone_htod(&vec![u64::MAX; n]).unwrap();
@@ -297,6 +310,27 @@ fn built_stages_compact_as_their_twins() {
         &[],
     );
     checked += equality_cases::<SameF32>(&stream, &mut select, &floats);
+
+    // Struct elements: 8-byte affine maps, 24-byte padded statistics.
+    let affine = |r: &mut Rng64| Affine {
+        a: r.random_range(0.0..1.0),
+        b: r.random_range(0.0..1.0),
+    };
+    let maps = inputs(&lengths(&select, 8), seed ^ 5, affine, &[]);
+    checked += predicate_cases::<Growing>(&stream, &mut select, &maps);
+    let stats = inputs(&lengths(&select, 24), seed ^ 6, Stats::random, &[]);
+    checked += predicate_cases::<EvenCount>(&stream, &mut select, &stats);
+    // Runs of equal slopes: few slopes.
+    let slopes = inputs(
+        &lengths(&select, 8),
+        seed ^ 7,
+        |r| Affine {
+            a: r.random_range(0..3) as f32,
+            b: r.random_range(0.0..1.0),
+        },
+        &[],
+    );
+    checked += equality_cases::<SameSlope>(&stream, &mut select, &slopes);
     println!("gpu_built_select: {checked} compactions checked");
 }
 
@@ -308,8 +342,8 @@ fn built_stages_refuse_bad_buffers_and_kinds() {
     let _shared = gpu_shared();
     let stream = ctx.new_stream().unwrap();
     let mut select = GpuSelect::new(&ctx).unwrap();
-    let third = DynStage::from_text(<Third as ScanPredicate>::STAGE_IR).unwrap();
-    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR).unwrap();
+    let third = DynStage::from_text(<Third as ScanPredicate>::STAGE_IR, &[]).unwrap();
+    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR, &[]).unwrap();
     let n = 1000;
     let input = stream
         .clone_htod(&bytes_of(&(0..n as u32).collect::<Vec<_>>()))
@@ -369,7 +403,6 @@ fn built_stages_refuse_bad_buffers_and_kinds() {
 /// length; one run, runs of one.
 #[test]
 fn built_reduce_by_key_matches_its_twins() {
-    use common::gpu::Case;
     use common::ops::{AffineU32, SumU32};
     use gpu_scan::scan_runtime::DynOperator;
     use gpu_scan::{ScanElement, ScanOp};
@@ -382,7 +415,7 @@ fn built_reduce_by_key_matches_its_twins() {
     let seed = common::seed::from_env_or_clock("GPU_BUILT_SELECT_SEED") ^ 0x5b;
     println!("gpu_built_select: seed {seed} (GPU_BUILT_SELECT_SEED)");
     let mut select = GpuSelect::new(&ctx).unwrap();
-    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR).unwrap();
+    let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR, &[]).unwrap();
     fn case<Op: ScanOp + Case>(
         stream: &Arc<CudaStream>,
         select: &mut GpuSelect,

@@ -1394,9 +1394,10 @@ impl<'o> OpValues<'o> {
 /// assert_eq!(stage.apply(&[Value::F32(2.0)]).value, Value::Bool(false));
 /// ```
 pub struct StageValues<'s> {
-    input: Prim,
     output: Prim,
-    params: &'s [String],
+    /// The function's inputs in order: the parameters, or for a struct
+    /// element each parameter's leaves.
+    inputs: Vec<(String, Prim)>,
     body: Checked<'s>,
 }
 
@@ -1421,29 +1422,63 @@ impl std::fmt::Display for StageCheckError {
 impl std::error::Error for StageCheckError {}
 
 impl<'s> StageValues<'s> {
-    /// Checks `stage`: its types primitive (a predicate's and an
-    /// equality's result `bool`), its parameters as many as its kind
-    /// takes and named apart, its body one rustc would accept.
+    /// Checks `stage`, over a primitive: its parameters as many as its kind
+    /// takes and named apart, a predicate's and an equality's result
+    /// `bool`, its body one rustc would accept.
     pub fn new(stage: &'s StageDesc) -> Result<StageValues<'s>, StageCheckError> {
-        let error = |message: String, statement: Option<usize>| StageCheckError {
-            stage: stage.name.clone(),
-            message,
-            statement,
-        };
-        let prim = |ty: &ElementType| match ty {
-            ElementType::Prim(p) => Ok(*p),
-            ElementType::Struct(s) => Err(error(
-                format!("a struct ({s}) is not evaluated on the host yet; primitive elements are"),
+        let ElementType::Prim(input) = stage.input else {
+            return Err(stage_error(
+                stage,
+                format!(
+                    "a struct ({}) is checked lowered (StageValues::lowered)",
+                    stage.input.cuda_name()
+                ),
                 None,
-            )),
+            ));
         };
-        let (input, output) = (prim(&stage.input)?, prim(&stage.output)?);
+        let inputs = stage.params.iter().map(|p| (p.clone(), input)).collect();
+        Self::check_body(stage, &stage.body, inputs)
+    }
+
+    /// Checks `stage`, over a struct, as `lowered` (its body over its
+    /// parameters' leaves, [`crate::lower::lower_stage`]); the function's
+    /// inputs are the first parameter's leaves, then the second's.
+    pub fn lowered(
+        stage: &StageDesc,
+        lowered: &'s crate::lower::LoweredStage,
+    ) -> Result<StageValues<'s>, StageCheckError> {
+        let inputs = lowered
+            .params
+            .iter()
+            .flat_map(|names| {
+                names
+                    .iter()
+                    .zip(&lowered.leaves)
+                    .map(|(name, leaf)| (name.clone(), leaf.prim))
+            })
+            .collect();
+        Self::check_body(stage, &lowered.body, inputs)
+    }
+
+    fn check_body(
+        stage: &StageDesc,
+        body: &'s Block,
+        inputs: Vec<(String, Prim)>,
+    ) -> Result<StageValues<'s>, StageCheckError> {
+        let ElementType::Prim(output) = stage.output else {
+            return Err(stage_error(
+                stage,
+                "a struct result is not evaluated on the host".to_string(),
+                None,
+            ));
+        };
         let arity = match stage.kind {
             StageKind::Map | StageKind::Predicate => 1,
             StageKind::Equality => 2,
         };
         if stage.params.len() != arity {
-            return Err(error(
+            return Err(stage_error(
+                stage,
                 format!(
                     "{} parameters where this stage takes {arity}",
                     stage.params.len()
@@ -1452,13 +1487,15 @@ impl<'s> StageValues<'s> {
             ));
         }
         if arity == 2 && stage.params[0] == stage.params[1] {
-            return Err(error(
+            return Err(stage_error(
+                stage,
                 format!("both parameters are named `{}`", stage.params[0]),
                 None,
             ));
         }
         if stage.kind != StageKind::Map && output != Prim::Bool {
-            return Err(error(
+            return Err(stage_error(
+                stage,
                 format!(
                     "a {:?} gives `bool`, not `{}`",
                     stage.kind,
@@ -1467,20 +1504,13 @@ impl<'s> StageValues<'s> {
                 None,
             ));
         }
-        let vars: Vec<(String, Prim)> = stage.params.iter().map(|p| (p.clone(), input)).collect();
-        let body = check_statements(&stage.body, output, &vars)
-            .map_err(|e| error(e.message, Some(e.statement)))?;
+        let body = check_statements(body, output, &inputs)
+            .map_err(|e| stage_error(stage, e.message, Some(e.statement)))?;
         Ok(StageValues {
-            input,
             output,
-            params: &stage.params,
+            inputs,
             body,
         })
-    }
-
-    /// The parameters' type.
-    pub fn input(&self) -> Prim {
-        self.input
     }
 
     /// The result's type.
@@ -1488,9 +1518,9 @@ impl<'s> StageValues<'s> {
         self.output
     }
 
-    /// The parameters' names.
-    pub(crate) fn params(&self) -> &[String] {
-        self.params
+    /// The function's inputs, in order, and their types.
+    pub fn inputs(&self) -> &[(String, Prim)] {
+        &self.inputs
     }
 
     /// The checked body.
@@ -1498,22 +1528,32 @@ impl<'s> StageValues<'s> {
         &self.body
     }
 
-    /// The function of `args` (one value, two for an equality, of the
-    /// input type).
+    /// The function of `args`, the values of [`StageValues::inputs`].
     pub fn apply(&self, args: &[Value]) -> Outcome {
         assert!(
-            args.len() == self.params.len() && args.iter().all(|a| a.prim() == self.input),
-            "{} argument(s) of type {:?}: {args:?}",
-            self.params.len(),
-            self.input
+            args.len() == self.inputs.len()
+                && args
+                    .iter()
+                    .zip(&self.inputs)
+                    .all(|(a, (_, p))| a.prim() == *p),
+            "arguments of types {:?}: {args:?}",
+            self.inputs
         );
         let inputs: Vec<(&str, Value)> = self
-            .params
+            .inputs
             .iter()
-            .map(String::as_str)
+            .map(|(n, _)| n.as_str())
             .zip(args.iter().copied())
             .collect();
         self.body.eval(&inputs)
+    }
+}
+
+fn stage_error(stage: &StageDesc, message: String, statement: Option<usize>) -> StageCheckError {
+    StageCheckError {
+        stage: stage.name.clone(),
+        message,
+        statement,
     }
 }
 

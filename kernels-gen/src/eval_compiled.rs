@@ -275,7 +275,7 @@ impl CompiledStage {
 impl StageValues<'_> {
     /// This stage compiled for fast evaluation ([`CompiledStage`]).
     pub fn compiled(&self) -> CompiledStage {
-        let params: Vec<&str> = self.params().iter().map(String::as_str).collect();
+        let params: Vec<&str> = self.inputs().iter().map(|(n, _)| n.as_str()).collect();
         CompiledStage {
             body: CompiledBody::new(self.checked(), &params),
         }

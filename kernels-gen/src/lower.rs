@@ -34,6 +34,7 @@
 //! ```
 
 use crate::ir::{Block, ElementType, Expr, FieldType, OpDesc, Prim, StructDesc, StructName};
+use crate::stage::StageDesc;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -256,6 +257,68 @@ pub fn lower_op(op: &OpDesc, structs: &Structs) -> Result<Lowered, String> {
             .collect(),
         leaves,
         operands,
+    })
+}
+
+/// A predicate or an equality over a struct element, lowered to its
+/// leaves: one scalar block over the parameters' leaves.
+#[derive(Clone, Debug)]
+pub struct LoweredStage {
+    /// The element's leaves.
+    pub leaves: Vec<Leaf>,
+    /// Each parameter's leaf variables (`x.a`, …), in leaf order.
+    pub params: Vec<Vec<String>>,
+    /// The body, its value the stage's primitive result.
+    pub body: Block,
+}
+
+/// Lowers `stage`, whose input is a struct described in `structs` and
+/// whose output is a primitive (a predicate's or an equality's `bool`).
+pub fn lower_stage(stage: &StageDesc, structs: &Structs) -> Result<LoweredStage, String> {
+    let ElementType::Struct(element) = &stage.input else {
+        return Err(format!(
+            "stage `{}`: its element is a primitive, not a struct",
+            stage.name
+        ));
+    };
+    if !matches!(stage.output, ElementType::Prim(_)) {
+        return Err(format!(
+            "stage `{}`: a struct result is not lowered; a primitive one is",
+            stage.name
+        ));
+    }
+    let leaves = structs.leaves(element)?;
+    let mut lowerer = Lowerer {
+        structs,
+        element: element.clone(),
+        scope: Vec::new(),
+    };
+    let element_shape = Shape::Struct(element.clone());
+    for param in &stage.params {
+        lowerer.scope.push((param.clone(), element_shape.clone()));
+    }
+    let (lets, mut values) = lowerer
+        .block(&stage.body)
+        .map_err(|e| format!("stage `{}`: {e}", stage.name))?;
+    if lowerer.block_shape(&stage.body)? != Shape::Scalar || values.len() != 1 {
+        return Err(format!(
+            "stage `{}`: the body's value is a struct or an array, not a {}",
+            stage.name,
+            stage.output.cuda_name()
+        ));
+    }
+    let params = stage
+        .params
+        .iter()
+        .map(|p| leaves.iter().map(|l| format!("{p}.{}", l.path)).collect())
+        .collect();
+    Ok(LoweredStage {
+        leaves,
+        params,
+        body: Block {
+            lets,
+            value: values.remove(0),
+        },
     })
 }
 

@@ -874,14 +874,17 @@ impl GpuSelect {
         )?;
         let reverse_tail = match rejected {
             Rejected::Reversed => None,
-            Rejected::InOrder => Some(Launch {
-                kernel: SelectKernel::ReverseTail,
-                source: SelectSource::Element {
-                    cuda_type: predicate.element().cuda_name(),
-                    declarations: "",
-                },
-                ..Self::by_built(predicate, SelectKernel::ReverseTail, StageKind::Predicate)?
-            }),
+            Rejected::InOrder => {
+                let (cuda_type, declarations) = predicate.element_cuda();
+                Some(Launch {
+                    kernel: SelectKernel::ReverseTail,
+                    source: SelectSource::Element {
+                        cuda_type,
+                        declarations,
+                    },
+                    ..Self::by_built(predicate, SelectKernel::ReverseTail, StageKind::Predicate)?
+                })
+            }
         };
         self.compact(
             stream,
@@ -998,11 +1001,7 @@ impl GpuSelect {
 
     /// The launch of `kernel` for built stage `stage`, which must be a
     /// `kind`.
-    fn by_built(
-        stage: &DynStage,
-        kernel: SelectKernel,
-        kind: StageKind,
-    ) -> Result<Launch<'static>> {
+    fn by_built(stage: &DynStage, kernel: SelectKernel, kind: StageKind) -> Result<Launch<'_>> {
         if stage.kind() != kind {
             return Err(ScanError::InvalidOperator(format!(
                 "stage `{}` is a {:?}; {kernel:?} takes a {kind:?}",
