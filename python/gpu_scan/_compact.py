@@ -42,18 +42,18 @@ class Stage:
 
     def __init__(self, function: Optional[Callable], dtype: Any, kind: str, text: Optional[str] = None):
         element = element_of(dtype)
-        if isinstance(element, StructSpec):
-            raise OperatorError("predicates and equalities over structs are not built at run time yet: primitive elements are")
         self.function = function
         self.kind = kind
-        self.prim = element
+        self._struct = element if isinstance(element, StructSpec) else None
+        self.prim = None if self._struct is not None else element
         if text is None:
             translation = stage_text(function, element, kind)
             text, name, filename = translation.text, translation.name, translation.filename
         else:
             name, filename = None, None
+        structs = self._struct.declarations() if self._struct is not None else []
         try:
-            self._native = _NativeStage(text)
+            self._native = _NativeStage(text, structs)
         except ValueError as e:
             message, line = e.args if len(e.args) == 2 else (str(e), None)
             if function is not None and name is not None:
@@ -64,6 +64,10 @@ class Stage:
 
     @property
     def dtype(self) -> np.dtype:
+        """The element type (a struct's as a structured dtype laid out as C
+        lays it out)."""
+        if self._struct is not None:
+            return self._struct.numpy_dtype()
         return np.dtype(_numpy_dtype(self.prim))
 
     @property
@@ -77,11 +81,21 @@ class Stage:
         return self._native.cuda_source()
 
     def __call__(self, *args: Any) -> bool:
+        if self._struct is not None:
+            args = tuple(_record_bytes(self.dtype, a) for a in args)
         return self._native(*args)
 
     def __repr__(self) -> str:
         what = self.function.__qualname__ if self.function is not None else "=="
         return f"<gpu_scan.Stage {self.kind} {what} over {self.dtype}>"
+
+
+def _record_bytes(dtype: np.dtype, value: Any) -> bytes:
+    """A struct value (a record, a tuple of its fields, a dict) as its
+    bytes."""
+    if isinstance(value, dict):
+        value = tuple(value[name] for name in dtype.names)
+    return np.array([value], dtype=dtype).tobytes()
 
 
 def _numpy_dtype(prim: str) -> Any:
@@ -93,7 +107,9 @@ def _numpy_dtype(prim: str) -> Any:
 def predicate(dtype: Any) -> Callable[[Callable], Stage]:
     """Decorates a function of one element returning a ``bool`` as a
     predicate for :func:`select` and :func:`partition` (the operator
-    subset; ``dtype`` a primitive element type, ``"f32"``, ``numpy.int64``)."""
+    subset; ``dtype`` an element type as :func:`gpu_scan.op` takes it:
+    ``"f32"``, ``numpy.int64``, a dict of fields; a struct's type errors
+    name the predicate, not yet the line)."""
     element_of(dtype)
 
     def decorate(function: Callable) -> Stage:
@@ -180,7 +196,10 @@ def _equality_for(data: Any, equal: Optional[Stage]) -> Stage:
         from ._gpu import prim_of_array
 
         return _equal(prim_of_array(data))
-    return _equal(prim_of(np.asarray(data).dtype))
+    dtype = np.asarray(data).dtype
+    if dtype.names is not None:
+        raise TypeError("structs have no default equality: pass one made by gpu_scan.equality")
+    return _equal(prim_of(dtype))
 
 
 def unique(data: Any, equal: Optional[Stage] = None) -> Any:

@@ -421,6 +421,24 @@ def prim_of_array(data: Any) -> str:
     return _PRIM_OF_TYPESTR[typestr]
 
 
+def _stage_elements(stage, cai: dict) -> Tuple[int, ...]:
+    """The shape of a stage's elements in a one-dimensional array of them
+    (a struct's as ``uint8`` whose last dimension is its bytes)."""
+    shape = tuple(cai["shape"])
+    if stage._struct is not None:
+        size = stage._native.element_size
+        if cai["typestr"] != "|u1" or len(shape) != 2 or shape[1] != size:
+            raise TypeError(
+                f"a struct {stage.kind} takes a uint8 array of shape (n, {size}), not {cai['typestr']} of shape {shape}"
+            )
+        return shape[:1]
+    if len(shape) != 1:
+        raise ValueError(f"an array of shape {shape}: compactions take one dimension")
+    if _PRIM_OF_TYPESTR.get(cai["typestr"]) != stage.prim:
+        raise TypeError(f"the {stage.kind}'s elements are {stage.prim}, the array's {cai['typestr']}: convert it first")
+    return shape
+
+
 def compact(stage, data: Any, kind: str, in_order: bool = True) -> Any:
     """A compaction (``kind``: ``select``, ``partition``, ``unique`` or
     ``run_length_encode``) of a one-dimensional device array by ``stage``
@@ -428,14 +446,9 @@ def compact(stage, data: Any, kind: str, in_order: bool = True) -> Any:
     and the count (read back: the call waits for it)."""
     fw = _framework(data)
     cai = _interface(data, "the array")
-    shape = tuple(cai["shape"])
-    if len(shape) != 1:
-        raise ValueError(f"an array of shape {shape}: compactions take one dimension")
-    prim = _PRIM_OF_TYPESTR.get(cai["typestr"])
-    if prim != stage.prim:
-        raise TypeError(f"the {stage.kind}'s elements are {stage.prim}, the array's {cai['typestr']}: convert it first")
+    shape = _stage_elements(stage, cai)
     n = shape[0]
-    out = fw.empty(shape, data)
+    out = fw.empty(tuple(cai["shape"]), data)
     count = fw.empty_u64()
     lengths = _int64s(fw, n, data) if kind == "run_length_encode" else None
     if n:
@@ -460,15 +473,11 @@ def reduce_by_key(stage, operator, keys: Any, values: Any) -> Tuple[Any, Any]:
     fw = _framework(keys)
     kc = _interface(keys, "the keys")
     vc = _interface(values, "the values")
-    n = tuple(kc["shape"])[0] if len(kc["shape"]) == 1 else None
-    if n is None:
-        raise ValueError(f"keys of shape {tuple(kc['shape'])}: one dimension")
-    if _PRIM_OF_TYPESTR.get(kc["typestr"]) != stage.prim:
-        raise TypeError(f"the equality's elements are {stage.prim}, the keys' {kc['typestr']}: convert them first")
+    (n,) = _stage_elements(stage, kc)
     shape, tail = _elements(operator, vc)
     if shape != (n,):
         raise ValueError(f"{shape} values for {n} keys: one value a key")
-    keys_out = fw.empty((n,), keys)
+    keys_out = fw.empty(tuple(kc["shape"]), keys)
     values_out = fw.empty((n,) + tail, values)
     count = fw.empty_u64()
     runs = 0

@@ -283,6 +283,9 @@ def struct_literal(value, spec: "StructSpec", element: bool) -> str:
 class _Translator:
     def __init__(self, element, params: Tuple[str, str], filename: str, first_line: int):
         self.element = element
+        # Whether the function returns an element (an operator) or a
+        # primitive (a predicate's or an equality's bool).
+        self.returns_element = True
         # The type that decides what `/`, `//`, `%` and `math.inf` mean: the
         # element's, or a struct's leaves' where they all have one kind.
         prims = element.prims() if isinstance(element, StructSpec) else [element]
@@ -336,7 +339,7 @@ class _Translator:
                     raise self.error(stmt, "return a value")
                 if i != len(stmts) - 1:
                     raise self.error(stmts[i + 1], "code after `return` never runs")
-                expected = self.element if isinstance(self.element, StructSpec) else None
+                expected = self.element if self.returns_element and isinstance(self.element, StructSpec) else None
                 return self.wrap(lets, self.at(stmt, self.expr(stmt.value, expected)))
             elif isinstance(stmt, ast.If):
                 if not self.returns(stmt.body):
@@ -603,10 +606,8 @@ def _function_def(function: Callable):
 def stage_text(function: Callable, prim: str, kind: str) -> Translation:
     """The IR text of ``function`` as a stage (``kernels_gen::ir_text::
     print_stage``) of ``kind``: a ``"predicate"`` of one element of
-    ``prim`` or an ``"equality"`` of two, giving a ``bool``
-    (:class:`Translation`)."""
-    if isinstance(prim, StructSpec):
-        raise OperatorError("predicates and equalities over structs are not built at run time yet: primitive elements are")
+    ``prim`` (a primitive's name or a :class:`StructSpec`) or an
+    ``"equality"`` of two, giving a ``bool`` (:class:`Translation`)."""
     fn, filename, first_line = _function_def(function)
     args = fn.args
     arity = 2 if kind == "equality" else 1
@@ -617,9 +618,11 @@ def stage_text(function: Callable, prim: str, kind: str) -> Translation:
     if len(set(params)) != len(params):
         raise OperatorError("the two elements need two names", filename, first_line + fn.lineno - 1)
     translator = _Translator(prim, params, filename, first_line)
+    translator.returns_element = False
     body = translator.block(fn.body, fn)
+    element = f"(struct {quoted(prim.name)})" if isinstance(prim, StructSpec) else f"(prim {prim})"
     rest = (
-        f"{kind} (params {' '.join(quoted(p) for p in params)}) (input (prim {prim})) (output (prim bool)) "
+        f"{kind} (params {' '.join(quoted(p) for p in params)}) (input {element}) (output (prim bool)) "
         f"(body {body}))"
     )
     digest = hashlib.sha256(rest.encode()).hexdigest()[:12]

@@ -7,7 +7,7 @@
 //! another library's device arrays.
 
 use crate::gpu::{self, Borrowed};
-use kernels_gen::eval::{StageValues, Value};
+use kernels_gen::eval::StageValues;
 use kernels_gen::ir_text;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -27,10 +27,13 @@ pub struct Stage {
 
 #[pymethods]
 impl Stage {
-    /// Reads and checks `text`; a `ValueError` carries the message and the
-    /// line of the statement it was found in (or `None`).
+    /// Reads and checks `text` (and `structs`, the declarations of its
+    /// struct element and the structs that one nests); a `ValueError`
+    /// carries the message and the line of the statement it was found in
+    /// (or `None`: a struct element's errors name the stage).
     #[new]
-    fn new(py: Python<'_>, text: &str) -> PyResult<Self> {
+    #[pyo3(signature = (text, structs=Vec::new()))]
+    fn new(py: Python<'_>, text: &str, structs: Vec<String>) -> PyResult<Self> {
         let fail = |message: String, line: Option<u32>| {
             let line: Py<PyAny> = match line {
                 Some(l) => l
@@ -42,11 +45,14 @@ impl Stage {
         };
         let (desc, lines) =
             ir_text::parse_stage_with_lines(text).map_err(|e| fail(e.to_string(), None))?;
-        if let Err(e) = StageValues::new(&desc) {
-            let line = e.statement.and_then(|k| lines.get(k).copied().flatten());
-            return Err(fail(e.to_string(), line));
+        if let kernels_gen::ir::ElementType::Prim(_) = desc.input {
+            if let Err(e) = StageValues::new(&desc) {
+                let line = e.statement.and_then(|k| lines.get(k).copied().flatten());
+                return Err(fail(e.to_string(), line));
+            }
         }
-        let stage = DynStage::from_text(text).map_err(|e| fail(e.to_string(), None))?;
+        let structs: Vec<&str> = structs.iter().map(String::as_str).collect();
+        let stage = DynStage::from_text(text, &structs).map_err(|e| fail(e.to_string(), None))?;
         Ok(Stage {
             stage,
             text: text.to_string(),
@@ -59,10 +65,19 @@ impl Stage {
         &self.text
     }
 
-    /// The element type's Rust name.
+    /// The element type: a primitive's Rust name, or a struct's name.
     #[getter]
-    fn element(&self) -> &'static str {
-        self.stage.element().rust_name()
+    fn element(&self) -> String {
+        match self.stage.element() {
+            kernels_gen::ir::ElementType::Prim(p) => p.rust_name().to_string(),
+            kernels_gen::ir::ElementType::Struct(name) => name.clone(),
+        }
+    }
+
+    /// The element's size in bytes.
+    #[getter]
+    fn element_size(&self) -> usize {
+        self.stage.element_size()
     }
 
     /// The stage's CUDA policy, as the macros write its Rust twin's.
@@ -70,25 +85,48 @@ impl Stage {
         self.stage.cuda_source()
     }
 
-    /// The function of one element (a predicate) or two (an equality).
+    /// The function of one element (a predicate) or two (an equality): a
+    /// primitive's Python value, or a struct's bytes.
     #[pyo3(signature = (a, b=None))]
     fn __call__(&self, a: &Bound<'_, PyAny>, b: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let p = self.stage.element();
-        let a = crate::value_of(a, p)?;
-        let args: Vec<Value> = match b {
-            Some(b) => vec![a, crate::value_of(b, p)?],
-            None => vec![a],
-        };
         let arity = match self.stage.kind() {
             kernels_gen::stage::StageKind::Equality => 2,
             _ => 1,
         };
+        let args: Vec<&Bound<'_, PyAny>> = std::iter::once(a).chain(b).collect();
         if args.len() != arity {
             return Err(PyValueError::new_err(format!(
                 "this stage takes {arity} element(s)"
             )));
         }
-        Ok(self.stage.host().apply(&args) == Value::Bool(true))
+        let bytes: Vec<Vec<u8>> = match self.stage.element() {
+            kernels_gen::ir::ElementType::Prim(p) => args
+                .iter()
+                .map(|v| {
+                    let size = p.size();
+                    crate::value_of(v, *p).map(|v| v.to_bits().to_le_bytes()[..size].to_vec())
+                })
+                .collect::<PyResult<_>>()?,
+            kernels_gen::ir::ElementType::Struct(name) => args
+                .iter()
+                .map(|v| {
+                    let b: Vec<u8> = v.extract()?;
+                    if b.len() != self.size() {
+                        return Err(PyValueError::new_err(format!(
+                            "{} bytes for a `{name}` of {}",
+                            b.len(),
+                            self.size()
+                        )));
+                    }
+                    Ok(b)
+                })
+                .collect::<PyResult<_>>()?,
+        };
+        Ok(match &bytes[..] {
+            [a] => self.stage.keeps(a),
+            [a, b] => self.stage.equal(a, b),
+            _ => unreachable!("checked above"),
+        })
     }
 
     /// `data`'s elements (bytes) the predicate keeps, in order, and their
@@ -231,51 +269,53 @@ impl Stage {
         self.stage.element_size()
     }
 
-    /// Runs `f` over `data`'s elements (as unsigned integers of the
-    /// element's width) with the predicate, into an output as long.
+    /// Runs `f` over `data`'s elements, each given as its index (so that
+    /// primitives and structs alike are `Copy` words), with the predicate
+    /// of an index, into an output of indices as long; the output's
+    /// elements gathered, and the count.
     fn on_host<F>(&self, py: Python<'_>, data: &[u8], f: F) -> PyResult<(Vec<u8>, usize)>
     where
-        F: Fn(
-                &[u64],
-                &(dyn Fn(u64) -> bool + Sync),
-                &mut [u64],
+        F: FnOnce(
+                &[u32],
+                &(dyn Fn(u32) -> bool + Sync),
+                &mut [u32],
             ) -> Result<usize, select::SelectLengthError>
             + Send,
     {
-        let (p, host) = (self.stage.element(), self.stage.host());
-        let elements = self.decode(data)?;
+        let (indices, size) = self.indices(data)?;
+        let stage = &self.stage;
         py.detach(move || {
-            let keep = |bits: u64| host.apply(&[Value::from_bits(p, bits)]) == Value::Bool(true);
-            let mut out = elements.clone();
-            let count = f(&elements, &keep, &mut out).map_err(length_error)?;
-            Ok((self.encode(&out), count))
+            let element = |i: u32| &data[i as usize * size..(i as usize + 1) * size];
+            let keep = |i: u32| stage.keeps(element(i));
+            let mut out = indices.clone();
+            let count = f(&indices, &keep, &mut out).map_err(length_error)?;
+            Ok((gather(data, size, &out), count))
         })
     }
 
-    /// [`Stage::on_host`] with the equality.
+    /// [`Stage::on_host`] with the equality of two indices' elements.
     fn on_host_pairs<F>(&self, py: Python<'_>, data: &[u8], f: F) -> PyResult<(Vec<u8>, usize)>
     where
         F: FnOnce(
-                &[u64],
-                &(dyn Fn(u64, u64) -> bool + Sync),
-                &mut [u64],
+                &[u32],
+                &(dyn Fn(u32, u32) -> bool + Sync),
+                &mut [u32],
             ) -> Result<usize, select::SelectLengthError>
             + Send,
     {
-        let (p, host) = (self.stage.element(), self.stage.host());
-        let elements = self.decode(data)?;
+        let (indices, size) = self.indices(data)?;
+        let stage = &self.stage;
         py.detach(move || {
-            let equal = |a: u64, b: u64| {
-                host.apply(&[Value::from_bits(p, a), Value::from_bits(p, b)]) == Value::Bool(true)
-            };
-            let mut out = elements.clone();
-            let count = f(&elements, &equal, &mut out).map_err(length_error)?;
-            Ok((self.encode(&out), count))
+            let element = |i: u32| &data[i as usize * size..(i as usize + 1) * size];
+            let equal = |a: u32, b: u32| stage.equal(element(a), element(b));
+            let mut out = indices.clone();
+            let count = f(&indices, &equal, &mut out).map_err(length_error)?;
+            Ok((gather(data, size, &out), count))
         })
     }
 
-    /// The elements of `data` as their bits.
-    fn decode(&self, data: &[u8]) -> PyResult<Vec<u64>> {
+    /// The indices of `data`'s elements, and their size.
+    fn indices(&self, data: &[u8]) -> PyResult<(Vec<u32>, usize)> {
         let size = self.size();
         if data.len() % size != 0 {
             return Err(PyValueError::new_err(format!(
@@ -283,24 +323,21 @@ impl Stage {
                 data.len()
             )));
         }
-        Ok(data
-            .chunks_exact(size)
-            .map(|c| {
-                let mut bits = [0u8; 8];
-                bits[..size].copy_from_slice(c);
-                u64::from_le_bytes(bits)
-            })
-            .collect())
+        let n = data.len() / size;
+        let n = u32::try_from(n).map_err(|_| {
+            PyValueError::new_err(format!("{n} elements: the CPU path takes fewer than 2^32"))
+        })?;
+        Ok(((0..n).collect(), size))
     }
+}
 
-    /// Elements from their bits.
-    fn encode(&self, elements: &[u64]) -> Vec<u8> {
-        let size = self.size();
-        elements
-            .iter()
-            .flat_map(|e| e.to_le_bytes().into_iter().take(size))
-            .collect()
+/// The elements at `indices`, their bytes in order.
+fn gather(data: &[u8], size: usize, indices: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(indices.len() * size);
+    for &i in indices {
+        out.extend_from_slice(&data[i as usize * size..(i as usize + 1) * size]);
     }
+    out
 }
 
 /// Reduce-by-key on the GPU: for each run of the `n` keys at `keys` that

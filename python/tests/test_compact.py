@@ -172,7 +172,8 @@ def test_refusals_name_the_line():
         gpu_scan.predicate("i32")(two)
     with pytest.raises(OperatorError, match="two elements"):
         gpu_scan.equality("i32")(positive.function)
-    with pytest.raises(OperatorError, match="structs"):
+    # `x > 0` of a struct: a struct where a number goes.
+    with pytest.raises(OperatorError, match="a struct or an array where a number goes"):
         gpu_scan.predicate({"a": "f32", "b": "f32"})(positive.function)
 
 
@@ -230,3 +231,51 @@ def test_reduce_by_key_by_a_custom_equality_and_its_refusals():
     np.testing.assert_array_equal(sums, [1, 5, 4])
     with pytest.raises(ValueError, match="values"):
         gpu_scan.reduce_by_key(keys, values[:4], add_i64, same_sign)
+
+
+PARTICLE = {"mass": "f32", "charge": "i16", "id": "u64"}
+
+
+@gpu_scan.predicate(PARTICLE)
+def heavy_and_charged(p):
+    return p.mass > 0.5 and p.charge != 0
+
+
+@gpu_scan.equality(PARTICLE)
+def same_charge(a, b):
+    return a.charge == b.charge
+
+
+def random_particles(n, r):
+    dtype = heavy_and_charged.dtype
+    out = np.zeros(n, dtype=dtype)
+    out["mass"] = r.random(n).astype(np.float32)
+    out["charge"] = r.integers(-1, 2, n)
+    out["id"] = r.integers(0, 1 << 63, n, dtype=np.uint64)
+    return out
+
+
+def test_struct_predicates_and_equalities():
+    """A padded 16-byte struct (f32, i16, u64): select and partition by a
+    predicate of two fields, unique and run-length encoding by one field,
+    against NumPy's masks and the definition of runs."""
+    assert heavy_and_charged.dtype.itemsize == 16
+    r = rng(91)
+    for n in LENGTHS:
+        p = random_particles(n, r)
+        keep = (p["mass"] > 0.5) & (p["charge"] != 0)
+        got = gpu_scan.select(p, heavy_and_charged)
+        assert got.dtype == p.dtype
+        np.testing.assert_array_equal(got, p[keep], err_msg=f"n={n} seed={SEED}")
+        out, count = gpu_scan.partition(p, heavy_and_charged)
+        assert count == keep.sum()
+        np.testing.assert_array_equal(out, np.concatenate([p[keep], p[~keep]]))
+        heads, lengths = runs_reference(p["charge"].tolist(), lambda a, b: a == b)
+        np.testing.assert_array_equal(gpu_scan.unique(p, same_charge), p[heads])
+        values, got_lengths = gpu_scan.run_length_encode(p, same_charge)
+        np.testing.assert_array_equal(values, p[heads])
+        np.testing.assert_array_equal(got_lengths, lengths)
+    assert heavy_and_charged((0.75, 1, 7)) and not heavy_and_charged({"mass": 0.75, "charge": 0, "id": 7})
+    assert same_charge((0.1, -1, 1), (0.9, -1, 2))
+    with pytest.raises(TypeError, match="equality"):
+        gpu_scan.unique(random_particles(10, r))
