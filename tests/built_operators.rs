@@ -118,17 +118,26 @@ fn a_built_struct_operator_compiles() {
     let built = same_layout::<Stats>(&[]);
     let abi = KernelAbi::plain(Kernel::SinglePassInclusive);
     let source = built.program_source_for_tests(&[abi]);
+    compiles(
+        "the built operator's program",
+        &source,
+        &abi.symbol(built.name()),
+    );
+}
+
+/// Compiles `program` to PTX for sm_90 and checks that it has the entry
+/// `symbol`; panics with `what` where it does not compile.
+fn compiles(what: &str, program: &str, symbol: &str) {
     let options = kernels_gen::nvrtc_options(Arch::SM_90);
-    match jit::compile_uncached("built", &source, &options) {
+    match jit::compile_uncached("built", program, &options) {
         Ok(jit::Image::Ptx(ptx)) => {
-            let symbol = abi.symbol(built.name());
             assert!(
                 ptx.contains(&format!(".entry {symbol}(")),
                 "{symbol} missing"
             );
         }
         Ok(jit::Image::Cubin(_)) => panic!("PTX asked for"),
-        Err(e) => panic!("the built operator's program does not compile: {e}"),
+        Err(e) => panic!("{what} does not compile: {e}"),
     }
 }
 
@@ -261,7 +270,6 @@ fn built_compaction_programs_compile() {
         return;
     }
     let arch = Arch::SM_90;
-    let options = kernels_gen::nvrtc_options(arch);
     let unit = DynStage::from_text(
         r#"(stage "py_unit_0123" predicate (params "x") (input (prim f32)) (output (prim bool))
             (body (block (at 3 (and (lt (neg (float 0x3ff0000000000000 0x3f800000 -)) (var "x"))
@@ -301,17 +309,8 @@ fn built_compaction_programs_compile() {
             size + usize::from(kernel == SelectKernel::ReduceByKey) * op.element_size();
         let shape = SelectShape::default_for(kernel, tile_bytes, arch);
         let program = select_program(kernel, &source, size, shape);
-        match jit::compile_uncached("built_select", &program, &options) {
-            Ok(jit::Image::Ptx(ptx)) => {
-                let symbol = kernel.symbol(&source.symbol_name());
-                assert!(
-                    ptx.contains(&format!(".entry {symbol}(")),
-                    "{symbol} missing"
-                );
-            }
-            Ok(jit::Image::Cubin(_)) => panic!("PTX asked for"),
-            Err(e) => panic!("{kernel:?} of built stages does not compile: {e}"),
-        }
+        let symbol = kernel.symbol(&source.symbol_name());
+        compiles(&format!("{kernel:?} of built stages"), &program, &symbol);
     }
 }
 
@@ -373,7 +372,6 @@ fn built_stages_over_structs_judge_as_their_twins() {
         return;
     }
     let arch = Arch::SM_90;
-    let options = kernels_gen::nvrtc_options(arch);
     let programs = [
         (SelectKernel::If, &growing),
         (SelectKernel::PartitionIf, &even),
@@ -386,16 +384,11 @@ fn built_stages_over_structs_judge_as_their_twins() {
         };
         let shape = SelectShape::default_for(kernel, stage.element_size(), arch);
         let program = select_program(kernel, &source, stage.element_size(), shape);
-        match jit::compile_uncached("built_struct_select", &program, &options) {
-            Ok(jit::Image::Ptx(ptx)) => {
-                let symbol = kernel.symbol(&source.symbol_name());
-                assert!(
-                    ptx.contains(&format!(".entry {symbol}(")),
-                    "{symbol} missing"
-                );
-            }
-            Ok(jit::Image::Cubin(_)) => panic!("PTX asked for"),
-            Err(e) => panic!("{kernel:?} of {} does not compile: {e}", stage.name()),
-        }
+        let symbol = kernel.symbol(&source.symbol_name());
+        compiles(
+            &format!("{kernel:?} of {}", stage.name()),
+            &program,
+            &symbol,
+        );
     }
 }

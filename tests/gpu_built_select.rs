@@ -24,8 +24,8 @@ use common::ops::{
     Affine, EvenCount, Growing, Positive, SameF32, SameSlope, SameU32, Stats, Third, ThirdU8,
 };
 use gpu_scan::kernels_gen::select::SelectKernel;
-use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream};
-use gpu_scan::scan_runtime::{BuiltLayout, DynStage, GpuSelect, ScanError};
+use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
+use gpu_scan::scan_runtime::{BuiltLayout, DynStage, Elements, ElementsMut, GpuSelect, ScanError};
 use gpu_scan::select::{self as cpu, Rejected};
 use gpu_scan::stages::{ScanEquality, ScanPredicate};
 use rand::{Rng, SeedableRng};
@@ -95,6 +95,37 @@ fn count_of(stream: &Arc<CudaStream>, count: &CudaSlice<u64>) -> usize {
     stream.clone_dtoh(count).unwrap()[0] as usize
 }
 
+/// A built view of a device buffer of bytes, for reading, and one for
+/// writing.
+type In<'a> = Elements<'a, CudaSlice<u8>>;
+type Out<'a, 'b> = ElementsMut<'a, CudaViewMut<'b, u8>>;
+
+/// Runs `compaction` from `input` into a poisoned output of `n` elements
+/// of `stage` (and its guard band) with a poisoned count slot; returns the
+/// output's bytes (the guard band checked) and the count.
+fn compacted(
+    stream: &Arc<CudaStream>,
+    stage: &DynStage,
+    input: &CudaSlice<u8>,
+    n: usize,
+    what: &str,
+    compaction: impl FnOnce(&In<'_>, &mut Out<'_, '_>, &mut CudaSlice<u64>) -> Result<(), ScanError>,
+) -> (Vec<u8>, usize) {
+    let bytes = n * stage.element_size();
+    let mut out = poisoned(stream, bytes);
+    let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
+    {
+        let inp = stage.elements(input).unwrap();
+        let mut o = out.slice_mut(..bytes);
+        let mut o = stage.elements_mut(&mut o).unwrap();
+        compaction(&inp, &mut o, &mut count).unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    (
+        read_back(stream, &out, bytes, what),
+        count_of(stream, &count),
+    )
+}
+
 /// Select and partition (both orders) by predicate `P`'s built twin, on
 /// `inputs`, against the CPU's functions of `P`.
 fn predicate_cases<P: ScanPredicate>(
@@ -114,47 +145,29 @@ where
         // Select: the kept elements to the front, the rest untouched.
         let mut want = host.clone();
         let kept = cpu::select_if::<P>(host, &mut want).unwrap();
-        let mut out = poisoned(stream, n * size);
-        let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
-        {
-            let inp = stage.elements(&input).unwrap();
-            let mut o = out.slice_mut(..n * size);
-            let mut o = stage.elements_mut(&mut o).unwrap();
-            select
-                .select_if_built(stream, &stage, &inp, &mut o, &mut count)
-                .unwrap_or_else(|e| panic!("select {what}: {e}"));
-        }
-        assert_eq!(count_of(stream, &count), kept, "select {what}: count");
-        let got = read_back(stream, &out, n * size, what);
+        let what_now = format!("select {what}");
+        let (got, count) = compacted(stream, &stage, &input, n, &what_now, |i, o, c| {
+            select.select_if_built(stream, &stage, i, o, c)
+        });
+        assert_eq!(count, kept, "{what_now}: count");
         assert_eq!(
             from_bytes::<P::Element>(&got[..kept * size]),
             want[..kept],
-            "select {what}"
+            "{what_now}"
         );
         assert!(
             got[kept * size..].iter().all(|&b| b == POISON),
-            "select {what}: written past the count"
+            "{what_now}: written past the count"
         );
         for rejected in [Rejected::Reversed, Rejected::InOrder] {
             let mut want = host.clone();
             let kept = cpu::partition_if::<P>(host, &mut want, rejected).unwrap();
-            let mut out = poisoned(stream, n * size);
-            let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
-            {
-                let inp = stage.elements(&input).unwrap();
-                let mut o = out.slice_mut(..n * size);
-                let mut o = stage.elements_mut(&mut o).unwrap();
-                select
-                    .partition_if_built(stream, &stage, &inp, &mut o, rejected, &mut count)
-                    .unwrap_or_else(|e| panic!("partition {rejected:?} {what}: {e}"));
-            }
-            assert_eq!(count_of(stream, &count), kept, "partition {what}: count");
-            let got = read_back(stream, &out, n * size, what);
-            assert_eq!(
-                from_bytes::<P::Element>(&got),
-                want,
-                "partition {rejected:?} {what}"
-            );
+            let what_now = format!("partition {rejected:?} {what}");
+            let (got, count) = compacted(stream, &stage, &input, n, &what_now, |i, o, c| {
+                select.partition_if_built(stream, &stage, i, o, rejected, c)
+            });
+            assert_eq!(count, kept, "{what_now}: count");
+            assert_eq!(from_bytes::<P::Element>(&got), want, "{what_now}");
         }
         checked += 3;
     }
@@ -180,57 +193,39 @@ where
         let input = stream.clone_htod(&bytes_of(host)).unwrap();
         let mut want = host.clone();
         let runs = cpu::unique::<E>(host, &mut want).unwrap();
-        let mut out = poisoned(stream, n * size);
-        let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
-        {
-            let inp = stage.elements(&input).unwrap();
-            let mut o = out.slice_mut(..n * size);
-            let mut o = stage.elements_mut(&mut o).unwrap();
-            select
-                .unique_built(stream, &stage, &inp, &mut o, &mut count)
-                .unwrap_or_else(|e| panic!("unique {what}: {e}"));
-        }
-        assert_eq!(count_of(stream, &count), runs, "unique {what}: count");
-        let got = read_back(stream, &out, n * size, what);
+        let what_now = format!("unique {what}");
+        let (got, count) = compacted(stream, &stage, &input, n, &what_now, |i, o, c| {
+            select.unique_built(stream, &stage, i, o, c)
+        });
+        assert_eq!(count, runs, "{what_now}: count");
         assert_eq!(
             &got[..runs * size],
             &bytes_of(&want)[..runs * size],
-            "unique {what}"
+            "{what_now}"
         );
         assert!(
             got[runs * size..].iter().all(|&b| b == POISON),
-            "unique {what}: past the count"
+            "{what_now}: past the count"
         );
 
         let (mut values, mut lens) = (host.clone(), vec![0u64; n]);
         let runs = cpu::run_length_encode::<E>(host, &mut values, &mut lens).unwrap();
-        let mut out = poisoned(stream, n * size);
         let mut lengths = stream.clone_htod(&vec![u64::MAX; n]).unwrap();
-        let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
-        {
-            let inp = stage.elements(&input).unwrap();
-            let mut o = out.slice_mut(..n * size);
-            let mut o = stage.elements_mut(&mut o).unwrap();
-            select
-                .run_length_encode_built(stream, &stage, &inp, &mut o, &mut lengths, &mut count)
-                .unwrap_or_else(|e| panic!("run-length encoding {what}: {e}"));
-        }
-        assert_eq!(count_of(stream, &count), runs, "encoding {what}: count");
-        let got = read_back(stream, &out, n * size, what);
+        let what_now = format!("run-length encoding {what}");
+        let (got, count) = compacted(stream, &stage, &input, n, &what_now, |i, o, c| {
+            select.run_length_encode_built(stream, &stage, i, o, &mut lengths, c)
+        });
+        assert_eq!(count, runs, "{what_now}: count");
         assert_eq!(
             &got[..runs * size],
             &bytes_of(&values)[..runs * size],
-            "encoding {what}: values"
+            "{what_now}: values"
         );
         let got_lengths = stream.clone_dtoh(&lengths).unwrap();
-        assert_eq!(
-            got_lengths[..runs],
-            lens[..runs],
-            "encoding {what}: lengths"
-        );
+        assert_eq!(got_lengths[..runs], lens[..runs], "{what_now}: lengths");
         assert!(
             got_lengths[runs..].iter().all(|&l| l == u64::MAX),
-            "encoding {what}: lengths past the count"
+            "{what_now}: lengths past the count"
         );
         checked += 2;
     }

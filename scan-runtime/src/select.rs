@@ -847,10 +847,12 @@ impl GpuSelect {
         output: &mut impl DevicePtrMut<BuiltElement>,
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
-        let launch = Self::by_built(predicate, SelectKernel::If, StageKind::Predicate)?;
-        check_built(
+        let sizes = [input.num_bytes(), output.num_bytes()];
+        let launch = Self::built(
             predicate,
-            [input.num_bytes(), output.num_bytes()],
+            SelectKernel::If,
+            StageKind::Predicate,
+            sizes,
             input.len(),
         )?;
         self.compact(stream, launch, input, None, output, None, count, None)
@@ -866,11 +868,13 @@ impl GpuSelect {
         rejected: Rejected,
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
-        let launch = Self::by_built(predicate, SelectKernel::PartitionIf, StageKind::Predicate)?;
-        check_built(
+        let (sizes, n) = ([input.num_bytes(), output.num_bytes()], input.len());
+        let launch = Self::built(
             predicate,
-            [input.num_bytes(), output.num_bytes()],
-            input.len(),
+            SelectKernel::PartitionIf,
+            StageKind::Predicate,
+            sizes,
+            n,
         )?;
         let reverse_tail = match rejected {
             Rejected::Reversed => None,
@@ -882,7 +886,13 @@ impl GpuSelect {
                         cuda_type,
                         declarations,
                     },
-                    ..Self::by_built(predicate, SelectKernel::ReverseTail, StageKind::Predicate)?
+                    ..Self::built(
+                        predicate,
+                        SelectKernel::ReverseTail,
+                        StageKind::Predicate,
+                        sizes,
+                        n,
+                    )?
                 })
             }
         };
@@ -907,10 +917,12 @@ impl GpuSelect {
         output: &mut impl DevicePtrMut<BuiltElement>,
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
-        let launch = Self::by_built(equality, SelectKernel::Unique, StageKind::Equality)?;
-        check_built(
+        let sizes = [input.num_bytes(), output.num_bytes()];
+        let launch = Self::built(
             equality,
-            [input.num_bytes(), output.num_bytes()],
+            SelectKernel::Unique,
+            StageKind::Equality,
+            sizes,
             input.len(),
         )?;
         self.compact(stream, launch, input, None, output, None, count, None)
@@ -926,10 +938,12 @@ impl GpuSelect {
         lengths: &mut impl DevicePtrMut<u64>,
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
-        let launch = Self::by_built(equality, SelectKernel::RunLengthEncode, StageKind::Equality)?;
-        check_built(
+        let sizes = [input.num_bytes(), values.num_bytes()];
+        let launch = Self::built(
             equality,
-            [input.num_bytes(), values.num_bytes()],
+            SelectKernel::RunLengthEncode,
+            StageKind::Equality,
+            sizes,
             input.len(),
         )?;
         self.compact(
@@ -958,10 +972,12 @@ impl GpuSelect {
         values_out: &mut impl DevicePtrMut<BuiltElement>,
         count: &mut impl DevicePtrMut<u64>,
     ) -> Result<()> {
-        Self::by_built(equality, SelectKernel::ReduceByKey, StageKind::Equality)?;
-        check_built(
+        let sizes = [keys.num_bytes(), keys_out.num_bytes()];
+        Self::built(
             equality,
-            [keys.num_bytes(), keys_out.num_bytes()],
+            SelectKernel::ReduceByKey,
+            StageKind::Equality,
+            sizes,
             keys.len(),
         )?;
         let value_size = op.element_size();
@@ -1000,14 +1016,34 @@ impl GpuSelect {
     }
 
     /// The launch of `kernel` for built stage `stage`, which must be a
-    /// `kind`.
-    fn by_built(stage: &DynStage, kernel: SelectKernel, kind: StageKind) -> Result<Launch<'_>> {
+    /// `kind`, over an input and an output of `bytes` each holding `n` of
+    /// its elements (else the error that says which does not: a view made
+    /// for another element).
+    fn built(
+        stage: &DynStage,
+        kernel: SelectKernel,
+        kind: StageKind,
+        bytes: [usize; 2],
+        n: usize,
+    ) -> Result<Launch<'_>> {
         if stage.kind() != kind {
             return Err(ScanError::InvalidOperator(format!(
                 "stage `{}` is a {:?}; {kernel:?} takes a {kind:?}",
                 stage.name(),
                 stage.kind()
             )));
+        }
+        let size = stage.element_size();
+        for (what, bytes) in ["the input", "the output"].into_iter().zip(bytes) {
+            if bytes != n * size {
+                return Err(ScanError::ElementBuffer {
+                    what,
+                    bytes,
+                    address: 0,
+                    size,
+                    align: stage.element_align(),
+                });
+            }
         }
         Ok(Launch {
             kernel,
@@ -1017,28 +1053,10 @@ impl GpuSelect {
                 name: stage.name(),
                 source: stage.cuda_source(),
             },
-            element_size: stage.element_size(),
+            element_size: size,
             align: stage.element_align(),
         })
     }
-}
-
-/// Buffers of `bytes` each holding `n` elements of `stage`'s size, or the
-/// error that says which does not (a view made for another element).
-fn check_built(stage: &DynStage, bytes: [usize; 2], n: usize) -> Result<()> {
-    let size = stage.element_size();
-    for (what, bytes) in ["the input", "the output"].into_iter().zip(bytes) {
-        if bytes != n * size {
-            return Err(ScanError::ElementBuffer {
-                what,
-                bytes,
-                address: 0,
-                size,
-                align: stage.element_align(),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Outputs as long as the input's `n` elements and a count slot of
