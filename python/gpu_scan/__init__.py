@@ -236,13 +236,20 @@ def op(
     return decorate
 
 
+def _numpy(data: Any) -> np.ndarray:
+    """A host array as a NumPy array (one with DLPack only through
+    ``numpy.from_dlpack``, without a copy)."""
+    if hasattr(data, "__dlpack_device__") and not isinstance(data, np.ndarray):
+        kind = data.__dlpack_device__()[0]
+        if kind != 1:  # 1: kDLCPU; CUDA arrays (2) go to the GPU path
+            raise TypeError(f"an array on DLPack device type {kind}: host (1) and CUDA (2) arrays are taken")
+        if not hasattr(data, "__array__") and not hasattr(data, "__array_interface__"):
+            return np.from_dlpack(data)
+    return np.asarray(data)
+
+
 def _host_array(data: Any, dtype: np.dtype) -> np.ndarray:
-    if hasattr(data, "__dlpack_device__") and data.__dlpack_device__()[0] != 1:  # 1: kDLCPU
-        raise NotImplementedError(
-            "arrays on a GPU without __cuda_array_interface__ (DLPack only) are not taken yet; "
-            "pass a PyTorch tensor, a CuPy or a JAX array, or copy to a NumPy array first"
-        )
-    array = np.asarray(data)
+    array = _numpy(data)
     if array.dtype != dtype:
         if dtype.names is not None and array.dtype.names == dtype.names and all(
             array.dtype.fields[n][0] == dtype.fields[n][0] for n in dtype.names
@@ -481,7 +488,7 @@ def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, re
         from . import _gpu
 
         return scan(_sum(_gpu.prim_of_device(data)), data, axis=axis, exclusive=exclusive, reverse=reverse)
-    array = np.asarray(data)
+    array = _numpy(data)
     return scan(_sum(prim_of(array.dtype)), array, axis=axis, exclusive=exclusive, reverse=reverse)
 
 
@@ -508,7 +515,7 @@ def _sort(keys: Any, descending: bool, indices: bool) -> Any:
         from . import _gpu
 
         return _gpu.sort(keys, descending, indices)
-    array = np.ascontiguousarray(np.asarray(keys))
+    array = np.ascontiguousarray(_numpy(keys))
     if array.ndim != 1:
         raise ValueError(f"keys of shape {array.shape}: one dimension")
     if array.dtype.kind not in "uif":
@@ -526,7 +533,12 @@ def _on_gpu(data: Any) -> bool:
         return bool(getattr(data, "is_cuda", False))  # without building its __cuda_array_interface__
     if module.startswith(("jax", "jaxlib")) and hasattr(data, "devices"):
         return any(d.platform == "gpu" for d in data.devices())
-    return hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray)
+    if isinstance(data, np.ndarray):
+        return False
+    if hasattr(data, "__cuda_array_interface__"):
+        return True
+    # DLPack only: CUDA memory (kDLCUDA).
+    return hasattr(data, "__dlpack_device__") and data.__dlpack_device__()[0] == 2
 
 
 @functools.lru_cache(maxsize=None)

@@ -196,7 +196,9 @@ def _equality_for(data: Any, equal: Optional[Stage]) -> Stage:
         from ._gpu import prim_of_array
 
         return _equal(prim_of_array(data))
-    dtype = np.asarray(data).dtype
+    from . import _numpy
+
+    dtype = _numpy(data).dtype
     if dtype.names is not None:
         raise TypeError("structs have no default equality: pass one made by gpu_scan.equality")
     return _equal(prim_of(dtype))

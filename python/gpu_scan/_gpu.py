@@ -112,36 +112,21 @@ def is_torch(data: Any) -> bool:
     return type(data).__module__.startswith("torch")
 
 
-class _Jax:
-    """JAX arrays: read through their array interface once computed
-    (``block_until_ready``), scanned on the package's own stream into
-    memory of the package's (``DeviceBuffer``), which JAX then owns through
-    DLPack (``jax.dlpack.from_dlpack``) without a copy."""
+class _PackageMemory:
+    """Arrays of a framework the package cannot allocate through: scanned
+    on the package's own stream into memory of the package's
+    (``DeviceBuffer``), which the framework then owns through DLPack
+    without a copy (``finish``)."""
 
-    name = "jax"
-
-    def __init__(self, data: Any):
-        import jax
-
+    def __init__(self, device: int):
         from ._native import DeviceBuffer
 
-        self.jax, self.buffer = jax, DeviceBuffer
-        devices = list(data.devices())
-        if len(devices) != 1 or devices[0].platform != "gpu":
-            raise ValueError(f"a JAX array on one GPU, not on {devices}")
-        local = getattr(devices[0], "local_hardware_id", None)
-        self.device = local if local is not None else devices[0].id
-        data.block_until_ready()
+        self.buffer, self.device = DeviceBuffer, device
 
     def stream(self) -> int:
         from ._native import own_stream
 
         return own_stream(self.device)
-
-    def _ready(self, array: Any) -> Any:
-        if isinstance(array, self.jax.Array):
-            array.block_until_ready()
-        return array
 
     def empty(self, shape: Tuple[int, ...], like: Any) -> Any:
         return self.buffer(self.device, list(shape), _interface(like, "the array")["typestr"])
@@ -150,11 +135,40 @@ class _Jax:
         return self.buffer(self.device, [1], "<u8")
 
     def on_device(self, values: Any, like: Any) -> Any:
-        if isinstance(values, self.jax.Array):
-            return self._ready(self.jax.device_put(values, next(iter(like.devices()))))
         host = np.ascontiguousarray(np.asarray(values))
         typestr = host.dtype.str if host.dtype != np.bool_ else "|b1"
         return self.buffer(self.device, list(host.shape), typestr, host.tobytes())
+
+    def item_u64(self, count: Any) -> int:
+        return int(np.frombuffer(count.to_bytes(), dtype=np.uint64)[0])
+
+
+class _Jax(_PackageMemory):
+    """JAX arrays: read through their array interface once computed
+    (``block_until_ready``), handed back through ``jax.dlpack``."""
+
+    name = "jax"
+
+    def __init__(self, data: Any):
+        import jax
+
+        self.jax = jax
+        devices = list(data.devices())
+        if len(devices) != 1 or devices[0].platform != "gpu":
+            raise ValueError(f"a JAX array on one GPU, not on {devices}")
+        local = getattr(devices[0], "local_hardware_id", None)
+        super().__init__(local if local is not None else devices[0].id)
+        data.block_until_ready()
+
+    def _ready(self, array: Any) -> Any:
+        if isinstance(array, self.jax.Array):
+            array.block_until_ready()
+        return array
+
+    def on_device(self, values: Any, like: Any) -> Any:
+        if isinstance(values, self.jax.Array):
+            return self._ready(self.jax.device_put(values, next(iter(like.devices()))))
+        return super().on_device(values, like)
 
     def moveaxis(self, data: Any, source: int, destination: int) -> Any:
         return self._ready(self.jax.numpy.moveaxis(self.finish(data), source, destination))
@@ -167,13 +181,71 @@ class _Jax:
             return self.jax.dlpack.from_dlpack(array)
         return array
 
-    def item_u64(self, count: Any) -> int:
-        return int(np.frombuffer(count.to_bytes(), dtype=np.uint64)[0])
+
+class _Dlpack(_PackageMemory):
+    """Arrays on a GPU with DLPack only (``__dlpack__``, no
+    ``__cuda_array_interface__``): read through a capsule taken for our
+    stream (the producer orders its work before it), results handed back
+    through the array's namespace's ``from_dlpack`` (the array API
+    standard's ``__array_namespace__``), or as the package's
+    ``DeviceBuffer`` (DLPack and ``__cuda_array_interface__``) where it
+    has none."""
+
+    name = "dlpack"
+
+    def __init__(self, data: Any):
+        kind, device = data.__dlpack_device__()
+        if kind != _DL_CUDA:
+            raise TypeError(f"a DLPack array on device type {kind}: CUDA (2) arrays are scanned on a GPU")
+        super().__init__(int(device))
+        namespace = getattr(data, "__array_namespace__", None)
+        self.xp = namespace() if namespace is not None else None
+
+    def moveaxis(self, data: Any, source: int, destination: int) -> Any:
+        raise NotImplementedError("scans along an inner axis of DLPack-only arrays: move the axis last first")
+
+    def nonzero_bytes(self, flags: Any) -> Any:
+        if self.xp is None:
+            raise TypeError("device flags of a DLPack array without an array namespace: pass them as bytes (0 or 1)")
+        return self.xp.astype(flags != 0, self.xp.uint8)
+
+    def finish(self, array: Any) -> Any:
+        if isinstance(array, self.buffer) and self.xp is not None and hasattr(self.xp, "from_dlpack"):
+            return self.xp.from_dlpack(array)
+        return array
+
+
+# DLPack's device type of CUDA memory.
+_DL_CUDA = 2
+
+
+def _dlpack_interface(data: Any) -> dict:
+    """The array interface of a DLPack-only device array, from a capsule
+    taken for the package's stream of its device; the view that holds the
+    capsule rides along in the dictionary (``"_owner"``), so the
+    producer's tensor is held as long as the interface is."""
+    from ._native import DlpackView, own_stream
+
+    kind, device = data.__dlpack_device__()
+    if kind != _DL_CUDA:
+        raise TypeError(f"a DLPack array on device type {kind}: CUDA (2) arrays are scanned on a GPU")
+    try:
+        capsule = data.__dlpack__(stream=own_stream(int(device)))
+    except TypeError:  # a producer of DLPack before streams
+        capsule = data.__dlpack__()
+    view = DlpackView(capsule)
+    cai = dict(view.__cuda_array_interface__)
+    cai["_owner"] = view
+    return cai
 
 
 def _framework(data: Any) -> Any:
     module = type(data).__module__.split(".")[0]
-    return _Jax(data) if module in ("jax", "jaxlib") else _Framework(data)
+    if module in ("jax", "jaxlib"):
+        return _Jax(data)
+    if module in ("torch", "cupy") or not hasattr(data, "__dlpack__"):
+        return _Framework(data)
+    return _Dlpack(data)
 
 
 def _interface(data: Any, what: str) -> dict:
@@ -184,7 +256,7 @@ def _interface(data: Any, what: str) -> dict:
         if not data.is_contiguous():
             raise ValueError(f"{what} is not C-contiguous: make it so first (.contiguous(), cupy.ascontiguousarray)")
         return {"shape": tuple(data.shape), "typestr": _torch_typestr(data.dtype), "data": (data.data_ptr(), False)}
-    cai = data.__cuda_array_interface__
+    cai = data.__cuda_array_interface__ if hasattr(data, "__cuda_array_interface__") else _dlpack_interface(data)
     shape, strides = tuple(cai["shape"]), cai.get("strides")
     if strides is not None:
         itemsize = int(cai["typestr"][2:])
@@ -421,6 +493,16 @@ def prim_of_array(data: Any) -> str:
     return _PRIM_OF_TYPESTR[typestr]
 
 
+def _can_cut(fw: Any) -> None:
+    """Refuses a compaction whose results could not be cut to their count:
+    a DLPack-only array's without an array namespace to hand them back."""
+    if fw.name == "dlpack" and fw.xp is None:
+        raise TypeError(
+            "compactions of an array with DLPack only need its array namespace (__array_namespace__) "
+            "to give the results back; convert it to a PyTorch, CuPy or JAX array first"
+        )
+
+
 def _stage_elements(stage, cai: dict) -> Tuple[int, ...]:
     """The shape of a stage's elements in a one-dimensional array of them
     (a struct's as ``uint8`` whose last dimension is its bytes)."""
@@ -445,6 +527,7 @@ def compact(stage, data: Any, kind: str, in_order: bool = True) -> Any:
     on the framework's current stream, into new arrays of the framework,
     and the count (read back: the call waits for it)."""
     fw = _framework(data)
+    _can_cut(fw)
     cai = _interface(data, "the array")
     shape = _stage_elements(stage, cai)
     n = shape[0]
@@ -471,6 +554,7 @@ def reduce_by_key(stage, operator, keys: Any, values: Any) -> Tuple[Any, Any]:
     from ._native import gpu_reduce_by_key
 
     fw = _framework(keys)
+    _can_cut(fw)
     kc = _interface(keys, "the keys")
     vc = _interface(values, "the values")
     (n,) = _stage_elements(stage, kc)

@@ -557,17 +557,7 @@ def operator_text(function: Callable, prim: str, identity, block_threads=None, i
     """The IR text of ``function`` as an operator over ``prim`` with
     ``identity`` (:class:`Translation`)."""
     identity_text = value_literal(identity, prim)
-    try:
-        source = inspect.getsource(function)
-        filename = inspect.getsourcefile(function) or "<unknown>"
-        first_line = inspect.getsourcelines(function)[1]
-    except (OSError, TypeError) as e:
-        raise OperatorError(f"the source of {function!r} is not available: {e}") from None
-    tree = ast.parse(textwrap.dedent(source))
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    if not defs:
-        raise OperatorError("an operator is a `def` function (not a lambda)", filename, first_line)
-    fn = defs[0]
+    fn, filename, first_line = _function_def(function, "an operator")
     args = fn.args
     if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults or len(args.args) != 2:
         raise OperatorError("an operator takes exactly two operands, `(x, y)` with x the earlier element", filename, first_line + fn.lineno - 1)
@@ -588,8 +578,9 @@ def operator_text(function: Callable, prim: str, identity, block_threads=None, i
     return Translation(f"(op {quoted(name)} {rest}", name, filename, first_line)
 
 
-def _function_def(function: Callable):
-    """``function``'s definition, file and first line."""
+def _function_def(function: Callable, what: str):
+    """``function``'s definition, file and first line (``what`` it is, for
+    the refusal of a lambda)."""
     try:
         source = inspect.getsource(function)
         filename = inspect.getsourcefile(function) or "<unknown>"
@@ -599,7 +590,7 @@ def _function_def(function: Callable):
     tree = ast.parse(textwrap.dedent(source))
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     if not defs:
-        raise OperatorError("a stage is a `def` function (not a lambda)", filename, first_line)
+        raise OperatorError(f"{what} is a `def` function (not a lambda)", filename, first_line)
     return defs[0], filename, first_line
 
 
@@ -608,7 +599,7 @@ def stage_text(function: Callable, prim: str, kind: str) -> Translation:
     print_stage``) of ``kind``: a ``"predicate"`` of one element of
     ``prim`` (a primitive's name or a :class:`StructSpec`) or an
     ``"equality"`` of two, giving a ``bool`` (:class:`Translation`)."""
-    fn, filename, first_line = _function_def(function)
+    fn, filename, first_line = _function_def(function, f"a {kind}")
     args = fn.args
     arity = 2 if kind == "equality" else 1
     if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults or len(args.args) != arity:

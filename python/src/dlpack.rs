@@ -253,3 +253,138 @@ impl DeviceBuffer {
         Ok(unsafe { Bound::from_owned_ptr(py, capsule) })
     }
 }
+
+/// The name of a capsule a consumer took.
+const USED_CAPSULE: &CStr = c"used_dltensor";
+
+/// `kDLCPU`, `kDLCUDAHost`, `kDLCUDAManaged`: memory a host or a CUDA
+/// kernel can address besides `kDLCUDA`.
+const DL_CPU: i32 = 1;
+
+/// A tensor another library gave through DLPack (a `"dltensor"` capsule
+/// from its `__dlpack__`), held until this view is dropped (then its
+/// deleter runs) and described as an array interface, so that the GPU
+/// path reads it as it reads a PyTorch tensor or a CuPy array.
+#[pyclass(module = "gpu_scan._native", unsendable)]
+pub struct DlpackView {
+    tensor: *mut DLManagedTensor,
+}
+
+impl Drop for DlpackView {
+    fn drop(&mut self) {
+        // SAFETY: the tensor this view took from its capsule (renamed
+        // "used_dltensor", so the capsule no longer deletes it): deleted
+        // once, here, with the GIL held (pyclass values drop under it), as
+        // a producer's deleter may touch Python objects.
+        unsafe {
+            if let Some(deleter) = (*self.tensor).deleter {
+                deleter(self.tensor);
+            }
+        }
+    }
+}
+
+impl DlpackView {
+    fn tensor(&self) -> &DLTensor {
+        // SAFETY: valid until the deleter runs, in drop.
+        unsafe { &(*self.tensor).dl_tensor }
+    }
+}
+
+/// An array-interface type string of a DLPack type.
+fn typestr_of(dtype: &DLDataType) -> PyResult<String> {
+    let kind = match dtype.code {
+        0 => 'i',
+        1 => 'u',
+        2 => 'f',
+        6 => 'b',
+        code => {
+            return Err(PyValueError::new_err(format!(
+                "DLPack type code {code}: integers, floats and bools are taken"
+            )))
+        }
+    };
+    if dtype.lanes != 1 || dtype.bits % 8 != 0 || dtype.bits == 0 {
+        return Err(PyValueError::new_err(format!(
+            "DLPack type of {} bits in {} lanes: one lane of whole bytes",
+            dtype.bits, dtype.lanes
+        )));
+    }
+    let bytes = dtype.bits / 8;
+    let order = if bytes == 1 { '|' } else { '<' };
+    Ok(format!("{order}{kind}{bytes}"))
+}
+
+#[pymethods]
+impl DlpackView {
+    /// Takes the tensor of `capsule` (a `"dltensor"` capsule, which is
+    /// renamed `"used_dltensor"`, as DLPack's consumers do).
+    #[new]
+    fn new(capsule: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let ptr = capsule.as_ptr();
+        // SAFETY: `ptr` is a live object; the capsule API checks its type
+        // and name.
+        unsafe {
+            if pyo3::ffi::PyCapsule_IsValid(ptr, CAPSULE.as_ptr()) != 1 {
+                return Err(PyValueError::new_err(
+                    "not an unused \"dltensor\" capsule (from an array's __dlpack__())",
+                ));
+            }
+            let tensor =
+                pyo3::ffi::PyCapsule_GetPointer(ptr, CAPSULE.as_ptr()) as *mut DLManagedTensor;
+            if tensor.is_null() || pyo3::ffi::PyCapsule_SetName(ptr, USED_CAPSULE.as_ptr()) != 0 {
+                return Err(PyErr::fetch(capsule.py()));
+            }
+            Ok(DlpackView { tensor })
+        }
+    }
+
+    /// DLPack's device of the tensor: `(device_type, device_id)`.
+    #[getter]
+    fn device(&self) -> (i32, i32) {
+        let d = &self.tensor().device;
+        (d.device_type, d.device_id)
+    }
+
+    /// The tensor as an array interface (version 3): shape, type string,
+    /// address (its data and byte offset), strides in bytes (`None` where
+    /// DLPack gives none: C order).
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = self.tensor();
+        let typestr = typestr_of(&t.dtype)?;
+        let itemsize = i64::from(t.dtype.bits / 8);
+        let ndim = usize::try_from(t.ndim).map_err(|_| PyValueError::new_err("negative ndim"))?;
+        // SAFETY: DLPack's shape and strides hold `ndim` entries each
+        // (strides may be null) for as long as the tensor lives.
+        let shape: Vec<i64> = if ndim == 0 {
+            Vec::new()
+        } else {
+            unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec()
+        };
+        let strides: Option<Vec<i64>> = (!t.strides.is_null() && ndim > 0).then(|| {
+            // SAFETY: as above.
+            unsafe { std::slice::from_raw_parts(t.strides, ndim) }
+                .iter()
+                .map(|s| s * itemsize)
+                .collect()
+        });
+        let address = (t.data as u64).wrapping_add(t.byte_offset);
+        let d = PyDict::new(py);
+        d.set_item("shape", PyTuple::new(py, &shape)?)?;
+        d.set_item("typestr", typestr)?;
+        d.set_item("data", (address, false))?;
+        match strides {
+            Some(s) => d.set_item("strides", PyTuple::new(py, &s)?)?,
+            None => d.set_item("strides", py.None())?,
+        }
+        d.set_item("version", 3)?;
+        Ok(d)
+    }
+
+    /// Whether the tensor is in host memory (`kDLCPU`).
+    #[getter]
+    fn on_host(&self) -> bool {
+        self.tensor().device.device_type == DL_CPU
+    }
+}

@@ -680,6 +680,7 @@ fn own_stream(device: usize) -> PyResult<usize> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Operator>()?;
     m.add_class::<dlpack::DeviceBuffer>()?;
+    m.add_class::<dlpack::DlpackView>()?;
     m.add_class::<select::Stage>()?;
     m.add_function(wrap_pyfunction!(select::gpu_reduce_by_key, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;

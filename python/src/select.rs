@@ -136,8 +136,8 @@ impl Stage {
         py: Python<'py>,
         data: &[u8],
     ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
-        let (out, count) = self.on_host(py, data, |elements, keep, out| {
-            select::select_if_with(elements, out, keep)
+        let (out, count) = self.on_host(py, data, |elements, stage, element, out| {
+            select::select_if_with(elements, out, |i| stage.keeps(element(i)))
         })?;
         Ok((PyBytes::new(py, &out[..count * self.size()]), count))
     }
@@ -155,8 +155,8 @@ impl Stage {
         } else {
             Rejected::Reversed
         };
-        let (out, count) = self.on_host(py, data, |elements, keep, out| {
-            select::partition_if_with(elements, out, rejected, keep)
+        let (out, count) = self.on_host(py, data, |elements, stage, element, out| {
+            select::partition_if_with(elements, out, rejected, |i| stage.keeps(element(i)))
         })?;
         Ok((PyBytes::new(py, &out), count))
     }
@@ -164,8 +164,8 @@ impl Stage {
     /// The first element of each run of neighbours the equality calls
     /// equal, in order.
     fn unique_bytes<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-        let (out, count) = self.on_host_pairs(py, data, |elements, equal, out| {
-            select::unique_with(elements, out, equal)
+        let (out, count) = self.on_host(py, data, |elements, stage, element, out| {
+            select::unique_with(elements, out, |a, b| stage.equal(element(a), element(b)))
         })?;
         Ok(PyBytes::new(py, &out[..count * self.size()]))
     }
@@ -178,8 +178,10 @@ impl Stage {
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let n = data.len() / self.size().max(1);
         let mut lengths = vec![0u64; n];
-        let (out, runs) = self.on_host_pairs(py, data, |elements, equal, out| {
-            select::run_length_encode_with(elements, out, &mut lengths, equal)
+        let (out, runs) = self.on_host(py, data, |elements, stage, element, out| {
+            select::run_length_encode_with(elements, out, &mut lengths, |a, b| {
+                stage.equal(element(a), element(b))
+            })
         })?;
         let lengths: Vec<u8> = lengths[..runs]
             .iter()
@@ -270,14 +272,15 @@ impl Stage {
     }
 
     /// Runs `f` over `data`'s elements, each given as its index (so that
-    /// primitives and structs alike are `Copy` words), with the predicate
-    /// of an index, into an output of indices as long; the output's
-    /// elements gathered, and the count.
-    fn on_host<F>(&self, py: Python<'_>, data: &[u8], f: F) -> PyResult<(Vec<u8>, usize)>
+    /// primitives and structs alike are `Copy` words), with the stage and
+    /// the bytes of an index's element, into an output of indices as long;
+    /// the output's elements gathered, and the count.
+    fn on_host<'d, F>(&self, py: Python<'_>, data: &'d [u8], f: F) -> PyResult<(Vec<u8>, usize)>
     where
         F: FnOnce(
                 &[u32],
-                &(dyn Fn(u32) -> bool + Sync),
+                &DynStage,
+                &(dyn Fn(u32) -> &'d [u8] + Sync),
                 &mut [u32],
             ) -> Result<usize, select::SelectLengthError>
             + Send,
@@ -286,30 +289,8 @@ impl Stage {
         let stage = &self.stage;
         py.detach(move || {
             let element = |i: u32| &data[i as usize * size..(i as usize + 1) * size];
-            let keep = |i: u32| stage.keeps(element(i));
             let mut out = indices.clone();
-            let count = f(&indices, &keep, &mut out).map_err(length_error)?;
-            Ok((gather(data, size, &out), count))
-        })
-    }
-
-    /// [`Stage::on_host`] with the equality of two indices' elements.
-    fn on_host_pairs<F>(&self, py: Python<'_>, data: &[u8], f: F) -> PyResult<(Vec<u8>, usize)>
-    where
-        F: FnOnce(
-                &[u32],
-                &(dyn Fn(u32, u32) -> bool + Sync),
-                &mut [u32],
-            ) -> Result<usize, select::SelectLengthError>
-            + Send,
-    {
-        let (indices, size) = self.indices(data)?;
-        let stage = &self.stage;
-        py.detach(move || {
-            let element = |i: u32| &data[i as usize * size..(i as usize + 1) * size];
-            let equal = |a: u32, b: u32| stage.equal(element(a), element(b));
-            let mut out = indices.clone();
-            let count = f(&indices, &equal, &mut out).map_err(length_error)?;
+            let count = f(&indices, stage, &element, &mut out).map_err(length_error)?;
             Ok((gather(data, size, &out), count))
         })
     }

@@ -450,3 +450,37 @@ def test_struct_compactions_match_the_cpu(n):
     want_values, want_lengths = gpu_scan.run_length_encode(p, same_charge)
     np.testing.assert_array_equal(records(same_charge, values), want_values)
     np.testing.assert_array_equal(lengths.cpu().numpy(), want_lengths)
+
+
+class DlpackOnly:
+    """A device array that offers DLPack alone (no
+    ``__cuda_array_interface__``), over a torch tensor; with ``namespace``
+    it names torch as its array namespace (whose ``from_dlpack`` then
+    takes the results)."""
+
+    def __init__(self, tensor, namespace=False):
+        self._t = tensor
+        if namespace:
+            self.__array_namespace__ = lambda: torch
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._t.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self._t.__dlpack_device__()
+
+
+def test_arrays_with_dlpack_only_are_scanned_on_the_gpu():
+    g = rng(43)
+    x = g.integers(-1000, 1000, 300_007).astype(np.int32)
+    t = cuda(x)
+    want = np.cumsum(x, dtype=np.int32)
+    got = gpu_scan.cumsum(DlpackOnly(t))  # no namespace: the package's buffer
+    assert not isinstance(got, torch.Tensor)
+    np.testing.assert_array_equal(torch.from_dlpack(got).cpu().numpy(), want)
+    got = gpu_scan.cumsum(DlpackOnly(t, namespace=True))
+    assert isinstance(got, torch.Tensor) and got.is_cuda
+    np.testing.assert_array_equal(got.cpu().numpy(), want)
+    kept = gpu_scan.select(DlpackOnly(t, namespace=True), positive_i32)
+    np.testing.assert_array_equal(kept.cpu().numpy(), x[x > 0])
+    np.testing.assert_array_equal(t.cpu().numpy(), x)  # the input is left alone
