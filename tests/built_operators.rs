@@ -392,3 +392,81 @@ fn built_stages_over_structs_judge_as_their_twins() {
         );
     }
 }
+
+/// Sort keys built from their `#[sort_key]` twins' texts (and their
+/// records' declarations): each record's key, as the radix sort orders its
+/// bits, is the twin's; the CPU's permutation by the built key's bits is
+/// the twin's `argsort_by_key`; the key's CUDA is the twin's policy but for
+/// its name and the record's declaration, and its by-key program compiles.
+#[test]
+fn built_sort_keys_key_as_their_twins() {
+    use common::gpu::{Case, Rng64};
+    use gpu_scan::kernels_gen::radix_sort::{sort_by_key_program, ByKeyKernel};
+    use gpu_scan::scan_runtime::DynSortKey;
+    use gpu_scan::sort::{argsort_by_components, argsort_by_key, CompositeKey, SortKey, SortSpec};
+    use rand::SeedableRng;
+    let seed = common::seed::from_env_or_clock("BUILT_SEED") ^ 0x50;
+    println!("built_operators: seed {seed} (BUILT_SEED)");
+    let mut rng = Rng64::seed_from_u64(seed);
+    let by_scs = DynSortKey::from_text(
+        <BySignCountSum as SortKey>::SORT_KEY_IR,
+        &[Stats::STRUCT_IR],
+    )
+    .unwrap();
+    let by_slope =
+        DynSortKey::from_text(<BySlope as SortKey>::SORT_KEY_IR, &[Affine::STRUCT_IR]).unwrap();
+    assert_eq!(by_scs.widths(), <BySignCountSum as SortKey>::Key::WIDTHS);
+    assert_eq!(by_slope.widths(), <BySlope as SortKey>::Key::WIDTHS);
+    let stats: Vec<Stats> = (0..3000).map(|_| Stats::random(&mut rng)).collect();
+    // Stats has padding: its bytes written field by field.
+    let bytes: Vec<[u8; 24]> = stats
+        .iter()
+        .map(|s| {
+            let mut b = [0u8; 24];
+            b[0..4].copy_from_slice(&s.count.to_le_bytes());
+            b[8..16].copy_from_slice(&s.sum.to_le_bytes());
+            b[16..20].copy_from_slice(&s.max.to_le_bytes());
+            b
+        })
+        .collect();
+    let bits: Vec<Vec<u64>> = bytes.iter().map(|b| by_scs.ordered_bits(b)).collect();
+    for (s, b) in stats.iter().zip(&bits) {
+        let key = BySignCountSum::key(*s);
+        let want: Vec<u64> = (0..3).map(|i| key.component(i)).collect();
+        assert_eq!(b, &want, "{s:?}");
+    }
+    for spec in [
+        SortSpec::ascending(),
+        SortSpec::descending(),
+        SortSpec::ascending().bits(3..70),
+    ] {
+        let got =
+            argsort_by_components(by_scs.widths(), stats.len(), |k, i| bits[k][i], &spec).unwrap();
+        assert_eq!(
+            got,
+            argsort_by_key::<BySignCountSum>(&stats, spec.clone()).unwrap(),
+            "{spec:?}"
+        );
+    }
+    let m = Affine { a: -0.0, b: 1.0 };
+    assert_eq!(
+        by_slope.ordered_bits(&bytes_of(&m)),
+        [BySlope::key(m).component(0)]
+    );
+    // The policy is the twin's but for its name and the record's
+    // declaration; the by-key program compiles.
+    assert!(by_slope
+        .cuda_source()
+        .contains(&format!("struct {} {{", by_slope.name())));
+    if !jit::nvrtc_present() {
+        return;
+    }
+    for key in [&by_scs, &by_slope] {
+        let program = sort_by_key_program(key.name(), key.cuda_source(), key.widths());
+        compiles(
+            key.name(),
+            &program,
+            &ByKeyKernel::Gather.symbol(key.name()),
+        );
+    }
+}

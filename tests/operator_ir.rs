@@ -649,3 +649,39 @@ fn the_stage_evaluator_refuses_what_rustc_would() {
     )
     .is_err());
 }
+
+/// Sort keys as text (`SortKey::SORT_KEY_IR`): each prints back to itself,
+/// and the CUDA the generator writes from it is the macro's byte for byte.
+#[test]
+fn sort_keys_generate_from_their_text() {
+    use gpu_scan::sort::SortKey;
+    fn check_key<K: SortKey>(named: &[(&str, &str)]) {
+        let text = K::SORT_KEY_IR;
+        let key = ir_text::parse_sort_key(text).unwrap_or_else(|e| panic!("{}: {e}", K::NAME));
+        assert_eq!(ir_text::print_sort_key(&key), text, "{}", K::NAME);
+        let mut source = String::from(<K::Record as ScanElement>::CUDA_DECL);
+        for part in kernels_gen::stage::sort_key_source_parts(&key) {
+            match part {
+                Part::Text(t) => source.push_str(&t),
+                Part::Element => source.push_str(K::NAME),
+                Part::Named(path) => match named.iter().find(|(p, _)| *p == path) {
+                    Some((_, cuda)) => source.push_str(cuda),
+                    None => panic!("{}: struct `{path}` not given to the test", K::NAME),
+                },
+                Part::Field(_) => unreachable!("a key names no fields' types"),
+            }
+        }
+        assert_eq!(
+            source,
+            K::CUDA_SOURCE,
+            "{}: the CUDA from the text differs",
+            K::NAME
+        );
+    }
+    let named = [
+        ("Stats", <Stats as ScanElement>::CUDA_TYPE),
+        ("Affine", <Affine as ScanElement>::CUDA_TYPE),
+    ];
+    check_key::<BySignCountSum>(&named);
+    check_key::<BySlope>(&named);
+}

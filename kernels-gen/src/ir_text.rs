@@ -23,7 +23,7 @@ use crate::ir::{
     method, BinOp, Block, ElementType, Expr, FieldDesc, FieldType, Lit, OpDesc, Pattern, Prim,
     PrimConst, StructDesc, StructName, UnOp,
 };
-use crate::stage::{StageDesc, StageKind};
+use crate::stage::{SortKeyDesc, StageDesc, StageKind};
 use crate::{GenParams, ItemsPerThread};
 use std::fmt::{self, Write};
 
@@ -283,6 +283,92 @@ pub fn parse_stage_with_lines(text: &str) -> Result<(StageDesc, Vec<Option<u32>>
         body,
     };
     Ok((stage, p.lines))
+}
+
+/// The text of a sort key (`#[sort_key]` records it as
+/// `SortKey::SORT_KEY_IR`): `(sort_key NAME (param NAME) (record TYPE)
+/// (component P BLOCK)…)`, the components most significant first.
+///
+/// ```
+/// use kernels_gen::ir::Prim;
+/// use kernels_gen::ir_text::{parse_sort_key, print_sort_key};
+///
+/// let text = r#"(sort_key "by_neg" (param "x") (record (prim i32))
+///     (component i32 (block (neg (var "x")))) (component u8 (block (int 0 -))))"#;
+/// let key = parse_sort_key(text).unwrap();
+/// assert_eq!(key.components.iter().map(|c| c.0).collect::<Vec<_>>(), [Prim::I32, Prim::U8]);
+/// assert_eq!(parse_sort_key(&print_sort_key(&key)).unwrap(), key);
+/// ```
+pub fn print_sort_key(key: &SortKeyDesc) -> String {
+    let mut out = format!(
+        "(sort_key {} (param {}) (record ",
+        quoted(&key.name),
+        quoted(&key.param)
+    );
+    element_type(&mut out, &key.record);
+    out.push(')');
+    for (prim, body) in &key.components {
+        let _ = write!(out, " (component {} ", prim.rust_name());
+        block(&mut out, body);
+        out.push(')');
+    }
+    out.push(')');
+    out
+}
+
+/// The lines of each sort-key component's statements
+/// ([`parse_sort_key_with_lines`]).
+pub type ComponentLines = Vec<Vec<Option<u32>>>;
+
+/// The sort key [`print_sort_key`] wrote.
+pub fn parse_sort_key(text: &str) -> Result<SortKeyDesc, ParseError> {
+    parse_sort_key_with_lines(text).map(|(key, _)| key)
+}
+
+/// [`parse_sort_key`], with the line of each statement where the text
+/// gives one, each component's statements numbered from 0 on their own:
+/// `lines[c][k]` is statement `k` of component `c`.
+pub fn parse_sort_key_with_lines(text: &str) -> Result<(SortKeyDesc, ComponentLines), ParseError> {
+    let mut p = Parser {
+        text,
+        at: 0,
+        depth: 0,
+        lines: Vec::new(),
+    };
+    p.head("sort_key")?;
+    let name = p.string("the key's name, quoted")?;
+    p.head("param")?;
+    let param = p.string("the record's name, quoted")?;
+    p.close()?;
+    p.head("record")?;
+    let record = p.element_type()?;
+    p.close()?;
+    let mut components = Vec::new();
+    let mut lines = Vec::new();
+    while !p.at_close()? {
+        p.head("component")?;
+        let prim = p.prim()?;
+        p.lines.clear();
+        let body = p.block()?;
+        p.close()?;
+        components.push((prim, body));
+        lines.push(std::mem::take(&mut p.lines));
+    }
+    p.close()?;
+    p.skip_space();
+    if p.at != text.len() {
+        return Err(p.error("the end of the text"));
+    }
+    if components.is_empty() {
+        return Err(p.error("a component"));
+    }
+    let key = SortKeyDesc {
+        name,
+        param,
+        record,
+        components,
+    };
+    Ok((key, lines))
 }
 
 fn element_type(out: &mut String, ty: &ElementType) {

@@ -181,6 +181,22 @@ pub struct SortKeyDesc {
     pub components: Vec<(Prim, Block)>,
 }
 
+impl SortKeyDesc {
+    /// Component `c` as a map of the record to the component's type (what
+    /// the host checks and evaluates it as).
+    pub fn component_stage(&self, c: usize) -> StageDesc {
+        let (prim, body) = &self.components[c];
+        StageDesc {
+            name: self.name.clone(),
+            kind: StageKind::Map,
+            params: vec![self.param.clone()],
+            input: self.record.clone(),
+            output: ElementType::Prim(*prim),
+            body: body.clone(),
+        }
+    }
+}
+
 /// The sort key's policy struct in [`Part`]s, as [`stage_source_parts`]
 /// prints a stage's: the record as `input_t`, `components`, and for
 /// component i its type `key<i>_t` and `key<i>(x)`.
@@ -222,16 +238,9 @@ pub fn sort_key_source_parts(key: &SortKeyDesc) -> Vec<Part> {
     ));
     let mut functions = String::new();
     let mut named: Vec<String> = Vec::new();
-    for (i, (prim, body)) in key.components.iter().enumerate() {
+    for (i, (prim, _)) in key.components.iter().enumerate() {
         out.text(&format!("  typedef {} key{i}_t;\n", prim.cuda_name()));
-        let stage = StageDesc {
-            name: key.name.clone(),
-            kind: StageKind::Map,
-            params: vec![key.param.clone()],
-            input: key.record.clone(),
-            output: ElementType::Prim(*prim),
-            body: body.clone(),
-        };
+        let stage = key.component_stage(i);
         let (function, paths) =
             translated_function(&stage, &format!("key{i}"), &format!("key{i}_t"));
         functions.push_str(&function);

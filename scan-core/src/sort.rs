@@ -137,6 +137,9 @@ pub trait SortKey: 'static {
     /// The key's part of a CUDA program: the record's declaration and the
     /// policy struct, a function a component (`kernels_gen::stage`).
     const CUDA_SOURCE: &'static str;
+    /// The key as text (`kernels_gen::ir_text::print_sort_key`): what a
+    /// key built at run time is read from.
+    const SORT_KEY_IR: &'static str;
 
     /// The record's key, as written (with the CUDA side's integer
     /// semantics).
@@ -297,13 +300,37 @@ fn composite_permutation<K: CompositeKey>(
     keys: &[K],
     spec: &SortSpec,
 ) -> Result<Vec<usize>, SortError> {
-    let total: u32 = K::WIDTHS.iter().sum();
+    argsort_by_components(K::WIDTHS, keys.len(), |k, i| keys[k].component(i), spec)
+}
+
+/// The stable permutation that sorts `n` keys of components `widths` bits
+/// wide (most significant first), component `i` of key `k` given as its
+/// transformed bits by `component(k, i)` ([`RadixKey::ordered_bits`]), as
+/// `spec` says: what [`argsort_by_key`] computes, for keys computed
+/// otherwise (a key built at run time: the Python package's).
+///
+/// ```
+/// use gpu_scan::sort::{argsort_by_components, RadixKey, SortSpec};
+///
+/// // (i8, u32) keys: by the i8, then by the u32.
+/// let keys = [(1i8, 5u32), (-1, 9), (1, 2)];
+/// let bits = |k: usize, i: usize| if i == 0 { keys[k].0.ordered_bits() } else { keys[k].1.ordered_bits() };
+/// let order = argsort_by_components(&[8, 32], keys.len(), bits, &SortSpec::ascending()).unwrap();
+/// assert_eq!(order, [1, 2, 0]);
+/// ```
+pub fn argsort_by_components(
+    widths: &[u32],
+    n: usize,
+    component: impl Fn(usize, usize) -> u64 + Sync,
+    spec: &SortSpec,
+) -> Result<Vec<usize>, SortError> {
+    let total: u32 = widths.iter().sum();
     let range = spec.range_of(total)?;
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    for (i, share) in component_shares(K::WIDTHS, range) {
+    let mut order: Vec<usize> = (0..n).collect();
+    for (i, share) in component_shares(widths, range) {
         let bits: Vec<u64> = order
             .par_iter()
-            .map(|&k| spec.sort_bits_of(&share, keys[k].component(i)))
+            .map(|&k| spec.sort_bits_of(&share, component(k, i)))
             .collect();
         let step = lsd_order(&bits, share.end - share.start);
         order = step.into_iter().map(|j| order[j]).collect();

@@ -208,6 +208,7 @@ fn implementation(
     let (snake, rust_name) = (&desc.name, ident.to_string());
     let trait_ = quote!(#private::sort::SortKey);
     let policy = quote!(<#ident as #trait_>::NAME);
+    let sort_key_ir = kernels_gen::ir_text::print_sort_key(desc);
     let source = source_tokens(
         kernels_gen::stage::sort_key_source_parts(desc),
         private,
@@ -250,6 +251,7 @@ fn implementation(
                 <#record_ty as #private::ScanElement>::CUDA_DECL,
                 #(#source),*
             );
+            const SORT_KEY_IR: &'static str = #sort_key_ir;
             #[inline]
             #[allow(unused_parens, unused_braces, clippy::all)]
             fn key(#x: #record_ty) -> #key {
@@ -277,6 +279,7 @@ fn stub(
             type Key = #key;
             const NAME: &'static str = #name;
             const CUDA_SOURCE: &'static str = "";
+            const SORT_KEY_IR: &'static str = "";
             fn key(_: #record_ty) -> #key {
                 ::core::unreachable!("#[sort_key] could not implement this key: see its errors")
             }

@@ -427,6 +427,7 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for super::DynOperator {}
     impl Sealed for crate::DynStage {}
+    impl Sealed for crate::DynSortKey {}
 }
 
 impl BuiltLayout for DynOperator {
@@ -435,6 +436,15 @@ impl BuiltLayout for DynOperator {
     }
     fn element_align(&self) -> usize {
         self.align
+    }
+}
+
+impl BuiltLayout for crate::DynSortKey {
+    fn element_size(&self) -> usize {
+        self.record_size()
+    }
+    fn element_align(&self) -> usize {
+        self.record_align()
     }
 }
 

@@ -81,7 +81,7 @@ mod verbs;
 mod workspace;
 
 pub use backend::{BackendKind, Scanner};
-pub use built_stage::DynStage;
+pub use built_stage::{DynSortKey, DynStage};
 pub use cache::{CacheEnvError, DiskCache};
 pub use carry::{CarrySlots, DeviceCarryOut};
 pub use cudarc;

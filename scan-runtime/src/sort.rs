@@ -310,7 +310,7 @@ pub struct GpuSort {
     /// The tile shape set for tuning ([`GpuSort::set_shape`]).
     shape: Option<SortShape>,
     /// Loaded programs of records by a sort key, by the key's type.
-    by_key_programs: HashMap<TypeId, by_key::ByKeyProgram>,
+    by_key_programs: HashMap<crate::operator::OperatorKey, by_key::ByKeyProgram>,
     /// Per stream, the scratch of sorts by a key.
     by_key_scratch: HashMap<usize, RegionScratch>,
     /// Loaded segmented-sort programs, by key type and carried type.

@@ -7,8 +7,11 @@
 //! records are never moved before the gather, whatever their size.
 
 use super::{one_per_key, GpuSort};
+use crate::built_stage::DynSortKey;
+use crate::dynamic::BuiltElement;
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
+use crate::operator::OperatorKey;
 use crate::workspace::stream_key;
 use cudarc::driver::{
     CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, PushKernelArg,
@@ -47,6 +50,41 @@ fn component_spec(order: SortOrder, share: Range<u32>) -> SortSpec {
     .bits(share)
 }
 
+/// A sort key as the by-key sort reads it: its kernels' memory-cache key,
+/// its policy's name and CUDA (the record's declaration with it), its
+/// components' widths, and its record's size.
+struct ByKey<'a> {
+    key: OperatorKey,
+    name: &'static str,
+    source: &'a str,
+    widths: &'a [u32],
+    record_size: usize,
+}
+
+impl ByKey<'static> {
+    fn of<S: SortKey>() -> Self {
+        ByKey {
+            key: OperatorKey::Type(TypeId::of::<S>()),
+            name: S::NAME,
+            source: S::CUDA_SOURCE,
+            widths: <S::Key as CompositeKey>::WIDTHS,
+            record_size: std::mem::size_of::<S::Record>(),
+        }
+    }
+}
+
+impl<'a> ByKey<'a> {
+    fn built(key: &'a DynSortKey) -> Self {
+        ByKey {
+            key: key.key(),
+            name: key.name(),
+            source: key.cuda_source(),
+            widths: key.widths(),
+            record_size: key.record_size(),
+        }
+    }
+}
+
 impl GpuSort {
     /// Sorts `records` in place by the key `S` computes from each (a
     /// `#[sort_key]`), as `spec` says: lexicographically by the key's
@@ -64,7 +102,7 @@ impl GpuSort {
         let n = records.len();
         let at = self.addresses.for_stream(stream)?;
         let (records_ptr, _records_guard) = records.device_ptr_mut(&at);
-        self.by_key::<S>(stream, n, records_ptr, None, spec)
+        self.by_key(&ByKey::of::<S>(), stream, n, records_ptr, None, spec)
     }
 
     /// Writes to `indices` the permutation that sorts `records` by the key
@@ -83,7 +121,56 @@ impl GpuSort {
         let at = self.addresses.for_stream(stream)?;
         let (records_ptr, _records_guard) = records.device_ptr(&at);
         let (indices_ptr, _indices_guard) = indices.device_ptr_mut(&at);
-        self.by_key::<S>(stream, n, records_ptr, Some(indices_ptr), spec)
+        self.by_key(
+            &ByKey::of::<S>(),
+            stream,
+            n,
+            records_ptr,
+            Some(indices_ptr),
+            spec,
+        )
+    }
+
+    /// [`GpuSort::sort_by_key`] by a key built at run time, of records in
+    /// a buffer of bytes ([`BuiltLayout::elements_mut`](crate::BuiltLayout::elements_mut)
+    /// of the key, or [`RawElements`](crate::RawElements)).
+    pub fn sort_by_key_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        key: &DynSortKey,
+        records: &mut impl DevicePtrMut<BuiltElement>,
+        spec: &SortSpec,
+    ) -> Result<()> {
+        let n = whole_records(key, records.num_bytes(), records.len())?;
+        let at = self.addresses.for_stream(stream)?;
+        let (records_ptr, _records_guard) = records.device_ptr_mut(&at);
+        aligned(key, records_ptr, n)?;
+        self.by_key(&ByKey::built(key), stream, n, records_ptr, None, spec)
+    }
+
+    /// [`GpuSort::argsort_by_key`] by a key built at run time.
+    pub fn argsort_by_key_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        key: &DynSortKey,
+        records: &impl DevicePtr<BuiltElement>,
+        indices: &mut impl DevicePtrMut<u64>,
+        spec: &SortSpec,
+    ) -> Result<()> {
+        let n = whole_records(key, records.num_bytes(), records.len())?;
+        one_per_key(n, indices.len())?;
+        let at = self.addresses.for_stream(stream)?;
+        let (records_ptr, _records_guard) = records.device_ptr(&at);
+        aligned(key, records_ptr, n)?;
+        let (indices_ptr, _indices_guard) = indices.device_ptr_mut(&at);
+        self.by_key(
+            &ByKey::built(key),
+            stream,
+            n,
+            records_ptr,
+            Some(indices_ptr),
+            spec,
+        )
     }
 
     /// Reserves `stream`'s scratch for [`GpuSort::sort_by_key`] and
@@ -91,14 +178,26 @@ impl GpuSort {
     /// their programs), so that they can be captured in a CUDA graph, as
     /// [`GpuSort::reserve`] does for keys.
     pub fn reserve_by_key<S: SortKey>(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
-        self.by_key_program::<S>()?;
-        let record_size = std::mem::size_of::<S::Record>();
+        self.reserve_keyed(&ByKey::of::<S>(), stream, n)
+    }
+
+    /// [`GpuSort::reserve_by_key`] for a key built at run time.
+    pub fn reserve_by_key_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        key: &DynSortKey,
+        n: usize,
+    ) -> Result<()> {
+        self.reserve_keyed(&ByKey::built(key), stream, n)
+    }
+
+    fn reserve_keyed(&mut self, key: &ByKey<'_>, stream: &Arc<CudaStream>, n: usize) -> Result<()> {
+        self.by_key_program(key)?;
         self.by_key_scratch
             .entry(stream_key(stream))
             .or_default()
-            .regions(stream, by_key_regions(n, record_size), RESERVE_BY_KEY)?;
-        let widths = <S::Key as CompositeKey>::WIDTHS;
-        for &width in widths {
+            .regions(stream, by_key_regions(n, key.record_size), RESERVE_BY_KEY)?;
+        for &width in key.widths {
             self.reserve_component(stream, width, n)?;
         }
         Ok(())
@@ -106,15 +205,16 @@ impl GpuSort {
 
     /// The sort of [`GpuSort::sort_by_key`] (`indices` `None`) or
     /// [`GpuSort::argsort_by_key`] of `n` records at `records`.
-    fn by_key<S: SortKey>(
+    fn by_key(
         &mut self,
+        key: &ByKey<'_>,
         stream: &Arc<CudaStream>,
         n: usize,
         records: u64,
         indices: Option<u64>,
         spec: &SortSpec,
     ) -> Result<()> {
-        let widths = <S::Key as CompositeKey>::WIDTHS;
+        let widths = key.widths;
         let range = spec
             .range_of(widths.iter().sum())
             .map_err(ScanError::Sort)?;
@@ -123,7 +223,7 @@ impl GpuSort {
             return Ok(());
         }
         // Everything loaded and reserved before anything is enqueued.
-        let (_, extract, gather, iota) = self.by_key_program::<S>()?;
+        let (_, extract, gather, iota) = self.by_key_program(key)?;
         for &(c, _) in &shares {
             self.reserve_component(stream, widths[c], n)?;
         }
@@ -131,7 +231,7 @@ impl GpuSort {
         let record_size = if indices.is_some() {
             0
         } else {
-            std::mem::size_of::<S::Record>()
+            key.record_size
         };
         let [scratch_order, bits, gathered] = self
             .by_key_scratch
@@ -205,18 +305,18 @@ impl GpuSort {
         }
     }
 
-    /// The by-key program of `S`, compiled (or read from the disk cache) and
-    /// loaded the first time.
-    fn by_key_program<S: SortKey>(&mut self) -> Result<ByKeyProgram> {
-        if let Some(program) = self.by_key_programs.get(&TypeId::of::<S>()) {
+    /// The by-key program of `key`, compiled (or read from the disk cache)
+    /// and loaded the first time.
+    fn by_key_program(&mut self, key: &ByKey<'_>) -> Result<ByKeyProgram> {
+        if let Some(program) = self.by_key_programs.get(&key.key) {
             return Ok(program.clone());
         }
-        let widths = <S::Key as CompositeKey>::WIDTHS;
-        // CUDA_SOURCE holds the record's declaration too.
-        let source = sort_by_key_program(S::NAME, S::CUDA_SOURCE, widths);
+        let widths = key.widths;
+        // The key's source holds the record's declaration too.
+        let source = sort_by_key_program(key.name, key.source, widths);
         let (module, stats) =
             build_module(&self.ctx, &self.disk, self.target, "sort_by_key", &source)?;
-        let load = |kernel: ByKeyKernel| module.load_function(&kernel.symbol(S::NAME));
+        let load = |kernel: ByKeyKernel| module.load_function(&kernel.symbol(key.name));
         let extract = (0..widths.len())
             .map(|c| load(ByKeyKernel::Extract(c)))
             .collect::<std::result::Result<Vec<_>, _>>()?;
@@ -227,10 +327,38 @@ impl GpuSort {
             load(ByKeyKernel::Iota)?,
         );
         self.stats = self.stats.then(stats);
-        self.by_key_programs
-            .insert(TypeId::of::<S>(), program.clone());
+        self.by_key_programs.insert(key.key, program.clone());
         Ok(program)
     }
+}
+
+/// The records in `bytes`: `len` of the key's record size, or the error
+/// that says they are not (a view made for another element).
+fn whole_records(key: &DynSortKey, bytes: usize, len: usize) -> Result<usize> {
+    if bytes != len * key.record_size() {
+        return Err(ScanError::ElementBuffer {
+            what: "the records",
+            bytes,
+            address: 0,
+            size: key.record_size(),
+            align: key.record_align(),
+        });
+    }
+    Ok(len)
+}
+
+/// `Ok` where the records at `address` lie at the record's alignment.
+fn aligned(key: &DynSortKey, address: u64, n: usize) -> Result<()> {
+    if address % key.record_align() as u64 != 0 {
+        return Err(ScanError::ElementBuffer {
+            what: "the records",
+            bytes: n * key.record_size(),
+            address,
+            size: key.record_size(),
+            align: key.record_align(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
