@@ -71,6 +71,8 @@ __all__ = [
     "scan",
     "select",
     "sort",
+    "sort_key",
+    "SortKey",
     "argsort",
     "summed_area",
     "unique",
@@ -492,21 +494,32 @@ def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, re
     return scan(_sum(prim_of(array.dtype)), array, axis=axis, exclusive=exclusive, reverse=reverse)
 
 
-def sort(keys: Any, *, descending: bool = False) -> Any:
+def sort(keys: Any, *, descending: bool = False, key: Any = None) -> Any:
     """The keys sorted (a new array of the input's framework): the
     library's radix sort of integers of 8 to 64 bits and floats, on the GPU
     for arrays there, on the CPU for NumPy's. Floats are ordered by their
     bits' total order: ``-nan < -inf < … < -0.0 < +0.0 < … < inf < nan``
     (NumPy puts every NaN last and keeps ``-0.0`` and ``+0.0`` in input
-    order)."""
+    order). With ``key`` (a :func:`sort_key`), ``keys`` are records
+    sorted by the key each gives, stably (on a GPU a struct's records are
+    ``uint8`` bytes, one row a record)."""
+    if key is not None:
+        from ._compact import sort_records
+
+        return sort_records(keys, key, descending, indices=False)
     return _sort(keys, descending, indices=False)
 
 
-def argsort(keys: Any, *, descending: bool = False) -> Any:
+def argsort(keys: Any, *, descending: bool = False, key: Any = None) -> Any:
     """The stable permutation (``int64``) that sorts ``keys`` as
     :func:`sort` does: ``keys[argsort(keys)]`` is ``sort(keys)``, equal
     keys in input order (NumPy's ``argsort(kind="stable")`` for integers
-    and floats without NaNs or signed zeros)."""
+    and floats without NaNs or signed zeros); with ``key``, the records'
+    permutation by it."""
+    if key is not None:
+        from ._compact import sort_records
+
+        return sort_records(keys, key, descending, indices=True)
     return _sort(keys, descending, indices=True)
 
 
@@ -567,5 +580,7 @@ from ._compact import (  # noqa: E402
     reduce_by_key,
     run_length_encode,
     select,
+    sort_key,
+    SortKey,
     unique,
 )

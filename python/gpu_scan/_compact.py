@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
+from ._native import SortKeyFn as _NativeSortKey
 from ._native import Stage as _NativeStage
 from ._translate import OperatorError, StructSpec, element_of, equal_text, prim_of, stage_text
 
@@ -262,3 +263,88 @@ def reduce_by_key(keys: Any, values: Any, operator: Any, equal: Optional[Stage] 
         raise ValueError(f"{len(values)} values for {len(array)} keys: one value a key")
     _, totals = scan(operator, values, offsets=offsets, totals=True)
     return firsts, totals
+
+
+class SortKey:
+    """A function of a record giving its sort key (one primitive, or a
+    tuple of primitives compared most significant first), made by
+    :func:`sort_key`: what :func:`gpu_scan.sort` and :func:`gpu_scan.argsort`
+    order records by (``key=``). Calling it gives a record's key."""
+
+    kind = "sort key"
+
+    def __init__(self, function: Callable, dtype: Any, key: Any):
+        from ._translate import sort_key_text
+
+        element = element_of(dtype)
+        self.function = function
+        self._struct = element if isinstance(element, StructSpec) else None
+        self.prim = None if self._struct is not None else element
+        components = [prim_of(k) for k in (key if isinstance(key, (tuple, list)) else (key,))]
+        if not 1 <= len(components) <= 4 or "bool" in components:
+            raise OperatorError(f"a sort key of {components}: one to four integers or floats")
+        self.components = tuple(components)
+        translation = sort_key_text(function, element, components)
+        structs = self._struct.declarations() if self._struct is not None else []
+        try:
+            self._native = _NativeSortKey(translation.text, structs)
+        except ValueError as e:
+            message, line = e.args if len(e.args) == 2 else (str(e), None)
+            message = message.replace(f"stage `{translation.name}`", f"sort key `{function.__qualname__}`")
+            message = message.replace(f"`{translation.name}`", f"`{function.__qualname__}`")
+            raise OperatorError(message, translation.filename if line is not None else None, line) from None
+        functools.update_wrapper(self, function)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The record type (a struct's as a structured dtype laid out as C
+        lays it out)."""
+        if self._struct is not None:
+            return self._struct.numpy_dtype()
+        return np.dtype(_numpy_dtype(self.prim))
+
+    @property
+    def ir(self) -> str:
+        """The key's IR text, the generator's input."""
+        return self._native.ir
+
+    def cuda_source(self) -> str:
+        """The key's CUDA policy, as ``#[sort_key]`` writes it for the same
+        function in Rust."""
+        return self._native.cuda_source()
+
+    def __call__(self, record: Any) -> Any:
+        key = self._native.key_of(_record_bytes(self.dtype, record))
+        return key if len(key) > 1 else key[0]
+
+    def __repr__(self) -> str:
+        return f"<gpu_scan.SortKey {self.function.__qualname__} over {self.dtype}>"
+
+
+def sort_key(dtype: Any, key: Any) -> Callable[[Callable], SortKey]:
+    """Decorates a function of one record (``dtype``: a primitive, or a
+    dict of fields) returning its sort key in the operator subset: one
+    value of type ``key``, or a tuple of values of the types in ``key``
+    (a tuple), compared most significant first. Integers sort by value,
+    floats by their bits' total order (``-0.0`` as ``+0.0``, NaNs at the
+    ends), as :func:`gpu_scan.sort` sorts keys."""
+    element_of(dtype)
+
+    def decorate(function: Callable) -> SortKey:
+        return SortKey(function, dtype, key)
+
+    return decorate
+
+
+def sort_records(records: Any, key: SortKey, descending: bool, indices: bool) -> Any:
+    """:func:`gpu_scan.sort` and :func:`gpu_scan.argsort` by ``key``:
+    stable, each component descending where ``descending``."""
+    if not isinstance(key, SortKey):
+        raise TypeError(f"key= takes a sort key made by gpu_scan.sort_key, not {key!r}")
+    if _gpu(records):
+        from . import _gpu as gpu
+
+        return gpu.sort_by_key(key, records, descending, indices)
+    array = _host(key, records)
+    order = np.frombuffer(key._native.argsort_bytes(array.tobytes(), descending), dtype=np.uint64).astype(np.int64)
+    return order if indices else array[order]

@@ -574,6 +574,26 @@ def reduce_by_key(stage, operator, keys: Any, values: Any) -> Tuple[Any, Any]:
     return fw.finish(keys_out)[:runs], fw.finish(values_out)[:runs]
 
 
+def sort_by_key(key, data: Any, descending: bool, indices: bool) -> Any:
+    """:func:`gpu_scan.sort` and :func:`gpu_scan.argsort` of device records
+    by a :class:`gpu_scan.SortKey`."""
+    fw = _framework(data)
+    cai = _interface(data, "the records")
+    (n,) = _stage_elements(key, cai)
+    stream = fw.stream()
+    if indices:
+        order = _int64s(fw, n, data)
+        if n:
+            key._native.gpu_sort(fw.device, stream, int(cai["data"][0]), n, descending, _address(order, "the indices"))
+        return fw.finish(order)
+    if fw.name not in ("torch", "cupy"):
+        return data[sort_by_key(key, data, descending, True)]  # not written in place: gather
+    out = data.clone() if fw.name == "torch" else fw.xp.array(data, copy=True)
+    if n:
+        key._native.gpu_sort(fw.device, stream, _address(out, "the output"), n, descending)
+    return out
+
+
 def summed_area(operator, data: Any, *, exclusive: bool, reverse: bool, init: Any) -> Any:
     """The two-dimensional scan of a matrix by a commutative operator in one
     call (the runtime reads it in tiles)."""

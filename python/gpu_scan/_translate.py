@@ -16,7 +16,7 @@ import math
 import re
 import struct
 import textwrap
-from typing import Callable, List, NamedTuple, Optional
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 # Element types by their Rust names, with NumPy's names for them.
 PRIMS = ("u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f32", "f64", "bool")
@@ -286,6 +286,9 @@ class _Translator:
         # Whether the function returns an element (an operator) or a
         # primitive (a predicate's or an equality's bool).
         self.returns_element = True
+        # For a sort key of `components` components: the one translated
+        # (each `return` of a tuple gives its element of that index).
+        self.component: Optional[Tuple[int, int]] = None
         # The type that decides what `/`, `//`, `%` and `math.inf` mean: the
         # element's, or a struct's leaves' where they all have one kind.
         prims = element.prims() if isinstance(element, StructSpec) else [element]
@@ -340,7 +343,16 @@ class _Translator:
                 if i != len(stmts) - 1:
                     raise self.error(stmts[i + 1], "code after `return` never runs")
                 expected = self.element if self.returns_element and isinstance(self.element, StructSpec) else None
-                return self.wrap(lets, self.at(stmt, self.expr(stmt.value, expected)))
+                value = stmt.value
+                if self.component is not None:
+                    index, count = self.component
+                    if isinstance(value, ast.Tuple):
+                        if len(value.elts) != count:
+                            raise self.error(stmt, f"the key has {count} components, this tuple {len(value.elts)}")
+                        value = value.elts[index]
+                    elif count > 1:
+                        raise self.error(stmt, f"return a tuple of the key's {count} components")
+                return self.wrap(lets, self.at(stmt, self.expr(value, expected)))
             elif isinstance(stmt, ast.If):
                 if not self.returns(stmt.body):
                     raise self.error(stmt, "each branch of an `if` statement ends in `return`")
@@ -630,3 +642,28 @@ def equal_text(prim: str) -> str:
         f'(stage "equal_{prim}" equality (params "a" "b") (input (prim {prim})) (output (prim bool)) '
         f'(body (block (eq (var "a") (var "b")))))'
     )
+
+
+def sort_key_text(function: Callable, record, components: List[str]) -> Translation:
+    """The IR text of ``function`` as a sort key (``kernels_gen::ir_text::
+    print_sort_key``) of a record of ``record`` (a primitive's name or a
+    :class:`StructSpec`) giving ``components`` (primitives' names, most
+    significant first): the function's ``return`` gives a tuple of them,
+    or one value for one component (:class:`Translation`)."""
+    fn, filename, first_line = _function_def(function, "a sort key")
+    args = fn.args
+    if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults or len(args.args) != 1:
+        raise OperatorError("a sort key takes one record", filename, first_line + fn.lineno - 1)
+    param = args.args[0].arg
+    parts = []
+    for i, prim in enumerate(components):
+        translator = _Translator(record, (param,), filename, first_line)
+        translator.returns_element = False
+        translator.component = (i, len(components))
+        parts.append(f"(component {prim} {translator.block(fn.body, fn)})")
+    element = f"(struct {quoted(record.name)})" if isinstance(record, StructSpec) else f"(prim {record})"
+    rest = f"(param {quoted(param)}) (record {element}) {' '.join(parts)})"
+    digest = hashlib.sha256(rest.encode()).hexdigest()[:12]
+    stem = re.sub(r"[^a-z0-9_]", "_", fn.name.lower()).strip("_") or "key"
+    name = f"py_{stem}_{digest}"
+    return Translation(f"(sort_key {quoted(name)} {rest}", name, filename, first_line)

@@ -682,6 +682,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::DeviceBuffer>()?;
     m.add_class::<dlpack::DlpackView>()?;
     m.add_class::<select::Stage>()?;
+    m.add_class::<sort::SortKeyFn>()?;
     m.add_function(wrap_pyfunction!(select::gpu_reduce_by_key, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(own_stream, m)?)?;

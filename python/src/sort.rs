@@ -161,6 +161,192 @@ pub fn gpu_sort(
             })
         })
     };
+    with_sorter(py, device, stream, run)
+}
+
+/// A sort key of records written in Python, from its IR text
+/// (`kernels_gen::ir_text::print_sort_key`): on the CPU each record's key
+/// computed by its checked functions and the records ordered by
+/// `scan_core::sort::argsort_by_components`; on the GPU `GpuSort`'s by-key
+/// sort of its twin's CUDA.
+#[pyclass(frozen, module = "gpu_scan._native")]
+pub struct SortKeyFn {
+    key: scan_runtime::DynSortKey,
+    text: String,
+}
+
+#[pymethods]
+impl SortKeyFn {
+    /// Reads and checks `text` (and `structs`, the record's declarations);
+    /// a `ValueError` carries the message and the line of the statement it
+    /// was found in (or `None`).
+    #[new]
+    #[pyo3(signature = (text, structs=Vec::new()))]
+    fn new(py: Python<'_>, text: &str, structs: Vec<String>) -> PyResult<Self> {
+        use kernels_gen::eval::StageValues;
+        use kernels_gen::ir::ElementType;
+        let fail = |message: String, line: Option<u32>| {
+            let line: Py<PyAny> = match line {
+                Some(l) => l
+                    .into_pyobject(py)
+                    .map_or_else(|never| match never {}, |l| l.into_any().unbind()),
+                None => py.None(),
+            };
+            PyValueError::new_err((message, line))
+        };
+        let (desc, lines) = kernels_gen::ir_text::parse_sort_key_with_lines(text)
+            .map_err(|e| fail(e.to_string(), None))?;
+        if let ElementType::Prim(_) = desc.record {
+            for (c, lines) in lines.iter().enumerate() {
+                let stage = desc.component_stage(c);
+                if let Err(e) = StageValues::new(&stage) {
+                    let line = e.statement.and_then(|k| lines.get(k).copied().flatten());
+                    return Err(fail(format!("component {c}: {e}"), line));
+                }
+            }
+        }
+        let structs: Vec<&str> = structs.iter().map(String::as_str).collect();
+        let key = scan_runtime::DynSortKey::from_text(text, &structs)
+            .map_err(|e| fail(e.to_string(), None))?;
+        Ok(SortKeyFn {
+            key,
+            text: text.to_string(),
+        })
+    }
+
+    /// The key's IR text.
+    #[getter]
+    fn ir(&self) -> &str {
+        &self.text
+    }
+
+    /// The record's size in bytes.
+    #[getter]
+    fn element_size(&self) -> usize {
+        self.key.record_size()
+    }
+
+    /// The key's CUDA policy, as `#[sort_key]` writes its Rust twin's.
+    fn cuda_source(&self) -> &'static str {
+        self.key.cuda_source()
+    }
+
+    /// The key of the record in `record` (its bytes): each component's
+    /// value, most significant first.
+    fn key_of<'py>(
+        &self,
+        py: Python<'py>,
+        record: &[u8],
+    ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        if record.len() != self.key.record_size() {
+            return Err(PyValueError::new_err(format!(
+                "{} bytes for a record of {}",
+                record.len(),
+                self.key.record_size()
+            )));
+        }
+        let values = self.key.key_of(record);
+        let items = values
+            .into_iter()
+            .map(|v| crate::to_python(py, v))
+            .collect::<PyResult<Vec<_>>>()?;
+        pyo3::types::PyTuple::new(py, items)
+    }
+
+    /// The stable permutation (`u64`s) that sorts the records in `data`
+    /// (their bytes) by this key, descending or not.
+    fn argsort_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        descending: bool,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let size = self.key.record_size();
+        if data.len() % size != 0 {
+            return Err(PyValueError::new_err(format!(
+                "{} bytes are not whole records of {size}",
+                data.len()
+            )));
+        }
+        let key = &self.key;
+        let order = py.detach(|| {
+            let bits: Vec<Vec<u64>> = data
+                .chunks_exact(size)
+                .map(|r| key.ordered_bits(r))
+                .collect();
+            scan_core::sort::argsort_by_components(
+                key.widths(),
+                bits.len(),
+                |k, i| bits[k][i],
+                &spec(descending),
+            )
+        });
+        let order: Vec<u64> = order
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .into_iter()
+            .map(|i| i as u64)
+            .collect();
+        Ok(PyBytes::new(py, &bytes_of(&order)))
+    }
+
+    /// Sorts the `n` records at device address `records` in place on
+    /// `device`, enqueued on the `CUstream` handle `stream`; with
+    /// `indices` (the address of `n` `u64`s) writes there the permutation
+    /// instead and leaves the records alone. The arrays are the caller's,
+    /// valid on that stream.
+    #[pyo3(signature = (device, stream, records, n, descending=false, indices=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn gpu_sort(
+        &self,
+        py: Python<'_>,
+        device: usize,
+        stream: usize,
+        records: u64,
+        n: usize,
+        descending: bool,
+        indices: Option<u64>,
+    ) -> PyResult<()> {
+        let key = &self.key;
+        let bytes = n * key.record_size();
+        let run = |stream: &std::sync::Arc<scan_runtime::cudarc::driver::CudaStream>,
+                   sorter: &mut GpuSort|
+         -> PyResult<Result<(), ScanError>> {
+            // SAFETY: the caller's records (and indices), `n` of them on
+            // this device, valid on `stream` for the sort.
+            let mut records =
+                match unsafe { scan_runtime::RawElements::new(key, records, bytes, stream) } {
+                    Ok(r) => r,
+                    Err(e) => return Ok(Err(e)),
+                };
+            Ok(match indices {
+                Some(address) => {
+                    let mut order = unsafe { Borrowed::<u64>::new(stream, address, n) };
+                    sorter.argsort_by_key_built(
+                        stream,
+                        key,
+                        &records,
+                        order.slice(),
+                        &spec(descending),
+                    )
+                }
+                None => sorter.sort_by_key_built(stream, key, &mut records, &spec(descending)),
+            })
+        };
+        with_sorter(py, device, stream, run)
+    }
+}
+
+/// Runs `run` with the device's `GpuSort` on the caller's stream.
+fn with_sorter(
+    py: Python<'_>,
+    device: usize,
+    stream: usize,
+    run: impl FnOnce(
+            &std::sync::Arc<scan_runtime::cudarc::driver::CudaStream>,
+            &mut GpuSort,
+        ) -> PyResult<Result<(), ScanError>>
+        + Send,
+) -> PyResult<()> {
     py.detach(|| {
         let ctx = gpu::context(device).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         // SAFETY: the caller's stream of this device, alive for the call.

@@ -484,3 +484,35 @@ def test_arrays_with_dlpack_only_are_scanned_on_the_gpu():
     kept = gpu_scan.select(DlpackOnly(t, namespace=True), positive_i32)
     np.testing.assert_array_equal(kept.cpu().numpy(), x[x > 0])
     np.testing.assert_array_equal(t.cpu().numpy(), x)  # the input is left alone
+
+
+@gpu_scan.sort_key({"price": "f32", "size": "u32", "side": "i8"}, key=("i8", "f32", "u32"))
+def by_side_price_size(o):
+    return (o.side, o.price, ~o.size)
+
+
+@gpu_scan.sort_key("i64", key="u8")
+def low_byte(x):
+    return u8(x & 255)
+
+
+@pytest.mark.parametrize("n", [0, 1, 33, 4097, 1_000_003])
+def test_records_sort_by_python_keys_as_on_the_cpu(n):
+    """Records as uint8 bytes (a 12-byte struct) and i64 elements sorted on
+    the GPU by keys written in Python, against the CPU's, both orders."""
+    g = rng(47 * n + 1)
+    o = np.zeros(n, dtype=by_side_price_size.dtype)
+    o["price"] = g.integers(0, 20, n).astype(np.float32) / 4
+    o["size"] = g.integers(0, 1 << 32, n, dtype=np.uint64)
+    o["side"] = g.integers(-1, 2, n)
+    t = as_bytes(o)
+    x = g.integers(-(1 << 40), 1 << 40, n).astype(np.int64)
+    for descending in (False, True):
+        want = gpu_scan.argsort(o, key=by_side_price_size, descending=descending)
+        got = gpu_scan.argsort(t, key=by_side_price_size, descending=descending)
+        np.testing.assert_array_equal(got.cpu().numpy(), want, err_msg=f"n={n}")
+        got = gpu_scan.sort(t, key=by_side_price_size, descending=descending)
+        np.testing.assert_array_equal(records(by_side_price_size, got), o[want])
+        got = gpu_scan.sort(cuda(x), key=low_byte, descending=descending)
+        np.testing.assert_array_equal(got.cpu().numpy(), gpu_scan.sort(x, key=low_byte, descending=descending))
+    np.testing.assert_array_equal(records(by_side_price_size, t), o)  # the input is left alone
