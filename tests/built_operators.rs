@@ -264,7 +264,7 @@ fn built_stages_refuse_maps_structs_and_bad_texts() {
 fn built_compaction_programs_compile() {
     use gpu_scan::kernels_gen::select::{select_program, SelectKernel, SelectShape, SelectSource};
     use gpu_scan::scan_runtime::DynStage;
-    use gpu_scan::stages::ScanEquality;
+    use gpu_scan::stages::{ScanEquality, ScanPredicate};
     if !jit::nvrtc_present() {
         println!("built_operators: NVRTC not found, compile skipped");
         return;
@@ -279,6 +279,8 @@ fn built_compaction_programs_compile() {
     .unwrap();
     assert!(unit.keeps(&0.5f32.to_le_bytes()) && !unit.keeps(&f32::NAN.to_le_bytes()));
     let same = DynStage::from_text(<SameU32 as ScanEquality>::STAGE_IR, &[]).unwrap();
+    let third = DynStage::from_text(<Third as ScanPredicate>::STAGE_IR, &[]).unwrap();
+    let one_more = DynStage::from_text(<OneMore as ScanPredicate>::STAGE_IR, &[]).unwrap();
     let op = DynOperator::from_text(<AffineU32 as ScanOp>::OPERATOR_IR, &[AffineU32::STRUCT_IR])
         .unwrap();
     let op_part = op.layout_for_tests().cuda_declaration(op.name()) + op.cuda_source();
@@ -303,7 +305,25 @@ fn built_compaction_programs_compile() {
             4,
         ),
     ];
-    for (kernel, source, size) in programs {
+    let three = (
+        SelectKernel::PartitionThree,
+        SelectSource::TwoStages {
+            first: third.name(),
+            first_source: third.cuda_source(),
+            second: one_more.name(),
+            second_source: one_more.cuda_source(),
+        },
+        4,
+    );
+    let runs = (
+        SelectKernel::NonTrivialRuns,
+        SelectSource::Stage {
+            name: same.name(),
+            source: same.cuda_source(),
+        },
+        4,
+    );
+    for (kernel, source, size) in programs.into_iter().chain([three, runs]) {
         // Reduce-by-key's tiles are shaped by a key and a value together.
         let tile_bytes =
             size + usize::from(kernel == SelectKernel::ReduceByKey) * op.element_size();

@@ -21,7 +21,8 @@ mod common;
 use common::gpu::Case;
 use common::gpu::{gpu_shared, open_gpu, Rng64};
 use common::ops::{
-    Affine, EvenCount, Growing, Positive, SameF32, SameSlope, SameU32, Stats, Third, ThirdU8,
+    Affine, EvenCount, Growing, Lifting, OneMore, Positive, SameF32, SameSlope, SameU32, Stats,
+    Third, ThirdU8,
 };
 use gpu_scan::kernels_gen::select::SelectKernel;
 use gpu_scan::scan_runtime::cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
@@ -73,6 +74,8 @@ fn lengths(select: &GpuSelect, size: usize) -> Vec<usize> {
         SelectKernel::PartitionIf,
         SelectKernel::Unique,
         SelectKernel::RunLengthEncode,
+        SelectKernel::NonTrivialRuns,
+        SelectKernel::PartitionThree,
     ] {
         let tile = select.shape_for(kernel, size).unwrap().tile_items();
         v.extend([tile - 1, tile, tile + 1, 7 * tile + 5, 40 * tile + 1]);
@@ -232,6 +235,100 @@ where
     checked
 }
 
+/// The three-way partition by `First`'s and `Second`'s built twins, on
+/// `inputs`, against the CPU's.
+fn three_way_cases<First, Second>(
+    stream: &Arc<CudaStream>,
+    select: &mut GpuSelect,
+    inputs: &[(String, Vec<First::Element>)],
+) -> usize
+where
+    First: ScanPredicate,
+    Second: ScanPredicate<Element = First::Element>,
+    First::Element: Copy + PartialEq + std::fmt::Debug,
+{
+    let structs = structs_of::<First::Element>();
+    let first = DynStage::from_text(First::STAGE_IR, &structs).unwrap();
+    let second = DynStage::from_text(Second::STAGE_IR, &structs).unwrap();
+    let size = std::mem::size_of::<First::Element>();
+    for (what, host) in inputs {
+        let n = host.len();
+        let input = stream.clone_htod(&bytes_of(host)).unwrap();
+        let mut want = host.clone();
+        let (a, b) = cpu::partition_three::<First, Second>(host, &mut want).unwrap();
+        let what = format!("three-way partition {what}");
+        let mut out = poisoned(stream, n * size);
+        let mut counts = stream.clone_htod(&[u64::MAX; 2]).unwrap();
+        {
+            let inp = first.elements(&input).unwrap();
+            let mut o = out.slice_mut(..n * size);
+            let mut o = first.elements_mut(&mut o).unwrap();
+            select
+                .partition_three_built(stream, &first, &second, &inp, &mut o, &mut counts)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        assert_eq!(
+            stream.clone_dtoh(&counts).unwrap(),
+            [a as u64, b as u64],
+            "{what}: counts"
+        );
+        let got = read_back(stream, &out, n * size, &what);
+        assert_eq!(from_bytes::<First::Element>(&got), want, "{what}");
+    }
+    inputs.len()
+}
+
+/// Non-trivial runs by equality `E`'s built twin, on `inputs`, against the
+/// CPU's.
+fn non_trivial_cases<E: ScanEquality>(
+    stream: &Arc<CudaStream>,
+    select: &mut GpuSelect,
+    inputs: &[(String, Vec<E::Element>)],
+) -> usize
+where
+    E::Element: Copy + std::fmt::Debug,
+{
+    let stage = DynStage::from_text(E::STAGE_IR, &structs_of::<E::Element>()).unwrap();
+    for (what, host) in inputs {
+        let n = host.len();
+        let input = stream.clone_htod(&bytes_of(host)).unwrap();
+        let (mut offsets, mut lengths) = (vec![0u64; n], vec![0u64; n]);
+        let runs = cpu::non_trivial_runs::<E>(host, &mut offsets, &mut lengths).unwrap();
+        let what = format!("non-trivial runs {what}");
+        let mut got_offsets = stream.clone_htod(&vec![u64::MAX; n]).unwrap();
+        let mut got_lengths = stream.clone_htod(&vec![u64::MAX; n]).unwrap();
+        let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
+        {
+            let inp = stage.elements(&input).unwrap();
+            select
+                .non_trivial_runs_built(
+                    stream,
+                    &stage,
+                    &inp,
+                    &mut got_offsets,
+                    &mut got_lengths,
+                    &mut count,
+                )
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        assert_eq!(count_of(stream, &count), runs, "{what}: count");
+        let (o, l) = (
+            stream.clone_dtoh(&got_offsets).unwrap(),
+            stream.clone_dtoh(&got_lengths).unwrap(),
+        );
+        assert_eq!(
+            (&o[..runs], &l[..runs]),
+            (&offsets[..runs], &lengths[..runs]),
+            "{what}"
+        );
+        assert!(
+            o[runs..].iter().chain(&l[runs..]).all(|&x| x == u64::MAX),
+            "{what}: past the count"
+        );
+    }
+    inputs.len()
+}
+
 /// An adversarial input: its name and its element at each index.
 type Special<'a, T> = (&'a str, Box<dyn Fn(usize) -> T>);
 
@@ -326,6 +423,13 @@ fn built_stages_compact_as_their_twins() {
         &[],
     );
     checked += equality_cases::<SameSlope>(&stream, &mut select, &slopes);
+
+    // Three-way partitions: words by two remainders, maps by two fields;
+    // non-trivial runs of words and of floats.
+    checked += three_way_cases::<Third, OneMore>(&stream, &mut select, &cases);
+    checked += three_way_cases::<Growing, Lifting>(&stream, &mut select, &maps);
+    checked += non_trivial_cases::<SameU32>(&stream, &mut select, &runs);
+    checked += non_trivial_cases::<SameF32>(&stream, &mut select, &floats);
     println!("gpu_built_select: {checked} compactions checked");
 }
 

@@ -181,11 +181,21 @@ where
     First: ScanPredicate,
     Second: ScanPredicate<Element = First::Element>,
 {
+    partition_three_with(input, output, First::keep, Second::keep)
+}
+
+/// [`partition_three`] by predicates given as functions.
+pub fn partition_three_with<T: Copy + Send + Sync>(
+    input: &[T],
+    output: &mut [T],
+    first: impl Fn(T) -> bool + Sync,
+    second: impl Fn(T) -> bool + Sync,
+) -> Result<(usize, usize), SelectLengthError> {
     check(input.len(), output.len())?;
     let class = |_, x| {
-        if First::keep(x) {
+        if first(x) {
             0
-        } else if Second::keep(x) {
+        } else if second(x) {
             1
         } else {
             2
@@ -402,9 +412,19 @@ pub fn non_trivial_runs<E: ScanEquality>(
     offsets: &mut [u64],
     lengths: &mut [u64],
 ) -> Result<usize, SelectLengthError> {
+    non_trivial_runs_with(input, offsets, lengths, E::equal)
+}
+
+/// [`non_trivial_runs`] by an equality given as a function.
+pub fn non_trivial_runs_with<T: Copy + Send + Sync>(
+    input: &[T],
+    offsets: &mut [u64],
+    lengths: &mut [u64],
+    equal: impl Fn(T, T) -> bool + Sync,
+) -> Result<usize, SelectLengthError> {
     check(input.len(), offsets.len())?;
     check(input.len(), lengths.len())?;
-    let heads = run_heads(input, E::equal);
+    let heads = run_heads(input, equal);
     let runs: Vec<(u64, u64)> = heads
         .par_iter()
         .enumerate()

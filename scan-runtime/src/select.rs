@@ -107,9 +107,9 @@ struct Launch<'a> {
     name: &'static str,
     source: SelectSource<'a>,
     element_size: usize,
-    /// The alignment the buffers' addresses need: a built stage's
-    /// element's (its buffers are bytes); 1 for a type's.
-    align: usize,
+    /// The alignments the input's and the output's addresses need: a
+    /// built stage's element's (its buffers are bytes); 1 for a type's.
+    aligns: [usize; 2],
 }
 
 impl GpuSelect {
@@ -359,16 +359,6 @@ impl GpuSelect {
         First: ScanPredicate,
         Second: ScanPredicate<Element = First::Element>,
     {
-        let n = input.len();
-        check_count_slots(n, [output.len()], counts.len(), 2)?;
-        let size = std::mem::size_of::<First::Element>();
-        let (shape, tiles) = self.tiles_for(SelectKernel::PartitionThree, size, n)?;
-        let (count_shape, count_tiles) =
-            self.tiles_for(SelectKernel::PartitionThreeCount, size, n)?;
-        let at = self.addresses.for_stream(stream)?;
-        if n == 0 {
-            return zero_count(stream, &at, counts);
-        }
         let launch = |kernel| Launch {
             kernel,
             key: OperatorKey::Type(TypeId::of::<(First, Second)>()),
@@ -379,15 +369,50 @@ impl GpuSelect {
                 second: Second::NAME,
                 second_source: Second::CUDA_SOURCE,
             },
-            element_size: size,
-            align: 1,
+            element_size: std::mem::size_of::<First::Element>(),
+            aligns: [1, 1],
         };
+        self.partition_three_with(stream, launch, input, output, counts)
+    }
+
+    /// The three-way partition's count pass and partition pass, their
+    /// launches made by `launch`.
+    fn partition_three_with<'a, T>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        launch: impl Fn(SelectKernel) -> Launch<'a>,
+        input: &impl DevicePtr<T>,
+        output: &mut impl DevicePtrMut<T>,
+        counts: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let n = input.len();
+        check_count_slots(n, [output.len()], counts.len(), 2)?;
+        let (size, aligns) = {
+            let l = launch(SelectKernel::PartitionThree);
+            (l.element_size, l.aligns)
+        };
+        let (shape, tiles) = self.tiles_for(SelectKernel::PartitionThree, size, n)?;
+        let (count_shape, count_tiles) =
+            self.tiles_for(SelectKernel::PartitionThreeCount, size, n)?;
+        let at = self.addresses.for_stream(stream)?;
+        if n == 0 {
+            return zero_count(stream, &at, counts);
+        }
         let count_function =
             self.function(&launch(SelectKernel::PartitionThreeCount), count_shape)?;
         let function = self.function(&launch(SelectKernel::PartitionThree), shape)?;
         let scratch = self.reserve_status(stream, SelectKernel::PartitionThree, 0, tiles)?;
+        let output_bytes = output.num_bytes();
         let (src, _src_guard) = input.device_ptr(&at);
         let (dst, _dst_guard) = output.device_ptr_mut(&at);
+        check_aligned(
+            [
+                ("the input", src, input.num_bytes()),
+                ("the output", dst, output_bytes),
+            ],
+            size,
+            aligns,
+        )?;
         let (slots, _slots_guard) = counts.device_ptr_mut(&at);
         let n64 = n as u64;
         // SAFETY: `slots` is the caller's two-element u64 buffer, valid
@@ -573,7 +598,7 @@ impl GpuSelect {
                 value_size,
             },
             element_size: key_size,
-            align: keyed.aligns[0],
+            aligns: [keyed.aligns[0]; 2],
         };
         let function = self.function(&launch, shape)?;
         let scratch = self.reserve_status(stream, kernel, value_size, tiles)?;
@@ -656,7 +681,7 @@ impl GpuSelect {
                 source: E::CUDA_SOURCE,
             },
             element_size: std::mem::size_of::<E::Element>(),
-            align: 1,
+            aligns: [1, 1],
         }
     }
 
@@ -671,7 +696,7 @@ impl GpuSelect {
                 declarations: T::CUDA_DECL,
             },
             element_size: std::mem::size_of::<T>(),
-            align: 1,
+            aligns: [1, 1],
         }
     }
 
@@ -686,7 +711,7 @@ impl GpuSelect {
                 source: P::CUDA_SOURCE,
             },
             element_size: std::mem::size_of::<P::Element>(),
-            align: 1,
+            aligns: [1, 1],
         }
     }
 
@@ -726,20 +751,14 @@ impl GpuSelect {
         let output_bytes = output.num_bytes();
         let (src, _src_guard) = input.device_ptr(&at);
         let (dst, _dst_guard) = output.device_ptr_mut(&at);
-        for (what, address, bytes) in [
-            ("the input", src, input.num_bytes()),
-            ("the output", dst, output_bytes),
-        ] {
-            if address % launch.align as u64 != 0 {
-                return Err(ScanError::ElementBuffer {
-                    what,
-                    bytes,
-                    address,
-                    size: launch.element_size,
-                    align: launch.align,
-                });
-            }
-        }
+        check_aligned(
+            [
+                ("the input", src, input.num_bytes()),
+                ("the output", dst, output_bytes),
+            ],
+            launch.element_size,
+            launch.aligns,
+        )?;
         let (slot, _slot_guard) = count.device_ptr_mut(&at);
         let flags = flags.map(|f| f.device_ptr(&at));
         let lengths = lengths.map(|l| l.device_ptr_mut(&at));
@@ -958,6 +977,85 @@ impl GpuSelect {
         )
     }
 
+    /// [`GpuSelect::partition_three`] by two built predicates over one
+    /// element type.
+    pub fn partition_three_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        first: &DynStage,
+        second: &DynStage,
+        input: &impl DevicePtr<BuiltElement>,
+        output: &mut impl DevicePtrMut<BuiltElement>,
+        counts: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let (sizes, n) = ([input.num_bytes(), output.num_bytes()], input.len());
+        let kernel = SelectKernel::PartitionThree;
+        Self::built(first, kernel, StageKind::Predicate, sizes, n)?;
+        Self::built(second, kernel, StageKind::Predicate, sizes, n)?;
+        if first.element() != second.element() || first.element_size() != second.element_size() {
+            return Err(ScanError::InvalidOperator(format!(
+                "stages `{}` and `{}` judge elements of two types",
+                first.name(),
+                second.name()
+            )));
+        }
+        // The pair's kernels, registered under its names and sources.
+        let (key, _, _) = registered(
+            &format!("{}+{}", first.name(), second.name()),
+            format!("{}{}", first.cuda_source(), second.cuda_source()),
+        );
+        let launch = |kernel| Launch {
+            kernel,
+            key,
+            name: first.name(),
+            source: SelectSource::TwoStages {
+                first: first.name(),
+                first_source: first.cuda_source(),
+                second: second.name(),
+                second_source: second.cuda_source(),
+            },
+            element_size: first.element_size(),
+            aligns: [first.element_align(); 2],
+        };
+        self.partition_three_with(stream, launch, input, output, counts)
+    }
+
+    /// [`GpuSelect::non_trivial_runs`] by a built equality.
+    pub fn non_trivial_runs_built(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        equality: &DynStage,
+        input: &impl DevicePtr<BuiltElement>,
+        offsets: &mut impl DevicePtrMut<u64>,
+        lengths: &mut impl DevicePtrMut<u64>,
+        count: &mut impl DevicePtrMut<u64>,
+    ) -> Result<()> {
+        let n = input.len();
+        let sizes = [input.num_bytes(), n * equality.element_size()];
+        let launch = Self::built(
+            equality,
+            SelectKernel::NonTrivialRuns,
+            StageKind::Equality,
+            sizes,
+            n,
+        )?;
+        // The outputs are offsets and lengths (u64s), aligned by their type.
+        let launch = Launch {
+            aligns: [equality.element_align(), 1],
+            ..launch
+        };
+        self.compact(
+            stream,
+            launch,
+            input,
+            None,
+            offsets,
+            Some(lengths),
+            count,
+            None,
+        )
+    }
+
     /// [`GpuSelect::reduce_by_key`] by a built equality over the keys and
     /// a built operator over the values.
     #[allow(clippy::too_many_arguments)]
@@ -1054,9 +1152,30 @@ impl GpuSelect {
                 source: stage.cuda_source(),
             },
             element_size: size,
-            align: stage.element_align(),
+            aligns: [stage.element_align(); 2],
         })
     }
+}
+
+/// `Ok` where each buffer's address (input, output) lies at its alignment
+/// in `aligns`, else the error that names the first that does not.
+fn check_aligned(
+    buffers: [(&'static str, u64, usize); 2],
+    size: usize,
+    aligns: [usize; 2],
+) -> Result<()> {
+    for ((what, address, bytes), align) in buffers.into_iter().zip(aligns) {
+        if address % align as u64 != 0 {
+            return Err(ScanError::ElementBuffer {
+                what,
+                bytes,
+                address,
+                size,
+                align,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Outputs as long as the input's `n` elements and a count slot of
