@@ -63,6 +63,7 @@ __all__ = [
     "cumsum",
     "equality",
     "gpu_unavailable_reason",
+    "non_trivial_runs",
     "op",
     "partition",
     "predicate",
@@ -575,6 +576,7 @@ def gpu_unavailable_reason() -> Optional[str]:
 from ._compact import (  # noqa: E402
     Stage,
     equality,
+    non_trivial_runs,
     partition,
     predicate,
     reduce_by_key,

@@ -171,12 +171,26 @@ def select(data: Any, predicate: Stage) -> Any:
     return np.frombuffer(out, dtype=array.dtype).copy()
 
 
-def partition(data: Any, predicate: Stage, *, rejected: str = "in_order") -> Tuple[Any, int]:
+def partition(data: Any, predicate: Stage, second: Optional[Stage] = None, *, rejected: str = "in_order") -> Tuple[Any, Any]:
     """The elements ``predicate`` keeps, in order, then the others, and the
     number kept (CUB's ``DevicePartition::If``). ``rejected="in_order"``
     keeps the others in input order; ``"reversed"`` writes them in reverse,
-    as CUB does, one pass fewer on a GPU."""
+    as CUB does, one pass fewer on a GPU. With ``second``, three parts:
+    those ``predicate`` keeps, then of the others those ``second`` keeps,
+    then the rest, each in input order, and the first two parts' lengths
+    (a pass that counts them, then the partition)."""
     _stage(predicate, "predicate", data)
+    if second is not None:
+        _stage(second, "predicate", data)
+        if second.dtype != predicate.dtype:
+            raise TypeError(f"predicates of {predicate.dtype} and {second.dtype}: one element type")
+        if _gpu(data):
+            from . import _gpu as gpu
+
+            return gpu.compact(predicate, data, "partition", second=second)
+        array = _host(predicate, data)
+        out, counts = predicate._native.partition_three_bytes(array.tobytes(), second._native)
+        return np.frombuffer(out, dtype=array.dtype).copy(), tuple(counts)
     if rejected not in ("in_order", "reversed"):
         raise ValueError(f"rejected={rejected!r}: 'in_order' or 'reversed'")
     in_order = rejected == "in_order"
@@ -236,6 +250,22 @@ def run_length_encode(data: Any, equal: Optional[Stage] = None) -> Tuple[Any, An
         np.frombuffer(values, dtype=array.dtype).copy(),
         np.frombuffer(lengths, dtype=np.uint64).astype(np.int64),
     )
+
+
+def non_trivial_runs(data: Any, equal: Optional[Stage] = None) -> Tuple[Any, Any]:
+    """The runs of two or more neighbours ``equal`` calls equal (default
+    ``==``): each one's offset in ``data`` and its length (``int64``), in
+    order (CUB's ``DeviceRunLengthEncode::NonTrivialRuns``)."""
+    stage = _equality_for(data, equal)
+    if _gpu(data):
+        from . import _gpu as gpu
+
+        (offsets, lengths), count = gpu.compact(stage, data, "non_trivial_runs")
+        return offsets[:count], lengths[:count]
+    array = _host(stage, data)
+    offsets, lengths = stage._native.non_trivial_runs_bytes(array.tobytes())
+    as_int64 = lambda b: np.frombuffer(b, dtype=np.uint64).astype(np.int64)  # noqa: E731
+    return as_int64(offsets), as_int64(lengths)
 
 
 def reduce_by_key(keys: Any, values: Any, operator: Any, equal: Optional[Stage] = None) -> Tuple[Any, Any]:

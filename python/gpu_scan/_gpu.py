@@ -46,9 +46,13 @@ class _Framework:
         """An array the scan wrote, as the caller's framework holds it."""
         return array
 
+    def items_u64(self, counts: Any) -> list:
+        """The values of a small device array of counts (waits for them)."""
+        return [int(c) for c in (counts.tolist() if self.name == "torch" else counts.get().tolist())]
+
     def item_u64(self, count: Any) -> int:
         """The value of a one-element device array (waits for it)."""
-        return int(count[0].item()) if self.name == "torch" else int(count[0].get())
+        return self.items_u64(count)[0]
 
     def stream(self) -> int:
         """The framework's current stream on the array's device."""
@@ -66,11 +70,11 @@ class _Framework:
         with self.xp.cuda.Device(self.device):
             return self.xp.empty(shape, dtype=like.dtype)
 
-    def empty_u64(self) -> Any:
+    def empty_u64(self, n: int = 1) -> Any:
         if self.name == "torch":
-            return self.xp.zeros(1, dtype=self.xp.int64, device=f"cuda:{self.device}")
+            return self.xp.zeros(n, dtype=self.xp.int64, device=f"cuda:{self.device}")
         with self.xp.cuda.Device(self.device):
-            return self.xp.zeros(1, dtype=self.xp.uint64)
+            return self.xp.zeros(n, dtype=self.xp.uint64)
 
     def on_device(self, values: Any, like: Any) -> Any:
         """``values`` (host or device) as a C-contiguous array of the
@@ -131,16 +135,19 @@ class _PackageMemory:
     def empty(self, shape: Tuple[int, ...], like: Any) -> Any:
         return self.buffer(self.device, list(shape), _interface(like, "the array")["typestr"])
 
-    def empty_u64(self) -> Any:
-        return self.buffer(self.device, [1], "<u8")
+    def empty_u64(self, n: int = 1) -> Any:
+        return self.buffer(self.device, [n], "<u8")
 
     def on_device(self, values: Any, like: Any) -> Any:
         host = np.ascontiguousarray(np.asarray(values))
         typestr = host.dtype.str if host.dtype != np.bool_ else "|b1"
         return self.buffer(self.device, list(host.shape), typestr, host.tobytes())
 
+    def items_u64(self, counts: Any) -> list:
+        return [int(c) for c in np.frombuffer(counts.to_bytes(), dtype=np.uint64)]
+
     def item_u64(self, count: Any) -> int:
-        return int(np.frombuffer(count.to_bytes(), dtype=np.uint64)[0])
+        return self.items_u64(count)[0]
 
 
 class _Jax(_PackageMemory):
@@ -521,28 +528,32 @@ def _stage_elements(stage, cai: dict) -> Tuple[int, ...]:
     return shape
 
 
-def compact(stage, data: Any, kind: str, in_order: bool = True) -> Any:
-    """A compaction (``kind``: ``select``, ``partition``, ``unique`` or
-    ``run_length_encode``) of a one-dimensional device array by ``stage``
+def compact(stage, data: Any, kind: str, in_order: bool = True, second: Any = None) -> Any:
+    """A compaction (``kind``: ``select``, ``partition`` (three ways with
+    ``second``), ``unique``, ``run_length_encode`` or
+    ``non_trivial_runs``) of a one-dimensional device array by ``stage``
     on the framework's current stream, into new arrays of the framework,
-    and the count (read back: the call waits for it)."""
+    and the count (two for a three-way partition; read back: the call
+    waits for it)."""
     fw = _framework(data)
     _can_cut(fw)
     cai = _interface(data, "the array")
     shape = _stage_elements(stage, cai)
     n = shape[0]
-    out = fw.empty(tuple(cai["shape"]), data)
-    count = fw.empty_u64()
-    lengths = _int64s(fw, n, data) if kind == "run_length_encode" else None
+    out = _int64s(fw, n, data) if kind == "non_trivial_runs" else fw.empty(tuple(cai["shape"]), data)
+    count = fw.empty_u64(2 if second is not None else 1)
+    lengths = _int64s(fw, n, data) if kind in ("run_length_encode", "non_trivial_runs") else None
     if n:
         stage._native.gpu_compact(
             fw.device, fw.stream(), kind, int(cai["data"][0]), n, _address(out, "the output"),
             _address(count, "the count"),
             lengths=None if lengths is None else _address(lengths, "the lengths"), in_order=in_order,
+            second=None if second is None else second._native,
         )
-        kept = fw.item_u64(count)
+        counts = fw.items_u64(count)
     else:
-        kept = 0
+        counts = [0, 0]
+    kept = tuple(counts) if second is not None else counts[0]
     out = fw.finish(out)
     if lengths is not None:
         return (out, fw.finish(lengths)), kept

@@ -193,14 +193,63 @@ impl Stage {
         ))
     }
 
+    /// The elements the predicate keeps, then of the others those
+    /// `second` keeps, then the rest, each part in order, and the first two
+    /// parts' lengths.
+    fn partition_three_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        second: &Stage,
+    ) -> PyResult<(Bound<'py, PyBytes>, (usize, usize))> {
+        let other = &second.stage;
+        let mut parts = (0, 0);
+        let (out, _) = self.on_host(py, data, |elements, stage, element, out| {
+            parts = select::partition_three_with(
+                elements,
+                out,
+                |i| stage.keeps(element(i)),
+                |i| other.keeps(element(i)),
+            )?;
+            Ok(parts.0)
+        })?;
+        Ok((PyBytes::new(py, &out), parts))
+    }
+
+    /// The runs of two or more neighbours the equality calls equal: each
+    /// one's offset and length (`u64`s), in order.
+    fn non_trivial_runs_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let n = data.len() / self.size().max(1);
+        let (mut offsets, mut lengths) = (vec![0u64; n], vec![0u64; n]);
+        let mut runs = 0;
+        self.on_host(py, data, |elements, stage, element, _| {
+            runs = select::non_trivial_runs_with(elements, &mut offsets, &mut lengths, |a, b| {
+                stage.equal(element(a), element(b))
+            })?;
+            Ok(runs)
+        })?;
+        let bytes = |v: &[u64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        Ok((
+            PyBytes::new(py, &bytes(&offsets[..runs])),
+            PyBytes::new(py, &bytes(&lengths[..runs])),
+        ))
+    }
+
     /// A compaction on the GPU of the `n` elements at device address
     /// `input` on `device`, enqueued on the `CUstream` handle `stream`:
     /// `kernel` is `"select"`, `"partition"` (`in_order` says how the
-    /// rejected follow), `"unique"` or `"run_length_encode"` (with
-    /// `lengths`, the address of `n` `u64`s); the elements go to
-    /// `output` (`n` of them), their count to the `u64` at `count`. The
-    /// arrays are the caller's, valid on that stream.
-    #[pyo3(signature = (device, stream, kernel, input, n, output, count, lengths=None, in_order=true))]
+    /// rejected follow; with `second`, the three-way partition, whose two
+    /// counts go to the two `u64`s at `count`), `"unique"`,
+    /// `"run_length_encode"` (with `lengths`, the address of `n` `u64`s)
+    /// or `"non_trivial_runs"` (`output` the address of `n` `u64` offsets,
+    /// with `lengths`); the elements go to `output` (`n` of them), their
+    /// count to the `u64` at `count`. The arrays are the caller's, valid on
+    /// that stream.
+    #[pyo3(signature = (device, stream, kernel, input, n, output, count, lengths=None, in_order=true, second=None))]
     #[allow(clippy::too_many_arguments)]
     fn gpu_compact(
         &self,
@@ -214,15 +263,51 @@ impl Stage {
         count: u64,
         lengths: Option<u64>,
         in_order: bool,
+        second: Option<PyRef<'_, Stage>>,
     ) -> PyResult<()> {
         let stage = &self.stage;
+        let second = second.as_ref().map(|s| s.stage.clone());
         let bytes = n * stage.element_size();
         let run = |stream: &Arc<CudaStream>, select: &mut GpuSelect| -> Result<(), ScanError> {
             // SAFETY (the raw buffers): the caller's arrays on this device,
-            // `n` elements each (the lengths `n` u64s, the count one), valid
-            // on `stream` for the call.
+            // `n` elements each (the lengths and offsets `n` u64s, the
+            // count one or two), valid on `stream` for the call.
             let input = unsafe { RawElements::new(stage, input, bytes, stream) }?;
+            if kernel == "non_trivial_runs" {
+                let (Some(lengths), None) = (lengths, &second) else {
+                    return Err(ScanError::InvalidOperator(
+                        "non-trivial runs write offsets and lengths".into(),
+                    ));
+                };
+                let mut offsets = unsafe { Borrowed::<u64>::new(stream, output, n) };
+                let mut lengths = unsafe { Borrowed::<u64>::new(stream, lengths, n) };
+                let mut count = unsafe { Borrowed::<u64>::new(stream, count, 1) };
+                return select.non_trivial_runs_built(
+                    stream,
+                    stage,
+                    &input,
+                    offsets.slice(),
+                    lengths.slice(),
+                    count.slice(),
+                );
+            }
             let mut output = unsafe { RawElements::new(stage, output, bytes, stream) }?;
+            if let Some(second) = &second {
+                if kernel != "partition" || lengths.is_some() {
+                    return Err(ScanError::InvalidOperator(
+                        "a second predicate partitions three ways".into(),
+                    ));
+                }
+                let mut counts = unsafe { Borrowed::<u64>::new(stream, count, 2) };
+                return select.partition_three_built(
+                    stream,
+                    stage,
+                    second,
+                    &input,
+                    &mut output,
+                    counts.slice(),
+                );
+            }
             let mut count = unsafe { Borrowed::<u64>::new(stream, count, 1) };
             match (kernel, lengths) {
                 ("select", None) => {

@@ -279,3 +279,28 @@ def test_struct_predicates_and_equalities():
     assert same_charge((0.1, -1, 1), (0.9, -1, 2))
     with pytest.raises(TypeError, match="equality"):
         gpu_scan.unique(random_particles(10, r))
+
+
+@gpu_scan.predicate("i32")
+def small_magnitude(x):
+    return -10 < x and x < 10
+
+
+def test_three_way_partitions_and_non_trivial_runs():
+    r = rng(123)
+    for n in LENGTHS:
+        a = r.integers(-50, 50, n).astype(np.int32)
+        first, second = a > 0, (a <= 0) & (-10 < a) & (a < 10)
+        want = np.concatenate([a[first], a[second], a[~first & ~second]])
+        out, counts = gpu_scan.partition(a, positive, small_magnitude)
+        assert counts == (first.sum(), second.sum()), f"n={n} seed={SEED}"
+        np.testing.assert_array_equal(out, want, err_msg=f"n={n} seed={SEED}")
+        runs = r.integers(0, 3, n).astype(np.uint16)
+        heads, lengths = runs_reference(runs.tolist(), lambda x, y: x == y)
+        long = [(h, l) for h, l in zip(heads, lengths) if l > 1]
+        offsets, got_lengths = gpu_scan.non_trivial_runs(runs)
+        assert offsets.dtype == got_lengths.dtype == np.int64
+        np.testing.assert_array_equal(offsets, [h for h, _ in long], err_msg=f"n={n}")
+        np.testing.assert_array_equal(got_lengths, [l for _, l in long], err_msg=f"n={n}")
+    with pytest.raises(TypeError, match="one element type"):
+        gpu_scan.partition(np.arange(3, dtype=np.int32), positive, heavy_and_charged)

@@ -516,3 +516,23 @@ def test_records_sort_by_python_keys_as_on_the_cpu(n):
         got = gpu_scan.sort(cuda(x), key=low_byte, descending=descending)
         np.testing.assert_array_equal(got.cpu().numpy(), gpu_scan.sort(x, key=low_byte, descending=descending))
     np.testing.assert_array_equal(records(by_side_price_size, t), o)  # the input is left alone
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_three_way_partitions_and_non_trivial_runs_match_the_cpu(n):
+    g = rng(53 * n + 7)
+    a = g.integers(-50, 50, n).astype(np.int32)
+    small = gpu_scan.predicate("i32")(_small_magnitude)
+    got, counts = gpu_scan.partition(cuda(a), positive_i32, small)
+    want, want_counts = gpu_scan.partition(a, positive_i32, small)
+    assert counts == want_counts
+    np.testing.assert_array_equal(got.cpu().numpy(), want, err_msg=f"n={n}")
+    runs = g.integers(0, 3, n).astype(np.int64)
+    offsets, lengths = gpu_scan.non_trivial_runs(cuda(runs))
+    want_offsets, want_lengths = gpu_scan.non_trivial_runs(runs)
+    np.testing.assert_array_equal(offsets.cpu().numpy(), want_offsets)
+    np.testing.assert_array_equal(lengths.cpu().numpy(), want_lengths)
+
+
+def _small_magnitude(x):
+    return -10 < x and x < 10
