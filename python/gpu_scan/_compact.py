@@ -35,33 +35,30 @@ from ._native import Stage as _NativeStage
 from ._translate import OperatorError, StructSpec, element_of, equal_text, prim_of, stage_text
 
 
-class Stage:
-    """A predicate (one element to ``bool``) or an equality (two
-    neighbouring elements to ``bool``) written in Python, made by
-    :func:`predicate` or :func:`equality`. Calling it evaluates it with the
-    element type's arithmetic, as the compactions do."""
+class _Function:
+    """A function of elements written in Python, translated to a text that
+    builds a native object: its element type, and that object."""
 
-    def __init__(self, function: Optional[Callable], dtype: Any, kind: str, text: Optional[str] = None):
+    def _element(self, dtype: Any) -> Any:
         element = element_of(dtype)
-        self.function = function
-        self.kind = kind
         self._struct = element if isinstance(element, StructSpec) else None
         self.prim = None if self._struct is not None else element
-        if text is None:
-            translation = stage_text(function, element, kind)
-            text, name, filename = translation.text, translation.name, translation.filename
-        else:
-            name, filename = None, None
+        return element
+
+    def _build(self, native: Any, text: str, name: Optional[str], filename: Optional[str], what: str) -> None:
+        """``self._native`` from ``text``, or the :class:`OperatorError`
+        naming the function (not the text's name) and the line."""
         structs = self._struct.declarations() if self._struct is not None else []
         try:
-            self._native = _NativeStage(text, structs)
+            self._native = native(text, structs)
         except ValueError as e:
             message, line = e.args if len(e.args) == 2 else (str(e), None)
-            if function is not None and name is not None:
-                message = message.replace(f"stage `{name}`", f"{kind} `{function.__qualname__}`")
+            if self.function is not None and name is not None:
+                qualname = self.function.__qualname__
+                message = message.replace(f"stage `{name}`", f"{what} `{qualname}`").replace(f"`{name}`", f"`{qualname}`")
             raise OperatorError(message, filename if line is not None else None, line) from None
-        if function is not None:
-            functools.update_wrapper(self, function)
+        if self.function is not None:
+            functools.update_wrapper(self, self.function)
 
     @property
     def dtype(self) -> np.dtype:
@@ -73,8 +70,25 @@ class Stage:
 
     @property
     def ir(self) -> str:
-        """The stage's IR text, the generator's input."""
+        """The IR text, the generator's input."""
         return self._native.ir
+
+
+class Stage(_Function):
+    """A predicate (one element to ``bool``) or an equality (two
+    neighbouring elements to ``bool``) written in Python, made by
+    :func:`predicate` or :func:`equality`. Calling it evaluates it with the
+    element type's arithmetic, as the compactions do."""
+
+    def __init__(self, function: Optional[Callable], dtype: Any, kind: str, text: Optional[str] = None):
+        self.function = function
+        self.kind = kind
+        element = self._element(dtype)
+        name = filename = None
+        if text is None:
+            translation = stage_text(function, element, kind)
+            text, name, filename = translation.text, translation.name, translation.filename
+        self._build(_NativeStage, text, name, filename, kind)
 
     def cuda_source(self) -> str:
         """The stage's CUDA policy, as ``#[scan_predicate]`` or
@@ -295,7 +309,7 @@ def reduce_by_key(keys: Any, values: Any, operator: Any, equal: Optional[Stage] 
     return firsts, totals
 
 
-class SortKey:
+class SortKey(_Function):
     """A function of a record giving its sort key (one primitive, or a
     tuple of primitives compared most significant first), made by
     :func:`sort_key`: what :func:`gpu_scan.sort` and :func:`gpu_scan.argsort`
@@ -306,37 +320,14 @@ class SortKey:
     def __init__(self, function: Callable, dtype: Any, key: Any):
         from ._translate import sort_key_text
 
-        element = element_of(dtype)
         self.function = function
-        self._struct = element if isinstance(element, StructSpec) else None
-        self.prim = None if self._struct is not None else element
+        element = self._element(dtype)
         components = [prim_of(k) for k in (key if isinstance(key, (tuple, list)) else (key,))]
         if not 1 <= len(components) <= 4 or "bool" in components:
             raise OperatorError(f"a sort key of {components}: one to four integers or floats")
         self.components = tuple(components)
         translation = sort_key_text(function, element, components)
-        structs = self._struct.declarations() if self._struct is not None else []
-        try:
-            self._native = _NativeSortKey(translation.text, structs)
-        except ValueError as e:
-            message, line = e.args if len(e.args) == 2 else (str(e), None)
-            message = message.replace(f"stage `{translation.name}`", f"sort key `{function.__qualname__}`")
-            message = message.replace(f"`{translation.name}`", f"`{function.__qualname__}`")
-            raise OperatorError(message, translation.filename if line is not None else None, line) from None
-        functools.update_wrapper(self, function)
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The record type (a struct's as a structured dtype laid out as C
-        lays it out)."""
-        if self._struct is not None:
-            return self._struct.numpy_dtype()
-        return np.dtype(_numpy_dtype(self.prim))
-
-    @property
-    def ir(self) -> str:
-        """The key's IR text, the generator's input."""
-        return self._native.ir
+        self._build(_NativeSortKey, translation.text, translation.name, translation.filename, "sort key")
 
     def cuda_source(self) -> str:
         """The key's CUDA policy, as ``#[sort_key]`` writes it for the same

@@ -179,6 +179,19 @@ fn value_of(value: &Bound<'_, PyAny>, p: Prim) -> PyResult<Value> {
     }
 }
 
+/// A text's refusal: a `ValueError` of the message and the line of the
+/// statement it was found in (or `None`), which the Python half turns into
+/// an `OperatorError` naming the file and line.
+fn refusal(py: Python<'_>, message: String, line: Option<u32>) -> PyErr {
+    let line: Py<PyAny> = match line {
+        Some(l) => l
+            .into_pyobject(py)
+            .map_or_else(|never| match never {}, |l| l.into_any().unbind()),
+        None => py.None(),
+    };
+    PyValueError::new_err((message, line))
+}
+
 /// A value as a Python int, float or bool.
 fn to_python<'py>(py: Python<'py>, value: Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {

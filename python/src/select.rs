@@ -34,15 +34,7 @@ impl Stage {
     #[new]
     #[pyo3(signature = (text, structs=Vec::new()))]
     fn new(py: Python<'_>, text: &str, structs: Vec<String>) -> PyResult<Self> {
-        let fail = |message: String, line: Option<u32>| {
-            let line: Py<PyAny> = match line {
-                Some(l) => l
-                    .into_pyobject(py)
-                    .map_or_else(|never| match never {}, |l| l.into_any().unbind()),
-                None => py.None(),
-            };
-            PyValueError::new_err((message, line))
-        };
+        let fail = |message: String, line: Option<u32>| crate::refusal(py, message, line);
         let (desc, lines) =
             ir_text::parse_stage_with_lines(text).map_err(|e| fail(e.to_string(), None))?;
         if let kernels_gen::ir::ElementType::Prim(_) = desc.input {

@@ -185,15 +185,7 @@ impl SortKeyFn {
     fn new(py: Python<'_>, text: &str, structs: Vec<String>) -> PyResult<Self> {
         use kernels_gen::eval::StageValues;
         use kernels_gen::ir::ElementType;
-        let fail = |message: String, line: Option<u32>| {
-            let line: Py<PyAny> = match line {
-                Some(l) => l
-                    .into_pyobject(py)
-                    .map_or_else(|never| match never {}, |l| l.into_any().unbind()),
-                None => py.None(),
-            };
-            PyValueError::new_err((message, line))
-        };
+        let fail = |message: String, line: Option<u32>| crate::refusal(py, message, line);
         let (desc, lines) = kernels_gen::ir_text::parse_sort_key_with_lines(text)
             .map_err(|e| fail(e.to_string(), None))?;
         if let ElementType::Prim(_) = desc.record {
