@@ -63,6 +63,7 @@ __all__ = [
     "cumsum",
     "equality",
     "gpu_unavailable_reason",
+    "linear_recurrence",
     "non_trivial_runs",
     "op",
     "partition",
@@ -586,3 +587,4 @@ from ._compact import (  # noqa: E402
     SortKey,
     unique,
 )
+from ._recurrence import linear_recurrence  # noqa: E402

@@ -605,6 +605,45 @@ def sort_by_key(key, data: Any, descending: bool, indices: bool) -> Any:
     return out
 
 
+def linear_recurrence(a: Any, b: Any, initial: Any, readout: Any, reverse: bool, time_major: bool) -> Any:
+    """:func:`gpu_scan.linear_recurrence` of device arrays, on the
+    framework's current stream, into a new array of the framework."""
+    from ._native import gpu_recurrence
+    from ._recurrence import _plan
+
+    fw = _framework(b)
+    interfaces = {}
+    for name, x in (("a", a), ("b", b), ("initial", initial), ("readout", readout)):
+        if x is not None:
+            if not _on_device(x):
+                raise TypeError(f"{name} is not on the GPU beside b: pass every array on one device")
+            interfaces[name] = _interface(x, name)
+    typestr = interfaces["b"]["typestr"]
+    real = {"<f4": "f32", "<f8": "f64"}.get(typestr)
+    if real is None:
+        raise TypeError(f"b of {typestr}: float32 or float64")
+    for name, cai in interfaces.items():
+        if cai["typestr"] != typestr:
+            raise TypeError(f"{name} of {cai['typestr']} beside b of {typestr}: one float type")
+    shape = lambda name: tuple(interfaces[name]["shape"]) if name in interfaces else None  # noqa: E731
+    sequences, steps, state, kind, out_shape = _plan(shape("a"), shape("b"), shape("initial"), shape("readout"), time_major)
+    out = fw.empty(out_shape, b)
+    arg = lambda name: (int(interfaces[name]["data"][0]), math.prod(shape(name))) if name in interfaces else None  # noqa: E731
+    if math.prod(out_shape):
+        gpu_recurrence(
+            fw.device, fw.stream(), real, sequences, steps, state, time_major, kind, arg("a"), arg("b"),
+            (_address(out, "the output"), math.prod(out_shape)), initial=arg("initial"), readout=arg("readout"),
+            reverse=reverse,
+        )
+    return fw.finish(out)
+
+
+def _on_device(x: Any) -> bool:
+    from . import _on_gpu
+
+    return _on_gpu(x)
+
+
 def summed_area(operator, data: Any, *, exclusive: bool, reverse: bool, init: Any) -> Any:
     """The two-dimensional scan of a matrix by a commutative operator in one
     call (the runtime reads it in tiles)."""

@@ -130,3 +130,33 @@ class SortKeyFn:
     def gpu_sort(
         self, device: int, stream: int, records: int, n: int, descending: bool = ..., indices: Optional[int] = ...
     ) -> None: ...
+
+def recurrence_bytes(
+    real: str,
+    sequences: int,
+    steps: int,
+    state: int,
+    time_major: bool,
+    kind: str,
+    a: bytes,
+    b: bytes,
+    initial: Optional[bytes] = ...,
+    readout: Optional[bytes] = ...,
+    reverse: bool = ...,
+) -> bytes: ...
+def gpu_recurrence(
+    device: int,
+    stream: int,
+    real: str,
+    sequences: int,
+    steps: int,
+    state: int,
+    time_major: bool,
+    kind: str,
+    a: Tuple[int, int],
+    b: Tuple[int, int],
+    out: Tuple[int, int],
+    initial: Optional[Tuple[int, int]] = ...,
+    readout: Optional[Tuple[int, int]] = ...,
+    reverse: bool = ...,
+) -> None: ...

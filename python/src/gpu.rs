@@ -73,6 +73,10 @@ impl<T> Borrowed<T> {
     pub fn slice(&mut self) -> &mut CudaSlice<T> {
         self.0.as_mut().expect("held until dropped")
     }
+
+    pub fn get(&self) -> &CudaSlice<T> {
+        self.0.as_ref().expect("held until dropped")
+    }
 }
 
 impl<T> Drop for Borrowed<T> {

@@ -18,6 +18,7 @@ use scan_core::{Direction, ScanKind};
 
 mod dlpack;
 mod gpu;
+mod recurrence;
 mod select;
 mod sort;
 
@@ -697,6 +698,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<select::Stage>()?;
     m.add_class::<sort::SortKeyFn>()?;
     m.add_function(wrap_pyfunction!(select::gpu_reduce_by_key, m)?)?;
+    m.add_function(wrap_pyfunction!(recurrence::recurrence_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(recurrence::gpu_recurrence, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(own_stream, m)?)?;
     m.add_function(wrap_pyfunction!(sort::sort_bytes, m)?)?;
