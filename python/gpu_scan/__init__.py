@@ -496,7 +496,7 @@ def cumsum(data: Any, *, axis: Optional[int] = None, exclusive: bool = False, re
     return scan(_sum(prim_of(array.dtype)), array, axis=axis, exclusive=exclusive, reverse=reverse)
 
 
-def sort(keys: Any, *, descending: bool = False, key: Any = None) -> Any:
+def sort(keys: Any, *, descending: bool = False, key: Any = None, offsets: Any = None) -> Any:
     """The keys sorted (a new array of the input's framework): the
     library's radix sort of integers of 8 to 64 bits and floats, on the GPU
     for arrays there, on the CPU for NumPy's. Floats are ordered by their
@@ -504,39 +504,49 @@ def sort(keys: Any, *, descending: bool = False, key: Any = None) -> Any:
     (NumPy puts every NaN last and keeps ``-0.0`` and ``+0.0`` in input
     order). With ``key`` (a :func:`sort_key`), ``keys`` are records
     sorted by the key each gives, stably (on a GPU a struct's records are
-    ``uint8`` bytes, one row a record)."""
+    ``uint8`` bytes, one row a record). With ``offsets`` (CSR row
+    pointers, as :func:`scan` takes them), each segment
+    ``keys[offsets[s]:offsets[s + 1]]`` is sorted on its own (CUB's
+    ``DeviceSegmentedSort``); keys outside every segment stay."""
     if key is not None:
+        if offsets is not None:
+            raise ValueError("sorts by a key= are not segmented: sort each segment's records on its own")
         from ._compact import sort_records
 
         return sort_records(keys, key, descending, indices=False)
-    return _sort(keys, descending, indices=False)
+    return _sort(keys, descending, indices=False, offsets=offsets)
 
 
-def argsort(keys: Any, *, descending: bool = False, key: Any = None) -> Any:
+def argsort(keys: Any, *, descending: bool = False, key: Any = None, offsets: Any = None) -> Any:
     """The stable permutation (``int64``) that sorts ``keys`` as
     :func:`sort` does: ``keys[argsort(keys)]`` is ``sort(keys)``, equal
     keys in input order (NumPy's ``argsort(kind="stable")`` for integers
     and floats without NaNs or signed zeros); with ``key``, the records'
-    permutation by it."""
+    permutation by it; with ``offsets``, each segment's (indices into the
+    whole array; outside every segment, each index its own)."""
     if key is not None:
+        if offsets is not None:
+            raise ValueError("sorts by a key= are not segmented: sort each segment's records on its own")
         from ._compact import sort_records
 
         return sort_records(keys, key, descending, indices=True)
-    return _sort(keys, descending, indices=True)
+    return _sort(keys, descending, indices=True, offsets=offsets)
 
 
-def _sort(keys: Any, descending: bool, indices: bool) -> Any:
+def _sort(keys: Any, descending: bool, indices: bool, offsets: Any = None) -> Any:
     if _on_gpu(keys):
         from . import _gpu
 
-        return _gpu.sort(keys, descending, indices)
+        return _gpu.sort(keys, descending, indices, offsets)
     array = np.ascontiguousarray(_numpy(keys))
     if array.ndim != 1:
         raise ValueError(f"keys of shape {array.shape}: one dimension")
     if array.dtype.kind not in "uif":
         raise TypeError(f"keys of {array.dtype}: integers of 8 to 64 bits, f32 or f64")
     typestr = array.dtype.str.replace("=", "<")
-    out = _sort_bytes(array.tobytes(), typestr, descending, indices)
+    if offsets is not None:
+        offsets = [int(o) for o in np.asarray(_numpy(offsets)).reshape(-1)]
+    out = _sort_bytes(array.tobytes(), typestr, descending, indices, offsets)
     if indices:
         return np.frombuffer(out, dtype=np.uint64).astype(np.int64)
     return np.frombuffer(out, dtype=array.dtype).copy()

@@ -458,8 +458,9 @@ def scan(operator, data: Any, *, axis, flags, offsets, keys, exclusive, reverse,
     return out, sums.reshape(lines_shape[:-1] + tail)
 
 
-def sort(keys: Any, descending: bool, indices: bool) -> Any:
-    """:func:`gpu_scan.sort` and :func:`gpu_scan.argsort` of a device array."""
+def sort(keys: Any, descending: bool, indices: bool, offsets: Any = None) -> Any:
+    """:func:`gpu_scan.sort` and :func:`gpu_scan.argsort` of a device array
+    (by segments with ``offsets``)."""
     from ._native import gpu_sort
 
     fw = _framework(keys)
@@ -469,6 +470,8 @@ def sort(keys: Any, descending: bool, indices: bool) -> Any:
         raise ValueError(f"keys of shape {shape}: one dimension")
     n = shape[0]
     stream = fw.stream()
+    if offsets is not None:
+        return _segmented_sort(fw, keys, cai, n, descending, indices, offsets)
     if indices:
         order = _int64s(fw, n, keys)
         if n:
@@ -480,6 +483,35 @@ def sort(keys: Any, descending: bool, indices: bool) -> Any:
     if n:
         gpu_sort(fw.device, stream, _address(out, "the output"), n, cai["typestr"], descending)
     return out
+
+
+def _segmented_sort(fw: Any, keys: Any, cai: dict, n: int, descending: bool, indices: bool, offsets: Any) -> Any:
+    """Each segment of the device keys that ``offsets`` cut sorted on its
+    own, in a copy (or the copy's permutation, carried along as values
+    from ``0..n``)."""
+    from ._native import gpu_sort
+
+    if fw.name not in ("torch", "cupy"):
+        raise TypeError("segmented sorts of device arrays take PyTorch tensors and CuPy arrays")
+    o = offsets if _on_device(offsets) else fw.on_device(np.asarray(offsets, dtype=np.int64), keys)
+    oc = _interface(o, "the offsets")
+    if oc["typestr"] not in ("<i4", "<u4", "<i8", "<u8") or len(oc["shape"]) != 1:
+        raise TypeError(f"offsets of {oc['typestr']} and shape {tuple(oc['shape'])}: one dimension of 32- or 64-bit integers")
+    out = keys.clone() if fw.name == "torch" else fw.xp.array(keys, copy=True)
+    order = None
+    if indices:
+        if fw.name == "torch":
+            order = fw.xp.arange(n, dtype=fw.xp.int64, device=keys.device)
+        else:
+            with fw.xp.cuda.Device(fw.device):
+                order = fw.xp.arange(n, dtype=fw.xp.int64)
+    if n:
+        gpu_sort(
+            fw.device, fw.stream(), _address(out, "the output"), n, cai["typestr"], descending,
+            None if order is None else _address(order, "the indices"),
+            (int(oc["data"][0]), int(oc["shape"][0]), int(oc["typestr"][2:])),
+        )
+    return order if indices else out
 
 
 def _int64s(fw: Any, n: int, like: Any) -> Any:

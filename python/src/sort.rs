@@ -97,18 +97,26 @@ fn bytes_of<K: Copy>(keys: &[K]) -> Vec<u8> {
 /// Sorts the keys in `data` (bytes of `typestr` keys) on the CPU, or with
 /// `indices` returns the permutation that sorts them (`u64`s).
 #[pyfunction]
-#[pyo3(signature = (data, typestr, descending=false, indices=false))]
+#[pyo3(signature = (data, typestr, descending=false, indices=false, offsets=None))]
 pub fn sort_bytes<'py>(
     py: Python<'py>,
     data: &[u8],
     typestr: &str,
     descending: bool,
     indices: bool,
+    offsets: Option<Vec<u64>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let fail = |e: scan_core::sort::SortError| PyValueError::new_err(e.to_string());
     let out: Vec<u8> = with_key!(typestr, K => {
         let mut keys = keys_of::<K>(data)?;
         py.detach(|| {
+            if let Some(offsets) = &offsets {
+                // Each segment on its own (keys outside every segment stay).
+                let mut order: Vec<u64> = (0..keys.len() as u64).collect();
+                scan_core::sort::segmented_sort_pairs(&mut keys, &mut order, offsets, spec(descending))
+                    .map_err(fail)?;
+                return Ok(if indices { bytes_of(&order) } else { bytes_of(&keys) });
+            }
             if indices {
                 let order = scan_core::sort::argsort(&keys, spec(descending)).map_err(fail)?;
                 let order: Vec<u64> = order.into_iter().map(|i| i as u64).collect();
@@ -132,8 +140,13 @@ fn sorters() -> &'static Mutex<HashMap<usize, GpuSort>> {
 /// (the address of `n` `u64`s) writes there the permutation that sorts
 /// them instead and leaves the keys alone. The arrays are the caller's,
 /// valid on that stream.
+///
+/// With `offsets` (`(address, count, width)`: `count` offsets of 4 or 8
+/// bytes on the device), each segment is sorted on its own, and `indices`
+/// (then holding `0..n` on entry) move with the keys, which are sorted in
+/// place (pass a copy to keep them).
 #[pyfunction]
-#[pyo3(signature = (device, stream, keys, n, typestr, descending=false, indices=None))]
+#[pyo3(signature = (device, stream, keys, n, typestr, descending=false, indices=None, offsets=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn gpu_sort(
     py: Python<'_>,
@@ -144,6 +157,7 @@ pub fn gpu_sort(
     typestr: &str,
     descending: bool,
     indices: Option<u64>,
+    offsets: Option<(u64, usize, usize)>,
 ) -> PyResult<()> {
     let run = |stream: &std::sync::Arc<scan_runtime::cudarc::driver::CudaStream>,
                sorter: &mut GpuSort|
@@ -152,6 +166,9 @@ pub fn gpu_sort(
             // SAFETY: the caller's keys (and indices), `n` of them on this
             // device, valid on `stream` for the sort.
             let mut keys = unsafe { Borrowed::<K>::new(stream, keys, n) };
+            if let Some((address, count, width)) = offsets {
+                return Ok(segmented(stream, sorter, keys.slice(), indices, n, address, count, width, descending));
+            }
             Ok(match indices {
                 Some(address) => {
                     let mut order = unsafe { Borrowed::<u64>::new(stream, address, n) };
@@ -325,6 +342,58 @@ impl SortKeyFn {
             })
         };
         with_sorter(py, device, stream, run)
+    }
+}
+
+/// The segmented sort of [`gpu_sort`]: the keys (and the indices, where
+/// given) sorted in place within each segment the `count` offsets of
+/// `width` bytes at `address` cut.
+#[allow(clippy::too_many_arguments)]
+fn segmented<K: scan_runtime::DeviceSortKey>(
+    stream: &std::sync::Arc<scan_runtime::cudarc::driver::CudaStream>,
+    sorter: &mut GpuSort,
+    keys: &mut scan_runtime::cudarc::driver::CudaSlice<K>,
+    indices: Option<u64>,
+    n: usize,
+    address: u64,
+    count: usize,
+    width: usize,
+    descending: bool,
+) -> Result<(), ScanError> {
+    fn with_offsets<K: scan_runtime::DeviceSortKey, O: scan_runtime::DeviceOffset>(
+        stream: &std::sync::Arc<scan_runtime::cudarc::driver::CudaStream>,
+        sorter: &mut GpuSort,
+        keys: &mut scan_runtime::cudarc::driver::CudaSlice<K>,
+        indices: Option<u64>,
+        n: usize,
+        address: u64,
+        count: usize,
+        descending: bool,
+    ) -> Result<(), ScanError> {
+        // SAFETY: the caller's offsets (and indices) on this device, valid
+        // on `stream` for the sort.
+        let offsets = unsafe { Borrowed::<O>::new(stream, address, count) };
+        let checked = scan_runtime::DeviceOffsets::check(stream, offsets.get().as_view(), n)?;
+        match indices {
+            Some(at) => {
+                let mut order = unsafe { Borrowed::<u64>::new(stream, at, n) };
+                sorter.segmented_sort_pairs(
+                    stream,
+                    keys,
+                    order.slice(),
+                    &checked,
+                    &spec(descending),
+                )
+            }
+            None => sorter.segmented_sort_keys(stream, keys, &checked, &spec(descending)),
+        }
+    }
+    match width {
+        4 => with_offsets::<K, u32>(stream, sorter, keys, indices, n, address, count, descending),
+        8 => with_offsets::<K, u64>(stream, sorter, keys, indices, n, address, count, descending),
+        w => Err(ScanError::InvalidOperator(format!(
+            "offsets of {w} bytes: 4 or 8"
+        ))),
     }
 }
 

@@ -571,3 +571,25 @@ def test_linear_recurrences_match_the_cpu(kind, shape):
         np.testing.assert_allclose(
             np.swapaxes(tm.cpu().numpy(), 0, 1), gpu_scan.linear_recurrence(a, b), rtol=tol, atol=tol, err_msg="time-major"
         )
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.uint64])
+def test_segmented_sorts_match_the_cpu(dtype):
+    """Segments by CSR offsets on the device (power-law lengths, empty
+    ones, keys outside every segment), both orders, keys and argsort."""
+    if dtype == np.uint64 and not hasattr(torch, "uint64"):
+        pytest.skip("this PyTorch has no uint64 tensors")
+    g = rng(61 + np.dtype(dtype).itemsize)
+    n = 1_000_003
+    keys = (g.standard_normal(n) * 1e3).astype(dtype) if np.dtype(dtype).kind == "f" else g.integers(0, 1000, n).astype(dtype)
+    lengths = np.minimum((g.pareto(1.2, 4000) * 20).astype(np.int64), 50_000)
+    offsets = np.concatenate([[7], 7 + np.cumsum(lengths)])
+    offsets = offsets[offsets <= n - 5]
+    t, o = cuda(keys), cuda(offsets)
+    for descending in (False, True):
+        want = gpu_scan.argsort(keys, offsets=offsets, descending=descending)
+        got = gpu_scan.argsort(t, offsets=o, descending=descending)
+        np.testing.assert_array_equal(got.cpu().numpy(), want, err_msg=f"{dtype}")
+        got = gpu_scan.sort(t, offsets=offsets, descending=descending)  # host offsets too
+        np.testing.assert_array_equal(got.cpu().numpy(), keys[want])
+    np.testing.assert_array_equal(t.cpu().numpy(), keys)  # the input is left alone

@@ -92,3 +92,24 @@ def test_refusals():
         gpu_scan.sort_key("i64", key="bool")(low_byte.function)
     with pytest.raises(TypeError, match="sort_key"):
         gpu_scan.sort(np.arange(3), key=lambda x: x)
+
+
+def test_segmented_sorts_sort_each_segment_on_its_own():
+    """By CSR offsets (empty segments, keys before the first offset and
+    after the last left alone), both orders, against NumPy's stable sort of
+    each segment."""
+    r = np.random.default_rng([SEED, 7])
+    for dtype in (np.uint8, np.int32, np.float64):
+        keys = (r.integers(-100, 100, 5000) if dtype != np.uint8 else r.integers(0, 255, 5000)).astype(dtype)
+        offsets = np.concatenate([[3], np.sort(r.integers(3, 4990, 40)), [4990]]).astype(np.int64)
+        for descending in (False, True):
+            want_order = np.arange(len(keys))
+            for s, e in zip(offsets[:-1], offsets[1:]):
+                seg = keys[s:e]
+                o = np.argsort(-seg.astype(np.float64) if descending else seg, kind="stable")
+                want_order[s:e] = s + o
+            got = gpu_scan.argsort(keys, offsets=offsets, descending=descending)
+            np.testing.assert_array_equal(got, want_order, err_msg=f"{dtype} seed={SEED}")
+            np.testing.assert_array_equal(gpu_scan.sort(keys, offsets=offsets, descending=descending), keys[want_order])
+    with pytest.raises(ValueError):
+        gpu_scan.sort(np.arange(10, dtype=np.int32), offsets=[0, 5, 3])  # not increasing
