@@ -74,6 +74,7 @@ __all__ = [
     "select",
     "sort",
     "sort_key",
+    "spmv",
     "SortKey",
     "argsort",
     "summed_area",
@@ -597,4 +598,4 @@ from ._compact import (  # noqa: E402
     SortKey,
     unique,
 )
-from ._recurrence import linear_recurrence  # noqa: E402
+from ._recurrence import linear_recurrence, spmv  # noqa: E402

@@ -670,6 +670,32 @@ def linear_recurrence(a: Any, b: Any, initial: Any, readout: Any, reverse: bool,
     return fw.finish(out)
 
 
+def spmv(row_ptr: Any, col_idx: Any, values: Any, x: Any) -> Any:
+    """:func:`gpu_scan.spmv` of device arrays (row pointers and column
+    indices may be host arrays, copied there)."""
+    from ._native import gpu_spmv
+
+    fw = _framework(x)
+    row_ptr, col_idx = (a if _on_device(a) else fw.on_device(np.asarray(a), x) for a in (row_ptr, col_idx))
+    if not _on_device(values):
+        raise TypeError("values on the host beside x on the GPU: pass them on one device")
+    cai = {name: _interface(a, name) for name, a in (("row_ptr", row_ptr), ("col_idx", col_idx), ("values", values), ("x", x))}
+    real = {"<f4": "f32", "<f8": "f64"}.get(cai["values"]["typestr"])
+    if real is None or cai["x"]["typestr"] != cai["values"]["typestr"]:
+        raise TypeError(f"values of {cai['values']['typestr']} and x of {cai['x']['typestr']}: one of float32 and float64")
+    width = {"<i4": 4, "<u4": 4, "<i8": 8, "<u8": 8}.get(cai["row_ptr"]["typestr"])
+    if width is None:
+        raise TypeError(f"row pointers of {cai['row_ptr']['typestr']}: 32- or 64-bit integers")
+    if cai["col_idx"]["typestr"] not in ("<i4", "<u4"):
+        raise TypeError(f"column indices of {cai['col_idx']['typestr']}: int32 or uint32")
+    arg = lambda name: (int(cai[name]["data"][0]), math.prod(cai[name]["shape"]))  # noqa: E731
+    rows = max(arg("row_ptr")[1] - 1, 0)
+    y = fw.empty((rows,), x)
+    gpu_spmv(fw.device, fw.stream(), real, width, arg("x")[1], arg("row_ptr"), arg("col_idx"), arg("values"), arg("x"),
+             (_address(y, "y"), rows))
+    return fw.finish(y)
+
+
 def _on_device(x: Any) -> bool:
     from . import _on_gpu
 

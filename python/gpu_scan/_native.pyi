@@ -169,3 +169,17 @@ def gpu_recurrence(
     readout: Optional[Tuple[int, int]] = ...,
     reverse: bool = ...,
 ) -> None: ...
+
+def spmv_bytes(real: str, width: int, cols: int, row_ptr: bytes, col_idx: bytes, vals: bytes, x: bytes) -> bytes: ...
+def gpu_spmv(
+    device: int,
+    stream: int,
+    real: str,
+    width: int,
+    cols: int,
+    row_ptr: Tuple[int, int],
+    col_idx: Tuple[int, int],
+    vals: Tuple[int, int],
+    x: Tuple[int, int],
+    y: Tuple[int, int],
+) -> None: ...

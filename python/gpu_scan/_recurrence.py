@@ -112,3 +112,41 @@ def linear_recurrence(
         readout=None if readout is None else readout.tobytes(), reverse=reverse,
     )
     return np.frombuffer(out, dtype=b.dtype).reshape(out_shape).copy()
+
+
+def spmv(row_ptr: Any, col_idx: Any, values: Any, x: Any) -> Any:
+    """``y = A · x`` of the CSR matrix ``A`` of ``len(x)`` columns given by
+    its row pointers (``row_ptr``, 32- or 64-bit, from 0 to the entries'
+    count), each entry's column (``col_idx``, 32-bit: ``int32`` or
+    ``uint32``) and value (``float32`` or ``float64``, as ``x``), as a new
+    array of the inputs' framework. Each row's products are summed left to
+    right on the CPU; on a GPU a segmented scan over the entries (tiles of
+    entries, not rows, so power-law rows cost no imbalance) regroups them.
+    The matrix is checked first (on a GPU too: the call waits for the
+    verdict).
+
+    >>> import numpy as np, gpu_scan
+    >>> gpu_scan.spmv(np.int32([0, 2, 2, 3]), np.int32([0, 2, 1]), np.float32([1, 2, 3]), np.float32([1, 10, 100]))
+    array([201.,   0.,  30.], dtype=float32)
+    """
+    from . import _on_gpu
+
+    if _on_gpu(x):
+        from . import _gpu
+
+        return _gpu.spmv(row_ptr, col_idx, values, x)
+    from . import _numpy
+    from ._native import spmv_bytes
+
+    row_ptr, col_idx, values, x = (np.ascontiguousarray(_numpy(a)) for a in (row_ptr, col_idx, values, x))
+    real = _REALS.get(values.dtype.name)
+    if real is None or x.dtype != values.dtype:
+        raise TypeError(f"values of {values.dtype} and x of {x.dtype}: one of float32 and float64")
+    if row_ptr.dtype.kind not in "iu" or row_ptr.dtype.itemsize not in (4, 8):
+        raise TypeError(f"row pointers of {row_ptr.dtype}: 32- or 64-bit integers")
+    if col_idx.dtype not in (np.int32, np.uint32):
+        raise TypeError(f"column indices of {col_idx.dtype}: int32 or uint32")
+    if (row_ptr.size and row_ptr.min() < 0) or (col_idx.size and col_idx.view(np.int32).min() < 0 and col_idx.dtype == np.int32):
+        raise ValueError("negative row pointers or column indices")
+    out = spmv_bytes(real, row_ptr.dtype.itemsize, len(x), row_ptr.tobytes(), col_idx.tobytes(), values.tobytes(), x.tobytes())
+    return np.frombuffer(out, dtype=values.dtype).copy()

@@ -21,6 +21,7 @@ mod gpu;
 mod recurrence;
 mod select;
 mod sort;
+mod spmv;
 
 /// An operator's element: a primitive, or a struct lowered to its leaves.
 enum Element {
@@ -700,6 +701,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(select::gpu_reduce_by_key, m)?)?;
     m.add_function(wrap_pyfunction!(recurrence::recurrence_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(recurrence::gpu_recurrence, m)?)?;
+    m.add_function(wrap_pyfunction!(spmv::spmv_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(spmv::gpu_spmv, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(own_stream, m)?)?;
     m.add_function(wrap_pyfunction!(sort::sort_bytes, m)?)?;
