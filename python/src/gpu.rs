@@ -160,10 +160,7 @@ impl Scanners {
                 e.insert(DynScanner::new(&ctx, op).map_err(runtime_error)?)
             }
         };
-        run(scanner, op, &ctx, r).map_err(|e| match e {
-            ScanError::Driver(_) | ScanError::Compile { .. } => runtime_error(e),
-            e => PyValueError::new_err(e.to_string()),
-        })
+        run(scanner, op, &ctx, r).map_err(python_error)
     }
 }
 
@@ -193,6 +190,47 @@ impl Scanners {
         for scanner in scanners.values() {
             scanner.wait_for_background_compiles();
         }
+    }
+}
+
+/// One object of the library's a device (a `GpuSelect`, a `GpuSort`, …),
+/// made on first use and kept for the process.
+pub type PerDevice<S> = Mutex<HashMap<usize, S>>;
+
+/// Runs `run` with `registry`'s object of `device` (made by `make` on
+/// first use) on the caller's stream (a `CUstream` handle of that
+/// device), without the GIL; the library's errors become Python's: a
+/// driver's or a compile's a `RuntimeError`, the rest (the caller's
+/// arguments) a `ValueError`.
+pub fn on_device<S: Send>(
+    py: Python<'_>,
+    device: usize,
+    stream: usize,
+    registry: &PerDevice<S>,
+    make: impl FnOnce(&Arc<CudaContext>) -> Result<S, ScanError> + Send,
+    run: impl FnOnce(&Arc<CudaStream>, &mut S) -> PyResult<Result<(), ScanError>> + Send,
+) -> PyResult<()> {
+    py.detach(|| {
+        let ctx = context(device).map_err(runtime_error)?;
+        // SAFETY: the caller's stream of this device, alive for the call.
+        let stream = unsafe { ctx.wrap_borrowed_stream(stream as _) };
+        let mut all = registry.lock().unwrap_or_else(|p| p.into_inner());
+        let object = match all.entry(device) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(make(&ctx).map_err(runtime_error)?)
+            }
+        };
+        run(&stream, object)?.map_err(python_error)
+    })
+}
+
+/// A library error as Python's: a driver's or a compile's a
+/// `RuntimeError`, the rest a `ValueError`.
+pub fn python_error(e: ScanError) -> PyErr {
+    match e {
+        ScanError::Driver(_) | ScanError::Compile { .. } => runtime_error(e),
+        e => PyValueError::new_err(e.to_string()),
     }
 }
 

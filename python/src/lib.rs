@@ -181,6 +181,30 @@ fn value_of(value: &Bound<'_, PyAny>, p: Prim) -> PyResult<Value> {
     }
 }
 
+/// Values of a plain number type from their little-endian bytes.
+fn numbers_of<T: Copy>(bytes: &[u8]) -> PyResult<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    if bytes.len() % size != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes are not whole values of {size} bytes",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(size)
+        // SAFETY: `size` bytes of a plain number type (integers and floats:
+        // every bit pattern is a value), read unaligned.
+        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
+        .collect())
+}
+
+/// The bytes of plain numbers (no padding).
+fn bytes_of<T: Copy>(xs: &[T]) -> Vec<u8> {
+    // SAFETY: integers and floats: every byte initialized, no padding.
+    unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<u8>(), std::mem::size_of_val(xs)) }
+        .to_vec()
+}
+
 /// A text's refusal: a `ValueError` of the message and the line of the
 /// statement it was found in (or `None`), which the Python half turns into
 /// an `OperatorError` naming the file and line.

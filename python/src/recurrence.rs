@@ -6,7 +6,7 @@
 //! states.
 
 use crate::gpu::{self, Borrowed};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use scan_core::real::Real;
@@ -15,8 +15,7 @@ use scan_core::recurrence::{
 };
 use scan_runtime::cudarc::driver::{CudaStream, DeviceRepr};
 use scan_runtime::{DeviceReal, DeviceRecurrence, DeviceTransition, GpuRecurrence, ScanError};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// A batch's description, as the Python half reads it from the arrays'
 /// shapes.
@@ -78,28 +77,6 @@ impl Batch {
     }
 }
 
-/// Values of `T` from little-endian bytes.
-fn values<T: Copy + Default>(bytes: &[u8]) -> PyResult<Vec<T>> {
-    let size = std::mem::size_of::<T>();
-    if bytes.len() % size != 0 {
-        return Err(PyValueError::new_err(format!(
-            "{} bytes are not whole values of {size}",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(size)
-        // SAFETY: `size` bytes of a float type (any bits are a value).
-        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
-        .collect())
-}
-
-fn bytes_of<T: Copy>(xs: &[T]) -> Vec<u8> {
-    // SAFETY: floats, without padding.
-    unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<u8>(), std::mem::size_of_val(xs)) }
-        .to_vec()
-}
-
 /// The batch on the host in `T`.
 fn on_host<T: Real + Default>(
     batch: &Batch,
@@ -108,9 +85,9 @@ fn on_host<T: Real + Default>(
     initial: Option<&[u8]>,
     readout: Option<&[u8]>,
 ) -> PyResult<Vec<u8>> {
-    let (a, b) = (values::<T>(a)?, values::<T>(b)?);
-    let initial = initial.map(values::<T>).transpose()?;
-    let readout = readout.map(values::<T>).transpose()?;
+    let (a, b) = (crate::numbers_of::<T>(a)?, crate::numbers_of::<T>(b)?);
+    let initial = initial.map(crate::numbers_of::<T>).transpose()?;
+    let readout = readout.map(crate::numbers_of::<T>).transpose()?;
     let mut r = Recurrence::new(batch.shape, batch.transition(&a), &b);
     if let Some(h0) = &initial {
         r = r.initial(h0);
@@ -123,7 +100,7 @@ fn on_host<T: Real + Default>(
     }
     let mut out = vec![T::ZERO; r.output_len()];
     linear_recurrence(&r, &mut out).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(bytes_of(&out))
+    Ok(crate::bytes_of(&out))
 }
 
 /// Runs a batch of linear recurrences on the CPU over host bytes of
@@ -158,11 +135,6 @@ pub fn recurrence_bytes<'py>(
         ))),
     })?;
     Ok(PyBytes::new(py, &out))
-}
-
-fn recurrences() -> &'static Mutex<HashMap<usize, GpuRecurrence>> {
-    static RECURRENCES: OnceLock<Mutex<HashMap<usize, GpuRecurrence>>> = OnceLock::new();
-    RECURRENCES.get_or_init(Default::default)
 }
 
 /// Device addresses of a batch's arrays and their lengths in values.
@@ -236,31 +208,19 @@ pub fn gpu_recurrence(
         readout,
         out,
     };
-    py.detach(|| {
-        let ctx = gpu::context(device).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        // SAFETY: the caller's stream of this device, alive for the call.
-        let stream = unsafe { ctx.wrap_borrowed_stream(stream as _) };
-        let mut all = recurrences().lock().unwrap_or_else(|p| p.into_inner());
-        let rec = match all.entry(device) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                GpuRecurrence::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-            ),
+    static RECURRENCES: OnceLock<gpu::PerDevice<GpuRecurrence>> = OnceLock::new();
+    let registry = RECURRENCES.get_or_init(Default::default);
+    let run =
+        |stream: &Arc<CudaStream>, rec: &mut GpuRecurrence| -> PyResult<Result<(), ScanError>> {
+            Ok(match real {
+                "f32" => on_device::<f32>(rec, stream, &batch, &at),
+                "f64" => on_device::<f64>(rec, stream, &batch, &at),
+                other => {
+                    return Err(PyTypeError::new_err(format!(
+                        "recurrences of {other}: f32 or f64"
+                    )))
+                }
+            })
         };
-        let result = match real {
-            "f32" => on_device::<f32>(rec, &stream, &batch, &at),
-            "f64" => on_device::<f64>(rec, &stream, &batch, &at),
-            other => {
-                return Err(PyTypeError::new_err(format!(
-                    "recurrences of {other}: f32 or f64"
-                )))
-            }
-        };
-        result.map_err(|e| match e {
-            ScanError::Driver(_) | ScanError::Compile { .. } => {
-                PyRuntimeError::new_err(e.to_string())
-            }
-            e => PyValueError::new_err(e.to_string()),
-        })
-    })
+    gpu::on_device(py, device, stream, registry, GpuRecurrence::new, run)
 }

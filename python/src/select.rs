@@ -9,14 +9,13 @@
 use crate::gpu::{self, Borrowed};
 use kernels_gen::eval::StageValues;
 use kernels_gen::ir_text;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use scan_core::select::{self, Rejected};
 use scan_runtime::cudarc::driver::CudaStream;
 use scan_runtime::{DynStage, GpuSelect, RawElements, ScanError};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// A predicate or an equality from its IR text.
 #[pyclass(frozen, module = "gpu_scan._native")]
@@ -451,31 +450,13 @@ fn on_device(
     stream: usize,
     run: impl FnOnce(&Arc<CudaStream>, &mut GpuSelect) -> Result<(), ScanError> + Send,
 ) -> PyResult<()> {
-    py.detach(|| {
-        let ctx = gpu::context(device).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        // SAFETY: the caller's stream of this device, alive for the call.
-        let stream = unsafe { ctx.wrap_borrowed_stream(stream as _) };
-        let mut selects = selects().lock().unwrap_or_else(|p| p.into_inner());
-        let select = match selects.entry(device) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(GpuSelect::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
-            }
-        };
-        run(&stream, select).map_err(|e| match e {
-            ScanError::Driver(_) | ScanError::Compile { .. } => {
-                PyRuntimeError::new_err(e.to_string())
-            }
-            e => PyValueError::new_err(e.to_string()),
-        })
+    static SELECTS: OnceLock<gpu::PerDevice<GpuSelect>> = OnceLock::new();
+    let registry = SELECTS.get_or_init(Default::default);
+    gpu::on_device(py, device, stream, registry, GpuSelect::new, |s, select| {
+        Ok(run(s, select))
     })
 }
 
 fn length_error(e: select::SelectLengthError) -> PyErr {
     PyValueError::new_err(e.to_string())
-}
-
-fn selects() -> &'static Mutex<HashMap<usize, GpuSelect>> {
-    static SELECTS: OnceLock<Mutex<HashMap<usize, GpuSelect>>> = OnceLock::new();
-    SELECTS.get_or_init(Default::default)
 }

@@ -4,13 +4,12 @@
 //! permutation that sorts them (an argsort, stable).
 
 use crate::gpu::{self, Borrowed};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use scan_core::sort::{SortOrder, SortSpec};
 use scan_runtime::{GpuSort, ScanError};
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 fn spec(descending: bool) -> SortSpec {
     let mut spec = SortSpec::ascending();
@@ -72,28 +71,6 @@ macro_rules! with_key {
     };
 }
 
-/// Keys from their little-endian bytes.
-fn keys_of<K: Copy>(data: &[u8]) -> PyResult<Vec<K>> {
-    let size = std::mem::size_of::<K>();
-    if data.len() % size != 0 {
-        return Err(PyValueError::new_err(format!(
-            "{} bytes are not whole keys of {size}",
-            data.len()
-        )));
-    }
-    Ok(data
-        .chunks_exact(size)
-        // SAFETY: `size` bytes of a plain key type, read unaligned.
-        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<K>()) })
-        .collect())
-}
-
-fn bytes_of<K: Copy>(keys: &[K]) -> Vec<u8> {
-    // SAFETY: plain key types without padding.
-    unsafe { std::slice::from_raw_parts(keys.as_ptr().cast::<u8>(), std::mem::size_of_val(keys)) }
-        .to_vec()
-}
-
 /// Sorts the keys in `data` (bytes of `typestr` keys) on the CPU, or with
 /// `indices` returns the permutation that sorts them (`u64`s).
 #[pyfunction]
@@ -108,31 +85,26 @@ pub fn sort_bytes<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let fail = |e: scan_core::sort::SortError| PyValueError::new_err(e.to_string());
     let out: Vec<u8> = with_key!(typestr, K => {
-        let mut keys = keys_of::<K>(data)?;
+        let mut keys = crate::numbers_of::<K>(data)?;
         py.detach(|| {
             if let Some(offsets) = &offsets {
                 // Each segment on its own (keys outside every segment stay).
                 let mut order: Vec<u64> = (0..keys.len() as u64).collect();
                 scan_core::sort::segmented_sort_pairs(&mut keys, &mut order, offsets, spec(descending))
                     .map_err(fail)?;
-                return Ok(if indices { bytes_of(&order) } else { bytes_of(&keys) });
+                return Ok(if indices { crate::bytes_of(&order) } else { crate::bytes_of(&keys) });
             }
             if indices {
                 let order = scan_core::sort::argsort(&keys, spec(descending)).map_err(fail)?;
                 let order: Vec<u64> = order.into_iter().map(|i| i as u64).collect();
-                Ok(bytes_of(&order))
+                Ok(crate::bytes_of(&order))
             } else {
                 scan_core::sort::sort_keys(&mut keys, spec(descending)).map_err(fail)?;
-                Ok(bytes_of(&keys))
+                Ok(crate::bytes_of(&keys))
             }
         })
     })?;
     Ok(PyBytes::new(py, &out))
-}
-
-fn sorters() -> &'static Mutex<HashMap<usize, GpuSort>> {
-    static SORTERS: OnceLock<Mutex<HashMap<usize, GpuSort>>> = OnceLock::new();
-    SORTERS.get_or_init(Default::default)
 }
 
 /// Sorts the `n` keys of `typestr` at device address `keys` in place on
@@ -295,7 +267,7 @@ impl SortKeyFn {
             .into_iter()
             .map(|i| i as u64)
             .collect();
-        Ok(PyBytes::new(py, &bytes_of(&order)))
+        Ok(PyBytes::new(py, &crate::bytes_of(&order)))
     }
 
     /// Sorts the `n` records at device address `records` in place on
@@ -408,22 +380,7 @@ fn with_sorter(
         ) -> PyResult<Result<(), ScanError>>
         + Send,
 ) -> PyResult<()> {
-    py.detach(|| {
-        let ctx = gpu::context(device).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        // SAFETY: the caller's stream of this device, alive for the call.
-        let stream = unsafe { ctx.wrap_borrowed_stream(stream as _) };
-        let mut sorters = sorters().lock().unwrap_or_else(|p| p.into_inner());
-        let sorter = match sorters.entry(device) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(GpuSort::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
-            }
-        };
-        run(&stream, sorter)?.map_err(|e| match e {
-            ScanError::Driver(_) | ScanError::Compile { .. } => {
-                PyRuntimeError::new_err(e.to_string())
-            }
-            e => PyValueError::new_err(e.to_string()),
-        })
-    })
+    static SORTERS: OnceLock<gpu::PerDevice<GpuSort>> = OnceLock::new();
+    let registry = SORTERS.get_or_init(Default::default);
+    gpu::on_device(py, device, stream, registry, GpuSort::new, run)
 }

@@ -4,7 +4,7 @@
 //! entries, not rows) on the GPU over another library's device arrays.
 
 use crate::gpu::{self, Borrowed};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use scan_core::real::Real;
@@ -12,30 +12,7 @@ use scan_core::segmented::SegmentOffset;
 use scan_core::spmv::{csr_matvec, Csr};
 use scan_runtime::cudarc::driver::{CudaStream, DeviceRepr};
 use scan_runtime::{DeviceOffset, DeviceReal, GpuSpmv, ScanError};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-
-/// Values of `T` from little-endian bytes.
-fn values<T: Copy>(bytes: &[u8]) -> PyResult<Vec<T>> {
-    let size = std::mem::size_of::<T>();
-    if bytes.len() % size != 0 {
-        return Err(PyValueError::new_err(format!(
-            "{} bytes are not whole values of {size}",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(size)
-        // SAFETY: `size` bytes of a plain number type.
-        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
-        .collect())
-}
-
-fn bytes_of<T: Copy>(xs: &[T]) -> Vec<u8> {
-    // SAFETY: plain numbers, without padding.
-    unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<u8>(), std::mem::size_of_val(xs)) }
-        .to_vec()
-}
+use std::sync::{Arc, OnceLock};
 
 fn product<T: Real, O: SegmentOffset + Copy>(
     cols: usize,
@@ -44,8 +21,11 @@ fn product<T: Real, O: SegmentOffset + Copy>(
     vals: &[u8],
     x: &[u8],
 ) -> PyResult<Vec<u8>> {
-    let (row_ptr, col_idx) = (values::<O>(row_ptr)?, values::<u32>(col_idx)?);
-    let (vals, x) = (values::<T>(vals)?, values::<T>(x)?);
+    let (row_ptr, col_idx) = (
+        crate::numbers_of::<O>(row_ptr)?,
+        crate::numbers_of::<u32>(col_idx)?,
+    );
+    let (vals, x) = (crate::numbers_of::<T>(vals)?, crate::numbers_of::<T>(x)?);
     let m = Csr {
         cols,
         row_ptr: &row_ptr,
@@ -54,7 +34,7 @@ fn product<T: Real, O: SegmentOffset + Copy>(
     };
     let mut y = vec![T::ZERO; m.rows()];
     csr_matvec(&m, &x, &mut y).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(bytes_of(&y))
+    Ok(crate::bytes_of(&y))
 }
 
 /// `y = A · x` on the CPU of the CSR matrix of `cols` columns given by its
@@ -83,11 +63,6 @@ pub fn spmv_bytes<'py>(
         ))),
     })?;
     Ok(PyBytes::new(py, &y))
-}
-
-fn products() -> &'static Mutex<HashMap<usize, GpuSpmv>> {
-    static PRODUCTS: OnceLock<Mutex<HashMap<usize, GpuSpmv>>> = OnceLock::new();
-    PRODUCTS.get_or_init(Default::default)
 }
 
 /// Device addresses and lengths (in elements) of a product's arrays.
@@ -148,33 +123,20 @@ pub fn gpu_spmv(
         x,
         y,
     };
-    py.detach(|| {
-        let ctx = gpu::context(device).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        // SAFETY: the caller's stream of this device, alive for the call.
-        let stream = unsafe { ctx.wrap_borrowed_stream(stream as _) };
-        let mut all = products().lock().unwrap_or_else(|p| p.into_inner());
-        let spmv = match all.entry(device) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(GpuSpmv::new(&ctx).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)
-            }
-        };
-        let result = match (real, width) {
-            ("f32", 4) => on_device::<f32, u32>(spmv, &stream, cols, &arrays),
-            ("f32", 8) => on_device::<f32, u64>(spmv, &stream, cols, &arrays),
-            ("f64", 4) => on_device::<f64, u32>(spmv, &stream, cols, &arrays),
-            ("f64", 8) => on_device::<f64, u64>(spmv, &stream, cols, &arrays),
+    static PRODUCTS: OnceLock<gpu::PerDevice<GpuSpmv>> = OnceLock::new();
+    let registry = PRODUCTS.get_or_init(Default::default);
+    let run = |stream: &Arc<CudaStream>, spmv: &mut GpuSpmv| -> PyResult<Result<(), ScanError>> {
+        Ok(match (real, width) {
+            ("f32", 4) => on_device::<f32, u32>(spmv, stream, cols, &arrays),
+            ("f32", 8) => on_device::<f32, u64>(spmv, stream, cols, &arrays),
+            ("f64", 4) => on_device::<f64, u32>(spmv, stream, cols, &arrays),
+            ("f64", 8) => on_device::<f64, u64>(spmv, stream, cols, &arrays),
             _ => {
                 return Err(PyTypeError::new_err(format!(
                     "values of {real} and row pointers of {width} bytes: f32 or f64, and 4 or 8"
                 )))
             }
-        };
-        result.map_err(|e| match e {
-            ScanError::Driver(_) | ScanError::Compile { .. } => {
-                PyRuntimeError::new_err(e.to_string())
-            }
-            e => PyValueError::new_err(e.to_string()),
         })
-    })
+    };
+    gpu::on_device(py, device, stream, registry, GpuSpmv::new, run)
 }
