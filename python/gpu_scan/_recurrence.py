@@ -14,7 +14,7 @@ array([3., 4., 4.], dtype=float32)
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple
+from typing import Any, Tuple
 
 import numpy as np
 
