@@ -22,7 +22,7 @@ use common::ops::*;
 use common::seed::from_env_or_clock;
 use common::segments::*;
 use common::specs::every_named_spec;
-use gpu_scan::cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut};
+use gpu_scan::cudarc::driver::{CudaStream, DevicePtrMut};
 use gpu_scan::prelude::*;
 use gpu_scan::scan_runtime::{
     BuiltElement, DeviceOffsets, DeviceSegments, DynOperator, DynScanner, RawElements,
@@ -31,52 +31,9 @@ use gpu_scan::segmented::{HeadFlags, Segments};
 use rand::SeedableRng;
 use std::sync::Arc;
 
-/// Guard bytes after every output and slot.
-const GUARD: usize = 64;
-
-/// The bytes of elements (plain data).
-fn bytes_of<T: Copy>(xs: &[T]) -> Vec<u8> {
-    // SAFETY: the elements' bytes (plain data; padding bytes of a
-    // device-written element are compared only through `from_bytes`).
-    unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<u8>(), std::mem::size_of_val(xs)) }
-        .to_vec()
-}
-
-/// Elements from their bytes.
-fn from_bytes<T: Copy>(bytes: &[u8]) -> Vec<T> {
-    let size = std::mem::size_of::<T>();
-    assert_eq!(bytes.len() % size, 0);
-    bytes
-        .chunks_exact(size)
-        // SAFETY: `size` bytes a device scan wrote as a `T` (plain data).
-        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
-        .collect()
-}
-
-/// A poisoned device buffer of `bytes` bytes and its guard band.
-fn poisoned_bytes(stream: &Arc<CudaStream>, bytes: usize) -> CudaSlice<u8> {
-    let mut buf = unsafe { stream.alloc::<u8>(bytes + GUARD) }.unwrap();
-    poison(stream, &mut buf);
-    buf
-}
-
-/// The buffer's first `bytes` bytes, after checking its guard band.
-fn read_back(stream: &Arc<CudaStream>, buf: &CudaSlice<u8>, bytes: usize, what: &str) -> Vec<u8> {
-    let host = stream.clone_dtoh(buf).unwrap();
-    assert!(
-        host[bytes..].iter().all(|&b| b == 0xA5),
-        "{what}: the guard band was written"
-    );
-    host[..bytes].to_vec()
-}
-
 /// `op` as built from its twin `Op`'s text (and its struct's).
 fn built<Op: ScanOp>() -> DynOperator {
-    let structs: Vec<&str> = [<Op::Element as ScanElement>::STRUCT_IR]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect();
-    DynOperator::from_text(Op::OPERATOR_IR, &structs).unwrap()
+    DynOperator::from_text(Op::OPERATOR_IR, &structs_of::<Op::Element>()).unwrap()
 }
 
 /// The built spec of `spec` (its initial value as the built element).

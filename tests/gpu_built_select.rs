@@ -18,8 +18,10 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::gpu::Case;
-use common::gpu::{gpu_shared, open_gpu, Rng64};
+use common::gpu::{
+    bytes_of, from_bytes, gpu_shared, open_gpu, poisoned_bytes, read_back, structs_of, Case, Rng64,
+    POISON,
+};
 use common::ops::{
     Affine, EvenCount, Growing, Lifting, OneMore, Positive, SameF32, SameSlope, SameU32, Stats,
     Third, ThirdU8,
@@ -31,39 +33,6 @@ use gpu_scan::select::{self as cpu, Rejected};
 use gpu_scan::stages::{ScanEquality, ScanPredicate};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
-
-/// Guard bytes after every output and slot.
-const GUARD: usize = 64;
-const POISON: u8 = 0xA5;
-
-fn bytes_of<T: Copy>(xs: &[T]) -> Vec<u8> {
-    // SAFETY: the elements' bytes (primitives: no padding).
-    unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<u8>(), std::mem::size_of_val(xs)) }
-        .to_vec()
-}
-
-fn from_bytes<T: Copy>(bytes: &[u8]) -> Vec<T> {
-    bytes
-        .chunks_exact(std::mem::size_of::<T>())
-        // SAFETY: bytes of a primitive `T` (any bits are a value).
-        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
-        .collect()
-}
-
-/// A device buffer of `bytes` bytes and its guard band, poisoned.
-fn poisoned(stream: &Arc<CudaStream>, bytes: usize) -> CudaSlice<u8> {
-    stream.clone_htod(&vec![POISON; bytes + GUARD]).unwrap()
-}
-
-/// The buffer's first `bytes` bytes, after checking its guard band.
-fn read_back(stream: &Arc<CudaStream>, buf: &CudaSlice<u8>, bytes: usize, what: &str) -> Vec<u8> {
-    let host = stream.clone_dtoh(buf).unwrap();
-    assert!(
-        host[bytes..].iter().all(|&b| b == POISON),
-        "{what}: the guard band was written"
-    );
-    host[..bytes].to_vec()
-}
 
 /// Lengths around one tile and around many, for the kernels these tests
 /// run over elements of `size` bytes.
@@ -83,14 +52,6 @@ fn lengths(select: &GpuSelect, size: usize) -> Vec<usize> {
     v.sort_unstable();
     v.dedup();
     v
-}
-
-/// The declarations of `T`'s struct, if it is one (`STRUCT_IR`).
-fn structs_of<T: gpu_scan::ScanElement>() -> Vec<&'static str> {
-    [T::STRUCT_IR]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect()
 }
 
 /// The count a compaction wrote.
@@ -115,7 +76,7 @@ fn compacted(
     compaction: impl FnOnce(&In<'_>, &mut Out<'_, '_>, &mut CudaSlice<u64>) -> Result<(), ScanError>,
 ) -> (Vec<u8>, usize) {
     let bytes = n * stage.element_size();
-    let mut out = poisoned(stream, bytes);
+    let mut out = poisoned_bytes(stream, bytes);
     let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
     {
         let inp = stage.elements(input).unwrap();
@@ -257,7 +218,7 @@ where
         let mut want = host.clone();
         let (a, b) = cpu::partition_three::<First, Second>(host, &mut want).unwrap();
         let what = format!("three-way partition {what}");
-        let mut out = poisoned(stream, n * size);
+        let mut out = poisoned_bytes(stream, n * size);
         let mut counts = stream.clone_htod(&[u64::MAX; 2]).unwrap();
         {
             let inp = first.elements(&input).unwrap();
@@ -447,7 +408,7 @@ fn built_stages_refuse_bad_buffers_and_kinds() {
     let input = stream
         .clone_htod(&bytes_of(&(0..n as u32).collect::<Vec<_>>()))
         .unwrap();
-    let mut out = poisoned(&stream, 4 * n);
+    let mut out = poisoned_bytes(&stream, 4 * n);
     let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
     let untouched = |out: &CudaSlice<u8>, count: &CudaSlice<u64>, what: &str| {
         assert!(
@@ -504,7 +465,7 @@ fn built_stages_refuse_bad_buffers_and_kinds() {
 fn built_reduce_by_key_matches_its_twins() {
     use common::ops::{AffineU32, SumU32};
     use gpu_scan::scan_runtime::DynOperator;
-    use gpu_scan::{ScanElement, ScanOp};
+    use gpu_scan::ScanOp;
     let Some(ctx) = open_gpu("gpu_built_select") else {
         return;
     };
@@ -521,11 +482,7 @@ fn built_reduce_by_key_matches_its_twins() {
         same: &DynStage,
         seed: u64,
     ) {
-        let structs: Vec<&str> = [<Op::Element as ScanElement>::STRUCT_IR]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect();
-        let op = DynOperator::from_text(Op::OPERATOR_IR, &structs).unwrap();
+        let op = DynOperator::from_text(Op::OPERATOR_IR, &structs_of::<Op::Element>()).unwrap();
         let size = std::mem::size_of::<Op::Element>();
         let tile = select
             .shape_for(SelectKernel::ReduceByKey, 4 + size)
@@ -549,8 +506,8 @@ fn built_reduce_by_key_matches_its_twins() {
                     .unwrap();
             let k = stream.clone_htod(&bytes_of(&keys)).unwrap();
             let v = stream.clone_htod(&bytes_of(&values)).unwrap();
-            let mut keys_out = poisoned(stream, 4 * n);
-            let mut values_out = poisoned(stream, size * n);
+            let mut keys_out = poisoned_bytes(stream, 4 * n);
+            let mut values_out = poisoned_bytes(stream, size * n);
             let mut count = stream.clone_htod(&[u64::MAX]).unwrap();
             {
                 let ki = same.elements(&k).unwrap();

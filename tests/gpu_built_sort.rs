@@ -10,30 +10,13 @@
 #![cfg(feature = "gpu")]
 
 mod common;
-use common::gpu::{gpu_shared, open_gpu, Case, Rng64};
+use common::gpu::{bytes_of, from_bytes, gpu_shared, open_gpu, structs_of, Case, Rng64};
 use common::ops::{Affine, BySignCountSum, BySlope, Stats};
 use gpu_scan::scan_runtime::cudarc::driver::CudaStream;
 use gpu_scan::scan_runtime::{BuiltLayout, DynSortKey, GpuSort};
 use gpu_scan::sort::{argsort_by_key, sort_by_key, SortKey, SortSpec};
-use gpu_scan::ScanElement;
 use rand::SeedableRng;
 use std::sync::Arc;
-
-/// The bytes of records (their padding as the host holds it; compared
-/// through the records' fields only).
-fn bytes_of<T: Copy>(xs: &[T]) -> Vec<u8> {
-    // SAFETY: plain records; padding bytes are copied, never interpreted.
-    unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<u8>(), std::mem::size_of_val(xs)) }
-        .to_vec()
-}
-
-fn from_bytes<T: Copy>(bytes: &[u8]) -> Vec<T> {
-    bytes
-        .chunks_exact(std::mem::size_of::<T>())
-        // SAFETY: bytes of records the GPU moved whole.
-        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
-        .collect()
-}
 
 /// Sorts and argsorts by `K`'s built twin on `records`, against the CPU's.
 fn check<K: SortKey>(
@@ -44,11 +27,7 @@ fn check<K: SortKey>(
 ) where
     K::Record: PartialEq + std::fmt::Debug,
 {
-    let structs: Vec<&str> = [<K::Record as ScanElement>::STRUCT_IR]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect();
-    let key = DynSortKey::from_text(K::SORT_KEY_IR, &structs).unwrap();
+    let key = DynSortKey::from_text(K::SORT_KEY_IR, &structs_of::<K::Record>()).unwrap();
     let n = records.len();
     for spec in [
         SortSpec::ascending(),

@@ -210,7 +210,7 @@ pub fn poison<T>(stream: &Arc<CudaStream>, buf: &mut CudaSlice<T>) {
     unsafe {
         gpu_scan::scan_runtime::cudarc::driver::result::memset_d8_async(
             ptr,
-            0xA5,
+            POISON,
             bytes,
             stream.cu_stream(),
         )
@@ -376,4 +376,65 @@ pub fn captured_graph(
         .end_capture(gpu_scan::scan_runtime::cudarc::driver::sys::CUgraphInstantiate_flags(0));
     captured.unwrap_or_else(|e| panic!("{what} ({mode:?}) is captured: {e}"));
     graph.unwrap().expect("a graph")
+}
+
+// Buffers of built elements (`DynOperator`, `DynStage`, `DynSortKey`):
+// bytes, poisoned, with a guard band after them.
+
+/// Guard bytes after every output of bytes ([`poisoned_bytes`]), which
+/// must stay [`POISON`].
+pub const BYTE_GUARD: usize = 64;
+
+/// What [`poison`] and [`poisoned_bytes`] fill buffers with.
+pub const POISON: u8 = 0xA5;
+
+/// The bytes of elements (plain data; a padded struct's padding bytes are
+/// copied, never interpreted: results are compared through [`from_bytes`]).
+pub fn bytes_of<T: Copy>(xs: &[T]) -> Vec<u8> {
+    // SAFETY: the elements' bytes, read as bytes.
+    unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<u8>(), std::mem::size_of_val(xs)) }
+        .to_vec()
+}
+
+/// Elements from their bytes.
+pub fn from_bytes<T: Copy>(bytes: &[u8]) -> Vec<T> {
+    let size = std::mem::size_of::<T>();
+    assert_eq!(bytes.len() % size, 0);
+    bytes
+        .chunks_exact(size)
+        // SAFETY: `size` bytes of a `T` the device wrote or moved whole
+        // (plain data).
+        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
+        .collect()
+}
+
+/// A poisoned device buffer of `bytes` bytes and its guard band.
+pub fn poisoned_bytes(stream: &Arc<CudaStream>, bytes: usize) -> CudaSlice<u8> {
+    stream
+        .clone_htod(&vec![POISON; bytes + BYTE_GUARD])
+        .unwrap()
+}
+
+/// The buffer's first `bytes` bytes, after checking its guard band.
+pub fn read_back(
+    stream: &Arc<CudaStream>,
+    buf: &CudaSlice<u8>,
+    bytes: usize,
+    what: &str,
+) -> Vec<u8> {
+    let host = stream.clone_dtoh(buf).unwrap();
+    assert!(
+        host[bytes..].iter().all(|&b| b == POISON),
+        "{what}: the guard band was written"
+    );
+    host[..bytes].to_vec()
+}
+
+/// The declarations of `T`'s struct (`STRUCT_IR`), if it is one: what a
+/// built operator, stage or key over `T` is read with.
+pub fn structs_of<T: ScanElement>() -> Vec<&'static str> {
+    [T::STRUCT_IR]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect()
 }
