@@ -457,6 +457,47 @@ impl BuiltLayout for crate::DynStage {
     }
 }
 
+/// `Ok` where each buffer `(what, address, bytes, element size,
+/// alignment)` lies at its alignment, else the error that names the
+/// first that does not.
+pub(crate) fn check_aligned(buffers: &[(&'static str, u64, usize, usize, usize)]) -> Result<()> {
+    for &(what, address, bytes, size, align) in buffers {
+        if address % align as u64 != 0 {
+            return Err(ScanError::ElementBuffer {
+                what,
+                bytes,
+                address,
+                size,
+                align,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `Ok` where each buffer `(what, bytes)` holds `n` whole elements of
+/// `of`, else the error that names the first that does not (a view made
+/// for another element).
+pub(crate) fn check_whole(
+    of: &impl BuiltLayout,
+    n: usize,
+    buffers: &[(&'static str, usize)],
+) -> Result<()> {
+    let size = of.element_size();
+    for &(what, bytes) in buffers {
+        if bytes != n * size {
+            return Err(ScanError::ElementBuffer {
+                what,
+                bytes,
+                address: 0,
+                size,
+                align: of.element_align(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The number of elements of `of` in `bytes` bytes, and their size;
 /// [`ScanError::ElementBuffer`] where they are not whole elements.
 fn whole_elements(of: &impl BuiltLayout, bytes: usize) -> Result<(usize, usize)> {

@@ -9,7 +9,7 @@
 
 use crate::built_stage::DynStage;
 use crate::capture::AddressStream;
-use crate::dynamic::{registered, BuiltElement, DynOperator};
+use crate::dynamic::{check_aligned, check_whole, registered, BuiltElement, DynOperator};
 use crate::error::{Result, ScanError};
 use crate::kernels::{build_module, compile_target, ProgramStats};
 use crate::operator::OperatorKey;
@@ -405,14 +405,10 @@ impl GpuSelect {
         let output_bytes = output.num_bytes();
         let (src, _src_guard) = input.device_ptr(&at);
         let (dst, _dst_guard) = output.device_ptr_mut(&at);
-        check_aligned(
-            [
-                ("the input", src, input.num_bytes()),
-                ("the output", dst, output_bytes),
-            ],
-            size,
-            aligns,
-        )?;
+        check_aligned(&[
+            ("the input", src, input.num_bytes(), size, aligns[0]),
+            ("the output", dst, output_bytes, size, aligns[1]),
+        ])?;
         let (slots, _slots_guard) = counts.device_ptr_mut(&at);
         let n64 = n as u64;
         // SAFETY: `slots` is the caller's two-element u64 buffer, valid
@@ -607,40 +603,31 @@ impl GpuSelect {
         let (vals, _vals_guard) = values.device_ptr(&at);
         let (keys_dst, _keys_guard) = keys_out.device_ptr_mut(&at);
         let (vals_dst, _vals_dst_guard) = values_out.device_ptr_mut(&at);
-        for (what, address, bytes, size, align) in [
-            ("the keys", src, keys.num_bytes(), key_size, keyed.aligns[0]),
+        let [key_align, value_align] = keyed.aligns;
+        check_aligned(&[
+            ("the keys", src, keys.num_bytes(), key_size, key_align),
             (
                 "the values",
                 vals,
                 values.num_bytes(),
                 value_size,
-                keyed.aligns[1],
+                value_align,
             ),
             (
                 "the keys' output",
                 keys_dst,
                 keys_bytes,
                 key_size,
-                keyed.aligns[0],
+                key_align,
             ),
             (
                 "the values' output",
                 vals_dst,
                 values_bytes,
                 value_size,
-                keyed.aligns[1],
+                value_align,
             ),
-        ] {
-            if address % align as u64 != 0 {
-                return Err(ScanError::ElementBuffer {
-                    what,
-                    bytes,
-                    address,
-                    size,
-                    align,
-                });
-            }
-        }
+        ])?;
         let (slot, _slot_guard) = count.device_ptr_mut(&at);
         let n64 = n as u64;
         let mut builder = stream.launch_builder(&function);
@@ -751,14 +738,11 @@ impl GpuSelect {
         let output_bytes = output.num_bytes();
         let (src, _src_guard) = input.device_ptr(&at);
         let (dst, _dst_guard) = output.device_ptr_mut(&at);
-        check_aligned(
-            [
-                ("the input", src, input.num_bytes()),
-                ("the output", dst, output_bytes),
-            ],
-            launch.element_size,
-            launch.aligns,
-        )?;
+        let size = launch.element_size;
+        check_aligned(&[
+            ("the input", src, input.num_bytes(), size, launch.aligns[0]),
+            ("the output", dst, output_bytes, size, launch.aligns[1]),
+        ])?;
         let (slot, _slot_guard) = count.device_ptr_mut(&at);
         let flags = flags.map(|f| f.device_ptr(&at));
         let lengths = lengths.map(|l| l.device_ptr_mut(&at));
@@ -1079,20 +1063,14 @@ impl GpuSelect {
             keys.len(),
         )?;
         let value_size = op.element_size();
-        for (what, bytes) in [
-            ("the values", values.num_bytes()),
-            ("the values' output", values_out.num_bytes()),
-        ] {
-            if bytes != values.len() * value_size {
-                return Err(ScanError::ElementBuffer {
-                    what,
-                    bytes,
-                    address: 0,
-                    size: value_size,
-                    align: op.element_align(),
-                });
-            }
-        }
+        check_whole(
+            op,
+            values.len(),
+            &[
+                ("the values", values.num_bytes()),
+                ("the values' output", values_out.num_bytes()),
+            ],
+        )?;
         let program = op.program();
         // The pair's kernels, registered under its names and sources.
         let op_part = program.layout.cuda_declaration(program.name) + program.cuda_source;
@@ -1132,17 +1110,11 @@ impl GpuSelect {
             )));
         }
         let size = stage.element_size();
-        for (what, bytes) in ["the input", "the output"].into_iter().zip(bytes) {
-            if bytes != n * size {
-                return Err(ScanError::ElementBuffer {
-                    what,
-                    bytes,
-                    address: 0,
-                    size,
-                    align: stage.element_align(),
-                });
-            }
-        }
+        check_whole(
+            stage,
+            n,
+            &[("the input", bytes[0]), ("the output", bytes[1])],
+        )?;
         Ok(Launch {
             kernel,
             key: stage.key(),
@@ -1155,27 +1127,6 @@ impl GpuSelect {
             aligns: [stage.element_align(); 2],
         })
     }
-}
-
-/// `Ok` where each buffer's address (input, output) lies at its alignment
-/// in `aligns`, else the error that names the first that does not.
-fn check_aligned(
-    buffers: [(&'static str, u64, usize); 2],
-    size: usize,
-    aligns: [usize; 2],
-) -> Result<()> {
-    for ((what, address, bytes), align) in buffers.into_iter().zip(aligns) {
-        if address % align as u64 != 0 {
-            return Err(ScanError::ElementBuffer {
-                what,
-                bytes,
-                address,
-                size,
-                align,
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Outputs as long as the input's `n` elements and a count slot of

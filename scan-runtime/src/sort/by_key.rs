@@ -8,7 +8,7 @@
 
 use super::{one_per_key, GpuSort};
 use crate::built_stage::DynSortKey;
-use crate::dynamic::BuiltElement;
+use crate::dynamic::{check_aligned, check_whole, BuiltElement};
 use crate::error::{Result, ScanError};
 use crate::kernels::build_module;
 use crate::operator::OperatorKey;
@@ -141,10 +141,17 @@ impl GpuSort {
         records: &mut impl DevicePtrMut<BuiltElement>,
         spec: &SortSpec,
     ) -> Result<()> {
-        let n = whole_records(key, records.num_bytes(), records.len())?;
+        let n = records.len();
+        check_whole(key, n, &[("the records", records.num_bytes())])?;
         let at = self.addresses.for_stream(stream)?;
         let (records_ptr, _records_guard) = records.device_ptr_mut(&at);
-        aligned(key, records_ptr, n)?;
+        check_aligned(&[(
+            "the records",
+            records_ptr,
+            n * key.record_size(),
+            key.record_size(),
+            key.record_align(),
+        )])?;
         self.by_key(&ByKey::built(key), stream, n, records_ptr, None, spec)
     }
 
@@ -157,11 +164,18 @@ impl GpuSort {
         indices: &mut impl DevicePtrMut<u64>,
         spec: &SortSpec,
     ) -> Result<()> {
-        let n = whole_records(key, records.num_bytes(), records.len())?;
+        let n = records.len();
+        check_whole(key, n, &[("the records", records.num_bytes())])?;
         one_per_key(n, indices.len())?;
         let at = self.addresses.for_stream(stream)?;
         let (records_ptr, _records_guard) = records.device_ptr(&at);
-        aligned(key, records_ptr, n)?;
+        check_aligned(&[(
+            "the records",
+            records_ptr,
+            n * key.record_size(),
+            key.record_size(),
+            key.record_align(),
+        )])?;
         let (indices_ptr, _indices_guard) = indices.device_ptr_mut(&at);
         self.by_key(
             &ByKey::built(key),
@@ -330,35 +344,6 @@ impl GpuSort {
         self.by_key_programs.insert(key.key, program.clone());
         Ok(program)
     }
-}
-
-/// The records in `bytes`: `len` of the key's record size, or the error
-/// that says they are not (a view made for another element).
-fn whole_records(key: &DynSortKey, bytes: usize, len: usize) -> Result<usize> {
-    if bytes != len * key.record_size() {
-        return Err(ScanError::ElementBuffer {
-            what: "the records",
-            bytes,
-            address: 0,
-            size: key.record_size(),
-            align: key.record_align(),
-        });
-    }
-    Ok(len)
-}
-
-/// `Ok` where the records at `address` lie at the record's alignment.
-fn aligned(key: &DynSortKey, address: u64, n: usize) -> Result<()> {
-    if address % key.record_align() as u64 != 0 {
-        return Err(ScanError::ElementBuffer {
-            what: "the records",
-            bytes: n * key.record_size(),
-            address,
-            size: key.record_size(),
-            align: key.record_align(),
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]
